@@ -1,0 +1,179 @@
+package jsonl
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/sessionflow/sessionflow/session"
+)
+
+// Header-line errors of SPEC 4.1. They are wrapped into a corruption error
+// that names the session and the raw log.
+var (
+	errHeaderless      = errors.New("empty or header-less session log")
+	errHeaderNotJSON   = errors.New("corrupt session log: header line is not valid JSON")
+	errHeaderNotObject = errors.New("corrupt session log: first line is not a JSON object")
+	errHeaderShape     = errors.New("corrupt session log: first line is not a session header")
+	errRetiredFields   = errors.New("session header uses retired policy baseline fields")
+)
+
+// versionError is the direction-aware refusal of SPEC 4.5.
+type versionError struct {
+	id      string
+	version float64
+}
+
+func (e *versionError) Error() string {
+	v := strconv.FormatFloat(e.version, 'f', -1, 64)
+	if e.version > session.FormatVersion {
+		return fmt.Sprintf("session %q uses log format v%s, but this harness reads only v%d: the log was written by a newer harness — upgrade the harness to open it", e.id, v, session.FormatVersion)
+	}
+	return fmt.Sprintf("session %q uses log format v%s, older than the supported v%d, and this build ships no upgrade path for it", e.id, v, session.FormatVersion)
+}
+
+var (
+	headerRequired = []string{"type", "version", "id", "createdAt", "isSeeded", "delegationDepth"}
+	headerOptional = map[string]bool{"cwd": true, "parentSession": true, "origin": true, "agentPreset": true}
+)
+
+// parseHeaderLine decodes one header line (without its newline) following the
+// check order of SPEC 4.1: JSON, object, version guard, retired fields, shape.
+func parseHeaderLine(line []byte) (session.Header, error) {
+	var h session.Header
+	if !json.Valid(line) {
+		return h, errHeaderNotJSON
+	}
+	trimmed := bytes.TrimSpace(line)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return h, errHeaderNotObject
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(trimmed, &raw); err != nil {
+		return h, errHeaderNotJSON
+	}
+	if v, ok := raw["version"]; ok {
+		var f float64
+		if json.Unmarshal(v, &f) == nil && f != session.FormatVersion {
+			return h, &versionError{id: stringifyJSON(raw["id"]), version: f}
+		}
+	}
+	if _, ok := raw["sandboxMode"]; ok {
+		return h, errRetiredFields
+	}
+	if _, ok := raw["approvalPolicy"]; ok {
+		return h, errRetiredFields
+	}
+	for _, k := range headerRequired {
+		if _, ok := raw[k]; !ok {
+			return h, errHeaderShape
+		}
+	}
+	for k := range raw {
+		if !headerOptional[k] && !contains(headerRequired, k) {
+			return h, errHeaderShape
+		}
+	}
+	var typ string
+	if json.Unmarshal(raw["type"], &typ) != nil || typ != "session" {
+		return h, errHeaderShape
+	}
+	h.Version = session.FormatVersion
+	if json.Unmarshal(raw["id"], &h.ID) != nil || h.ID == "" {
+		return h, errHeaderShape
+	}
+	var err error
+	if h.CreatedAt, err = session.ParseSafeInt(raw["createdAt"]); err != nil {
+		return h, errHeaderShape
+	}
+	if h.DelegationDepth, err = session.ParseSafeInt(raw["delegationDepth"]); err != nil {
+		return h, errHeaderShape
+	}
+	if json.Unmarshal(raw["isSeeded"], &h.IsSeeded) != nil || string(bytes.TrimSpace(raw["isSeeded"])) == "null" {
+		return h, errHeaderShape
+	}
+	for k, dst := range map[string]*string{"cwd": &h.Cwd, "parentSession": &h.ParentSession, "origin": &h.Origin, "agentPreset": &h.AgentPreset} {
+		if v, ok := raw[k]; ok {
+			if bytes.Equal(bytes.TrimSpace(v), []byte("null")) || json.Unmarshal(v, dst) != nil {
+				return h, errHeaderShape
+			}
+		}
+	}
+	if h.Validate() != nil {
+		return h, errHeaderShape
+	}
+	return h, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// stringifyJSON renders a JSON value as JavaScript's String() would for the
+// id of a version error: strings unquoted, other values as written.
+func stringifyJSON(v json.RawMessage) string {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return s
+	}
+	var f float64
+	if json.Unmarshal(v, &f) == nil && !math.IsInf(f, 0) {
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	if len(v) == 0 {
+		return "undefined"
+	}
+	return strings.TrimSpace(string(v))
+}
+
+// headerWire fixes the key order of the header line (SPEC 2.3).
+type headerWire struct {
+	Type            string `json:"type"`
+	Version         int    `json:"version"`
+	ID              string `json:"id"`
+	CreatedAt       int64  `json:"createdAt"`
+	Cwd             string `json:"cwd,omitempty"`
+	ParentSession   string `json:"parentSession,omitempty"`
+	IsSeeded        bool   `json:"isSeeded"`
+	Origin          string `json:"origin,omitempty"`
+	DelegationDepth int64  `json:"delegationDepth"`
+	AgentPreset     string `json:"agentPreset,omitempty"`
+}
+
+// encodeHeaderLine renders the header line including its newline.
+func encodeHeaderLine(h session.Header) ([]byte, error) {
+	return marshalLine(headerWire{"session", session.FormatVersion, h.ID, h.CreatedAt, h.Cwd, h.ParentSession, h.IsSeeded, h.Origin, h.DelegationDepth, h.AgentPreset})
+}
+
+// encodeBatch renders events as newline-terminated lines.
+func encodeBatch(events []session.Event) ([]byte, error) {
+	var buf bytes.Buffer
+	for _, e := range events {
+		b, err := e.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(b)
+		buf.WriteByte('\n')
+	}
+	return buf.Bytes(), nil
+}
+
+func marshalLine(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,144 @@
+package jsonl
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Code names a class of store error. Codes are stable: the Temporal
+// activities use them as application error types, and callers branch on them
+// with errors.Is against the sentinels below.
+type Code string
+
+// Error codes.
+const (
+	CodeNotFound          Code = "SessionNotFound"
+	CodeAlreadyExists     Code = "SessionAlreadyExists"
+	CodeAlreadyOwned      Code = "SessionAlreadyOwned"
+	CodeReadOnly          Code = "ReadOnlyHandle"
+	CodeHandleClosed      Code = "HandleClosed"
+	CodeOwnershipLost     Code = "SessionOwnershipLost"
+	CodeHandleRevoked     Code = "HandleRevoked"
+	CodeCorrupt           Code = "SessionCorrupt"
+	CodeFormatUnsupported Code = "SessionFormatUnsupported"
+	CodeSeqMismatch       Code = "SeqMismatch"
+	CodeInvalidArgument   Code = "InvalidArgument"
+	CodeLayout            Code = "SessionLayoutConflict"
+)
+
+// Error is a named store error. Its Error() text is the reference text of
+// SPEC 4-6. Match a class with errors.Is(err, ErrNotFound) and friends, or
+// read Code through errors.As.
+type Error struct {
+	// Code is the error class.
+	Code Code
+	// SessionID is the session concerned, when there is one.
+	SessionID string
+	// Path is the raw log or artifact the error is about, when known.
+	Path string
+	// Message is the full error text.
+	Message string
+	// Err is the underlying cause, if any.
+	Err error
+}
+
+// Sentinels for errors.Is. They match any *Error with the same Code.
+var (
+	ErrNotFound          = &Error{Code: CodeNotFound}
+	ErrAlreadyExists     = &Error{Code: CodeAlreadyExists}
+	ErrAlreadyOwned      = &Error{Code: CodeAlreadyOwned}
+	ErrReadOnly          = &Error{Code: CodeReadOnly}
+	ErrHandleClosed      = &Error{Code: CodeHandleClosed}
+	ErrOwnershipLost     = &Error{Code: CodeOwnershipLost}
+	ErrHandleRevoked     = &Error{Code: CodeHandleRevoked}
+	ErrCorrupt           = &Error{Code: CodeCorrupt}
+	ErrFormatUnsupported = &Error{Code: CodeFormatUnsupported}
+	ErrSeqMismatch       = &Error{Code: CodeSeqMismatch}
+	ErrInvalidArgument   = &Error{Code: CodeInvalidArgument}
+	ErrLayout            = &Error{Code: CodeLayout}
+)
+
+// Error returns the reference text.
+func (e *Error) Error() string {
+	if e.Message == "" {
+		return string(e.Code)
+	}
+	return e.Message
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is matches a sentinel of the same Code.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Message == "" && t.Code == e.Code
+}
+
+func newError(code Code, id, format string, args ...any) *Error {
+	return &Error{Code: code, SessionID: id, Message: fmt.Sprintf(format, args...)}
+}
+
+func notFound(id string) *Error {
+	return newError(CodeNotFound, id, "session %q not found", id)
+}
+
+func alreadyExists(id string) *Error {
+	return newError(CodeAlreadyExists, id, "session %q already exists", id)
+}
+
+func alreadyOwned(id string) *Error {
+	return newError(CodeAlreadyOwned, id, "session %q is already owned by an active write handle", id)
+}
+
+func readOnly(id, op string) *Error {
+	return newError(CodeReadOnly, id, "session %q: %s is not available on a read handle", id, op)
+}
+
+func handleClosed(id, op string) *Error {
+	return newError(CodeHandleClosed, id, "session %q: %s on a closed handle", id, op)
+}
+
+func ownershipLost(id string) *Error {
+	return newError(CodeOwnershipLost, id, "session %q: write ownership was lost; close this handle and reopen", id)
+}
+
+func revoked(id, handle string) *Error {
+	return newError(CodeHandleRevoked, id, "session %q: handle %q was closed before its open completed", id, handle)
+}
+
+func invalidArgument(id string, err error) *Error {
+	return &Error{Code: CodeInvalidArgument, SessionID: id, Message: err.Error(), Err: err}
+}
+
+// AggregateError carries a message of its own and ordered member errors, as
+// in `failed to roll back append to "<path>"` (errors.Join would lose the
+// message). errors.Is and errors.As see every member.
+type AggregateError struct {
+	// Message is the aggregate's own text.
+	Message string
+	// Errors are the members, in order.
+	Errors []error
+}
+
+// Error returns the message followed by the members.
+func (e *AggregateError) Error() string {
+	parts := make([]string, len(e.Errors))
+	for i, err := range e.Errors {
+		parts[i] = err.Error()
+	}
+	return e.Message + ": " + strings.Join(parts, "; ")
+}
+
+// Unwrap exposes the members to errors.Is and errors.As.
+func (e *AggregateError) Unwrap() []error { return e.Errors }
+
+// ErrorCode returns the Code of the first *Error in err's tree, or "".
+func ErrorCode(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}

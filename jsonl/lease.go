@@ -1,0 +1,322 @@
+package jsonl
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sessionflow/sessionflow/session"
+)
+
+// Owner names the durable owner of a write lease: the workflow execution that
+// holds it.
+type Owner struct {
+	// WorkflowID is the owning workflow id (session/<id> for sessions).
+	WorkflowID string `json:"workflowId,omitempty"`
+	// RunID is the run that acquired the lease.
+	RunID string `json:"runId,omitempty"`
+}
+
+// Lease is the content of a session's lease file (SPEC 0.2).
+type Lease struct {
+	// Handle is the handle id that owns the session.
+	Handle string `json:"handle"`
+	// Owner is the workflow that holds the handle.
+	Owner Owner `json:"owner"`
+	// Host and PID identify the process that acquired the lease.
+	Host string `json:"host"`
+	PID  int    `json:"pid"`
+	// AcquiredAt is the acquisition time in Unix milliseconds.
+	AcquiredAt int64 `json:"acquiredAt"`
+	// Pending is set for a created session that has not materialized yet: it
+	// carries what any worker needs to materialize it.
+	Pending *PendingSession `json:"pending,omitempty"`
+}
+
+// PendingSession is a created, never-materialized session.
+type PendingSession struct {
+	// Header is the header the first write will publish.
+	Header session.Header `json:"header"`
+	// InheritedEventCount is the fork cut of the session.
+	InheritedEventCount int64 `json:"inheritedEventCount"`
+}
+
+// errLeaseHeld reports that the lease file exists (held by someone).
+var errLeaseHeld = errors.New("lease held")
+
+// lockPollInterval is how often a contended mutation lock is retried.
+const lockPollInterval = 2 * time.Millisecond
+
+// acquireLease publishes a lease file atomically with its content: write a
+// temp file, fsync, link it to session.lock (never replacing), fsync the
+// directory. It returns errLeaseHeld when a lease exists.
+func (s *Store) acquireLease(dir string, l Lease) error {
+	body, err := json.Marshal(l)
+	if err != nil {
+		return err
+	}
+	if err := s.publish(dir, leaseFile, body); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return errLeaseHeld
+		}
+		return err
+	}
+	return nil
+}
+
+// publish writes body to dir/name through an exclusive temp file and a
+// no-overwrite link, then fsyncs the directory.
+func (s *Store) publish(dir, name string, body []byte) error {
+	tmp := filepath.Join(dir, "session."+randomHex(6)+".tmp")
+	f, err := s.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(body)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = s.fs.Link(tmp, filepath.Join(dir, name))
+	}
+	if err != nil {
+		_ = s.fs.Remove(tmp)
+		return err
+	}
+	if err := s.syncDir(dir); err != nil {
+		return err
+	}
+	_ = s.fs.Remove(tmp) // best-effort: the file is already published
+	return nil
+}
+
+// readLease returns the lease of a session directory, or nil when none.
+func (s *Store) readLease(dir string) (*Lease, error) {
+	f, err := s.fs.OpenFile(filepath.Join(dir, leaseFile), os.O_RDONLY, 0)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	defer f.Close()
+	return decodeLease(f)
+}
+
+func decodeLease(r io.Reader) (*Lease, error) {
+	body, err := io.ReadAll(io.LimitReader(r, 1<<20))
+	if err != nil {
+		return nil, err
+	}
+	var l Lease
+	if err := json.Unmarshal(body, &l); err != nil {
+		return nil, &Error{Code: CodeCorrupt, Message: "corrupt session lease: " + err.Error(), Err: err}
+	}
+	return &l, nil
+}
+
+// lockedLease is a lease file held under an exclusive flock.
+type lockedLease struct {
+	f     File
+	lease *Lease
+}
+
+func (l *lockedLease) release() {
+	_ = l.f.Flock(unix.LOCK_UN)
+	_ = l.f.Close()
+}
+
+// lockLease takes the short exclusive flock on dir's lease file, re-checks
+// that the locked file is still the published one and reads it. It returns
+// (nil, nil) when no lease exists.
+func (s *Store) lockLease(ctx context.Context, dir string) (*lockedLease, error) {
+	path := filepath.Join(dir, leaseFile)
+	for {
+		f, err := s.fs.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, nil
+			}
+			return nil, err
+		}
+		if err := s.flock(ctx, f); err != nil {
+			f.Close()
+			return nil, err
+		}
+		// The lease may have been unlinked (closed, forfeited) or replaced
+		// between open and flock: compare inodes.
+		same, err := s.sameFile(f, path)
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		if !same {
+			_ = f.Flock(unix.LOCK_UN)
+			f.Close()
+			continue
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			f.Close()
+			return nil, err
+		}
+		l, err := decodeLease(f)
+		if err != nil {
+			_ = f.Flock(unix.LOCK_UN)
+			f.Close()
+			return nil, err
+		}
+		return &lockedLease{f: f, lease: l}, nil
+	}
+}
+
+func (s *Store) flock(ctx context.Context, f File) error {
+	for {
+		err := f.Flock(unix.LOCK_EX | unix.LOCK_NB)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(lockPollInterval):
+		}
+	}
+}
+
+func (s *Store) sameFile(f File, path string) (bool, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	pi, err := s.fs.Stat(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+		return false, err
+	}
+	return os.SameFile(fi, pi), nil
+}
+
+// withLease runs fn while holding the mutation lock of a lease that names
+// handle. Any other state is ownership loss.
+func (s *Store) withLease(ctx context.Context, id, dir, handle string, fn func(*Lease) error) error {
+	ll, err := s.lockLease(ctx, dir)
+	if err != nil {
+		return err
+	}
+	if ll == nil {
+		return ownershipLost(id)
+	}
+	defer ll.release()
+	if ll.lease.Handle != handle {
+		return ownershipLost(id)
+	}
+	return fn(ll.lease)
+}
+
+// revocationPath is the revocation record of a handle id. Records live under
+// the root, not in the session directory, so they outlive the erasure of a
+// never-materialized session (docs/DECISIONS.md).
+func (s *Store) revocationPath(handle string) string {
+	sum := sha256.Sum256([]byte(handle))
+	return filepath.Join(s.root, revocationsDir, hex.EncodeToString(sum[:16]))
+}
+
+// isRevoked reports whether handle was closed.
+func (s *Store) isRevoked(handle string) (bool, error) {
+	_, err := s.fs.Lstat(s.revocationPath(handle))
+	if err == nil {
+		return true, nil
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return false, err
+}
+
+// revocationRecord is the content of a revocation file.
+type revocationRecord struct {
+	Handle    string `json:"handle"`
+	SessionID string `json:"sessionId"`
+	RevokedAt int64  `json:"revokedAt"`
+}
+
+// revoke durably records handle as closed. It is idempotent.
+func (s *Store) revoke(id, handle string) error {
+	dir := filepath.Join(s.root, revocationsDir)
+	if err := s.mkdirAll(dir); err != nil {
+		return err
+	}
+	path := s.revocationPath(handle)
+	body, _ := json.Marshal(revocationRecord{handle, id, s.now().UnixMilli()})
+	f, err := s.fs.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil
+		}
+		return err
+	}
+	_, err = f.Write(body)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = s.fs.Remove(path)
+		return err
+	}
+	if err := s.syncDir(dir); err != nil {
+		return err
+	}
+	s.pruneRevocations(dir)
+	return nil
+}
+
+// pruneRevocations removes records older than the retention period, at most
+// once per hour per store.
+func (s *Store) pruneRevocations(dir string) {
+	s.mu.Lock()
+	due := s.now().Sub(s.lastPrune) >= time.Hour
+	if due {
+		s.lastPrune = s.now()
+	}
+	s.mu.Unlock()
+	if !due {
+		return
+	}
+	entries, err := s.fs.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	cutoff := s.now().Add(-s.retention)
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && info.ModTime().Before(cutoff) {
+			_ = s.fs.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,350 @@
+package jsonl
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"syscall"
+
+	"github.com/sessionflow/sessionflow/session"
+)
+
+// headerChunk is the read size of header-only reads (SPEC 4.4, 6.6).
+const headerChunk = 8 << 10
+
+// maxHeaderBytes bounds a header-only read.
+const maxHeaderBytes = 16 << 20
+
+// Snapshot describes a stored or pending session without reading its events.
+type Snapshot struct {
+	// Header is the session header.
+	Header session.Header `json:"header"`
+	// Revision is an opaque change token: dev:ino:size:mtimeNs:ctimeNs of the
+	// log file, or pending:<handle> for a created session with no log yet.
+	Revision string `json:"revision"`
+	// SizeBytes is the physical log size; 0 for a pending session.
+	SizeBytes int64 `json:"sizeBytes"`
+	// Pending is true for a created session that has not materialized.
+	Pending bool `json:"pending,omitempty"`
+	// Path is the log file (empty when pending).
+	Path string `json:"path,omitempty"`
+}
+
+// Stat describes a session without reading its events or taking ownership.
+// It returns (nil, nil) when the session is absent or its header is not a
+// readable session header; a foreign format version is an error.
+func (s *Store) Stat(ctx context.Context, id string) (*Snapshot, error) {
+	unlock, err := s.begin(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	sd, found, err := s.locate(id)
+	if err != nil || !found {
+		return nil, err
+	}
+	snap, err := s.snapshot(sd)
+	if err != nil || snap == nil {
+		return nil, err
+	}
+	if snap.Header.ID != id {
+		return nil, nil
+	}
+	return snap, nil
+}
+
+// snapshot reads one session directory's header-only view.
+func (s *Store) snapshot(sd sessionDir) (*Snapshot, error) {
+	if sd.generation == "" {
+		l, err := s.readLease(sd.dir)
+		if err != nil || l == nil || l.Pending == nil {
+			return nil, err
+		}
+		return &Snapshot{Header: l.Pending.Header, Revision: "pending:" + l.Handle, Pending: true}, nil
+	}
+	h, ok, err := s.readHeader(sd.generation)
+	if err != nil || !ok {
+		return nil, err
+	}
+	fi, err := s.fs.Stat(sd.generation)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return &Snapshot{Header: h, Revision: revision(fi), SizeBytes: fi.Size(), Path: sd.generation}, nil
+}
+
+// revision renders a file identity token.
+func revision(fi os.FileInfo) string {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return fmt.Sprintf("%d:%d:%d:%d:%d", st.Dev, st.Ino, st.Size, st.Mtim.Nano(), st.Ctim.Nano())
+	}
+	return fmt.Sprintf("0:0:%d:%d:0", fi.Size(), fi.ModTime().UnixNano())
+}
+
+// readHeader reads only the header of a log file: the first line (raw) or
+// the first frame (zstd), in 8 KiB chunks. ok=false means "no header"
+// (absent file, no complete first record, malformed header); a foreign
+// version and retired fields are errors.
+func (s *Store) readHeader(path string) (session.Header, bool, error) {
+	var h session.Header
+	f, err := s.fs.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return h, false, nil
+		}
+		return h, false, err
+	}
+	defer f.Close()
+	var buf []byte
+	chunk := make([]byte, headerChunk)
+	for len(buf) < maxHeaderBytes {
+		n, rerr := f.Read(chunk)
+		buf = append(buf, chunk[:n]...)
+		line, complete, perr := s.headerRecord(buf)
+		if perr != nil {
+			return h, false, nil
+		}
+		if complete {
+			h, err := parseHeaderLine(line)
+			if err != nil {
+				var ve *versionError
+				if errors.As(err, &ve) {
+					return h, false, &Error{Code: CodeFormatUnsupported, Path: path, Err: err, Message: fmt.Sprintf("%s (raw log: %s)", ve.Error(), path)}
+				}
+				if errors.Is(err, errRetiredFields) {
+					return h, false, &Error{Code: CodeCorrupt, Path: path, Err: err, Message: err.Error()}
+				}
+				return h, false, nil
+			}
+			return h, true, nil
+		}
+		if rerr == io.EOF {
+			return h, false, nil
+		}
+		if rerr != nil {
+			return h, false, rerr
+		}
+	}
+	return h, false, nil
+}
+
+// headerRecord extracts the header line from the start of a log once it is
+// complete.
+func (s *Store) headerRecord(buf []byte) ([]byte, bool, error) {
+	if s.comp != CompressionZstd {
+		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
+			return buf[:i], true, nil
+		}
+		return nil, false, nil
+	}
+	frames, _, err := scanZstdFrames(buf)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(frames) == 0 {
+		return nil, false, nil
+	}
+	plain, err := s.codec.decodeFrame(buf[frames[0].start:frames[0].end])
+	if err != nil {
+		return nil, false, errZstdHeaderInvalid
+	}
+	if len(plain) == 0 || bytes.IndexByte(plain, '\n') != len(plain)-1 {
+		return nil, false, errZstdHeaderFrame
+	}
+	return plain[:len(plain)-1], true, nil
+}
+
+// List describes every session under the root, pending ones included,
+// sorted by id. Foreign-format and malformed logs are skipped; an id found
+// in two project directories is an error; an absent root lists nothing.
+func (s *Store) List(ctx context.Context) ([]Snapshot, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, context.Cause(ctx)
+	}
+	if err := s.checkRoot(); err != nil {
+		return nil, err
+	}
+	projects, err := s.projectDirs()
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]string{}
+	var out []Snapshot
+	for _, p := range projects {
+		entries, err := s.fs.ReadDir(p)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return nil, err
+		}
+		for _, e := range entries {
+			if err := ctx.Err(); err != nil {
+				return nil, context.Cause(ctx)
+			}
+			if !e.IsDir() {
+				continue
+			}
+			sd, err := s.inspectSessionDir(filepath.Join(p, e.Name()))
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					continue
+				}
+				return nil, err
+			}
+			snap, err := s.snapshot(sd)
+			if err != nil {
+				if errors.Is(err, ErrFormatUnsupported) {
+					continue
+				}
+				return nil, err
+			}
+			if snap == nil {
+				continue
+			}
+			if seg, err := EncodeSegment(snap.Header.ID); err != nil || seg != e.Name() {
+				continue // a header that does not belong to its directory
+			}
+			if prev, dup := seen[snap.Header.ID]; dup && prev != p {
+				return nil, &Error{Code: CodeLayout, SessionID: snap.Header.ID, Message: fmt.Sprintf(
+					"duplicate JSONL session id %q appears in multiple project directories", snap.Header.ID)}
+			}
+			seen[snap.Header.ID] = p
+			out = append(out, *snap)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Header.ID < out[j].Header.ID })
+	return out, nil
+}
+
+// Has reports whether the session has a log on disk. A created session that
+// never materialized does not count.
+func (s *Store) Has(ctx context.Context, id string) (bool, error) {
+	unlock, err := s.begin(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	sd, found, err := s.locate(id)
+	return found && sd.generation != "", err
+}
+
+// Delete removes a session directory: log, sidecar and temp files. It
+// refuses while a lease is held and is a no-op for an unknown id.
+func (s *Store) Delete(ctx context.Context, id string) error {
+	unlock, err := s.begin(ctx, id)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	sd, found, err := s.locate(id)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return s.deleteSidecarOnly(id)
+	}
+	if sd.leased {
+		return alreadyOwned(id)
+	}
+	// Hold a lease of our own while deleting so no writer can start.
+	handle := "delete/" + randomHex(8)
+	if err := s.acquireLease(sd.dir, s.newLease(handle, Owner{})); err != nil {
+		if errors.Is(err, errLeaseHeld) {
+			return alreadyOwned(id)
+		}
+		return err
+	}
+	entries, err := s.fs.ReadDir(sd.dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Name() == leaseFile || e.IsDir() {
+			continue
+		}
+		if err := s.fs.Remove(filepath.Join(sd.dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	if err := s.fs.Remove(filepath.Join(sd.dir, leaseFile)); err != nil {
+		return err
+	}
+	if err := s.fs.Remove(sd.dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return s.syncDir(filepath.Dir(sd.dir))
+}
+
+// deleteSidecarOnly removes summary-only session directories of id (a
+// summary written before any log) from every project directory.
+func (s *Store) deleteSidecarOnly(id string) error {
+	seg, err := EncodeSegment(id)
+	if err != nil {
+		return invalidArgument(id, err)
+	}
+	projects, err := s.projectDirs()
+	if err != nil {
+		return err
+	}
+	for _, p := range projects {
+		dir := filepath.Join(p, seg)
+		if err := s.fs.Remove(filepath.Join(dir, summaryFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		_ = s.fs.Remove(dir)
+	}
+	return nil
+}
+
+// LeaseOf returns the session's current lease, or nil when none is held.
+func (s *Store) LeaseOf(ctx context.Context, id string) (*Lease, error) {
+	unlock, err := s.begin(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	sd, found, err := s.locate(id)
+	if err != nil || !found {
+		return nil, err
+	}
+	return s.readLease(sd.dir)
+}
+
+// ForceUnlock forfeits a session's lease without asking its owner (the
+// operator's escape hatch, SPEC 0.2): the lease's handle id is revoked and
+// the lease removed; a never-materialized session is erased. It returns the
+// removed lease, or nil when none was held. Callers that can reach Temporal
+// first check that the owning workflow is not running.
+func (s *Store) ForceUnlock(ctx context.Context, id string) (*Lease, error) {
+	unlock, err := s.begin(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	sd, found, err := s.locate(id)
+	if err != nil || !found || !sd.leased {
+		return nil, err
+	}
+	ll, err := s.lockLease(ctx, sd.dir)
+	if err != nil || ll == nil {
+		return nil, err
+	}
+	defer ll.release()
+	if err := s.revoke(id, ll.lease.Handle); err != nil {
+		return nil, err
+	}
+	if w := s.writerFor(id); w != nil {
+		s.dropWriter(w)
+	}
+	return ll.lease, s.dropLease(sd.dir, sd.generation == "")
+}

@@ -1,0 +1,188 @@
+package jsonl
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/sessionflow/sessionflow/session"
+)
+
+// Zstandard-specific corruption texts (SPEC 4.4).
+var (
+	errZstdHeaderless    = errors.New("empty or header-less Zstandard session log")
+	errZstdHeaderFrame   = errors.New("corrupt Zstandard session log: first frame is not exactly one header line")
+	errZstdHeaderInvalid = errors.New("corrupt Zstandard session log: header frame failed validation")
+	errZstdTornRecord    = errors.New("corrupt Zstandard session log: complete frame contains a torn JSONL record")
+)
+
+// scanResult is a validated physical log (SPEC 4.3, 4.4).
+type scanResult struct {
+	header session.Header
+	// events is the valid contiguous prefix (complete frames only, in zstd).
+	events []session.Event
+	// committedBytes ends the last valid record (raw) or complete frame (zstd).
+	committedBytes int64
+	// tornTruncateTo is the offset a write handle cuts the file to before its
+	// first mutation, or -1 when the file has no damaged suffix.
+	tornTruncateTo int64
+	// recovered holds the complete valid records of a torn final zstd frame;
+	// the write path re-writes them as a fresh frame after truncating.
+	recovered []session.Event
+	// size is the physical size of the scanned bytes.
+	size int64
+}
+
+// lineScanner is the incremental event-line scanner of SPEC 4.3.
+type lineScanner struct {
+	strict bool
+	line   int64
+	events []session.Event
+	issue  error
+}
+
+// feed scans the complete lines of buf and returns the number of bytes
+// consumed by valid records (a prefix of buf). It returns an error when the
+// log must be refused as corrupt; in strict mode any bad record is fatal.
+func (s *lineScanner) feed(buf []byte) (int64, error) {
+	var committed int64
+	pos := 0
+	for {
+		nl := bytes.IndexByte(buf[pos:], '\n')
+		if nl < 0 {
+			return committed, nil
+		}
+		line := buf[pos : pos+nl]
+		end := pos + nl + 1
+		pos = end
+		s.line++
+		if !json.Valid(line) {
+			if s.issue == nil {
+				s.issue = fmt.Errorf("corrupt session log: unparsable committed event at line %d", s.line)
+			}
+			if s.strict {
+				return committed, s.issue
+			}
+			continue
+		}
+		isTurnEnd := lineType(line) == session.TypeTurnEnd
+		if s.issue != nil {
+			if isTurnEnd {
+				return committed, s.issue
+			}
+			continue
+		}
+		ev, err := s.decode(line)
+		if err != nil {
+			s.issue = fmt.Errorf("corrupt session log: invalid committed event at line %d: %w", s.line, err)
+			if isTurnEnd || s.strict {
+				return committed, s.issue
+			}
+			continue
+		}
+		s.events = append(s.events, ev)
+		committed = int64(end)
+	}
+}
+
+func (s *lineScanner) decode(line []byte) (session.Event, error) {
+	var ev session.Event
+	if err := json.Unmarshal(line, &ev); err != nil {
+		return ev, err
+	}
+	if err := ev.Validate(); err != nil {
+		return ev, err
+	}
+	if want := int64(len(s.events)); ev.Seq != want {
+		return ev, fmt.Errorf("seq gap (expected %d, got %d)", want, ev.Seq)
+	}
+	return ev, nil
+}
+
+// lineType extracts the top-level "type" of a valid JSON line, or "".
+func lineType(line []byte) string {
+	var t struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(line, &t) != nil {
+		return ""
+	}
+	return t.Type
+}
+
+// scanRaw validates a raw JSONL log (SPEC 4.1, 4.3).
+func scanRaw(data []byte) (*scanResult, error) {
+	nl := bytes.IndexByte(data, '\n')
+	if nl < 0 {
+		return nil, errHeaderless
+	}
+	h, err := parseHeaderLine(data[:nl])
+	if err != nil {
+		return nil, err
+	}
+	base := int64(nl + 1)
+	sc := lineScanner{}
+	n, err := sc.feed(data[base:])
+	if err != nil {
+		return nil, err
+	}
+	r := &scanResult{header: h, events: sc.events, committedBytes: base + n, tornTruncateTo: -1, size: int64(len(data))}
+	if r.committedBytes < r.size {
+		r.tornTruncateTo = r.committedBytes
+	}
+	return r, nil
+}
+
+// scanZstd validates a Zstandard log (SPEC 4.4).
+func scanZstd(codec *zstdCodec, data []byte) (*scanResult, error) {
+	frames, tornStart, err := scanZstdFrames(data)
+	if err != nil {
+		return nil, err
+	}
+	if len(frames) == 0 {
+		return nil, errZstdHeaderless
+	}
+	plain, err := codec.decodeFrame(data[frames[0].start:frames[0].end])
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errZstdHeaderInvalid, err)
+	}
+	h, err := parseHeaderFrame(plain)
+	if err != nil {
+		return nil, err
+	}
+	sc := lineScanner{strict: true}
+	for _, f := range frames[1:] {
+		plain, err := codec.decodeFrame(data[f.start:f.end])
+		if err != nil {
+			return nil, fmt.Errorf("corrupt Zstandard session log: frame at byte %d failed validation: %w", f.start, err)
+		}
+		n, err := sc.feed(plain)
+		if err != nil {
+			return nil, err
+		}
+		if n != int64(len(plain)) {
+			return nil, errZstdTornRecord
+		}
+	}
+	r := &scanResult{header: h, events: sc.events, committedBytes: frames[len(frames)-1].end, tornTruncateTo: -1, size: int64(len(data))}
+	if tornStart >= 0 {
+		r.tornTruncateTo = tornStart
+		if partial := codec.recoverTornFrame(data[tornStart:]); len(partial) > 0 {
+			tail := lineScanner{line: sc.line, events: sc.events}
+			if _, err := tail.feed(partial); err == nil {
+				r.recovered = tail.events[len(sc.events):len(tail.events):len(tail.events)]
+			}
+		}
+	}
+	return r, nil
+}
+
+// parseHeaderFrame checks that a header frame's plaintext is exactly one
+// newline-terminated line and parses it.
+func parseHeaderFrame(plain []byte) (session.Header, error) {
+	if len(plain) == 0 || bytes.IndexByte(plain, '\n') != len(plain)-1 {
+		return session.Header{}, errZstdHeaderFrame
+	}
+	return parseHeaderLine(plain[:len(plain)-1])
+}

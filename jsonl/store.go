@@ -1,0 +1,547 @@
+package jsonl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sessionflow/sessionflow/session"
+)
+
+// Compression selects the physical encoding of a root. A root belongs to one
+// encoding (SPEC 3.2).
+type Compression string
+
+// Encodings.
+const (
+	CompressionZstd Compression = "zstd"
+	CompressionNone Compression = "none"
+)
+
+// ParseCompression accepts "zstd" and "none".
+func ParseCompression(s string) (Compression, error) {
+	switch Compression(s) {
+	case CompressionZstd, CompressionNone:
+		return Compression(s), nil
+	}
+	return "", fmt.Errorf("unknown compression %q (want \"none\" or \"zstd\")", s)
+}
+
+// DefaultRevocationRetention is how long a closed handle id stays revoked.
+const DefaultRevocationRetention = 7 * 24 * time.Hour
+
+// maxHandleIDBytes bounds a handle id.
+const maxHandleIDBytes = 512
+
+// Options configures a Store.
+type Options struct {
+	// Root is the store root; relative roots are resolved once, at NewStore.
+	Root string
+	// Compression is the root's encoding; the default is CompressionZstd.
+	Compression Compression
+	// FS is the filesystem; the default is OSFS.
+	FS FS
+	// Logger receives warnings (torn-tail repairs); the default is slog.Default().
+	Logger *slog.Logger
+	// RevocationRetention is how long closed handle ids stay revoked; the
+	// default is DefaultRevocationRetention.
+	RevocationRetention time.Duration
+	// Now is the clock used for lease and summary times; the default is time.Now.
+	Now func() time.Time
+	// Metrics, when set, observes store operations.
+	Metrics Metrics
+}
+
+// Store is a JSONL session store over one root (SPEC 0.3). It is safe for
+// concurrent use; within one Store, operations on the same session are
+// serialized, and across processes the lease file and its flock exclude
+// writers.
+type Store struct {
+	root      string
+	comp      Compression
+	fs        FS
+	log       *slog.Logger
+	codec     *zstdCodec
+	retention time.Duration
+	now       func() time.Time
+	host      string
+	pid       int
+	metrics   Metrics
+
+	mu        sync.Mutex
+	slots     map[string]chan struct{}
+	writers   map[string]*handleState // session id -> open write handle state
+	rootOK    bool
+	lastPrune time.Time
+}
+
+// NewStore opens a store. An absent root is fine (it is created by the first
+// materialization); a root that exists but is not a directory fails here with
+// the OS error (ENOTDIR), as does any other error than ENOENT.
+func NewStore(opts Options) (*Store, error) {
+	if opts.Root == "" {
+		return nil, errors.New("jsonl: store root is required")
+	}
+	root, err := filepath.Abs(opts.Root)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{
+		root:      root,
+		comp:      opts.Compression,
+		fs:        opts.FS,
+		log:       opts.Logger,
+		retention: opts.RevocationRetention,
+		now:       opts.Now,
+		pid:       os.Getpid(),
+		metrics:   opts.Metrics,
+		slots:     map[string]chan struct{}{},
+		writers:   map[string]*handleState{},
+	}
+	if s.comp == "" {
+		s.comp = CompressionZstd
+	}
+	if _, err := ParseCompression(string(s.comp)); err != nil {
+		return nil, err
+	}
+	if s.fs == nil {
+		s.fs = OSFS{}
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.retention <= 0 {
+		s.retention = DefaultRevocationRetention
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.metrics == nil {
+		s.metrics = nopMetrics{}
+	}
+	s.host, _ = os.Hostname()
+	if s.codec, err = newZstdCodec(); err != nil {
+		return nil, err
+	}
+	fi, err := s.fs.Stat(root)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, err
+	case !fi.IsDir():
+		return nil, &fs.PathError{Op: "open", Path: root, Err: syscall.ENOTDIR}
+	}
+	return s, nil
+}
+
+// Root is the absolute store root.
+func (s *Store) Root() string { return s.root }
+
+// Compression is the root's encoding.
+func (s *Store) Compression() Compression { return s.comp }
+
+// generationName is the current generation file of this root's encoding.
+func (s *Store) generationName() string {
+	if s.comp == CompressionZstd {
+		return zstdGeneration
+	}
+	return rawGeneration
+}
+
+func (s *Store) suffix() string {
+	if s.comp == CompressionZstd {
+		return ".jsonl.zstd"
+	}
+	return ".jsonl"
+}
+
+// lockSession serializes operations on one session inside this Store.
+func (s *Store) lockSession(ctx context.Context, id string) (func(), error) {
+	s.mu.Lock()
+	ch, ok := s.slots[id]
+	if !ok {
+		ch = make(chan struct{}, 1)
+		s.slots[id] = ch
+	}
+	s.mu.Unlock()
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }, nil
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+// begin checks the context and the id, and takes the session's slot.
+func (s *Store) begin(ctx context.Context, id string) (func(), error) {
+	if err := ctx.Err(); err != nil {
+		return nil, context.Cause(ctx)
+	}
+	if err := session.ValidateID(id); err != nil {
+		return nil, invalidArgument(id, err)
+	}
+	if err := s.checkRoot(); err != nil {
+		return nil, err
+	}
+	return s.lockSession(ctx, id)
+}
+
+// parseGeneration reads a generation file name (SPEC 3.2): version 0 is
+// session.jsonl, version N >= 1 is session.vN.jsonl with no leading zeros.
+// suffix is ".jsonl" or ".jsonl.zstd".
+func parseGeneration(name, suffix string) (int64, bool) {
+	if !strings.HasSuffix(name, suffix) {
+		return 0, false
+	}
+	stem := strings.TrimSuffix(name, suffix)
+	if stem == "session" {
+		return 0, true
+	}
+	digits, ok := strings.CutPrefix(stem, "session.v")
+	if !ok || digits == "" || digits[0] == '0' {
+		return 0, false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || n > session.MaxSafeInteger {
+		return 0, false
+	}
+	return n, true
+}
+
+// otherSuffix is the suffix of the encoding this root does not use.
+func (s *Store) otherSuffix() string {
+	if s.comp == CompressionZstd {
+		return ".jsonl"
+	}
+	return ".jsonl.zstd"
+}
+
+func (s *Store) encodingMismatch(path string) error {
+	return &Error{Code: CodeLayout, Path: path, Message: fmt.Sprintf(
+		"session artifact %s uses %s, but this backend is configured for compression %q; use a separate root or select the matching compression mode",
+		strconv.Quote(path), s.otherSuffix(), string(s.comp))}
+}
+
+// sessionDir describes one session directory found under a project.
+type sessionDir struct {
+	dir        string
+	generation string // path of the highest generation file, "" when none
+	leased     bool
+}
+
+// inspectSessionDir reads a session directory: the highest canonical
+// generation of this root's encoding and whether a lease exists. A generation
+// of the other encoding is a layout conflict; a symlinked or non-regular
+// generation is refused.
+func (s *Store) inspectSessionDir(dir string) (sessionDir, error) {
+	sd := sessionDir{dir: dir}
+	entries, err := s.fs.ReadDir(dir)
+	if err != nil {
+		return sd, err
+	}
+	best := int64(-1)
+	for _, e := range entries {
+		name := e.Name()
+		if name == leaseFile {
+			sd.leased = true
+			continue
+		}
+		if _, ok := parseGeneration(name, s.otherSuffix()); ok && !strings.HasSuffix(name, s.suffix()) {
+			return sd, s.encodingMismatch(filepath.Join(dir, name))
+		}
+		v, ok := parseGeneration(name, s.suffix())
+		if !ok || v <= best {
+			continue
+		}
+		path := filepath.Join(dir, name)
+		if e.Type()&fs.ModeSymlink != 0 {
+			return sd, &Error{Code: CodeLayout, Path: path, Message: fmt.Sprintf("session artifact %s is a symbolic link; refusing to follow it", strconv.Quote(path))}
+		}
+		if !e.Type().IsRegular() {
+			return sd, &Error{Code: CodeLayout, Path: path, Message: fmt.Sprintf("session artifact %s is not a regular file", strconv.Quote(path))}
+		}
+		best, sd.generation = v, path
+	}
+	return sd, nil
+}
+
+// projectDirs lists the project directories of the root (nil when the root
+// is absent). A flat legacy log directly in a project directory is refused.
+func (s *Store) projectDirs() ([]string, error) {
+	entries, err := s.fs.ReadDir(s.root)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if isProjectDirName(e.Name()) {
+			out = append(out, filepath.Join(s.root, e.Name()))
+		}
+	}
+	return out, nil
+}
+
+// checkRoot performs the one-time root scan of SPEC 3.2: every generation in
+// every session directory must use this root's encoding, and no flat legacy
+// file may sit in a project directory.
+func (s *Store) checkRoot() error {
+	s.mu.Lock()
+	done := s.rootOK
+	s.mu.Unlock()
+	if done {
+		return nil
+	}
+	projects, err := s.projectDirs()
+	if err != nil {
+		return err
+	}
+	for _, p := range projects {
+		entries, err := s.fs.ReadDir(p)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+				continue
+			}
+			return err
+		}
+		for _, e := range entries {
+			if err := s.checkProjectEntry(p, e); err != nil {
+				return err
+			}
+		}
+	}
+	s.mu.Lock()
+	s.rootOK = true
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *Store) checkProjectEntry(project string, e os.DirEntry) error {
+	path := filepath.Join(project, e.Name())
+	if !e.IsDir() {
+		if strings.HasSuffix(e.Name(), ".jsonl") || strings.HasSuffix(e.Name(), ".jsonl.zstd") {
+			return &Error{Code: CodeLayout, Path: path, Message: fmt.Sprintf(
+				"session artifact %s uses the unsupported flat-file layout; use a separate root or move it into a project/session directory before loading", strconv.Quote(path))}
+		}
+		return nil
+	}
+	_, err := s.inspectSessionDir(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// locate finds the session directory of id across project directories. It
+// returns found=false when no directory holds a generation or a lease.
+func (s *Store) locate(id string) (sessionDir, bool, error) {
+	seg, err := EncodeSegment(id)
+	if err != nil {
+		return sessionDir{}, false, invalidArgument(id, err)
+	}
+	projects, err := s.projectDirs()
+	if err != nil {
+		return sessionDir{}, false, err
+	}
+	var found []sessionDir
+	for _, p := range projects {
+		dir := filepath.Join(p, seg)
+		fi, err := s.fs.Lstat(dir)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return sessionDir{}, false, err
+		}
+		if !fi.IsDir() {
+			return sessionDir{}, false, &Error{Code: CodeLayout, SessionID: id, Path: dir, Message: fmt.Sprintf(
+				"session directory %s is not a directory", strconv.Quote(dir)), Err: syscall.ENOTDIR}
+		}
+		sd, err := s.inspectSessionDir(dir)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return sessionDir{}, false, err
+		}
+		if sd.generation != "" || sd.leased {
+			found = append(found, sd)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return sessionDir{}, false, nil
+	case 1:
+		return found[0], true, nil
+	}
+	return sessionDir{}, false, &Error{Code: CodeLayout, SessionID: id, Message: fmt.Sprintf(
+		"duplicate JSONL session id %q appears in multiple project directories", id)}
+}
+
+// dirFor is the session directory a header maps to.
+func (s *Store) dirFor(h session.Header) (string, error) {
+	project, err := projectDirName(h.Cwd)
+	if err != nil {
+		return "", err
+	}
+	seg, err := EncodeSegment(h.ID)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(s.root, project, seg), nil
+}
+
+// mkdirAll creates dir and its missing parents under (and including) the
+// root with mode 0700, fsyncing each parent after a creation.
+func (s *Store) mkdirAll(dir string) error {
+	fi, err := s.fs.Stat(dir)
+	if err == nil {
+		if !fi.IsDir() {
+			return &fs.PathError{Op: "mkdir", Path: dir, Err: syscall.ENOTDIR}
+		}
+		return nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	parent := filepath.Dir(dir)
+	if dir != s.root && parent != dir {
+		if err := s.mkdirAll(parent); err != nil {
+			return err
+		}
+	}
+	if err := s.fs.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return s.syncDir(parent)
+}
+
+// syncDir fsyncs a directory so entries created in it are durable.
+func (s *Store) syncDir(dir string) error {
+	f, err := s.fs.OpenFile(dir, os.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// readFile reads a whole file.
+func (s *Store) readFile(path string) ([]byte, error) {
+	f, err := s.fs.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, 0, fi.Size()+512)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := f.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// scanFile reads and validates a log file (SPEC 4) for session id, checking
+// identity and vocabulary (SPEC 4.6). It returns errors classified as
+// corruption or format refusals with the raw-log path.
+func (s *Store) scanFile(id, path string) (*scanResult, error) {
+	data, err := s.readFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r *scanResult
+	if s.comp == CompressionZstd {
+		r, err = scanZstd(s.codec, data)
+	} else {
+		r, err = scanRaw(data)
+	}
+	if err != nil {
+		return nil, s.classify(id, path, err)
+	}
+	if err := s.checkIdentity(id, path, r.header); err != nil {
+		return nil, err
+	}
+	for _, evs := range [][]session.Event{r.events, r.recovered} {
+		for _, e := range evs {
+			if !e.Ignorable && !session.KnownEventType(e.Type) {
+				return nil, &Error{Code: CodeFormatUnsupported, SessionID: id, Path: path, Message: fmt.Sprintf(
+					"session %q contains event type %q (seq %d) unknown to this harness and not marked ignorable; refusing to interpret the log — it was likely written by a newer harness (raw log: %s)",
+					id, e.Type, e.Seq, path)}
+			}
+		}
+	}
+	if all := append(r.events[:len(r.events):len(r.events)], r.recovered...); len(all) > 0 {
+		if err := session.ValidateInheritedMarker(r.header, all); err != nil {
+			return nil, &Error{Code: CodeCorrupt, SessionID: id, Path: path, Err: err,
+				Message: fmt.Sprintf("stored session %q failed validation: %v", id, err)}
+		}
+	}
+	return r, nil
+}
+
+// classify turns a decode failure into a format refusal or a corruption
+// error naming the raw log (SPEC 4.6 item 1).
+func (s *Store) classify(id, path string, err error) error {
+	var ve *versionError
+	if errors.As(err, &ve) {
+		return &Error{Code: CodeFormatUnsupported, SessionID: id, Path: path, Err: err,
+			Message: fmt.Sprintf("%s (raw log: %s)", ve.Error(), path)}
+	}
+	return &Error{Code: CodeCorrupt, SessionID: id, Path: path, Err: err,
+		Message: fmt.Sprintf("session %q: stored log is corrupt: %v (raw log: %s)", id, err, path)}
+}
+
+// checkIdentity verifies that a header belongs to the file it was read from.
+func (s *Store) checkIdentity(id, path string, h session.Header) error {
+	if h.ID != id {
+		return &Error{Code: CodeCorrupt, SessionID: id, Path: path, Message: fmt.Sprintf(
+			"corrupt session log %q: requested id %q does not match header id %q", path, id, h.ID)}
+	}
+	dir, err := s.dirFor(h)
+	if err != nil || filepath.Dir(path) != dir {
+		return &Error{Code: CodeCorrupt, SessionID: id, Path: path, Message: fmt.Sprintf(
+			"corrupt session log %q: header id %q and cwd identify %q", path, h.ID, filepath.Join(dir, filepath.Base(path)))}
+	}
+	return nil
+}
+
+// validHandleID checks a caller-supplied handle id.
+func validHandleID(id, handle string) error {
+	if handle == "" || len(handle) > maxHandleIDBytes || !utf8.ValidString(handle) {
+		return invalidArgument(id, fmt.Errorf("handle id must be a non-empty valid UTF-8 string of at most %d bytes", maxHandleIDBytes))
+	}
+	return nil
+}

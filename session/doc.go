@@ -1,0 +1,9 @@
+// Package session holds sessionflow's event model: the event envelope and the
+// session header of format version 3, the event-type vocabulary, typed payload
+// accessors for the events that crash repair reads, the lossless-JSON rule,
+// turn and step numbering helpers, the synthesis of interrupted-turn closers
+// and the rules of the session/end-seed marker.
+//
+// Everything here is pure: no I/O, no clocks, no randomness. The store
+// (package jsonl) and the Temporal workflows build on these values.
+package session

@@ -1,0 +1,343 @@
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+)
+
+// MaxSafeInteger is the largest integer a JSON number can carry without loss
+// in the reference harness (2^53 - 1). Seqs, times, counts and offsets stay at
+// or below it.
+const MaxSafeInteger = 1<<53 - 1
+
+// Event is one record of a session log: the envelope of SPEC 1.1. Data is the
+// type-specific payload as canonical (compact, lossless) JSON; it is never nil
+// for a valid event.
+type Event struct {
+	// Type is the event discriminator, e.g. "turn/start".
+	Type string
+	// Seq equals the event's index in the log.
+	Seq int64
+	// Time is the Unix time in milliseconds at which the event was appended.
+	Time int64
+	// Data is the payload as a JSON object.
+	Data json.RawMessage
+	// SurfaceOp is set only on surface-eligible types (see SurfaceEligible).
+	SurfaceOp *SurfaceOp
+	// SourceEventSeqs lists earlier events this one cites; surface types only.
+	SourceEventSeqs []int64
+	// Ignorable marks a log-only event an older reader may skip.
+	Ignorable bool
+}
+
+// SurfaceOp is the surface operation of a surface-eligible event: either the
+// string "append" or {op:"replace", startSeq, endSeq}.
+type SurfaceOp struct {
+	// Op is SurfaceAppend or SurfaceReplace.
+	Op string
+	// StartSeq and EndSeq bound the replaced range for SurfaceReplace.
+	StartSeq, EndSeq int64
+}
+
+// Surface operations.
+const (
+	SurfaceAppend  = "append"
+	SurfaceReplace = "replace"
+)
+
+// AppendOp returns the "append" surface operation.
+func AppendOp() *SurfaceOp { return &SurfaceOp{Op: SurfaceAppend} }
+
+// MarshalJSON encodes the operation in its wire form.
+func (o SurfaceOp) MarshalJSON() ([]byte, error) {
+	switch o.Op {
+	case SurfaceAppend:
+		return []byte(`"append"`), nil
+	case SurfaceReplace:
+		return fmt.Appendf(nil, `{"op":"replace","startSeq":%d,"endSeq":%d}`, o.StartSeq, o.EndSeq), nil
+	default:
+		return nil, fmt.Errorf("session: unknown surface operation %q", o.Op)
+	}
+}
+
+// UnmarshalJSON decodes the wire form of a surface operation.
+func (o *SurfaceOp) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		if s != SurfaceAppend {
+			return fmt.Errorf("surfaceOp must be \"append\" or a replace object, got %q", s)
+		}
+		*o = SurfaceOp{Op: SurfaceAppend}
+		return nil
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return fmt.Errorf("surfaceOp must be \"append\" or a replace object: %w", err)
+	}
+	var op string
+	if err := json.Unmarshal(raw["op"], &op); err != nil || op != SurfaceReplace || len(raw) != 3 {
+		return errors.New(`surfaceOp object must be exactly {op:"replace", startSeq, endSeq}`)
+	}
+	start, err := ParseSafeInt(raw["startSeq"])
+	if err != nil {
+		return fmt.Errorf("surfaceOp startSeq: %w", err)
+	}
+	end, err := ParseSafeInt(raw["endSeq"])
+	if err != nil {
+		return fmt.Errorf("surfaceOp endSeq: %w", err)
+	}
+	*o = SurfaceOp{Op: SurfaceReplace, StartSeq: start, EndSeq: end}
+	return nil
+}
+
+// wireEvent fixes the key order of an encoded event.
+type wireEvent struct {
+	Type            string          `json:"type"`
+	Seq             int64           `json:"seq"`
+	Time            int64           `json:"time"`
+	Data            json.RawMessage `json:"data"`
+	SurfaceOp       *SurfaceOp      `json:"surfaceOp,omitempty"`
+	SourceEventSeqs []int64         `json:"sourceEventSeqs,omitempty"`
+	Ignorable       bool            `json:"ignorable,omitempty"`
+}
+
+// MarshalJSON encodes the event with the key order type, seq, time, data,
+// surfaceOp, sourceEventSeqs, ignorable, omitting absent optionals (a nil
+// SurfaceOp or SourceEventSeqs, a false Ignorable). Strings and Data are
+// written in the canonical form of CanonicalJSON, so the bytes are what the
+// reference harness writes for the same value. It does not apply Validate;
+// it only refuses a Data that is not lossless JSON (an empty Data is written
+// as null) and an unknown surface operation.
+//
+// json.Marshal re-escapes '<', '>', '&', U+2028 and U+2029 in the result; to
+// keep the canonical bytes call MarshalJSON directly or use a json.Encoder
+// with SetEscapeHTML(false).
+func (e Event) MarshalJSON() ([]byte, error) {
+	data := json.RawMessage("null")
+	if len(e.Data) > 0 {
+		var err error
+		if data, err = CanonicalJSON(e.Data); err != nil {
+			return nil, fmt.Errorf("event data: %w", err)
+		}
+	}
+	out := make([]byte, 0, len(data)+len(e.Type)+64)
+	out = append(out, `{"type":`...)
+	out = appendString(out, e.Type)
+	out = append(out, `,"seq":`...)
+	out = strconv.AppendInt(out, e.Seq, 10)
+	out = append(out, `,"time":`...)
+	out = strconv.AppendInt(out, e.Time, 10)
+	out = append(out, `,"data":`...)
+	out = append(out, data...)
+	if e.SurfaceOp != nil {
+		op, err := e.SurfaceOp.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, `,"surfaceOp":`...)
+		out = append(out, op...)
+	}
+	if e.SourceEventSeqs != nil {
+		out = append(out, `,"sourceEventSeqs":[`...)
+		for i, s := range e.SourceEventSeqs {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = strconv.AppendInt(out, s, 10)
+		}
+		out = append(out, ']')
+	}
+	if e.Ignorable {
+		out = append(out, `,"ignorable":true`...)
+	}
+	return append(out, '}'), nil
+}
+
+// UnmarshalJSON decodes an event strictly: the whole record must be lossless
+// JSON (CanonicalJSON: no duplicate keys, no -0, no non-finite number), every
+// key must be an envelope key, type a non-empty string, seq a non-negative
+// safe integer (never -0), time a safe integer, data a JSON object, surfaceOp
+// "append" or a replace object, sourceEventSeqs an array of non-negative safe
+// integers, and ignorable may only be true. Data is kept canonical. The event
+// rules that span fields (which types may carry what) are Validate's.
+func (e *Event) UnmarshalJSON(b []byte) error {
+	canon, err := CanonicalJSON(b)
+	if err != nil {
+		return fmt.Errorf("event is not lossless JSON: %w", err)
+	}
+	if canon[0] != '{' {
+		return errors.New("event is not a JSON object")
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(canon, &raw); err != nil {
+		return err
+	}
+	var unknown []string
+	for k := range raw {
+		if !envelopeKey(k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		return fmt.Errorf("unexpected event field %q", unknown[0])
+	}
+	for _, k := range [...]string{"type", "seq", "time", "data"} {
+		if _, ok := raw[k]; !ok {
+			return fmt.Errorf("event lacks required field %q", k)
+		}
+	}
+	var ev Event
+	for _, k := range [...]string{"type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs", "ignorable"} {
+		v, ok := raw[k]
+		if !ok {
+			continue
+		}
+		var err error
+		switch k {
+		case "type":
+			if len(v) == 0 || v[0] != '"' {
+				err = errors.New("must be a non-empty string")
+			} else if err = json.Unmarshal(v, &ev.Type); err == nil && ev.Type == "" {
+				err = errors.New("must be a non-empty string")
+			}
+		case "seq":
+			ev.Seq, err = ParseSafeInt(v)
+		case "time":
+			ev.Time, err = parseSafeIntSigned(v)
+		case "data":
+			if v[0] != '{' {
+				err = fmt.Errorf("must be a JSON object, got %s", abbreviate(v))
+			}
+			ev.Data = v // a fresh canonical copy made by json.Unmarshal
+		case "surfaceOp":
+			ev.SurfaceOp = new(SurfaceOp)
+			err = ev.SurfaceOp.UnmarshalJSON(v)
+		case "sourceEventSeqs":
+			ev.SourceEventSeqs, err = parseSeqArray(v)
+		case "ignorable":
+			if string(v) != "true" {
+				err = fmt.Errorf("may only be true, got %s", abbreviate(v))
+			}
+			ev.Ignorable = true
+		}
+		if err != nil {
+			return fmt.Errorf("event field %q: %w", k, err)
+		}
+	}
+	*e = ev
+	return nil
+}
+
+// envelopeKey reports whether k is a key of the event envelope.
+func envelopeKey(k string) bool {
+	switch k {
+	case "type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs", "ignorable":
+		return true
+	}
+	return false
+}
+
+// parseSeqArray decodes a JSON array of non-negative safe integers. The
+// result is non-nil (possibly empty) on success.
+func parseSeqArray(v json.RawMessage) ([]int64, error) {
+	var items []json.RawMessage
+	if err := json.Unmarshal(v, &items); err != nil || items == nil {
+		return nil, fmt.Errorf("must be an array, got %s", abbreviate(v))
+	}
+	seqs := make([]int64, len(items))
+	for i, s := range items {
+		n, err := ParseSafeInt(s)
+		if err != nil {
+			return nil, fmt.Errorf("index %d: %w", i, err)
+		}
+		seqs[i] = n
+	}
+	return seqs, nil
+}
+
+// abbreviate shortens a JSON text for an error message.
+func abbreviate(v []byte) string {
+	const max = 64
+	if len(v) <= max {
+		return string(v)
+	}
+	return string(v[:max]) + "..."
+}
+
+// Clone returns a deep copy of the event.
+func (e Event) Clone() Event {
+	c := e
+	c.Data = append(json.RawMessage(nil), e.Data...)
+	if e.SurfaceOp != nil {
+		op := *e.SurfaceOp
+		c.SurfaceOp = &op
+	}
+	if e.SourceEventSeqs != nil {
+		c.SourceEventSeqs = append([]int64(nil), e.SourceEventSeqs...)
+	}
+	return c
+}
+
+// CloneEvents deep-copies a slice of events.
+func CloneEvents(events []Event) []Event {
+	if events == nil {
+		return nil
+	}
+	out := make([]Event, len(events))
+	for i, e := range events {
+		out[i] = e.Clone()
+	}
+	return out
+}
+
+// ParseSafeInt decodes a JSON number that must be a non-negative safe integer
+// written without a fraction, an exponent or a minus sign (so -0 is refused).
+func ParseSafeInt(raw json.RawMessage) (int64, error) {
+	n, err := parseSafeIntSigned(raw)
+	if err != nil {
+		return 0, err
+	}
+	if n < 0 || bytes.HasPrefix(bytes.TrimSpace(raw), []byte("-")) {
+		return 0, fmt.Errorf("must be a non-negative safe integer, got %s", raw)
+	}
+	return n, nil
+}
+
+// parseSafeIntSigned decodes a JSON number that must be a safe integer, not
+// -0. Integral values written with an exponent or a zero fraction (1e3, 2.0)
+// are accepted, as JavaScript reads them as integers; text that is not a JSON
+// number (01, +1, 0x10, 1_0, NaN) is refused.
+func parseSafeIntSigned(raw json.RawMessage) (int64, error) {
+	b := bytes.TrimSpace(raw)
+	if len(b) == 0 || scanNumber(b, 0) != len(b) {
+		return 0, fmt.Errorf("must be a safe integer, got %s", abbreviate(raw))
+	}
+	s := string(b)
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if n > MaxSafeInteger || n < -MaxSafeInteger {
+			return 0, fmt.Errorf("must be a safe integer, got %s", s)
+		}
+		if n == 0 && s[0] == '-' {
+			return 0, fmt.Errorf("must not be -0")
+		}
+		return n, nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsInf(f, 0) || f != math.Trunc(f) || math.Abs(f) > MaxSafeInteger {
+		return 0, fmt.Errorf("must be a safe integer, got %s", abbreviate(b))
+	}
+	if f == 0 && s[0] == '-' {
+		return 0, fmt.Errorf("must not be -0")
+	}
+	return int64(f), nil
+}

@@ -1,0 +1,478 @@
+package session
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Turn-end reason kinds (SPEC 1.2). TurnEndInterrupted is never emitted by a
+// live loop; it only appears on a crash closer.
+const (
+	// TurnEndCompleted: the turn finished normally.
+	TurnEndCompleted = "completed"
+	// TurnEndAborted: the turn was aborted; Reason carries {kind:...}.
+	TurnEndAborted = "aborted"
+	// TurnEndBlocked: the turn was blocked.
+	TurnEndBlocked = "blocked"
+	// TurnEndError: the turn failed; Error carries the LlmFailure.
+	TurnEndError = "error"
+	// TurnEndMaxTokens: the model hit its token limit.
+	TurnEndMaxTokens = "max-tokens"
+	// TurnEndInterrupted: the turn was closed by crash repair.
+	TurnEndInterrupted = "interrupted"
+)
+
+// Content-block and tool-result constants used by crash repair.
+const (
+	// BlockToolCall is the content-block type of a tool call requested by
+	// the assistant.
+	BlockToolCall = "tool-call"
+	// BlockToolResult is the content-block type of a tool result.
+	BlockToolResult = "tool-result"
+	// BlockText is the content-block type of plain text.
+	BlockText = "text"
+	// RoleUser is the role of user and tool-result messages.
+	RoleUser = "user"
+	// RoleAssistant is the role of assistant messages.
+	RoleAssistant = "assistant"
+	// SourceKindTool is the message-source kind of a tool result.
+	SourceKindTool = "tool"
+)
+
+// TurnStart is the data of a turn/start event.
+type TurnStart struct {
+	// Turn is the turn number, from 1.
+	Turn int64 `json:"turn"`
+}
+
+// TurnEndReason says why a turn ended.
+type TurnEndReason struct {
+	// Kind is one of the TurnEnd* constants (other kinds are kept verbatim).
+	Kind string `json:"kind"`
+	// Reason is the abort reason of an aborted turn, e.g. {"kind":"user"}.
+	Reason json.RawMessage `json:"reason,omitempty"`
+	// Error is the LlmFailure of a turn that ended with an error.
+	Error json.RawMessage `json:"error,omitempty"`
+}
+
+// TurnEnd is the data of a turn/end event.
+type TurnEnd struct {
+	// Turn is the number of the turn being closed.
+	Turn int64 `json:"turn"`
+	// Reason says why it ended.
+	Reason TurnEndReason `json:"reason"`
+}
+
+// StepStart is the data of a step/start event.
+type StepStart struct {
+	// Turn is the enclosing turn.
+	Turn int64 `json:"turn"`
+	// Step is the step number inside the turn, from 1.
+	Step int64 `json:"step"`
+}
+
+// StepEnd is the data of a step/end event.
+type StepEnd struct {
+	// Turn is the enclosing turn.
+	Turn int64 `json:"turn"`
+	// Step is the step being closed.
+	Step int64 `json:"step"`
+}
+
+// ToolCall is the data of a tool/call event: the harness durably recorded a
+// tool call as started.
+type ToolCall struct {
+	// Turn is the enclosing turn.
+	Turn int64 `json:"turn"`
+	// Step is the enclosing step.
+	Step int64 `json:"step"`
+	// CallID matches the id of the assistant's tool-call block.
+	CallID string `json:"callId"`
+	// Name is the tool name.
+	Name string `json:"name"`
+	// Arguments is the raw JSON text the model produced.
+	Arguments string `json:"arguments"`
+}
+
+// ContentBlock is one block of an assistant message's content. Only the
+// fields crash repair and the lifecycle read are modelled; decoding ignores
+// the others.
+type ContentBlock struct {
+	// Type is e.g. "text" or "tool-call" (BlockToolCall).
+	Type string `json:"type"`
+	// Text is the text of a text block.
+	Text string `json:"text,omitempty"`
+	// ID is the call id of a tool-call block.
+	ID string `json:"id,omitempty"`
+	// Name is the tool name of a tool-call block.
+	Name string `json:"name,omitempty"`
+	// Arguments are the arguments of a tool-call block, verbatim.
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
+
+// AssistantMessageBody is the AssistantMessage value carried by an
+// assistant/message event.
+type AssistantMessageBody struct {
+	// ID is the message id, when present.
+	ID string `json:"id,omitempty"`
+	// Role is "assistant".
+	Role string `json:"role"`
+	// Content holds the message's blocks.
+	Content []ContentBlock `json:"content"`
+}
+
+// AssistantMessage is the data of an assistant/message event. Decoding keeps
+// only the modelled fields; it is meant for reading (tool-call blocks), not
+// for rewriting a stored event.
+type AssistantMessage struct {
+	// Turn is the enclosing turn.
+	Turn int64 `json:"turn"`
+	// Step is the enclosing step.
+	Step int64 `json:"step"`
+	// Message is the assistant message.
+	Message AssistantMessageBody `json:"message"`
+	// Stream is the compact raw stream record, verbatim (writers set at
+	// least "[]").
+	Stream json.RawMessage `json:"stream,omitempty"`
+	// Usage is the token usage, verbatim.
+	Usage json.RawMessage `json:"usage,omitempty"`
+	// Interrupted marks a message cut short.
+	Interrupted bool `json:"interrupted,omitempty"`
+}
+
+// ToolCalls returns the tool-call blocks of the message, in order.
+func (m AssistantMessage) ToolCalls() []ContentBlock {
+	var calls []ContentBlock
+	for _, b := range m.Message.Content {
+		if b.Type == BlockToolCall {
+			calls = append(calls, b)
+		}
+	}
+	return calls
+}
+
+// ToolResultSource says where a tool-result message comes from.
+type ToolResultSource struct {
+	// Kind is "tool" (SourceKindTool).
+	Kind string `json:"kind"`
+	// CallID is the id of the answered tool call.
+	CallID string `json:"callId"`
+}
+
+// TextContent is a text part of a tool result.
+type TextContent struct {
+	// Type is "text" (BlockText).
+	Type string `json:"type"`
+	// Text is the text.
+	Text string `json:"text"`
+}
+
+// ToolResultContent is the tool-result block of a tool-result message.
+type ToolResultContent struct {
+	// Type is "tool-result" (BlockToolResult).
+	Type string `json:"type"`
+	// ToolCallID is the id of the answered tool call.
+	ToolCallID string `json:"toolCallId"`
+	// IsError is true when the tool failed.
+	IsError bool `json:"isError"`
+	// Content is the result's text parts.
+	Content []TextContent `json:"content"`
+}
+
+// ToolResultMessage is the ToolResultMessage value of a tool/result event.
+type ToolResultMessage struct {
+	// ID is the message id.
+	ID string `json:"id"`
+	// Role is "user" (RoleUser).
+	Role string `json:"role"`
+	// Source names the answered call.
+	Source ToolResultSource `json:"source"`
+	// Content holds the tool-result block.
+	Content []ToolResultContent `json:"content"`
+}
+
+// ToolError describes a failed tool call (present only when isError).
+type ToolError struct {
+	// Name is the error class name, e.g. "ToolOutcomeUnknownError".
+	Name string `json:"name"`
+	// Code is the machine code, e.g. ToolOutcomeUnknown.
+	Code string `json:"code"`
+	// Reason is an optional detail, verbatim.
+	Reason json.RawMessage `json:"reason,omitempty"`
+}
+
+// ToolResult is the data of a tool/result event.
+type ToolResult struct {
+	// Turn is the enclosing turn.
+	Turn int64 `json:"turn"`
+	// Step is the enclosing step.
+	Step int64 `json:"step"`
+	// Message is the tool-result message.
+	Message ToolResultMessage `json:"message"`
+	// Error is set only when the result is an error.
+	Error *ToolError `json:"error,omitempty"`
+	// Meta is optional JSON metadata, verbatim.
+	Meta json.RawMessage `json:"meta,omitempty"`
+}
+
+// EndSeed is the data of a session/end-seed marker (SPEC 5.4).
+type EndSeed struct {
+	// Inherited is true on the marker that closes a fork-inherited prefix.
+	Inherited bool `json:"inherited,omitempty"`
+}
+
+// NewEvent builds an event of type typ at seq and time whose data is v
+// encoded by MarshalData (a Go value, or a json.RawMessage). The result must
+// pass Validate; a lossless failure matches ErrNotLossless and a broken
+// envelope rule matches ErrInvalidEvent. Set SurfaceOp and SourceEventSeqs
+// on the result for surface events and Validate again if needed.
+func NewEvent(typ string, seq, time int64, v any) (Event, error) {
+	data, err := MarshalData(v)
+	if err != nil {
+		return Event{}, fmt.Errorf("%s event data: %w", typ, err)
+	}
+	e := Event{Type: typ, Seq: seq, Time: time, Data: data}
+	if err := e.Validate(); err != nil {
+		return Event{}, fmt.Errorf("%w: %w", ErrInvalidEvent, err)
+	}
+	return e, nil
+}
+
+// payloadError reports a payload that cannot be read.
+func payloadError(e Event, format string, args ...any) error {
+	return fmt.Errorf("%s event (seq %d): %s", e.Type, e.Seq, fmt.Sprintf(format, args...))
+}
+
+// decodePayload checks the event type, that Data is an object holding every
+// required key with a non-null value, and decodes it into v.
+func decodePayload(e Event, typ string, v any, required ...string) error {
+	if e.Type != typ {
+		return fmt.Errorf("event (seq %d) is a %q event, not %q", e.Seq, e.Type, typ)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(e.Data, &fields); err != nil || fields == nil {
+		return payloadError(e, "data is not a JSON object")
+	}
+	for _, k := range required {
+		if raw, ok := fields[k]; !ok || string(raw) == "null" {
+			return payloadError(e, "data lacks %q", k)
+		}
+	}
+	if err := json.Unmarshal(e.Data, v); err != nil {
+		return payloadError(e, "malformed data: %v", err)
+	}
+	return nil
+}
+
+// checkCount checks that a turn or step number is a safe integer >= min.
+func checkCount(e Event, name string, v, min int64) error {
+	if v < min || v > MaxSafeInteger {
+		return payloadError(e, "data.%s must be a safe integer >= %d, got %d", name, min, v)
+	}
+	return nil
+}
+
+// TurnStart decodes the data of a turn/start event. Turn must be >= 1.
+func (e Event) TurnStart() (TurnStart, error) {
+	var p TurnStart
+	if err := decodePayload(e, TypeTurnStart, &p, "turn"); err != nil {
+		return TurnStart{}, err
+	}
+	if err := checkCount(e, "turn", p.Turn, 1); err != nil {
+		return TurnStart{}, err
+	}
+	return p, nil
+}
+
+// TurnEnd decodes the data of a turn/end event; reason.kind must be a
+// non-empty string.
+func (e Event) TurnEnd() (TurnEnd, error) {
+	var p TurnEnd
+	if err := decodePayload(e, TypeTurnEnd, &p, "turn", "reason"); err != nil {
+		return TurnEnd{}, err
+	}
+	if err := checkCount(e, "turn", p.Turn, 0); err != nil {
+		return TurnEnd{}, err
+	}
+	if p.Reason.Kind == "" {
+		return TurnEnd{}, payloadError(e, "data.reason.kind must be a non-empty string")
+	}
+	return p, nil
+}
+
+// StepStart decodes the data of a step/start event. Step must be >= 1.
+func (e Event) StepStart() (StepStart, error) {
+	var p StepStart
+	if err := decodePayload(e, TypeStepStart, &p, "turn", "step"); err != nil {
+		return StepStart{}, err
+	}
+	if err := checkCount(e, "turn", p.Turn, 0); err != nil {
+		return StepStart{}, err
+	}
+	if err := checkCount(e, "step", p.Step, 1); err != nil {
+		return StepStart{}, err
+	}
+	return p, nil
+}
+
+// StepEnd decodes the data of a step/end event.
+func (e Event) StepEnd() (StepEnd, error) {
+	var p StepEnd
+	if err := decodePayload(e, TypeStepEnd, &p, "turn", "step"); err != nil {
+		return StepEnd{}, err
+	}
+	if err := checkCount(e, "turn", p.Turn, 0); err != nil {
+		return StepEnd{}, err
+	}
+	if err := checkCount(e, "step", p.Step, 0); err != nil {
+		return StepEnd{}, err
+	}
+	return p, nil
+}
+
+// ToolCall decodes the data of a tool/call event; callId is required.
+func (e Event) ToolCall() (ToolCall, error) {
+	var p ToolCall
+	if err := decodePayload(e, TypeToolCall, &p, "callId"); err != nil {
+		return ToolCall{}, err
+	}
+	if err := checkCount(e, "turn", p.Turn, 0); err != nil {
+		return ToolCall{}, err
+	}
+	if err := checkCount(e, "step", p.Step, 0); err != nil {
+		return ToolCall{}, err
+	}
+	return p, nil
+}
+
+// AssistantMessage decodes the data of an assistant/message event; step and
+// message.content are required, and every tool-call block needs an id.
+func (e Event) AssistantMessage() (AssistantMessage, error) {
+	var p AssistantMessage
+	if err := decodePayload(e, TypeAssistantMessage, &p, "step", "message"); err != nil {
+		return AssistantMessage{}, err
+	}
+	var shape assistantShape
+	if err := json.Unmarshal(e.Data, &shape); err != nil {
+		return AssistantMessage{}, payloadError(e, "malformed data: %v", err)
+	}
+	if _, err := shape.toolCalls(e); err != nil {
+		return AssistantMessage{}, err
+	}
+	if err := checkCount(e, "turn", p.Turn, 0); err != nil {
+		return AssistantMessage{}, err
+	}
+	if err := checkCount(e, "step", p.Step, 0); err != nil {
+		return AssistantMessage{}, err
+	}
+	return p, nil
+}
+
+// ToolResult decodes the data of a tool/result event; message.source.callId
+// is required.
+func (e Event) ToolResult() (ToolResult, error) {
+	var p ToolResult
+	if err := decodePayload(e, TypeToolResult, &p, "message"); err != nil {
+		return ToolResult{}, err
+	}
+	var shape resultShape
+	if err := json.Unmarshal(e.Data, &shape); err != nil {
+		return ToolResult{}, payloadError(e, "malformed data: %v", err)
+	}
+	if _, err := shape.callID(e); err != nil {
+		return ToolResult{}, err
+	}
+	if err := checkCount(e, "turn", p.Turn, 0); err != nil {
+		return ToolResult{}, err
+	}
+	if err := checkCount(e, "step", p.Step, 0); err != nil {
+		return ToolResult{}, err
+	}
+	return p, nil
+}
+
+// EndSeed decodes the data of a session/end-seed event. An inherited value
+// other than a boolean (or null) is an error.
+func (e Event) EndSeed() (EndSeed, error) {
+	var p EndSeed
+	if err := decodePayload(e, TypeEndSeed, &p); err != nil {
+		return EndSeed{}, err
+	}
+	return p, nil
+}
+
+// The shapes below are the minimal views crash repair decodes, with pointers
+// so that a missing field is told apart from a zero value.
+
+type turnShape struct {
+	Turn *int64 `json:"turn"`
+}
+
+type stepShape struct {
+	Step *int64 `json:"step"`
+}
+
+type callShape struct {
+	CallID *string `json:"callId"`
+}
+
+type assistantShape struct {
+	Step    *int64 `json:"step"`
+	Message *struct {
+		Content *[]struct {
+			Type string  `json:"type"`
+			ID   *string `json:"id"`
+		} `json:"content"`
+	} `json:"message"`
+}
+
+// toolCalls returns the ids of the tool-call blocks, in order.
+func (s assistantShape) toolCalls(e Event) ([]string, error) {
+	if s.Step == nil {
+		return nil, payloadError(e, "data lacks %q", "step")
+	}
+	if err := checkCount(e, "step", *s.Step, 0); err != nil {
+		return nil, err
+	}
+	if s.Message == nil || s.Message.Content == nil {
+		return nil, payloadError(e, "data lacks %q", "message.content")
+	}
+	var ids []string
+	for i, b := range *s.Message.Content {
+		if b.Type != BlockToolCall {
+			continue
+		}
+		if b.ID == nil {
+			return nil, payloadError(e, "tool-call block %d lacks %q", i, "id")
+		}
+		ids = append(ids, *b.ID)
+	}
+	return ids, nil
+}
+
+type resultShape struct {
+	Message *struct {
+		Source *struct {
+			CallID *string `json:"callId"`
+		} `json:"source"`
+	} `json:"message"`
+}
+
+// callID returns message.source.callId.
+func (s resultShape) callID(e Event) (string, error) {
+	if s.Message == nil || s.Message.Source == nil || s.Message.Source.CallID == nil {
+		return "", payloadError(e, "data lacks %q", "message.source.callId")
+	}
+	return *s.Message.Source.CallID, nil
+}
+
+// decodeShape decodes the event's data into a crash-repair shape.
+func decodeShape(e Event, v any) error {
+	if first := firstNonSpace(e.Data); first < 0 || e.Data[first] != '{' {
+		return payloadError(e, "data is not a JSON object")
+	}
+	if err := json.Unmarshal(e.Data, v); err != nil {
+		return payloadError(e, "malformed data: %v", err)
+	}
+	return nil
+}

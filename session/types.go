@@ -1,0 +1,79 @@
+package session
+
+import (
+	"fmt"
+	"sync"
+	"unicode/utf8"
+)
+
+// Event types of SPEC 1.2 that the store, crash repair or the lifecycle use.
+const (
+	TypeTurnStart        = "turn/start"
+	TypeTurnEnd          = "turn/end"
+	TypeStepStart        = "step/start"
+	TypeStepEnd          = "step/end"
+	TypeUserMessage      = "user/message"
+	TypeSystemMessage    = "system/message"
+	TypeAssistantMessage = "assistant/message"
+	TypeAssistantAttempt = "assistant/attempt"
+	TypeToolCall         = "tool/call"
+	TypeToolResult       = "tool/result"
+	TypeEndSeed          = "session/end-seed"
+	TypeInboxSpliced     = "agent/inbox/spliced"
+	TypeRequestHeader    = "request/header"
+	TypeRequestContext   = "request/context"
+	TypeTodoWrite        = "todo/write"
+	TypeFeedbackRecord   = "feedback/record"
+)
+
+var (
+	// builtin is the vocabulary of this build; it is never modified.
+	builtin = map[string]bool{
+		TypeTurnStart: true, TypeTurnEnd: true, TypeStepStart: true, TypeStepEnd: true,
+		TypeUserMessage: true, TypeSystemMessage: true, TypeAssistantMessage: true,
+		TypeAssistantAttempt: true, TypeToolCall: true, TypeToolResult: true,
+		TypeEndSeed: true, TypeInboxSpliced: true, TypeRequestHeader: true,
+		TypeRequestContext: true, TypeTodoWrite: true, TypeFeedbackRecord: true,
+	}
+	vocabMu sync.RWMutex
+	// vocab holds the types added through RegisterEventType.
+	vocab   = map[string]bool{}
+	surface = map[string]bool{
+		TypeUserMessage: true, TypeAssistantMessage: true, TypeToolResult: true, TypeSystemMessage: true,
+	}
+)
+
+// RegisterEventType adds an application event type to the known vocabulary,
+// so reads accept it without the ignorable flag (SPEC 4.6). Register types at
+// program start, before any store reads. Built-in names, empty names and
+// names that are not valid UTF-8 are refused; registering the same
+// application type again is a no-op.
+func RegisterEventType(name string) error {
+	if name == "" {
+		return fmt.Errorf("session: empty event type")
+	}
+	if !utf8.ValidString(name) {
+		return fmt.Errorf("session: event type %q is not valid UTF-8", name)
+	}
+	if builtin[name] {
+		return fmt.Errorf("session: event type %q is built in", name)
+	}
+	vocabMu.Lock()
+	defer vocabMu.Unlock()
+	vocab[name] = true
+	return nil
+}
+
+// KnownEventType reports whether name is in the vocabulary of this build.
+func KnownEventType(name string) bool {
+	if builtin[name] {
+		return true
+	}
+	vocabMu.RLock()
+	defer vocabMu.RUnlock()
+	return vocab[name]
+}
+
+// SurfaceEligible reports whether events of this type may carry surfaceOp
+// and sourceEventSeqs.
+func SurfaceEligible(name string) bool { return surface[name] }
