@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"strconv"
 
 	"github.com/klauspost/compress/zstd"
@@ -39,11 +40,14 @@ const (
 	zstdBlockReserved = 3 // invalid (type 2, compressed, needs no special handling here)
 )
 
-// zstdBlockHeaderSize is the size of a block header; zstdChecksumSize the size of the content checksum.
+// zstdBlockHeaderSize is the size of a block header; zstdChecksumSize that of the content checksum.
 const (
 	zstdBlockHeaderSize = 3
 	zstdChecksumSize    = 4
 )
+
+// zstdMaxBlockOutput is the most plaintext one block can decode to (128 KiB).
+const zstdMaxBlockOutput = 128 << 10
 
 // zstdEmptyFrame is the frame encodeFrame emits for empty plaintext: klauspost writes empty input as a
 // frame without a content checksum, so this one is built by hand. Magic; descriptor 0x24 (single segment,
@@ -76,6 +80,8 @@ func newZstdFormatError(what string, offset int64) *zstdFormatError {
 type zstdFrameHeader struct {
 	descriptor     byte   // the frame-header descriptor byte
 	size           int64  // header length in bytes, including the magic number
+	windowSize     uint64 // from the window descriptor, or the content size for a single-segment frame
+	dictID         uint32 // dictionary id; 0 when absent
 	contentSize    uint64 // declared decompressed size; valid only if hasContentSize
 	hasContentSize bool   // whether the header carries a frame-content-size field
 }
@@ -105,28 +111,35 @@ func parseZstdFrameHeader(b []byte, start int64) (h zstdFrameHeader, complete bo
 	h.descriptor = fhd
 	single := fhd&zstdFHDSingleSegment != 0
 
-	size := int64(5)
-	if !single {
-		size++ // window descriptor
+	wdSize := int64(1)
+	if single {
+		wdSize = 0
 	}
 	dictSize := [4]int64{0, 1, 2, 4}[fhd&zstdFHDDictIDMask]
-	size += dictSize
-	fcsCode := fhd >> zstdFHDContentSizeShift
 	var fcsSize int64
-	switch {
+	switch fcsCode := fhd >> zstdFHDContentSizeShift; {
 	case fcsCode != 0:
 		fcsSize = 1 << fcsCode
 	case single:
 		fcsSize = 1
 	}
-	fcsOffset := start + size
-	size += fcsSize
-	h.size = size
-	if avail < size {
+	h.size = 5 + wdSize + dictSize + fcsSize
+	if avail < h.size {
 		return h, false, nil
 	}
+	pos := start + 5
+	if wdSize > 0 {
+		wd := b[pos]
+		base := uint64(1) << (10 + wd>>3)
+		h.windowSize = base + base/8*uint64(wd&7)
+	}
+	pos += wdSize
+	var id [4]byte
+	copy(id[:], b[pos:pos+dictSize])
+	h.dictID = binary.LittleEndian.Uint32(id[:])
+	pos += dictSize
 	if fcsSize > 0 {
-		f := b[fcsOffset : fcsOffset+fcsSize]
+		f := b[pos : pos+fcsSize]
 		h.hasContentSize = true
 		switch fcsSize {
 		case 1:
@@ -138,6 +151,9 @@ func parseZstdFrameHeader(b []byte, start int64) (h zstdFrameHeader, complete bo
 		case 8:
 			h.contentSize = binary.LittleEndian.Uint64(f)
 		}
+	}
+	if single {
+		h.windowSize = h.contentSize
 	}
 	return h, true, nil
 }
@@ -226,9 +242,11 @@ type zstdCodec struct {
 	// Empty plaintext is special-cased by encodeFrame (see zstdEmptyFrame).
 	enc *zstd.Encoder
 	// dec options: WithDecoderMaxMemory(zstdMaxFrameContent) caps the decoded size of one DecodeAll call
-	// (also while decoding frames without a declared size) and the window size; WithDecodeAllCapLimit is
-	// left off; checksums are verified (IgnoreChecksum is never set); default concurrency (up to
-	// min(4, GOMAXPROCS) simultaneous DecodeAll calls, more wait); no dictionaries.
+	// (also while decoding frames without a declared size); WithDecoderMaxWindow(zstdMaxFrameContent)
+	// raises klauspost's default 512 MiB window limit to the same cap, since a single-segment frame's
+	// window is its content size; WithDecodeAllCapLimit is left off; checksums are verified (IgnoreChecksum
+	// is never set); default concurrency (up to min(4, GOMAXPROCS) simultaneous DecodeAll calls, more
+	// wait); no dictionaries.
 	dec *zstd.Decoder
 }
 
@@ -245,6 +263,7 @@ func newZstdCodec() (*zstdCodec, error) {
 	}
 	dec, err := zstd.NewReader(nil,
 		zstd.WithDecoderMaxMemory(zstdMaxFrameContent),
+		zstd.WithDecoderMaxWindow(zstdMaxFrameContent),
 	)
 	if err != nil {
 		_ = enc.Close()
@@ -292,6 +311,43 @@ func (c *zstdCodec) decodeFrame(frame []byte) ([]byte, error) {
 	return plain, nil
 }
 
+// zstdBlocksOutputBound returns an upper bound on the plaintext that a run of complete, well-typed blocks
+// can decode to: the regenerated size of raw and RLE blocks, and the 128 KiB block maximum of compressed ones.
+func zstdBlocksOutputBound(blocks []byte) uint64 {
+	var bound uint64
+	for pos := 0; pos+zstdBlockHeaderSize <= len(blocks); {
+		bh := uint32(blocks[pos]) | uint32(blocks[pos+1])<<8 | uint32(blocks[pos+2])<<16
+		size := int(bh >> 3)
+		switch int(bh>>1) & 3 {
+		case zstdBlockRaw:
+			bound += uint64(size)
+		case zstdBlockRLE:
+			bound += uint64(size)
+			size = 1
+		default:
+			bound += zstdMaxBlockOutput
+		}
+		pos += zstdBlockHeaderSize + size
+	}
+	return bound
+}
+
+// zstdRecoveryHeader builds the header of the private frame that recoverTornFrame decodes: not
+// single-segment, no dictionary, no content checksum, the given window size (rounded up to a power of two,
+// at least 1 KiB), and the original frame's content size (4-byte field) if it declared one.
+func zstdRecoveryHeader(h zstdFrameHeader, window uint64) []byte {
+	windowLog := 10
+	if window > 1<<windowLog {
+		windowLog = bits.Len64(window - 1)
+	}
+	out := binary.LittleEndian.AppendUint32(nil, zstdFrameMagic)
+	if !h.hasContentSize {
+		return append(out, 0, byte(windowLog-10)<<3)
+	}
+	out = append(out, 2<<zstdFHDContentSizeShift, byte(windowLog-10)<<3)
+	return binary.LittleEndian.AppendUint32(out, uint32(h.contentSize))
+}
+
 // eofTrackingReader is a bytes.Reader that records whether a Read was attempted after all bytes were
 // consumed. It deliberately has no Bytes method, so klauspost's decoder streams from it block by block
 // instead of decoding it whole (the decoder's *bytes.Buffer shortcut).
@@ -310,21 +366,25 @@ func (e *eofTrackingReader) Read(p []byte) (int, error) {
 
 // recoverTornFrame decompresses as much plaintext as possible from an incomplete final frame (the bytes
 // from tornStart to EOF) without requiring frame completion or the checksum, mirroring libzstd's streaming
-// decoder on truncated input: the output of every complete block, plus the available payload of a torn raw
-// block. Only the first frame in partial is considered. The result is always a prefix of the frame's
-// plaintext as far as the complete blocks decode correctly; it is capped at zstdMaxFrameContent bytes.
+// decoder on truncated input: the output of every complete block, including the last block when only the
+// checksum is missing, plus the available payload of a torn raw block. Only the first frame in partial is
+// considered. The result is a prefix of the frame's plaintext as far as the complete blocks decode
+// correctly; it is at most zstdMaxFrameContent bytes.
 //
 // How: klauspost's streaming decoder with concurrency 1 hands out each block's output as soon as that
-// block is decoded, but withholds the last block until the checksum after it has been read and verified.
-// So the frame is first cut to its complete blocks and its checksum flag is cleared in a private copy
-// (the header keeps its length); the last block, if complete, then decodes without a checksum, and
-// otherwise the decoder stops with an unexpected EOF after the last complete block.
+// block is decoded, but withholds the last block until the checksum after it has been read and verified,
+// and it allocates its whole window up front (for a single-segment frame, the declared content size). So
+// the decoder is given a private frame: a rewritten header (no checksum, the original content size, a
+// window no larger than the complete blocks can fill) followed by the complete blocks only. The decoder
+// then stops with an unexpected EOF after the last complete block, or ends normally if the last block is
+// complete.
 //
-// It never returns an error: a frame header that is incomplete or unusable yields nil, and a decoding
-// failure in a complete block yields the plaintext of the blocks before it.
+// It never returns an error: a frame header that is incomplete, structurally invalid, names a dictionary
+// or declares more than zstdMaxFrameContent bytes yields nil, and a decoding failure in a complete block
+// yields the plaintext of the blocks before it.
 func (c *zstdCodec) recoverTornFrame(partial []byte) []byte {
 	h, complete, err := parseZstdFrameHeader(partial, 0)
-	if err != nil || !complete {
+	if err != nil || !complete || h.dictID != 0 || (h.hasContentSize && h.contentSize > zstdMaxFrameContent) {
 		return nil
 	}
 	end, lastSeen, tornBlock, tornType, err := zstdBlocksEnd(partial, h.size)
@@ -332,39 +392,41 @@ func (c *zstdCodec) recoverTornFrame(partial []byte) []byte {
 		// A reserved block type is not a tear; salvage the blocks before it only.
 		tornBlock = -1
 	}
-	trimmed := make([]byte, end)
-	copy(trimmed, partial[:end])
-	trimmed[4] &^= zstdFHDChecksum
+	blocks := partial[h.size:end]
+	window := min(h.windowSize, zstdBlocksOutputBound(blocks), zstdMaxFrameContent)
+	synthetic := append(zstdRecoveryHeader(h, window), blocks...)
 
 	dec, err := zstd.NewReader(nil,
 		zstd.WithDecoderConcurrency(1), // synchronous: output is released block by block
 		zstd.WithDecoderMaxMemory(zstdMaxFrameContent),
+		zstd.WithDecoderMaxWindow(zstdMaxFrameContent),
 		zstd.WithDecodeBuffersBelow(0), // never decode the input whole
 	)
 	if err != nil {
 		return nil
 	}
 	defer dec.Close()
-	src := &eofTrackingReader{r: bytes.NewReader(trimmed)}
+	src := &eofTrackingReader{r: bytes.NewReader(synthetic)}
 	if err := dec.Reset(src); err != nil {
 		return nil
 	}
 
 	var out []byte
 	buf := make([]byte, 32<<10)
-	for len(out) < zstdMaxFrameContent {
+	for {
+		if len(out) >= zstdMaxFrameContent {
+			return out
+		}
 		n, rerr := dec.Read(buf[:min(len(buf), zstdMaxFrameContent-len(out))])
 		out = append(out, buf[:n]...)
-		if rerr != nil {
-			if rerr == io.EOF || lastSeen || tornBlock < 0 || !src.reached || !errors.Is(rerr, io.ErrUnexpectedEOF) {
-				// Finished, or stopped before the end of the complete blocks: nothing more to add.
-				return out
-			}
-			break
+		if rerr == nil {
+			continue
 		}
-	}
-	if len(out) >= zstdMaxFrameContent {
-		return out
+		if rerr == io.EOF || lastSeen || tornBlock < 0 || !src.reached || !errors.Is(rerr, io.ErrUnexpectedEOF) {
+			// Finished, or stopped before the end of the complete blocks: nothing more to add.
+			return out
+		}
+		break
 	}
 	// Every complete block decoded and the decoder stopped at the cut. A torn raw block's available
 	// payload is literal plaintext (libzstd streams it too).

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -112,6 +113,32 @@ func zstdTestBlocks(tb testing.TB, frame []byte) (headerSize int64, blocks []zst
 			return h.size, blocks
 		}
 	}
+}
+
+// wantRecoveredLen is how much plaintext recoverTornFrame must salvage from the first rel bytes of frame:
+// the output of every complete block (each non-last block holds zstdTestBlockSize bytes, as both klauspost
+// and libzstd write them; a complete last block completes the plaintext), plus the available payload of a
+// torn raw block.
+func wantRecoveredLen(tb testing.TB, frame []byte, plainLen int, rel int64) int {
+	tb.Helper()
+	hdrSize, blocks := zstdTestBlocks(tb, frame)
+	want := 0
+	if rel < hdrSize {
+		return 0
+	}
+	for i, blk := range blocks {
+		if blk.end > rel {
+			if blk.typ == zstdBlockRaw && rel > blk.start+3 {
+				want += int(rel - blk.start - 3)
+			}
+			return want
+		}
+		if i == len(blocks)-1 {
+			return plainLen
+		}
+		want += zstdTestBlockSize
+	}
+	return want
 }
 
 // TestZstdFrameRoundTrip checks one frame per plaintext, the header fields encodeFrame must write, and
@@ -262,26 +289,8 @@ func TestZstdFrameTruncation(t *testing.T) {
 		rec := c.recoverTornFrame(partial)
 		require.True(t, bytes.HasPrefix(plain, rec), "cut %d: recovered %d bytes are not a prefix", cut, len(rec))
 
-		// Exactly the complete blocks are recovered (every block here is compressed, except possibly a
-		// raw one, and every non-last block holds zstdTestBlockSize bytes of plaintext).
-		hdrSize, blocks := zstdTestBlocks(t, frame)
 		rel := cut - torn
-		wantLen := 0
-		if rel >= hdrSize {
-			for i, blk := range blocks {
-				if blk.end > rel {
-					if blk.typ == zstdBlockRaw && rel > blk.start+3 {
-						wantLen += int(rel - blk.start - 3)
-					}
-					break
-				}
-				if i == len(blocks)-1 {
-					wantLen = len(plain)
-				} else {
-					wantLen += zstdTestBlockSize
-				}
-			}
-		}
+		wantLen := wantRecoveredLen(t, frame, len(plain), rel)
 		require.Equal(t, wantLen, len(rec), "cut %d (frame %d, %d of %d bytes)", cut, tornIdx, rel, len(frame))
 	}
 }
@@ -337,6 +346,51 @@ func TestZstdRecoverTornFrameEdgeCases(t *testing.T) {
 	rec := c.recoverTornFrame(bad)
 	require.True(t, bytes.HasPrefix(plain, rec))
 	assert.Len(t, rec, zstdTestBlockSize, "exactly the block before the corrupt one")
+}
+
+// TestZstdRecoverTornFrameMemoryBound checks that a torn frame declaring a huge content size (so a huge
+// single-segment window) does not make recovery allocate that window.
+func TestZstdRecoverTornFrameMemoryBound(t *testing.T) {
+	c := newTestZstdCodec(t)
+	// Single segment, checksum, 4-byte content size of 1 GiB; one raw block "hello world"; then a torn
+	// compressed block.
+	frame := []byte{0x28, 0xB5, 0x2F, 0xFD, 2<<6 | zstdFHDSingleSegment | zstdFHDChecksum}
+	frame = binary.LittleEndian.AppendUint32(frame, 1<<30)
+	v := uint32(11) << 3
+	frame = append(frame, byte(v), byte(v>>8), byte(v>>16))
+	frame = append(frame, "hello world"...)
+	v = 2<<1 | 1000<<3
+	frame = append(frame, byte(v), byte(v>>8), byte(v>>16), 1, 2, 3)
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	rec := c.recoverTornFrame(frame)
+	runtime.ReadMemStats(&after)
+	assert.Equal(t, "hello world", string(rec))
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(16<<20), "recovery must not allocate the declared window")
+}
+
+// TestZstdRecoveryHeaderWindow checks the window descriptor of the rewritten recovery header.
+func TestZstdRecoveryHeaderWindow(t *testing.T) {
+	for _, w := range []uint64{0, 1, 1000, 1024, 1025, 300 << 10, 1 << 20, zstdMaxFrameContent} {
+		for _, withSize := range []bool{false, true} {
+			in := zstdFrameHeader{hasContentSize: withSize, contentSize: 12345}
+			hdr := zstdRecoveryHeader(in, w)
+			h, complete, err := parseZstdFrameHeader(hdr, 0)
+			require.NoError(t, err)
+			require.True(t, complete)
+			assert.Equal(t, int64(len(hdr)), h.size)
+			assert.False(t, h.checksum())
+			assert.Zero(t, h.descriptor&zstdFHDSingleSegment)
+			assert.Equal(t, withSize, h.hasContentSize)
+			if withSize {
+				assert.Equal(t, uint64(12345), h.contentSize)
+			}
+			assert.GreaterOrEqual(t, h.windowSize, max(w, 1024), "window %d", w)
+			assert.Less(t, h.windowSize, 2*max(w, 1024), "window %d", w)
+		}
+	}
 }
 
 // TestZstdScanErrors checks each structural error text and its absolute offset.
@@ -572,12 +626,11 @@ func TestZstdCodecConcurrentUse(t *testing.T) {
 	}
 }
 
-// TestZstdFrameCLIInterop checks frames against the reference zstd command-line tool when it is installed.
+// TestZstdFrameCLIInterop checks frames against the reference zstd command-line tool
+// (Debian package zstd; .ci/run installs it).
 func TestZstdFrameCLIInterop(t *testing.T) {
 	bin, err := exec.LookPath("zstd")
-	if err != nil {
-		t.Skip("zstd command-line tool not installed")
-	}
+	require.NoError(t, err, "the zstd command-line tool is required (apt-get install zstd)")
 	c := newTestZstdCodec(t)
 	dir := t.TempDir()
 
@@ -589,22 +642,49 @@ func TestZstdFrameCLIInterop(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, bytes.Equal(bytes.Join(l.plains, nil), out))
 
-	// A reference-compressed frame (with --check) scans and decodes.
-	plain := variedJSONL(6, 50<<10)
+	// Reference-compressed frames (with --check; from a file the header has a content size and is
+	// single-segment, from stdin it has a window descriptor and no content size) scan, decode, and recover
+	// exactly their complete blocks when torn.
+	plain := variedJSONL(6, 300<<10)
 	in := filepath.Join(dir, "plain.jsonl")
 	require.NoError(t, os.WriteFile(in, plain, 0o600))
-	ref, err := exec.Command(bin, "-q", "--check", "-c", in).Output()
+	fromFile, err := exec.Command(bin, "-q", "--check", "-c", in).Output()
 	require.NoError(t, err)
-	spans, torn, err := scanZstdFrames(ref)
+	cmd := exec.Command(bin, "-q", "--check", "-c")
+	cmd.Stdin = bytes.NewReader(plain)
+	fromStdin, err := cmd.Output()
 	require.NoError(t, err)
-	require.Equal(t, int64(-1), torn)
-	require.Equal(t, []frameSpan{{0, int64(len(ref))}}, spans)
-	got, err := c.decodeFrame(ref)
-	require.NoError(t, err)
-	assert.True(t, bytes.Equal(plain, got))
-	for cut := range len(ref) {
-		rec := c.recoverTornFrame(ref[:cut])
-		require.True(t, bytes.HasPrefix(plain, rec), "cut %d", cut)
+
+	for name, ref := range map[string][]byte{"file": fromFile, "stdin": fromStdin} {
+		h, _, err := parseZstdFrameHeader(ref, 0)
+		require.NoError(t, err, name)
+		assert.Equal(t, name == "file", h.hasContentSize, name)
+		spans, torn, err := scanZstdFrames(ref)
+		require.NoError(t, err, name)
+		require.Equal(t, int64(-1), torn, name)
+		require.Equal(t, []frameSpan{{0, int64(len(ref))}}, spans, name)
+		got, err := c.decodeFrame(ref)
+		require.NoError(t, err, name)
+		assert.True(t, bytes.Equal(plain, got), name)
+
+		_, blocks := zstdTestBlocks(t, ref)
+		require.Greater(t, len(blocks), 1, name)
+		cuts := map[int64]bool{}
+		for cut := int64(0); cut < int64(len(ref)); cut += 499 {
+			cuts[cut] = true
+		}
+		for _, b := range append(blocks, zstdBlockInfo{end: int64(len(ref))}) {
+			for d := int64(-6); d <= 6; d++ {
+				if cut := b.end + d; cut >= 0 && cut < int64(len(ref)) {
+					cuts[cut] = true
+				}
+			}
+		}
+		for _, cut := range slices.Sorted(maps.Keys(cuts)) {
+			rec := c.recoverTornFrame(ref[:cut])
+			require.True(t, bytes.HasPrefix(plain, rec), "%s cut %d", name, cut)
+			require.Equal(t, wantRecoveredLen(t, ref, len(plain), cut), len(rec), "%s cut %d", name, cut)
+		}
 	}
 }
 

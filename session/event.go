@@ -46,7 +46,9 @@ type SurfaceOp struct {
 
 // Surface operations.
 const (
-	SurfaceAppend  = "append"
+	// SurfaceAppend appends the event to the surface.
+	SurfaceAppend = "append"
+	// SurfaceReplace replaces the surface range [StartSeq, EndSeq].
 	SurfaceReplace = "replace"
 )
 
@@ -99,22 +101,12 @@ func (o *SurfaceOp) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// wireEvent fixes the key order of an encoded event.
-type wireEvent struct {
-	Type            string          `json:"type"`
-	Seq             int64           `json:"seq"`
-	Time            int64           `json:"time"`
-	Data            json.RawMessage `json:"data"`
-	SurfaceOp       *SurfaceOp      `json:"surfaceOp,omitempty"`
-	SourceEventSeqs []int64         `json:"sourceEventSeqs,omitempty"`
-	Ignorable       bool            `json:"ignorable,omitempty"`
-}
-
 // MarshalJSON encodes the event with the key order type, seq, time, data,
 // surfaceOp, sourceEventSeqs, ignorable, omitting absent optionals (a nil
 // SurfaceOp or SourceEventSeqs, a false Ignorable). Strings and Data are
-// written in the canonical form of CanonicalJSON, so the bytes are what the
-// reference harness writes for the same value. It does not apply Validate;
+// written in the canonical form of CanonicalJSON (strings as JSON.stringify
+// writes them, numbers of Data as spelled), so equal events encode to equal
+// bytes and a decoded event re-encodes identically. It does not apply Validate;
 // it only refuses a Data that is not lossless JSON (an empty Data is written
 // as null) and an unknown surface operation.
 //

@@ -1,0 +1,145 @@
+package session
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestValidateAccepts(t *testing.T) {
+	for _, e := range []Event{
+		mk(TypeTurnStart, 0, `{"turn":1}`),
+		mk("plugin/unknown", 3, ` {"x":[1,"a"]} `),
+		{Type: "x/log", Seq: 1, Time: 0, Data: json.RawMessage(`{}`), Ignorable: true},
+		{Type: TypeUserMessage, Seq: MaxSafeInteger, Time: MaxSafeInteger, Data: json.RawMessage(`{}`), SurfaceOp: AppendOp()},
+		{Type: TypeToolResult, Seq: 4, Data: json.RawMessage(`{}`), SurfaceOp: AppendOp(), SourceEventSeqs: []int64{3}},
+		{Type: TypeSystemMessage, Seq: 4, Data: json.RawMessage(`{}`), SurfaceOp: &SurfaceOp{Op: SurfaceReplace, StartSeq: 0, EndSeq: 3}},
+		{Type: TypeAssistantMessage, Seq: 4, Data: json.RawMessage(`{}`), SurfaceOp: &SurfaceOp{Op: SurfaceReplace, StartSeq: 2, EndSeq: 2}},
+		{Type: TypeUserMessage, Seq: 4, Data: json.RawMessage(`{}`), SourceEventSeqs: []int64{0, 1}},
+	} {
+		assert.NoError(t, e.Validate(), "%+v", e)
+	}
+}
+
+func TestValidateRefuses(t *testing.T) {
+	obj := json.RawMessage(`{}`)
+	cases := []struct {
+		e    Event
+		want string
+	}{
+		{Event{Seq: 0, Data: obj}, "event type must be a non-empty string"},
+		{Event{Type: "a\xff", Data: obj}, `event type "a\xff" is not valid UTF-8`},
+		{Event{Type: "a", Seq: -1, Data: obj}, "event seq must be a non-negative safe integer, got -1"},
+		{Event{Type: "a", Seq: MaxSafeInteger + 1, Data: obj}, "event seq must be a non-negative safe integer, got 9007199254740992"},
+		{Event{Type: "a", Time: -5, Data: obj}, "event time must be a non-negative safe integer, got -5"},
+		{Event{Type: "a", Time: MaxSafeInteger + 1, Data: obj}, "event time must be a non-negative safe integer, got 9007199254740992"},
+		{Event{Type: "a"}, "event data is missing"},
+		{Event{Type: "a", Data: json.RawMessage("  ")}, "event data is missing"},
+		{Event{Type: "a", Data: json.RawMessage(`[1]`)}, "event data must be a JSON object, got [1]"},
+		{Event{Type: "a", Data: json.RawMessage(`"s"`)}, `event data must be a JSON object, got "s"`},
+		{Event{Type: "a", Data: json.RawMessage(`{"a":{"b":-0.0}}`)}, "event data: not losslessly JSON-serializable: negative zero -0.0"},
+		{Event{Type: "a", Data: json.RawMessage(`{"a":1e400}`)}, "event data: not losslessly JSON-serializable: non-finite number 1e400"},
+		{Event{Type: "a", Data: json.RawMessage(`{"a":1,"a":1}`)}, `event data: not losslessly JSON-serializable: duplicate object key "a"`},
+		{Event{Type: "a", Data: json.RawMessage(`{"a":1`)}, "event data: not losslessly JSON-serializable: invalid JSON: unexpected end of input, expected ',' or '}'"},
+		{Event{Type: TypeTurnStart, Data: obj, SurfaceOp: AppendOp()}, `surfaceOp is not allowed on "turn/start" events`},
+		{Event{Type: TypeUserMessage, Data: obj, SurfaceOp: &SurfaceOp{Op: "x"}}, `surfaceOp must be "append" or "replace", got "x"`},
+		{Event{Type: TypeUserMessage, Seq: 5, Data: obj, SurfaceOp: &SurfaceOp{Op: SurfaceReplace, StartSeq: 3, EndSeq: 2}},
+			"surfaceOp replace range must satisfy 0 <= startSeq <= endSeq < seq, got startSeq 3, endSeq 2, seq 5"},
+		{Event{Type: TypeUserMessage, Seq: 5, Data: obj, SurfaceOp: &SurfaceOp{Op: SurfaceReplace, StartSeq: 1, EndSeq: 5}},
+			"surfaceOp replace range must satisfy 0 <= startSeq <= endSeq < seq, got startSeq 1, endSeq 5, seq 5"},
+		{Event{Type: TypeUserMessage, Seq: 5, Data: obj, SurfaceOp: &SurfaceOp{Op: SurfaceReplace, StartSeq: -1, EndSeq: 2}},
+			"surfaceOp replace range must satisfy 0 <= startSeq <= endSeq < seq, got startSeq -1, endSeq 2, seq 5"},
+		{Event{Type: TypeToolCall, Seq: 5, Data: obj, SourceEventSeqs: []int64{1}}, `sourceEventSeqs is not allowed on "tool/call" events`},
+		{Event{Type: TypeAssistantMessage, Seq: 5, Data: obj, SourceEventSeqs: []int64{1}}, `sourceEventSeqs is not allowed on "assistant/message" events`},
+		{Event{Type: TypeToolResult, Seq: 5, Data: obj, SourceEventSeqs: []int64{}}, "sourceEventSeqs must be non-empty when present"},
+		{Event{Type: TypeToolResult, Seq: 5, Data: obj, SourceEventSeqs: []int64{-2}}, "sourceEventSeqs[0] must be a non-negative safe integer, got -2"},
+		{Event{Type: TypeToolResult, Seq: 5, Data: obj, Ignorable: true}, `ignorable is not allowed on surface-eligible "tool/result" events`},
+	}
+	for _, c := range cases {
+		assert.EqualError(t, c.e.Validate(), c.want)
+	}
+}
+
+func TestErrorTexts(t *testing.T) {
+	assert.Equal(t, "session event batch is not losslessly JSON-serializable because it contains non-JSON-serializable data", ErrBatchNotLossless.Error())
+	assert.Equal(t, "invalid session event", ErrInvalidEvent.Error())
+}
+
+func TestSnapshotBatchDeepCopy(t *testing.T) {
+	data := []byte(` { "k" : [ "v" ] } `)
+	seqs := []int64{0}
+	op := AppendOp()
+	in := []Event{
+		{Type: TypeToolResult, Seq: 1, Time: 7, Data: data, SurfaceOp: op, SourceEventSeqs: seqs},
+		mk(TypeTurnEnd, 2, `{"turn":1,"reason":{"kind":"completed"}}`),
+	}
+	snap, err := SnapshotBatch(in)
+	require.NoError(t, err)
+	require.Len(t, snap, 2)
+
+	// Mutate everything the caller still holds.
+	for i := range data {
+		data[i] = 'X'
+	}
+	seqs[0] = 42
+	op.Op = SurfaceReplace
+	in[0].Type = "changed"
+	in[1].Data[2] = 'Z'
+	in[1] = Event{}
+
+	assert.Equal(t, Event{Type: TypeToolResult, Seq: 1, Time: 7, Data: json.RawMessage(`{"k":["v"]}`),
+		SurfaceOp: &SurfaceOp{Op: SurfaceAppend}, SourceEventSeqs: []int64{0}}, snap[0])
+	assert.Equal(t, `{"turn":1,"reason":{"kind":"completed"}}`, string(snap[1].Data))
+	assert.Equal(t, TypeTurnEnd, snap[1].Type)
+
+	empty, err := SnapshotBatch(nil)
+	require.NoError(t, err)
+	assert.Empty(t, empty)
+}
+
+func TestSnapshotBatchLossless(t *testing.T) {
+	for _, data := range []string{
+		`{"a":-0}`, `{"a":{"b":[-0.0]}}`, `{"a":[{"b":-0e1}]}`, `{"a":1e400}`, `{"a":1,"a":2}`,
+		`{"a":NaN}`, `{"a":Infinity}`, `{"a":"x"`, "{\"a\":\"\xff\"}",
+	} {
+		batch := []Event{mk("x", 0, `{}`), mk("x", 1, data)}
+		_, err := SnapshotBatch(batch)
+		require.Error(t, err, data)
+		assert.Equal(t, ErrBatchNotLossless.Error(), err.Error(), data)
+		assert.ErrorIs(t, err, ErrBatchNotLossless, data)
+		assert.ErrorIs(t, err, ErrNotLossless, data)
+		assert.NotErrorIs(t, err, ErrInvalidEvent, data)
+		var be *BatchNotLosslessError
+		require.ErrorAs(t, err, &be)
+		assert.Equal(t, 1, be.Index)
+		assert.Equal(t, int64(1), be.Seq)
+		assert.Contains(t, be.Detail(), "event at index 1 (seq 1): data: not losslessly JSON-serializable")
+		var le *LosslessError
+		assert.ErrorAs(t, err, &le)
+	}
+	// The lossless rule is checked over the whole batch before the envelope.
+	_, err := SnapshotBatch([]Event{{Type: "", Data: json.RawMessage(`{}`)}, mk("x", 1, `{"a":-0}`)})
+	assert.ErrorIs(t, err, ErrBatchNotLossless)
+}
+
+func TestSnapshotBatchInvalidEvent(t *testing.T) {
+	cases := []struct {
+		e    Event
+		want string
+	}{
+		{Event{Type: "", Seq: 3, Data: json.RawMessage(`{}`)}, "invalid session event at index 0 (seq 3): event type must be a non-empty string"},
+		{Event{Type: "x", Seq: 3}, "invalid session event at index 0 (seq 3): event data is missing"},
+		{Event{Type: "x", Seq: 3, Data: json.RawMessage(` [1] `)}, "invalid session event at index 0 (seq 3): event data must be a JSON object, got [1]"},
+		{Event{Type: TypeTurnStart, Seq: 3, Data: json.RawMessage(`{}`), SurfaceOp: AppendOp()}, `invalid session event at index 0 (seq 3): surfaceOp is not allowed on "turn/start" events`},
+		{Event{Type: TypeToolResult, Seq: 3, Data: json.RawMessage(`{}`), SourceEventSeqs: []int64{}}, "invalid session event at index 0 (seq 3): sourceEventSeqs must be non-empty when present"},
+	}
+	for _, c := range cases {
+		_, err := SnapshotBatch([]Event{c.e})
+		assert.EqualError(t, err, c.want)
+		assert.ErrorIs(t, err, ErrInvalidEvent)
+		assert.False(t, errors.Is(err, ErrBatchNotLossless))
+	}
+}
