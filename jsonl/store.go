@@ -423,7 +423,7 @@ func (s *Store) mkdirAll(dir string) error {
 		return err
 	}
 	parent := filepath.Dir(dir)
-	if dir != s.root && parent != dir {
+	if parent != dir {
 		if err := s.mkdirAll(parent); err != nil {
 			return err
 		}

@@ -1,0 +1,18 @@
+// Command starter is the sessionflow command line: offline inspection and
+// maintenance of a session store (the log group) and, beside it, the
+// lifecycle commands that drive sessions through Temporal.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := runContext(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

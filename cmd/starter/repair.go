@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/session"
+)
+
+func newLogRepairCmd(a *app, sf *storeFlags) *cobra.Command {
+	var id string
+	cmd := &cobra.Command{
+		Use:   "repair --id ID",
+		Short: "Close an interrupted turn as a resume would",
+		Long: `Repair a session the way resuming it would (SPEC 5): close an unfinished turn
+with synthesized events (a tool/result for every call without a result,
+TOOL_OUTCOME_UNKNOWN when the call was recorded as started and TOOL_NOT_STARTED
+otherwise, then step/end if a step is open, then turn/end {interrupted}), and
+add the session/end-seed marker unless the log already ends with one. Closers
+and marker are appended as one batch; a torn tail is cut first, in the same
+write. Prints one line per appended event (seq, type, and the error code of a
+tool result), or "nothing to repair" (a torn tail then stays in place until
+the next append, which cuts it).`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := requireID(id); err != nil {
+				return err
+			}
+			st, err := a.openStore(sf)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			h, err := openWrite(ctx, st, id)
+			if err != nil {
+				return err
+			}
+			appended, err := repair(ctx, h, a.now().UnixMilli())
+			if err := closeHandle(ctx, h, err); err != nil {
+				return err
+			}
+			if len(appended) == 0 {
+				if _, err := fmt.Fprintln(a.stdout, "nothing to repair"); err != nil {
+					return err
+				}
+				// Only a write cuts a torn tail; with nothing to write it stays.
+				in, err := st.Inspect(ctx, id)
+				if err != nil || in.TornBytes == 0 {
+					return err
+				}
+				_, err = fmt.Fprintf(a.stdout, "a torn tail of %d bytes stays in place until the next append cuts it\n", in.TornBytes)
+				return err
+			}
+			return printEvents(a.stdout, appended)
+		},
+	}
+	cmd.Flags().StringVar(&id, "id", "", "session id (required)")
+	return cmd
+}
+
+// repair appends the interrupted-turn closers and the end-seed marker that a
+// resume would store, as one batch, and returns them.
+func repair(ctx context.Context, h *jsonl.Handle, now int64) ([]session.Event, error) {
+	events, err := h.Read(ctx, 0, -1)
+	if err != nil {
+		return nil, err
+	}
+	closers, err := session.InterruptedTurnClosers(events)
+	if err != nil {
+		return nil, fmt.Errorf("scan the open turn: %w", err)
+	}
+	all := append(events[:len(events):len(events)], closers...)
+	batch := closers
+	if marker, due := session.EndSeedMarker(all, false, session.EndSeedTime(all, now)); due {
+		batch = append(batch, marker)
+	}
+	if len(batch) == 0 {
+		return nil, nil
+	}
+	if err := h.Append(ctx, batch); err != nil {
+		return nil, err
+	}
+	return batch, nil
+}
+
+// printEvents prints one line per event: seq, type, and for a tool result
+// with an error its code.
+func printEvents(w io.Writer, events []session.Event) error {
+	for _, e := range events {
+		line := fmt.Sprintf("%d %s", e.Seq, e.Type)
+		if e.Type == session.TypeToolResult {
+			if r, err := e.ToolResult(); err == nil && r.Error != nil {
+				line += " " + r.Error.Code
+			}
+		}
+		if _, err := fmt.Fprintln(w, line); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,96 @@
+package jsonl
+
+import (
+	"context"
+
+	"github.com/sessionflow/sessionflow/session"
+)
+
+// Inspection is a read-only diagnosis of one stored session: what a read
+// handle would serve, plus the physical facts a read hides (the torn tail a
+// write handle would cut, records recovered from a torn zstd frame) and the
+// current lease.
+type Inspection struct {
+	// Header is the session header.
+	Header session.Header
+	// Pending is true for a created session that has no log yet; the other
+	// physical fields are then zero.
+	Pending bool
+	// Path is the log file (empty when pending).
+	Path string
+	// Events is the log as a read serves it: the valid prefix followed by
+	// the Recovered records of a torn final zstd frame. It is the caller's
+	// own copy.
+	Events []session.Event
+	// Recovered is how many of Events come from a torn final zstd frame (they
+	// are re-written as a fresh frame by the next write-handle mutation).
+	Recovered int
+	// InheritedEventCount is the fork cut derived from the log.
+	InheritedEventCount int64
+	// FileSize is the physical size of the log.
+	FileSize int64
+	// CommittedBytes ends the last valid record (raw) or the last complete
+	// frame (zstd).
+	CommittedBytes int64
+	// TornBytes is FileSize - CommittedBytes: the suffix the next
+	// write-handle mutation cuts off.
+	TornBytes int64
+	// Lease is the current lease, or nil when none is held.
+	Lease *Lease
+}
+
+// Inspect validates a session's log exactly as a read does and reports what
+// it found, without taking ownership or modifying anything. An absent session
+// is ErrNotFound; a log a read would refuse is refused with the same error.
+func (s *Store) Inspect(ctx context.Context, id string) (*Inspection, error) {
+	unlock, err := s.begin(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	sd, found, err := s.locate(id)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, notFound(id)
+	}
+	lease, err := s.readLease(sd.dir)
+	if err != nil {
+		return nil, err
+	}
+	if sd.generation == "" {
+		if lease == nil || lease.Pending == nil {
+			return nil, notFound(id)
+		}
+		return &Inspection{Header: lease.Pending.Header, Pending: true, Events: []session.Event{},
+			InheritedEventCount: lease.Pending.InheritedEventCount, Lease: lease}, nil
+	}
+	r, err := s.scanFile(id, sd.generation)
+	if err != nil {
+		return nil, err
+	}
+	events := append(session.CloneEvents(r.events), session.CloneEvents(r.recovered)...)
+	inherited, err := session.InheritedEventCount(events)
+	if err != nil {
+		return nil, err
+	}
+	return &Inspection{
+		Header:              r.header,
+		Path:                sd.generation,
+		Events:              events,
+		Recovered:           len(r.recovered),
+		InheritedEventCount: inherited,
+		FileSize:            r.size,
+		CommittedBytes:      r.committedBytes,
+		TornBytes:           r.size - r.committedBytes,
+		Lease:               lease,
+	}, nil
+}
+
+// EncodeHeaderLine renders a header as the store writes it at the head of a
+// log: {"type":"session","version":3,...} with the key order of SPEC 2.3,
+// followed by a newline.
+func EncodeHeaderLine(h session.Header) ([]byte, error) {
+	return encodeHeaderLine(h)
+}
