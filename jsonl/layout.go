@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf16"
+
+	"github.com/sessionflow/sessionflow/session"
 )
 
 // Layout names (SPEC 3.2).
@@ -20,10 +22,15 @@ const (
 
 // EncodeSegment maps an id to one safe path segment, injectively over its
 // UTF-16 code units (SPEC 3.3): [A-Za-z0-9._-] is kept, every other code unit
-// (including '~') becomes ~XXXX; "." and ".." are escaped whole.
+// (including '~') becomes ~XXXX; "." and ".." are escaped whole. An id that
+// is not valid UTF-8 is refused: its invalid bytes would all decode to
+// U+FFFD and collide with a valid id.
 func EncodeSegment(id string) (string, error) {
 	if id == "" {
 		return "", errors.New("cannot encode an empty path segment")
+	}
+	if err := session.ValidateID(id); err != nil {
+		return "", err
 	}
 	if id == "." {
 		return "~002E", nil
