@@ -97,6 +97,10 @@ func (s *Store) publish(dir, name string, body []byte) error {
 		return err
 	}
 	if err := s.syncDir(dir); err != nil {
+		// The new entry may not be durable: withdraw it, so that the failed
+		// call leaves the directory as it was and a retry starts afresh.
+		_ = s.fs.Remove(filepath.Join(dir, name))
+		_ = s.fs.Remove(tmp)
 		return err
 	}
 	_ = s.fs.Remove(tmp) // best-effort: the file is already published

@@ -1,9 +1,11 @@
 package jsonl
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -68,7 +70,10 @@ func (s *Store) UpdateSummary(ctx context.Context, id string, u SummaryUpdate) e
 	if !found {
 		return notFound(id)
 	}
-	sum, _ := s.readSidecar(sd.dir)
+	sum, _, err := s.loadSidecar(sd.dir)
+	if err != nil {
+		return err
+	}
 	if u.Title != nil {
 		sum.Title = *u.Title
 	}
@@ -81,7 +86,11 @@ func (s *Store) UpdateSummary(ctx context.Context, id string, u SummaryUpdate) e
 
 // touchSummary refreshes updatedAt after an append, best-effort.
 func (s *Store) touchSummary(dir string) {
-	sum, _ := s.readSidecar(dir)
+	sum, _, err := s.loadSidecar(dir)
+	if err != nil {
+		s.log.Debug("session summary read failed", "dir", dir, "err", err)
+		return // never replace a summary that could not be read
+	}
 	sum.UpdatedAt = s.now().UnixMilli()
 	if err := s.writeSidecar(dir, sum); err != nil {
 		s.log.Debug("session summary update failed", "dir", dir, "err", err)
@@ -89,16 +98,31 @@ func (s *Store) touchSummary(dir string) {
 }
 
 func (s *Store) readSidecar(dir string) (Summary, bool) {
+	sum, ok, err := s.loadSidecar(dir)
+	return sum, ok && err == nil
+}
+
+// loadSidecar reads the sidecar. A missing or invalid sidecar is ok=false
+// without an error; an I/O failure is an error, so that callers never
+// replace a summary they could not read.
+func (s *Store) loadSidecar(dir string) (Summary, bool, error) {
 	var sum Summary
 	f, err := s.fs.OpenFile(filepath.Join(dir, summaryFile), os.O_RDONLY, 0)
 	if err != nil {
-		return sum, false
+		if errors.Is(err, fs.ErrNotExist) {
+			return sum, false, nil
+		}
+		return sum, false, err
 	}
 	defer f.Close()
-	if json.NewDecoder(f).Decode(&sum) != nil {
-		return Summary{}, false
+	body, err := io.ReadAll(f)
+	if err != nil {
+		return sum, false, err
 	}
-	return sum, true
+	if json.NewDecoder(bytes.NewReader(body)).Decode(&sum) != nil {
+		return Summary{}, false, nil
+	}
+	return sum, true, nil
 }
 
 // writeSidecar writes through an exclusive temp file and a rename; the
