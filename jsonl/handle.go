@@ -387,6 +387,11 @@ func (s *Store) loadFile(st *handleState) error {
 	if err != nil {
 		return err
 	}
+	if pending := st.recovered; len(pending) > 0 && len(r.recovered) == 0 && r.tornTruncateTo < 0 && int64(len(r.events)) == pending[0].Seq {
+		// A repair by this handle cut the torn frame but failed before it
+		// re-wrote the records recovered from it: they exist only here now.
+		r.recovered = pending
+	}
 	inherited, err := session.InheritedEventCount(append(r.events[:len(r.events):len(r.events)], r.recovered...))
 	if err != nil {
 		return err
