@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/sessionflow/sessionflow/session"
 )
 
@@ -67,6 +69,10 @@ type handleState struct {
 	materialized bool
 	cursor       int64
 	fi           os.FileInfo // identity of the file after our last scan or write
+	size         int64       // its size then; meaningful while fi != nil
+	logf         File        // the log opened for appending, kept across mutations
+	lease        File        // the verified lease file, kept across mutations
+	leaseFI      os.FileInfo // identity of that lease file
 	torn         int64       // pending truncation offset, -1 when none
 	recovered    []session.Event
 	primed       []session.Event // validated log serving reads until the first append
@@ -206,9 +212,7 @@ func (s *Store) registerPending(id, dir string, l *Lease) *Handle {
 		path:      filepath.Join(dir, s.generationName()),
 		torn:      -1,
 	}
-	s.mu.Lock()
-	s.writers[id] = st
-	s.mu.Unlock()
+	s.setWriter(id, st)
 	return &Handle{s: s, st: st}
 }
 
@@ -355,9 +359,7 @@ func (s *Store) openWrite(ctx context.Context, id string, opts OpenOptions) (*Ha
 		}
 		return nil, err
 	}
-	s.mu.Lock()
-	s.writers[id] = st
-	s.mu.Unlock()
+	s.setWriter(id, st)
 	return &Handle{s: s, st: st}, nil
 }
 
@@ -396,7 +398,8 @@ func (s *Store) loadFile(st *handleState) error {
 	if err != nil {
 		return err
 	}
-	st.header, st.inherited, st.materialized, st.fi = r.header, inherited, true, fi
+	st.releaseLog()
+	st.header, st.inherited, st.materialized, st.fi, st.size = r.header, inherited, true, fi, fi.Size()
 	st.primed = append(r.events, r.recovered...)
 	st.recovered, st.torn = r.recovered, r.tornTruncateTo
 	st.cursor = int64(len(st.primed))
@@ -438,6 +441,20 @@ func (s *Store) dropWriter(st *handleState) {
 		delete(s.writers, st.ref.SessionID)
 	}
 	s.mu.Unlock()
+	st.releaseFiles()
+}
+
+// setWriter records the session's write handle state in this process,
+// releasing the descriptors of a state it replaces. The caller holds the
+// session's slot.
+func (s *Store) setWriter(id string, st *handleState) {
+	s.mu.Lock()
+	old := s.writers[id]
+	s.writers[id] = st
+	s.mu.Unlock()
+	if old != nil && old != st {
+		old.releaseFiles()
+	}
 }
 
 // Attach returns a handle for ref in this process, for a handle opened or
@@ -499,9 +516,7 @@ func (h *Handle) writer(ctx context.Context, op string) (*handleState, error) {
 			return nil, err
 		}
 	}
-	s.mu.Lock()
-	s.writers[id] = nst
-	s.mu.Unlock()
+	s.setWriter(id, nst)
 	h.st = nst
 	return nst, nil
 }
@@ -516,7 +531,7 @@ func (s *Store) refresh(st *handleState) error {
 	if err != nil {
 		return err
 	}
-	if st.materialized && st.fi != nil && os.SameFile(fi, st.fi) && fi.Size() == st.fi.Size() {
+	if st.materialized && st.fi != nil && os.SameFile(fi, st.fi) && fi.Size() == st.size {
 		return nil
 	}
 	return s.loadFile(st)
@@ -596,7 +611,7 @@ func (h *Handle) current(ctx context.Context) ([]session.Event, error) {
 		return nil, nil
 	}
 	if st.primed != nil && st.path == sd.generation {
-		if fi, err := s.fs.Stat(sd.generation); err == nil && st.fi != nil && os.SameFile(fi, st.fi) && fi.Size() == st.fi.Size() {
+		if fi, err := s.fs.Stat(sd.generation); err == nil && st.fi != nil && os.SameFile(fi, st.fi) && fi.Size() == st.size {
 			return st.primed, nil
 		}
 	}
@@ -608,7 +623,7 @@ func (h *Handle) current(ctx context.Context) ([]session.Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	st.path, st.fi = sd.generation, fi
+	st.path, st.fi, st.size = sd.generation, fi, fi.Size()
 	st.primed = append(r.events, r.recovered...)
 	return st.primed, nil
 }
@@ -644,7 +659,7 @@ func (h *Handle) Append(ctx context.Context, events []session.Event) error {
 	if err != nil {
 		return err
 	}
-	err = s.withLease(ctx, id, st.dir, st.ref.HandleID, func(*Lease) error {
+	err = s.withWriterLease(ctx, st, func() error {
 		if err := s.refresh(st); err != nil {
 			return err
 		}
@@ -734,9 +749,8 @@ func (s *Store) repair(st *handleState) error {
 			return err
 		}
 		st.torn = -1
-		if fi, err := s.fs.Stat(st.path); err == nil {
-			st.fi = fi
-		}
+		st.fi = nil // re-read by the next append
+		st.releaseLog()
 		s.metrics.TornTailRepaired()
 		s.log.Warn(fmt.Sprintf("session-persistence-jsonl: session %q recovered from a torn tail; incomplete tail bytes were discarded", st.ref.SessionID),
 			"session", st.ref.SessionID, "path", st.path)
@@ -777,39 +791,109 @@ func (s *Store) sync(f File) error {
 }
 
 // appendData appends body at EOF and fsyncs; on failure the file is cut back
-// to its previous size.
+// to its previous size. The descriptor stays open for later appends.
 func (s *Store) appendData(st *handleState, body []byte) error {
-	f, err := s.fs.OpenFile(st.path, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		return err
+	if st.logf == nil {
+		f, err := s.fs.OpenFile(st.path, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			return err
+		}
+		st.logf = f
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return err
+	old := st.size
+	if st.fi == nil {
+		fi, err := st.logf.Stat()
+		if err != nil {
+			st.releaseLog()
+			return err
+		}
+		st.fi, old = fi, fi.Size()
 	}
-	old := fi.Size()
-	_, err = f.Write(body)
+	_, err := st.logf.Write(body)
 	if err == nil {
-		err = s.sync(f)
-	}
-	if err == nil {
-		fi, err = f.Stat()
-	}
-	cerr := f.Close()
-	if err == nil && cerr != nil {
-		err = cerr
+		err = s.sync(st.logf)
 	}
 	if err != nil {
+		st.releaseLog()
+		st.fi = nil
 		if rerr := s.truncate(st.path, old); rerr != nil {
 			return &AggregateError{Message: fmt.Sprintf("failed to roll back append to %q", st.path), Errors: []error{err, rerr}}
 		}
-		st.fi = nil
 		return err
 	}
 	s.metrics.BytesWritten(len(body))
-	st.fi = fi
+	st.size = old + int64(len(body))
 	return nil
+}
+
+// releaseLog closes the cached log descriptor.
+func (st *handleState) releaseLog() {
+	if st.logf != nil {
+		_ = st.logf.Close()
+		st.logf = nil
+	}
+}
+
+// releaseFiles closes every descriptor the handle keeps.
+func (st *handleState) releaseFiles() {
+	st.releaseLog()
+	if st.lease != nil {
+		_ = st.lease.Close()
+		st.lease, st.leaseFI = nil, nil
+	}
+}
+
+// withWriterLease runs fn under the lease's mutation lock, verifying that the
+// lease still names the handle. The verified lease descriptor is kept: lease
+// files are published whole and never rewritten, so while the path still
+// names the same inode it still names this handle, and later mutations need
+// only flock and one stat.
+func (s *Store) withWriterLease(ctx context.Context, st *handleState, fn func() error) error {
+	path := filepath.Join(st.dir, leaseFile)
+	if st.lease != nil {
+		if err := s.flock(ctx, st.lease); err != nil {
+			return err
+		}
+		pi, err := s.fs.Stat(path)
+		if err == nil && os.SameFile(pi, st.leaseFI) {
+			defer st.unlockLease()
+			return fn()
+		}
+		_ = st.lease.Flock(unix.LOCK_UN)
+		_ = st.lease.Close()
+		st.lease, st.leaseFI = nil, nil
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	ll, err := s.lockLease(ctx, st.dir)
+	if err != nil {
+		return err
+	}
+	if ll == nil {
+		return ownershipLost(st.ref.SessionID)
+	}
+	if ll.lease.Handle != st.ref.HandleID {
+		ll.release()
+		return ownershipLost(st.ref.SessionID)
+	}
+	fi, err := ll.f.Stat()
+	if err != nil {
+		ll.release()
+		return err
+	}
+	st.lease, st.leaseFI = ll.f, fi
+	defer st.unlockLease()
+	return fn()
+}
+
+// unlockLease releases the mutation lock; if unlocking fails, closing the
+// descriptor releases it.
+func (st *handleState) unlockLease() {
+	if err := st.lease.Flock(unix.LOCK_UN); err != nil {
+		_ = st.lease.Close()
+		st.lease, st.leaseFI = nil, nil
+	}
 }
 
 // materialize publishes the first content of a session: header plus batch
@@ -847,7 +931,9 @@ func (s *Store) materialize(st *handleState, batch []byte) error {
 	st.path = filepath.Join(st.dir, s.generationName())
 	st.materialized = true
 	if fi, err := s.fs.Stat(st.path); err == nil {
-		st.fi = fi
+		st.fi, st.size = fi, fi.Size()
+	} else {
+		st.fi = nil
 	}
 	return nil
 }
@@ -876,7 +962,7 @@ func (h *Handle) Flush(ctx context.Context) error {
 	if st.materialized {
 		return nil
 	}
-	return s.withLease(ctx, id, st.dir, st.ref.HandleID, func(*Lease) error {
+	return s.withWriterLease(ctx, st, func() error {
 		if err := s.refresh(st); err != nil || st.materialized {
 			return err
 		}
@@ -912,11 +998,20 @@ func (s *Store) CloseHandle(ctx context.Context, ref HandleRef) error {
 	}
 	defer unlock()
 	s.mu.Lock()
-	if w := s.writers[id]; w != nil && w.ref.HandleID == ref.HandleID {
+	w := s.writers[id]
+	if w != nil && w.ref.HandleID == ref.HandleID {
 		w.closed.Store(true)
 		delete(s.writers, id)
+	} else {
+		w = nil
 	}
 	s.mu.Unlock()
+	if w != nil {
+		w.releaseFiles()
+		s.mu.Lock()
+		delete(s.touched, w.dir)
+		s.mu.Unlock()
+	}
 	if ref.Access == AccessRead || ref.HandleID == "" {
 		return nil
 	}

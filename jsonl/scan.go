@@ -2,9 +2,10 @@ package jsonl
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
 
 	"github.com/sessionflow/sessionflow/session"
 )
@@ -45,19 +46,17 @@ type lineScanner struct {
 // feed scans the complete lines of buf and returns the number of bytes
 // consumed by valid records (a prefix of buf). It returns an error when the
 // log must be refused as corrupt; in strict mode any bad record is fatal.
+//
+// Lines are decoded first, in parallel for large inputs, and the rules of
+// SPEC 4.3 are then applied in order over the decoded lines.
 func (s *lineScanner) feed(buf []byte) (int64, error) {
+	ends := lineEnds(buf)
+	decoded := decodeLines(buf, ends)
 	var committed int64
-	pos := 0
-	for {
-		nl := bytes.IndexByte(buf[pos:], '\n')
-		if nl < 0 {
-			return committed, nil
-		}
-		line := buf[pos : pos+nl]
-		end := pos + nl + 1
-		pos = end
+	for i, end := range ends {
 		s.line++
-		if !json.Valid(line) {
+		ev, err := decoded[i].ev, decoded[i].err
+		if errors.Is(err, session.ErrUnparsable) {
 			if s.issue == nil {
 				s.issue = fmt.Errorf("corrupt session log: unparsable committed event at line %d", s.line)
 			}
@@ -66,14 +65,18 @@ func (s *lineScanner) feed(buf []byte) (int64, error) {
 			}
 			continue
 		}
-		isTurnEnd := lineType(line) == session.TypeTurnEnd
+		isTurnEnd := ev.Type == session.TypeTurnEnd
 		if s.issue != nil {
 			if isTurnEnd {
 				return committed, s.issue
 			}
 			continue
 		}
-		ev, err := s.decode(line)
+		if err == nil {
+			if want := int64(len(s.events)); ev.Seq != want {
+				err = fmt.Errorf("seq gap (expected %d, got %d)", want, ev.Seq)
+			}
+		}
 		if err != nil {
 			s.issue = fmt.Errorf("corrupt session log: invalid committed event at line %d: %w", s.line, err)
 			if isTurnEnd || s.strict {
@@ -82,33 +85,64 @@ func (s *lineScanner) feed(buf []byte) (int64, error) {
 			continue
 		}
 		s.events = append(s.events, ev)
-		committed = int64(end)
+		committed = int64(end + 1)
+	}
+	return committed, nil
+}
+
+// lineEnds returns the offsets of the '\n' of every complete line of buf.
+func lineEnds(buf []byte) []int {
+	ends := make([]int, 0, len(buf)/256+1)
+	for pos := 0; ; {
+		nl := bytes.IndexByte(buf[pos:], '\n')
+		if nl < 0 {
+			return ends
+		}
+		pos += nl
+		ends = append(ends, pos)
+		pos++
 	}
 }
 
-func (s *lineScanner) decode(line []byte) (session.Event, error) {
-	var ev session.Event
-	if err := json.Unmarshal(line, &ev); err != nil {
-		return ev, err
-	}
-	if err := ev.Validate(); err != nil {
-		return ev, err
-	}
-	if want := int64(len(s.events)); ev.Seq != want {
-		return ev, fmt.Errorf("seq gap (expected %d, got %d)", want, ev.Seq)
-	}
-	return ev, nil
+// decodedLine is one line's decoding.
+type decodedLine struct {
+	ev  session.Event
+	err error
 }
 
-// lineType extracts the top-level "type" of a valid JSON line, or "".
-func lineType(line []byte) string {
-	var t struct {
-		Type string `json:"type"`
+// parallelDecodeLines is the line count from which decoding is spread over
+// the available CPUs.
+const parallelDecodeLines = 4096
+
+// decodeLines decodes every complete line of buf (ends as from lineEnds).
+func decodeLines(buf []byte, ends []int) []decodedLine {
+	out := make([]decodedLine, len(ends))
+	decode := func(lo, hi int) {
+		start := 0
+		if lo > 0 {
+			start = ends[lo-1] + 1
+		}
+		for i := lo; i < hi; i++ {
+			out[i].ev, out[i].err = session.DecodeEventLine(buf[start:ends[i]])
+			start = ends[i] + 1
+		}
 	}
-	if json.Unmarshal(line, &t) != nil {
-		return ""
+	workers := runtime.GOMAXPROCS(0)
+	if len(ends) < parallelDecodeLines || workers < 2 {
+		decode(0, len(ends))
+		return out
 	}
-	return t.Type
+	var wg sync.WaitGroup
+	chunk := (len(ends) + workers - 1) / workers
+	for lo := 0; lo < len(ends); lo += chunk {
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			decode(lo, hi)
+		}(lo, min(lo+chunk, len(ends)))
+	}
+	wg.Wait()
+	return out
 }
 
 // scanRaw validates a raw JSONL log (SPEC 4.1, 4.3).
@@ -143,27 +177,34 @@ func scanZstd(codec *zstdCodec, data []byte) (*scanResult, error) {
 	if len(frames) == 0 {
 		return nil, errZstdHeaderless
 	}
-	plain, err := codec.decodeFrame(data[frames[0].start:frames[0].end])
+	headerPlain, err := codec.decodeFrame(data[frames[0].start:frames[0].end])
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errZstdHeaderInvalid, err)
 	}
-	h, err := parseHeaderFrame(plain)
+	h, err := parseHeaderFrame(headerPlain)
 	if err != nil {
 		return nil, err
 	}
-	sc := lineScanner{strict: true}
+	// Every batch frame holds whole lines, so the frames' plaintexts are
+	// concatenated and scanned in one pass (decoded in parallel when large).
+	plain := make([]byte, 0, 4*len(data))
 	for _, f := range frames[1:] {
-		plain, err := codec.decodeFrame(data[f.start:f.end])
+		n := len(plain)
+		plain, err = codec.appendDecodedFrame(plain, data[f.start:f.end])
 		if err != nil {
 			return nil, fmt.Errorf("corrupt Zstandard session log: frame at byte %d failed validation: %w", f.start, err)
 		}
-		n, err := sc.feed(plain)
-		if err != nil {
-			return nil, err
-		}
-		if n != int64(len(plain)) {
+		if len(plain) > n && plain[len(plain)-1] != '\n' {
 			return nil, errZstdTornRecord
 		}
+	}
+	sc := lineScanner{strict: true}
+	n, err := sc.feed(plain)
+	if err != nil {
+		return nil, err
+	}
+	if n != int64(len(plain)) {
+		return nil, errZstdTornRecord
 	}
 	r := &scanResult{header: h, events: sc.events, committedBytes: frames[len(frames)-1].end, tornTruncateTo: -1, size: int64(len(data))}
 	if tornStart >= 0 {

@@ -84,6 +84,7 @@ type Store struct {
 	writers   map[string]*handleState // session id -> open write handle state
 	rootOK    bool
 	lastPrune time.Time
+	touched   map[string]time.Time // session dir -> last summary refresh
 }
 
 // NewStore opens a store. An absent root is fine (it is created by the first
@@ -108,6 +109,7 @@ func NewStore(opts Options) (*Store, error) {
 		metrics:   opts.Metrics,
 		slots:     map[string]chan struct{}{},
 		writers:   map[string]*handleState{},
+		touched:   map[string]time.Time{},
 	}
 	if s.comp == "" {
 		s.comp = CompressionZstd

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // Summary is the mutable session summary kept in the summary.json sidecar
@@ -84,8 +85,25 @@ func (s *Store) UpdateSummary(ctx context.Context, id string, u SummaryUpdate) e
 	return s.writeSidecar(sd.dir, sum)
 }
 
-// touchSummary refreshes updatedAt after an append, best-effort.
+// summaryRefreshInterval bounds how often appends refresh a session's
+// summary: a refresh costs a file creation and a rename, several times the
+// cost of the append's own fsync, and updatedAt needs no finer grain.
+const summaryRefreshInterval = time.Second
+
+// touchSummary refreshes updatedAt after an append, best-effort, at most once
+// per summaryRefreshInterval per session.
 func (s *Store) touchSummary(dir string) {
+	now := s.now()
+	s.mu.Lock()
+	last, seen := s.touched[dir]
+	due := !seen || now.Sub(last) >= summaryRefreshInterval || now.Before(last)
+	if due {
+		s.touched[dir] = now
+	}
+	s.mu.Unlock()
+	if !due {
+		return
+	}
 	sum, _, err := s.loadSidecar(dir)
 	if err != nil {
 		s.log.Debug("session summary read failed", "dir", dir, "err", err)

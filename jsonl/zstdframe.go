@@ -287,6 +287,11 @@ func (c *zstdCodec) encodeFrame(dst, plain []byte) []byte {
 // frame, structural defects, frames without a content checksum, frames declaring more than
 // zstdMaxFrameContent bytes of content, and every decode, size or checksum failure of the decoder.
 func (c *zstdCodec) decodeFrame(frame []byte) ([]byte, error) {
+	return c.appendDecodedFrame(nil, frame)
+}
+
+// appendDecodedFrame is decodeFrame appending the plaintext to dst.
+func (c *zstdCodec) appendDecodedFrame(dst, frame []byte) ([]byte, error) {
 	spans, torn, err := scanZstdFrames(frame)
 	if err != nil {
 		return nil, err
@@ -304,7 +309,7 @@ func (c *zstdCodec) decodeFrame(frame []byte) ([]byte, error) {
 	if h.hasContentSize && h.contentSize > zstdMaxFrameContent {
 		return nil, fmt.Errorf("declared content size %d of Zstandard frame exceeds the limit of %d bytes", h.contentSize, zstdMaxFrameContent)
 	}
-	plain, err := c.dec.DecodeAll(frame, nil)
+	plain, err := c.dec.DecodeAll(frame, dst)
 	if err != nil {
 		return nil, fmt.Errorf("decode Zstandard frame: %w", err)
 	}

@@ -166,40 +166,59 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return fmt.Errorf("event is not lossless JSON: %w", err)
 	}
+	return e.decodeCanonical(canon)
+}
+
+// decodeCanonical decodes the output of CanonicalJSON; values alias canon.
+func (e *Event) decodeCanonical(canon []byte) error {
+	return e.decodeMembers(canon, nil)
+}
+
+// envelopeFields are the envelope keys in the order they are decoded (and
+// so the order in which their errors are reported).
+var envelopeFields = [...]string{"type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs", "ignorable"}
+
+// decodeMembers decodes a canonical object from its top-level members
+// (computed from canon when nil).
+func (e *Event) decodeMembers(canon []byte, members []member) error {
 	if canon[0] != '{' {
 		return errors.New("event is not a JSON object")
 	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(canon, &raw); err != nil {
-		return err
+	if members == nil {
+		members = splitCanonicalObject(canon)
 	}
+	var vals [len(envelopeFields)][]byte
 	var unknown []string
-	for k := range raw {
-		if !envelopeKey(k) {
-			unknown = append(unknown, k)
+	for _, m := range members {
+		key := m.key[1 : len(m.key)-1]
+		i := slices.Index(envelopeFields[:], key)
+		if i < 0 {
+			unknown = append(unknown, key)
+			continue
 		}
+		vals[i] = canon[m.start:m.end:m.end]
 	}
 	if len(unknown) > 0 {
 		slices.Sort(unknown)
 		return fmt.Errorf("unexpected event field %q", unknown[0])
 	}
-	for _, k := range [...]string{"type", "seq", "time", "data"} {
-		if _, ok := raw[k]; !ok {
+	for i, k := range envelopeFields[:4] {
+		if vals[i] == nil {
 			return fmt.Errorf("event lacks required field %q", k)
 		}
 	}
 	var ev Event
-	for _, k := range [...]string{"type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs", "ignorable"} {
-		v, ok := raw[k]
-		if !ok {
+	for i, k := range envelopeFields {
+		v := vals[i]
+		if v == nil {
 			continue
 		}
 		var err error
 		switch k {
 		case "type":
-			if len(v) == 0 || v[0] != '"' {
+			if v[0] != '"' {
 				err = errors.New("must be a non-empty string")
-			} else if err = json.Unmarshal(v, &ev.Type); err == nil && ev.Type == "" {
+			} else if ev.Type, err = unquoteCanonical(v); err == nil && ev.Type == "" {
 				err = errors.New("must be a non-empty string")
 			}
 		case "seq":
@@ -210,7 +229,7 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 			if v[0] != '{' {
 				err = fmt.Errorf("must be a JSON object, got %s", abbreviate(v))
 			}
-			ev.Data = v // a fresh canonical copy made by json.Unmarshal
+			ev.Data = v // part of the fresh canonical copy
 		case "surfaceOp":
 			ev.SurfaceOp = new(SurfaceOp)
 			err = ev.SurfaceOp.UnmarshalJSON(v)
@@ -332,4 +351,104 @@ func parseSafeIntSigned(raw json.RawMessage) (int64, error) {
 		return 0, fmt.Errorf("must not be -0")
 	}
 	return int64(f), nil
+}
+
+// splitCanonicalObject lists the top-level members of a canonical JSON
+// object (the output of CanonicalJSON: compact, valid, no duplicate keys).
+func splitCanonicalObject(canon []byte) []member {
+	var members []member
+	i := 1
+	for i < len(canon) && canon[i] != '}' {
+		if canon[i] == ',' {
+			i++
+		}
+		kEnd := skipCanonical(canon, i)
+		vStart := kEnd + 1 // past ':'
+		vEnd := skipCanonical(canon, vStart)
+		members = append(members, member{key: string(canon[i:kEnd]), start: vStart, end: vEnd})
+		i = vEnd
+	}
+	return members
+}
+
+// skipCanonical returns the end offset of the canonical JSON value that
+// starts at i.
+func skipCanonical(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		for j := i + 1; j < len(b); j++ {
+			switch b[j] {
+			case '\\':
+				j++
+			case '"':
+				return j + 1
+			}
+		}
+		return len(b)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				j = skipCanonical(b, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(b)
+	default:
+		j := i
+		for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' {
+			j++
+		}
+		return j
+	}
+}
+
+// unquoteCanonical decodes a canonical JSON string, without a second
+// parser pass when it holds no escapes.
+func unquoteCanonical(v []byte) (string, error) {
+	inner := v[1 : len(v)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		return string(inner), nil
+	}
+	var s string
+	err := json.Unmarshal(v, &s)
+	return s, err
+}
+
+// ErrUnparsable marks a log line that is not JSON at all (as opposed to JSON
+// that is not a valid event).
+var ErrUnparsable = errors.New("not valid JSON")
+
+// DecodeEventLine decodes one stored event line and checks the envelope
+// rules of Validate, in one pass over the line. When the line is not JSON,
+// the error matches ErrUnparsable. When the line is JSON but not a valid
+// event, the returned Event carries whatever Type could be read, so a
+// scanner can still tell a turn/end from other records.
+func DecodeEventLine(line []byte) (Event, error) {
+	var ev Event
+	c := canonicalizer{in: line, out: make([]byte, 0, len(line)), record: true}
+	canon, err := c.run()
+	if err != nil {
+		var le *LosslessError
+		if errors.As(err, &le) && le.Syntax {
+			return ev, fmt.Errorf("%w: %w", ErrUnparsable, err)
+		}
+		return ev, fmt.Errorf("event is not lossless JSON: %w", err)
+	}
+	if err := ev.decodeMembers(canon, c.members); err != nil {
+		for _, m := range c.members {
+			if m.key == `"type"` && canon[m.start] == '"' {
+				ev.Type, _ = unquoteCanonical(canon[m.start:m.end])
+			}
+		}
+		return ev, err
+	}
+	return ev, ev.validateEnvelope()
 }

@@ -25,6 +25,9 @@ const smallObject = 16
 type LosslessError struct {
 	// Detail names the offending construct.
 	Detail string
+	// Syntax is true when the text is not JSON at all (as opposed to JSON
+	// that breaks the lossless rule).
+	Syntax bool
 }
 
 // Error describes the failure.
@@ -52,16 +55,22 @@ func (e *LosslessError) Is(target error) bool { return target == ErrNotLossless 
 // later mutation of the caller's bytes cannot reach the copy.
 func CanonicalJSON(raw []byte) (json.RawMessage, error) {
 	c := canonicalizer{in: raw, out: make([]byte, 0, len(raw))}
+	return c.run()
+}
+
+// run canonicalizes c.in as one JSON value.
+func (c *canonicalizer) run() (json.RawMessage, error) {
+	raw := c.in
 	c.skipSpace()
 	if c.pos == len(raw) {
-		return nil, &LosslessError{Detail: "empty input"}
+		return nil, &LosslessError{Detail: "empty input", Syntax: true}
 	}
 	if err := c.value(0); err != nil {
 		return nil, err
 	}
 	c.skipSpace()
 	if c.pos != len(raw) {
-		return nil, &LosslessError{Detail: fmt.Sprintf("trailing data after the JSON value at offset %d", c.pos)}
+		return nil, &LosslessError{Detail: fmt.Sprintf("trailing data after the JSON value at offset %d", c.pos), Syntax: true}
 	}
 	return c.out, nil
 }
@@ -72,6 +81,17 @@ type canonicalizer struct {
 	in  []byte
 	pos int
 	out []byte
+	// record asks for the members of a top-level object, as offsets into
+	// out, so a decoder need not walk the output again.
+	record  bool
+	members []member
+}
+
+// member is one key of a canonical object: its canonical spelling (quotes
+// included) and the offsets of its value in the canonical output.
+type member struct {
+	key        string
+	start, end int
 }
 
 func (c *canonicalizer) skipSpace() {
@@ -87,9 +107,9 @@ func (c *canonicalizer) skipSpace() {
 
 func (c *canonicalizer) syntaxError(what string) error {
 	if c.pos >= len(c.in) {
-		return &LosslessError{Detail: fmt.Sprintf("invalid JSON: unexpected end of input, expected %s", what)}
+		return &LosslessError{Detail: fmt.Sprintf("invalid JSON: unexpected end of input, expected %s", what), Syntax: true}
 	}
-	return &LosslessError{Detail: fmt.Sprintf("invalid JSON: unexpected byte %q at offset %d, expected %s", c.in[c.pos], c.pos, what)}
+	return &LosslessError{Detail: fmt.Sprintf("invalid JSON: unexpected byte %q at offset %d, expected %s", c.in[c.pos], c.pos, what), Syntax: true}
 }
 
 func (c *canonicalizer) value(depth int) error {
@@ -180,8 +200,12 @@ func (c *canonicalizer) object(depth int) error {
 		c.pos++
 		c.out = append(c.out, ':')
 		c.skipSpace()
+		start := len(c.out)
 		if err := c.value(depth); err != nil {
 			return err
+		}
+		if c.record && depth == 1 {
+			c.members = append(c.members, member{key: k, start: start, end: len(c.out)})
 		}
 		c.skipSpace()
 		if c.pos < len(c.in) && c.in[c.pos] == ',' {
@@ -321,6 +345,15 @@ func hex4(in []byte, pos int) rune {
 	return r
 }
 
+// plainStringByte marks the bytes a JSON string copies as they are: not a
+// control character, not '"' or '\\', and ASCII.
+var plainStringByte = func() (t [256]bool) {
+	for b := 0x20; b < utf8.RuneSelf; b++ {
+		t[b] = b != '"' && b != '\\'
+	}
+	return t
+}()
+
 // str parses the string starting at the opening quote and writes its
 // canonical spelling; it returns that spelling (quotes included).
 func (c *canonicalizer) str() ([]byte, error) {
@@ -330,16 +363,12 @@ func (c *canonicalizer) str() ([]byte, error) {
 	for {
 		// Copy the run of bytes that need no attention.
 		run := c.pos
-		for c.pos < len(c.in) {
-			b := c.in[c.pos]
-			if b < 0x20 || b == '"' || b == '\\' || b >= utf8.RuneSelf {
-				break
-			}
+		for c.pos < len(c.in) && plainStringByte[c.in[c.pos]] {
 			c.pos++
 		}
 		c.out = append(c.out, c.in[run:c.pos]...)
 		if c.pos >= len(c.in) {
-			return nil, &LosslessError{Detail: "invalid JSON: unterminated string"}
+			return nil, &LosslessError{Detail: "invalid JSON: unterminated string", Syntax: true}
 		}
 		switch b := c.in[c.pos]; {
 		case b == '"':
@@ -367,7 +396,7 @@ func (c *canonicalizer) str() ([]byte, error) {
 // form.
 func (c *canonicalizer) escape() error {
 	if c.pos+1 >= len(c.in) {
-		return &LosslessError{Detail: "invalid JSON: unterminated string"}
+		return &LosslessError{Detail: "invalid JSON: unterminated string", Syntax: true}
 	}
 	e := c.in[c.pos+1]
 	switch e {
