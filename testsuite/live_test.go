@@ -1,0 +1,227 @@
+package testsuite
+
+// The live phase: the Append update and its validator, coalescing,
+// disposal by cancellation or owner unload, continue-as-new.
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/sessionflow/sessionflow/activities"
+	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/workflows"
+)
+
+func TestAppendsCoalesceWithinWindow(t *testing.T) {
+	h := newHarness(t).withID("co")
+	turn := liveTurn(t, 0, 1, "x")
+	h.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	a := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: turn[:2]})
+	b := h.updateAt(2*time.Second+50*time.Millisecond, "", workflows.UpdateAppend, workflows.AppendRequest{Events: turn[2:4]})
+	c := h.updateAt(2*time.Second+150*time.Millisecond, "", workflows.UpdateAppend, workflows.AppendRequest{Events: turn[4:]})
+	late := h.updateAt(3*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 5, 2, "y")})
+	h.updateAt(4*time.Second, "", workflows.UpdateDispose)
+	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "co"})
+	require.NoError(t, h.env.GetWorkflowError())
+	var ra, rb, rc, rl workflows.AppendResult
+	a.decode(t, &ra)
+	b.decode(t, &rb)
+	c.decode(t, &rc)
+	late.decode(t, &rl)
+	require.Equal(t, int64(5), ra.NextSeq)
+	require.Equal(t, int64(5), rc.NextSeq)
+	require.Equal(t, int64(10), rl.NextSeq)
+	require.Equal(t, 2, h.count(activities.AppendBatchName), "three appends in one window, one later")
+	evs := stored(t, h.store, "co")
+	requireContiguous(t, evs)
+	require.Len(t, evs, 10)
+}
+
+func TestAppendValidator(t *testing.T) {
+	h := newHarness(t).withID("val")
+	big := ev(t, "todo/write", 0, map[string]any{"text": strings.Repeat("x", 4096)})
+	surface := turnStart(t, 0, 1)
+	surface.SurfaceOp = session.AppendOp()
+	var early *result
+	h.at(0, func() {
+		early = h.update("", workflows.UpdateAppend, workflows.AppendRequest{Events: []session.Event{turnStart(t, 0, 1)}})
+	})
+	h.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	gap := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: []session.Event{turnStart(t, 5, 1)}})
+	empty := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{})
+	tooBig := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: []session.Event{big}})
+	invalid := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: []session.Event{surface}})
+	first := h.updateAt(3*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
+	retry := h.updateAt(4*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
+	conflict := h.updateAt(5*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "different")})
+	after := &result{}
+	h.at(6*time.Second, func() {
+		h.update("", workflows.UpdateDispose)
+		h.send(after, "", workflows.UpdateAppend, workflows.AppendRequest{Events: []session.Event{turnStart(t, 5, 2)}})
+	})
+	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "val", Options: &workflows.Options{MaxBatchBytes: 2048}})
+	require.NoError(t, h.env.GetWorkflowError())
+
+	require.ErrorContains(t, early.rejected, `session "val" is not live`)
+	require.ErrorContains(t, gap.rejected, `append seq mismatch for "val": expected 0 at index 0, got 5`)
+	require.ErrorContains(t, empty.rejected, "append batch must not be empty")
+	require.ErrorContains(t, tooBig.rejected, "exceeds the batch limit of 2048 bytes")
+	require.ErrorContains(t, invalid.rejected, "invalid session event")
+	var r workflows.AppendResult
+	first.decode(t, &r)
+	require.Equal(t, int64(5), r.NextSeq)
+	retry.decode(t, &r)
+	require.Equal(t, int64(5), r.NextSeq)
+	require.True(t, conflict.done)
+	require.Equal(t, string(jsonl.CodeSeqMismatch), appErr(t, conflict.err).Type())
+	require.ErrorContains(t, after.rejected, `agent "val" lifecycle disposed`)
+	require.Len(t, stored(t, h.store, "val"), 5)
+}
+
+func TestCancelWhileLiveDisposes(t *testing.T) {
+	h := newHarness(t).withID("cx")
+	h.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	pending := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
+	h.at(2*time.Second+10*time.Millisecond, h.env.CancelWorkflow)
+	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "cx", Hooks: allHooks})
+	require.NoError(t, h.env.GetWorkflowError())
+	var r workflows.AppendResult
+	pending.decode(t, &r)
+	require.Equal(t, int64(5), r.NextSeq)
+	require.Len(t, stored(t, h.store, "cx"), 5, "the pending append was drained")
+	require.Contains(t, h.hooks.log(), "dispose:dispose")
+	require.Equal(t, workflows.PhaseClosed, h.describe("").Phase)
+	requireReleased(t, h.store, "cx")
+}
+
+func TestOwnerUnloadWhileLiveDisposes(t *testing.T) {
+	h := newHarness(t).withID("ou")
+	h.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
+	h.at(3*time.Second, func() { h.env.SignalWorkflow(workflows.SignalOwnerUnload, nil) })
+	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "ou"})
+	require.NoError(t, h.env.GetWorkflowError())
+	require.Len(t, stored(t, h.store, "ou"), 5)
+	requireReleased(t, h.store, "ou")
+}
+
+func TestAppendFailureFailsPendingAndRecovers(t *testing.T) {
+	h := newHarness(t).withID("af")
+	h.env.OnActivity(h.acts.AppendBatch, mock.Anything, mock.Anything).Return(activities.AppendResult{}, plainErr("disk full")).Once()
+	h.env.OnActivity(h.acts.AppendBatch, mock.Anything, mock.Anything).Return(h.acts.AppendBatch)
+	h.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	failed := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
+	again := h.updateAt(3*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
+	h.updateAt(4*time.Second, "", workflows.UpdateDispose)
+	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "af"})
+	require.NoError(t, h.env.GetWorkflowError())
+	require.True(t, failed.done)
+	requireMessage(t, failed.err, "disk full")
+	var r workflows.AppendResult
+	again.decode(t, &r)
+	require.Equal(t, int64(5), r.NextSeq)
+	require.Len(t, stored(t, h.store, "af"), 5)
+}
+
+func TestContinueAsNewCarriesHandleAndCursor(t *testing.T) {
+	h := newHarness(t).withID("can")
+	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
+	second := h.updateAt(3*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 5, 2, "y")})
+	// Suggested while the second append waits in its window: it is stored
+	// first, then the run continues as new.
+	h.at(3*time.Second+100*time.Millisecond, func() { h.env.SetContinueAsNewSuggested(true) })
+	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "can", Hooks: workflows.Hooks{DisposeActivity: hookDispose}})
+	err := h.env.GetWorkflowError()
+	var sr workflows.AppendResult
+	second.decode(t, &sr)
+	require.Equal(t, int64(10), sr.NextSeq)
+	var can *workflow.ContinueAsNewError
+	require.True(t, errors.As(err, &can), "want continue-as-new, got %v", err)
+	require.Equal(t, workflows.LiveSessionName, can.WorkflowType.Name)
+	var state workflows.LiveState
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &state))
+	var info workflows.SessionInfo
+	ready.decode(t, &info)
+	require.Equal(t, info.Handle, state.Handle)
+	require.Equal(t, int64(10), state.NextSeq)
+	require.Equal(t, int64(2), state.LastTurn)
+	require.Equal(t, hookDispose, state.DisposeActivity)
+	require.Len(t, stored(t, h.store, "can"), 10)
+	lease, lerr := h.store.LeaseOf(context.Background(), "can")
+	require.NoError(t, lerr)
+	require.Equal(t, state.Handle.HandleID, lease.Handle, "the lease survives continue-as-new")
+
+	h2 := newHarnessOn(t, h.store).withID("can")
+	ready2 := h2.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	h2.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 10, 3, "z")})
+	h2.updateAt(3*time.Second, "", workflows.UpdateDispose)
+	h2.env.ExecuteWorkflow(workflows.LiveSession, state)
+	require.NoError(t, h2.env.GetWorkflowError())
+	var info2 workflows.SessionInfo
+	ready2.decode(t, &info2)
+	require.Equal(t, int64(10), info2.NextSeq)
+	require.Equal(t, []string{"dispose:dispose"}, h2.hooks.log())
+	evs := stored(t, h.store, "can")
+	requireContiguous(t, evs)
+	require.Len(t, evs, 15)
+	requireReleased(t, h.store, "can")
+}
+
+func TestForkCopiesParentPrefix(t *testing.T) {
+	h := newHarness(t).withID("child")
+	writeStored(t, h.store, session.Header{ID: "parent", CreatedAt: 1, Cwd: "/p"}, 0, append(liveTurn(t, 0, 1, "a"), liveTurn(t, 5, 2, "b")...))
+	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 6, 2, "c")})
+	h.updateAt(3*time.Second, "", workflows.UpdateDispose)
+	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "child", Fork: &workflows.ForkSeed{ParentSessionID: "parent", Count: 5}})
+	require.NoError(t, h.env.GetWorkflowError())
+	var info workflows.SessionInfo
+	ready.decode(t, &info)
+	require.Equal(t, int64(6), info.NextSeq)
+	require.Equal(t, int64(5), info.InheritedEventCount)
+	require.Equal(t, int64(1), info.LastTurn)
+	require.True(t, info.Header.IsSeeded)
+	require.Equal(t, "parent", info.Header.ParentSession)
+	evs := stored(t, h.store, "child")
+	requireContiguous(t, evs)
+	require.Len(t, evs, 11)
+	inherited, err := evs[5].IsInheritedMarker()
+	require.NoError(t, err)
+	require.True(t, inherited)
+	// The fork's events never went through history: no activity input
+	// carried them.
+	var in activities.StoreSeedInput
+	h.startedArg(activities.StoreSeedName, 0, &in)
+	require.Empty(t, in.Events)
+}
+
+// A disposal drains pending appends; a failed drain is a disposal failure
+// (collected between the dispose hook and the close).
+func TestDisposeReportsDrainFailure(t *testing.T) {
+	h := newHarness(t).withID("dr")
+	h.env.OnActivity(h.acts.AppendBatch, mock.Anything, mock.Anything).Return(activities.AppendResult{}, plainErr("disk full"))
+	h.env.OnActivity(h.acts.CloseHandle, mock.Anything, mock.Anything).Return(closeErr(h.acts, "close exploded"))
+	h.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	pending := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
+	disp := h.updateAt(2*time.Second+10*time.Millisecond, "", workflows.UpdateDispose)
+	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "dr"})
+	require.True(t, pending.done)
+	requireMessage(t, pending.err, "disk full")
+	require.True(t, disp.done)
+	app := appErr(t, disp.err)
+	require.Equal(t, workflows.ErrTypeAggregate, app.Type())
+	var members []workflows.ErrorInfo
+	require.NoError(t, app.Details(&members))
+	require.Equal(t, []workflows.ErrorInfo{{Message: "disk full", Type: "Error"}, {Message: "close exploded", Type: "Error"}}, members)
+	requireReleased(t, h.store, "dr")
+}

@@ -1,0 +1,362 @@
+package testsuite
+
+// Seed 000, groups "creation and resume cancellation edges" and
+// "configured-start failure edges" (SPEC 8.1, S0-35..S0-45) in their
+// Temporal form: a caller's AbortSignal is the abort signal followed by
+// cancellation; a pre-aborted call is a workflow whose abort is in its first
+// workflow task; the loop's teardown is its cancellation.
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionflow/sessionflow/activities"
+	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/workflows"
+)
+
+// requireAbortError checks the normalized abort (SPEC 7.2): an Error
+// reason is returned as that error; any other reason gives `creation
+// aborted` carrying the raw reason.
+func requireAbortError(t *testing.T, err error, id, reason string, isError bool) {
+	t.Helper()
+	if isError {
+		app := requireMessage(t, err, reason)
+		require.Equal(t, "Error", app.Type())
+		return
+	}
+	app := requireMessage(t, err, `agent "`+id+`" creation aborted`)
+	require.Equal(t, workflows.ErrTypeAbort, app.Type())
+	var raw string
+	require.NoError(t, app.Details(&raw))
+	require.Equal(t, reason, raw)
+}
+
+var reasons = []struct {
+	name    string
+	reason  string
+	isError bool
+}{
+	{"error", "caller stopped", true},
+	{"string", "user pressed escape", false},
+}
+
+// S0-35: a pre-aborted create fails with the normalized reason without
+// creating anything.
+func TestS0_35_PreAbortedCreate(t *testing.T) {
+	for _, r := range reasons {
+		t.Run(r.name, func(t *testing.T) {
+			h := newHarness(t).withID("s35")
+			h.at(0, func() { h.abortNow("", r.reason, r.isError) })
+			h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s35", Hooks: allHooks})
+			requireAbortError(t, h.env.GetWorkflowError(), "s35", r.reason, r.isError)
+			require.Equal(t, 0, h.count(activities.CreateHandleName))
+			require.Empty(t, h.hooks.log())
+			require.Empty(t, h.describe("").Lifecycle)
+			requireNotStored(t, h.store, "s35")
+			requireReleased(t, h.store, "s35")
+		})
+	}
+}
+
+// S0-36: an abort with a string reason while setup is pending fails
+// `creation aborted`; nothing is registered; nothing is stored.
+func TestS0_36_StringAbortDuringSetup(t *testing.T) {
+	h := newHarness(t).withID("s36")
+	h.env.OnActivity(hookSetup, mock.Anything, mock.Anything).After(time.Hour).Return(workflows.SetupResult{}, nil)
+	h.at(time.Second, func() { h.abortNow("", "no longer needed", false) })
+	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s36", Seed: []session.Event{}, Hooks: allHooks})
+	requireAbortError(t, h.env.GetWorkflowError(), "s36", "no longer needed", false)
+	require.Equal(t, 0, h.count(hookPublish))
+	require.Empty(t, h.describe("").Lifecycle)
+	requireNotStored(t, h.store, "s36")
+	requireReleased(t, h.store, "s36")
+}
+
+// S0-37: setup itself aborts the caller's signal with an Error: the create
+// fails with that Error; nothing is registered.
+func TestS0_37_SetupAbortsWithError(t *testing.T) {
+	h := newHarness(t).withID("s37")
+	h.onStarted = func(name string) {
+		if name == hookSetup {
+			h.abortNow("", "setup pulled the plug", true)
+		}
+	}
+	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s37", Hooks: allHooks})
+	requireAbortError(t, h.env.GetWorkflowError(), "s37", "setup pulled the plug", true)
+	require.Equal(t, 0, h.count(hookPublish))
+	require.Empty(t, h.describe("").Lifecycle)
+	requireReleased(t, h.store, "s37")
+}
+
+// S0-38: a pre-aborted resume fails with the normalized reason without
+// opening anything.
+func TestS0_38_PreAbortedResume(t *testing.T) {
+	for _, r := range reasons {
+		t.Run(r.name, func(t *testing.T) {
+			h := newHarness(t).withID("s38")
+			persisted(t, h.store, "s38", "")
+			h.at(0, func() { h.abortNow("", r.reason, r.isError) })
+			h.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s38", Hooks: allHooks})
+			requireAbortError(t, h.env.GetWorkflowError(), "s38", r.reason, r.isError)
+			require.Equal(t, 0, h.count(activities.OpenHandleName))
+			require.Empty(t, h.hooks.log())
+			require.Equal(t, []string{"turn/start", "turn/end"}, types(stored(t, h.store, "s38")))
+			requireReleased(t, h.store, "s38")
+		})
+	}
+}
+
+// S0-39: an abort fired while the closers are being appended (after the
+// open settled): the repair completes and stays stored, and the
+// pre-publication check refuses the resume with the normalized reason.
+func TestS0_39_AbortDuringCloserAppend(t *testing.T) {
+	for _, r := range reasons {
+		t.Run(r.name, func(t *testing.T) {
+			h := newHarness(t).withID("s39")
+			writeStored(t, h.store, session.Header{ID: "s39", CreatedAt: 1}, 0, []session.Event{turnStart(t, 0, 1)})
+			h.onStarted = func(name string) {
+				if name == activities.RepairAndMarkName {
+					h.abortNow("", r.reason, r.isError)
+				}
+			}
+			h.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s39", Hooks: allHooks})
+			requireAbortError(t, h.env.GetWorkflowError(), "s39", r.reason, r.isError)
+			require.Empty(t, h.hooks.log())
+			require.Empty(t, h.describe("").Lifecycle)
+			require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed"}, types(stored(t, h.store, "s39")))
+			requireReleased(t, h.store, "s39")
+		})
+	}
+}
+
+// S0-40: the caller aborts while the backend create hangs: the create fails
+// with the reason at once; the close of the handle id ran once and its
+// rejection was swallowed; when the create lands it finds its handle id
+// revoked and leaves nothing: no lease, nothing stored, the id reusable.
+func TestS0_40_AbortWhileCreateHangs(t *testing.T) {
+	h := newHarness(t).withID("s40")
+	h.env.OnActivity(h.acts.CreateHandle, mock.Anything, mock.Anything).After(time.Hour).Return(h.acts.CreateHandle)
+	h.env.OnActivity(h.acts.CloseHandle, mock.Anything, mock.Anything).Return(closeErr(h.acts, "close exploded"))
+	ready := h.updateAt(500*time.Millisecond, "", workflows.UpdateWaitReady)
+	h.at(time.Second, func() { h.abortNow("", "caller stopped", true) })
+	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s40", Hooks: allHooks})
+	requireAbortError(t, h.env.GetWorkflowError(), "s40", "caller stopped", true)
+	require.True(t, ready.done)
+	requireAbortError(t, ready.err, "s40", "caller stopped", true)
+	d := h.describe("")
+	require.Empty(t, d.Lifecycle)
+	require.Len(t, d.CompensationErrors, 1)
+	require.Equal(t, "close exploded", d.CompensationErrors[0].Error.Message)
+
+	var in activities.CreateHandleInput
+	h.startedArg(activities.CreateHandleName, 0, &in)
+	_, err := h.acts.CreateHandle(context.Background(), in)
+	require.Equal(t, string(jsonl.CodeHandleRevoked), appErr(t, err).Type())
+	require.Equal(t, []string{in.HandleID}, h.closedHandles())
+	requireNotStored(t, h.store, "s40")
+	requireReleased(t, h.store, "s40")
+}
+
+// S0-41: the loop reports inactive right after the write open: the resume
+// fails `agent loop is not active`, the handle was closed, and a retry
+// resume succeeds.
+func TestS0_41_LoopInactiveAfterOpen(t *testing.T) {
+	h := newHarness(t).withID("s41")
+	persisted(t, h.store, "s41", "")
+	h.onCompleted = func(name string, _ error) {
+		if name == activities.OpenHandleName {
+			h.env.SignalWorkflow(workflows.SignalAbort, workflows.AbortRequest{Reason: workflows.LoopInactiveText, IsError: true, Type: workflows.ErrTypeLoopInactive})
+		}
+	}
+	h.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s41", Hooks: allHooks})
+	app := requireMessage(t, h.env.GetWorkflowError(), "agent loop is not active")
+	require.Equal(t, workflows.ErrTypeLoopInactive, app.Type())
+	require.Equal(t, 1, h.count(activities.CloseHandleName))
+	require.Empty(t, h.hooks.log())
+	requireReleased(t, h.store, "s41")
+	resumeAndDispose(t, h.store, "s41")
+}
+
+// S0-42: the whole host is torn down while a resume's open hangs, and the
+// open lands after the teardown began (while another session is still
+// disposing): the resume fails promptly, the late open is refused and
+// releases what it took, its handle id was closed once, and the teardown
+// completes with every lease released.
+func TestS0_42_TeardownWhileOpenHangs(t *testing.T) {
+	h := newHarness(t)
+	persisted(t, h.store, "s42", "")
+	var lateErr error
+	lateDone := false
+	h.env.OnActivity(h.acts.OpenHandle, mock.Anything, mock.Anything).After(time.Hour).Return(
+		func(ctx context.Context, in activities.OpenHandleInput) (activities.HandleInfo, error) {
+			info, err := h.acts.OpenHandle(context.WithoutCancel(ctx), in)
+			lateErr, lateDone = err, true
+			return info, err
+		})
+	// A live neighbour whose disposal outlasts the late open keeps the
+	// teardown running.
+	h.env.OnActivity(hookDispose, mock.Anything, mock.Anything).After(2 * time.Hour).Return(nil)
+	h.updateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{
+		SessionID: "neighbour", Hooks: workflows.Hooks{DisposeActivity: hookDispose}}})
+	h.updateAt(2*time.Second, "", workflows.UpdateStart, workflows.StartRequest{Resume: &workflows.ResumeSessionRequest{ResumeSessionID: "s42"}})
+	h.at(3*time.Second, h.env.CancelWorkflow)
+	var midTeardown workflows.LoopDescription
+	h.at(10*time.Second, func() {
+		v, err := h.env.QueryWorkflow(workflows.QueryDescribe)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&midTeardown))
+	})
+	h.env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{})
+	require.NoError(t, h.env.GetWorkflowError())
+	// Prompt: settled long before the late open and the neighbour.
+	require.False(t, midTeardown.Active)
+	require.Equal(t, "s42", midTeardown.Children[1].SessionID)
+	require.Equal(t, workflows.ChildSettled, midTeardown.Children[1].State)
+	require.Equal(t, workflows.LoopInactiveText, midTeardown.Children[1].Error.Message)
+	require.NotEqual(t, workflows.ChildSettled, midTeardown.Children[0].State)
+	var res workflows.LoopDescription
+	require.NoError(t, h.env.GetWorkflowResult(&res))
+	require.Equal(t, workflows.ChildSettled, res.Children[0].State)
+	require.True(t, lateDone, "the late open never landed")
+	require.Equal(t, string(jsonl.CodeHandleRevoked), appErr(t, lateErr).Type())
+	var in activities.OpenHandleInput
+	h.startedArg(activities.OpenHandleName, 0, &in)
+	closes := 0
+	for _, hid := range h.closedHandles() {
+		if hid == in.HandleID {
+			closes++
+		}
+	}
+	require.Equal(t, 1, closes)
+	require.Equal(t, []string{"turn/start", "turn/end"}, types(stored(t, h.store, "s42")))
+	requireReleased(t, h.store, "s42")
+	requireReleased(t, h.store, "neighbour")
+}
+
+// S0-43: a resume whose open hangs, aborted by the caller with a string:
+// `creation aborted`, nothing registered, and the late open releases.
+func TestS0_43_StringAbortWhileOpenHangs(t *testing.T) {
+	h := newHarness(t).withID("s43")
+	persisted(t, h.store, "s43", "")
+	h.env.OnActivity(h.acts.OpenHandle, mock.Anything, mock.Anything).After(time.Hour).Return(h.acts.OpenHandle)
+	h.at(time.Second, func() { h.abortNow("", "never mind", false) })
+	h.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s43", Hooks: allHooks})
+	requireAbortError(t, h.env.GetWorkflowError(), "s43", "never mind", false)
+	require.Empty(t, h.hooks.log())
+	require.Empty(t, h.describe("").Lifecycle)
+	requireLateOpenReleased(t, h, "s43")
+}
+
+// S0-44: a configured restore whose open fails with a plain error: exactly
+// one config-start-failed entry with that error, a warning containing
+// `config-driven restore`, and no fallback create shadows the artifact.
+// The same holds for a really corrupt log.
+func TestS0_44_ConfigRestoreNeverShadows(t *testing.T) {
+	t.Run("plain error", func(t *testing.T) {
+		h := newHarness(t)
+		persisted(t, h.store, "s44", "")
+		h.env.OnActivity(h.acts.OpenHandle, mock.Anything, mock.Anything).Return(activities.HandleInfo{}, plainErr("artifact corrupt"))
+		h.at(5*time.Second, h.env.CancelWorkflow)
+		h.env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{Agents: []workflows.AgentConfig{{ID: "main", SessionID: "s44"}}})
+		require.NoError(t, h.env.GetWorkflowError())
+		var res workflows.LoopDescription
+		require.NoError(t, h.env.GetWorkflowResult(&res))
+		require.Equal(t, []workflows.ConfigStartFailure{{ConfigID: "main", SessionID: "s44", Mode: "restore", Error: workflows.ErrorInfo{Message: "artifact corrupt", Type: "Error"}}}, res.ConfigStartFailures)
+		warns := h.logs.warnings("config-driven restore")
+		require.Len(t, warns, 1)
+		require.Contains(t, warns[0], `agent "main": config-driven restore of "s44" failed: artifact corrupt`)
+		require.Equal(t, 0, h.count(activities.CreateHandleName))
+		require.Len(t, res.Children, 1)
+		require.Equal(t, "resume", res.Children[0].Kind)
+		require.Equal(t, []string{"turn/start", "turn/end"}, types(stored(t, h.store, "s44")))
+		requireReleased(t, h.store, "s44")
+	})
+	t.Run("corrupt log", func(t *testing.T) {
+		h := newHarnessOn(t, newStore(t, jsonl.CompressionNone))
+		persisted(t, h.store, "s44", "")
+		snap, err := h.store.Stat(context.Background(), "s44")
+		require.NoError(t, err)
+		corruptFirstEvent(t, snap.Path)
+		h.at(5*time.Second, h.env.CancelWorkflow)
+		h.env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{Agents: []workflows.AgentConfig{{ID: "main", SessionID: "s44"}}})
+		require.NoError(t, h.env.GetWorkflowError())
+		var res workflows.LoopDescription
+		require.NoError(t, h.env.GetWorkflowResult(&res))
+		require.Len(t, res.ConfigStartFailures, 1)
+		require.Equal(t, string(jsonl.CodeCorrupt), res.ConfigStartFailures[0].Error.Type)
+		require.Len(t, h.logs.warnings("config-driven restore"), 1)
+		require.Equal(t, 0, h.count(activities.CreateHandleName))
+		lease, err := h.store.LeaseOf(context.Background(), "s44")
+		require.NoError(t, err)
+		require.Nil(t, lease)
+	})
+	t.Run("not found falls back to create", func(t *testing.T) {
+		h := newHarness(t)
+		ready := h.updateAt(5*time.Second, workflows.WorkflowID("s44"), workflows.UpdateWaitReady)
+		h.at(10*time.Second, h.env.CancelWorkflow)
+		h.env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{Agents: []workflows.AgentConfig{{ID: "main", SessionID: "s44", Cwd: "/w"}}})
+		require.NoError(t, h.env.GetWorkflowError())
+		var res workflows.LoopDescription
+		require.NoError(t, h.env.GetWorkflowResult(&res))
+		require.Empty(t, res.ConfigStartFailures)
+		require.Len(t, res.Children, 2)
+		require.Equal(t, "resume", res.Children[0].Kind)
+		require.Equal(t, string(jsonl.CodeNotFound), res.Children[0].Error.Type)
+		require.Equal(t, "create", res.Children[1].Kind)
+		require.True(t, res.Children[1].WasLive)
+		var info workflows.SessionInfo
+		ready.decode(t, &info)
+		require.Equal(t, "/w", info.Header.Cwd)
+		requireReleased(t, h.store, "s44")
+	})
+}
+
+// S0-45: a configured resume whose open hangs; the loop is torn down, then
+// the open rejects: no config-start-failed entry and no warning.
+func TestS0_45_LateFailureAfterTeardownDropped(t *testing.T) {
+	h := newHarness(t)
+	persisted(t, h.store, "s45", "")
+	var lateErr error
+	h.env.OnActivity(h.acts.OpenHandle, mock.Anything, mock.Anything).After(time.Hour).Return(
+		func(context.Context, activities.OpenHandleInput) (activities.HandleInfo, error) {
+			lateErr = plainErr("open rejected late")
+			return activities.HandleInfo{}, lateErr
+		})
+	// A neighbour disposing slowly keeps the loop alive past the rejection.
+	h.env.OnActivity(hookDispose, mock.Anything, mock.Anything).After(2 * time.Hour).Return(nil)
+	h.updateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{
+		SessionID: "neighbour", Hooks: workflows.Hooks{DisposeActivity: hookDispose}}})
+	h.at(2*time.Second, h.env.CancelWorkflow)
+	h.env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{Agents: []workflows.AgentConfig{{ID: "main", ResumeSessionID: "s45"}}})
+	require.NoError(t, h.env.GetWorkflowError())
+	require.Error(t, lateErr, "the open never rejected")
+	var res workflows.LoopDescription
+	require.NoError(t, h.env.GetWorkflowResult(&res))
+	require.Empty(t, res.ConfigStartFailures)
+	require.Empty(t, h.logs.warnings("config-driven"))
+	require.Equal(t, workflows.LoopInactiveText, res.Children[0].Error.Message)
+	requireReleased(t, h.store, "s45")
+}
+
+// An abort that lands while session/created is being published is refused
+// by the check that follows it: agent/created is never published.
+func TestAbortBetweenPublications(t *testing.T) {
+	h := newHarness(t).withID("pub")
+	h.onStarted = func(name string) {
+		if name == hookPublish && h.count(hookPublish) == 1 {
+			h.abortNow("", "late abort", false)
+		}
+	}
+	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "pub", Hooks: allHooks})
+	requireAbortError(t, h.env.GetWorkflowError(), "pub", "late abort", false)
+	require.Equal(t, []workflows.LifecycleEntry{{Type: workflows.EntrySessionCreated}}, h.describe("").Lifecycle)
+	require.NotContains(t, h.hooks.log(), workflows.EntryAgentCreated)
+	require.Contains(t, h.hooks.log(), "dispose:rollback")
+	requireReleased(t, h.store, "pub")
+}

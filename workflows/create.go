@@ -1,0 +1,195 @@
+package workflows
+
+import (
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/sessionflow/sessionflow/activities"
+	"github.com/sessionflow/sessionflow/session"
+)
+
+// createPlan is a validated create request.
+type createPlan struct {
+	header    session.Header
+	inherited int64
+	// suffix is the inline seed plus its end-seed marker (nil without an
+	// inline seed); fork is set instead for a fork.
+	suffix []session.Event
+	fork   *ForkSeed
+	// eventCount is the session's length once the seed is stored.
+	eventCount int64
+	// seedLen is the seed's length: the seq of its end-seed marker.
+	seedLen int64
+}
+
+// planCreate validates a create request before any side effect (SPEC 7.3
+// step 1) and builds the header and the unstored suffix.
+func planCreate(req CreateSessionRequest, set settings, now int64) (createPlan, error) {
+	var p createPlan
+	if err := session.ValidateID(req.SessionID); err != nil {
+		return p, invalidArgument(err.Error())
+	}
+	meta := SessionMeta{}
+	if req.Meta != nil {
+		meta = *req.Meta
+	}
+	if req.Seed != nil && req.Fork != nil {
+		return p, invalidArgument("seed and fork are mutually exclusive")
+	}
+	inherited := req.InheritedEventCount
+	if req.Fork != nil {
+		if err := session.ValidateID(req.Fork.ParentSessionID); err != nil {
+			return p, invalidArgument("fork parent: " + err.Error())
+		}
+		if req.Fork.Count < 0 || req.Fork.Count > session.MaxSafeInteger {
+			return p, invalidArgument("fork count must be a non-negative safe integer")
+		}
+		meta.IsSeeded = true
+		if meta.ParentSession == "" {
+			meta.ParentSession = req.Fork.ParentSessionID
+		}
+		if inherited == 0 {
+			inherited = req.Fork.Count
+		}
+		if inherited != req.Fork.Count {
+			return p, invalidArgument("inheritedEventCount must equal the fork count")
+		}
+	}
+	createdAt := now
+	if meta.CreatedAt != nil {
+		createdAt = *meta.CreatedAt
+	}
+	p.header = session.Header{
+		Version:         session.FormatVersion,
+		ID:              req.SessionID,
+		CreatedAt:       createdAt,
+		Cwd:             meta.Cwd,
+		ParentSession:   meta.ParentSession,
+		IsSeeded:        meta.IsSeeded,
+		Origin:          meta.Origin,
+		DelegationDepth: meta.DelegationDepth,
+		AgentPreset:     meta.AgentPreset,
+	}
+	if err := p.header.Validate(); err != nil {
+		return p, invalidArgument(err.Error())
+	}
+	count := inherited
+	if p.header.IsSeeded && count == 0 {
+		count = -1
+	}
+	if err := p.header.ValidateInheritedCount(count); err != nil {
+		return p, invalidArgument(err.Error())
+	}
+	p.inherited = inherited
+	switch {
+	case req.Fork != nil:
+		p.fork = req.Fork
+		p.eventCount = req.Fork.Count + 1
+		p.seedLen = req.Fork.Count
+	case req.Seed != nil:
+		if _, err := session.SnapshotBatch(req.Seed); err != nil {
+			return p, invalidArgument(err.Error())
+		}
+		if err := session.CheckContiguous(req.SessionID, 0, req.Seed); err != nil {
+			return p, invalidArgument(err.Error())
+		}
+		if p.header.IsSeeded && inherited != int64(len(req.Seed)) {
+			return p, invalidArgument("inheritedEventCount must equal the seed length of a seeded session")
+		}
+		seed := session.CloneEvents(req.Seed)
+		marker, due := session.EndSeedMarker(seed, p.header.IsSeeded, session.EndSeedTime(seed, now))
+		p.suffix = seed
+		if due {
+			p.suffix = append(p.suffix, marker)
+		}
+		if err := session.ValidateInheritedMarker(p.header, p.suffix); err != nil {
+			return p, invalidArgument(err.Error())
+		}
+		n, err := batchBytes(p.suffix)
+		if err != nil {
+			return p, invalidArgument(err.Error())
+		}
+		if n > set.maxBatchBytes {
+			return p, invalidArgument("inline seed exceeds the batch limit; fork from a stored session instead")
+		}
+		p.eventCount = int64(len(p.suffix))
+		p.seedLen = int64(len(seed))
+	case p.header.IsSeeded:
+		return p, invalidArgument(session.ErrSeededLacksMarker.Error())
+	}
+	return p, nil
+}
+
+// CreateSession is agents.create (SPEC 7.3) as a workflow, run with
+// workflow id session/<id>: it validates the request, creates the stored
+// session under a write handle whose id it chose, validates the agent
+// options, runs the setup and commit hooks, stores the seed at the commit
+// point, publishes the lifecycle entries and stays live until disposal.
+// Any failure before live rolls back (the handle is closed, nothing is
+// published) and is returned unchanged; WaitReady returns it at once.
+func CreateSession(ctx workflow.Context, req CreateSessionRequest) (DisposeResult, error) {
+	set, err := resolveOptions(req.Options)
+	l := newLifecycle(ctx, req.SessionID, SourceStartup, req.Hooks, set)
+	l.options = req.Options
+	if rerr := l.register(); rerr != nil {
+		return DisposeResult{}, rerr
+	}
+	if err != nil {
+		return DisposeResult{}, l.fail(err)
+	}
+	now := workflow.Now(ctx).UnixMilli()
+	plan, err := planCreate(req, set, now)
+	if err != nil {
+		return DisposeResult{}, l.fail(err)
+	}
+	if err := l.checkAbort(); err != nil {
+		return DisposeResult{}, l.fail(err)
+	}
+	// Step 2: the stored session, under a handle id chosen here.
+	ref := l.chooseHandle()
+	var hi activities.HandleInfo
+	err = l.race(func(c workflow.Context) workflow.Future {
+		return workflow.ExecuteActivity(l.storeCtx(c), acts.CreateHandle, activities.CreateHandleInput{
+			Header:              plan.header,
+			HandleID:            ref.HandleID,
+			Owner:               l.owner(),
+			InheritedEventCount: plan.inherited,
+		})
+	}, &hi)
+	if err != nil {
+		return DisposeResult{}, l.fail(err)
+	}
+	l.handleOpen = true
+	l.header, l.inherited, l.nextSeq = hi.Header, plan.inherited, hi.NextSeq
+	// Step 3: agent options, after the handle exists.
+	if err := validateAgentOptions(req.AgentOptions); err != nil {
+		return DisposeResult{}, l.fail(err)
+	}
+	if err := l.checkAbort(); err != nil {
+		return DisposeResult{}, l.fail(err)
+	}
+	l.pushDisposeHook()
+	eventCount := plan.eventCount
+	l.firstLive = plan.seedLen
+	l.lastTurn = session.LastTurn(plan.suffix)
+	// Step 4: setup, commit, the commit point, publication.
+	return l.initialize(eventCount, func(extra []session.Event) error {
+		if plan.fork != nil {
+			var res activities.SeedResult
+			err := workflow.ExecuteActivity(l.storeCtx(l.dctx), acts.StoreSeed, activities.StoreSeedInput{
+				Ref:             *l.ref,
+				ParentSessionID: plan.fork.ParentSessionID,
+				Count:           plan.fork.Count,
+				Now:             now,
+				Events:          extra,
+			}).Get(l.dctx, &res)
+			if err != nil {
+				return unwrapActivity(err)
+			}
+			l.nextSeq, l.lastTurn = res.NextSeq, res.LastTurn
+			return nil
+		}
+		batch := append(session.CloneEvents(plan.suffix), extra...)
+		l.lastTurn = max(l.lastTurn, session.LastTurn(extra))
+		return l.storeBatch(batch)
+	})
+}

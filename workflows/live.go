@@ -1,0 +1,277 @@
+package workflows
+
+import (
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/sessionflow/sessionflow/activities"
+	"github.com/sessionflow/sessionflow/session"
+)
+
+// notLive refuses work outside the live phase: before publication the
+// session is not live yet; once disposal began the lifecycle is disposed
+// (SPEC 7.2).
+func (l *lifecycle) notLive() error {
+	if l.disposeWanted || l.phase == PhaseDisposing || l.phase == PhaseClosed {
+		return LifecycleDisposedError(l.id)
+	}
+	return temporal.NewNonRetryableApplicationError("session "+quoteID(l.id)+" is not live (phase "+string(l.phase)+")", ErrTypeNotLive, nil)
+}
+
+// LifecycleDisposedError is the error of work refused by a disposed
+// lifecycle.
+func LifecycleDisposedError(id string) error {
+	return temporal.NewNonRetryableApplicationError("agent "+quoteID(id)+" lifecycle disposed", ErrTypeLifecycleDisposed, nil)
+}
+
+// validateAppend is the Append validator: the session is live, the batch is
+// non-empty, lossless, within the byte limit and continues the accepted
+// events contiguously, or repeats a batch already stored (an idempotent
+// retry the store verifies).
+func (l *lifecycle) validateAppend(req AppendRequest) error {
+	if l.phase != PhaseLive || l.disposeWanted {
+		return l.notLive()
+	}
+	if len(req.Events) == 0 {
+		return invalidArgument("append batch must not be empty")
+	}
+	expected := l.nextSeq + l.pendingEvents
+	first := req.Events[0].Seq
+	if first < l.nextSeq && first+int64(len(req.Events)) <= l.nextSeq {
+		expected = first
+	}
+	return l.checkBatch("append batch", req.Events, expected)
+}
+
+// handleAppend queues the batch and returns once it is durably stored. A
+// batch below the stored cursor is re-appended on its own: the store accepts
+// it only if it is exactly what is stored.
+func (l *lifecycle) handleAppend(ctx workflow.Context, req AppendRequest) (AppendResult, error) {
+	hctx, _ := workflow.NewDisconnectedContext(ctx)
+	first := req.Events[0].Seq
+	if first < l.nextSeq {
+		err := workflow.ExecuteActivity(l.storeCtx(hctx), acts.AppendBatch,
+			activities.AppendBatchInput{Ref: *l.ref, Events: req.Events}).Get(hctx, nil)
+		return AppendResult{NextSeq: l.nextSeq}, unwrapActivity(err)
+	}
+	n, _ := batchBytes(req.Events)
+	item := &appendItem{events: req.Events, bytes: n}
+	l.pending = append(l.pending, item)
+	l.pendingEvents += int64(len(req.Events))
+	l.startTimer()
+	if err := workflow.Await(hctx, func() bool { return item.done }); err != nil {
+		return AppendResult{}, err
+	}
+	return AppendResult{NextSeq: item.next}, item.err
+}
+
+// startTimer opens the coalescing window unless one is open.
+func (l *lifecycle) startTimer() {
+	if l.timerRunning {
+		return
+	}
+	l.timerRunning = true
+	window := l.set.window
+	workflow.Go(l.dctx, func(gctx workflow.Context) {
+		_ = workflow.NewTimer(gctx, window).Get(gctx, nil)
+		l.timerRunning = false
+		l.flushDue = true
+	})
+}
+
+// flushOnce stores the oldest pending appends, up to the batch limit, with
+// one activity. A failure fails every pending append (the later ones could
+// only fail their seq check) and rewinds the accepted cursor.
+func (l *lifecycle) flushOnce() error {
+	if len(l.pending) == 0 {
+		return nil
+	}
+	take, size := 0, 0
+	var events []session.Event
+	for take < len(l.pending) {
+		it := l.pending[take]
+		if take > 0 && size+it.bytes > l.set.maxBatchBytes {
+			break
+		}
+		size += it.bytes
+		events = append(events, it.events...)
+		take++
+	}
+	var res activities.AppendResult
+	err := unwrapActivity(workflow.ExecuteActivity(l.storeCtx(l.dctx), acts.AppendBatch,
+		activities.AppendBatchInput{Ref: *l.ref, Events: events}).Get(l.dctx, &res))
+	if err != nil {
+		for _, it := range l.pending {
+			it.done, it.err, it.next = true, err, l.nextSeq
+		}
+		l.pending, l.pendingEvents = nil, 0
+		return err
+	}
+	l.nextSeq = res.NextSeq
+	l.pendingEvents -= int64(len(events))
+	for _, e := range events {
+		if e.Type == session.TypeTurnStart {
+			if ts, err := e.TurnStart(); err == nil {
+				l.lastTurn = ts.Turn
+			}
+		}
+	}
+	for _, it := range l.pending[:take] {
+		it.done, it.next = true, l.nextSeq
+	}
+	l.pending = l.pending[take:]
+	if len(l.pending) > 0 {
+		l.flushDue = true
+	}
+	return nil
+}
+
+// validateDispose accepts Dispose once the session is live, and after a
+// disposal (whose outcome it then returns); a session that failed before
+// going live has nothing to dispose.
+func (l *lifecycle) validateDispose() error {
+	if l.phase == PhaseLive || l.phase == PhaseDisposing || l.disposeDone {
+		return nil
+	}
+	return temporal.NewNonRetryableApplicationError("session "+quoteID(l.id)+" is not live (phase "+string(l.phase)+")", ErrTypeNotLive, nil)
+}
+
+// handleDispose starts (or joins) the disposal and returns its outcome.
+func (l *lifecycle) handleDispose(ctx workflow.Context) (DisposeResult, error) {
+	hctx, _ := workflow.NewDisconnectedContext(ctx)
+	l.requestDispose()
+	if err := workflow.Await(hctx, func() bool { return l.disposeDone }); err != nil {
+		return DisposeResult{}, err
+	}
+	return DisposeResult{NextSeq: l.nextSeq}, l.disposeErr
+}
+
+// canDue reports whether the server suggests continue-as-new.
+func (l *lifecycle) canDue() bool {
+	return workflow.GetInfo(l.ctx).GetContinueAsNewSuggested()
+}
+
+// runLive is the live phase: it stores coalesced appends, disposes on
+// Dispose, cancellation or owner unload, and continues as new when the
+// server suggests it, once every handler has finished.
+func (l *lifecycle) runLive() (DisposeResult, error) {
+	for {
+		l.syncCancel()
+		_ = workflow.Await(l.dctx, func() bool {
+			if l.disposeWanted || l.flushDue || (l.ctx.Err() != nil && !l.cancelSeen) {
+				return true
+			}
+			return l.canDue() && (len(l.pending) > 0 || workflow.AllHandlersFinished(l.dctx))
+		})
+		l.syncCancel()
+		switch {
+		case l.disposeWanted:
+			return l.dispose()
+		case l.flushDue || (l.canDue() && len(l.pending) > 0):
+			l.flushDue = false
+			_ = l.flushOnce()
+		case l.canDue() && workflow.AllHandlersFinished(l.dctx):
+			// Let updates delivered in this workflow task reach their
+			// handlers before deciding: a new coroutine runs after them.
+			l.yield()
+			if len(l.pending) == 0 && !l.disposeWanted && workflow.AllHandlersFinished(l.dctx) {
+				return DisposeResult{}, workflow.NewContinueAsNewError(l.ctx, LiveSession, l.liveState())
+			}
+		}
+	}
+}
+
+// yield lets every coroutine that is ready run once before the main one
+// continues.
+func (l *lifecycle) yield() {
+	done := false
+	workflow.Go(l.dctx, func(workflow.Context) { done = true })
+	_ = workflow.Await(l.dctx, func() bool { return done })
+}
+
+func (l *lifecycle) liveState() LiveState {
+	return LiveState{
+		SessionID:           l.id,
+		Handle:              *l.ref,
+		NextSeq:             l.nextSeq,
+		FirstLiveSeq:        l.firstLive,
+		Source:              l.source,
+		Header:              l.header,
+		InheritedEventCount: l.inherited,
+		LastTurn:            l.lastTurn,
+		Lifecycle:           append([]LifecycleEntry{}, l.entries...),
+		DisposeActivity:     l.hooks.DisposeActivity,
+		Options:             l.options,
+	}
+}
+
+// dispose is SPEC 7.6: the dispose hook (the machine's teardown), then the
+// drain of pending appends and the close of the handle; failures collected
+// in that order.
+func (l *lifecycle) dispose() (DisposeResult, error) {
+	l.phase = PhaseDisposing
+	var errs []error
+	if l.hooks.DisposeActivity != "" {
+		err := workflow.ExecuteActivity(l.hookCtx(l.dctx), l.hooks.DisposeActivity,
+			DisposeInput{SessionID: l.id, Reason: "dispose"}).Get(l.dctx, nil)
+		if err != nil {
+			errs = append(errs, unwrapActivity(err))
+		}
+	}
+	var drainErr error
+	for len(l.pending) > 0 {
+		if err := l.flushOnce(); err != nil && drainErr == nil {
+			drainErr = err
+		}
+	}
+	if drainErr != nil {
+		errs = append(errs, drainErr)
+	}
+	if err := l.closeHandle(l.dctx); err != nil {
+		errs = append(errs, err)
+	}
+	l.handleOpen = false
+	l.phase = PhaseClosed
+	l.disposeErr = aggregate(l.id, errs)
+	l.disposeDone = true
+	l.awaitHandlers()
+	return DisposeResult{NextSeq: l.nextSeq}, l.disposeErr
+}
+
+// LiveSession continues a live session after continue-as-new: it owns the
+// handle given in state and runs the live phase.
+func LiveSession(ctx workflow.Context, state LiveState) (DisposeResult, error) {
+	set, err := resolveOptions(state.Options)
+	if err != nil {
+		return DisposeResult{}, err
+	}
+	l := newLifecycle(ctx, state.SessionID, state.Source, Hooks{DisposeActivity: state.DisposeActivity}, set)
+	l.options = state.Options
+	ref := state.Handle
+	l.ref = &ref
+	l.handleOpen = true
+	l.header = state.Header
+	l.inherited = state.InheritedEventCount
+	l.nextSeq = state.NextSeq
+	l.firstLive = state.FirstLiveSeq
+	l.lastTurn = state.LastTurn
+	l.entries = append([]LifecycleEntry{}, state.Lifecycle...)
+	l.phase = PhaseLive
+	info := workflow.GetInfo(ctx)
+	l.ready = &SessionInfo{
+		SessionID:           l.id,
+		WorkflowID:          info.WorkflowExecution.ID,
+		RunID:               info.WorkflowExecution.RunID,
+		Handle:              ref,
+		Header:              l.header,
+		InheritedEventCount: l.inherited,
+		NextSeq:             l.nextSeq,
+		FirstLiveSeq:        l.firstLive,
+		LastTurn:            l.lastTurn,
+		Source:              l.source,
+	}
+	if err := l.register(); err != nil {
+		return DisposeResult{}, err
+	}
+	return l.runLive()
+}

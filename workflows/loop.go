@@ -1,0 +1,475 @@
+package workflows
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/session"
+)
+
+// AgentConfig is one configured agent of a SessionLoop (SPEC 7.7).
+type AgentConfig struct {
+	// ID is the agent's configuration id.
+	ID string `json:"id"`
+	// SessionID asks for restore-or-create of this session id.
+	SessionID string `json:"sessionId,omitempty"`
+	// ResumeSessionID asks for a resume of this session id.
+	ResumeSessionID string `json:"resumeSessionId,omitempty"`
+	// Cwd is the working directory of a created session.
+	Cwd string `json:"cwd,omitempty"`
+	// Provider, Model, ReasoningEffort and MaxTokens are agent options.
+	Provider        string   `json:"provider,omitempty"`
+	Model           string   `json:"model,omitempty"`
+	ReasoningEffort string   `json:"reasoningEffort,omitempty"`
+	MaxTokens       *float64 `json:"maxTokens,omitempty"`
+}
+
+// AgentIdentity is a launcher-supplied identity that replaces both identity
+// keys of a configured agent.
+type AgentIdentity struct {
+	// ID is the session id.
+	ID string `json:"id"`
+	// Resume makes it a resumeSessionId (else a sessionId).
+	Resume bool `json:"resume"`
+}
+
+// SessionLoopInput is the input of SessionLoop.
+type SessionLoopInput struct {
+	// Agents are the configured agents, started at loop start.
+	Agents []AgentConfig `json:"agents,omitempty"`
+	// MaxParallelToolCalls, when present, must be a positive integer.
+	MaxParallelToolCalls *float64 `json:"maxParallelToolCalls,omitempty"`
+	// ConfiguredAgentIdentities maps a config id to its identity.
+	ConfiguredAgentIdentities map[string]AgentIdentity `json:"configuredAgentIdentities,omitempty"`
+	// Hooks are the hook activities of the configured sessions.
+	Hooks Hooks `json:"hooks"`
+	// Options tune the configured sessions.
+	Options *Options `json:"options,omitempty"`
+	// SessionTaskQueue is the task queue of the session workflows; default
+	// the loop's own.
+	SessionTaskQueue string `json:"sessionTaskQueue,omitempty"`
+}
+
+// StartRequest is the input of the loop's Start update: exactly one of
+// Create and Resume.
+type StartRequest struct {
+	// Create starts a CreateSession child.
+	Create *CreateSessionRequest `json:"create,omitempty"`
+	// Resume starts a ResumeSession child.
+	Resume *ResumeSessionRequest `json:"resume,omitempty"`
+}
+
+// StartResult is the result of the Start update: the started child, whose
+// WaitReady the caller awaits.
+type StartResult struct {
+	// SessionID is the started session.
+	SessionID string `json:"sessionId"`
+	// WorkflowID and RunID name its execution.
+	WorkflowID string `json:"workflowId"`
+	RunID      string `json:"runId"`
+}
+
+// ChildState is the loop's view of a child session.
+type ChildState string
+
+// Child states.
+const (
+	ChildStarting ChildState = "starting"
+	ChildLive     ChildState = "live"
+	ChildSettled  ChildState = "settled"
+)
+
+// LoopChild is one child session of a SessionLoop.
+type LoopChild struct {
+	// SessionID is the session id.
+	SessionID string `json:"sessionId"`
+	// Kind is "create" or "resume".
+	Kind string `json:"kind"`
+	// ConfigID is the configured agent that started it, if any.
+	ConfigID string `json:"configId,omitempty"`
+	// WorkflowID and RunID name the child execution.
+	WorkflowID string `json:"workflowId"`
+	RunID      string `json:"runId,omitempty"`
+	// State is starting, live or settled.
+	State ChildState `json:"state"`
+	// WasLive reports whether the child became live.
+	WasLive bool `json:"wasLive"`
+	// Error is the child's failure once settled, if it failed.
+	Error *ErrorInfo `json:"error,omitempty"`
+}
+
+// ConfigStartFailure is an agent-loop/config-start-failed entry.
+type ConfigStartFailure struct {
+	// ConfigID is the configured agent.
+	ConfigID string `json:"configId"`
+	// SessionID is the session it tried to start.
+	SessionID string `json:"sessionId"`
+	// Mode is "restore", "resume" or "create".
+	Mode string `json:"mode"`
+	// Error is the original error.
+	Error ErrorInfo `json:"error"`
+}
+
+// LoopDescription is the describe query result and the final result of a
+// SessionLoop.
+type LoopDescription struct {
+	// Active is false once the loop is deactivating.
+	Active bool `json:"active"`
+	// Children lists every child in start order.
+	Children []LoopChild `json:"children"`
+	// Effects lists the owner-scope effects: agentLoop.lifecycle(<id>) for
+	// every live child.
+	Effects []string `json:"effects"`
+	// ConfigStartFailures lists the config-start-failed entries in order.
+	ConfigStartFailures []ConfigStartFailure `json:"configStartFailures"`
+}
+
+type loopChild struct {
+	LoopChild
+	future  workflow.ChildWorkflowFuture
+	cancel  workflow.CancelFunc
+	started bool
+	err     error
+}
+
+type loop struct {
+	ctx      workflow.Context
+	dctx     workflow.Context
+	in       SessionLoopInput
+	active   bool
+	children []*loopChild
+	failures []ConfigStartFailure
+	running  int // config starts in progress
+}
+
+// configEntry is a validated configured agent.
+type configEntry struct {
+	cfg       AgentConfig
+	sessionID string
+	mode      string // "create", "restore" or "resume"
+}
+
+// validateLoop applies SPEC 7.7's construction checks and resolves the
+// identities.
+func validateLoop(in SessionLoopInput) ([]configEntry, error) {
+	if v := in.MaxParallelToolCalls; v != nil && (*v < 1 || *v != float64(int64(*v)) || *v > session.MaxSafeInteger) {
+		return nil, invalidArgument("maxParallelToolCalls must be a positive integer")
+	}
+	entries := make([]configEntry, 0, len(in.Agents))
+	seen := map[string]string{}
+	for _, cfg := range in.Agents {
+		if cfg.ID == "" {
+			return nil, invalidArgument("agent config id must be a non-empty string")
+		}
+		if ident, ok := in.ConfiguredAgentIdentities[cfg.ID]; ok {
+			cfg.SessionID, cfg.ResumeSessionID = "", ""
+			if ident.Resume {
+				cfg.ResumeSessionID = ident.ID
+			} else {
+				cfg.SessionID = ident.ID
+			}
+		}
+		if cfg.SessionID != "" && cfg.ResumeSessionID != "" {
+			return nil, invalidArgument("agent " + quoteID(cfg.ID) + ": sessionId and resumeSessionId are mutually exclusive")
+		}
+		e := configEntry{cfg: cfg}
+		switch {
+		case cfg.ResumeSessionID != "":
+			e.sessionID, e.mode = cfg.ResumeSessionID, "resume"
+		case cfg.SessionID != "":
+			e.sessionID, e.mode = cfg.SessionID, "restore"
+		default:
+			e.mode = "create"
+		}
+		if e.sessionID != "" {
+			if err := session.ValidateID(e.sessionID); err != nil {
+				return nil, invalidArgument("agent " + quoteID(cfg.ID) + ": " + err.Error())
+			}
+			if prev, dup := seen[e.sessionID]; dup {
+				return nil, invalidArgument("agents " + quoteID(prev) + " and " + quoteID(cfg.ID) +
+					" use duplicate exact session identity " + quoteID(e.sessionID))
+			}
+			seen[e.sessionID] = cfg.ID
+		}
+		entries = append(entries, e)
+	}
+	return entries, nil
+}
+
+// SessionLoop is the host of sessions (SPEC 7.7, 0.5): it starts sessions as
+// child workflows (parent close policy request-cancel) through the Start
+// update and from its configured agents, keeps their registry, and on
+// deactivation (its cancellation) refuses new work with `agent loop is not
+// active`, aborts every child still starting, disposes the live ones, and
+// returns once every child has settled.
+func SessionLoop(ctx workflow.Context, in SessionLoopInput) (LoopDescription, error) {
+	entries, err := validateLoop(in)
+	if err != nil {
+		return LoopDescription{}, err
+	}
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	lp := &loop{ctx: ctx, dctx: dctx, in: in, active: true}
+	if err := workflow.SetQueryHandler(ctx, QueryDescribe, func() (LoopDescription, error) { return lp.describe(), nil }); err != nil {
+		return LoopDescription{}, err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateStart, lp.handleStart,
+		workflow.UpdateHandlerOptions{Validator: lp.validateStart}); err != nil {
+		return LoopDescription{}, err
+	}
+	readyCh := workflow.GetSignalChannel(ctx, SignalSessionReady)
+	workflow.Go(dctx, func(gctx workflow.Context) {
+		for {
+			var n ReadyNotice
+			readyCh.Receive(gctx, &n)
+			for _, c := range lp.children {
+				if c.SessionID == n.SessionID && c.State == ChildStarting && (c.RunID == "" || c.RunID == n.RunID) {
+					c.State, c.WasLive = ChildLive, true
+				}
+			}
+		}
+	})
+	for _, e := range entries {
+		lp.running++
+		workflow.Go(dctx, func(gctx workflow.Context) {
+			defer func() { lp.running-- }()
+			lp.startConfigured(gctx, e)
+		})
+	}
+	_ = workflow.Await(ctx, func() bool { return false })
+	lp.deactivate()
+	return lp.describe(), nil
+}
+
+func (lp *loop) describe() LoopDescription {
+	d := LoopDescription{
+		Active:              lp.active,
+		Children:            make([]LoopChild, 0, len(lp.children)),
+		Effects:             []string{},
+		ConfigStartFailures: append([]ConfigStartFailure{}, lp.failures...),
+	}
+	for _, c := range lp.children {
+		d.Children = append(d.Children, c.LoopChild)
+		if c.State == ChildLive {
+			d.Effects = append(d.Effects, "agentLoop.lifecycle("+c.SessionID+")")
+		}
+	}
+	return d
+}
+
+// occupied reports whether a child with this session id has not settled.
+func (lp *loop) occupied(id string) bool {
+	for _, c := range lp.children {
+		if c.SessionID == id && c.State != ChildSettled {
+			return true
+		}
+	}
+	return false
+}
+
+func (lp *loop) validateStart(req StartRequest) error {
+	if !lp.active {
+		return LoopInactiveError()
+	}
+	if (req.Create == nil) == (req.Resume == nil) {
+		return invalidArgument("start needs exactly one of create and resume")
+	}
+	id := startID(req)
+	if lp.occupied(id) {
+		return AlreadyExistsError(id)
+	}
+	return nil
+}
+
+func startID(req StartRequest) string {
+	if req.Create != nil {
+		return req.Create.SessionID
+	}
+	return req.Resume.ResumeSessionID
+}
+
+func (lp *loop) handleStart(ctx workflow.Context, req StartRequest) (StartResult, error) {
+	c, err := lp.start(ctx, req, "")
+	if err != nil {
+		return StartResult{}, err
+	}
+	return StartResult{SessionID: c.SessionID, WorkflowID: c.WorkflowID, RunID: c.RunID}, nil
+}
+
+// start starts a child session and returns once it is running.
+func (lp *loop) start(ctx workflow.Context, req StartRequest, configID string) (*loopChild, error) {
+	if !lp.active {
+		return nil, LoopInactiveError()
+	}
+	id := startID(req)
+	if lp.occupied(id) {
+		return nil, AlreadyExistsError(id)
+	}
+	cctx, cancel := workflow.WithCancel(lp.dctx)
+	cctx = workflow.WithChildOptions(cctx, workflow.ChildWorkflowOptions{
+		WorkflowID:          WorkflowID(id),
+		TaskQueue:           lp.in.SessionTaskQueue,
+		ParentClosePolicy:   enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
+		WaitForCancellation: true,
+	})
+	c := &loopChild{LoopChild: LoopChild{SessionID: id, ConfigID: configID, WorkflowID: WorkflowID(id), State: ChildStarting}, cancel: cancel}
+	if req.Create != nil {
+		c.Kind = "create"
+		c.future = workflow.ExecuteChildWorkflow(cctx, CreateSession, *req.Create)
+	} else {
+		c.Kind = "resume"
+		c.future = workflow.ExecuteChildWorkflow(cctx, ResumeSession, *req.Resume)
+	}
+	lp.children = append(lp.children, c)
+	hctx, _ := workflow.NewDisconnectedContext(ctx)
+	var exec workflow.Execution
+	if err := c.future.GetChildWorkflowExecution().Get(hctx, &exec); err != nil {
+		err = startError(id, err)
+		lp.settle(c, err)
+		return nil, err
+	}
+	c.RunID, c.started = exec.RunID, true
+	workflow.Go(lp.dctx, func(gctx workflow.Context) {
+		lp.settle(c, c.future.Get(gctx, nil))
+	})
+	return c, nil
+}
+
+// startError maps a refused child start: a running execution with the same
+// id is a duplicate live session.
+func startError(id string, err error) error {
+	var started *temporal.ChildWorkflowExecutionAlreadyStartedError
+	var svc *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &started) || errors.As(err, &svc) {
+		return AlreadyExistsError(id)
+	}
+	return unwrapActivity(err)
+}
+
+func (lp *loop) settle(c *loopChild, err error) {
+	c.State = ChildSettled
+	if err != nil && !workflow.IsContinueAsNewError(err) {
+		c.err = unwrapActivity(err)
+		info := errorInfo(c.err)
+		c.Error = &info
+	}
+}
+
+// await waits until the child is live or settled; it returns the child's
+// failure if it settled before going live.
+func (lp *loop) await(ctx workflow.Context, c *loopChild) error {
+	_ = workflow.Await(ctx, func() bool { return c.State != ChildStarting })
+	if c.State == ChildSettled && !c.WasLive {
+		if c.err != nil {
+			return c.err
+		}
+	}
+	return nil
+}
+
+// freshID returns "<configId>-session-<uuid>".
+func freshID(ctx workflow.Context, configID string) string {
+	var u string
+	_ = workflow.SideEffect(ctx, func(workflow.Context) any {
+		b := make([]byte, 16)
+		_, _ = rand.Read(b)
+		b[6] = b[6]&0x0f | 0x40
+		b[8] = b[8]&0x3f | 0x80
+		return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+	}).Get(&u)
+	return configID + "-session-" + u
+}
+
+func (lp *loop) createRequest(e configEntry, id string) StartRequest {
+	return StartRequest{Create: &CreateSessionRequest{
+		SessionID:    id,
+		Meta:         &SessionMeta{Cwd: e.cfg.Cwd},
+		AgentOptions: lp.agentOptions(e.cfg),
+		Hooks:        lp.in.Hooks,
+		Options:      lp.in.Options,
+	}}
+}
+
+func (lp *loop) resumeRequest(e configEntry) StartRequest {
+	return StartRequest{Resume: &ResumeSessionRequest{
+		ResumeSessionID: e.sessionID,
+		AgentOptions:    lp.agentOptions(e.cfg),
+		Hooks:           lp.in.Hooks,
+		Options:         lp.in.Options,
+	}}
+}
+
+func (lp *loop) agentOptions(cfg AgentConfig) *AgentOptions {
+	return &AgentOptions{Provider: cfg.Provider, Model: cfg.Model, ReasoningEffort: cfg.ReasoningEffort, MaxTokens: cfg.MaxTokens}
+}
+
+// startConfigured starts one configured agent (SPEC 7.7).
+func (lp *loop) startConfigured(ctx workflow.Context, e configEntry) {
+	run := func(req StartRequest) error {
+		c, err := lp.start(ctx, req, e.cfg.ID)
+		if err != nil {
+			return err
+		}
+		return lp.await(ctx, c)
+	}
+	switch e.mode {
+	case "create":
+		id := freshID(ctx, e.cfg.ID)
+		lp.report(e, id, run(lp.createRequest(e, id)))
+	case "resume":
+		lp.report(e, e.sessionID, run(lp.resumeRequest(e)))
+	case "restore":
+		_ = workflow.Await(ctx, func() bool { return !lp.active || !lp.occupied(e.sessionID) })
+		if !lp.active {
+			return
+		}
+		err := run(lp.resumeRequest(e))
+		if err != nil && errorType(err) == string(jsonl.CodeNotFound) && lp.active {
+			err = run(lp.createRequest(e, e.sessionID))
+		}
+		lp.report(e, e.sessionID, err)
+	}
+}
+
+// report records a config start failure, unless the loop is no longer
+// active (late failures after deactivation are dropped).
+func (lp *loop) report(e configEntry, id string, err error) {
+	if err == nil || !lp.active {
+		return
+	}
+	info := errorInfo(err)
+	workflow.GetLogger(lp.ctx).Warn(fmt.Sprintf("agent %s: config-driven %s of %s failed: %s", quoteID(e.cfg.ID), e.mode, quoteID(id), info.Message),
+		"configId", e.cfg.ID, "sessionId", id, "errorType", info.Type)
+	lp.failures = append(lp.failures, ConfigStartFailure{ConfigID: e.cfg.ID, SessionID: id, Mode: e.mode, Error: info})
+}
+
+// deactivate refuses new work, aborts every starting child with `agent loop
+// is not active`, cancels every child (a live child disposes), and waits
+// until every child and every configured start has settled.
+func (lp *loop) deactivate() {
+	lp.active = false
+	abort := AbortRequest{Reason: LoopInactiveText, IsError: true, Type: ErrTypeLoopInactive}
+	for _, c := range lp.children {
+		if c.State == ChildSettled {
+			continue
+		}
+		if c.started && c.State == ChildStarting {
+			_ = c.future.SignalChildWorkflow(lp.dctx, SignalAbort, abort).Get(lp.dctx, nil)
+		}
+		c.cancel()
+	}
+	_ = workflow.Await(lp.dctx, func() bool {
+		for _, c := range lp.children {
+			if c.State != ChildSettled {
+				return false
+			}
+		}
+		return lp.running == 0 && workflow.AllHandlersFinished(lp.dctx)
+	})
+}

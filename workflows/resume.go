@@ -1,0 +1,90 @@
+package workflows
+
+import (
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/sessionflow/sessionflow/activities"
+	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/session"
+)
+
+// ResumeSession is agents.resume (SPEC 7.4) as a workflow, run with workflow
+// id session/<id>: it takes write ownership first (a handle id chosen here),
+// reads a bounded summary of the stored log, stores the crash closers and
+// the end-seed marker before setup, then runs setup, commit and
+// publication like CreateSession with source "resume" and stays live until
+// disposal. Any failure before live closes the handle (the repair stays
+// stored), publishes nothing and is returned unchanged.
+func ResumeSession(ctx workflow.Context, req ResumeSessionRequest) (DisposeResult, error) {
+	set, err := resolveOptions(req.Options)
+	l := newLifecycle(ctx, req.ResumeSessionID, SourceResume, req.Hooks, set)
+	l.options = req.Options
+	if rerr := l.register(); rerr != nil {
+		return DisposeResult{}, rerr
+	}
+	if err != nil {
+		return DisposeResult{}, l.fail(err)
+	}
+	if err := session.ValidateID(req.ResumeSessionID); err != nil {
+		return DisposeResult{}, l.fail(invalidArgument(err.Error()))
+	}
+	if err := l.checkAbort(); err != nil {
+		return DisposeResult{}, l.fail(err)
+	}
+	// Step 3: write ownership first.
+	ref := l.chooseHandle()
+	var hi activities.HandleInfo
+	err = l.race(func(c workflow.Context) workflow.Future {
+		return workflow.ExecuteActivity(l.storeCtx(c), acts.OpenHandle, activities.OpenHandleInput{
+			SessionID: l.id,
+			Access:    jsonl.AccessWrite,
+			HandleID:  ref.HandleID,
+			Owner:     l.owner(),
+		})
+	}, &hi)
+	if err != nil {
+		return DisposeResult{}, l.fail(err)
+	}
+	l.handleOpen = true
+	l.header, l.inherited, l.nextSeq = hi.Header, hi.InheritedEventCount, hi.NextSeq
+	// Step 4: read the validated log (a bounded summary of it).
+	var sum activities.LogSummary
+	err = l.race(func(c workflow.Context) workflow.Future {
+		return workflow.ExecuteActivity(l.storeCtx(c), acts.ReadSummary, activities.HandleInput{Ref: ref})
+	}, &sum)
+	if err != nil {
+		return DisposeResult{}, l.fail(err)
+	}
+	if err := l.checkAbort(); err != nil {
+		return DisposeResult{}, l.fail(err)
+	}
+	// Steps 5-7: closers and marker, stored now, as one batch.
+	var rep activities.RepairResult
+	err = workflow.ExecuteActivity(l.storeCtx(l.dctx), acts.RepairAndMark, activities.RepairInput{
+		Ref: ref,
+		Now: workflow.Now(ctx).UnixMilli(),
+	}).Get(l.dctx, &rep)
+	if err != nil {
+		return DisposeResult{}, l.fail(unwrapActivity(err))
+	}
+	l.header = rep.Summary.Header
+	l.inherited = rep.Summary.InheritedEventCount
+	l.nextSeq = rep.Summary.NextSeq
+	l.lastTurn = rep.Summary.LastTurn
+	l.firstLive = l.nextSeq
+	if rep.MarkerSeq >= 0 {
+		l.firstLive = rep.MarkerSeq
+	}
+	// Step 9: owner and loop still active; then agent options.
+	if err := l.checkAbort(); err != nil {
+		return DisposeResult{}, l.fail(err)
+	}
+	if err := validateAgentOptions(req.AgentOptions); err != nil {
+		return DisposeResult{}, l.fail(err)
+	}
+	l.pushDisposeHook()
+	return l.initialize(l.nextSeq, func(extra []session.Event) error {
+		l.lastTurn = max(l.lastTurn, session.LastTurn(extra))
+		return l.storeBatch(extra)
+	})
+}
