@@ -1,0 +1,310 @@
+// Package devserver runs the Temporal CLI dev server (`temporal server
+// start-dev`, Web UI included) for sessionflow's embedded dev mode, its demo
+// and its integration tests.
+//
+// The main module never imports go.temporal.io/server: the CLI is pinned in
+// the nested tools/ module and run as a separate process through
+// go.temporal.io/sdk/testsuite.StartDevServer with an existing binary, which
+// Locate finds or builds on first use.
+package devserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/testsuite"
+)
+
+// Custom search attributes sessionflow's workflows set, all of type Keyword.
+const (
+	SearchAttributeSessionID    = "SessionId"
+	SearchAttributeSessionPhase = "SessionPhase"
+	SearchAttributeSessionCwd   = "SessionCwd"
+)
+
+// SearchAttributes returns the custom search attributes Start registers,
+// by name.
+func SearchAttributes() map[string]enumspb.IndexedValueType {
+	return map[string]enumspb.IndexedValueType{
+		SearchAttributeSessionID:    enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		SearchAttributeSessionPhase: enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		SearchAttributeSessionCwd:   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+	}
+}
+
+// DBFileName is the SQLite file of a persistent dev server in its state
+// directory.
+const DBFileName = "temporal.db"
+
+// DefaultNamespace is the namespace the dev server serves unless told
+// otherwise.
+const DefaultNamespace = "default"
+
+// Options configure Start.
+type Options struct {
+	// CLIPath is the Temporal CLI binary; empty means Locate(ctx, Locate).
+	CLIPath string
+	// Locate configures the search for the CLI when CLIPath is empty.
+	Locate LocateOptions
+	// StateDir holds the SQLite database (temporal.db) of a persistent
+	// server, so workflows survive a restart. Required unless Ephemeral.
+	StateDir string
+	// Ephemeral keeps the server's state in memory.
+	Ephemeral bool
+	// Namespace is the namespace to serve and register; default "default".
+	Namespace string
+	// IP is the address the server binds; default 127.0.0.1.
+	IP string
+	// Port is the frontend gRPC port; 0 picks a free one.
+	Port int
+	// UI enables the Web UI.
+	UI bool
+	// UIPort is the Web UI port when UI is set; 0 picks a free one.
+	UIPort int
+	// LogLevel is the server's log level; default "warn".
+	LogLevel string
+	// DynamicConfig holds KEY=VALUE dynamic config values (values are JSON),
+	// each passed as --dynamic-config-value, e.g.
+	// "limit.historyCount.suggestContinueAsNew=50".
+	DynamicConfig []string
+	// ExtraArgs are appended to `temporal server start-dev`.
+	ExtraArgs []string
+	// Output receives the server's stdout and stderr; nil discards them
+	// (the tail of the output is kept for the error of a failed start).
+	Output io.Writer
+	// Logger receives the SDK client's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Server is a running dev server.
+type Server struct {
+	ds        *testsuite.DevServer
+	cliPath   string
+	address   string
+	namespace string
+	uiURL     string
+	dbPath    string
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Start starts a dev server, waits until it answers, and registers
+// sessionflow's search attributes (SearchAttributes) in its namespace.
+// Stop it with Server.Stop.
+func Start(ctx context.Context, opts Options) (*Server, error) {
+	if !opts.Ephemeral && opts.StateDir == "" {
+		return nil, errors.New("devserver: a state directory is required unless the server is ephemeral")
+	}
+	path := opts.CLIPath
+	if path == "" {
+		var err error
+		if path, err = Locate(ctx, opts.Locate); err != nil {
+			return nil, err
+		}
+	}
+	ns := opts.Namespace
+	if ns == "" {
+		ns = DefaultNamespace
+	}
+	ip := opts.IP
+	if ip == "" {
+		ip = "127.0.0.1"
+	}
+	port := opts.Port
+	if port == 0 {
+		var err error
+		if port, err = freePort(ip); err != nil {
+			return nil, err
+		}
+	} else if err := checkPortFree(ip, port, "frontend"); err != nil {
+		// Without this check, a server already listening there would answer
+		// the readiness probe in place of the one that failed to bind.
+		return nil, err
+	}
+	s := &Server{
+		cliPath:   path,
+		address:   net.JoinHostPort(ip, strconv.Itoa(port)),
+		namespace: ns,
+	}
+	dsOpts := testsuite.DevServerOptions{
+		ExistingPath: path,
+		LogLevel:     opts.LogLevel,
+		EnableUI:     opts.UI,
+	}
+	if dsOpts.LogLevel == "" {
+		dsOpts.LogLevel = "warn"
+	}
+	if !opts.Ephemeral {
+		dir, err := filepath.Abs(opts.StateDir)
+		if err != nil {
+			return nil, fmt.Errorf("devserver: state directory: %w", err)
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("devserver: creating the state directory: %w", err)
+		}
+		s.dbPath = filepath.Join(dir, DBFileName)
+		dsOpts.DBFilename = s.dbPath
+	}
+	if opts.UI {
+		uiPort := opts.UIPort
+		if uiPort == 0 {
+			var err error
+			if uiPort, err = freePort(ip); err != nil {
+				return nil, err
+			}
+		} else if err := checkPortFree(ip, uiPort, "Web UI"); err != nil {
+			return nil, err
+		}
+		dsOpts.UIPort = strconv.Itoa(uiPort)
+		s.uiURL = "http://" + net.JoinHostPort(ip, dsOpts.UIPort)
+	}
+	for _, kv := range opts.DynamicConfig {
+		dsOpts.ExtraArgs = append(dsOpts.ExtraArgs, "--dynamic-config-value", kv)
+	}
+	dsOpts.ExtraArgs = append(dsOpts.ExtraArgs, opts.ExtraArgs...)
+
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	dsOpts.ClientOptions = &client.Options{
+		HostPort:  s.address,
+		Namespace: ns,
+		Logger:    log.NewStructuredLogger(logger),
+	}
+	out := &tailBuffer{max: 8 << 10}
+	var w io.Writer = out
+	if opts.Output != nil {
+		w = io.MultiWriter(out, &lockedWriter{w: opts.Output})
+	}
+	dsOpts.Stdout, dsOpts.Stderr = w, w
+
+	ds, err := testsuite.StartDevServer(ctx, dsOpts)
+	if err != nil {
+		return nil, fmt.Errorf("starting the Temporal dev server (%s): %w%s", path, err, out.report())
+	}
+	s.ds = ds
+	if err := registerSearchAttributes(ctx, ds.Client(), ns); err != nil {
+		return nil, errors.Join(err, s.Stop())
+	}
+	return s, nil
+}
+
+// registerSearchAttributes adds sessionflow's search attributes to ns; ones
+// already present are fine.
+func registerSearchAttributes(ctx context.Context, c client.Client, ns string) error {
+	_, err := c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
+		SearchAttributes: SearchAttributes(),
+		Namespace:        ns,
+	})
+	var exists *serviceerror.AlreadyExists
+	if err != nil && !errors.As(err, &exists) {
+		return fmt.Errorf("registering search attributes in namespace %s: %w", ns, err)
+	}
+	return nil
+}
+
+// Address is the frontend's host:port.
+func (s *Server) Address() string { return s.address }
+
+// Namespace is the namespace the server was started with.
+func (s *Server) Namespace() string { return s.namespace }
+
+// UIURL is the Web UI's URL, empty when the UI is off.
+func (s *Server) UIURL() string { return s.uiURL }
+
+// DBPath is the SQLite file of a persistent server, empty when ephemeral.
+func (s *Server) DBPath() string { return s.dbPath }
+
+// CLIPath is the Temporal CLI binary the server runs.
+func (s *Server) CLIPath() string { return s.cliPath }
+
+// Client is a client connected to the server's namespace. Stop closes it.
+func (s *Server) Client() client.Client { return s.ds.Client() }
+
+// Stop closes the client, interrupts the server and waits for it to exit.
+// It is safe to call more than once.
+func (s *Server) Stop() error {
+	s.stopOnce.Do(func() {
+		s.ds.Client().Close()
+		// A server that already exited (it shares the terminal's process
+		// group, so Ctrl-C reaches it directly) has nothing left to stop.
+		if err := s.ds.Stop(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+			s.stopErr = fmt.Errorf("stopping the Temporal dev server: %w", err)
+		}
+	})
+	return s.stopErr
+}
+
+// freePort asks the kernel for a free TCP port on ip.
+func freePort(ip string) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		return 0, fmt.Errorf("devserver: finding a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// checkPortFree fails when ip:port cannot be bound, naming what it was for.
+func checkPortFree(ip string, port int, what string) error {
+	addr := net.JoinHostPort(ip, strconv.Itoa(port))
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("devserver: the %s port %s is not free (another Temporal server?): %w", what, addr, err)
+	}
+	return l.Close()
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+// report formats the kept output for an error message.
+func (t *tailBuffer) report() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.buf) == 0 {
+		return ""
+	}
+	return "\nserver output (tail):\n" + string(t.buf)
+}
+
+// lockedWriter serializes writes from the server's stdout and stderr copiers.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

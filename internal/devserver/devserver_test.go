@@ -1,0 +1,165 @@
+package devserver
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+)
+
+// assertSearchAttributes checks that sessionflow's search attributes are
+// registered in the server's namespace.
+func assertSearchAttributes(t *testing.T, ctx context.Context, s *Server) {
+	t.Helper()
+	resp, err := s.Client().OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: s.Namespace()})
+	require.NoError(t, err)
+	for name, typ := range SearchAttributes() {
+		assert.Equal(t, enumspb.INDEXED_VALUE_TYPE_KEYWORD, typ)
+		assert.Equal(t, typ, resp.GetCustomAttributes()[name], "search attribute %s", name)
+	}
+}
+
+func TestStartEphemeral(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := Start(ctx, Options{CLIPath: cliPath, Ephemeral: true})
+	require.NoError(t, err)
+	defer s.Stop()
+
+	assert.Equal(t, DefaultNamespace, s.Namespace())
+	assert.Empty(t, s.DBPath())
+	assert.Empty(t, s.UIURL())
+	assert.Equal(t, cliPath, s.CLIPath())
+	ns, err := s.Client().WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: DefaultNamespace})
+	require.NoError(t, err)
+	assert.Equal(t, DefaultNamespace, ns.GetNamespaceInfo().GetName())
+	assertSearchAttributes(t, ctx, s)
+	// Registering again is harmless.
+	require.NoError(t, registerSearchAttributes(ctx, s.Client(), s.Namespace()))
+
+	require.NoError(t, s.Stop())
+	require.NoError(t, s.Stop(), "Stop is idempotent")
+	_, err = net.DialTimeout("tcp", s.Address(), 5*time.Second)
+	assert.Error(t, err, "the frontend no longer accepts connections after Stop")
+}
+
+func TestStartPersistentSurvivesRestart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	s, err := Start(ctx, Options{CLIPath: cliPath, StateDir: dir, UI: true, Namespace: "sessions"})
+	require.NoError(t, err)
+	defer s.Stop()
+	assert.Equal(t, filepath.Join(dir, DBFileName), s.DBPath())
+	assert.FileExists(t, s.DBPath())
+	require.NotEmpty(t, s.UIURL())
+	assertUIServes(t, ctx, s.UIURL())
+
+	run, err := s.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "persisted", TaskQueue: "nobody-polls"}, "Anything")
+	require.NoError(t, err)
+	require.NoError(t, s.Stop())
+
+	s2, err := Start(ctx, Options{CLIPath: cliPath, StateDir: dir, Namespace: "sessions"})
+	require.NoError(t, err)
+	defer s2.Stop()
+	desc, err := s2.Client().DescribeWorkflowExecution(ctx, "persisted", "")
+	require.NoError(t, err)
+	assert.Equal(t, run.GetRunID(), desc.GetWorkflowExecutionInfo().GetExecution().GetRunId())
+	assert.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, desc.GetWorkflowExecutionInfo().GetStatus())
+	assertSearchAttributes(t, ctx, s2)
+	require.NoError(t, s2.Stop())
+}
+
+func TestStartEphemeralForgetsOnRestart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := Start(ctx, Options{CLIPath: cliPath, Ephemeral: true})
+	require.NoError(t, err)
+	defer s.Stop()
+	_, err = s.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "transient", TaskQueue: "nobody-polls"}, "Anything")
+	require.NoError(t, err)
+	require.NoError(t, s.Stop())
+
+	s2, err := Start(ctx, Options{CLIPath: cliPath, Ephemeral: true})
+	require.NoError(t, err)
+	defer s2.Stop()
+	_, err = s2.Client().DescribeWorkflowExecution(ctx, "transient", "")
+	var nf *serviceerror.NotFound
+	require.ErrorAs(t, err, &nf)
+}
+
+// assertUIServes waits until the Web UI answers with 200 OK.
+func assertUIServes(t *testing.T, ctx context.Context, url string) {
+	t.Helper()
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		require.NoError(t, err)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the Web UI at %s never answered: %v", url, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func TestStartRequiresStateDir(t *testing.T) {
+	_, err := Start(context.Background(), Options{CLIPath: cliPath})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "state directory")
+}
+
+func TestStartFailureReportsServerOutput(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := Start(ctx, Options{CLIPath: cliPath, Ephemeral: true, ExtraArgs: []string{"--no-such-flag"}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "starting the Temporal dev server")
+	assert.Contains(t, err.Error(), "no-such-flag", "the server's own complaint is in the error")
+}
+
+func TestStartRefusesBusyPort(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	port := l.Addr().(*net.TCPAddr).Port
+	_, err = Start(context.Background(), Options{CLIPath: cliPath, Ephemeral: true, Port: port})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "frontend port")
+	_, err = Start(context.Background(), Options{CLIPath: cliPath, Ephemeral: true, UI: true, UIPort: port})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Web UI port")
+}
+
+func TestStartOnFixedPorts(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	port, err := freePort("127.0.0.1")
+	require.NoError(t, err)
+	uiPort, err := freePort("127.0.0.1")
+	require.NoError(t, err)
+	s, err := Start(ctx, Options{CLIPath: cliPath, Ephemeral: true, Port: port, UI: true, UIPort: uiPort,
+		DynamicConfig: []string{"limit.historyCount.suggestContinueAsNew=50"}})
+	require.NoError(t, err)
+	defer s.Stop()
+	assert.Equal(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), s.Address())
+	assert.Equal(t, "http://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(uiPort)), s.UIURL())
+	assertUIServes(t, ctx, s.UIURL())
+	require.NoError(t, s.Stop())
+}

@@ -1,0 +1,377 @@
+package workerapp
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/contrib/envconfig"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/workflows"
+)
+
+// Defaults of Config.
+const (
+	DefaultAddress        = "localhost:7233"
+	DefaultNamespace      = "default"
+	DefaultTaskQueue      = "sessionflow"
+	DefaultStoreRoot      = "./.sessionflow/store"
+	DefaultCompression    = jsonl.CompressionZstd
+	DefaultAppendWindow   = workflows.DefaultAppendWindow
+	DefaultMetricsAddress = ":9090"
+	DefaultStopTimeout    = 30 * time.Second
+)
+
+// Environment variables read by ParseArgs besides Temporal's own
+// (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS*,
+// TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE, TEMPORAL_GRPC_META_*), which are
+// read by go.temporal.io/sdk/contrib/envconfig.
+const (
+	EnvTaskQueue                  = "SESSIONFLOW_TASK_QUEUE"
+	EnvStoreRoot                  = "SESSIONFLOW_ROOT"
+	EnvCompression                = "SESSIONFLOW_COMPRESSION"
+	EnvAppendWindow               = "SESSIONFLOW_APPEND_WINDOW"
+	EnvMaxConcurrentActivities    = "SESSIONFLOW_MAX_CONCURRENT_ACTIVITIES"
+	EnvMaxConcurrentWorkflowTasks = "SESSIONFLOW_MAX_CONCURRENT_WORKFLOW_TASKS"
+	EnvMetricsAddress             = "SESSIONFLOW_METRICS_ADDRESS"
+	EnvStopTimeout                = "SESSIONFLOW_STOP_TIMEOUT"
+	EnvIdentity                   = "SESSIONFLOW_WORKER_IDENTITY"
+)
+
+// Config configures Run.
+type Config struct {
+	// Connection is the Temporal client profile: address, namespace, API key,
+	// TLS and gRPC metadata, in the shape of the temporal CLI's profiles.
+	Connection envconfig.ClientConfigProfile
+	// TaskQueue is the task queue the worker polls.
+	TaskQueue string
+	// StoreRoot is the session store root.
+	StoreRoot string
+	// Compression is the store root's encoding.
+	Compression jsonl.Compression
+	// AppendWindow is the append batching window of the sessions this
+	// worker runs when their request leaves it unset.
+	AppendWindow time.Duration
+	// MaxConcurrentActivities bounds concurrent activity executions; 0 takes
+	// the SDK default.
+	MaxConcurrentActivities int
+	// MaxConcurrentWorkflowTasks bounds concurrent workflow task executions;
+	// 0 takes the SDK default.
+	MaxConcurrentWorkflowTasks int
+	// MetricsAddress is where the Prometheus /metrics endpoint listens;
+	// empty turns it off.
+	MetricsAddress string
+	// StopTimeout is how long a graceful shutdown waits for running
+	// activities.
+	StopTimeout time.Duration
+	// Identity is the worker identity; empty takes the SDK default
+	// (pid@host).
+	Identity string
+
+	// Client, when set, is used instead of dialing Connection; Run does not
+	// close it, and SDK metrics are those of that client.
+	Client client.Client
+	// Register, when set, registers more workflows and activities (hooks of
+	// an embedding application) after sessionflow's own.
+	Register func(worker.Registry)
+	// OnStarted, when set, is called once the worker polls.
+	OnStarted func(Started)
+}
+
+// Started describes a running worker; Run passes it to Config.OnStarted.
+type Started struct {
+	// Address and Namespace are the Temporal frontend and namespace.
+	Address   string
+	Namespace string
+	// TaskQueue is the polled task queue.
+	TaskQueue string
+	// MetricsAddr is the bound address of the metrics endpoint, empty when
+	// metrics are off.
+	MetricsAddr string
+	// Client is the worker's client.
+	Client client.Client
+}
+
+// DefaultConfig returns the configuration with every default applied.
+func DefaultConfig() Config {
+	return Config{
+		Connection:     envconfig.ClientConfigProfile{Address: DefaultAddress, Namespace: DefaultNamespace},
+		TaskQueue:      DefaultTaskQueue,
+		StoreRoot:      DefaultStoreRoot,
+		Compression:    DefaultCompression,
+		AppendWindow:   DefaultAppendWindow,
+		MetricsAddress: DefaultMetricsAddress,
+		StopTimeout:    DefaultStopTimeout,
+	}
+}
+
+// Validate reports the first invalid setting.
+func (c Config) Validate() error {
+	switch {
+	case c.Client == nil && c.Connection.Address == "":
+		return errors.New("the Temporal address is empty")
+	case c.Client == nil && c.Connection.Namespace == "":
+		return errors.New("the Temporal namespace is empty")
+	case c.TaskQueue == "":
+		return errors.New("the task queue is empty")
+	case c.StoreRoot == "":
+		return errors.New("the store root is empty")
+	case c.AppendWindow < 0:
+		return fmt.Errorf("the append window %s is negative", c.AppendWindow)
+	case c.MaxConcurrentActivities < 0:
+		return fmt.Errorf("the maximum of concurrent activities %d is negative", c.MaxConcurrentActivities)
+	case c.MaxConcurrentWorkflowTasks < 0:
+		return fmt.Errorf("the maximum of concurrent workflow tasks %d is negative", c.MaxConcurrentWorkflowTasks)
+	case c.StopTimeout < 0:
+		return fmt.Errorf("the stop timeout %s is negative", c.StopTimeout)
+	}
+	if _, err := jsonl.ParseCompression(string(c.Compression)); err != nil {
+		return err
+	}
+	if c.MetricsAddress != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddress); err != nil {
+			return fmt.Errorf("the metrics address %q: %w", c.MetricsAddress, err)
+		}
+	}
+	return nil
+}
+
+// Flags are the worker's command-line flags, bound to a flag.FlagSet by
+// AddFlags. After the set is parsed, Config resolves them against the
+// environment.
+type Flags struct {
+	fs *flag.FlagSet
+
+	address, namespace, apiKey, profile, configFile    string
+	tls, tlsDisableHostVerification                    bool
+	tlsCertPath, tlsKeyPath, tlsCAPath, tlsServerName  string
+	taskQueue, storeRoot, compression, metricsAddress  string
+	appendWindow, stopTimeout, identity                string
+	maxConcurrentActivities, maxConcurrentWorkflowTask int
+}
+
+// AddFlags defines the worker's flags on fs.
+func AddFlags(fs *flag.FlagSet) *Flags {
+	f := &Flags{fs: fs}
+	fs.StringVar(&f.address, "address", DefaultAddress, "Temporal frontend host:port (env TEMPORAL_ADDRESS)")
+	fs.StringVar(&f.namespace, "namespace", DefaultNamespace, "Temporal namespace (env TEMPORAL_NAMESPACE)")
+	fs.StringVar(&f.apiKey, "api-key", "", "Temporal API key; enables TLS (env TEMPORAL_API_KEY)")
+	fs.StringVar(&f.profile, "profile", "", "profile of the Temporal client config file (env TEMPORAL_PROFILE)")
+	fs.StringVar(&f.configFile, "config-file", "", "Temporal client config file, default <user config dir>/temporalio/temporal.toml (env TEMPORAL_CONFIG_FILE)")
+	fs.BoolVar(&f.tls, "tls", false, "connect with TLS; --tls=false disables it (env TEMPORAL_TLS)")
+	fs.StringVar(&f.tlsCertPath, "tls-cert-path", "", "client certificate for mTLS (env TEMPORAL_TLS_CLIENT_CERT_PATH)")
+	fs.StringVar(&f.tlsKeyPath, "tls-key-path", "", "client key for mTLS (env TEMPORAL_TLS_CLIENT_KEY_PATH)")
+	fs.StringVar(&f.tlsCAPath, "tls-ca-path", "", "server CA certificate (env TEMPORAL_TLS_SERVER_CA_CERT_PATH)")
+	fs.StringVar(&f.tlsServerName, "tls-server-name", "", "TLS server name override (env TEMPORAL_TLS_SERVER_NAME)")
+	fs.BoolVar(&f.tlsDisableHostVerification, "tls-disable-host-verification", false, "skip TLS host verification (env TEMPORAL_TLS_DISABLE_HOST_VERIFICATION)")
+	fs.StringVar(&f.taskQueue, "task-queue", DefaultTaskQueue, "task queue to poll (env "+EnvTaskQueue+")")
+	fs.StringVar(&f.storeRoot, "store-root", DefaultStoreRoot, "session store root (env "+EnvStoreRoot+")")
+	fs.StringVar(&f.compression, "compression", string(DefaultCompression), "store encoding: zstd or none (env "+EnvCompression+")")
+	fs.StringVar(&f.appendWindow, "append-window", DefaultAppendWindow.String(), "append batching window of sessions that leave it unset (env "+EnvAppendWindow+")")
+	fs.IntVar(&f.maxConcurrentActivities, "max-concurrent-activities", 0, "maximum concurrent activity executions, 0 = SDK default (env "+EnvMaxConcurrentActivities+")")
+	fs.IntVar(&f.maxConcurrentWorkflowTask, "max-concurrent-workflow-tasks", 0, "maximum concurrent workflow task executions, 0 = SDK default (env "+EnvMaxConcurrentWorkflowTasks+")")
+	fs.StringVar(&f.metricsAddress, "metrics-address", DefaultMetricsAddress, "Prometheus /metrics listen address, empty = off (env "+EnvMetricsAddress+")")
+	fs.StringVar(&f.stopTimeout, "stop-timeout", DefaultStopTimeout.String(), "how long shutdown waits for running activities (env "+EnvStopTimeout+")")
+	fs.StringVar(&f.identity, "identity", "", "worker identity, default pid@host (env "+EnvIdentity+")")
+	return f
+}
+
+// NewFlagSet returns a flag set named name, reporting errors instead of
+// exiting, with the worker's flags defined on it.
+func NewFlagSet(name string) (*flag.FlagSet, *Flags) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs, AddFlags(fs)
+}
+
+// ParseArgs parses args (without the program name) and resolves them
+// against environ (KEY=VALUE entries, as os.Environ returns).
+func ParseArgs(args, environ []string) (Config, error) {
+	fs, f := NewFlagSet("worker")
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	return f.Config(environ)
+}
+
+// Config resolves the parsed flags against environ (KEY=VALUE entries).
+// Precedence, highest first: a flag given on the command line, the
+// environment, the Temporal client config file profile, the default.
+func (f *Flags) Config(environ []string) (Config, error) {
+	env := newEnv(environ)
+	set := map[string]bool{}
+	f.fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	pick := func(flagName, envName string, flagValue string) (string, string) {
+		if set[flagName] {
+			return flagValue, "--" + flagName
+		}
+		if v, ok := env.LookupEnv(envName); ok && v != "" {
+			return v, envName
+		}
+		return flagValue, "--" + flagName
+	}
+
+	cfg := DefaultConfig()
+	conn, err := f.connection(env, set)
+	if err != nil {
+		return Config{}, err
+	}
+	cfg.Connection = conn
+
+	cfg.TaskQueue, _ = pick("task-queue", EnvTaskQueue, f.taskQueue)
+	cfg.StoreRoot, _ = pick("store-root", EnvStoreRoot, f.storeRoot)
+	cfg.Identity, _ = pick("identity", EnvIdentity, f.identity)
+	compression, src := pick("compression", EnvCompression, f.compression)
+	if cfg.Compression, err = jsonl.ParseCompression(compression); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", src, err)
+	}
+	if cfg.AppendWindow, err = pickDuration(pick("append-window", EnvAppendWindow, f.appendWindow)); err != nil {
+		return Config{}, err
+	}
+	if cfg.StopTimeout, err = pickDuration(pick("stop-timeout", EnvStopTimeout, f.stopTimeout)); err != nil {
+		return Config{}, err
+	}
+	if cfg.MaxConcurrentActivities, err = pickCount(pick("max-concurrent-activities", EnvMaxConcurrentActivities, strconv.Itoa(f.maxConcurrentActivities))); err != nil {
+		return Config{}, err
+	}
+	if cfg.MaxConcurrentWorkflowTasks, err = pickCount(pick("max-concurrent-workflow-tasks", EnvMaxConcurrentWorkflowTasks, strconv.Itoa(f.maxConcurrentWorkflowTask))); err != nil {
+		return Config{}, err
+	}
+	// An empty metrics address is meaningful (off), so a set but empty
+	// variable counts here.
+	cfg.MetricsAddress = f.metricsAddress
+	if v, ok := env.LookupEnv(EnvMetricsAddress); ok && !set["metrics-address"] {
+		cfg.MetricsAddress = v
+	}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// connection loads the client profile (config file, then TEMPORAL_*
+// variables, through envconfig) and applies the connection flags given.
+func (f *Flags) connection(env envLookup, set map[string]bool) (envconfig.ClientConfigProfile, error) {
+	// envconfig ignores a TEMPORAL_TLS it cannot read; refuse it instead.
+	if v, ok := env.LookupEnv("TEMPORAL_TLS"); ok && v != "" {
+		switch strings.ToLower(v) {
+		case "1", "0", "true", "false":
+		default:
+			return envconfig.ClientConfigProfile{}, fmt.Errorf("TEMPORAL_TLS: %q is not one of true, false, 1, 0", v)
+		}
+	}
+	req := envconfig.LoadClientConfigProfileOptions{EnvLookup: env}
+	if set["config-file"] {
+		req.ConfigFilePath = f.configFile
+	}
+	if set["profile"] {
+		req.ConfigFileProfile = f.profile
+	}
+	p, err := envconfig.LoadClientConfigProfile(req)
+	if err != nil {
+		return envconfig.ClientConfigProfile{}, fmt.Errorf("loading the Temporal client configuration: %w", err)
+	}
+	if set["address"] {
+		p.Address = f.address
+	}
+	if set["namespace"] {
+		p.Namespace = f.namespace
+	}
+	if set["api-key"] {
+		p.APIKey = f.apiKey
+	}
+	if p.Address == "" {
+		p.Address = DefaultAddress
+	}
+	if p.Namespace == "" {
+		p.Namespace = DefaultNamespace
+	}
+	tlsFlags := []string{"tls", "tls-cert-path", "tls-key-path", "tls-ca-path", "tls-server-name", "tls-disable-host-verification"}
+	for _, name := range tlsFlags {
+		if set[name] && p.TLS == nil {
+			p.TLS = &envconfig.ClientConfigTLS{}
+		}
+	}
+	if p.TLS != nil {
+		if set["tls"] {
+			p.TLS.Disabled = !f.tls
+		}
+		if set["tls-cert-path"] {
+			p.TLS.ClientCertPath, p.TLS.ClientCertData = f.tlsCertPath, nil
+		}
+		if set["tls-key-path"] {
+			p.TLS.ClientKeyPath, p.TLS.ClientKeyData = f.tlsKeyPath, nil
+		}
+		if set["tls-ca-path"] {
+			p.TLS.ServerCACertPath, p.TLS.ServerCACertData = f.tlsCAPath, nil
+		}
+		if set["tls-server-name"] {
+			p.TLS.ServerName = f.tlsServerName
+		}
+		if set["tls-disable-host-verification"] {
+			p.TLS.DisableHostVerification = f.tlsDisableHostVerification
+		}
+	}
+	return p, nil
+}
+
+func pickDuration(v, src string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", src, err)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("%s: %s is negative", src, v)
+	}
+	return d, nil
+}
+
+func pickCount(v, src string) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %q is not an integer", src, v)
+	}
+	if n < 0 {
+		return 0, fmt.Errorf("%s: %d is negative", src, n)
+	}
+	return n, nil
+}
+
+// envLookup serves envconfig and the SESSIONFLOW_* variables from a fixed
+// environment.
+type envLookup struct {
+	environ []string
+	vars    map[string]string
+}
+
+var _ envconfig.EnvLookup = envLookup{}
+
+func newEnv(environ []string) envLookup {
+	e := envLookup{environ: environ, vars: make(map[string]string, len(environ))}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			e.vars[k] = v
+		}
+	}
+	return e
+}
+
+// Environ returns the environment as KEY=VALUE entries.
+func (e envLookup) Environ() []string { return e.environ }
+
+// LookupEnv returns the value of k and whether it is set.
+func (e envLookup) LookupEnv(k string) (string, bool) {
+	v, ok := e.vars[k]
+	return v, ok
+}
