@@ -59,6 +59,11 @@ func groupRunE(cmd *cobra.Command, args []string) error {
 
 const rootLong = `starter operates sessionflow session logs.
 
+The lifecycle commands drive sessions through Temporal (a worker must poll the
+task queue): create, resume, append, dispose, cancel, describe and list
+sessions, start and stop session loops, export workflow histories, and unlock a
+session whose owning workflow is gone.
+
 The log group works offline on a store root: it lists, prints, inspects,
 creates, appends to, repairs, unlocks and deletes session logs without
 Temporal. Commands that take write access hold the session's write lease only
@@ -85,6 +90,7 @@ func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
+	root.AddCommand(newLifecycleCmds(a)...)
 	root.AddCommand(newLogCmd(a))
 	return root
 }

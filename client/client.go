@@ -1,0 +1,224 @@
+// Package client is a typed Go client for applications that drive
+// sessionflow sessions through Temporal: it starts CreateSession and
+// ResumeSession workflows and awaits them live, appends events through the
+// Append update, disposes, cancels, describes and lists sessions, starts and
+// stops SessionLoop hosts, exports workflow histories for replay fixtures and
+// forfeits the lease of a session whose owner is gone, after checking through
+// Temporal that it is gone.
+//
+// Every name it uses is the public contract of docs/API.md. Failures reported
+// by the workflows come back as *Error, whose Error() is the reference text
+// and whose class is matched with errors.Is (ErrAlreadyExists, ErrNotLive,
+// ErrSeqMismatch, jsonl.ErrNotFound, ...).
+package client
+
+import (
+	"context"
+	"errors"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	temporalclient "go.temporal.io/sdk/client"
+
+	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/workflows"
+)
+
+// DefaultTaskQueue is the task queue of the session workflows when Options
+// leaves it empty; the worker polls it by default.
+const DefaultTaskQueue = "sessionflow"
+
+// DefaultMaxBatchEvents bounds the number of events of one Append batch sent
+// by AppendStream when Options leaves it zero.
+const DefaultMaxBatchEvents = 4096
+
+// Options configure a Client.
+type Options struct {
+	// TaskQueue is the task queue the session and loop workflows are started
+	// on; default DefaultTaskQueue.
+	TaskQueue string
+	// MaxBatchBytes bounds the encoded size of one Append batch sent by
+	// AppendStream. It must not exceed the session's own limit
+	// (workflows.Options.MaxBatchBytes); default
+	// workflows.DefaultMaxBatchBytes.
+	MaxBatchBytes int
+	// MaxBatchEvents bounds the number of events of one Append batch sent by
+	// AppendStream; default DefaultMaxBatchEvents.
+	MaxBatchEvents int
+}
+
+// Client drives sessionflow sessions over a Temporal client. It is safe for
+// concurrent use.
+type Client struct {
+	c    temporalclient.Client
+	opts Options
+}
+
+// New returns a Client over c, which stays the caller's to close. Zero
+// options take their defaults.
+func New(c temporalclient.Client, opts Options) *Client {
+	if opts.TaskQueue == "" {
+		opts.TaskQueue = DefaultTaskQueue
+	}
+	if opts.MaxBatchBytes <= 0 {
+		opts.MaxBatchBytes = workflows.DefaultMaxBatchBytes
+	}
+	if opts.MaxBatchEvents <= 0 {
+		opts.MaxBatchEvents = DefaultMaxBatchEvents
+	}
+	return &Client{c: c, opts: opts}
+}
+
+// Options returns the client's options with their defaults applied.
+func (c *Client) Options() Options { return c.opts }
+
+// Temporal returns the underlying Temporal client.
+func (c *Client) Temporal() temporalclient.Client { return c.c }
+
+// Session is a live session: the SessionInfo its workflow's WaitReady update
+// returned.
+type Session struct {
+	workflows.SessionInfo
+}
+
+// AppendResult is the outcome of an Append: the stored cursor after the
+// batch.
+type AppendResult = workflows.AppendResult
+
+// startOptions are the options of a session or loop workflow start: a new
+// run is allowed after a closed one, a running one refuses the start with an
+// error.
+func (c *Client) startOptions(workflowID string) temporalclient.StartWorkflowOptions {
+	return temporalclient.StartWorkflowOptions{
+		ID:                                       workflowID,
+		TaskQueue:                                c.opts.TaskQueue,
+		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+	}
+}
+
+// Create starts a CreateSession workflow (workflow id session/<id>) and waits
+// until the session is live, returning what its WaitReady update reports, or
+// the creation failure (rolled back by the workflow). A running execution of
+// the same id fails with `session "<id>" already exists` (ErrAlreadyExists);
+// a closed one does not prevent a new run, though the store still refuses an
+// id it holds, with the same error.
+func (c *Client) Create(ctx context.Context, req workflows.CreateSessionRequest) (*Session, error) {
+	if req.SessionID == "" {
+		return nil, invalidInput("", "the session id is empty")
+	}
+	run, err := c.c.ExecuteWorkflow(ctx, c.startOptions(workflows.WorkflowID(req.SessionID)), workflows.CreateSessionName, req)
+	if err != nil {
+		return nil, startError(req.SessionID, err)
+	}
+	return c.waitReady(ctx, req.SessionID, run)
+}
+
+// Resume starts a ResumeSession workflow for the stored session id (the
+// request's ResumeSessionID may be left empty; when set it must be id) and
+// waits until the session is live: its crash repair is stored and its owner
+// holds the write lease. A running execution of the id fails with
+// ErrAlreadyExists; an unknown id with the store's SessionNotFound
+// (jsonl.ErrNotFound).
+func (c *Client) Resume(ctx context.Context, id string, req workflows.ResumeSessionRequest) (*Session, error) {
+	if req.ResumeSessionID == "" {
+		req.ResumeSessionID = id
+	}
+	if id == "" || req.ResumeSessionID != id {
+		return nil, invalidInput(id, "resume of session %q: the request names session %q", id, req.ResumeSessionID)
+	}
+	run, err := c.c.ExecuteWorkflow(ctx, c.startOptions(workflows.WorkflowID(id)), workflows.ResumeSessionName, req)
+	if err != nil {
+		return nil, startError(id, err)
+	}
+	return c.waitReady(ctx, id, run)
+}
+
+// waitReady sends WaitReady to run and returns the live session, or the
+// failure of the run when it ended before it could answer.
+func (c *Client) waitReady(ctx context.Context, id string, run temporalclient.WorkflowRun) (*Session, error) {
+	h, err := c.c.UpdateWorkflow(ctx, temporalclient.UpdateWorkflowOptions{
+		WorkflowID:   run.GetID(),
+		RunID:        run.GetRunID(),
+		UpdateName:   workflows.UpdateWaitReady,
+		WaitForStage: temporalclient.WorkflowUpdateStageCompleted,
+	})
+	var info workflows.SessionInfo
+	if err == nil {
+		err = h.Get(ctx, &info)
+	}
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		// The run ended before the update reached it: its own failure is the
+		// answer.
+		if rerr := run.Get(ctx, nil); rerr != nil {
+			return nil, callError("session", id, rerr)
+		}
+	}
+	if err != nil {
+		return nil, callError("wait for session", id, err)
+	}
+	return &Session{SessionInfo: info}, nil
+}
+
+// update runs a session update to completion and decodes its result.
+func (c *Client) update(ctx context.Context, id, name string, result any, args ...any) error {
+	h, err := c.c.UpdateWorkflow(ctx, temporalclient.UpdateWorkflowOptions{
+		WorkflowID:   workflows.WorkflowID(id),
+		UpdateName:   name,
+		Args:         args,
+		WaitForStage: temporalclient.WorkflowUpdateStageCompleted,
+	})
+	if err == nil {
+		err = h.Get(ctx, result)
+	}
+	return err
+}
+
+// Append appends a bounded batch to the live session id through the Append
+// update and returns once it is durably stored. The batch must continue the
+// session's seqs (or repeat a stored batch exactly); the update validator's
+// rejection comes back as an *Error with the reference text
+// (ErrSeqMismatch, ErrBatchTooLarge, ErrNotLive, ErrLifecycleDisposed,
+// ErrInvalidArgument).
+func (c *Client) Append(ctx context.Context, id string, events []session.Event) (AppendResult, error) {
+	var res AppendResult
+	err := c.update(ctx, id, workflows.UpdateAppend, &res, workflows.AppendRequest{Events: events})
+	return res, callError("append to session", id, err)
+}
+
+// Dispose disposes the live session id through the Dispose update: the
+// dispose hook runs, pending appends drain, the handle closes and the
+// workflow completes. One failure is returned as it is, several as
+// ErrAggregate with the parts in Error.Errors.
+func (c *Client) Dispose(ctx context.Context, id string) (workflows.DisposeResult, error) {
+	var res workflows.DisposeResult
+	err := c.update(ctx, id, workflows.UpdateDispose, &res)
+	return res, callError("dispose session", id, err)
+}
+
+// Cancel aborts a session that is not live yet, with reason (empty gives
+// `agent "<id>" creation aborted`), by signalling abort {reason, isError:
+// false} and then requesting cancellation; a live session is disposed by the
+// cancellation. It returns once the request is delivered, not once the
+// workflow has closed.
+func (c *Client) Cancel(ctx context.Context, id, reason string) error {
+	wid := workflows.WorkflowID(id)
+	if err := c.c.SignalWorkflow(ctx, wid, "", workflows.SignalAbort, workflows.AbortRequest{Reason: reason}); err != nil {
+		return callError("signal abort to session", id, err)
+	}
+	return callError("cancel session", id, c.c.CancelWorkflow(ctx, wid, ""))
+}
+
+// Describe returns the describe query of the session's latest run: phase,
+// handle, cursor, lifecycle entries, compensation errors and failure. A
+// closed run is described as well while the server keeps it.
+func (c *Client) Describe(ctx context.Context, id string) (workflows.Description, error) {
+	var d workflows.Description
+	v, err := c.c.QueryWorkflow(ctx, workflows.WorkflowID(id), "", workflows.QueryDescribe)
+	if err == nil {
+		err = v.Get(&d)
+	}
+	return d, callError("describe session", id, err)
+}

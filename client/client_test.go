@@ -1,0 +1,305 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	temporalclient "go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/workflows"
+)
+
+// wire returns err as a client sees it after the failure crossed the
+// server: converted to a Failure and back.
+func wire(err error) error {
+	fc := temporal.GetDefaultFailureConverter()
+	return fc.FailureToError(fc.ErrorToFailure(err))
+}
+
+func TestStartErrorAlreadyStarted(t *testing.T) {
+	cause := serviceerror.NewWorkflowExecutionAlreadyStarted("Workflow execution is already running", "req", "run-1")
+	err := startError("s1", fmt.Errorf("start: %w", cause))
+	require.EqualError(t, err, `session "s1" already exists`)
+	require.ErrorIs(t, err, ErrAlreadyExists)
+	require.ErrorIs(t, err, jsonl.ErrAlreadyExists, "the store's class of the same text matches too")
+	require.NotErrorIs(t, err, ErrNotLive)
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	require.ErrorAs(t, err, &started, "the service error stays reachable")
+	var ce *Error
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, "s1", ce.SessionID)
+	require.Equal(t, workflows.ErrTypeAlreadyExists, ce.Type)
+
+	other := startError("s1", errors.New("connection refused"))
+	require.NotErrorIs(t, other, ErrAlreadyExists)
+	require.Contains(t, other.Error(), "connection refused")
+}
+
+func TestCallErrorMapping(t *testing.T) {
+	// An application error keeps its reference text and type, without the
+	// SDK's "(type: ..., retryable: ...)" suffix.
+	seq := wire(temporal.NewNonRetryableApplicationError(`append seq mismatch for "s1": expected 3 at index 0, got 5`, "SeqMismatch", nil))
+	require.Contains(t, seq.Error(), "(type: SeqMismatch")
+	err := callError("append to session", "s1", seq)
+	require.EqualError(t, err, `append seq mismatch for "s1": expected 3 at index 0, got 5`)
+	require.ErrorIs(t, err, ErrSeqMismatch)
+	require.ErrorIs(t, err, jsonl.ErrSeqMismatch)
+	var ae *temporal.ApplicationError
+	require.ErrorAs(t, err, &ae)
+
+	// A store error reported by an activity matches the store's sentinel.
+	nf := callError("session", "s2", wire(temporal.NewNonRetryableApplicationError(`session "s2" not found`, string(jsonl.CodeNotFound), nil)))
+	require.ErrorIs(t, nf, jsonl.ErrNotFound)
+	require.NotErrorIs(t, nf, jsonl.ErrCorrupt)
+
+	// A disposal aggregate carries its parts.
+	parts := []workflows.ErrorInfo{{Message: "hook failed", Type: "Error"}, {Message: "close failed", Type: "IOError"}}
+	agg := callError("dispose session", "s3", wire(temporal.NewNonRetryableApplicationError(
+		`agent "s3" disposal failed: hook failed; close failed`, workflows.ErrTypeAggregate, nil, parts)))
+	require.EqualError(t, agg, `agent "s3" disposal failed: hook failed; close failed`)
+	require.ErrorIs(t, agg, ErrAggregate)
+	var ce *Error
+	require.ErrorAs(t, agg, &ce)
+	require.Equal(t, parts, ce.Errors)
+
+	// A missing execution is ErrNotRunning.
+	gone := callError("append to session", "s4", serviceerror.NewNotFound("workflow execution already completed"))
+	require.ErrorIs(t, gone, ErrNotRunning)
+	require.EqualError(t, gone, `append to session "s4": not running: workflow execution already completed`)
+
+	// Anything else is wrapped, not classified.
+	plain := callError("describe session", "s5", context.DeadlineExceeded)
+	require.ErrorIs(t, plain, context.DeadlineExceeded)
+	require.False(t, errors.As(plain, &ce))
+	require.NoError(t, callError("x", "y", nil))
+}
+
+func TestCreateStartsAndWaitsReady(t *testing.T) {
+	info := workflows.SessionInfo{SessionID: "s1", WorkflowID: "session/s1", RunID: "run-1", NextSeq: 4, FirstLiveSeq: 3, Source: workflows.SourceStartup,
+		Handle: jsonl.HandleRef{SessionID: "s1", HandleID: "h-1", Access: jsonl.AccessWrite}}
+	var started temporalclient.StartWorkflowOptions
+	var startedType any
+	var startedArgs []any
+	var upd temporalclient.UpdateWorkflowOptions
+	f := &fakeTemporal{
+		execute: func(opts temporalclient.StartWorkflowOptions, wf any, args []any) (temporalclient.WorkflowRun, error) {
+			started, startedType, startedArgs = opts, wf, args
+			return &fakeRun{id: opts.ID, runID: "run-1"}, nil
+		},
+		update: func(opts temporalclient.UpdateWorkflowOptions) (temporalclient.WorkflowUpdateHandle, error) {
+			upd = opts
+			return &fakeUpdate{result: info}, nil
+		},
+	}
+	c := New(f, Options{TaskQueue: "tq"})
+	req := workflows.CreateSessionRequest{SessionID: "s1", Meta: &workflows.SessionMeta{Cwd: "/w"}}
+	s, err := c.Create(context.Background(), req)
+	require.NoError(t, err)
+	require.Equal(t, info, s.SessionInfo)
+
+	require.Equal(t, "session/s1", started.ID)
+	require.Equal(t, "tq", started.TaskQueue)
+	require.Equal(t, enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE, started.WorkflowIDReusePolicy)
+	require.Equal(t, enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL, started.WorkflowIDConflictPolicy)
+	require.True(t, started.WorkflowExecutionErrorWhenAlreadyStarted, "without it the SDK returns the running execution instead of an error")
+	require.Equal(t, workflows.CreateSessionName, startedType)
+	require.Equal(t, []any{req}, startedArgs)
+
+	require.Equal(t, "session/s1", upd.WorkflowID)
+	require.Equal(t, "run-1", upd.RunID, "WaitReady goes to the run just started")
+	require.Equal(t, workflows.UpdateWaitReady, upd.UpdateName)
+	require.Equal(t, temporalclient.WorkflowUpdateStageCompleted, upd.WaitForStage)
+	require.Equal(t, []string{"execute session/s1", "update session/s1 WaitReady"}, f.recorded())
+}
+
+func TestCreateFailures(t *testing.T) {
+	ctx := context.Background()
+	t.Run("already running", func(t *testing.T) {
+		f := &fakeTemporal{execute: func(temporalclient.StartWorkflowOptions, any, []any) (temporalclient.WorkflowRun, error) {
+			return nil, serviceerror.NewWorkflowExecutionAlreadyStarted("already started", "", "run-0")
+		}}
+		_, err := New(f, Options{}).Create(ctx, workflows.CreateSessionRequest{SessionID: "s1"})
+		require.EqualError(t, err, `session "s1" already exists`)
+		require.ErrorIs(t, err, ErrAlreadyExists)
+		require.Equal(t, []string{"execute session/s1"}, f.recorded(), "no update after a refused start")
+	})
+	t.Run("creation failure from WaitReady", func(t *testing.T) {
+		f := &fakeTemporal{
+			execute: func(opts temporalclient.StartWorkflowOptions, _ any, _ []any) (temporalclient.WorkflowRun, error) {
+				return &fakeRun{id: opts.ID, runID: "r"}, nil
+			},
+			update: func(temporalclient.UpdateWorkflowOptions) (temporalclient.WorkflowUpdateHandle, error) {
+				return &fakeUpdate{err: wire(temporal.NewNonRetryableApplicationError(workflows.MaxTokensText, workflows.ErrTypeTypeError, nil))}, nil
+			},
+		}
+		_, err := New(f, Options{}).Create(ctx, workflows.CreateSessionRequest{SessionID: "s1"})
+		require.EqualError(t, err, workflows.MaxTokensText)
+		var ce *Error
+		require.ErrorAs(t, err, &ce)
+		require.Equal(t, workflows.ErrTypeTypeError, ce.Type)
+	})
+	t.Run("run ended before WaitReady reached it", func(t *testing.T) {
+		aborted := wire(workflows.CreationAbortedError("s1", "user hit stop"))
+		f := &fakeTemporal{
+			execute: func(opts temporalclient.StartWorkflowOptions, _ any, _ []any) (temporalclient.WorkflowRun, error) {
+				return &fakeRun{id: opts.ID, runID: "r", err: fmt.Errorf("workflow execution error: %w", aborted)}, nil
+			},
+			update: func(temporalclient.UpdateWorkflowOptions) (temporalclient.WorkflowUpdateHandle, error) {
+				return nil, serviceerror.NewNotFound("workflow execution already completed")
+			},
+		}
+		_, err := New(f, Options{}).Create(ctx, workflows.CreateSessionRequest{SessionID: "s1"})
+		require.EqualError(t, err, `agent "s1" creation aborted`)
+		require.ErrorIs(t, err, ErrAborted)
+	})
+	t.Run("empty id", func(t *testing.T) {
+		_, err := New(&fakeTemporal{}, Options{}).Create(ctx, workflows.CreateSessionRequest{})
+		require.ErrorIs(t, err, ErrInvalidInput)
+	})
+}
+
+func TestResume(t *testing.T) {
+	var args []any
+	f := &fakeTemporal{
+		execute: func(opts temporalclient.StartWorkflowOptions, wf any, a []any) (temporalclient.WorkflowRun, error) {
+			require.Equal(t, workflows.ResumeSessionName, wf)
+			args = a
+			return &fakeRun{id: opts.ID, runID: "r"}, nil
+		},
+		update: func(temporalclient.UpdateWorkflowOptions) (temporalclient.WorkflowUpdateHandle, error) {
+			return &fakeUpdate{result: workflows.SessionInfo{SessionID: "s1", Source: workflows.SourceResume}}, nil
+		},
+	}
+	c := New(f, Options{})
+	s, err := c.Resume(context.Background(), "s1", workflows.ResumeSessionRequest{})
+	require.NoError(t, err)
+	require.Equal(t, workflows.SourceResume, s.Source)
+	require.Equal(t, []any{workflows.ResumeSessionRequest{ResumeSessionID: "s1"}}, args, "the id fills the request")
+
+	_, err = c.Resume(context.Background(), "s1", workflows.ResumeSessionRequest{ResumeSessionID: "s2"})
+	require.ErrorIs(t, err, ErrInvalidInput)
+}
+
+func TestAppendRejectionAndDispose(t *testing.T) {
+	ctx := context.Background()
+	rejection := `append seq mismatch for "s1": expected 7 at index 0, got 9`
+	var got temporalclient.UpdateWorkflowOptions
+	f := &fakeTemporal{update: func(opts temporalclient.UpdateWorkflowOptions) (temporalclient.WorkflowUpdateHandle, error) {
+		got = opts
+		switch opts.UpdateName {
+		case workflows.UpdateAppend:
+			return &fakeUpdate{err: wire(temporal.NewNonRetryableApplicationError(rejection, "SeqMismatch", nil))}, nil
+		default:
+			return &fakeUpdate{result: workflows.DisposeResult{NextSeq: 7}}, nil
+		}
+	}}
+	c := New(f, Options{})
+	events := testEvents(t, 9, 1, 10)
+	_, err := c.Append(ctx, "s1", events)
+	require.EqualError(t, err, rejection)
+	require.ErrorIs(t, err, ErrSeqMismatch)
+	require.Equal(t, "session/s1", got.WorkflowID)
+	require.Empty(t, got.RunID, "updates go to the latest run: continue-as-new changes it")
+	require.Equal(t, []any{workflows.AppendRequest{Events: events}}, got.Args)
+	require.Equal(t, temporalclient.WorkflowUpdateStageCompleted, got.WaitForStage)
+
+	res, err := c.Dispose(ctx, "s1")
+	require.NoError(t, err)
+	require.Equal(t, int64(7), res.NextSeq)
+	require.Equal(t, workflows.UpdateDispose, got.UpdateName)
+}
+
+func TestCancelSignalsThenCancels(t *testing.T) {
+	var payload any
+	f := &fakeTemporal{
+		signal: func(wid, rid, name string, arg any) error {
+			require.Empty(t, rid)
+			payload = arg
+			return nil
+		},
+		cancel: func(wid, rid string) error { return nil },
+	}
+	require.NoError(t, New(f, Options{}).Cancel(context.Background(), "s1", "user hit stop"))
+	require.Equal(t, []string{"signal session/s1 abort", "cancel session/s1"}, f.recorded())
+	b, err := json.Marshal(payload)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"reason":"user hit stop","isError":false}`, string(b))
+
+	gone := &fakeTemporal{signal: func(string, string, string, any) error { return serviceerror.NewNotFound("workflow not found") }}
+	err = New(gone, Options{}).Cancel(context.Background(), "s9", "")
+	require.ErrorIs(t, err, ErrNotRunning)
+	require.Equal(t, []string{"signal session/s9 abort"}, gone.recorded(), "no cancel after a failed signal")
+}
+
+func TestDescribe(t *testing.T) {
+	d := workflows.Description{SessionID: "s1", Phase: workflows.PhaseLive, Source: workflows.SourceStartup, HandleOpen: true, NextSeq: 3,
+		Lifecycle: []workflows.LifecycleEntry{{Type: workflows.EntrySessionCreated}}}
+	f := &fakeTemporal{query: func(wid, rid, q string) (converter.EncodedValue, error) {
+		require.Equal(t, "session/s1", wid)
+		require.Equal(t, workflows.QueryDescribe, q)
+		return fakeValue{d}, nil
+	}}
+	got, err := New(f, Options{}).Describe(context.Background(), "s1")
+	require.NoError(t, err)
+	require.Equal(t, d, got)
+}
+
+func TestLoopStartStop(t *testing.T) {
+	ctx := context.Background()
+	final := workflows.LoopDescription{Active: false, Children: []workflows.LoopChild{{SessionID: "a", Kind: "create", State: workflows.ChildSettled}}}
+	running := false
+	f := &fakeTemporal{
+		execute: func(opts temporalclient.StartWorkflowOptions, wf any, _ []any) (temporalclient.WorkflowRun, error) {
+			require.Equal(t, workflows.SessionLoopName, wf)
+			require.Equal(t, enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL, opts.WorkflowIDConflictPolicy)
+			if running {
+				return nil, serviceerror.NewWorkflowExecutionAlreadyStarted("started", "", "r1")
+			}
+			running = true
+			return &fakeRun{id: opts.ID, runID: "r1"}, nil
+		},
+		cancel: func(wid, rid string) error { return nil },
+		getRun: func(wid, rid string) temporalclient.WorkflowRun { return &fakeRun{id: wid, result: final} },
+	}
+	c := New(f, Options{})
+	l, err := c.LoopStart(ctx, "main", workflows.SessionLoopInput{})
+	require.NoError(t, err)
+	require.Equal(t, Loop{LoopID: "main", WorkflowID: "loop/main", RunID: "r1"}, l)
+	_, err = c.LoopStart(ctx, "main", workflows.SessionLoopInput{})
+	require.EqualError(t, err, `loop "main" is already running`)
+	require.ErrorIs(t, err, ErrLoopAlreadyRunning)
+
+	require.NoError(t, c.LoopStop(ctx, "main"))
+	d, err := c.LoopResult(ctx, "main")
+	require.NoError(t, err)
+	require.Equal(t, final, d)
+	require.Equal(t, []string{"execute loop/main", "execute loop/main", "cancel loop/main", "get loop/main"}, f.recorded())
+}
+
+func TestErrorIsOnlyMatchesSentinels(t *testing.T) {
+	a := &Error{Type: workflows.ErrTypeNotLive, Message: `session "a" is not live (phase setup)`}
+	b := &Error{Type: workflows.ErrTypeNotLive, Message: `session "b" is not live (phase setup)`}
+	require.ErrorIs(t, a, ErrNotLive)
+	require.NotErrorIs(t, a, b, "two concrete errors are not each other's class")
+	require.Equal(t, workflows.ErrTypeNotLive, ErrNotLive.Error())
+	require.True(t, strings.HasPrefix(a.Error(), "session"))
+	require.NotErrorIs(t, &Error{Type: ""}, &jsonl.Error{})
+}
+
+func TestOptionsDefaults(t *testing.T) {
+	o := New(&fakeTemporal{}, Options{}).Options()
+	require.Equal(t, DefaultTaskQueue, o.TaskQueue)
+	require.Equal(t, workflows.DefaultMaxBatchBytes, o.MaxBatchBytes)
+	require.Equal(t, DefaultMaxBatchEvents, o.MaxBatchEvents)
+	require.Equal(t, "loop/x", LoopWorkflowID("x"))
+}

@@ -1,0 +1,218 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	temporalclient "go.temporal.io/sdk/client"
+
+	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/workflows"
+)
+
+// maxInFlight bounds the Append updates AppendStream keeps accepted but not
+// yet stored: the session coalesces them into one store activity per window
+// instead of one window per batch.
+const maxInFlight = 4
+
+// StreamResult is the outcome of AppendStream.
+type StreamResult struct {
+	// Events is the number of events durably stored.
+	Events int64 `json:"events"`
+	// Batches is the number of Append updates that stored them.
+	Batches int `json:"batches"`
+	// Bytes is the number of input bytes whose events are stored: all of
+	// the input after a success.
+	Bytes int64 `json:"bytes"`
+	// NextSeq is the session's stored cursor after the last batch (0 when
+	// nothing was appended).
+	NextSeq int64 `json:"nextSeq"`
+}
+
+// AppendStream appends the events read from r, one JSON event per line
+// (blank lines skipped), to the live session id. The events carry their own
+// seqs, which must continue the session's. They are sent as Append updates
+// of at most Options.MaxBatchBytes encoded bytes and Options.MaxBatchEvents
+// events; the next batch is sent once the previous one is accepted, and up to
+// a few accepted batches are stored together. progress, when not nil, is
+// called after each stored batch with the number of input bytes whose events
+// are stored so far.
+//
+// A line that is not a valid event, or an event larger than the batch limit
+// on its own, stops the stream before its batch is sent (an *Error of
+// TypeInvalidInput or ErrBatchTooLarge naming the line). On any failure the
+// result counts the events stored before it; batches accepted after the
+// failing one fail with it.
+func (c *Client) AppendStream(ctx context.Context, id string, r io.Reader, progress func(done int64)) (StreamResult, error) {
+	return appendStream(ctx, &updateAppender{c: c, id: id}, id, r, c.opts.MaxBatchBytes, c.opts.MaxBatchEvents, progress)
+}
+
+// batchAppender submits Append batches: submit returns once the session has
+// accepted the batch, and the returned wait once the batch is stored.
+type batchAppender interface {
+	submit(ctx context.Context, events []session.Event) (appendWait, error)
+}
+
+// appendWait waits for an accepted batch to be stored.
+type appendWait func(ctx context.Context) (AppendResult, error)
+
+// updateAppender submits Append updates to a session workflow.
+type updateAppender struct {
+	c  *Client
+	id string
+}
+
+func (u *updateAppender) submit(ctx context.Context, events []session.Event) (appendWait, error) {
+	h, err := u.c.c.UpdateWorkflow(ctx, temporalclient.UpdateWorkflowOptions{
+		WorkflowID:   workflows.WorkflowID(u.id),
+		UpdateName:   workflows.UpdateAppend,
+		Args:         []any{workflows.AppendRequest{Events: events}},
+		WaitForStage: temporalclient.WorkflowUpdateStageAccepted,
+	})
+	if err != nil {
+		return nil, callError("append to session", u.id, err)
+	}
+	return func(ctx context.Context) (AppendResult, error) {
+		var res AppendResult
+		err := h.Get(ctx, &res)
+		return res, callError("append to session", u.id, err)
+	}, nil
+}
+
+// pendingBatch is a submitted batch not yet known to be stored.
+type pendingBatch struct {
+	wait   appendWait
+	events int64
+	end    int64 // input offset after the batch's last line
+}
+
+// appendStream is AppendStream over any batchAppender.
+func appendStream(ctx context.Context, a batchAppender, id string, r io.Reader, maxBytes, maxEvents int, progress func(int64)) (StreamResult, error) {
+	var (
+		res      StreamResult
+		inflight []pendingBatch
+		batch    []session.Event
+		size     int
+		offset   int64 // input bytes consumed
+		lineNo   int64
+	)
+	// settle waits for the oldest in-flight batch.
+	settle := func() error {
+		p := inflight[0]
+		inflight = inflight[1:]
+		out, err := p.wait(ctx)
+		if err != nil {
+			return err
+		}
+		res.Events += p.events
+		res.Batches++
+		res.Bytes = p.end
+		res.NextSeq = out.NextSeq
+		if progress != nil {
+			progress(p.end)
+		}
+		return nil
+	}
+	// fail stops the stream: the batches still in flight are settled (they
+	// fail with err, or were stored before it) and err is returned.
+	fail := func(err error) (StreamResult, error) {
+		for len(inflight) > 0 {
+			if serr := settle(); serr != nil {
+				break
+			}
+		}
+		return res, err
+	}
+	send := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		if len(inflight) == maxInFlight {
+			if err := settle(); err != nil {
+				return err
+			}
+		}
+		wait, err := a.submit(ctx, batch)
+		if err != nil {
+			return err
+		}
+		inflight = append(inflight, pendingBatch{wait: wait, events: int64(len(batch)), end: offset})
+		batch, size = nil, 0
+		return nil
+	}
+
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, rerr := br.ReadBytes('\n')
+		if rerr != nil && !errors.Is(rerr, io.EOF) {
+			return fail(fmt.Errorf("read the events of session %q: %w", id, rerr))
+		}
+		if len(line) > 0 {
+			lineNo++
+			if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
+				e, n, err := decodeEvent(trimmed)
+				if err != nil {
+					return fail(invalidInput(id, "line %d: %v", lineNo, err))
+				}
+				if n > maxBytes {
+					return fail(&Error{Type: workflows.ErrTypeBatchTooLarge, SessionID: id,
+						Message: fmt.Sprintf("line %d: append batch of %d bytes exceeds the batch limit of %d bytes", lineNo, n, maxBytes)})
+				}
+				if size+n > maxBytes {
+					if err := send(); err != nil {
+						return fail(err)
+					}
+				}
+				batch = append(batch, e)
+				size += n
+			}
+			offset += int64(len(line))
+			if len(batch) >= maxEvents {
+				if err := send(); err != nil {
+					return fail(err)
+				}
+			}
+		}
+		if rerr != nil { // io.EOF
+			break
+		}
+	}
+	if err := send(); err != nil {
+		return fail(err)
+	}
+	for len(inflight) > 0 {
+		if err := settle(); err != nil {
+			return fail(err)
+		}
+	}
+	if res.Bytes < offset { // trailing blank lines
+		res.Bytes = offset
+		if progress != nil && res.Batches > 0 {
+			progress(offset)
+		}
+	}
+	return res, nil
+}
+
+// decodeEvent decodes one JSONL line into a valid event and returns its
+// encoded size as the Append validator counts it (canonical encoding plus a
+// newline).
+func decodeEvent(line []byte) (session.Event, int, error) {
+	var e session.Event
+	if err := json.Unmarshal(line, &e); err != nil {
+		return e, 0, fmt.Errorf("not a valid event: %w", err)
+	}
+	if err := e.Validate(); err != nil {
+		return e, 0, fmt.Errorf("not a valid event: %w", err)
+	}
+	enc, err := e.MarshalJSON()
+	if err != nil {
+		return e, 0, fmt.Errorf("not a valid event: %w", err)
+	}
+	return e, len(enc) + 1, nil
+}

@@ -1,0 +1,614 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	temporalclient "go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/contrib/envconfig"
+	"go.temporal.io/sdk/converter"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/sessionflow/sessionflow/client"
+	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/workflows"
+)
+
+// temporalEnv lists the variables the lifecycle commands read.
+var temporalEnv = []string{
+	"TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_API_KEY", "TEMPORAL_PROFILE", "TEMPORAL_TLS",
+	"TEMPORAL_TLS_CLIENT_CERT_PATH", "TEMPORAL_TLS_CLIENT_KEY_PATH", "TEMPORAL_TLS_SERVER_CA_CERT_PATH",
+	"TEMPORAL_TLS_SERVER_NAME", "TEMPORAL_TLS_DISABLE_HOST_VERIFICATION", envTaskQueue,
+}
+
+// isolateEnv clears the connection environment (a server the machine points
+// at must not leak in) and hides any Temporal profiles file.
+func isolateEnv(t *testing.T) {
+	t.Helper()
+	for _, k := range temporalEnv {
+		t.Setenv(k, "")
+	}
+	t.Setenv("TEMPORAL_CONFIG_FILE", filepath.Join(t.TempDir(), "absent.toml"))
+}
+
+// stubDial replaces the Temporal dial for one test: it records the options
+// and returns c, or fails when c is nil.
+func stubDial(t *testing.T, c temporalclient.Client) *[]temporalclient.Options {
+	t.Helper()
+	var dialed []temporalclient.Options
+	prev := dialTemporal
+	dialTemporal = func(_ context.Context, o temporalclient.Options) (temporalclient.Client, error) {
+		dialed = append(dialed, o)
+		if c == nil {
+			return nil, errors.New("dial refused by the test")
+		}
+		return c, nil
+	}
+	t.Cleanup(func() { dialTemporal = prev })
+	return &dialed
+}
+
+// mapEnv is an environment for resolve.
+type mapEnv map[string]string
+
+func (m mapEnv) LookupEnv(k string) (string, bool) {
+	v, ok := m[k]
+	return v, ok
+}
+
+func (m mapEnv) Environ() []string {
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+// resolveArgs parses args as a lifecycle command's connection flags and
+// resolves them against env.
+func resolveArgs(t *testing.T, env mapEnv, args ...string) (connection, error) {
+	t.Helper()
+	cmd := &cobra.Command{Use: "x"}
+	cf := addConnFlags(cmd)
+	require.NoError(t, cmd.Flags().Parse(args))
+	if _, ok := env["TEMPORAL_CONFIG_FILE"]; !ok {
+		env["TEMPORAL_CONFIG_FILE"] = filepath.Join(t.TempDir(), "absent.toml")
+	}
+	return cf.resolve(env)
+}
+
+func TestConnectionPrecedence(t *testing.T) {
+	profile := filepath.Join(t.TempDir(), "temporal.toml")
+	require.NoError(t, os.WriteFile(profile, []byte(`
+[profile.default]
+address = "profile-host:7233"
+namespace = "profile-ns"
+
+[profile.prod]
+address = "prod-host:7233"
+namespace = "prod-ns"
+api_key = "prod-key"
+`), 0o600))
+
+	c, err := resolveArgs(t, mapEnv{})
+	require.NoError(t, err)
+	require.Equal(t, "localhost:7233", c.Profile.Address)
+	require.Equal(t, "default", c.Profile.Namespace)
+	require.Equal(t, "sessionflow", c.TaskQueue)
+	require.Nil(t, c.Profile.TLS)
+
+	// The profile file, then the environment, then the flags.
+	c, err = resolveArgs(t, mapEnv{"TEMPORAL_CONFIG_FILE": profile})
+	require.NoError(t, err)
+	require.Equal(t, "profile-host:7233", c.Profile.Address)
+	require.Equal(t, "profile-ns", c.Profile.Namespace)
+
+	env := mapEnv{"TEMPORAL_CONFIG_FILE": profile, "TEMPORAL_ADDRESS": "env-host:1", "TEMPORAL_NAMESPACE": "env-ns", envTaskQueue: "env-q"}
+	c, err = resolveArgs(t, env)
+	require.NoError(t, err)
+	require.Equal(t, "env-host:1", c.Profile.Address)
+	require.Equal(t, "env-ns", c.Profile.Namespace)
+	require.Equal(t, "env-q", c.TaskQueue)
+
+	c, err = resolveArgs(t, env, "--address", "flag-host:2", "--namespace", "flag-ns", "--task-queue", "flag-q")
+	require.NoError(t, err)
+	require.Equal(t, "flag-host:2", c.Profile.Address)
+	require.Equal(t, "flag-ns", c.Profile.Namespace)
+	require.Equal(t, "flag-q", c.TaskQueue)
+
+	// A flag equal to its default still wins over the environment.
+	c, err = resolveArgs(t, env, "--address", "localhost:7233")
+	require.NoError(t, err)
+	require.Equal(t, "localhost:7233", c.Profile.Address)
+
+	// --profile selects another profile; TEMPORAL_PROFILE does too.
+	c, err = resolveArgs(t, mapEnv{"TEMPORAL_CONFIG_FILE": profile}, "--profile", "prod")
+	require.NoError(t, err)
+	require.Equal(t, "prod-host:7233", c.Profile.Address)
+	require.Equal(t, "prod-key", c.Profile.APIKey)
+	c, err = resolveArgs(t, mapEnv{"TEMPORAL_CONFIG_FILE": profile, "TEMPORAL_PROFILE": "prod"})
+	require.NoError(t, err)
+	require.Equal(t, "prod-ns", c.Profile.Namespace)
+	_, err = resolveArgs(t, mapEnv{"TEMPORAL_CONFIG_FILE": profile}, "--profile", "nope")
+	require.Error(t, err)
+}
+
+func TestConnectionTLS(t *testing.T) {
+	c, err := resolveArgs(t, mapEnv{}, "--tls-ca-path", "/ca.pem", "--tls-server-name", "temporal.example")
+	require.NoError(t, err)
+	require.NotNil(t, c.Profile.TLS)
+	require.False(t, c.Profile.TLS.Disabled)
+	require.Equal(t, "/ca.pem", c.Profile.TLS.ServerCACertPath)
+	require.Equal(t, "temporal.example", c.Profile.TLS.ServerName)
+
+	c, err = resolveArgs(t, mapEnv{"TEMPORAL_TLS": "true"})
+	require.NoError(t, err)
+	require.NotNil(t, c.Profile.TLS)
+	require.False(t, c.Profile.TLS.Disabled)
+	c, err = resolveArgs(t, mapEnv{"TEMPORAL_TLS": "true"}, "--tls=false")
+	require.NoError(t, err)
+	require.True(t, c.Profile.TLS.Disabled, "the flag wins over TEMPORAL_TLS")
+
+	c, err = resolveArgs(t, mapEnv{"TEMPORAL_API_KEY": "k"})
+	require.NoError(t, err)
+	require.Equal(t, "k", c.Profile.APIKey)
+	opts, err := c.Profile.ToClientOptions(envconfig.ToClientOptionsRequest{})
+	require.NoError(t, err)
+	require.NotNil(t, opts.ConnectionOptions.TLS, "an API key turns TLS on")
+
+	_, err = resolveArgs(t, mapEnv{"TEMPORAL_TLS": "maybe"})
+	var ue *usageError
+	require.ErrorAs(t, err, &ue)
+	require.EqualError(t, err, `TEMPORAL_TLS: "maybe" is not one of true, false, 1, 0`)
+
+	_, err = resolveArgs(t, mapEnv{}, "--task-queue", "")
+	require.ErrorAs(t, err, &ue)
+	_, err = resolveArgs(t, mapEnv{}, "--timeout", "-1s")
+	require.ErrorAs(t, err, &ue)
+}
+
+func TestDialUsesResolvedConnection(t *testing.T) {
+	isolateEnv(t)
+	t.Setenv("TEMPORAL_NAMESPACE", "env-ns")
+	dialed := stubDial(t, nil)
+	r := runCLI(t, "", "describe", "--id", "s1", "--address", "h:1")
+	mustFail(t, r, 1, "connect to Temporal at h:1 (namespace env-ns): dial refused by the test")
+	require.NotContains(t, r.stderr, "--help", "a connection failure is not a usage error")
+	require.Len(t, *dialed, 1)
+	o := (*dialed)[0]
+	require.Equal(t, "h:1", o.HostPort)
+	require.Equal(t, "env-ns", o.Namespace)
+	require.NotNil(t, o.Logger, "the SDK's default logger would print on stdout")
+}
+
+func TestLifecycleInputErrorsWithoutServer(t *testing.T) {
+	isolateEnv(t)
+	dialed := stubDial(t, nil)
+	dir := t.TempDir()
+	badSeed := filepath.Join(dir, "bad.jsonl")
+	require.NoError(t, os.WriteFile(badSeed, []byte(`{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}`+"\n"+`{"seq":1}`+"\n"), 0o600))
+	badLoop := filepath.Join(dir, "loop.json")
+	require.NoError(t, os.WriteFile(badLoop, []byte(`{"agnets":[]}`), 0o600))
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"create"}, "--id is required"},
+		{[]string{"create", "--id", "a", "--fork-through", "3"}, "--fork-through needs --parent"},
+		{[]string{"create", "--id", "a", "--parent", "p", "--fork-through", "-1"}, "--fork-through must be a seq (0 or more), got -1"},
+		{[]string{"create", "--id", "a", "--parent", "p", "--fork-through", "2", "--seed", badSeed}, "--seed and --fork-through are mutually exclusive"},
+		{[]string{"create", "--id", "a", "--parent", "a"}, "--parent must name another session than --id"},
+		{[]string{"create", "--id", "a", "--seed", filepath.Join(dir, "absent.jsonl")}, "--seed: open"},
+		{[]string{"create", "--id", "a", "--seed", badSeed}, "--seed " + badSeed + " line 2: not a valid event"},
+		{[]string{"create", "--id", "a", "--fork-through", "x"}, `invalid argument "x" for "--fork-through"`},
+		{[]string{"resume"}, "--id is required"},
+		{[]string{"append"}, "--id is required"},
+		{[]string{"append", "--id", "a", "--max-batch-bytes", "0"}, "--max-batch-bytes must be between 1 and 1048576, got 0"},
+		{[]string{"append", "--id", "a", "--max-batch-bytes", "1048577"}, "--max-batch-bytes must be between 1 and 1048576"},
+		{[]string{"append", "--id", "a", "--batch-events", "0"}, "--batch-events must be at least 1"},
+		{[]string{"dispose"}, "--id is required"},
+		{[]string{"cancel", "--reason", "x"}, "--id is required"},
+		{[]string{"describe"}, "--id is required"},
+		{[]string{"describe", "--id", "a", "--timeout", "-5s"}, "--timeout must not be negative"},
+		{[]string{"list", "extra"}, `unexpected argument "extra"`},
+		{[]string{"loop"}, `"starter loop" needs a subcommand`},
+		{[]string{"loop", "start"}, "--id is required"},
+		{[]string{"loop", "start", "--id", "m", "--config", badLoop}, `unknown field "agnets"`},
+		{[]string{"loop", "stop"}, "--id is required"},
+		{[]string{"history", "export", "--out", "x"}, "--id or --workflow-id is required"},
+		{[]string{"history", "export", "--id", "a", "--workflow-id", "loop/m", "--out", "x"}, "mutually exclusive"},
+		{[]string{"history", "export", "--id", "a"}, "--out is required"},
+		{[]string{"unlock"}, "--id is required"},
+		{[]string{"unlock", "--id", "a"}, "the store root is required"},
+		{[]string{"create", "--id", "a", "--task-queue", ""}, "--task-queue must not be empty"},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			r := runCLI(t, "", c.args...)
+			mustFail(t, r, 1, c.want)
+			require.Contains(t, r.stderr, "--help' for usage.", "an input error is a usage error")
+			require.Empty(t, r.stdout)
+		})
+	}
+	require.Empty(t, *dialed, "no input error reaches Temporal")
+
+	t.Setenv("TEMPORAL_TLS", "maybe")
+	mustFail(t, runCLI(t, "", "list"), 1, `TEMPORAL_TLS: "maybe" is not one of true, false, 1, 0`)
+	require.Empty(t, *dialed)
+}
+
+func TestCreateRequest(t *testing.T) {
+	dir := t.TempDir()
+	seedFile := filepath.Join(dir, "seed.jsonl")
+	seed := openTurnEvents(t, false)
+	require.NoError(t, os.WriteFile(seedFile, []byte("\n"+jsonlOf(t, seed...)+"\n"), 0o600))
+
+	build := func(args ...string) workflows.CreateSessionRequest {
+		t.Helper()
+		var in createInput
+		cmd := newCreateCmd(&app{})
+		require.NoError(t, cmd.Flags().Parse(args))
+		in.id, _ = cmd.Flags().GetString("id")
+		in.cwd, _ = cmd.Flags().GetString("cwd")
+		in.parent, _ = cmd.Flags().GetString("parent")
+		in.seedFile, _ = cmd.Flags().GetString("seed")
+		in.forkThrough, _ = cmd.Flags().GetInt64("fork-through")
+		require.NoError(t, in.validate(cmd.Flags()))
+		req, err := in.request()
+		require.NoError(t, err)
+		return req
+	}
+
+	req := build("--id", "s1", "--cwd", "rel/dir")
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	require.Equal(t, workflows.CreateSessionRequest{SessionID: "s1", Meta: &workflows.SessionMeta{Cwd: filepath.Join(wd, "rel", "dir")}}, req)
+	require.Nil(t, req.Seed, "no seed: a nil seed means unseeded")
+
+	req = build("--id", "s2", "--parent", "p", "--fork-through", "9")
+	require.Equal(t, &workflows.ForkSeed{ParentSessionID: "p", Count: 10}, req.Fork, "seqs 0..9 are ten events")
+	require.True(t, req.Meta.IsSeeded)
+	require.Equal(t, "p", req.Meta.ParentSession)
+	require.Equal(t, int64(10), req.InheritedEventCount)
+
+	req = build("--id", "s3", "--seed", seedFile)
+	require.Equal(t, seed, req.Seed)
+	require.False(t, req.Meta.IsSeeded, "an inline seed without a parent is not inherited")
+	require.Zero(t, req.InheritedEventCount)
+
+	req = build("--id", "s4", "--parent", "p", "--seed", seedFile)
+	require.True(t, req.Meta.IsSeeded)
+	require.Equal(t, int64(len(seed)), req.InheritedEventCount)
+
+	req = build("--id", "s5", "--parent", "p")
+	require.Nil(t, req.Fork)
+	require.False(t, req.Meta.IsSeeded, "--parent alone records lineage")
+}
+
+func TestRenderDescription(t *testing.T) {
+	d := workflows.Description{
+		SessionID: "s1", Phase: workflows.PhaseClosed, Source: workflows.SourceResume,
+		Handle:     &jsonl.HandleRef{SessionID: "s1", HandleID: "h-1", Access: jsonl.AccessWrite},
+		HandleOpen: false, NextSeq: 12, PendingEvents: 0,
+		Lifecycle:          []workflows.LifecycleEntry{{Type: workflows.EntrySessionCreated}, {Type: workflows.EntrySessionStart, Source: workflows.SourceResume}},
+		CompensationErrors: []workflows.CompensationError{{Step: "close-handle", Error: workflows.ErrorInfo{Message: "disk full", Type: "IOError"}}},
+		Failure:            &workflows.ErrorInfo{Message: `agent "s1" creation aborted`, Type: workflows.ErrTypeAbort},
+	}
+	var b bytes.Buffer
+	require.NoError(t, renderDescription(&b, d))
+	require.Equal(t, `session             s1
+phase               closed
+source              resume
+handle              h-1 (write, closed)
+next seq            12
+pending events      0
+lifecycle           session/created, agent/session-start (resume)
+failure             agent "s1" creation aborted (AbortError)
+compensation error  close-handle: disk full (IOError)
+`, b.String())
+
+	b.Reset()
+	require.NoError(t, renderDescription(&b, workflows.Description{SessionID: "s2", Phase: workflows.PhasePreparing}))
+	require.Contains(t, b.String(), "handle          -\n")
+	require.Contains(t, b.String(), "lifecycle       -\n")
+	require.NotContains(t, b.String(), "failure")
+
+	b.Reset()
+	require.NoError(t, writeJSON(&b, d))
+	var back map[string]any
+	require.NoError(t, json.Unmarshal(b.Bytes(), &back))
+	require.Equal(t, "closed", back["phase"])
+	require.Equal(t, false, back["handleOpen"])
+	require.Equal(t, float64(12), back["nextSeq"])
+	require.Equal(t, map[string]any{"sessionId": "s1", "handleId": "h-1", "access": "write"}, back["handle"])
+	require.Equal(t, map[string]any{"message": `agent "s1" creation aborted`, "type": "AbortError"}, back["failure"])
+	require.Len(t, back["compensationErrors"], 1)
+}
+
+func TestRenderList(t *testing.T) {
+	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	list := []client.SessionSummary{
+		{SessionID: "a", WorkflowID: "session/a", RunID: "r1", WorkflowType: workflows.CreateSessionName, StartTime: t0,
+			Phase: workflows.PhaseLive, Cwd: "/w", Source: client.SourceSearchAttributes},
+		{SessionID: "b", WorkflowID: "session/b", RunID: "r2", WorkflowType: workflows.ResumeSessionName, StartTime: t0.Add(time.Second),
+			Source: client.SourceDescribe, Error: "describe: context deadline exceeded"},
+	}
+	var b bytes.Buffer
+	require.NoError(t, renderList(&b, list))
+	require.Equal(t, `SESSION  PHASE  CWD  WORKFLOW TYPE  STARTED                   FROM
+a        live   /w   CreateSession  2026-05-01T12:00:00.000Z  attributes
+b        ?      -    ResumeSession  2026-05-01T12:00:01.000Z  describe
+b: describe: context deadline exceeded
+`, b.String())
+
+	b.Reset()
+	require.NoError(t, renderList(&b, nil))
+	require.Equal(t, "no running sessions\n", b.String())
+
+	b.Reset()
+	require.NoError(t, writeJSON(&b, list))
+	var back []map[string]any
+	require.NoError(t, json.Unmarshal(b.Bytes(), &back))
+	require.Equal(t, map[string]any{"sessionId": "a", "workflowId": "session/a", "runId": "r1", "workflowType": "CreateSession",
+		"startTime": "2026-05-01T12:00:00Z", "phase": "live", "cwd": "/w", "source": "searchAttributes"}, back[0])
+	require.Equal(t, "describe: context deadline exceeded", back[1]["error"])
+	require.NotContains(t, back[1], "phase")
+}
+
+func TestRenderSessionAndLoop(t *testing.T) {
+	s := &client.Session{SessionInfo: workflows.SessionInfo{SessionID: "s1", WorkflowID: "session/s1", RunID: "r1", Source: workflows.SourceStartup,
+		Handle: jsonl.HandleRef{SessionID: "s1", HandleID: "h-1", Access: jsonl.AccessWrite}, Header: session.Header{ID: "s1", Cwd: "/w", ParentSession: "p"},
+		NextSeq: 11, FirstLiveSeq: 10, LastTurn: 2}}
+	var b bytes.Buffer
+	require.NoError(t, renderSession(&b, s))
+	require.Equal(t, `session "s1" is live
+  workflow        session/s1 (run r1)
+  source          startup
+  handle          h-1
+  cwd             /w
+  parent          p
+  next seq        11
+  first live seq  10
+  last turn       2
+`, b.String())
+
+	b.Reset()
+	d := workflows.LoopDescription{
+		Children: []workflows.LoopChild{
+			{SessionID: "a", Kind: "create", ConfigID: "cfg", WorkflowID: "session/a", State: workflows.ChildSettled, WasLive: true},
+			{SessionID: "b", Kind: "resume", WorkflowID: "session/b", State: workflows.ChildSettled,
+				Error: &workflows.ErrorInfo{Message: workflows.LoopInactiveText, Type: workflows.ErrTypeLoopInactive}},
+		},
+		ConfigStartFailures: []workflows.ConfigStartFailure{{ConfigID: "cfg2", SessionID: "c", Mode: "resume", Error: workflows.ErrorInfo{Message: `session "c" not found`, Type: "SessionNotFound"}}},
+	}
+	require.NoError(t, renderLoop(&b, "main", d))
+	require.Equal(t, `loop "main" stopped: 2 sessions
+SESSION  KIND    CONFIG  STATE    WAS LIVE  ERROR
+a        create  cfg     settled  true      -
+b        resume  -       settled  false     agent loop is not active (LoopInactive)
+config start failed: agent "cfg2": resume of "c": session "c" not found (SessionNotFound)
+`, b.String())
+}
+
+func TestReadLoopConfig(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "loop.json")
+	require.NoError(t, os.WriteFile(good, []byte(`{"agents":[{"id":"a1","sessionId":"s1"}],"hooks":{"setupActivity":"Setup"},"options":{"appendWindowMs":50}}`), 0o600))
+	in, err := readLoopConfig(good)
+	require.NoError(t, err)
+	require.Equal(t, []workflows.AgentConfig{{ID: "a1", SessionID: "s1"}}, in.Agents)
+	require.Equal(t, "Setup", in.Hooks.SetupActivity)
+	require.Equal(t, int64(50), in.Options.AppendWindowMs)
+
+	in, err = readLoopConfig("")
+	require.NoError(t, err)
+	require.Equal(t, workflows.SessionLoopInput{}, in)
+
+	two := filepath.Join(dir, "two.json")
+	require.NoError(t, os.WriteFile(two, []byte(`{} {}`), 0o600))
+	_, err = readLoopConfig(two)
+	require.ErrorContains(t, err, "more than one JSON value")
+}
+
+func TestProgress(t *testing.T) {
+	var b bytes.Buffer
+	now := time.Unix(0, 0)
+	p := newProgress(&b, "appending", 0)
+	p.now = func() time.Time { return now }
+	p.update(1000)
+	p.finish()
+	require.Empty(t, b.String(), "a small input shows nothing")
+
+	p = newProgress(&b, "appending", 4<<20)
+	p.now = func() time.Time { return now }
+	p.update(1 << 20)
+	p.update(2 << 20) // within the interval: not drawn
+	now = now.Add(progressInterval)
+	p.update(3 << 20)
+	p.finish()
+	require.Equal(t, "\rappending: 1.0 MiB of 4.0 MiB (25%)\rappending: 3.0 MiB of 4.0 MiB (75%)\rappending: 3.0 MiB of 4.0 MiB (75%)\n", b.String())
+
+	b.Reset()
+	p = newProgress(&b, "x", 0)
+	p.now = func() time.Time { return now }
+	p.update(20 << 20)
+	p.done = 1
+	p.draw()
+	require.Equal(t, "\rx: 20.0 MiB\rx: 1 B     ", b.String(), "a shorter line blanks the rest of the longer one")
+
+	require.Equal(t, "1023 B", humanBytes(1023))
+	require.Equal(t, "1.5 KiB", humanBytes(1536))
+	require.Equal(t, "2.0 GiB", humanBytes(2<<30))
+	require.False(t, isTerminal(&b))
+	require.Zero(t, inputSize(strings.NewReader("abc")))
+	f, err := os.CreateTemp(t.TempDir(), "in")
+	require.NoError(t, err)
+	_, err = f.WriteString("12345")
+	require.NoError(t, err)
+	require.Equal(t, int64(5), inputSize(f))
+	require.NoError(t, f.Close())
+}
+
+// fakeTemporal answers the calls of describe, list and history export with
+// fabricated values; other calls panic through the nil embedded client.
+type fakeTemporal struct {
+	temporalclient.Client
+	description workflows.Description
+	executions  []*workflowpb.WorkflowExecutionInfo
+	history     []*historypb.HistoryEvent
+	closed      bool
+}
+
+func (f *fakeTemporal) Close() { f.closed = true }
+
+func (f *fakeTemporal) QueryWorkflow(_ context.Context, workflowID, _, queryType string, _ ...any) (converter.EncodedValue, error) {
+	if workflowID != workflows.WorkflowID(f.description.SessionID) || queryType != workflows.QueryDescribe {
+		return nil, errors.New("unexpected query")
+	}
+	return jsonValue{f.description}, nil
+}
+
+func (f *fakeTemporal) ListWorkflow(context.Context, *workflowservice.ListWorkflowExecutionsRequest) (*workflowservice.ListWorkflowExecutionsResponse, error) {
+	return &workflowservice.ListWorkflowExecutionsResponse{Executions: f.executions}, nil
+}
+
+func (f *fakeTemporal) GetWorkflowHistory(context.Context, string, string, bool, enumspb.HistoryEventFilterType) temporalclient.HistoryEventIterator {
+	return &historyIter{events: f.history}
+}
+
+type jsonValue struct{ v any }
+
+func (v jsonValue) HasValue() bool { return true }
+func (v jsonValue) Get(ptr any) error {
+	b, err := json.Marshal(v.v)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, ptr)
+}
+
+type historyIter struct{ events []*historypb.HistoryEvent }
+
+func (h *historyIter) HasNext() bool { return len(h.events) > 0 }
+func (h *historyIter) Next() (*historypb.HistoryEvent, error) {
+	e := h.events[0]
+	h.events = h.events[1:]
+	return e, nil
+}
+
+func TestDescribeAndListCommands(t *testing.T) {
+	isolateEnv(t)
+	sa, err := converter.GetDefaultDataConverter().ToPayload("live")
+	require.NoError(t, err)
+	id, err := converter.GetDefaultDataConverter().ToPayload("s1")
+	require.NoError(t, err)
+	f := &fakeTemporal{
+		description: workflows.Description{SessionID: "s1", Phase: workflows.PhaseLive, Source: workflows.SourceStartup, NextSeq: 3,
+			Lifecycle: []workflows.LifecycleEntry{}, CompensationErrors: []workflows.CompensationError{}},
+		executions: []*workflowpb.WorkflowExecutionInfo{{
+			Execution: &commonpb.WorkflowExecution{WorkflowId: "session/s1", RunId: "r1"},
+			Type:      &commonpb.WorkflowType{Name: workflows.CreateSessionName},
+			StartTime: timestamppb.New(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)),
+			SearchAttributes: &commonpb.SearchAttributes{IndexedFields: map[string]*commonpb.Payload{
+				client.SearchAttributeSessionID: id, client.SearchAttributeSessionPhase: sa}},
+		}},
+	}
+	stubDial(t, f)
+
+	r := mustOK(t, runCLI(t, "", "describe", "--id", "s1", "--json"))
+	require.JSONEq(t, `{"sessionId":"s1","phase":"live","source":"startup","handleOpen":false,"nextSeq":3,"pendingEvents":0,"lifecycle":[],"compensationErrors":[]}`, r.stdout)
+	require.True(t, f.closed, "the client is closed after the command")
+
+	r = mustOK(t, runCLI(t, "", "describe", "--id", "s1"))
+	require.Contains(t, r.stdout, "phase           live\n")
+
+	r = mustOK(t, runCLI(t, "", "list", "--json"))
+	require.JSONEq(t, `[{"sessionId":"s1","workflowId":"session/s1","runId":"r1","workflowType":"CreateSession","startTime":"2026-05-01T12:00:00Z","phase":"live","source":"searchAttributes"}]`, r.stdout)
+
+	f.executions = nil
+	r = mustOK(t, runCLI(t, "", "list", "--json"))
+	require.Equal(t, "[]\n", r.stdout)
+	r = mustOK(t, runCLI(t, "", "list"))
+	require.Equal(t, "no running sessions\n", r.stdout)
+}
+
+func TestHistoryExportCommand(t *testing.T) {
+	isolateEnv(t)
+	f := &fakeTemporal{history: []*historypb.HistoryEvent{
+		{EventId: 1, EventType: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED, Attributes: &historypb.HistoryEvent_WorkflowExecutionStartedEventAttributes{
+			WorkflowExecutionStartedEventAttributes: &historypb.WorkflowExecutionStartedEventAttributes{WorkflowType: &commonpb.WorkflowType{Name: workflows.CreateSessionName}}}},
+		{EventId: 2, EventType: enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, Attributes: &historypb.HistoryEvent_WorkflowTaskScheduledEventAttributes{
+			WorkflowTaskScheduledEventAttributes: &historypb.WorkflowTaskScheduledEventAttributes{Attempt: 1}}},
+	}}
+	stubDial(t, f)
+	out := filepath.Join(t.TempDir(), "create.json")
+	r := mustOK(t, runCLI(t, "", "history", "export", "--id", "s1", "--out", out))
+	require.Equal(t, "exported 2 events of workflow session/s1 to "+out+"\n", r.stdout)
+	hist, err := temporalclient.HistoryFromJSON(bytes.NewReader(readFile(t, out)), temporalclient.HistoryJSONOptions{})
+	require.NoError(t, err)
+	require.Len(t, hist.Events, 2)
+	require.Equal(t, workflows.CreateSessionName, hist.Events[0].GetWorkflowExecutionStartedEventAttributes().GetWorkflowType().GetName())
+	entries, err := os.ReadDir(filepath.Dir(out))
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "no temporary file is left behind")
+
+	f.history = f.history[:1]
+	r = mustOK(t, runCLI(t, "", "history", "export", "--workflow-id", "loop/main", "--out", "-"))
+	hist, err = temporalclient.HistoryFromJSON(strings.NewReader(r.stdout), temporalclient.HistoryJSONOptions{})
+	require.NoError(t, err)
+	require.Len(t, hist.Events, 1)
+}
+
+func TestUnlockCommandWithoutTemporal(t *testing.T) {
+	isolateEnv(t)
+	dialed := stubDial(t, nil)
+	root := t.TempDir()
+	st := newTestStore(t, root, "none")
+	ctx := context.Background()
+
+	// No lease: nothing to check.
+	mustOK(t, logCmd(t, root, "none", "", "create", "--id", "free"))
+	r := mustOK(t, runCLI(t, "", "unlock", "--id", "free", "--root", root, "--compression", "none"))
+	require.Equal(t, "no lease held\n", r.stdout)
+
+	// A lease taken by a log command cannot be checked through Temporal.
+	h, err := openWrite(ctx, st, "free")
+	require.NoError(t, err)
+	r = runCLI(t, "", "unlock", "--id", "free", "--root", root, "--compression", "none")
+	mustFail(t, r, 1, `session "free" is leased by a starter log command`)
+	require.NotNil(t, leaseOf(t, root, "none", "free"), "the lease stays")
+
+	// --force removes it without Temporal.
+	r = mustOK(t, runCLI(t, "", "unlock", "--id", "free", "--root", root, "--compression", "none", "--force"))
+	require.True(t, strings.HasPrefix(r.stdout, `removed lease of session "free": handle "cli/`), r.stdout)
+	require.NotContains(t, r.stdout, "erased", "the session was written before")
+	require.Nil(t, leaseOf(t, root, "none", "free"))
+	require.ErrorIs(t, h.Append(ctx, []session.Event{ev(t, session.TypeTurnStart, 0, 1, `{"turn":1}`)}), jsonl.ErrOwnershipLost, "the old owner can no longer write")
+
+	// A workflow-owned lease needs Temporal: the dial is attempted.
+	_, err = st.Create(ctx, session.Header{Version: session.FormatVersion, ID: "wf", CreatedAt: 1}, jsonl.CreateOptions{HandleID: "h-wf", Owner: jsonl.Owner{WorkflowID: "session/wf", RunID: "r"}})
+	require.NoError(t, err)
+	r = runCLI(t, "", "unlock", "--id", "wf", "--root", root, "--compression", "none")
+	mustFail(t, r, 1, "connect to Temporal at localhost:7233 (namespace default)")
+	require.Len(t, *dialed, 1)
+	require.NotNil(t, leaseOf(t, root, "none", "wf"))
+
+	// A never-written session is erased by the forfeit.
+	r = mustOK(t, runCLI(t, "", "unlock", "--id", "wf", "--root", root, "--compression", "none", "--force"))
+	require.Contains(t, r.stdout, `session "wf" was never written; it was erased`)
+}
