@@ -344,7 +344,14 @@ required and skips it; use it only when the owner is known to be gone.`,
 				return err
 			}
 			fmt.Fprintf(a.stdout, "removed lease of session %q: %s\n", id, describeLease(lease))
-			if lease.Pending != nil {
+			// A lease records the pending header at create and keeps it after
+			// the first write, so whether the session was erased is read from
+			// the store, not from the lease.
+			snap, err := st.Stat(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			if snap == nil {
 				fmt.Fprintf(a.stdout, "session %q was never written; it was erased\n", id)
 			}
 			return nil

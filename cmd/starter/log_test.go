@@ -279,3 +279,24 @@ func TestEnvironmentDefaults(t *testing.T) {
 	require.FileExists(t, logPath(t, other, "zstd", "f"))
 	require.NoFileExists(t, logPath(t, root, "zstd", "f"))
 }
+
+// A lease taken by Create keeps its pending header after the first write; a
+// forced unlock of such a session must not report it erased.
+func TestUnlockForceWrittenCreatedSessionKeepsIt(t *testing.T) {
+	for _, comp := range compressions {
+		t.Run(comp, func(t *testing.T) {
+			root := t.TempDir()
+			ctx := context.Background()
+			st := newTestStore(t, root, comp)
+			h, err := st.Create(ctx, session.Header{ID: "w", CreatedAt: 5},
+				jsonl.CreateOptions{HandleID: "wf/created", Owner: jsonl.Owner{WorkflowID: "session/w", RunID: "r"}})
+			require.NoError(t, err)
+			require.NoError(t, h.Append(ctx, []session.Event{ev(t, session.TypeTurnStart, 0, 1, `{"turn":1}`)}))
+
+			r := mustOK(t, logCmd(t, root, comp, "", "unlock", "--id", "w", "--force"))
+			require.Contains(t, r.stdout, `removed lease of session "w": handle "wf/created"`)
+			require.NotContains(t, r.stdout, "erased")
+			require.Len(t, catLines(t, root, comp, "w"), 2)
+		})
+	}
+}
