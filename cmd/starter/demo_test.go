@@ -49,3 +49,38 @@ func TestLogDemo(t *testing.T) {
 		})
 	}
 }
+
+// TestDemoOnEmbeddedServer runs `starter demo` end to end: the embedded dev
+// server, an in-process worker, the crash, the refused resume, the checked
+// forfeit, the resume and the dispose.
+func TestDemoOnEmbeddedServer(t *testing.T) {
+	root := t.TempDir()
+	r := mustOK(t, runCLI(t, "", "demo", "--root", root, "--compression", "none"))
+	for _, want := range []string{
+		"phase live",
+		"lifecycle [session/created agent/created agent/session-start{startup}]",
+		"resume: session ",
+		"is already owned by an active write handle",
+		"is not running: forfeited the lease",
+		"lifecycle [session/created agent/created agent/session-start{resume}]",
+		"10 tool/result TOOL_OUTCOME_UNKNOWN",
+		"11 tool/result TOOL_NOT_STARTED",
+		"14 session/end-seed",
+		"disposed; no lease held",
+		"15 events, seqs 0..14 contiguous",
+	} {
+		require.Contains(t, r.stdout, want)
+	}
+	id := regexp.MustCompile(`create session "(demo-[0-9a-f]+)"`).FindStringSubmatch(r.stdout)
+	require.Len(t, id, 2, r.stdout)
+
+	st, err := jsonl.NewStore(jsonl.Options{Root: root, Compression: jsonl.CompressionNone})
+	require.NoError(t, err)
+	in, err := st.Inspect(context.Background(), id[1])
+	require.NoError(t, err)
+	require.Zero(t, in.TornBytes)
+	require.Nil(t, in.Lease)
+	require.Len(t, in.Events, 15)
+	last := in.Events[len(in.Events)-1]
+	require.Equal(t, session.TypeEndSeed, last.Type)
+}

@@ -225,6 +225,7 @@ func newLifecycleCmds(a *app) []*cobra.Command {
 		newLoopCmd(a),
 		newHistoryCmd(a),
 		newUnlockCmd(a),
+		newDemoCmd(a),
 	}
 }
 
