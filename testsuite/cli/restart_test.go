@@ -1,0 +1,229 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/session"
+)
+
+// bin holds the binaries built once for the package.
+var bin struct{ starter, worker string }
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sessionflow-cli-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin.starter, bin.worker = filepath.Join(dir, "starter"), filepath.Join(dir, "worker")
+	for out, pkg := range map[string]string{bin.starter: "../../cmd/starter", bin.worker: "../../worker"} {
+		cmd := exec.Command("go", "build", "-o", out, pkg)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "build %s: %v\n", pkg, err)
+			os.Exit(1)
+		}
+	}
+	// The embedded dev server is located (or built) once, before any test.
+	prep := exec.Command(bin.worker, "--dev-prepare")
+	prep.Stdout, prep.Stderr = os.Stderr, os.Stderr
+	if err := prep.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "prepare the dev server: %v\n", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// env is a worker's and the CLI's shared setup.
+type env struct {
+	t                    *testing.T
+	devDir, root         string
+	port, uiPort         int
+	worker               *exec.Cmd
+	workerLog            *bytes.Buffer
+	taskQueue, namespace string
+}
+
+func newEnv(t *testing.T) *env {
+	dir := t.TempDir()
+	return &env{
+		t: t, devDir: filepath.Join(dir, "dev"), root: filepath.Join(dir, "store"),
+		port: freePort(t), uiPort: freePort(t), taskQueue: "cli-e2e", namespace: "default",
+	}
+}
+
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startWorker runs `worker --dev` in its own process group (the dev server is
+// its child), and waits until the server answers.
+func (e *env) startWorker(ephemeral bool) {
+	args := []string{"--dev", "--dev-dir", e.devDir, "--dev-port", strconv.Itoa(e.port), "--dev-ui-port", strconv.Itoa(e.uiPort),
+		"--store-root", e.root, "--compression", "none", "--task-queue", e.taskQueue, "--metrics-address", "", "--log-level", "warn"}
+	if ephemeral {
+		args = append(args, "--dev-ephemeral")
+	}
+	e.workerLog = &bytes.Buffer{}
+	e.worker = exec.Command(bin.worker, args...)
+	e.worker.Stdout, e.worker.Stderr = e.workerLog, e.workerLog
+	e.worker.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	require.NoError(e.t, e.worker.Start())
+	e.t.Cleanup(func() { e.kill() })
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", e.port), time.Second)
+		if err == nil {
+			c.Close()
+			return
+		}
+		require.True(e.t, time.Now().Before(deadline), "the dev server did not come up:\n%s", e.workerLog)
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// kill sends SIGKILL to the worker and its dev server (the whole process
+// group), as a crash of the machine's processes would, and waits for them.
+func (e *env) kill() {
+	if e.worker == nil || e.worker.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-e.worker.Process.Pid, syscall.SIGKILL)
+	_ = e.worker.Wait()
+	e.worker = nil
+	// The server's listener is gone once the group is dead.
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", e.port), 200*time.Millisecond)
+		if err != nil {
+			return
+		}
+		c.Close()
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// starter runs the CLI against the worker's server and returns its stdout.
+func (e *env) starter(stdin string, args ...string) (string, error) {
+	full := append(args, "--address", fmt.Sprintf("127.0.0.1:%d", e.port), "--namespace", e.namespace,
+		"--task-queue", e.taskQueue, "--timeout", "90s")
+	cmd := exec.Command(bin.starter, full...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("starter %s: %w: %s", strings.Join(args, " "), err, errb.String())
+	}
+	return out.String(), nil
+}
+
+func (e *env) mustStarter(stdin string, args ...string) string {
+	out, err := e.starter(stdin, args...)
+	require.NoError(e.t, err, "worker log:\n%s", e.workerLog)
+	return out
+}
+
+// stored reads the session's log from the store root.
+func (e *env) stored(id string) []session.Event {
+	st, err := jsonl.NewStore(jsonl.Options{Root: e.root, Compression: jsonl.CompressionNone})
+	require.NoError(e.t, err)
+	ctx := context.Background()
+	h, err := st.Open(ctx, id, jsonl.AccessRead, jsonl.OpenOptions{})
+	require.NoError(e.t, err)
+	defer h.Close(ctx)
+	events, err := h.Read(ctx, 0, -1)
+	require.NoError(e.t, err)
+	return events
+}
+
+func sample(t *testing.T) (string, []session.Event) {
+	b, err := os.ReadFile("../../testdata/sample.jsonl")
+	require.NoError(t, err)
+	var events []session.Event
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var ev session.Event
+		require.NoError(t, ev.UnmarshalJSON([]byte(line)))
+		events = append(events, ev)
+	}
+	return string(b), events
+}
+
+func requireContiguous(t *testing.T, events []session.Event) {
+	for i, e := range events {
+		require.Equal(t, int64(i), e.Seq)
+	}
+}
+
+// A session created and appended through the CLI survives SIGKILL of the
+// worker and of its persistent dev server: after both restart, the same
+// workflow is still live and the session goes on.
+func TestSessionSurvivesKillWithPersistentServer(t *testing.T) {
+	e := newEnv(t)
+	e.startWorker(false)
+	in, want := sample(t)
+	e.mustStarter("", "create", "--id", "s1", "--cwd", "/work")
+	e.mustStarter(in, "append", "--id", "s1")
+	require.Equal(t, want, e.stored("s1"))
+
+	e.kill()
+	e.startWorker(false)
+
+	out := e.mustStarter("", "describe", "--id", "s1", "--json")
+	require.Contains(t, out, `"phase": "live"`)
+	next, err := session.NewEvent(session.TypeTurnStart, int64(len(want)), 1767225700000, map[string]any{"turn": 3})
+	require.NoError(t, err)
+	line, err := next.MarshalJSON()
+	require.NoError(t, err)
+	e.mustStarter(string(line)+"\n", "append", "--id", "s1")
+	e.mustStarter("", "dispose", "--id", "s1")
+
+	got := e.stored("s1")
+	require.Equal(t, want, got[:len(want)])
+	require.Equal(t, session.TypeTurnStart, got[len(want)].Type)
+	requireContiguous(t, got)
+}
+
+// The same with an in-memory server: Temporal forgets everything, the store
+// does not. The dead workflow's lease is forfeited through the Temporal-checked
+// unlock, and resume continues the session from its log.
+func TestSessionSurvivesKillWithEphemeralServer(t *testing.T) {
+	e := newEnv(t)
+	e.startWorker(true)
+	in, want := sample(t)
+	e.mustStarter("", "create", "--id", "s2")
+	e.mustStarter(in, "append", "--id", "s2")
+
+	e.kill()
+	e.startWorker(true)
+
+	_, err := e.starter("", "resume", "--id", "s2")
+	require.ErrorContains(t, err, "already owned by an active write handle")
+	e.mustStarter("", "unlock", "--id", "s2", "--root", e.root, "--compression", "none")
+	e.mustStarter("", "resume", "--id", "s2")
+	e.mustStarter("", "dispose", "--id", "s2")
+
+	got := e.stored("s2")
+	require.Equal(t, want, got[:len(want)])
+	require.Len(t, got, len(want)+1, "a balanced log gains only the end-seed marker")
+	require.Equal(t, session.TypeEndSeed, got[len(want)].Type)
+	requireContiguous(t, got)
+}
