@@ -1,0 +1,78 @@
+package replay
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/sessionflow/sessionflow/internal/workerapp"
+	"github.com/sessionflow/sessionflow/workflows"
+)
+
+// historiesDir holds the recorded histories.
+const historiesDir = "../histories"
+
+// minHistories is the number of lifecycle paths recorded at the least:
+// create, resume with repair, setup failure, abort during setup, owner
+// unload, loop deactivation, dispose, continue-as-new.
+const minHistories = 8
+
+// replayRegistry lets workerapp.Register register the workflows on a
+// replayer exactly as the worker does. Activities are not needed to replay
+// and are ignored; the worker registers no Nexus service (the embedded nil
+// registry would fail the test if it did).
+type replayRegistry struct {
+	worker.WorkflowReplayer
+	worker.NexusServiceRegistry
+}
+
+// RegisterActivity ignores the activity.
+func (replayRegistry) RegisterActivity(any) {}
+
+// RegisterActivityWithOptions ignores the activity.
+func (replayRegistry) RegisterActivityWithOptions(any, activity.RegisterOptions) {}
+
+// RegisterDynamicActivity ignores the activity.
+func (replayRegistry) RegisterDynamicActivity(any, activity.DynamicRegisterOptions) {}
+
+var _ worker.Registry = replayRegistry{}
+
+// workflowType returns the type of the workflow a history file records.
+func workflowType(t *testing.T, path string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	hist, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
+	require.NoError(t, err)
+	require.NotEmpty(t, hist.Events, "%s holds no events", path)
+	attrs := hist.Events[0].GetWorkflowExecutionStartedEventAttributes()
+	require.NotNil(t, attrs, "%s does not start with WorkflowExecutionStarted", path)
+	return attrs.GetWorkflowType().GetName()
+}
+
+func TestReplayHistories(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(historiesDir, "*.json"))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(files), minHistories, "recorded histories in %s", historiesDir)
+
+	replayer := worker.NewWorkflowReplayer()
+	workerapp.Register(replayRegistry{WorkflowReplayer: replayer}, nil)
+
+	seen := map[string]int{}
+	for _, path := range files {
+		seen[workflowType(t, path)]++
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".json"), func(t *testing.T) {
+			require.NoError(t, replayer.ReplayWorkflowHistoryFromJSONFile(nil, path))
+		})
+	}
+	for _, name := range []string{workflows.CreateSessionName, workflows.ResumeSessionName, workflows.LiveSessionName, workflows.SessionLoopName} {
+		require.Positive(t, seen[name], "no recorded history of %s", name)
+	}
+}
