@@ -15,10 +15,13 @@ package client
 import (
 	"context"
 	"errors"
+	"sync"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
 	temporalclient "go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/workflows"
@@ -45,6 +48,9 @@ type Options struct {
 	// MaxBatchEvents bounds the number of events of one Append batch sent by
 	// AppendStream; default DefaultMaxBatchEvents.
 	MaxBatchEvents int
+	// Namespace is the namespace of the Temporal client, used to check that
+	// sessionflow's search attributes are registered; default "default".
+	Namespace string
 }
 
 // Client drives sessionflow sessions over a Temporal client. It is safe for
@@ -52,6 +58,9 @@ type Options struct {
 type Client struct {
 	c    temporalclient.Client
 	opts Options
+
+	saOnce       sync.Once
+	saRegistered bool
 }
 
 // New returns a Client over c, which stays the caller's to close. Zero
@@ -65,6 +74,9 @@ func New(c temporalclient.Client, opts Options) *Client {
 	}
 	if opts.MaxBatchEvents <= 0 {
 		opts.MaxBatchEvents = DefaultMaxBatchEvents
+	}
+	if opts.Namespace == "" {
+		opts.Namespace = "default"
 	}
 	return &Client{c: c, opts: opts}
 }
@@ -108,6 +120,7 @@ func (c *Client) Create(ctx context.Context, req workflows.CreateSessionRequest)
 	if req.SessionID == "" {
 		return nil, invalidInput("", "the session id is empty")
 	}
+	req.Options = c.withSearchAttributes(ctx, req.Options)
 	run, err := c.c.ExecuteWorkflow(ctx, c.startOptions(workflows.WorkflowID(req.SessionID)), workflows.CreateSessionName, req)
 	if err != nil {
 		return nil, startError(req.SessionID, err)
@@ -128,11 +141,52 @@ func (c *Client) Resume(ctx context.Context, id string, req workflows.ResumeSess
 	if id == "" || req.ResumeSessionID != id {
 		return nil, invalidInput(id, "resume of session %q: the request names session %q", id, req.ResumeSessionID)
 	}
+	req.Options = c.withSearchAttributes(ctx, req.Options)
 	run, err := c.c.ExecuteWorkflow(ctx, c.startOptions(workflows.WorkflowID(id)), workflows.ResumeSessionName, req)
 	if err != nil {
 		return nil, startError(id, err)
 	}
 	return c.waitReady(ctx, id, run)
+}
+
+// withSearchAttributes returns the workflow options with SearchAttributes
+// set when the namespace has sessionflow's search attributes registered, so
+// List can read session id, phase and cwd from visibility. The caller's
+// options are not modified.
+func (c *Client) withSearchAttributes(ctx context.Context, o *workflows.Options) *workflows.Options {
+	if !c.searchAttributesRegistered(ctx) {
+		return o
+	}
+	var out workflows.Options
+	if o != nil {
+		out = *o
+	}
+	out.SearchAttributes = true
+	return &out
+}
+
+// searchAttributesRegistered asks the namespace once whether SessionId,
+// SessionPhase and SessionCwd are registered as Keyword attributes. Any
+// failure (no operator permission, an older server) counts as no.
+func (c *Client) searchAttributesRegistered(ctx context.Context) bool {
+	c.saOnce.Do(func() {
+		op := c.c.OperatorService()
+		if op == nil {
+			return
+		}
+		resp, err := op.ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: c.opts.Namespace})
+		if err != nil {
+			return
+		}
+		custom := resp.GetCustomAttributes()
+		for _, k := range []temporal.SearchAttributeKeyKeyword{workflows.SearchAttributeSessionID, workflows.SearchAttributeSessionPhase, workflows.SearchAttributeSessionCwd} {
+			if custom[k.GetName()] != enumspb.INDEXED_VALUE_TYPE_KEYWORD {
+				return
+			}
+		}
+		c.saRegistered = true
+	})
+	return c.saRegistered
 }
 
 // waitReady sends WaitReady to run and returns the live session, or the

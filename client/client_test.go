@@ -303,3 +303,41 @@ func TestOptionsDefaults(t *testing.T) {
 	require.Equal(t, DefaultMaxBatchEvents, o.MaxBatchEvents)
 	require.Equal(t, "loop/x", LoopWorkflowID("x"))
 }
+
+// When the namespace has sessionflow's search attributes, sessions are
+// started with Options.SearchAttributes so the workflow records its phase;
+// otherwise (unregistered, or the operator API refused) they are not, and
+// the caller's options are never modified.
+func TestCreateAsksForSearchAttributesOnlyWhenRegistered(t *testing.T) {
+	keyword := enumspb.INDEXED_VALUE_TYPE_KEYWORD
+	for name, tc := range map[string]struct {
+		attrs map[string]enumspb.IndexedValueType
+		want  bool
+	}{
+		"registered":  {map[string]enumspb.IndexedValueType{"SessionId": keyword, "SessionPhase": keyword, "SessionCwd": keyword}, true},
+		"one missing": {map[string]enumspb.IndexedValueType{"SessionId": keyword, "SessionPhase": keyword}, false},
+		"wrong type":  {map[string]enumspb.IndexedValueType{"SessionId": keyword, "SessionPhase": enumspb.INDEXED_VALUE_TYPE_TEXT, "SessionCwd": keyword}, false},
+		"not allowed": {nil, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var startedArgs []any
+			f := &fakeTemporal{
+				searchAttrs: tc.attrs,
+				execute: func(opts temporalclient.StartWorkflowOptions, _ any, args []any) (temporalclient.WorkflowRun, error) {
+					startedArgs = args
+					return &fakeRun{id: opts.ID, runID: "run-1"}, nil
+				},
+				update: func(temporalclient.UpdateWorkflowOptions) (temporalclient.WorkflowUpdateHandle, error) {
+					return &fakeUpdate{result: workflows.SessionInfo{SessionID: "s1"}}, nil
+				},
+			}
+			callerOpts := &workflows.Options{MaxBatchBytes: 1000}
+			_, err := New(f, Options{}).Create(context.Background(), workflows.CreateSessionRequest{SessionID: "s1", Options: callerOpts})
+			require.NoError(t, err)
+			sent := startedArgs[0].(workflows.CreateSessionRequest)
+			require.Equal(t, tc.want, sent.Options.SearchAttributes)
+			require.Equal(t, 1000, sent.Options.MaxBatchBytes)
+			require.False(t, callerOpts.SearchAttributes, "the caller's options are not modified")
+		})
+	}
+}

@@ -7,9 +7,12 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	temporalclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+	"google.golang.org/grpc"
 )
 
 // fakeTemporal is a Temporal client whose calls the tests script. Methods
@@ -30,6 +33,27 @@ type fakeTemporal struct {
 	history  func(workflowID, runID string) temporalclient.HistoryEventIterator
 	describe func(workflowID, runID string) (*workflowservice.DescribeWorkflowExecutionResponse, error)
 	getRun   func(workflowID, runID string) temporalclient.WorkflowRun
+	// searchAttrs are the namespace's custom search attributes; nil makes
+	// the operator service fail.
+	searchAttrs map[string]enumspb.IndexedValueType
+}
+
+// OperatorService answers ListSearchAttributes from searchAttrs.
+func (f *fakeTemporal) OperatorService() operatorservice.OperatorServiceClient {
+	return fakeOperator{attrs: f.searchAttrs}
+}
+
+// fakeOperator is the operator service of fakeTemporal.
+type fakeOperator struct {
+	operatorservice.OperatorServiceClient
+	attrs map[string]enumspb.IndexedValueType
+}
+
+func (o fakeOperator) ListSearchAttributes(_ context.Context, req *operatorservice.ListSearchAttributesRequest, _ ...grpc.CallOption) (*operatorservice.ListSearchAttributesResponse, error) {
+	if o.attrs == nil {
+		return nil, serviceerror.NewPermissionDenied("operator API not allowed", "")
+	}
+	return &operatorservice.ListSearchAttributesResponse{CustomAttributes: o.attrs}, nil
 }
 
 func (f *fakeTemporal) record(call string) {

@@ -20,6 +20,8 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sessionflow/sessionflow/workflows"
 )
 
 const (
@@ -510,6 +512,31 @@ var composeChecks = []struct {
 	{"ServerDynamicConfig", checkServerDynamicConfig},
 	{"WorkerLifecycle", checkWorkerLifecycle},
 	{"WorkerBuild", checkWorkerBuild},
+	{"SearchAttributes", checkSearchAttributes},
+}
+
+// checkSearchAttributes: the namespace job registers exactly the search
+// attributes the session workflows keep, as Keyword.
+func checkSearchAttributes(p *types.Project) []error {
+	svc, ok := p.Services[svcNamespace]
+	if !ok {
+		return []error{fmt.Errorf("service %s missing", svcNamespace)}
+	}
+	v := svc.Environment["SEARCH_ATTRIBUTES"]
+	if v == nil {
+		return []error{fmt.Errorf("%s: SEARCH_ATTRIBUTES is not set", svcNamespace)}
+	}
+	got := strings.Fields(*v)
+	slices.Sort(got)
+	var want []string
+	for _, k := range []string{workflows.SearchAttributeSessionID.GetName(), workflows.SearchAttributeSessionPhase.GetName(), workflows.SearchAttributeSessionCwd.GetName()} {
+		want = append(want, k+"=Keyword")
+	}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		return []error{fmt.Errorf("%s: SEARCH_ATTRIBUTES = %q, want %q", svcNamespace, got, want)}
+	}
+	return nil
 }
 
 func TestCompose(t *testing.T) {
@@ -584,6 +611,12 @@ func TestComposeChecksDetectBreakage(t *testing.T) {
 			s.Entrypoint = types.ShellCommand{"/bin/sh", "/scripts/no-such-script.sh"}
 		})},
 		{"job script not mounted", checkOneShotJobs, edit(svcNamespace, func(s *types.ServiceConfig) { s.Volumes = nil })},
+		{"search attribute missing", checkSearchAttributes, edit(svcNamespace, func(s *types.ServiceConfig) {
+			s.Environment["SEARCH_ATTRIBUTES"] = str("SessionId=Keyword SessionCwd=Keyword")
+		})},
+		{"search attribute as text", checkSearchAttributes, edit(svcNamespace, func(s *types.ServiceConfig) {
+			s.Environment["SEARCH_ATTRIBUTES"] = str("SessionId=Keyword SessionPhase=Text SessionCwd=Keyword")
+		})},
 		{"job restarts", checkOneShotJobs, edit(svcNamespace, func(s *types.ServiceConfig) { s.Restart = types.RestartPolicyAlways })},
 		{"dynamic config missing", checkServerDynamicConfig, edit(svcServer, func(s *types.ServiceConfig) {
 			s.Environment["DYNAMIC_CONFIG_FILE_PATH"] = str("config/dynamicconfig/absent.yaml")

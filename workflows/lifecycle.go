@@ -104,17 +104,19 @@ type lifecycle struct {
 	hooks   Hooks
 	options *Options
 
-	phase      Phase
-	ref        *jsonl.HandleRef
-	handleOpen bool
-	header     session.Header
-	inherited  int64
-	nextSeq    int64
-	firstLive  int64
-	lastTurn   int64
-	entries    []LifecycleEntry
-	compErrs   []CompensationError
-	comps      []compensation
+	phase          Phase
+	phaseVersioned bool             // GetVersion of the SessionPhase upserts was taken
+	phaseVersion   workflow.Version // its result
+	ref            *jsonl.HandleRef
+	handleOpen     bool
+	header         session.Header
+	inherited      int64
+	nextSeq        int64
+	firstLive      int64
+	lastTurn       int64
+	entries        []LifecycleEntry
+	compErrs       []CompensationError
+	comps          []compensation
 
 	outstanding []workflow.Future
 	stepCancel  workflow.CancelFunc
@@ -534,7 +536,7 @@ func (l *lifecycle) fail(err error) error {
 		_ = f.Get(l.dctx, nil)
 	}
 	l.outstanding = nil
-	l.phase = PhaseClosed
+	l.setPhase(PhaseClosed)
 	l.awaitHandlers()
 	return err
 }
@@ -592,7 +594,7 @@ func (l *lifecycle) checkBatch(what string, events []session.Event, next int64) 
 // eventCount is the session's length including the unstored suffix;
 // storeSuffix stores that suffix plus the setup events as one batch.
 func (l *lifecycle) initialize(eventCount int64, storeSuffix func(extra []session.Event) error) (DisposeResult, error) {
-	l.phase = PhaseSetup
+	l.setPhase(PhaseSetup)
 	in := SetupInput{SessionID: l.id, Source: l.source, Handle: *l.ref, Header: l.header, EventCount: eventCount, StoredCount: l.nextSeq}
 	var setup SetupResult
 	if l.hooks.SetupActivity != "" {
@@ -620,7 +622,7 @@ func (l *lifecycle) initialize(eventCount int64, storeSuffix func(extra []sessio
 	if err := l.checkAbort(); err != nil {
 		return DisposeResult{}, l.fail(err)
 	}
-	l.phase = PhaseCommitting
+	l.setPhase(PhaseCommitting)
 	if err := storeSuffix(setup.Events); err != nil {
 		return DisposeResult{}, l.fail(err)
 	}
@@ -682,7 +684,7 @@ func (l *lifecycle) storeBatch(events []session.Event) error {
 // disposal, WaitReady returns, and a parent SessionLoop is told.
 func (l *lifecycle) goLive() (DisposeResult, error) {
 	l.comps = nil
-	l.phase = PhaseLive
+	l.setPhase(PhaseLive)
 	info := workflow.GetInfo(l.ctx)
 	l.ready = &SessionInfo{
 		SessionID:           l.id,

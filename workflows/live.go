@@ -209,7 +209,7 @@ func (l *lifecycle) liveState() LiveState {
 // drain of pending appends and the close of the handle; failures collected
 // in that order.
 func (l *lifecycle) dispose() (DisposeResult, error) {
-	l.phase = PhaseDisposing
+	l.setPhase(PhaseDisposing)
 	var errs []error
 	if l.hooks.DisposeActivity != "" {
 		err := workflow.ExecuteActivity(l.hookCtx(l.dctx), l.hooks.DisposeActivity,
@@ -231,7 +231,7 @@ func (l *lifecycle) dispose() (DisposeResult, error) {
 		errs = append(errs, err)
 	}
 	l.handleOpen = false
-	l.phase = PhaseClosed
+	l.setPhase(PhaseClosed)
 	l.disposeErr = aggregate(l.id, errs)
 	l.disposeDone = true
 	l.awaitHandlers()
@@ -256,7 +256,7 @@ func LiveSession(ctx workflow.Context, state LiveState) (DisposeResult, error) {
 	l.firstLive = state.FirstLiveSeq
 	l.lastTurn = state.LastTurn
 	l.entries = append([]LifecycleEntry{}, state.Lifecycle...)
-	l.phase = PhaseLive
+	l.setPhase(PhaseLive)
 	info := workflow.GetInfo(ctx)
 	l.ready = &SessionInfo{
 		SessionID:           l.id,

@@ -163,6 +163,10 @@ type Options struct {
 	// MaxAttempts bounds the attempts of an activity on retryable errors;
 	// default 10.
 	MaxAttempts int32 `json:"maxAttempts,omitempty"`
+	// SearchAttributes makes the workflow keep the SessionPhase search
+	// attribute current; set it only when the namespace has sessionflow's
+	// search attributes registered (the client checks).
+	SearchAttributes bool `json:"searchAttributes,omitempty"`
 }
 
 // CreateSessionRequest is the input of CreateSession (SPEC 7.3).

@@ -111,7 +111,11 @@ func runTemporalDemo(ctx context.Context, a *app, df *demoFlags) (err error) {
 		}
 	}()
 	fmt.Fprintf(a.stdout, "worker polling task queue %s; store root %s (compression %s)\n", taskQueue, df.root, comp)
-	c := client.New(tc, client.Options{TaskQueue: taskQueue})
+	namespace := df.namespace
+	if df.address == "" {
+		namespace = devserver.DefaultNamespace
+	}
+	c := client.New(tc, client.Options{TaskQueue: taskQueue, Namespace: namespace})
 
 	id := "demo-" + randomHex(4)
 	cwd, err := os.Getwd()

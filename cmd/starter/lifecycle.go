@@ -201,6 +201,7 @@ func (a *app) withClientOptions(cmd *cobra.Command, cf *connFlags, co client.Opt
 	}
 	defer tc.Close()
 	co.TaskQueue = conn.TaskQueue
+	co.Namespace = conn.Profile.Namespace
 	return fn(ctx, client.New(tc, co))
 }
 

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -56,7 +58,7 @@ type env struct {
 	devDir, root         string
 	port, uiPort         int
 	worker               *exec.Cmd
-	workerLog            *bytes.Buffer
+	workerLog            *syncBuffer
 	taskQueue, namespace string
 }
 
@@ -83,22 +85,38 @@ func (e *env) startWorker(ephemeral bool) {
 	if ephemeral {
 		args = append(args, "--dev-ephemeral")
 	}
-	e.workerLog = &bytes.Buffer{}
+	e.workerLog = &syncBuffer{}
 	e.worker = exec.Command(bin.worker, args...)
 	e.worker.Stdout, e.worker.Stderr = e.workerLog, e.workerLog
 	e.worker.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	require.NoError(e.t, e.worker.Start())
 	e.t.Cleanup(func() { e.kill() })
+	// The worker prints the store root once its dev server is up and has
+	// sessionflow's search attributes registered.
 	deadline := time.Now().Add(60 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", e.port), time.Second)
-		if err == nil {
-			c.Close()
-			return
-		}
+	for !strings.Contains(e.workerLog.String(), "Session store:") {
 		require.True(e.t, time.Now().Before(deadline), "the dev server did not come up:\n%s", e.workerLog)
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the process's output copier and
+// the test to use at once.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // kill sends SIGKILL to the worker and its dev server (the whole process
@@ -173,6 +191,31 @@ func requireContiguous(t *testing.T, events []session.Event) {
 	}
 }
 
+// requireListed waits until `starter list` (eventually consistent
+// visibility) shows the session with its phase and cwd read from the search
+// attributes the workflow keeps.
+func (e *env) requireListed(id, phase, cwd string) {
+	var out string
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		out = e.mustStarter("", "list", "--json")
+		var rows []struct {
+			SessionID string `json:"sessionId"`
+			Phase     string `json:"phase"`
+			Cwd       string `json:"cwd"`
+			Source    string `json:"source"`
+		}
+		require.NoError(e.t, json.Unmarshal([]byte(out), &rows), out)
+		for _, r := range rows {
+			if r.SessionID == id && r.Phase == phase && r.Cwd == cwd && r.Source == "searchAttributes" {
+				return
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	e.t.Fatalf("session %q (phase %s, cwd %s) not listed from search attributes:\n%s", id, phase, cwd, out)
+}
+
 // A session created and appended through the CLI survives SIGKILL of the
 // worker and of its persistent dev server: after both restart, the same
 // workflow is still live and the session goes on.
@@ -183,6 +226,7 @@ func TestSessionSurvivesKillWithPersistentServer(t *testing.T) {
 	e.mustStarter("", "create", "--id", "s1", "--cwd", "/work")
 	e.mustStarter(in, "append", "--id", "s1")
 	require.Equal(t, want, e.stored("s1"))
+	e.requireListed("s1", "live", "/work")
 
 	e.kill()
 	e.startWorker(false)
