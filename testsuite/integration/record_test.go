@@ -50,6 +50,7 @@ type recordPath struct {
 
 var recordPaths = []recordPath{
 	{name: "create", run: recordCreate},
+	{name: "create-search-attributes", run: recordCreateSearchAttributes},
 	{name: "resume-repair", comp: jsonl.CompressionNone, run: recordResumeRepair},
 	{name: "setup-failure", run: recordSetupFailure},
 	{name: "abort-during-setup", run: recordAbortDuringSetup},
@@ -94,6 +95,23 @@ func recordCreate(t *testing.T, w *world) []fixture {
 	w.dispose(id)
 	require.NoError(t, run.Get(w.ctx(), nil))
 	return only("create", wid, run)
+}
+
+// recordCreateSearchAttributes: a create that keeps the session's search
+// attributes (the versioned SessionPhase upserts), one append, Dispose.
+func recordCreateSearchAttributes(t *testing.T, w *world) []fixture {
+	id := w.id("rec-create-sa")
+	wid := workflows.WorkflowID(id)
+	run := w.create(workflows.CreateSessionRequest{
+		SessionID: id,
+		Meta:      &workflows.SessionMeta{Cwd: "/work/project"},
+		Options:   &workflows.Options{SearchAttributes: true},
+	})
+	w.awaitLive(id)
+	w.appendEvents(id, liveTurn(t, 0, 1, "hello"))
+	w.dispose(id)
+	require.NoError(t, run.Get(w.ctx(), nil))
+	return only("create-search-attributes", wid, run)
 }
 
 // recordResumeRepair: resume of a crashed log (closers and marker stored),
