@@ -136,31 +136,11 @@ func runDemo(ctx context.Context, a *app, st *jsonl.Store) error {
 	}
 
 	out.step("the final log (header, then one event per line)")
-	rd, err := st.Open(ctx, id, jsonl.AccessRead, jsonl.OpenOptions{})
-	if err != nil {
+	if err := printLog(ctx, a.stdout, st, id); err != nil {
 		return err
 	}
-	defer rd.Close(ctx)
-	events, err := rd.Read(ctx, 0, -1)
-	if err != nil {
-		return err
-	}
-	header, err := jsonl.EncodeHeaderLine(rd.Header())
-	if err != nil {
-		return err
-	}
-	if _, err := a.stdout.Write(header); err != nil {
-		return err
-	}
-	for _, e := range events {
-		b, err := e.MarshalJSON()
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(a.stdout, "%s\n", b)
-	}
-	fmt.Fprintf(a.stdout, "\n%d events, seqs 0..%d contiguous; inspect it again with:\n  starter log cat --root %s --compression %s --id %s\n",
-		len(events), len(events)-1, st.Root(), st.Compression(), id)
+	fmt.Fprintf(a.stdout, "inspect it again with:\n  starter log cat --root %s --compression %s --id %s\n",
+		st.Root(), st.Compression(), id)
 	return nil
 }
 

@@ -294,31 +294,10 @@ func readAll(ctx context.Context, st *jsonl.Store, id string) ([]session.Event, 
 
 // printLog prints the header line and every event of a session.
 func printLog(ctx context.Context, w io.Writer, st *jsonl.Store, id string) error {
-	h, err := st.Open(ctx, id, jsonl.AccessRead, jsonl.OpenOptions{})
+	n, err := writeLog(ctx, w, st, id)
 	if err != nil {
 		return err
 	}
-	defer h.Close(ctx)
-	events, err := h.Read(ctx, 0, -1)
-	if err != nil {
-		return err
-	}
-	header, err := jsonl.EncodeHeaderLine(h.Header())
-	if err != nil {
-		return err
-	}
-	if _, err := w.Write(header); err != nil {
-		return err
-	}
-	for _, e := range events {
-		b, err := e.MarshalJSON()
-		if err != nil {
-			return err
-		}
-		if _, err := fmt.Fprintf(w, "%s\n", b); err != nil {
-			return err
-		}
-	}
-	_, err = fmt.Fprintf(w, "\n%d events, seqs 0..%d contiguous\n", len(events), len(events)-1)
+	_, err = fmt.Fprintf(w, "\n%d events, seqs 0..%d contiguous\n", n, n-1)
 	return err
 }

@@ -209,6 +209,35 @@ A missing root lists nothing. --json prints one JSON array.`,
 	return cmd
 }
 
+// writeLog writes a session's logical log to w as JSONL through a read
+// handle: the header line as the store writes it, then one event per line.
+// It returns the number of events.
+func writeLog(ctx context.Context, w io.Writer, st *jsonl.Store, id string) (int, error) {
+	h, err := st.Open(ctx, id, jsonl.AccessRead, jsonl.OpenOptions{})
+	if err != nil {
+		return 0, err
+	}
+	defer h.Close(ctx)
+	events, err := h.Read(ctx, 0, -1)
+	if err != nil {
+		return 0, err
+	}
+	line, err := jsonl.EncodeHeaderLine(h.Header())
+	if err != nil {
+		return 0, err
+	}
+	out := append([]byte(nil), line...)
+	for _, e := range events {
+		b, err := e.MarshalJSON()
+		if err != nil {
+			return 0, fmt.Errorf("encode event %d: %w", e.Seq, err)
+		}
+		out = append(append(out, b...), '\n')
+	}
+	_, err = w.Write(out)
+	return len(events), err
+}
+
 func newLogCatCmd(a *app, sf *storeFlags) *cobra.Command {
 	var id string
 	cmd := &cobra.Command{
@@ -226,29 +255,7 @@ from a torn zstd frame are. The log is opened for reading and never modified.`,
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			h, err := st.Open(ctx, id, jsonl.AccessRead, jsonl.OpenOptions{})
-			if err != nil {
-				return err
-			}
-			defer h.Close(ctx)
-			events, err := h.Read(ctx, 0, -1)
-			if err != nil {
-				return err
-			}
-			line, err := jsonl.EncodeHeaderLine(h.Header())
-			if err != nil {
-				return err
-			}
-			out := append([]byte(nil), line...)
-			for _, e := range events {
-				b, err := e.MarshalJSON()
-				if err != nil {
-					return fmt.Errorf("encode event %d: %w", e.Seq, err)
-				}
-				out = append(append(out, b...), '\n')
-			}
-			_, err = a.stdout.Write(out)
+			_, err = writeLog(cmd.Context(), a.stdout, st, id)
 			return err
 		},
 	}
