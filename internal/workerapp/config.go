@@ -57,6 +57,9 @@ type Config struct {
 	StoreRoot string
 	// Compression is the store root's encoding.
 	Compression jsonl.Compression
+	// StoreFS is the filesystem the session store works through; nil means
+	// the operating system's. Tests pass a fault-injecting one.
+	StoreFS jsonl.FS
 	// AppendWindow is the append batching window of the sessions this
 	// worker runs when their request leaves it unset.
 	AppendWindow time.Duration
