@@ -211,6 +211,13 @@ func (c *Client) waitReady(ctx context.Context, id string, run temporalclient.Wo
 		}
 	}
 	if err != nil {
+		var app *temporal.ApplicationError
+		if errors.As(err, &app) {
+			// The session reported its failure; the run is now rolling back.
+			// Wait for it to end, so that a caller who sees the failure sees
+			// it rolled back (no lease, the id free for a retry).
+			_ = run.Get(ctx, nil)
+		}
 		return nil, callError("wait for session", id, err)
 	}
 	return &Session{SessionInfo: info}, nil

@@ -341,3 +341,21 @@ func TestCreateAsksForSearchAttributesOnlyWhenRegistered(t *testing.T) {
 		})
 	}
 }
+
+// A failure reported by WaitReady is returned only once the run has ended,
+// i.e. once the workflow's rollback is done and the id is free again.
+func TestCreateFailureWaitsForTheRollback(t *testing.T) {
+	failure := temporal.NewNonRetryableApplicationError("setup exploded", "SetupFailed", nil)
+	run := &fakeRun{id: "session/s1", runID: "run-1", err: failure}
+	f := &fakeTemporal{
+		execute: func(temporalclient.StartWorkflowOptions, any, []any) (temporalclient.WorkflowRun, error) {
+			return run, nil
+		},
+		update: func(temporalclient.UpdateWorkflowOptions) (temporalclient.WorkflowUpdateHandle, error) {
+			return &fakeUpdate{get: func() { require.Zero(t, run.gets, "the run is awaited after the update reports") }, err: failure}, nil
+		},
+	}
+	_, err := New(f, Options{}).Create(context.Background(), workflows.CreateSessionRequest{SessionID: "s1"})
+	require.ErrorContains(t, err, "setup exploded")
+	require.Equal(t, 1, run.gets, "Create returned before the run ended")
+}

@@ -119,11 +119,13 @@ type fakeRun struct {
 	id, runID string
 	result    any
 	err       error
+	gets      int // calls of Get
 }
 
 func (r *fakeRun) GetID() string    { return r.id }
 func (r *fakeRun) GetRunID() string { return r.runID }
 func (r *fakeRun) Get(_ context.Context, valuePtr any) error {
+	r.gets++
 	if r.err != nil {
 		return r.err
 	}

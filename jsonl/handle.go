@@ -176,6 +176,11 @@ func (s *Store) Create(ctx context.Context, h session.Header, opts CreateOptions
 		if errors.Is(err, errLeaseHeld) {
 			return nil, alreadyExists(id)
 		}
+		// Leave no residue: the session directory goes if it is empty (a
+		// concurrent creator's entries keep it).
+		if s.fs.Remove(dir) == nil {
+			_ = s.syncDir(filepath.Dir(dir))
+		}
 		return nil, err
 	}
 	s.metrics.LeaseAcquired()

@@ -187,7 +187,7 @@ func scanZstd(codec *zstdCodec, data []byte) (*scanResult, error) {
 	}
 	// Every batch frame holds whole lines, so the frames' plaintexts are
 	// concatenated and scanned in one pass (decoded in parallel when large).
-	plain := make([]byte, 0, 4*len(data))
+	plain := make([]byte, 0, plaintextSize(data, frames[1:]))
 	for _, f := range frames[1:] {
 		n := len(plain)
 		plain, err = codec.appendDecodedFrame(plain, data[f.start:f.end])
@@ -226,4 +226,19 @@ func parseHeaderFrame(plain []byte) (session.Header, error) {
 		return session.Header{}, errZstdHeaderFrame
 	}
 	return parseHeaderLine(plain[:len(plain)-1])
+}
+
+// plaintextSize is the total content size the frames declare (frames this
+// store writes always declare it), bounded by zstdMaxFrameContent each, so
+// the plaintext is allocated once.
+func plaintextSize(data []byte, frames []frameSpan) int {
+	total := 0
+	for _, f := range frames {
+		h, complete, err := parseZstdFrameHeader(data[f.start:f.end], 0)
+		if err != nil || !complete || !h.hasContentSize || h.contentSize > zstdMaxFrameContent {
+			return total + 4*int(f.end-f.start)
+		}
+		total += int(h.contentSize)
+	}
+	return total
 }
