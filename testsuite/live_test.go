@@ -30,7 +30,7 @@ func TestAppendsCoalesceWithinWindow(t *testing.T) {
 	c := h.updateAt(2*time.Second+150*time.Millisecond, "", workflows.UpdateAppend, workflows.AppendRequest{Events: turn[4:]})
 	late := h.updateAt(3*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 5, 2, "y")})
 	h.updateAt(4*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "co"})
+	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "co", Options: &workflows.Options{AppendWindowMs: 200}})
 	require.NoError(t, h.env.GetWorkflowError())
 	var ra, rb, rc, rl workflows.AppendResult
 	a.decode(t, &ra)
@@ -44,6 +44,37 @@ func TestAppendsCoalesceWithinWindow(t *testing.T) {
 	evs := stored(t, h.store, "co")
 	requireContiguous(t, evs)
 	require.Len(t, evs, 10)
+}
+
+// Without an explicit window, appends are group-committed: a lone append is
+// stored at once (no timer), and appends that arrive while a store is in
+// flight are stored together by the next one.
+func TestAppendsGroupCommit(t *testing.T) {
+	h := newHarness(t).withID("gc")
+	turn := liveTurn(t, 0, 1, "x")
+	h.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	// The store takes 500 ms; b and c arrive while a's store runs.
+	h.env.OnActivity(h.acts.AppendBatch, mock.Anything, mock.Anything).After(500 * time.Millisecond).Return(
+		func(ctx context.Context, in activities.AppendBatchInput) (activities.AppendResult, error) {
+			return h.acts.AppendBatch(ctx, in)
+		})
+	a := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: turn[:2]})
+	b := h.updateAt(2*time.Second+100*time.Millisecond, "", workflows.UpdateAppend, workflows.AppendRequest{Events: turn[2:4]})
+	c := h.updateAt(2*time.Second+200*time.Millisecond, "", workflows.UpdateAppend, workflows.AppendRequest{Events: turn[4:]})
+	h.updateAt(4*time.Second, "", workflows.UpdateDispose)
+	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "gc"})
+	require.NoError(t, h.env.GetWorkflowError())
+	var ra, rb, rc workflows.AppendResult
+	a.decode(t, &ra)
+	b.decode(t, &rb)
+	c.decode(t, &rc)
+	require.Equal(t, int64(2), ra.NextSeq, "a is stored alone, without waiting for a window")
+	require.Equal(t, int64(5), rb.NextSeq)
+	require.Equal(t, int64(5), rc.NextSeq, "b and c share the next store")
+	require.Equal(t, 2, h.count(activities.AppendBatchName))
+	evs := stored(t, h.store, "gc")
+	requireContiguous(t, evs)
+	require.Len(t, evs, 5)
 }
 
 func TestAppendValidator(t *testing.T) {
@@ -214,7 +245,7 @@ func TestDisposeReportsDrainFailure(t *testing.T) {
 	h.updateAt(time.Second, "", workflows.UpdateWaitReady)
 	pending := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
 	disp := h.updateAt(2*time.Second+10*time.Millisecond, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "dr"})
+	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "dr", Options: &workflows.Options{AppendWindowMs: 200}})
 	require.True(t, pending.done)
 	requireMessage(t, pending.err, "disk full")
 	require.True(t, disp.done)

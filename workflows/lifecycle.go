@@ -107,16 +107,19 @@ type lifecycle struct {
 	phase          Phase
 	phaseVersioned bool             // GetVersion of the SessionPhase upserts was taken
 	phaseVersion   workflow.Version // its result
-	ref            *jsonl.HandleRef
-	handleOpen     bool
-	header         session.Header
-	inherited      int64
-	nextSeq        int64
-	firstLive      int64
-	lastTurn       int64
-	entries        []LifecycleEntry
-	compErrs       []CompensationError
-	comps          []compensation
+
+	groupCommitVersioned bool             // GetVersion of group commit was taken
+	groupCommitVersion   workflow.Version // its result
+	ref                  *jsonl.HandleRef
+	handleOpen           bool
+	header               session.Header
+	inherited            int64
+	nextSeq              int64
+	firstLive            int64
+	lastTurn             int64
+	entries              []LifecycleEntry
+	compErrs             []CompensationError
+	comps                []compensation
 
 	outstanding []workflow.Future
 	stepCancel  workflow.CancelFunc

@@ -58,11 +58,37 @@ func (l *lifecycle) handleAppend(ctx workflow.Context, req AppendRequest) (Appen
 	item := &appendItem{events: req.Events, bytes: n}
 	l.pending = append(l.pending, item)
 	l.pendingEvents += int64(len(req.Events))
-	l.startTimer()
+	if l.groupCommit() {
+		// Stored at once unless a store is in flight; what arrives while
+		// one runs is stored together by the next (flushOnce re-arms).
+		l.flushDue = true
+	} else {
+		l.startTimer()
+	}
 	if err := workflow.Await(hctx, func() bool { return item.done }); err != nil {
 		return AppendResult{}, err
 	}
 	return AppendResult{NextSeq: item.next}, item.err
+}
+
+// groupCommitChange names the versioned change that replaced the default
+// coalescing timer by group commit. Temporal fires no timer sooner than about
+// a second after it is started, so a 200 ms window held every append for a
+// second; group commit stores an append as soon as no store is in flight.
+const groupCommitChange = "append-group-commit"
+
+// groupCommit reports whether appends are group-committed: in runs that
+// took the change, when the request sets no window. A request with an
+// explicit window keeps the timer.
+func (l *lifecycle) groupCommit() bool {
+	if l.options != nil && l.options.AppendWindowMs > 0 {
+		return false
+	}
+	if !l.groupCommitVersioned {
+		l.groupCommitVersion = workflow.GetVersion(l.dctx, groupCommitChange, workflow.DefaultVersion, 1)
+		l.groupCommitVersioned = true
+	}
+	return l.groupCommitVersion >= 1
 }
 
 // startTimer opens the coalescing window unless one is open.

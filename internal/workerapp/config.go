@@ -15,7 +15,6 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/sessionflow/sessionflow/jsonl"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // Defaults of Config.
@@ -25,7 +24,7 @@ const (
 	DefaultTaskQueue      = "sessionflow"
 	DefaultStoreRoot      = "./.sessionflow/store"
 	DefaultCompression    = jsonl.CompressionZstd
-	DefaultAppendWindow   = workflows.DefaultAppendWindow
+	DefaultAppendWindow   = time.Duration(0) // group commit
 	DefaultMetricsAddress = ":9090"
 	DefaultStopTimeout    = 30 * time.Second
 )
@@ -178,7 +177,7 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.taskQueue, "task-queue", DefaultTaskQueue, "task queue to poll (env "+EnvTaskQueue+")")
 	fs.StringVar(&f.storeRoot, "store-root", DefaultStoreRoot, "session store root (env "+EnvStoreRoot+")")
 	fs.StringVar(&f.compression, "compression", string(DefaultCompression), "store encoding: zstd or none (env "+EnvCompression+")")
-	fs.StringVar(&f.appendWindow, "append-window", DefaultAppendWindow.String(), "append batching window of sessions that leave it unset (env "+EnvAppendWindow+")")
+	fs.StringVar(&f.appendWindow, "append-window", DefaultAppendWindow.String(), "append batching window of sessions that leave it unset; 0 = group commit: store an append at once unless a store is in flight (env "+EnvAppendWindow+"; every worker of a task queue must use the same value)")
 	fs.IntVar(&f.maxConcurrentActivities, "max-concurrent-activities", 0, "maximum concurrent activity executions, 0 = SDK default (env "+EnvMaxConcurrentActivities+")")
 	fs.IntVar(&f.maxConcurrentWorkflowTask, "max-concurrent-workflow-tasks", 0, "maximum concurrent workflow task executions, 0 = SDK default (env "+EnvMaxConcurrentWorkflowTasks+")")
 	fs.StringVar(&f.metricsAddress, "metrics-address", DefaultMetricsAddress, "Prometheus /metrics listen address, empty = off (env "+EnvMetricsAddress+")")

@@ -31,7 +31,7 @@ func TestParseArgsDefaults(t *testing.T) {
 	assert.Equal(t, "sessionflow", cfg.TaskQueue)
 	assert.Equal(t, "./.sessionflow/store", cfg.StoreRoot)
 	assert.Equal(t, jsonl.CompressionZstd, cfg.Compression)
-	assert.Equal(t, 200*time.Millisecond, cfg.AppendWindow)
+	assert.Equal(t, time.Duration(0), cfg.AppendWindow, "group commit by default")
 	assert.Equal(t, ":9090", cfg.MetricsAddress)
 	assert.Equal(t, 30*time.Second, cfg.StopTimeout)
 	assert.Zero(t, cfg.MaxConcurrentActivities)

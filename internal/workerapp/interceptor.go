@@ -22,7 +22,7 @@ type workerInterceptor struct {
 
 func newWorkerInterceptor(cfg Config, m *Metrics) *workerInterceptor {
 	i := &workerInterceptor{metrics: m}
-	if cfg.AppendWindow > 0 && cfg.AppendWindow != workflows.DefaultAppendWindow {
+	if cfg.AppendWindow > 0 {
 		i.appendWindowMs = cfg.AppendWindow.Milliseconds()
 		if i.appendWindowMs == 0 {
 			i.appendWindowMs = 1

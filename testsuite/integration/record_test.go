@@ -51,6 +51,7 @@ type recordPath struct {
 var recordPaths = []recordPath{
 	{name: "create", run: recordCreate},
 	{name: "create-search-attributes", run: recordCreateSearchAttributes},
+	{name: "append-group-commit", run: recordAppendGroupCommit},
 	{name: "resume-repair", comp: jsonl.CompressionNone, run: recordResumeRepair},
 	{name: "setup-failure", run: recordSetupFailure},
 	{name: "abort-during-setup", run: recordAbortDuringSetup},
@@ -112,6 +113,28 @@ func recordCreateSearchAttributes(t *testing.T, w *world) []fixture {
 	w.dispose(id)
 	require.NoError(t, run.Get(w.ctx(), nil))
 	return only("create-search-attributes", wid, run)
+}
+
+// recordAppendGroupCommit: a create with no append window (group commit,
+// the versioned change), three appends sent together and one alone, Dispose.
+func recordAppendGroupCommit(t *testing.T, w *world) []fixture {
+	id := w.id("rec-group-commit")
+	wid := workflows.WorkflowID(id)
+	run := w.create(workflows.CreateSessionRequest{SessionID: id})
+	w.awaitLive(id)
+	turn := liveTurn(t, 0, 1, "hello")
+	var handles []client.WorkflowUpdateHandle
+	for _, batch := range [][]session.Event{turn[:2], turn[2:4], turn[4:]} {
+		handles = append(handles, w.accepted(wid, workflows.UpdateAppend, workflows.AppendRequest{Events: batch}))
+	}
+	for _, h := range handles {
+		var r workflows.AppendResult
+		require.NoError(t, h.Get(w.ctx(), &r))
+	}
+	w.appendEvents(id, liveTurn(t, 5, 2, "again"))
+	w.dispose(id)
+	require.NoError(t, run.Get(w.ctx(), nil))
+	return only("append-group-commit", wid, run)
 }
 
 // recordResumeRepair: resume of a crashed log (closers and marker stored),

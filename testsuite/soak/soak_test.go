@@ -1,0 +1,71 @@
+package soak
+
+import (
+	"context"
+	"flag"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The short variant runs under `go test ./...`; the long one with, e.g.,
+// `go test ./testsuite/soak -run TestSoak -soak.kills=200 -soak.sessions=8 -timeout 60m`.
+var (
+	kills    = flag.Int("soak.kills", 10, "number of SIGKILLs of the worker")
+	sessions = flag.Int("soak.sessions", 4, "number of sessions")
+	seed     = flag.Int64("soak.seed", 1, "seed of the kill intervals and batch sizes")
+	minIv    = flag.Duration("soak.min-interval", DefaultMinInterval, "shortest time a polling worker runs before it is killed")
+	maxIv    = flag.Duration("soak.max-interval", DefaultMaxInterval, "longest time a polling worker runs before it is killed")
+	batch    = flag.Int("soak.batch", DefaultBatch, "largest number of events of one append")
+)
+
+// lineWriter logs every line written to it through t.Log.
+type lineWriter struct {
+	t   *testing.T
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	s := w.buf.String()
+	for {
+		i := strings.IndexByte(s, '\n')
+		if i < 0 {
+			break
+		}
+		w.t.Log(s[:i])
+		s = s[i+1:]
+	}
+	w.buf.Reset()
+	w.buf.WriteString(s)
+	return len(p), nil
+}
+
+// The worker, a separate process, is killed with SIGKILL at random moments
+// and restarted while sessions are appended to: no acknowledged event is
+// lost, no seq is stored twice or skipped, every session resumes and no
+// lease outlives its disposed workflow.
+func TestSoak(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Minute)
+	defer cancel()
+	sum, err := Run(ctx, Config{
+		Kills: *kills, Sessions: *sessions, Seed: *seed,
+		MinInterval: *minIv, MaxInterval: *maxIv, Batch: *batch,
+		Progress: &lineWriter{t: t},
+	})
+	t.Log(sum)
+	t.Logf("took %v", sum.Elapsed.Round(time.Second))
+	require.NoError(t, err)
+	require.Empty(t, sum.Failures)
+	require.Equal(t, *kills, sum.Kills)
+	require.Equal(t, *sessions, sum.Sessions)
+	require.Positive(t, sum.Acked, "the sessions were appended to")
+	require.Contains(t, sum.String(), " lost=0 duplicates=0 unresumable=0")
+	require.True(t, sum.OK())
+}
