@@ -1,0 +1,240 @@
+// Package bench is sessionflow's performance harness: it starts an
+// ephemeral Temporal dev server and an in-process sessionflow worker, and
+// measures, in one run, the workflow costs of sessionflow against baselines
+// measured in the same run (a one-activity no-op workflow, and an entity
+// workflow that keeps its events in workflow state), the history a resume
+// records for logs of growing size, and, through `go test ./jsonl -bench`,
+// the store. Report renders the results as docs/PERFORMANCE.md.
+//
+// The measurements run from the perf command (bench/cmd/perf), never from
+// `go test ./...`, which only runs a smoke test with tiny sizes.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	temporalclient "go.temporal.io/sdk/client"
+
+	"github.com/sessionflow/sessionflow/client"
+	"github.com/sessionflow/sessionflow/internal/devserver"
+	"github.com/sessionflow/sessionflow/internal/workerapp"
+	"github.com/sessionflow/sessionflow/jsonl"
+)
+
+// taskQueue is the task queue of the harness's worker.
+const taskQueue = "sessionflow-bench"
+
+// workflowTimeout bounds the harness's workflows and activities.
+const workflowTimeout = 2 * time.Minute
+
+// Config sizes a run. DefaultConfig gives the documented run; the smoke
+// test shrinks every size.
+type Config struct {
+	// LatencyRuns is the number of sequential creates (and of no-op
+	// workflows) whose latencies are compared.
+	LatencyRuns int
+	// Sessions is the number of sessions created for the throughput
+	// measurement, InFlight how many creates run at once.
+	Sessions int
+	InFlight int
+	// AppendDuration is how long each append-rate configuration runs;
+	// AppendCallers is the number of concurrent callers on one session.
+	AppendDuration time.Duration
+	AppendCallers  int
+	// CoalesceWindow is the coalescing window of the "with coalescing"
+	// measurements (sessionflow's default), TinyWindow that of "without".
+	CoalesceWindow time.Duration
+	TinyWindow     time.Duration
+	// HistorySizes are the event counts of the logs whose resume history is
+	// measured.
+	HistorySizes []int
+	// EntityBatch events of EntityEventBytes bytes of text each make one
+	// append of the entity comparison; EntityMaxAppends bounds it.
+	EntityBatch      int
+	EntityEventBytes int
+	EntityMaxAppends int
+	// SessionflowMaxAppends bounds the sessionflow side of the entity
+	// comparison (its appends wait for the coalescing timer, so it is the
+	// slow side).
+	SessionflowMaxAppends int
+	// Store runs the store benchmarks (`go test ./jsonl -bench`) from
+	// ModuleDir with StoreBenchSize bytes for the open benchmarks.
+	Store          bool
+	ModuleDir      string
+	StoreBenchSize int64
+	// Progress receives progress lines; nil discards them.
+	Progress io.Writer
+}
+
+// DefaultConfig returns the sizes of the documented run.
+func DefaultConfig() Config {
+	return Config{
+		LatencyRuns:           30,
+		Sessions:              200,
+		InFlight:              16,
+		AppendDuration:        8 * time.Second,
+		AppendCallers:         16,
+		CoalesceWindow:        200 * time.Millisecond,
+		TinyWindow:            time.Millisecond,
+		HistorySizes:          []int{10, 10_000, 1_000_000},
+		EntityBatch:           8,
+		EntityEventBytes:      512,
+		EntityMaxAppends:      3000,
+		SessionflowMaxAppends: 100,
+		Store:                 true,
+		ModuleDir:             ".",
+		StoreBenchSize:        100 << 20,
+	}
+}
+
+// env is a running server, worker and clients.
+type env struct {
+	cfg    Config
+	server *devserver.Server
+	tc     temporalclient.Client
+	sf     *client.Client
+	store  *jsonl.Store
+	root   string
+	stop   func() error
+	log    func(format string, args ...any)
+}
+
+// Run starts a dev server and a worker, runs every measurement of cfg and
+// stops them again.
+func Run(ctx context.Context, cfg Config) (*Results, error) {
+	logf := func(format string, args ...any) {
+		if cfg.Progress != nil {
+			fmt.Fprintf(cfg.Progress, "perf: "+format+"\n", args...)
+		}
+	}
+	res := &Results{Config: cfg, Started: time.Now(), LoadBefore: LoadAverage()}
+	if cfg.Store {
+		logf("store benchmarks (go test ./jsonl -bench)")
+		st, err := RunStoreBenchmarks(ctx, cfg.ModuleDir, cfg.StoreBenchSize)
+		if err != nil {
+			return nil, err
+		}
+		res.Store = st
+	}
+	e, err := start(ctx, cfg, logf)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = e.stop() }()
+
+	steps := []struct {
+		name string
+		fn   func(context.Context, *Results) error
+	}{
+		{"create-to-live latency vs no-op workflow", e.latency},
+		{"sessions per second", e.throughput},
+		{"appends per second", e.appendRates},
+		{"resume history vs log size", e.resumeHistory},
+		{"entity workflow vs sessionflow", e.entityComparison},
+	}
+	for _, s := range steps {
+		logf("%s", s.name)
+		t0 := time.Now()
+		if err := s.fn(ctx, res); err != nil {
+			return nil, fmt.Errorf("%s: %w", s.name, err)
+		}
+		logf("%s: %s", s.name, time.Since(t0).Round(time.Millisecond))
+	}
+	res.LoadAfter = LoadAverage()
+	res.Elapsed = time.Since(res.Started)
+	if err := e.stop(); err != nil {
+		return nil, fmt.Errorf("stopping: %w", err)
+	}
+	return res, nil
+}
+
+// start starts the dev server and the worker.
+func start(ctx context.Context, cfg Config, logf func(string, ...any)) (*env, error) {
+	root, err := os.MkdirTemp("", "sessionflow-bench-")
+	if err != nil {
+		return nil, fmt.Errorf("creating the store root: %w", err)
+	}
+	logf("starting the dev server")
+	ds, err := devserver.Start(ctx, devserver.Options{
+		Ephemeral: true,
+		Locate:    devserver.LocateOptions{Progress: cfg.Progress, WorkDir: cfg.ModuleDir},
+	})
+	if err != nil {
+		_ = os.RemoveAll(root)
+		return nil, fmt.Errorf("starting the dev server: %w", err)
+	}
+	st, err := jsonl.NewStore(jsonl.Options{Root: root, Compression: jsonl.CompressionNone})
+	if err != nil {
+		_ = ds.Stop()
+		_ = os.RemoveAll(root)
+		return nil, fmt.Errorf("opening the store: %w", err)
+	}
+	wcfg := workerapp.DefaultConfig()
+	wcfg.Client = ds.Client()
+	wcfg.TaskQueue = taskQueue
+	wcfg.StoreRoot = root
+	wcfg.Compression = jsonl.CompressionNone
+	wcfg.MetricsAddress = ""
+	wcfg.StopTimeout = 10 * time.Second
+	wcfg.Register = Register
+	started := make(chan struct{})
+	wcfg.OnStarted = func(workerapp.Started) { close(started) }
+	wctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- workerapp.Run(wctx, wcfg, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
+	select {
+	case <-started:
+	case err := <-done:
+		cancel()
+		_ = ds.Stop()
+		_ = os.RemoveAll(root)
+		return nil, fmt.Errorf("starting the worker: %w", err)
+	}
+	stopped := false
+	var stopErr error
+	e := &env{
+		cfg:    cfg,
+		server: ds,
+		tc:     ds.Client(),
+		sf:     client.New(ds.Client(), client.Options{TaskQueue: taskQueue}),
+		store:  st,
+		root:   root,
+		log:    logf,
+	}
+	e.stop = func() error {
+		if stopped {
+			return stopErr
+		}
+		stopped = true
+		cancel()
+		werr := <-done
+		serr := ds.Stop()
+		_ = os.RemoveAll(root)
+		if werr != nil {
+			stopErr = fmt.Errorf("worker: %w", werr)
+		} else if serr != nil {
+			stopErr = fmt.Errorf("dev server: %w", serr)
+		}
+		return stopErr
+	}
+	return e, nil
+}
+
+// LoadAverage returns the 1-minute load average, or -1 when it cannot be
+// read.
+func LoadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return -1
+	}
+	var l float64
+	if _, err := fmt.Sscanf(string(b), "%f", &l); err != nil {
+		return -1
+	}
+	return l
+}

@@ -1,0 +1,67 @@
+package bench
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestSmoke runs every workflow measurement with tiny sizes against a real
+// dev server and checks that the report holds them.
+func TestSmoke(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.LatencyRuns = 2
+	cfg.Sessions = 4
+	cfg.InFlight = 2
+	cfg.AppendDuration = 300 * time.Millisecond
+	cfg.AppendCallers = 2
+	cfg.HistorySizes = []int{10, 1000}
+	cfg.EntityMaxAppends = 3
+	cfg.Store = false
+	cfg.ModuleDir = ".."
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, cfg)
+	require.NoError(t, err)
+
+	require.Equal(t, 2, res.CreateLatency.N)
+	require.Equal(t, 2, res.NoopLatency.N)
+	require.Positive(t, res.CreatesPerSecond)
+	require.Len(t, res.Appends, 4)
+	for _, a := range res.Appends {
+		require.Positive(t, a.Appends)
+	}
+	require.Len(t, res.History, 2)
+	// The number of workflow tasks depends on when the Dispose update lands
+	// relative to them; the history must not grow with the log.
+	require.InDelta(t, res.History[0].HistoryEvents, res.History[1].HistoryEvents, 6,
+		"a resume records the same history for 10 and 1000 events, up to task timing")
+	require.Less(t, res.History[1].HistoryBytes, 2*res.History[0].HistoryBytes)
+	require.Equal(t, 3, res.Entity.Appends)
+	require.Equal(t, 3*cfg.EntityBatch, res.Entity.Events)
+	require.Equal(t, 3, res.SessionflowSameLoad.Appends)
+	require.Positive(t, res.SessionflowSameLoad.HistoryBytes)
+
+	report := Report(res)
+	require.Contains(t, report, Command)
+	require.Contains(t, report, "## The history-bound alternative")
+	require.True(t, strings.HasPrefix(report, "# Performance\n"))
+}
+
+func TestParseBench(t *testing.T) {
+	samples := map[string]map[string][]float64{}
+	parseBench(`goos: linux
+BenchmarkAppendSingle/none-2         	    1000	    217000 ns/op
+BenchmarkAppendSingle/none-2         	    1000	    219000 ns/op
+BenchmarkAppendSingle/none-2         	    1000	    215000 ns/op
+BenchmarkAppendBatch256/zstd-2       	    1000	   1100000 ns/op	    228000 events/s
+BenchmarkOpenRaw100MB-2              	       2	 200000000 ns/op	 516.00 MB/s
+PASS
+`, samples)
+	require.Equal(t, 217000.0, medians(samples["ns/op"])["BenchmarkAppendSingle/none"])
+	require.Equal(t, 228000.0, medians(samples["events/s"])["BenchmarkAppendBatch256/zstd"])
+	require.Equal(t, 516.0, medians(samples["MB/s"])["BenchmarkOpenRaw100MB"])
+}

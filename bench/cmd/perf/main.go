@@ -1,0 +1,114 @@
+// Command perf runs sessionflow's performance harness (package bench) and
+// writes docs/PERFORMANCE.md:
+//
+//	go run ./bench/cmd/perf -out docs/PERFORMANCE.md
+//
+// Run it from the module root. It waits for the machine's 1-minute load
+// average to drop below -max-load (up to -load-wait) before measuring.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sessionflow/sessionflow/bench"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "perf:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	cfg := bench.DefaultConfig()
+	out := flag.String("out", "", "write the report to this file (default: stdout)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the workflow measurements (client and worker) to this file")
+	maxLoad := flag.Float64("max-load", 1.5, "wait until the 1-minute load average is below this before measuring")
+	loadWait := flag.Duration("load-wait", 10*time.Minute, "how long to wait for -max-load")
+	sizes := flag.String("history-sizes", "10,10000,1000000", "event counts of the resumed logs")
+	flag.IntVar(&cfg.LatencyRuns, "latency-runs", cfg.LatencyRuns, "sequential creates and no-op workflows compared")
+	flag.IntVar(&cfg.Sessions, "sessions", cfg.Sessions, "sessions created for the throughput")
+	flag.IntVar(&cfg.InFlight, "inflight", cfg.InFlight, "concurrent creates")
+	flag.DurationVar(&cfg.AppendDuration, "append-duration", cfg.AppendDuration, "duration of each append-rate configuration")
+	flag.IntVar(&cfg.AppendCallers, "append-callers", cfg.AppendCallers, "concurrent callers on one session")
+	flag.IntVar(&cfg.EntityBatch, "entity-batch", cfg.EntityBatch, "events per append of the entity comparison")
+	flag.IntVar(&cfg.EntityEventBytes, "entity-event-bytes", cfg.EntityEventBytes, "text bytes per event of the entity comparison")
+	flag.IntVar(&cfg.EntityMaxAppends, "entity-max-appends", cfg.EntityMaxAppends, "cap of the entity comparison's appends")
+	flag.IntVar(&cfg.SessionflowMaxAppends, "sessionflow-max-appends", cfg.SessionflowMaxAppends, "cap of the sessionflow side of the entity comparison")
+	flag.BoolVar(&cfg.Store, "store", cfg.Store, "run the store benchmarks (go test ./jsonl -bench)")
+	flag.Int64Var(&cfg.StoreBenchSize, "store-benchsize", cfg.StoreBenchSize, "size of the store open benchmarks' logs")
+	flag.Parse()
+	cfg.HistorySizes = nil
+	for _, s := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 0 {
+			return fmt.Errorf("-history-sizes: bad size %q", s)
+		}
+		cfg.HistorySizes = append(cfg.HistorySizes, n)
+	}
+	cfg.Progress = os.Stderr
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	waitLoad(ctx, *maxLoad, *loadWait)
+
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return fmt.Errorf("creating the profile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("starting the profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	res, err := bench.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	report := bench.Report(res)
+	if *out == "" {
+		_, err = os.Stdout.WriteString(report)
+		return err
+	}
+	if err := os.WriteFile(*out, []byte(report), 0o644); err != nil {
+		return fmt.Errorf("writing the report: %w", err)
+	}
+	fmt.Fprintln(os.Stderr, "perf: wrote", *out)
+	return nil
+}
+
+// waitLoad polls the load average until it is below limit or wait has
+// passed.
+func waitLoad(ctx context.Context, limit float64, wait time.Duration) {
+	deadline := time.Now().Add(wait)
+	for {
+		l := bench.LoadAverage()
+		if l < 0 || l < limit {
+			fmt.Fprintf(os.Stderr, "perf: load average %.2f\n", l)
+			return
+		}
+		if time.Now().After(deadline) {
+			fmt.Fprintf(os.Stderr, "perf: load average still %.2f after %s; measuring anyway\n", l, wait)
+			return
+		}
+		fmt.Fprintf(os.Stderr, "perf: load average %.2f >= %.2f, waiting\n", l, limit)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(15 * time.Second):
+		}
+	}
+}

@@ -1,0 +1,157 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/session"
+)
+
+// StoreRuns is how many times each store benchmark runs; the median is
+// kept.
+const StoreRuns = 3
+
+// StoreResults are the medians of the store benchmarks of one run, by
+// benchmark name without the -GOMAXPROCS suffix (e.g.
+// "BenchmarkAppendSingle/none").
+type StoreResults struct {
+	// NsPerOp, MBPerSec and EventsPerSec are the medians per benchmark.
+	NsPerOp      map[string]float64
+	MBPerSec     map[string]float64
+	EventsPerSec map[string]float64
+	// Commands are the go test invocations that produced them.
+	Commands []string
+}
+
+// StoreCommands returns the go test invocations of the store benchmarks.
+func StoreCommands(benchSize int64) [][]string {
+	runs := strconv.Itoa(StoreRuns)
+	return [][]string{
+		{"go", "test", "./jsonl", "-run", "^$", "-bench", "AppendSingle|RawWriteFsync|AppendBatch", "-benchtime", "1000x", "-count", runs},
+		{"go", "test", "./jsonl", "-run", "^$", "-bench", "Open|ReadSplit", "-benchtime", "2x", "-count", runs, "-benchsize", strconv.FormatInt(benchSize, 10)},
+	}
+}
+
+// RunStoreBenchmarks runs the store benchmarks in moduleDir and parses
+// their output.
+func RunStoreBenchmarks(ctx context.Context, moduleDir string, benchSize int64) (*StoreResults, error) {
+	samples := map[string]map[string][]float64{} // unit -> name -> values
+	res := &StoreResults{}
+	for _, args := range StoreCommands(benchSize) {
+		cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+		cmd.Dir = moduleDir
+		var out bytes.Buffer
+		cmd.Stdout = &out
+		cmd.Stderr = &out
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("%s: %w\n%s", strings.Join(args, " "), err, out.String())
+		}
+		res.Commands = append(res.Commands, strings.Join(args, " "))
+		parseBench(out.String(), samples)
+	}
+	res.NsPerOp = medians(samples["ns/op"])
+	res.MBPerSec = medians(samples["MB/s"])
+	res.EventsPerSec = medians(samples["events/s"])
+	if len(res.NsPerOp) == 0 {
+		return nil, fmt.Errorf("the store benchmarks reported nothing")
+	}
+	return res, nil
+}
+
+// parseBench adds the values of the benchmark lines of out to samples.
+func parseBench(out string, samples map[string]map[string][]float64) {
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
+			continue
+		}
+		name := f[0]
+		if i := strings.LastIndexByte(name, '-'); i > 0 {
+			if _, err := strconv.Atoi(name[i+1:]); err == nil {
+				name = name[:i]
+			}
+		}
+		for i := 2; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				continue
+			}
+			unit := f[i+1]
+			if samples[unit] == nil {
+				samples[unit] = map[string][]float64{}
+			}
+			samples[unit][name] = append(samples[unit][name], v)
+		}
+	}
+}
+
+func medians(m map[string][]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, vs := range m {
+		s := append([]float64(nil), vs...)
+		sort.Float64s(s)
+		out[k] = s[len(s)/2]
+	}
+	return out
+}
+
+// WriteRawLog stores session id in st (a raw root) with n todo/write
+// events, writing the event lines directly after the header the store
+// wrote, and returns the log's size.
+func WriteRawLog(ctx context.Context, st *jsonl.Store, id string, n int) (int64, error) {
+	hdr := session.Header{Version: session.FormatVersion, ID: id, CreatedAt: 1}
+	h, err := st.Create(ctx, hdr, jsonl.CreateOptions{HandleID: "bench-" + id})
+	if err != nil {
+		return 0, fmt.Errorf("creating %s: %w", id, err)
+	}
+	if err := h.Flush(ctx); err != nil {
+		return 0, fmt.Errorf("writing the header of %s: %w", id, err)
+	}
+	if err := h.Close(ctx); err != nil {
+		return 0, fmt.Errorf("closing %s: %w", id, err)
+	}
+	snap, err := st.Stat(ctx, id)
+	if err != nil || snap == nil {
+		return 0, fmt.Errorf("locating %s: %v", id, err)
+	}
+	f, err := os.OpenFile(snap.Path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return 0, fmt.Errorf("opening %s: %w", snap.Path, err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	buf := make([]byte, 0, 64)
+	for i := 0; i < n; i++ {
+		buf = append(buf[:0], `{"type":"todo/write","seq":`...)
+		buf = strconv.AppendInt(buf, int64(i), 10)
+		buf = append(buf, `,"time":1,"data":{}}`+"\n"...)
+		if _, err := w.Write(buf); err != nil {
+			_ = f.Close()
+			return 0, fmt.Errorf("writing %s: %w", snap.Path, err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		_ = f.Close()
+		return 0, fmt.Errorf("writing %s: %w", snap.Path, err)
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return 0, fmt.Errorf("syncing %s: %w", snap.Path, err)
+	}
+	fi, err := f.Stat()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, fmt.Errorf("closing %s: %w", snap.Path, err)
+	}
+	return fi.Size(), nil
+}
