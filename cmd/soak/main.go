@@ -1,0 +1,86 @@
+// Command soak runs sessionflow's kill -9 soak (package testsuite/soak): an
+// embedded dev server, the worker as a separate process killed with SIGKILL
+// at random moments and restarted, sessions appended to concurrently, and
+// the store checked against what the client saw acknowledged.
+//
+//	go run ./cmd/soak -kills 200 -sessions 8 -seed 1
+//
+// Progress goes to stderr; the last line on stdout is the summary
+// `soak: kills=N sessions=S acked=A lost=L duplicates=D unresumable=U`.
+// The exit status is 1 when an invariant failed, 2 on a usage error and 3
+// when the harness itself failed.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/testsuite/soak"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is the command: it returns the process exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg soak.Config
+	var compression string
+	fs.IntVar(&cfg.Kills, "kills", soak.DefaultKills, "number of SIGKILLs of the worker")
+	fs.IntVar(&cfg.Sessions, "sessions", soak.DefaultSessions, "number of sessions appended to concurrently")
+	fs.Int64Var(&cfg.Seed, "seed", time.Now().UnixNano(), "seed of the kill intervals and batch sizes")
+	fs.DurationVar(&cfg.MinInterval, "min-interval", soak.DefaultMinInterval, "shortest time a polling worker runs before it is killed")
+	fs.DurationVar(&cfg.MaxInterval, "max-interval", soak.DefaultMaxInterval, "longest time a polling worker runs before it is killed")
+	fs.IntVar(&cfg.Batch, "batch", soak.DefaultBatch, "largest number of events of one append")
+	fs.DurationVar(&cfg.AppendTimeout, "append-timeout", soak.DefaultAppendTimeout, "timeout of one append attempt")
+	fs.DurationVar(&cfg.BatchDeadline, "batch-deadline", soak.DefaultBatchDeadline, "how long one batch is retried before the soak fails")
+	fs.DurationVar(&cfg.HeartbeatTimeout, "heartbeat-timeout", soak.DefaultHeartbeatTimeout, "heartbeat timeout of the sessions' store activities, negative = the workflows' default")
+	fs.BoolVar(&cfg.Eager, "eager", false, "start the interval before the next kill as soon as the worker polls, without waiting for every session to append again")
+	fs.DurationVar(&cfg.RecoveryTimeout, "recovery-timeout", soak.DefaultRecoveryTimeout, "longest wait for every session to append again after a restart")
+	fs.StringVar(&compression, "compression", string(jsonl.CompressionNone), "store encoding: none or zstd")
+	fs.StringVar(&cfg.Dir, "dir", "", "working directory (server state, store, logs); default a temporary one")
+	fs.BoolVar(&cfg.Keep, "keep", false, "keep the temporary working directory")
+	fs.StringVar(&cfg.WorkerBinary, "worker", "", "a built worker binary; default go build ./worker")
+	fs.StringVar(&cfg.ModuleDir, "module", "", "the sessionflow module root; default the module of the working directory")
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "soak: unexpected arguments %v\n", fs.Args())
+		return 2
+	}
+	cfg.Compression = jsonl.Compression(compression)
+	cfg.Progress = stderr
+	fmt.Fprintf(stderr, "soak: seed %d\n", cfg.Seed)
+	sum, err := soak.Run(ctx, cfg)
+	for _, f := range sum.Failures {
+		fmt.Fprintf(stderr, "soak: failure: %s\n", f)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "soak: %v\n", err)
+	}
+	fmt.Fprintf(stderr, "soak: took %v\n", sum.Elapsed.Round(time.Second))
+	fmt.Fprintln(stdout, sum)
+	switch {
+	case err != nil:
+		return 3
+	case !sum.OK():
+		return 1
+	}
+	return 0
+}
