@@ -238,7 +238,7 @@ func event(seq int64, pad int) (session.Event, error) {
 // combination of window and callers.
 func (e *env) appendRates(ctx context.Context, res *Results) error {
 	n := 0
-	for _, w := range []time.Duration{e.cfg.CoalesceWindow, e.cfg.TinyWindow} {
+	for _, w := range []time.Duration{0, e.cfg.CoalesceWindow, e.cfg.TinyWindow} {
 		for _, callers := range []int{1, e.cfg.AppendCallers} {
 			n++
 			id := fmt.Sprintf("append-%d", n)
@@ -521,7 +521,7 @@ func (e *env) entityComparison(ctx context.Context, res *Results) error {
 
 func (e *env) sessionflowSameLoad(ctx context.Context, appends int) (EntityResult, error) {
 	const id = "same-load"
-	info, err := e.sf.Create(ctx, e.createReq(id, e.cfg.TinyWindow))
+	info, err := e.sf.Create(ctx, e.createReq(id, 0))
 	if err != nil {
 		return EntityResult{}, err
 	}

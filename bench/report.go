@@ -159,17 +159,22 @@ func writeWorkflows(b *strings.Builder, res *Results) {
 	p("Single-event appends (64 bytes of text each) on one session for %s per configuration, each\n", cfg.AppendDuration)
 	p("acknowledged once stored. One caller awaits each append (`client.Append`); %d concurrent callers\n", cfg.AppendCallers)
 	p("take the next seq and submit under a lock until the update is accepted, then wait for it to be\n")
-	p("stored, as `client.AppendStream` pipelines. The coalescing window (`Options.AppendWindowMs`)\n")
-	p("gathers the appends accepted within it into one store activity; %s is the default, %s\n", cfg.CoalesceWindow, cfg.TinyWindow)
-	p("(the smallest the option takes) all but turns coalescing off. Ratios are against one caller with\n")
-	p("the default window.\n\n")
+	p("stored, as `client.AppendStream` pipelines. Without a window (the default, `none`) appends are\n")
+	p("group-committed: stored at once unless a store is in flight, those accepted meanwhile together by\n")
+	p("the next. A window (`Options.AppendWindowMs`: %s, the former default, and %s) holds appends on a\n", cfg.CoalesceWindow, cfg.TinyWindow)
+	p("workflow timer, which the server fires no sooner than about a second. Ratios are against one\n")
+	p("caller with group commit.\n\n")
 	p("| window | callers | appends | appends/s | ratio | median latency | p90 latency |\n|---|---|---|---|---|---|---|\n")
 	var base float64
 	for i, a := range res.Appends {
 		if i == 0 {
 			base = a.PerSecond()
 		}
-		p("| %s | %d | %d | %.1f | %s | %s | %s |\n", a.Window, a.Callers, a.Appends, a.PerSecond(), ratio(a.PerSecond(), base), ms(a.Latency.Median), ms(a.Latency.P90))
+		window := a.Window.String()
+		if a.Window == 0 {
+			window = "none"
+		}
+		p("| %s | %d | %d | %.1f | %s | %s | %s |\n", window, a.Callers, a.Appends, a.PerSecond(), ratio(a.PerSecond(), base), ms(a.Latency.Median), ms(a.Latency.P90))
 	}
 	p("\n")
 
@@ -191,7 +196,7 @@ func writeWorkflows(b *strings.Builder, res *Results) {
 	p("to a slice in workflow state, a query returns the slice, and the workflow continues as new,\n")
 	p("carrying the slice, when the server suggests it. It is driven by one caller with appends of\n")
 	p("%d events of %d bytes of text each (about %s encoded per append), until an append fails or\n", cfg.EntityBatch, cfg.EntityEventBytes, kib(float64(cfg.EntityBatch*(cfg.EntityEventBytes+60))))
-	p("%d appends; then a sessionflow session (window %s) gets the same appends, at most %d of them\n", cfg.EntityMaxAppends, cfg.TinyWindow, cfg.SessionflowMaxAppends)
+	p("%d appends; then a sessionflow session (group commit) gets the same appends, at most %d of them\n", cfg.EntityMaxAppends, cfg.SessionflowMaxAppends)
 	p("(each takes about a second, see the appends above; its history grows linearly with the appends).\n")
 	p("The dev server runs with Temporal's default limits (server 1.29): a payload (blob) fails above\n")
 	p("2 MiB (warning at 512 KiB); a run's history is suggested to continue as new at 4 MiB or 4096\n")
