@@ -23,6 +23,7 @@ import (
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/testsuite/internal/events"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -413,44 +414,6 @@ func requireMessage(t *testing.T, err error, msg string) *temporal.ApplicationEr
 	return app
 }
 
-// ev builds an event.
-func ev(t *testing.T, typ string, seq int64, data any) session.Event {
-	t.Helper()
-	e, err := session.NewEvent(typ, seq, 1000+seq, data)
-	require.NoError(t, err)
-	return e
-}
-
-func turnStart(t *testing.T, seq, turn int64) session.Event {
-	return ev(t, session.TypeTurnStart, seq, map[string]any{"turn": turn})
-}
-
-func turnEnd(t *testing.T, seq, turn int64) session.Event {
-	return ev(t, session.TypeTurnEnd, seq, map[string]any{"turn": turn, "reason": map[string]any{"kind": "completed"}})
-}
-
-// assistantText is an assistant message with one text block.
-func assistantText(t *testing.T, seq, turn int64, text string) session.Event {
-	e := ev(t, session.TypeAssistantMessage, seq, map[string]any{
-		"turn": turn, "step": 1,
-		"message": map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": text}}},
-		"stream":  []any{},
-	})
-	e.SurfaceOp = session.AppendOp()
-	return e
-}
-
-// liveTurn is a complete live turn starting at seq.
-func liveTurn(t *testing.T, seq, turn int64, text string) []session.Event {
-	return []session.Event{
-		turnStart(t, seq, turn),
-		ev(t, session.TypeStepStart, seq+1, map[string]any{"turn": turn, "step": 1}),
-		assistantText(t, seq+2, turn, text),
-		ev(t, session.TypeStepEnd, seq+3, map[string]any{"turn": turn, "step": 1}),
-		turnEnd(t, seq+4, turn),
-	}
-}
-
 // persisted writes the "persisted session" fixture of SPEC 8: create,
 // append [turn/start{1}@0, turn/end{completed}@1], close.
 func persisted(t *testing.T, st *jsonl.Store, id string, cwd string) {
@@ -570,3 +533,12 @@ func corruptFirstEvent(t *testing.T, path string) {
 	lines[1] = "{\"type\":\"turn/start\",\"seq\":0,\"ti\n"
 	require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines, "")), 0o600))
 }
+
+// Event builders shared by the test packages.
+var (
+	ev            = events.Ev
+	turnStart     = events.TurnStart
+	turnEnd       = events.TurnEnd
+	assistantText = events.AssistantText
+	liveTurn      = events.LiveTurn
+)

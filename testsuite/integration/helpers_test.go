@@ -22,6 +22,7 @@ import (
 	"github.com/sessionflow/sessionflow/internal/workerapp"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/testsuite/internal/events"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -565,44 +566,6 @@ func types(evs []session.Event) []string {
 	return out
 }
 
-// ev builds an event with a fixed clock.
-func ev(t *testing.T, typ string, seq int64, data any) session.Event {
-	t.Helper()
-	e, err := session.NewEvent(typ, seq, 1_700_000_000_000+seq, data)
-	require.NoError(t, err)
-	return e
-}
-
-func turnStart(t *testing.T, seq, turn int64) session.Event {
-	return ev(t, session.TypeTurnStart, seq, map[string]any{"turn": turn})
-}
-
-func turnEnd(t *testing.T, seq, turn int64) session.Event {
-	return ev(t, session.TypeTurnEnd, seq, map[string]any{"turn": turn, "reason": map[string]any{"kind": "completed"}})
-}
-
-// assistantText is an assistant message with one text block.
-func assistantText(t *testing.T, seq, turn int64, text string) session.Event {
-	e := ev(t, session.TypeAssistantMessage, seq, map[string]any{
-		"turn": turn, "step": 1,
-		"message": map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": text}}},
-		"stream":  []any{},
-	})
-	e.SurfaceOp = session.AppendOp()
-	return e
-}
-
-// liveTurn is a complete turn of five events starting at seq.
-func liveTurn(t *testing.T, seq, turn int64, text string) []session.Event {
-	return []session.Event{
-		turnStart(t, seq, turn),
-		ev(t, session.TypeStepStart, seq+1, map[string]any{"turn": turn, "step": 1}),
-		assistantText(t, seq+2, turn, text),
-		ev(t, session.TypeStepEnd, seq+3, map[string]any{"turn": turn, "step": 1}),
-		turnEnd(t, seq+4, turn),
-	}
-}
-
 // tornRecord is the incomplete final record of a crashed log.
 const tornRecord = `{"type":"tool/result","seq":4,"time":1700000000004,"data":{"turn":1,"ste`
 
@@ -651,3 +614,12 @@ func (w *world) logPath(id string) string {
 	require.NotNil(w.t, snap)
 	return filepath.Clean(snap.Path)
 }
+
+// Event builders shared by the test packages.
+var (
+	ev            = events.Ev
+	turnStart     = events.TurnStart
+	turnEnd       = events.TurnEnd
+	assistantText = events.AssistantText
+	liveTurn      = events.LiveTurn
+)

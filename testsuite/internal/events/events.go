@@ -1,0 +1,51 @@
+// Package events builds the session events the test packages under
+// testsuite/ drive sessions with.
+package events
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionflow/sessionflow/session"
+)
+
+// Ev builds a valid event of type typ at seq, with time 1000+seq.
+func Ev(t testing.TB, typ string, seq int64, data any) session.Event {
+	t.Helper()
+	e, err := session.NewEvent(typ, seq, 1000+seq, data)
+	require.NoError(t, err)
+	return e
+}
+
+// TurnStart opens turn at seq.
+func TurnStart(t testing.TB, seq, turn int64) session.Event {
+	return Ev(t, session.TypeTurnStart, seq, map[string]any{"turn": turn})
+}
+
+// TurnEnd completes turn at seq.
+func TurnEnd(t testing.TB, seq, turn int64) session.Event {
+	return Ev(t, session.TypeTurnEnd, seq, map[string]any{"turn": turn, "reason": map[string]any{"kind": "completed"}})
+}
+
+// AssistantText is an assistant message with one text block in step 1.
+func AssistantText(t testing.TB, seq, turn int64, text string) session.Event {
+	e := Ev(t, session.TypeAssistantMessage, seq, map[string]any{
+		"turn": turn, "step": 1,
+		"message": map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": text}}},
+		"stream":  []any{},
+	})
+	e.SurfaceOp = session.AppendOp()
+	return e
+}
+
+// LiveTurn is a complete turn of five events starting at seq.
+func LiveTurn(t testing.TB, seq, turn int64, text string) []session.Event {
+	return []session.Event{
+		TurnStart(t, seq, turn),
+		Ev(t, session.TypeStepStart, seq+1, map[string]any{"turn": turn, "step": 1}),
+		AssistantText(t, seq+2, turn, text),
+		Ev(t, session.TypeStepEnd, seq+3, map[string]any{"turn": turn, "step": 1}),
+		TurnEnd(t, seq+4, turn),
+	}
+}
