@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -54,7 +55,9 @@ earlier batches stay appended. A seq that does not continue the log fails with
 			if err != nil {
 				return err
 			}
+			line := startElapsed(a.stderr, isTerminal(a.stderr), fmt.Sprintf("appending to %q", id), elapsedDelay, time.Second)
 			n, err := appendStream(ctx, h, a.stdin, batch)
+			line.stopElapsed()
 			if err := closeHandle(ctx, h, err); err != nil {
 				if n > 0 {
 					return fmt.Errorf("%w (%d events from earlier batches were appended)", err, n)

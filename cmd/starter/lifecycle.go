@@ -381,7 +381,9 @@ owned" (see unlock).` + lifecycleNote,
 				return err
 			}
 			return a.withClient(cmd, conn, func(ctx context.Context, c *client.Client) error {
+				line := startElapsed(a.stderr, isTerminal(a.stderr), fmt.Sprintf("resuming %q (reading and repairing its log)", id), elapsedDelay, time.Second)
 				s, err := c.Resume(ctx, id, workflows.ResumeSessionRequest{})
+				line.stopElapsed()
 				if err != nil {
 					return err
 				}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -35,12 +36,15 @@ the next append, which cuts it).`,
 				return err
 			}
 			ctx := cmd.Context()
+			line := startElapsed(a.stderr, isTerminal(a.stderr), fmt.Sprintf("repairing %q", id), elapsedDelay, time.Second)
 			h, err := openWrite(ctx, st, id)
-			if err != nil {
-				return err
+			var appended []session.Event
+			if err == nil {
+				appended, err = repair(ctx, h, a.now().UnixMilli())
+				err = closeHandle(ctx, h, err)
 			}
-			appended, err := repair(ctx, h, a.now().UnixMilli())
-			if err := closeHandle(ctx, h, err); err != nil {
+			line.stopElapsed()
+			if err != nil {
 				return err
 			}
 			if len(appended) == 0 {
