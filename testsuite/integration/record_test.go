@@ -116,22 +116,18 @@ func recordCreateSearchAttributes(t *testing.T, w *world) []fixture {
 }
 
 // recordAppendGroupCommit: a create with no append window (group commit,
-// the versioned change), three appends sent together and one alone, Dispose.
+// the versioned change), then appends one after the other, each stored by
+// its own activity as soon as it is accepted, Dispose. (How concurrent
+// appends group depends on timing, so the recorded path keeps them apart.)
 func recordAppendGroupCommit(t *testing.T, w *world) []fixture {
 	id := w.id("rec-group-commit")
 	wid := workflows.WorkflowID(id)
 	run := w.create(workflows.CreateSessionRequest{SessionID: id})
 	w.awaitLive(id)
 	turn := liveTurn(t, 0, 1, "hello")
-	var handles []client.WorkflowUpdateHandle
 	for _, batch := range [][]session.Event{turn[:2], turn[2:4], turn[4:]} {
-		handles = append(handles, w.accepted(wid, workflows.UpdateAppend, workflows.AppendRequest{Events: batch}))
+		w.appendEvents(id, batch)
 	}
-	for _, h := range handles {
-		var r workflows.AppendResult
-		require.NoError(t, h.Get(w.ctx(), &r))
-	}
-	w.appendEvents(id, liveTurn(t, 5, 2, "again"))
 	w.dispose(id)
 	require.NoError(t, run.Get(w.ctx(), nil))
 	return only("append-group-commit", wid, run)
