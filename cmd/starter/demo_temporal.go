@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -237,28 +236,11 @@ func startDemoWorker(ctx context.Context, tc temporalclient.Client, taskQueue, r
 	cfg.Compression = comp
 	cfg.MetricsAddress = ""
 	cfg.StopTimeout = 10 * time.Second
-	started := make(chan struct{})
-	cfg.OnStarted = func(workerapp.Started) { close(started) }
-	wctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- workerapp.Run(wctx, cfg, logger) }()
-	stop := func() error {
-		cancel()
-		return <-done
-	}
-	select {
-	case <-started:
-		return stop, nil
-	case err := <-done:
-		cancel()
-		if err == nil {
-			err = errors.New("demo: the worker stopped before it started polling")
-		}
+	r, err := workerapp.Start(ctx, cfg, logger)
+	if err != nil {
 		return nil, err
-	case <-ctx.Done():
-		_ = stop()
-		return nil, context.Cause(ctx)
 	}
+	return r.Stop, nil
 }
 
 // printDescription prints the describe query's phase, handle and cursor.

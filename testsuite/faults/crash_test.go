@@ -61,7 +61,7 @@ func TestCrashDuringLiveAppend(t *testing.T) {
 				require.True(t, time.Now().Before(deadline), "the crash never fired:\n%s", ffs)
 				time.Sleep(20 * time.Millisecond)
 			}
-			require.NoError(t, first.stop())
+			require.NoError(t, first.Stop())
 			if tc.written {
 				requireSameEvents(t, append(append([]session.Event(nil), acked...), b2...), e.events(id))
 			} else {

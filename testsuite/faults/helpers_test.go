@@ -104,27 +104,10 @@ func (e *env) setupHook(ctx context.Context, in workflows.SetupInput) (workflows
 	return workflows.SetupResult{}, nil
 }
 
-// runningWorker is a workerapp.Run in a goroutine.
-type runningWorker struct {
-	cancel context.CancelFunc
-	done   chan error
-	once   sync.Once
-	err    error
-}
-
-// stop stops the worker gracefully and returns what Run returned.
-func (r *runningWorker) stop() error {
-	r.once.Do(func() {
-		r.cancel()
-		r.err = <-r.done
-	})
-	return r.err
-}
-
 // startWorker runs a worker over the env's task queue and store root whose
 // store works through fsys (nil: the OS filesystem), and waits until it
 // polls. It is stopped when the test ends.
-func (e *env) startWorker(fsys jsonl.FS) *runningWorker {
+func (e *env) startWorker(fsys jsonl.FS) *workerapp.Running {
 	e.t.Helper()
 	cfg := workerapp.DefaultConfig()
 	cfg.Client = temporalClient
@@ -138,22 +121,14 @@ func (e *env) startWorker(fsys jsonl.FS) *runningWorker {
 	cfg.Register = func(r worker.Registry) {
 		r.RegisterActivityWithOptions(e.setupHook, activity.RegisterOptions{Name: setupHookName})
 	}
-	started := make(chan struct{})
-	cfg.OnStarted = func(workerapp.Started) { close(started) }
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &runningWorker{cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- workerapp.Run(ctx, cfg, discardLogger()) }()
-	select {
-	case <-started:
-	case err := <-r.done:
-		cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	r, err := workerapp.Start(ctx, cfg, discardLogger())
+	if err != nil {
 		e.t.Fatalf("the worker did not start: %v", err)
-	case <-time.After(opTimeout):
-		cancel()
-		e.t.Fatal("the worker did not start in time")
 	}
 	e.t.Cleanup(func() {
-		if err := r.stop(); err != nil {
+		if err := r.Stop(); err != nil {
 			e.t.Errorf("worker: %v", err)
 		}
 	})

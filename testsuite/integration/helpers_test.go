@@ -240,27 +240,10 @@ func (w *world) cleanup() {
 	}
 }
 
-// runningWorker is a workerapp.Run in a goroutine.
-type runningWorker struct {
-	cancel context.CancelFunc
-	done   chan error
-	once   sync.Once
-	err    error
-}
-
-// stop stops the worker gracefully and returns what Run returned.
-func (r *runningWorker) stop() error {
-	r.once.Do(func() {
-		r.cancel()
-		r.err = <-r.done
-	})
-	return r.err
-}
-
 // startWorker runs a worker over the world's task queue and store root, as
 // the worker process does, and waits until it polls. It is stopped when
 // the test ends.
-func (w *world) startWorker() *runningWorker {
+func (w *world) startWorker() *workerapp.Running {
 	w.t.Helper()
 	cfg := workerapp.DefaultConfig()
 	cfg.Client = w.c
@@ -271,23 +254,15 @@ func (w *world) startWorker() *runningWorker {
 	cfg.StopTimeout = 10 * time.Second
 	cfg.Identity = clientIdentity
 	cfg.Register = w.hooks.register
-	started := make(chan struct{})
-	cfg.OnStarted = func(workerapp.Started) { close(started) }
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &runningWorker{cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- workerapp.Run(ctx, cfg, discardLogger()) }()
-	select {
-	case <-started:
-	case err := <-r.done:
-		cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	r, err := workerapp.Start(ctx, cfg, discardLogger())
+	if err != nil {
 		w.t.Fatalf("the worker did not start: %v", err)
-	case <-time.After(opTimeout):
-		cancel()
-		w.t.Fatal("the worker did not start in time")
 	}
 	w.t.Cleanup(func() {
 		w.hooks.releaseAll()
-		if err := r.stop(); err != nil {
+		if err := r.Stop(); err != nil {
 			w.t.Errorf("worker: %v", err)
 		}
 	})

@@ -154,7 +154,7 @@ func TestWorkerRestartDuringLiveSession(t *testing.T) {
 	// runs when its window closes.
 	two := liveTurn(t, 5, 2, "across the restart")
 	pending := w.accepted(wid, workflows.UpdateAppend, workflows.AppendRequest{Events: two})
-	require.NoError(t, first.stop())
+	require.NoError(t, first.Stop())
 	w.startWorker()
 	var r workflows.AppendResult
 	require.NoError(t, pending.Get(w.ctx(), &r))
