@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -78,7 +79,8 @@ type Options struct {
 	LogLevel string
 	// DynamicConfig holds KEY=VALUE dynamic config values (values are JSON),
 	// each passed as --dynamic-config-value, e.g.
-	// "limit.historyCount.suggestContinueAsNew=50".
+	// "limit.historyCount.suggestContinueAsNew=50". They are applied over
+	// DefaultDynamicConfig: a key given here replaces its default.
 	DynamicConfig []string
 	// ExtraArgs are appended to `temporal server start-dev`.
 	ExtraArgs []string
@@ -87,6 +89,52 @@ type Options struct {
 	Output io.Writer
 	// Logger receives the SDK client's logs; nil discards them.
 	Logger *slog.Logger
+}
+
+// DefaultDynamicConfig returns the dynamic config values Start gives every
+// dev server unless Options.DynamicConfig sets the same key.
+//
+// The dev server is one process with one history shard, so the production
+// defaults that assume many shards and many matching hosts throttle it:
+//
+//   - history.*ProcessorMaxPollRPS caps each queue of a shard at 20 reads a
+//     second, so every task the history service hands on (a workflow task
+//     after a start, an update or an activity result; an activity task)
+//     waits for the next 50 ms tick. A one-activity workflow took 150 ms
+//     from start to result, three ticks; with the caps raised, 18 ms.
+//   - matching.numTaskqueue{Read,Write}Partitions splits every task queue
+//     into 4 partitions whose tasks are forwarded between partitions when
+//     the pollers wait on another one. One partition doubled the workflows a
+//     single worker completes per second (docs/DECISIONS.md D8).
+//
+// deploy/dynamicconfig/sessionflow.yaml sets the same values for the
+// single-node compose stack.
+func DefaultDynamicConfig() []string {
+	return []string{
+		"history.transferProcessorMaxPollRPS=1000",
+		"history.timerProcessorMaxPollRPS=1000",
+		"history.visibilityProcessorMaxPollRPS=1000",
+		"history.outboundProcessorMaxPollRPS=1000",
+		"matching.numTaskqueueReadPartitions=1",
+		"matching.numTaskqueueWritePartitions=1",
+	}
+}
+
+// dynamicConfig merges the KEY=VALUE values of overrides over
+// DefaultDynamicConfig, one value per key, defaults first in their order.
+func dynamicConfig(overrides []string) []string {
+	key := func(kv string) string { k, _, _ := strings.Cut(kv, "="); return k }
+	set := make(map[string]bool, len(overrides))
+	for _, kv := range overrides {
+		set[key(kv)] = true
+	}
+	var out []string
+	for _, kv := range DefaultDynamicConfig() {
+		if !set[key(kv)] {
+			out = append(out, kv)
+		}
+	}
+	return append(out, overrides...)
 }
 
 // Server is a running dev server.
@@ -172,7 +220,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		dsOpts.UIPort = strconv.Itoa(uiPort)
 		s.uiURL = "http://" + net.JoinHostPort(ip, dsOpts.UIPort)
 	}
-	for _, kv := range opts.DynamicConfig {
+	for _, kv := range dynamicConfig(opts.DynamicConfig) {
 		dsOpts.ExtraArgs = append(dsOpts.ExtraArgs, "--dynamic-config-value", kv)
 	}
 	dsOpts.ExtraArgs = append(dsOpts.ExtraArgs, opts.ExtraArgs...)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	taskqueuepb "go.temporal.io/api/taskqueue/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
@@ -28,6 +29,32 @@ func assertSearchAttributes(t *testing.T, ctx context.Context, s *Server) {
 		assert.Equal(t, enumspb.INDEXED_VALUE_TYPE_KEYWORD, typ)
 		assert.Equal(t, typ, resp.GetCustomAttributes()[name], "search attribute %s", name)
 	}
+}
+
+// assertPartitions checks the number of partitions of a task queue's
+// workflow and activity tasks, the effect of the matching.numTaskqueue*
+// dynamic config values the server runs with.
+func assertPartitions(t *testing.T, ctx context.Context, s *Server, want int) {
+	t.Helper()
+	resp, err := s.Client().WorkflowService().ListTaskQueuePartitions(ctx, &workflowservice.ListTaskQueuePartitionsRequest{
+		Namespace: s.Namespace(),
+		TaskQueue: &taskqueuepb.TaskQueue{Name: "partitions", Kind: enumspb.TASK_QUEUE_KIND_NORMAL},
+	})
+	require.NoError(t, err)
+	assert.Len(t, resp.GetWorkflowTaskQueuePartitions(), want, "workflow task queue partitions")
+	assert.Len(t, resp.GetActivityTaskQueuePartitions(), want, "activity task queue partitions")
+}
+
+func TestDynamicConfigOverridesDefaults(t *testing.T) {
+	defaults := DefaultDynamicConfig()
+	assert.Equal(t, defaults, dynamicConfig(nil))
+
+	got := dynamicConfig([]string{"matching.numTaskqueueReadPartitions=4", "limit.maxIDLength=300"})
+	assert.Contains(t, got, "matching.numTaskqueueReadPartitions=4")
+	assert.NotContains(t, got, "matching.numTaskqueueReadPartitions=1", "an override replaces its default")
+	assert.Contains(t, got, "limit.maxIDLength=300")
+	assert.Contains(t, got, "matching.numTaskqueueWritePartitions=1", "other defaults stay")
+	assert.Len(t, got, len(defaults)+1)
 }
 
 func TestStartEphemeral(t *testing.T) {
@@ -47,6 +74,7 @@ func TestStartEphemeral(t *testing.T) {
 	assertSearchAttributes(t, ctx, s)
 	// Registering again is harmless.
 	require.NoError(t, registerSearchAttributes(ctx, s.Client(), s.Namespace()))
+	assertPartitions(t, ctx, s, 1)
 
 	require.NoError(t, s.Stop())
 	require.NoError(t, s.Stop(), "Stop is idempotent")
@@ -155,9 +183,11 @@ func TestStartOnFixedPorts(t *testing.T) {
 	uiPort, err := freePort("127.0.0.1")
 	require.NoError(t, err)
 	s, err := Start(ctx, Options{CLIPath: cliPath, Ephemeral: true, Port: port, UI: true, UIPort: uiPort,
-		DynamicConfig: []string{"limit.historyCount.suggestContinueAsNew=50"}})
+		DynamicConfig: []string{"limit.historyCount.suggestContinueAsNew=50",
+			"matching.numTaskqueueReadPartitions=3", "matching.numTaskqueueWritePartitions=3"}})
 	require.NoError(t, err)
 	defer s.Stop()
+	assertPartitions(t, ctx, s, 3)
 	assert.Equal(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), s.Address())
 	assert.Equal(t, "http://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(uiPort)), s.UIURL())
 	assertUIServes(t, ctx, s.UIURL())
