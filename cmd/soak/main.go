@@ -40,6 +40,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var compression string
 	fs.IntVar(&cfg.Kills, "kills", soak.DefaultKills, "number of SIGKILLs of the worker")
 	fs.IntVar(&cfg.Sessions, "sessions", soak.DefaultSessions, "number of sessions appended to concurrently")
+	fs.IntVar(&cfg.Lifecycles, "lifecycles", soak.DefaultLifecycles, "number of concurrent lifecycle loops (create, append, dispose, resume, append, dispose), negative for none")
 	fs.Int64Var(&cfg.Seed, "seed", time.Now().UnixNano(), "seed of the kill intervals and batch sizes")
 	fs.DurationVar(&cfg.MinInterval, "min-interval", soak.DefaultMinInterval, "shortest time a polling worker runs before it is killed")
 	fs.DurationVar(&cfg.MaxInterval, "max-interval", soak.DefaultMaxInterval, "longest time a polling worker runs before it is killed")

@@ -4,7 +4,10 @@
 // SIGKILL at random moments and restarts it, and checks after every kill and
 // at the end that no acknowledged event is lost, that every log holds
 // contiguous seqs without duplicates, that every session opens and resumes,
-// and that no lease outlives its closed workflow.
+// and that no lease outlives its closed workflow. Meanwhile, lifecycle loops
+// create, append to, dispose, resume and dispose new sessions one after
+// another, so that kills also land in the middle of creates, resumes and
+// disposes.
 //
 // Run is used by TestSoak (a short variant under `go test ./...`) and by
 // cmd/soak (the long one).
@@ -53,6 +56,7 @@ const (
 	DefaultHeartbeatTimeout = 2 * time.Second
 	DefaultTaskQueue        = "soak"
 	DefaultRecoveryTimeout  = time.Minute
+	DefaultLifecycles       = 1
 )
 
 // Config configures Run. Zero values take the defaults.
@@ -62,6 +66,11 @@ type Config struct {
 	// Sessions is the number of sessions appended to concurrently; default
 	// DefaultSessions.
 	Sessions int
+	// Lifecycles is the number of concurrent lifecycle loops, each taking
+	// new sessions through create, appends, dispose, resume, an append and
+	// dispose while the worker is killed; default DefaultLifecycles,
+	// negative for none.
+	Lifecycles int
 	// Seed seeds the random kill intervals and batch sizes.
 	Seed int64
 	// MinInterval and MaxInterval bound the random time a worker runs,
@@ -120,6 +129,9 @@ func (c *Config) defaults() {
 	if c.Sessions <= 0 {
 		c.Sessions = DefaultSessions
 	}
+	if c.Lifecycles == 0 {
+		c.Lifecycles = DefaultLifecycles
+	}
 	if c.MinInterval <= 0 {
 		c.MinInterval = DefaultMinInterval
 	}
@@ -156,8 +168,12 @@ func (c *Config) defaults() {
 type Summary struct {
 	// Kills is the number of SIGKILLs sent to the worker.
 	Kills int
-	// Sessions is the number of sessions.
+	// Sessions is the number of sessions checked: the Config.Sessions
+	// appended to throughout and the Lifecycles sessions.
 	Sessions int
+	// Lifecycles is the number of sessions the lifecycle loops took from
+	// create to their final dispose.
+	Lifecycles int
 	// Acked is the number of events the client saw acknowledged.
 	Acked int64
 	// Lost is the number of acknowledged events missing from the store or
@@ -193,8 +209,24 @@ type tracked struct {
 
 	mu    sync.Mutex
 	acked []session.Event // acknowledged events, in seq order
+	// next is the seq the next append starts at: after the last acked event
+	// or, after a resume, the seq the resume reports (past the markers it
+	// stored).
+	next int64
 	// lost and dups are the seqs found lost or duplicated by any check.
 	lost, dups map[int64]bool
+	// done marks a lifecycle session whose lifecycle is over.
+	done bool
+}
+
+func newTracked(id string) *tracked {
+	return &tracked{id: id, lost: map[int64]bool{}, dups: map[int64]bool{}}
+}
+
+func (t *tracked) isDone() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.done
 }
 
 func (t *tracked) snapshot() []session.Event {
@@ -213,6 +245,26 @@ func (t *tracked) ack(batch []session.Event) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.acked = append(t.acked, batch...)
+	t.next = batch[len(batch)-1].Seq + 1
+}
+
+func (t *tracked) nextSeq() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.next
+}
+
+// resumed records the seq a resume reports the next append must start at.
+// It fails when that seq is below the next acknowledged one: the resumed
+// session would have lost acknowledged events.
+func (t *tracked) resumed(next int64) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if next < t.next {
+		return fmt.Errorf("the resume reports the next seq %d, below the %d acknowledged", next, t.next)
+	}
+	t.next = next
+	return nil
 }
 
 // runner is one soak run.
@@ -228,6 +280,11 @@ type runner struct {
 	rng    *rand.Rand
 
 	sessions []*tracked
+
+	// cycled are the sessions of the lifecycle loops; the checks during the
+	// kills read those whose lifecycle is over.
+	cycledMu sync.Mutex
+	cycled   []*tracked
 
 	failMu   sync.Mutex
 	failures []string
@@ -255,7 +312,6 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 	start := time.Now()
 	cfg.defaults()
 	r := &runner{cfg: cfg, rng: rand.New(rand.NewSource(cfg.Seed))}
-	sum.Sessions = cfg.Sessions
 	defer func() { sum.Elapsed = time.Since(start) }()
 
 	r.dir = cfg.Dir
@@ -333,6 +389,13 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 			r.appendLoop(appendCtx, t, rand.New(rand.NewSource(seed)), stop)
 		}(t, cfg.Seed+int64(i)+1)
 	}
+	for i := 0; i < cfg.Lifecycles; i++ {
+		wg.Add(1)
+		go func(loop int, seed int64) {
+			defer wg.Done()
+			r.lifecycleLoop(appendCtx, loop, rand.New(rand.NewSource(seed)), stop)
+		}(i, cfg.Seed-int64(i)-1)
+	}
 
 	var loopErr error
 	for k := 1; k <= cfg.Kills; k++ {
@@ -370,8 +433,9 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 		if !cfg.Eager {
 			recovery = ", " + r.awaitProgress(ctx, before, killed)
 		}
-		r.progress("kill %d/%d: worker %d killed after %v, polling again after %v%s; acked=%d, check ok=%v",
-			k, cfg.Kills, pid, interval.Round(time.Millisecond), polling.Round(time.Millisecond), recovery, acked, len(r.snapshotFailures()) == 0)
+		r.progress("kill %d/%d: worker %d killed after %v, polling again after %v%s; acked=%d, lifecycles done=%d, check ok=%v",
+			k, cfg.Kills, pid, interval.Round(time.Millisecond), polling.Round(time.Millisecond), recovery, acked,
+			len(r.cycledSessions(false)), len(r.snapshotFailures()) == 0)
 	}
 	close(stop)
 	if loopErr != nil {
@@ -385,6 +449,7 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 
 	r.check(ctx, true)
 	sum.Unresumable = r.disposeAndResume(ctx)
+	sum.Unresumable += r.resumeCycled(ctx)
 	r.checkLeases(ctx)
 	r.check(ctx, true)
 	return r.finish(sum), nil
@@ -413,7 +478,9 @@ func (r *runner) awaitProgress(ctx context.Context, before []int, killed time.Ti
 
 // finish fills the counts of the summary.
 func (r *runner) finish(sum Summary) Summary {
-	for _, t := range r.sessions {
+	sum.Lifecycles = len(r.cycledSessions(false))
+	sum.Sessions = len(r.sessions) + sum.Lifecycles
+	for _, t := range append(r.sessions[:len(r.sessions):len(r.sessions)], r.cycledSessions(true)...) {
 		t.mu.Lock()
 		sum.Acked += int64(len(t.acked))
 		sum.Lost += len(t.lost)
@@ -572,7 +639,7 @@ func (r *runner) createSessions(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("soak: creating session %s: %w", id, err)
 		}
-		r.sessions = append(r.sessions, &tracked{id: id, lost: map[int64]bool{}, dups: map[int64]bool{}})
+		r.sessions = append(r.sessions, newTracked(id))
 	}
 	r.progress("%d sessions created", len(r.sessions))
 	return nil
@@ -580,7 +647,6 @@ func (r *runner) createSessions(ctx context.Context) error {
 
 // appendLoop appends batches with contiguous seqs to t until stop closes.
 func (r *runner) appendLoop(ctx context.Context, t *tracked, rng *rand.Rand, stop <-chan struct{}) {
-	var next int64
 	for {
 		select {
 		case <-stop:
@@ -589,24 +655,182 @@ func (r *runner) appendLoop(ctx context.Context, t *tracked, rng *rand.Rand, sto
 			return
 		default:
 		}
-		n := 1 + rng.Intn(r.cfg.Batch)
-		batch := make([]session.Event, n)
-		for i := range batch {
-			ev, err := session.NewEvent(EventType, next+int64(i), time.Now().UnixMilli(),
-				map[string]any{"session": t.id, "seq": next + int64(i), "nonce": rng.Int63()})
-			if err != nil {
-				r.fail("session %s: building event %d: %v", t.id, next+int64(i), err)
-				return
-			}
-			ev.Ignorable = true
-			batch[i] = ev
-		}
-		if !r.appendUntilAcked(ctx, t, batch) {
+		if !r.appendBatch(ctx, t, rng) {
 			return
 		}
-		t.ack(batch)
-		next += int64(n)
 	}
+}
+
+// appendBatch appends a batch of random size continuing t's acknowledged
+// seqs until it is acknowledged, and records it; false means it could not
+// be (a failure is recorded unless ctx ended).
+func (r *runner) appendBatch(ctx context.Context, t *tracked, rng *rand.Rand) bool {
+	next := t.nextSeq()
+	n := 1 + rng.Intn(r.cfg.Batch)
+	batch := make([]session.Event, n)
+	for i := range batch {
+		ev, err := session.NewEvent(EventType, next+int64(i), time.Now().UnixMilli(),
+			map[string]any{"session": t.id, "seq": next + int64(i), "nonce": rng.Int63()})
+		if err != nil {
+			r.fail("session %s: building event %d: %v", t.id, next+int64(i), err)
+			return false
+		}
+		ev.Ignorable = true
+		batch[i] = ev
+	}
+	if !r.appendUntilAcked(ctx, t, batch) {
+		return false
+	}
+	t.ack(batch)
+	return true
+}
+
+// lifecycleLoop takes new sessions, one after another until stop closes,
+// through create, one to three appends, dispose, resume, one append and
+// dispose, each step retried or awaited across the kills. A step that does
+// not complete within the batch deadline is a failure and ends the loop.
+func (r *runner) lifecycleLoop(ctx context.Context, loop int, rng *rand.Rand, stop <-chan struct{}) {
+	for n := 0; ; n++ {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		default:
+		}
+		t := newTracked(fmt.Sprintf("soak-%d-l%d-%04d", r.cfg.Seed, loop, n))
+		r.cycledMu.Lock()
+		r.cycled = append(r.cycled, t)
+		r.cycledMu.Unlock()
+		if err := r.lifecycle(ctx, t, rng); err != nil {
+			if ctx.Err() == nil {
+				r.fail("session %s: lifecycle: %v", t.id, err)
+			}
+			return
+		}
+		t.mu.Lock()
+		t.done = true
+		t.mu.Unlock()
+	}
+}
+
+// lifecycle runs one session's lifecycle (see lifecycleLoop).
+func (r *runner) lifecycle(ctx context.Context, t *tracked, rng *rand.Rand) error {
+	cctx, cancel := context.WithTimeout(ctx, r.cfg.BatchDeadline)
+	_, err := r.cl.Create(cctx, workflows.CreateSessionRequest{SessionID: t.id, Options: r.options()})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("create: %w", err)
+	}
+	for i := 1 + rng.Intn(3); i > 0; i-- {
+		if !r.appendBatch(ctx, t, rng) {
+			return errors.New("append not acknowledged")
+		}
+	}
+	if err := r.disposeUntilClosed(ctx, t.id); err != nil {
+		return err
+	}
+	if err := r.leaseReleased(ctx, t.id); err != nil {
+		return err
+	}
+	cctx, cancel = context.WithTimeout(ctx, r.cfg.BatchDeadline)
+	live, err := r.cl.Resume(cctx, t.id, workflows.ResumeSessionRequest{Options: r.options()})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	if err := t.resumed(live.NextSeq); err != nil {
+		return err
+	}
+	if !r.appendBatch(ctx, t, rng) {
+		return errors.New("append after the resume not acknowledged")
+	}
+	if err := r.disposeUntilClosed(ctx, t.id); err != nil {
+		return err
+	}
+	return r.leaseReleased(ctx, t.id)
+}
+
+// disposeUntilClosed disposes the live session id and waits until its
+// workflow has completed, asking again while a kill loses the request,
+// until the batch deadline.
+func (r *runner) disposeUntilClosed(ctx context.Context, id string) error {
+	deadline := time.Now().Add(r.cfg.BatchDeadline)
+	for {
+		err := r.dispose(ctx, id)
+		if err == nil {
+			return nil
+		}
+		status, derr := r.status(ctx, id)
+		switch {
+		case derr == nil && status == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+			return nil // an earlier attempt's dispose completed it
+		case derr == nil && status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+			return fmt.Errorf("dispose: the workflow ended %v: %w", status, err)
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case time.Now().After(deadline):
+			return fmt.Errorf("dispose not done within %v: %w", r.cfg.BatchDeadline, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// status returns the status of the latest run of session id's workflow.
+func (r *runner) status(ctx context.Context, id string) (enumspb.WorkflowExecutionStatus, error) {
+	d, err := r.tc.DescribeWorkflowExecution(ctx, workflows.WorkflowID(id), "")
+	if err != nil {
+		return 0, err
+	}
+	return d.GetWorkflowExecutionInfo().GetStatus(), nil
+}
+
+// leaseReleased checks that session id's lease is gone (its workflow has
+// completed).
+func (r *runner) leaseReleased(ctx context.Context, id string) error {
+	l, err := r.reader.LeaseOf(ctx, id)
+	switch {
+	case err != nil:
+		return fmt.Errorf("reading the lease: %w", err)
+	case l != nil:
+		return fmt.Errorf("lease still held after the dispose: handle %s, owner %+v, pid %d", l.Handle, l.Owner, l.PID)
+	}
+	return nil
+}
+
+// cycledSessions returns the lifecycle sessions, only those whose lifecycle
+// is over unless all is set.
+func (r *runner) cycledSessions(all bool) []*tracked {
+	r.cycledMu.Lock()
+	defer r.cycledMu.Unlock()
+	var out []*tracked
+	for _, t := range r.cycled {
+		if all || t.isDone() {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// resumeCycled resumes and disposes every lifecycle session whose
+// lifecycle completed; it returns the number that could not be resumed.
+func (r *runner) resumeCycled(ctx context.Context) int {
+	unresumable := 0
+	cycled := r.cycledSessions(false)
+	for _, t := range cycled {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		_, err := r.cl.Resume(cctx, t.id, workflows.ResumeSessionRequest{Options: r.options()})
+		cancel()
+		if err == nil {
+			err = r.dispose(ctx, t.id)
+		}
+		if err != nil {
+			unresumable++
+			r.fail("lifecycle session %s is unresumable: %v", t.id, err)
+		}
+	}
+	r.progress("%d lifecycle sessions resumed and disposed again (%d unresumable)", len(cycled), unresumable)
+	return unresumable
 }
 
 // appendUntilAcked appends batch, retrying the same batch on any failure
@@ -710,7 +934,7 @@ func compare(want, got session.Event) string {
 // events it checked.
 func (r *runner) check(ctx context.Context, final bool) int64 {
 	var total int64
-	for _, t := range r.sessions {
+	for _, t := range append(r.sessions[:len(r.sessions):len(r.sessions)], r.cycledSessions(false)...) {
 		acked := t.snapshot()
 		total += int64(len(acked))
 		events, err := r.read(ctx, t.id)
@@ -807,7 +1031,7 @@ func (r *runner) dispose(ctx context.Context, id string) error {
 
 // checkLeases checks that no session's lease outlives its closed workflow.
 func (r *runner) checkLeases(ctx context.Context) {
-	for _, t := range r.sessions {
+	for _, t := range append(r.sessions[:len(r.sessions):len(r.sessions)], r.cycledSessions(true)...) {
 		l, err := r.reader.LeaseOf(ctx, t.id)
 		switch {
 		case err != nil:

@@ -15,7 +15,8 @@ import (
 // `go test ./testsuite/soak -run TestSoak -soak.kills=200 -soak.sessions=8 -timeout 60m`.
 var (
 	kills    = flag.Int("soak.kills", 10, "number of SIGKILLs of the worker")
-	sessions = flag.Int("soak.sessions", 4, "number of sessions")
+	sessions = flag.Int("soak.sessions", 4, "number of sessions appended to concurrently")
+	cycles   = flag.Int("soak.lifecycles", DefaultLifecycles, "number of concurrent lifecycle loops (create, append, dispose, resume, append, dispose), negative for none")
 	seed     = flag.Int64("soak.seed", 1, "seed of the kill intervals and batch sizes")
 	minIv    = flag.Duration("soak.min-interval", DefaultMinInterval, "shortest time a polling worker runs before it is killed")
 	maxIv    = flag.Duration("soak.max-interval", DefaultMaxInterval, "longest time a polling worker runs before it is killed")
@@ -50,12 +51,13 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 // The worker, a separate process, is killed with SIGKILL at random moments
 // and restarted while sessions are appended to: no acknowledged event is
 // lost, no seq is stored twice or skipped, every session resumes and no
-// lease outlives its disposed workflow.
+// lease outlives its disposed workflow; sessions created, disposed and
+// resumed while the kills go on come up and keep what was acknowledged.
 func TestSoak(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Minute)
 	defer cancel()
 	sum, err := Run(ctx, Config{
-		Kills: *kills, Sessions: *sessions, Seed: *seed,
+		Kills: *kills, Sessions: *sessions, Lifecycles: *cycles, Seed: *seed,
 		MinInterval: *minIv, MaxInterval: *maxIv, Batch: *batch,
 		Progress: &lineWriter{t: t},
 	})
@@ -64,7 +66,10 @@ func TestSoak(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, sum.Failures)
 	require.Equal(t, *kills, sum.Kills)
-	require.Equal(t, *sessions, sum.Sessions)
+	require.Equal(t, *sessions+sum.Lifecycles, sum.Sessions)
+	if *cycles > 0 {
+		require.Positive(t, sum.Lifecycles, "sessions were created, disposed and resumed during the kills")
+	}
 	require.Positive(t, sum.Acked, "the sessions were appended to")
 	require.Contains(t, sum.String(), " lost=0 duplicates=0 unresumable=0")
 	require.True(t, sum.OK())
