@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sessionflow/sessionflow/jsonl"
 )
 
 // TestSmoke runs every workflow measurement with tiny sizes against a real
@@ -64,4 +66,40 @@ PASS
 	require.Equal(t, 217000.0, medians(samples["ns/op"])["BenchmarkAppendSingle/none"])
 	require.Equal(t, 228000.0, medians(samples["events/s"])["BenchmarkAppendBatch256/zstd"])
 	require.Equal(t, 516.0, medians(samples["MB/s"])["BenchmarkOpenRaw100MB"])
+}
+
+func TestSingleRatioIsTheMedianOfThePairs(t *testing.T) {
+	st := &StoreResults{SingleRatios: map[string][]float64{
+		"none": {0.95, 0.70, 0.92, 0.91, 1.02},
+		"zstd": {0.80},
+	}}
+	require.Equal(t, 0.92, st.SingleRatio(jsonl.CompressionNone))
+	require.Equal(t, 0.80, st.SingleRatio(jsonl.CompressionZstd))
+	require.Equal(t, []float64{0.95, 0.70, 0.92, 0.91, 1.02}, st.SingleRatios["none"], "the pairs keep their order")
+	require.Zero(t, (&StoreResults{}).SingleRatio(jsonl.CompressionNone))
+}
+
+func TestStoreReportUsesThePairedRatio(t *testing.T) {
+	st := &StoreResults{
+		// The medians of the times alone would give 150/200 = 0.75x.
+		NsPerOp:      map[string]float64{"BenchmarkRawWriteFsync": 150_000, "BenchmarkAppendSingle/none": 200_000, "BenchmarkAppendSingle/zstd": 210_000},
+		MBPerSec:     map[string]float64{"BenchmarkReadSplit100MB": 2000, "BenchmarkOpenRaw100MB": 1100, "BenchmarkOpenZstd100MB": 300},
+		EventsPerSec: map[string]float64{"BenchmarkAppendBatch256/none": 300_000},
+		SingleRatios: map[string][]float64{"none": {0.93, 0.91, 0.95}, "zstd": {0.88, 0.87, 0.90}},
+		Commands:     []string{"for i in $(seq 3); do go test; done"},
+	}
+	report := Report(&Results{Store: st})
+	require.Contains(t, report, "| single-event append >= 0.9x the raw write+fsync loop (median of 7 paired runs) | 0.93x | met |")
+	require.Contains(t, report, "**0.93x** of the raw loop's rate | >= 0.9x: met |")
+	require.Contains(t, report, "0.93, 0.91, 0.95 (raw")
+	require.Contains(t, report, "| raw open >= 0.5x raw read-and-split | 0.55x | met |")
+
+	st.SingleRatios["none"] = []float64{0.85, 0.89, 0.80}
+	require.Contains(t, Report(&Results{Store: st}), "| 0.85x | **missed** |")
+}
+
+func TestShellQuote(t *testing.T) {
+	require.Equal(t, `go test ./jsonl -run '^$' -bench '^(A|B)$' -count 1`,
+		shellQuote([]string{"go", "test", "./jsonl", "-run", "^$", "-bench", "^(A|B)$", "-count", "1"}))
+	require.Equal(t, `'it'\''s'`, shellQuote([]string{"it's"}))
 }

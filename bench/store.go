@@ -19,6 +19,12 @@ import (
 // kept.
 const StoreRuns = 3
 
+// PairedRuns is how many go test processes each run the single-event
+// append and the raw write+fsync loop back to back; the append's ratio is
+// the median of the ratios of the pairs, so that a change of the disk's
+// fsync latency between runs moves both sides of a ratio alike.
+const PairedRuns = 7
+
 // StoreResults are the medians of the store benchmarks of one run, by
 // benchmark name without the -GOMAXPROCS suffix (e.g.
 // "BenchmarkAppendSingle/none").
@@ -27,15 +33,34 @@ type StoreResults struct {
 	NsPerOp      map[string]float64
 	MBPerSec     map[string]float64
 	EventsPerSec map[string]float64
+	// SingleRatios are, per paired run, the raw write+fsync loop's ns/op
+	// over the single-event append's, by compression ("none", "zstd").
+	SingleRatios map[string][]float64
 	// Commands are the go test invocations that produced them.
 	Commands []string
 }
 
-// StoreCommands returns the go test invocations of the store benchmarks.
+// SingleRatio returns the median of SingleRatios[comp]: the single-event
+// append's rate as a fraction of the raw loop's.
+func (r *StoreResults) SingleRatio(comp jsonl.Compression) float64 {
+	vs := append([]float64(nil), r.SingleRatios[string(comp)]...)
+	if len(vs) == 0 {
+		return 0
+	}
+	sort.Float64s(vs)
+	return vs[len(vs)/2]
+}
+
+// PairedCommand is the go test invocation RunStoreBenchmarks runs
+// PairedRuns times: the single-event appends, then the raw loop.
+var PairedCommand = []string{"go", "test", "./jsonl", "-run", "^$", "-bench", "^(BenchmarkAppendSingle|BenchmarkRawWriteFsync)$", "-benchtime", "2000x", "-count", "1"}
+
+// StoreCommands returns the go test invocations of the store benchmarks
+// other than PairedCommand.
 func StoreCommands(benchSize int64) [][]string {
 	runs := strconv.Itoa(StoreRuns)
 	return [][]string{
-		{"go", "test", "./jsonl", "-run", "^$", "-bench", "AppendSingle|RawWriteFsync|AppendBatch", "-benchtime", "1000x", "-count", runs},
+		{"go", "test", "./jsonl", "-run", "^$", "-bench", "AppendBatch", "-benchtime", "1000x", "-count", runs},
 		{"go", "test", "./jsonl", "-run", "^$", "-bench", "Open|ReadSplit", "-benchtime", "2x", "-count", runs, "-benchsize", strconv.FormatInt(benchSize, 10)},
 	}
 }
@@ -44,18 +69,43 @@ func StoreCommands(benchSize int64) [][]string {
 // their output.
 func RunStoreBenchmarks(ctx context.Context, moduleDir string, benchSize int64) (*StoreResults, error) {
 	samples := map[string]map[string][]float64{} // unit -> name -> values
-	res := &StoreResults{}
-	for _, args := range StoreCommands(benchSize) {
+	res := &StoreResults{SingleRatios: map[string][]float64{}}
+	run := func(args []string) (string, error) {
 		cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 		cmd.Dir = moduleDir
 		var out bytes.Buffer
 		cmd.Stdout = &out
 		cmd.Stderr = &out
 		if err := cmd.Run(); err != nil {
-			return nil, fmt.Errorf("%s: %w\n%s", strings.Join(args, " "), err, out.String())
+			return "", fmt.Errorf("%s: %w\n%s", strings.Join(args, " "), err, out.String())
 		}
-		res.Commands = append(res.Commands, strings.Join(args, " "))
-		parseBench(out.String(), samples)
+		return out.String(), nil
+	}
+	for i := 0; i < PairedRuns; i++ {
+		out, err := run(PairedCommand)
+		if err != nil {
+			return nil, err
+		}
+		pair := map[string]map[string][]float64{}
+		parseBench(out, pair)
+		parseBench(out, samples)
+		loop := pair["ns/op"]["BenchmarkRawWriteFsync"]
+		for _, comp := range []jsonl.Compression{jsonl.CompressionNone, jsonl.CompressionZstd} {
+			app := pair["ns/op"]["BenchmarkAppendSingle/"+string(comp)]
+			if len(loop) != 1 || len(app) != 1 || app[0] == 0 {
+				return nil, fmt.Errorf("%s: no single-event append and raw loop pair in\n%s", strings.Join(PairedCommand, " "), out)
+			}
+			res.SingleRatios[string(comp)] = append(res.SingleRatios[string(comp)], loop[0]/app[0])
+		}
+	}
+	res.Commands = append(res.Commands, fmt.Sprintf("for i in $(seq %d); do %s; done", PairedRuns, shellQuote(PairedCommand)))
+	for _, args := range StoreCommands(benchSize) {
+		out, err := run(args)
+		if err != nil {
+			return nil, err
+		}
+		res.Commands = append(res.Commands, shellQuote(args))
+		parseBench(out, samples)
 	}
 	res.NsPerOp = medians(samples["ns/op"])
 	res.MBPerSec = medians(samples["MB/s"])
@@ -64,6 +114,19 @@ func RunStoreBenchmarks(ctx context.Context, moduleDir string, benchSize int64) 
 		return nil, fmt.Errorf("the store benchmarks reported nothing")
 	}
 	return res, nil
+}
+
+// shellQuote joins args for a shell, quoting those with characters the
+// shell would interpret.
+func shellQuote(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if strings.ContainsAny(a, "^$|()*? '\"") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		out[i] = a
+	}
+	return strings.Join(out, " ")
 }
 
 // parseBench adds the values of the benchmark lines of out to samples.
