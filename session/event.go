@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 )
 
@@ -171,16 +170,28 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 
 // decodeCanonical decodes the output of CanonicalJSON; values alias canon.
 func (e *Event) decodeCanonical(canon []byte) error {
-	return e.decodeMembers(canon, nil)
+	return e.decodeMembers(canon, nil, nil)
 }
 
 // envelopeFields are the envelope keys in the order they are decoded (and
 // so the order in which their errors are reported).
 var envelopeFields = [...]string{"type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs", "ignorable"}
 
+// envelopeIndex returns the index in envelopeFields of a key's canonical
+// spelling (without quotes), or -1.
+func envelopeIndex(key []byte) int {
+	for i, k := range envelopeFields {
+		if string(key) == k {
+			return i
+		}
+	}
+	return -1
+}
+
 // decodeMembers decodes a canonical object from its top-level members
-// (computed from canon when nil).
-func (e *Event) decodeMembers(canon []byte, members []member) error {
+// (computed from canon when nil). Surface operations come from d when it is
+// not nil.
+func (e *Event) decodeMembers(canon []byte, members []member, d *LineDecoder) error {
 	if canon[0] != '{' {
 		return errors.New("event is not a JSON object")
 	}
@@ -188,19 +199,22 @@ func (e *Event) decodeMembers(canon []byte, members []member) error {
 		members = splitCanonicalObject(canon)
 	}
 	var vals [len(envelopeFields)][]byte
-	var unknown []string
+	// unknown is the least unexpected key (in byte order), reported first.
+	var unknown []byte
+	hasUnknown := false
 	for _, m := range members {
-		key := m.key[1 : len(m.key)-1]
-		i := slices.Index(envelopeFields[:], key)
+		key := canon[m.keyStart+1 : m.keyEnd-1]
+		i := envelopeIndex(key)
 		if i < 0 {
-			unknown = append(unknown, key)
+			if !hasUnknown || bytes.Compare(key, unknown) < 0 {
+				unknown, hasUnknown = key, true
+			}
 			continue
 		}
 		vals[i] = canon[m.start:m.end:m.end]
 	}
-	if len(unknown) > 0 {
-		slices.Sort(unknown)
-		return fmt.Errorf("unexpected event field %q", unknown[0])
+	if hasUnknown {
+		return fmt.Errorf("unexpected event field %q", unknown)
 	}
 	for i, k := range envelopeFields[:4] {
 		if vals[i] == nil {
@@ -222,17 +236,29 @@ func (e *Event) decodeMembers(canon []byte, members []member) error {
 				err = errors.New("must be a non-empty string")
 			}
 		case "seq":
-			ev.Seq, err = ParseSafeInt(v)
+			if n, ok := shortUint(v); ok {
+				ev.Seq = n
+			} else {
+				ev.Seq, err = ParseSafeInt(v)
+			}
 		case "time":
-			ev.Time, err = parseSafeIntSigned(v)
+			if n, ok := shortUint(v); ok {
+				ev.Time = n
+			} else {
+				ev.Time, err = parseSafeIntSigned(v)
+			}
 		case "data":
 			if v[0] != '{' {
 				err = fmt.Errorf("must be a JSON object, got %s", abbreviate(v))
 			}
-			ev.Data = v // part of the fresh canonical copy
+			ev.Data = v // part of canon
 		case "surfaceOp":
-			ev.SurfaceOp = new(SurfaceOp)
-			err = ev.SurfaceOp.UnmarshalJSON(v)
+			ev.SurfaceOp = d.newSurfaceOp()
+			if string(v) == `"append"` {
+				*ev.SurfaceOp = SurfaceOp{Op: SurfaceAppend}
+			} else {
+				err = ev.SurfaceOp.UnmarshalJSON(v)
+			}
 		case "sourceEventSeqs":
 			ev.SourceEventSeqs, err = parseSeqArray(v)
 		case "ignorable":
@@ -247,6 +273,23 @@ func (e *Event) decodeMembers(canon []byte, members []member) error {
 	}
 	*e = ev
 	return nil
+}
+
+// shortUint returns the value of v when it is 1 to 15 decimal digits with
+// no leading zero (other than "0" itself): a non-negative safe integer that
+// ParseSafeInt and parseSafeIntSigned accept with this value.
+func shortUint(v []byte) (int64, bool) {
+	if len(v) == 0 || len(v) > 15 || (v[0] == '0' && len(v) > 1) {
+		return 0, false
+	}
+	var n int64
+	for _, d := range v {
+		if d < '0' || d > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(d-'0')
+	}
+	return n, true
 }
 
 // envelopeKey reports whether k is a key of the event envelope.
@@ -365,7 +408,7 @@ func splitCanonicalObject(canon []byte) []member {
 		kEnd := skipCanonical(canon, i)
 		vStart := kEnd + 1 // past ':'
 		vEnd := skipCanonical(canon, vStart)
-		members = append(members, member{key: string(canon[i:kEnd]), start: vStart, end: vEnd})
+		members = append(members, member{keyStart: i, keyEnd: kEnd, start: vStart, end: vEnd})
 		i = vEnd
 	}
 	return members
@@ -415,6 +458,9 @@ func skipCanonical(b []byte, i int) int {
 func unquoteCanonical(v []byte) (string, error) {
 	inner := v[1 : len(v)-1]
 	if bytes.IndexByte(inner, '\\') < 0 {
+		if t, ok := builtinTypeNames[string(inner)]; ok {
+			return t, nil // shared, rather than one copy per event
+		}
 		return string(inner), nil
 	}
 	var s string
@@ -430,25 +476,89 @@ var ErrUnparsable = errors.New("not valid JSON")
 // rules of Validate, in one pass over the line. When the line is not JSON,
 // the error matches ErrUnparsable. When the line is JSON but not a valid
 // event, the returned Event carries whatever Type could be read, so a
-// scanner can still tell a turn/end from other records.
+// scanner can still tell a turn/end from other records. The event never
+// aliases line.
 func DecodeEventLine(line []byte) (Event, error) {
-	var ev Event
+	var c canonCheck
+	c.reset(line, true)
+	if c.run() {
+		// The line is its own canonical form: copy it as it is.
+		return decodeCanonicalLine(bytes.Clone(line), c.members, nil)
+	}
+	return decodeEventLineSlow(line, nil)
+}
+
+// decodeEventLineSlow is DecodeEventLine through the canonicalizer, which
+// writes a canonical copy of line or reports why it cannot.
+func decodeEventLineSlow(line []byte, d *LineDecoder) (Event, error) {
 	c := canonicalizer{in: line, out: make([]byte, 0, len(line)), record: true}
 	canon, err := c.run()
 	if err != nil {
 		var le *LosslessError
 		if errors.As(err, &le) && le.Syntax {
-			return ev, fmt.Errorf("%w: %w", ErrUnparsable, err)
+			return Event{}, fmt.Errorf("%w: %w", ErrUnparsable, err)
 		}
-		return ev, fmt.Errorf("event is not lossless JSON: %w", err)
+		return Event{}, fmt.Errorf("event is not lossless JSON: %w", err)
 	}
-	if err := ev.decodeMembers(canon, c.members); err != nil {
-		for _, m := range c.members {
-			if m.key == `"type"` && canon[m.start] == '"' {
+	return decodeCanonicalLine(canon, c.members, d)
+}
+
+// decodeCanonicalLine decodes a canonical event line from its top-level
+// members and checks the envelope; on a decoding failure the event carries
+// the type, when one could be read.
+func decodeCanonicalLine(canon []byte, members []member, d *LineDecoder) (Event, error) {
+	var ev Event
+	if err := ev.decodeMembers(canon, members, d); err != nil {
+		for _, m := range members {
+			if string(canon[m.keyStart:m.keyEnd]) == `"type"` && canon[m.start] == '"' {
 				ev.Type, _ = unquoteCanonical(canon[m.start:m.end])
 			}
 		}
 		return ev, err
 	}
 	return ev, ev.validateEnvelope()
+}
+
+// LineDecoder decodes stored event lines with the results and errors of
+// DecodeEventLine, for a reader that decodes many lines of a buffer it
+// keeps and never modifies: a line already in canonical form (as the store
+// writes every line) is validated without being copied, so the Data of the
+// returned event aliases line; other lines are canonicalized into a fresh
+// copy. Surface operations are allocated in blocks. Every line is fully
+// validated either way.
+//
+// A LineDecoder is not safe for concurrent use. Events it returned stay
+// valid after later calls; the zero value is ready to use.
+type LineDecoder struct {
+	check canonCheck
+	ops   []SurfaceOp
+}
+
+// Decode decodes one stored event line (without its newline), as
+// DecodeEventLine does; line must not be modified while the event is in
+// use.
+func (d *LineDecoder) Decode(line []byte) (Event, error) {
+	d.check.reset(line, true)
+	if d.check.run() {
+		return decodeCanonicalLine(line[:len(line):len(line)], d.check.members, d)
+	}
+	return decodeEventLineSlow(line, d)
+}
+
+// surfaceOpBlock is the number of surface operations a LineDecoder
+// allocates at once.
+const surfaceOpBlock = 256
+
+// newSurfaceOp returns a zero surface operation, from d's current block
+// when d is not nil.
+func (d *LineDecoder) newSurfaceOp() *SurfaceOp {
+	if d == nil {
+		return new(SurfaceOp)
+	}
+	if len(d.ops) == 0 {
+		d.ops = make([]SurfaceOp, surfaceOpBlock)
+	}
+	op := &d.ops[0]
+	d.ops = d.ops[1:]
+	return op
 }

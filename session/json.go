@@ -87,11 +87,11 @@ type canonicalizer struct {
 	members []member
 }
 
-// member is one key of a canonical object: its canonical spelling (quotes
-// included) and the offsets of its value in the canonical output.
+// member is one key of a canonical object: the offsets of its canonical
+// spelling (quotes included) and of its value in the canonical output.
 type member struct {
-	key        string
-	start, end int
+	keyStart, keyEnd int
+	start, end       int
 }
 
 func (c *canonicalizer) skipSpace() {
@@ -167,6 +167,7 @@ func (c *canonicalizer) object(depth int) error {
 		if c.pos >= len(c.in) || c.in[c.pos] != '"' {
 			return c.syntaxError("an object key")
 		}
+		keyStart := len(c.out)
 		key, err := c.str()
 		if err != nil {
 			return err
@@ -205,7 +206,7 @@ func (c *canonicalizer) object(depth int) error {
 			return err
 		}
 		if c.record && depth == 1 {
-			c.members = append(c.members, member{key: k, start: start, end: len(c.out)})
+			c.members = append(c.members, member{keyStart: keyStart, keyEnd: keyStart + len(key), start: start, end: len(c.out)})
 		}
 		c.skipSpace()
 		if c.pos < len(c.in) && c.in[c.pos] == ',' {

@@ -59,6 +59,16 @@ var (
 	}
 )
 
+// builtinTypeNames maps each built-in type name to itself, so that decoded
+// events share one string per built-in type.
+var builtinTypeNames = func() map[string]string {
+	m := make(map[string]string, len(builtin))
+	for name := range builtin {
+		m[name] = name
+	}
+	return m
+}()
+
 // RegisterEventType adds an application event type to the known vocabulary,
 // so reads accept it without the ignorable flag (SPEC 4.6). Register types at
 // program start, before any store reads. Built-in names, empty names and
