@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -460,38 +459,16 @@ func (s *Store) readFile(path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	buf := make([]byte, 0, fi.Size()+512)
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := f.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
+	return readRest(f, make([]byte, 0, fi.Size()+512))
 }
 
 // scanFile reads and validates a log file (SPEC 4) for session id, checking
 // identity and vocabulary (SPEC 4.6). It returns errors classified as
 // corruption or format refusals with the raw-log path.
 func (s *Store) scanFile(id, path string) (*scanResult, error) {
-	data, err := s.readFile(path)
+	r, err := s.readScan(id, path)
 	if err != nil {
 		return nil, err
-	}
-	var r *scanResult
-	if s.comp == CompressionZstd {
-		r, err = scanZstd(s.codec, data)
-	} else {
-		r, err = scanRaw(data)
-	}
-	if err != nil {
-		return nil, s.classify(id, path, err)
 	}
 	if err := s.checkIdentity(id, path, r.header); err != nil {
 		return nil, err
@@ -510,6 +487,31 @@ func (s *Store) scanFile(id, path string) (*scanResult, error) {
 			return nil, &Error{Code: CodeCorrupt, SessionID: id, Path: path, Err: err,
 				Message: fmt.Sprintf("stored session %q failed validation: %v", id, err)}
 		}
+	}
+	return r, nil
+}
+
+// readScan reads and validates a log file (SPEC 4.1, 4.3, 4.4). Read
+// errors are returned as they are, decoding failures classified.
+func (s *Store) readScan(id, path string) (*scanResult, error) {
+	if s.comp == CompressionZstd {
+		data, err := s.readFile(path)
+		if err != nil {
+			return nil, err
+		}
+		r, err := scanZstd(s.codec, data)
+		if err != nil {
+			return nil, s.classify(id, path, err)
+		}
+		return r, nil
+	}
+	data, chunks, err := s.readRawDecoding(path)
+	if err != nil {
+		return nil, err
+	}
+	r, err := scanRawDecoded(data, chunks)
+	if err != nil {
+		return nil, s.classify(id, path, err)
 	}
 	return r, nil
 }
