@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
@@ -99,7 +100,8 @@ type AppendResult = workflows.AppendResult
 
 // startOptions are the options of a session or loop workflow start: a new
 // run is allowed after a closed one, a running one refuses the start with an
-// error.
+// error. (WorkflowExecutionErrorWhenAlreadyStarted matters to the loop's
+// ExecuteWorkflow; update-with-start fails a refused start by itself.)
 func (c *Client) startOptions(workflowID string) temporalclient.StartWorkflowOptions {
 	return temporalclient.StartWorkflowOptions{
 		ID:                                       workflowID,
@@ -116,16 +118,16 @@ func (c *Client) startOptions(workflowID string) temporalclient.StartWorkflowOpt
 // the same id fails with `session "<id>" already exists` (ErrAlreadyExists);
 // a closed one does not prevent a new run, though the store still refuses an
 // id it holds, with the same error.
+//
+// The start and WaitReady travel in one update-with-start request, so the
+// update reaches the run with its first workflow task: one round trip, and
+// the same history whatever the timing of the worker.
 func (c *Client) Create(ctx context.Context, req workflows.CreateSessionRequest) (*Session, error) {
 	if req.SessionID == "" {
 		return nil, invalidInput("", "the session id is empty")
 	}
 	req.Options = c.withSearchAttributes(ctx, req.Options)
-	run, err := c.c.ExecuteWorkflow(ctx, c.startOptions(workflows.WorkflowID(req.SessionID)), workflows.CreateSessionName, req)
-	if err != nil {
-		return nil, startError(req.SessionID, err)
-	}
-	return c.waitReady(ctx, req.SessionID, run)
+	return c.startReady(ctx, req.SessionID, workflows.CreateSessionName, req)
 }
 
 // Resume starts a ResumeSession workflow for the stored session id (the
@@ -142,11 +144,7 @@ func (c *Client) Resume(ctx context.Context, id string, req workflows.ResumeSess
 		return nil, invalidInput(id, "resume of session %q: the request names session %q", id, req.ResumeSessionID)
 	}
 	req.Options = c.withSearchAttributes(ctx, req.Options)
-	run, err := c.c.ExecuteWorkflow(ctx, c.startOptions(workflows.WorkflowID(id)), workflows.ResumeSessionName, req)
-	if err != nil {
-		return nil, startError(id, err)
-	}
-	return c.waitReady(ctx, id, run)
+	return c.startReady(ctx, id, workflows.ResumeSessionName, req)
 }
 
 // withSearchAttributes returns the workflow options with SearchAttributes
@@ -189,18 +187,51 @@ func (c *Client) searchAttributesRegistered(ctx context.Context) bool {
 	return c.saRegistered
 }
 
-// waitReady sends WaitReady to run and returns the live session, or the
-// failure of the run when it ended before it could answer.
-func (c *Client) waitReady(ctx context.Context, id string, run temporalclient.WorkflowRun) (*Session, error) {
-	h, err := c.c.UpdateWorkflow(ctx, temporalclient.UpdateWorkflowOptions{
-		WorkflowID:   run.GetID(),
-		RunID:        run.GetRunID(),
-		UpdateName:   workflows.UpdateWaitReady,
-		WaitForStage: temporalclient.WorkflowUpdateStageCompleted,
+// startedRun returns the run op started, or nil when the update-with-start
+// request ended before the start reported back. The SDK resolves op before
+// the request returns when the start succeeded, and never when it did not,
+// hence the short wait.
+func startedRun(ctx context.Context, op temporalclient.WithStartWorkflowOperation) temporalclient.WorkflowRun {
+	ctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	run, err := op.Get(ctx)
+	if err != nil {
+		return nil
+	}
+	return run
+}
+
+// startReady starts the session workflow of id with its WaitReady update in
+// one update-with-start request and returns the live session; a refused
+// start is startError's, the failure of a run that ended before it could
+// answer is the run's own, and after a reported failure it returns once the
+// run has rolled back.
+func (c *Client) startReady(ctx context.Context, id, workflowName string, req any) (*Session, error) {
+	wid := workflows.WorkflowID(id)
+	op := c.c.NewWithStartWorkflowOperation(c.startOptions(wid), workflowName, req)
+	h, err := c.c.UpdateWithStartWorkflow(ctx, temporalclient.UpdateWithStartWorkflowOptions{
+		StartWorkflowOperation: op,
+		UpdateOptions: temporalclient.UpdateWorkflowOptions{
+			WorkflowID:   wid,
+			UpdateName:   workflows.UpdateWaitReady,
+			WaitForStage: temporalclient.WorkflowUpdateStageCompleted,
+		},
 	})
 	var info workflows.SessionInfo
 	if err == nil {
 		err = h.Get(ctx, &info)
+	}
+	if err == nil {
+		return &Session{SessionInfo: info}, nil
+	}
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &started) {
+		return nil, startError(id, err)
+	}
+	run := startedRun(ctx, op)
+	if run == nil {
+		// The request failed before the start reported back.
+		return nil, startError(id, err)
 	}
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
@@ -210,17 +241,14 @@ func (c *Client) waitReady(ctx context.Context, id string, run temporalclient.Wo
 			return nil, callError("session", id, rerr)
 		}
 	}
-	if err != nil {
-		var app *temporal.ApplicationError
-		if errors.As(err, &app) {
-			// The session reported its failure; the run is now rolling back.
-			// Wait for it to end, so that a caller who sees the failure sees
-			// it rolled back (no lease, the id free for a retry).
-			_ = run.Get(ctx, nil)
-		}
-		return nil, callError("wait for session", id, err)
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		// The session reported its failure; the run is now rolling back.
+		// Wait for it to end, so that a caller who sees the failure sees it
+		// rolled back (no lease, the id free for a retry).
+		_ = run.Get(ctx, nil)
 	}
-	return &Session{SessionInfo: info}, nil
+	return nil, callError("wait for session", id, err)
 }
 
 // update runs a session update to completion and decodes its result.

@@ -116,10 +116,10 @@ func TestCreateStartsAndWaitsReady(t *testing.T) {
 	require.Equal(t, []any{req}, startedArgs)
 
 	require.Equal(t, "session/s1", upd.WorkflowID)
-	require.Equal(t, "run-1", upd.RunID, "WaitReady goes to the run just started")
+	require.Empty(t, upd.RunID, "update-with-start targets the run it starts")
 	require.Equal(t, workflows.UpdateWaitReady, upd.UpdateName)
 	require.Equal(t, temporalclient.WorkflowUpdateStageCompleted, upd.WaitForStage)
-	require.Equal(t, []string{"execute session/s1", "update session/s1 WaitReady"}, f.recorded())
+	require.Equal(t, []string{"update-with-start session/s1 WaitReady"}, f.recorded(), "the start and WaitReady go in one request")
 }
 
 func TestCreateFailures(t *testing.T) {
@@ -131,7 +131,18 @@ func TestCreateFailures(t *testing.T) {
 		_, err := New(f, Options{}).Create(ctx, workflows.CreateSessionRequest{SessionID: "s1"})
 		require.EqualError(t, err, `session "s1" already exists`)
 		require.ErrorIs(t, err, ErrAlreadyExists)
-		require.Equal(t, []string{"execute session/s1"}, f.recorded(), "no update after a refused start")
+		require.Equal(t, []string{"update-with-start session/s1 WaitReady"}, f.recorded())
+	})
+	t.Run("start fails otherwise", func(t *testing.T) {
+		f := &fakeTemporal{execute: func(temporalclient.StartWorkflowOptions, any, []any) (temporalclient.WorkflowRun, error) {
+			return nil, serviceerror.NewUnavailable("connection refused")
+		}}
+		_, err := New(f, Options{}).Create(ctx, workflows.CreateSessionRequest{SessionID: "s1"})
+		require.Error(t, err)
+		require.NotErrorIs(t, err, ErrAlreadyExists)
+		var unavailable *serviceerror.Unavailable
+		require.ErrorAs(t, err, &unavailable, "the cause is kept")
+		require.Contains(t, err.Error(), `start the workflow of session "s1"`)
 	})
 	t.Run("creation failure from WaitReady", func(t *testing.T) {
 		f := &fakeTemporal{

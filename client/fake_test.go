@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -71,6 +72,43 @@ func (f *fakeTemporal) recorded() []string {
 func (f *fakeTemporal) ExecuteWorkflow(_ context.Context, opts temporalclient.StartWorkflowOptions, workflow any, args ...any) (temporalclient.WorkflowRun, error) {
 	f.record("execute " + opts.ID)
 	return f.execute(opts, workflow, args)
+}
+
+// fakeStartOp is the start operation of an update-with-start on
+// fakeTemporal. Like the SDK's, it resolves only when the start succeeds.
+type fakeStartOp struct {
+	opts     temporalclient.StartWorkflowOptions
+	workflow any
+	args     []any
+	done     chan struct{}
+	run      temporalclient.WorkflowRun
+}
+
+func (o *fakeStartOp) Get(ctx context.Context) (temporalclient.WorkflowRun, error) {
+	select {
+	case <-o.done:
+		return o.run, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (f *fakeTemporal) NewWithStartWorkflowOperation(opts temporalclient.StartWorkflowOptions, workflow any, args ...any) temporalclient.WithStartWorkflowOperation {
+	return &fakeStartOp{opts: opts, workflow: workflow, args: args, done: make(chan struct{})}
+}
+
+// UpdateWithStartWorkflow starts through execute and, when the start
+// succeeds, updates through update, as one call.
+func (f *fakeTemporal) UpdateWithStartWorkflow(_ context.Context, opts temporalclient.UpdateWithStartWorkflowOptions) (temporalclient.WorkflowUpdateHandle, error) {
+	op := opts.StartWorkflowOperation.(*fakeStartOp)
+	f.record("update-with-start " + op.opts.ID + " " + opts.UpdateOptions.UpdateName)
+	run, err := f.execute(op.opts, op.workflow, op.args)
+	if err != nil {
+		return nil, fmt.Errorf("failed workflow start: %w", err)
+	}
+	op.run = run
+	close(op.done)
+	return f.update(opts.UpdateOptions)
 }
 
 func (f *fakeTemporal) UpdateWorkflow(_ context.Context, opts temporalclient.UpdateWorkflowOptions) (temporalclient.WorkflowUpdateHandle, error) {
