@@ -148,8 +148,9 @@ func writeWorkflows(b *strings.Builder, res *Results) {
 	cfg := res.Config
 	p("## Workflows on the embedded server\n\n")
 	p("### Create-to-live latency\n\n")
-	p("`client.Create` until it returns the live session (CreateSession started, its WaitReady update\n")
-	p("answered), against `bench.Noop` (one no-op activity) started and awaited; %d of each,\n", res.CreateLatency.N)
+	p("`client.Create` until it returns the live session (CreateSession started with its WaitReady\n")
+	p("update in one update-with-start request, the update answered), against `bench.Noop` (one no-op\n")
+	p("activity) started and awaited; %d of each,\n", res.CreateLatency.N)
 	p("sequential and interleaved, after 2 warm-up rounds. Sessions have no hooks and no seed.\n\n")
 	p("| measure | baseline: no-op workflow | sessionflow create | ratio | target |\n|---|---|---|---|---|\n")
 	p("| median | %s | %s | **%s** | <= 3x: %s |\n", ms(res.NoopLatency.Median), ms(res.CreateLatency.Median),
