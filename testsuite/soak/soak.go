@@ -815,9 +815,17 @@ func (r *runner) cycledSessions(all bool) []*tracked {
 // resumeCycled resumes and disposes every lifecycle session whose
 // lifecycle completed; it returns the number that could not be resumed.
 func (r *runner) resumeCycled(ctx context.Context) int {
-	unresumable := 0
 	cycled := r.cycledSessions(false)
-	for _, t := range cycled {
+	unresumable := r.resumeAndDispose(ctx, cycled, "lifecycle session")
+	r.progress("%d lifecycle sessions resumed and disposed again (%d unresumable)", len(cycled), unresumable)
+	return unresumable
+}
+
+// resumeAndDispose resumes and disposes each of sessions (kind names them
+// in failures); it returns the number that could not be resumed.
+func (r *runner) resumeAndDispose(ctx context.Context, sessions []*tracked, kind string) int {
+	unresumable := 0
+	for _, t := range sessions {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		_, err := r.cl.Resume(cctx, t.id, workflows.ResumeSessionRequest{Options: r.options()})
 		cancel()
@@ -826,10 +834,9 @@ func (r *runner) resumeCycled(ctx context.Context) int {
 		}
 		if err != nil {
 			unresumable++
-			r.fail("lifecycle session %s is unresumable: %v", t.id, err)
+			r.fail("%s %s is unresumable: %v", kind, t.id, err)
 		}
 	}
-	r.progress("%d lifecycle sessions resumed and disposed again (%d unresumable)", len(cycled), unresumable)
 	return unresumable
 }
 
@@ -999,19 +1006,7 @@ func (r *runner) disposeAndResume(ctx context.Context) int {
 			r.fail("session %s: final dispose: %v", t.id, err)
 		}
 	}
-	unresumable := 0
-	for _, t := range r.sessions {
-		cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		_, err := r.cl.Resume(cctx, t.id, workflows.ResumeSessionRequest{Options: r.options()})
-		cancel()
-		if err == nil {
-			err = r.dispose(ctx, t.id)
-		}
-		if err != nil {
-			unresumable++
-			r.fail("session %s is unresumable: %v", t.id, err)
-		}
-	}
+	unresumable := r.resumeAndDispose(ctx, r.sessions, "session")
 	r.progress("%d sessions disposed, resumed and disposed again (%d unresumable)", len(r.sessions), unresumable)
 	return unresumable
 }
