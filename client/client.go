@@ -52,6 +52,13 @@ type Options struct {
 	// Namespace is the namespace of the Temporal client, used to check that
 	// sessionflow's search attributes are registered; default "default".
 	Namespace string
+	// WorkflowTaskTimeout bounds each workflow task of the session and loop
+	// workflows this client starts (and of the runs they continue as new
+	// into): a task a worker took and then died with is handed to another
+	// worker after it. Zero keeps the server's default (10 s). Session
+	// workflow tasks are small, so a few seconds suffice and shorten the
+	// stall of a session whose worker crashed.
+	WorkflowTaskTimeout time.Duration
 }
 
 // Client drives sessionflow sessions over a Temporal client. It is safe for
@@ -75,6 +82,9 @@ func New(c temporalclient.Client, opts Options) *Client {
 	}
 	if opts.MaxBatchEvents <= 0 {
 		opts.MaxBatchEvents = DefaultMaxBatchEvents
+	}
+	if opts.WorkflowTaskTimeout < 0 {
+		opts.WorkflowTaskTimeout = 0
 	}
 	if opts.Namespace == "" {
 		opts.Namespace = "default"
@@ -109,6 +119,7 @@ func (c *Client) startOptions(workflowID string) temporalclient.StartWorkflowOpt
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
+		WorkflowTaskTimeout:                      c.opts.WorkflowTaskTimeout,
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -120,6 +121,31 @@ func TestCreateStartsAndWaitsReady(t *testing.T) {
 	require.Equal(t, workflows.UpdateWaitReady, upd.UpdateName)
 	require.Equal(t, temporalclient.WorkflowUpdateStageCompleted, upd.WaitForStage)
 	require.Equal(t, []string{"update-with-start session/s1 WaitReady"}, f.recorded(), "the start and WaitReady go in one request")
+}
+
+func TestWorkflowTaskTimeoutReachesTheStart(t *testing.T) {
+	var started []temporalclient.StartWorkflowOptions
+	f := &fakeTemporal{
+		execute: func(opts temporalclient.StartWorkflowOptions, _ any, _ []any) (temporalclient.WorkflowRun, error) {
+			started = append(started, opts)
+			return &fakeRun{id: opts.ID, runID: "r"}, nil
+		},
+		update: func(temporalclient.UpdateWorkflowOptions) (temporalclient.WorkflowUpdateHandle, error) {
+			return &fakeUpdate{result: workflows.SessionInfo{SessionID: "s1"}}, nil
+		},
+	}
+	ctx := context.Background()
+	_, err := New(f, Options{WorkflowTaskTimeout: 2 * time.Second}).Create(ctx, workflows.CreateSessionRequest{SessionID: "s1"})
+	require.NoError(t, err)
+	_, err = New(f, Options{WorkflowTaskTimeout: 3 * time.Second}).Resume(ctx, "s1", workflows.ResumeSessionRequest{})
+	require.NoError(t, err)
+	_, err = New(f, Options{}).Create(ctx, workflows.CreateSessionRequest{SessionID: "s2"})
+	require.NoError(t, err)
+	require.Len(t, started, 3)
+	require.Equal(t, 2*time.Second, started[0].WorkflowTaskTimeout)
+	require.Equal(t, 3*time.Second, started[1].WorkflowTaskTimeout)
+	require.Zero(t, started[2].WorkflowTaskTimeout, "zero keeps the server's default")
+	require.Zero(t, New(f, Options{WorkflowTaskTimeout: -time.Second}).Options().WorkflowTaskTimeout)
 }
 
 func TestCreateFailures(t *testing.T) {

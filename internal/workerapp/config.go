@@ -42,6 +42,7 @@ const (
 	EnvMaxConcurrentWorkflowTasks = "SESSIONFLOW_MAX_CONCURRENT_WORKFLOW_TASKS"
 	EnvMetricsAddress             = "SESSIONFLOW_METRICS_ADDRESS"
 	EnvStopTimeout                = "SESSIONFLOW_STOP_TIMEOUT"
+	EnvStickyTimeout              = "SESSIONFLOW_STICKY_TIMEOUT"
 	EnvIdentity                   = "SESSIONFLOW_WORKER_IDENTITY"
 )
 
@@ -74,6 +75,11 @@ type Config struct {
 	// StopTimeout is how long a graceful shutdown waits for running
 	// activities.
 	StopTimeout time.Duration
+	// StickyTimeout is the worker's sticky schedule-to-start timeout: how
+	// long a workflow task waits on this worker's own queue before any
+	// worker may take it, which is how long the sessions of a worker that
+	// crashed wait for their next task. 0 takes the SDK default (5 s).
+	StickyTimeout time.Duration
 	// Identity is the worker identity; empty takes the SDK default
 	// (pid@host).
 	Identity string
@@ -132,6 +138,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("the maximum of concurrent activities %d is negative", c.MaxConcurrentActivities)
 	case c.MaxConcurrentWorkflowTasks < 0:
 		return fmt.Errorf("the maximum of concurrent workflow tasks %d is negative", c.MaxConcurrentWorkflowTasks)
+	case c.StickyTimeout < 0:
+		return fmt.Errorf("the sticky timeout %s is negative", c.StickyTimeout)
 	case c.StopTimeout < 0:
 		return fmt.Errorf("the stop timeout %s is negative", c.StopTimeout)
 	}
@@ -156,7 +164,7 @@ type Flags struct {
 	tls, tlsDisableHostVerification                    bool
 	tlsCertPath, tlsKeyPath, tlsCAPath, tlsServerName  string
 	taskQueue, storeRoot, compression, metricsAddress  string
-	appendWindow, stopTimeout, identity                string
+	appendWindow, stopTimeout, identity, stickyTimeout string
 	maxConcurrentActivities, maxConcurrentWorkflowTask int
 }
 
@@ -182,6 +190,7 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 	fs.IntVar(&f.maxConcurrentWorkflowTask, "max-concurrent-workflow-tasks", 0, "maximum concurrent workflow task executions, 0 = SDK default (env "+EnvMaxConcurrentWorkflowTasks+")")
 	fs.StringVar(&f.metricsAddress, "metrics-address", DefaultMetricsAddress, "Prometheus /metrics listen address, empty = off (env "+EnvMetricsAddress+")")
 	fs.StringVar(&f.stopTimeout, "stop-timeout", DefaultStopTimeout.String(), "how long shutdown waits for running activities (env "+EnvStopTimeout+")")
+	fs.StringVar(&f.stickyTimeout, "sticky-timeout", "0s", "how long a workflow task waits on this worker's sticky queue before any worker may take it, 0 = SDK default 5s (env "+EnvStickyTimeout+")")
 	fs.StringVar(&f.identity, "identity", "", "worker identity, default pid@host (env "+EnvIdentity+")")
 	return f
 }
@@ -242,6 +251,9 @@ func (f *Flags) Config(environ []string) (Config, error) {
 		return Config{}, err
 	}
 	if cfg.StopTimeout, err = pickDuration(pick("stop-timeout", EnvStopTimeout, f.stopTimeout)); err != nil {
+		return Config{}, err
+	}
+	if cfg.StickyTimeout, err = pickDuration(pick("sticky-timeout", EnvStickyTimeout, f.stickyTimeout)); err != nil {
 		return Config{}, err
 	}
 	if cfg.MaxConcurrentActivities, err = pickCount(pick("max-concurrent-activities", EnvMaxConcurrentActivities, strconv.Itoa(f.maxConcurrentActivities))); err != nil {

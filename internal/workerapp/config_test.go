@@ -36,6 +36,7 @@ func TestParseArgsDefaults(t *testing.T) {
 	assert.Equal(t, 30*time.Second, cfg.StopTimeout)
 	assert.Zero(t, cfg.MaxConcurrentActivities)
 	assert.Zero(t, cfg.MaxConcurrentWorkflowTasks)
+	assert.Zero(t, cfg.StickyTimeout, "the SDK's default")
 }
 
 // fullEnv sets every variable the worker reads.
@@ -53,6 +54,7 @@ func fullEnv(t *testing.T) []string {
 		"SESSIONFLOW_MAX_CONCURRENT_WORKFLOW_TASKS=3",
 		"SESSIONFLOW_METRICS_ADDRESS=127.0.0.1:9999",
 		"SESSIONFLOW_STOP_TIMEOUT=45s",
+		"SESSIONFLOW_STICKY_TIMEOUT=3s",
 		"SESSIONFLOW_WORKER_IDENTITY=env-worker",
 	)
 }
@@ -73,6 +75,7 @@ func TestParseArgsEnvironment(t *testing.T) {
 	assert.Equal(t, 3, cfg.MaxConcurrentWorkflowTasks)
 	assert.Equal(t, "127.0.0.1:9999", cfg.MetricsAddress)
 	assert.Equal(t, 45*time.Second, cfg.StopTimeout)
+	assert.Equal(t, 3*time.Second, cfg.StickyTimeout)
 	assert.Equal(t, "env-worker", cfg.Identity)
 }
 
@@ -89,6 +92,7 @@ func TestParseArgsFlagsOverrideEnvironment(t *testing.T) {
 		"--max-concurrent-workflow-tasks", "5",
 		"--metrics-address", ":9191",
 		"--stop-timeout", "2m",
+		"--sticky-timeout", "1500ms",
 		"--identity", "flag-worker",
 	}, fullEnv(t))
 	require.NoError(t, err)
@@ -104,6 +108,7 @@ func TestParseArgsFlagsOverrideEnvironment(t *testing.T) {
 	assert.Equal(t, 5, cfg.MaxConcurrentWorkflowTasks)
 	assert.Equal(t, ":9191", cfg.MetricsAddress)
 	assert.Equal(t, 2*time.Minute, cfg.StopTimeout)
+	assert.Equal(t, 1500*time.Millisecond, cfg.StickyTimeout)
 	assert.Equal(t, "flag-worker", cfg.Identity)
 }
 
@@ -198,6 +203,7 @@ func TestParseArgsRejectsBadValues(t *testing.T) {
 		{"activities negative", []string{"--max-concurrent-activities", "-2"}, nil, "--max-concurrent-activities"},
 		{"workflow tasks negative", nil, []string{"SESSIONFLOW_MAX_CONCURRENT_WORKFLOW_TASKS=-1"}, "SESSIONFLOW_MAX_CONCURRENT_WORKFLOW_TASKS"},
 		{"stop timeout", []string{"--stop-timeout", "soon"}, nil, "--stop-timeout"},
+		{"sticky timeout negative", nil, []string{"SESSIONFLOW_STICKY_TIMEOUT=-1s"}, "SESSIONFLOW_STICKY_TIMEOUT"},
 		{"empty task queue", []string{"--task-queue", ""}, nil, "task queue"},
 		{"empty store root", []string{"--store-root", ""}, nil, "store root"},
 		{"metrics address", []string{"--metrics-address", "nohostport"}, nil, "metrics address"},

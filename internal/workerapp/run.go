@@ -108,6 +108,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		MaxConcurrentActivityExecutionSize:     cfg.MaxConcurrentActivities,
 		MaxConcurrentWorkflowTaskExecutionSize: cfg.MaxConcurrentWorkflowTasks,
 		WorkerStopTimeout:                      cfg.StopTimeout,
+		StickyScheduleToStartTimeout:           cfg.StickyTimeout,
 		Identity:                               cfg.Identity,
 		Interceptors:                           []interceptor.WorkerInterceptor{newWorkerInterceptor(cfg, metrics)},
 		OnFatalError: func(err error) {
