@@ -118,6 +118,19 @@ type Config struct {
 	// RecoveryTimeout bounds the wait for progress after a restart; default
 	// DefaultRecoveryTimeout.
 	RecoveryTimeout time.Duration
+	// WorkflowTaskTimeout is the client's client.Options.WorkflowTaskTimeout
+	// for the sessions it starts: how long a workflow task the killed worker
+	// had started is waited for. 0 keeps the server's default (10 s).
+	WorkflowTaskTimeout time.Duration
+	// StickyTimeout is the worker's --sticky-timeout: how long the next
+	// workflow task of a session waits on the killed worker's sticky queue.
+	// 0 keeps the SDK's default (5 s).
+	StickyTimeout time.Duration
+	// ContinueAsNewEvents, when positive, is the history length at which
+	// the server suggests continue-as-new (limit.historyCount.
+	// suggestContinueAsNew), so that kills also land around the sessions'
+	// continues-as-new; 0 keeps the server's default (4096).
+	ContinueAsNewEvents int
 	// Progress receives progress lines; nil discards them.
 	Progress io.Writer
 }
@@ -337,10 +350,15 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 		return sum, fmt.Errorf("soak: server log: %w", err)
 	}
 	defer serverLog.Close()
+	var dynamicConfig []string
+	if cfg.ContinueAsNewEvents > 0 {
+		dynamicConfig = append(dynamicConfig, fmt.Sprintf("limit.historyCount.suggestContinueAsNew=%d", cfg.ContinueAsNewEvents))
+	}
 	r.srv, err = devserver.Start(ctx, devserver.Options{
-		StateDir: filepath.Join(r.dir, "dev"),
-		Locate:   devserver.LocateOptions{Progress: cfg.Progress, WorkDir: cfg.ModuleDir},
-		Output:   serverLog,
+		DynamicConfig: dynamicConfig,
+		StateDir:      filepath.Join(r.dir, "dev"),
+		Locate:        devserver.LocateOptions{Progress: cfg.Progress, WorkDir: cfg.ModuleDir},
+		Output:        serverLog,
 	})
 	if err != nil {
 		return sum, fmt.Errorf("soak: starting the dev server: %w", err)
@@ -362,7 +380,7 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 		return sum, fmt.Errorf("soak: connecting to the dev server: %w", err)
 	}
 	defer r.tc.Close()
-	r.cl = client.New(r.tc, client.Options{TaskQueue: cfg.TaskQueue, Namespace: r.srv.Namespace()})
+	r.cl = client.New(r.tc, client.Options{TaskQueue: cfg.TaskQueue, Namespace: r.srv.Namespace(), WorkflowTaskTimeout: cfg.WorkflowTaskTimeout})
 	if r.reader, err = jsonl.NewStore(jsonl.Options{Root: r.root, Compression: cfg.Compression}); err != nil {
 		return sum, fmt.Errorf("soak: opening the store for read: %w", err)
 	}
@@ -448,6 +466,7 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 	}
 
 	r.check(ctx, true)
+	r.checkTaskTimeouts(ctx)
 	sum.Unresumable = r.disposeAndResume(ctx)
 	sum.Unresumable += r.resumeCycled(ctx)
 	r.checkLeases(ctx)
@@ -542,7 +561,8 @@ func (r *runner) startWorker(ctx context.Context) error {
 		"--address", r.srv.Address(), "--namespace", r.srv.Namespace(),
 		"--store-root", r.root, "--compression", string(r.cfg.Compression),
 		"--task-queue", r.cfg.TaskQueue, "--metrics-address", "",
-		"--identity", identity, "--log-level", "warn")
+		"--identity", identity, "--log-level", "warn",
+		"--sticky-timeout", r.cfg.StickyTimeout.String())
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -1022,6 +1042,30 @@ func (r *runner) dispose(ctx context.Context, id string) error {
 		return fmt.Errorf("the disposed workflow of session %s: %w", id, err)
 	}
 	return nil
+}
+
+// checkTaskTimeouts checks that the latest run of every appended-to
+// session, after the continues-as-new its appends caused, still has the
+// workflow task timeout the client started it with.
+func (r *runner) checkTaskTimeouts(ctx context.Context) {
+	if r.cfg.WorkflowTaskTimeout <= 0 {
+		return
+	}
+	runs := 0
+	for _, t := range r.sessions {
+		d, err := r.tc.DescribeWorkflowExecution(ctx, workflows.WorkflowID(t.id), "")
+		if err != nil {
+			r.fail("session %s: describing its workflow: %v", t.id, err)
+			continue
+		}
+		if d.GetWorkflowExecutionInfo().GetExecution().GetRunId() != d.GetWorkflowExecutionInfo().GetFirstRunId() {
+			runs++
+		}
+		if got := d.GetExecutionConfig().GetDefaultWorkflowTaskTimeout().AsDuration(); got != r.cfg.WorkflowTaskTimeout {
+			r.fail("session %s: its latest run's workflow task timeout is %v, not the %v it was started with", t.id, got, r.cfg.WorkflowTaskTimeout)
+		}
+	}
+	r.progress("workflow task timeout %v kept by every session (%d of %d continued as new)", r.cfg.WorkflowTaskTimeout, runs, len(r.sessions))
 }
 
 // checkLeases checks that no session's lease outlives its closed workflow.

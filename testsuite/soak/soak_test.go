@@ -21,6 +21,12 @@ var (
 	minIv    = flag.Duration("soak.min-interval", DefaultMinInterval, "shortest time a polling worker runs before it is killed")
 	maxIv    = flag.Duration("soak.max-interval", DefaultMaxInterval, "longest time a polling worker runs before it is killed")
 	batch    = flag.Int("soak.batch", DefaultBatch, "largest number of events of one append")
+	// The short variant runs with shorter timeouts than the defaults, which
+	// checks that they hold across continue-as-new and brings the sessions
+	// back sooner after each kill; cmd/soak keeps the defaults.
+	taskTimeout   = flag.Duration("soak.workflow-task-timeout", 3*time.Second, "workflow task timeout of the sessions, 0 = the server's default")
+	stickyTimeout = flag.Duration("soak.sticky-timeout", 2*time.Second, "the worker's sticky schedule-to-start timeout, 0 = the SDK's default")
+	canEvents     = flag.Int("soak.continue-as-new-events", 400, "history length at which the server suggests continue-as-new, 0 = the server's default")
 )
 
 // lineWriter logs every line written to it through t.Log.
@@ -59,6 +65,7 @@ func TestSoak(t *testing.T) {
 	sum, err := Run(ctx, Config{
 		Kills: *kills, Sessions: *sessions, Lifecycles: *cycles, Seed: *seed,
 		MinInterval: *minIv, MaxInterval: *maxIv, Batch: *batch,
+		WorkflowTaskTimeout: *taskTimeout, StickyTimeout: *stickyTimeout, ContinueAsNewEvents: *canEvents,
 		Progress: &lineWriter{t: t},
 	})
 	t.Log(sum)
