@@ -665,15 +665,23 @@ func (r *runner) createSessions(ctx context.Context) error {
 	return nil
 }
 
+// stopped reports whether stop is closed or ctx has ended.
+func stopped(ctx context.Context, stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	case <-ctx.Done():
+		return true
+	default:
+		return false
+	}
+}
+
 // appendLoop appends batches with contiguous seqs to t until stop closes.
 func (r *runner) appendLoop(ctx context.Context, t *tracked, rng *rand.Rand, stop <-chan struct{}) {
 	for {
-		select {
-		case <-stop:
+		if stopped(ctx, stop) {
 			return
-		case <-ctx.Done():
-			return
-		default:
 		}
 		if !r.appendBatch(ctx, t, rng) {
 			return
@@ -711,12 +719,8 @@ func (r *runner) appendBatch(ctx context.Context, t *tracked, rng *rand.Rand) bo
 // not complete within the batch deadline is a failure and ends the loop.
 func (r *runner) lifecycleLoop(ctx context.Context, loop int, rng *rand.Rand, stop <-chan struct{}) {
 	for n := 0; ; n++ {
-		select {
-		case <-stop:
+		if stopped(ctx, stop) {
 			return
-		case <-ctx.Done():
-			return
-		default:
 		}
 		t := newTracked(fmt.Sprintf("soak-%d-l%d-%04d", r.cfg.Seed, loop, n))
 		r.cycledMu.Lock()
