@@ -198,20 +198,6 @@ func (c *Client) searchAttributesRegistered(ctx context.Context) bool {
 	return c.saRegistered
 }
 
-// startedRun returns the run op started, or nil when the update-with-start
-// request ended before the start reported back. The SDK resolves op before
-// the request returns when the start succeeded, and never when it did not,
-// hence the short wait.
-func startedRun(ctx context.Context, op temporalclient.WithStartWorkflowOperation) temporalclient.WorkflowRun {
-	ctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	defer cancel()
-	run, err := op.Get(ctx)
-	if err != nil {
-		return nil
-	}
-	return run
-}
-
 // startReady starts the session workflow of id with its WaitReady update in
 // one update-with-start request and returns the live session; a refused
 // start is startError's, the failure of a run that ended before it could
@@ -235,22 +221,27 @@ func (c *Client) startReady(ctx context.Context, id, workflowName string, req an
 	if err == nil {
 		return &Session{SessionInfo: info}, nil
 	}
-	var started *serviceerror.WorkflowExecutionAlreadyStarted
-	if errors.As(err, &started) {
+	var (
+		started *serviceerror.WorkflowExecutionAlreadyStarted
+		nf      *serviceerror.NotFound
+		run     temporalclient.WorkflowRun
+	)
+	switch {
+	case errors.As(err, &started):
 		return nil, startError(id, err)
-	}
-	run := startedRun(ctx, op)
-	if run == nil {
-		// The request failed before the start reported back.
-		return nil, startError(id, err)
-	}
-	var nf *serviceerror.NotFound
-	if errors.As(err, &nf) {
-		// The run ended before the update reached it: its own failure is the
-		// answer.
+	case h != nil:
+		// The update reported: the run it reached is the one started.
+		run = c.c.GetWorkflow(ctx, wid, h.RunID())
+	case errors.As(err, &nf):
+		// The start went through and the run ended before the update
+		// reached it: its own failure is the answer.
+		run = c.c.GetWorkflow(ctx, wid, "")
 		if rerr := run.Get(ctx, nil); rerr != nil {
 			return nil, callError("session", id, rerr)
 		}
+	default:
+		// The request failed before the start reported back.
+		return nil, startError(id, err)
 	}
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) {

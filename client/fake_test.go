@@ -34,6 +34,8 @@ type fakeTemporal struct {
 	history  func(workflowID, runID string) temporalclient.HistoryEventIterator
 	describe func(workflowID, runID string) (*workflowservice.DescribeWorkflowExecutionResponse, error)
 	getRun   func(workflowID, runID string) temporalclient.WorkflowRun
+	// started are the runs update-with-start started, in order.
+	started []temporalclient.WorkflowRun
 	// searchAttrs are the namespace's custom search attributes; nil makes
 	// the operator service fail.
 	searchAttrs map[string]enumspb.IndexedValueType
@@ -108,7 +110,14 @@ func (f *fakeTemporal) UpdateWithStartWorkflow(_ context.Context, opts temporalc
 	}
 	op.run = run
 	close(op.done)
-	return f.update(opts.UpdateOptions)
+	f.mu.Lock()
+	f.started = append(f.started, run)
+	f.mu.Unlock()
+	h, err := f.update(opts.UpdateOptions)
+	if fu, ok := h.(*fakeUpdate); ok && fu.runID == "" {
+		fu.runID = run.GetRunID() // as the server reports it
+	}
+	return h, err
 }
 
 func (f *fakeTemporal) UpdateWorkflow(_ context.Context, opts temporalclient.UpdateWorkflowOptions) (temporalclient.WorkflowUpdateHandle, error) {
@@ -146,9 +155,21 @@ func (f *fakeTemporal) DescribeWorkflowExecution(_ context.Context, workflowID, 
 	return f.describe(workflowID, runID)
 }
 
+// GetWorkflow returns getRun's run or, when the test scripts none, the run
+// of that id (the latest for an empty one) an update-with-start started.
 func (f *fakeTemporal) GetWorkflow(_ context.Context, workflowID, runID string) temporalclient.WorkflowRun {
 	f.record("get " + workflowID)
-	return f.getRun(workflowID, runID)
+	if f.getRun != nil {
+		return f.getRun(workflowID, runID)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := len(f.started) - 1; i >= 0; i-- {
+		if r := f.started[i]; r.GetID() == workflowID && (runID == "" || r.GetRunID() == runID) {
+			return r
+		}
+	}
+	panic("GetWorkflow of a run the test did not start: " + workflowID + "/" + runID)
 }
 
 // fakeRun is a workflow run whose result is scripted.
