@@ -43,12 +43,7 @@ type StoreResults struct {
 // SingleRatio returns the median of SingleRatios[comp]: the single-event
 // append's rate as a fraction of the raw loop's.
 func (r *StoreResults) SingleRatio(comp jsonl.Compression) float64 {
-	vs := append([]float64(nil), r.SingleRatios[string(comp)]...)
-	if len(vs) == 0 {
-		return 0
-	}
-	sort.Float64s(vs)
-	return vs[len(vs)/2]
+	return median(r.SingleRatios[string(comp)])
 }
 
 // PairedCommand is the go test invocation RunStoreBenchmarks runs
@@ -160,11 +155,20 @@ func parseBench(out string, samples map[string]map[string][]float64) {
 func medians(m map[string][]float64) map[string]float64 {
 	out := map[string]float64{}
 	for k, vs := range m {
-		s := append([]float64(nil), vs...)
-		sort.Float64s(s)
-		out[k] = s[len(s)/2]
+		out[k] = median(vs)
 	}
 	return out
+}
+
+// median returns the median of vs (the upper one of an even count), 0 for
+// none; vs is not modified.
+func median(vs []float64) float64 {
+	if len(vs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), vs...)
+	sort.Float64s(s)
+	return s[len(s)/2]
 }
 
 // WriteRawLog stores session id in st (a raw root) with n todo/write
