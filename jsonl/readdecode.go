@@ -3,7 +3,6 @@ package jsonl
 import (
 	"bytes"
 	"io"
-	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -28,18 +27,13 @@ var readPieceBytes = 4 << 20
 // always runs to the end of the file, and a read error is returned as from
 // readFile, whatever the lines decoded so far hold.
 func (s *Store) readRawDecoding(path string) (data []byte, chunks []lineChunk, err error) {
-	f, err := s.fs.OpenFile(path, os.O_RDONLY, 0)
+	f, buf, err := s.openSized(path)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, nil, err
-	}
-	buf := make([]byte, 0, fi.Size()+512)
 	workers := runtime.GOMAXPROCS(0)
-	if fi.Size() < pipelineMinBytes || workers < 2 {
+	if int64(cap(buf)-readSlack) < pipelineMinBytes || workers < 2 {
 		data, err := readRest(f, buf)
 		return data, nil, err
 	}

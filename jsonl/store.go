@@ -450,16 +450,31 @@ func (s *Store) syncDir(dir string) error {
 
 // readFile reads a whole file.
 func (s *Store) readFile(path string) ([]byte, error) {
-	f, err := s.fs.OpenFile(path, os.O_RDONLY, 0)
+	f, buf, err := s.openSized(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	return readRest(f, buf)
+}
+
+// readSlack is the room a read buffer has beyond the file's stat size, so
+// that reading to EOF rarely grows it.
+const readSlack = 512
+
+// openSized opens path for reading and returns it with an empty buffer of
+// the file's stat size plus readSlack.
+func (s *Store) openSized(path string) (File, []byte, error) {
+	f, err := s.fs.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, nil, err
+	}
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, err
+		_ = f.Close()
+		return nil, nil, err
 	}
-	return readRest(f, make([]byte, 0, fi.Size()+512))
+	return f, make([]byte, 0, fi.Size()+readSlack), nil
 }
 
 // scanFile reads and validates a log file (SPEC 4) for session id, checking
