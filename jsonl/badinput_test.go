@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -596,8 +597,21 @@ func TestBadInput_PermissionErrorsSurface(t *testing.T) {
 				requirePerm(t, err)
 				_, err = e.store.Has(bg, "keep")
 				requirePerm(t, err)
-				_, err = e.store.List(bg)
-				requirePerm(t, err)
+				// List reports the unreadable session in its row and goes on.
+				list, err := e.store.List(bg)
+				require.NoError(t, err)
+				var problem *jsonl.Problem
+				for _, row := range list {
+					if row.Header.ID == "keep" {
+						require.NotNil(t, row.Problem)
+						problem = row.Problem
+					} else {
+						require.Nil(t, row.Problem, "row %q", row.Header.ID)
+					}
+				}
+				require.NotNil(t, problem, "the unreadable session is listed")
+				requirePerm(t, problem)
+				require.Equal(t, dir, list[slices.IndexFunc(list, func(r jsonl.Snapshot) bool { return r.Problem != nil })].Path)
 				requirePerm(t, e.store.Delete(bg, "keep"))
 			})
 		})

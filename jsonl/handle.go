@@ -386,7 +386,7 @@ func (s *Store) primeWriter(ctx context.Context, id string, sd sessionDir, handl
 // loadFile (re)scans a write handle's log and resets its cursor and repair
 // state from it.
 func (s *Store) loadFile(st *handleState) error {
-	fi, err := s.fs.Stat(st.path)
+	fi, err := s.fs.Lstat(st.path)
 	if err != nil {
 		return err
 	}
@@ -529,7 +529,7 @@ func (h *Handle) writer(ctx context.Context, op string) (*handleState, error) {
 // refresh re-reads the log when another process (a retried activity attempt
 // holding the same handle) changed it since this process last saw it.
 func (s *Store) refresh(st *handleState) error {
-	fi, err := s.fs.Stat(st.path)
+	fi, err := s.fs.Lstat(st.path)
 	if errors.Is(err, fs.ErrNotExist) && !st.materialized {
 		return nil
 	}
@@ -616,11 +616,11 @@ func (h *Handle) current(ctx context.Context) ([]session.Event, error) {
 		return nil, nil
 	}
 	if st.primed != nil && st.path == sd.generation {
-		if fi, err := s.fs.Stat(sd.generation); err == nil && st.fi != nil && os.SameFile(fi, st.fi) && fi.Size() == st.size {
+		if fi, err := s.fs.Lstat(sd.generation); err == nil && st.fi != nil && os.SameFile(fi, st.fi) && fi.Size() == st.size {
 			return st.primed, nil
 		}
 	}
-	fi, err := s.fs.Stat(sd.generation)
+	fi, err := s.fs.Lstat(sd.generation)
 	if err != nil {
 		return nil, err
 	}
@@ -774,7 +774,7 @@ func (s *Store) repair(st *handleState) error {
 }
 
 func (s *Store) truncate(path string, size int64) error {
-	f, err := s.fs.OpenFile(path, os.O_RDWR, 0)
+	f, _, err := s.openFile(path, os.O_RDWR)
 	if err != nil {
 		return err
 	}
@@ -799,7 +799,7 @@ func (s *Store) sync(f File) error {
 // to its previous size. The descriptor stays open for later appends.
 func (s *Store) appendData(st *handleState, body []byte) error {
 	if st.logf == nil {
-		f, err := s.fs.OpenFile(st.path, os.O_WRONLY|os.O_APPEND, 0)
+		f, _, err := s.openFile(st.path, os.O_WRONLY|os.O_APPEND)
 		if err != nil {
 			return err
 		}
@@ -859,7 +859,7 @@ func (s *Store) withWriterLease(ctx context.Context, st *handleState, fn func() 
 		if err := s.flock(ctx, st.lease); err != nil {
 			return err
 		}
-		pi, err := s.fs.Stat(path)
+		pi, err := s.fs.Lstat(path)
 		if err == nil && os.SameFile(pi, st.leaseFI) {
 			defer st.unlockLease()
 			return fn()
@@ -935,7 +935,7 @@ func (s *Store) materialize(st *handleState, batch []byte) error {
 	s.metrics.BytesWritten(len(content))
 	st.path = filepath.Join(st.dir, s.generationName())
 	st.materialized = true
-	if fi, err := s.fs.Stat(st.path); err == nil {
+	if fi, err := s.fs.Lstat(st.path); err == nil {
 		st.fi, st.size = fi, fi.Size()
 	} else {
 		st.fi = nil

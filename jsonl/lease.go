@@ -109,7 +109,7 @@ func (s *Store) publish(dir, name string, body []byte) error {
 
 // readLease returns the lease of a session directory, or nil when none.
 func (s *Store) readLease(dir string) (*Lease, error) {
-	f, err := s.fs.OpenFile(filepath.Join(dir, leaseFile), os.O_RDONLY, 0)
+	f, _, err := s.openFile(filepath.Join(dir, leaseFile), os.O_RDONLY)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
@@ -149,7 +149,7 @@ func (l *lockedLease) release() {
 func (s *Store) lockLease(ctx context.Context, dir string) (*lockedLease, error) {
 	path := filepath.Join(dir, leaseFile)
 	for {
-		f, err := s.fs.OpenFile(path, os.O_RDWR, 0)
+		f, _, err := s.openFile(path, os.O_RDWR)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil, nil
@@ -208,7 +208,7 @@ func (s *Store) sameFile(f File, path string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	pi, err := s.fs.Stat(path)
+	pi, err := s.fs.Lstat(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return false, nil
@@ -245,6 +245,9 @@ func (s *Store) revocationPath(handle string) string {
 
 // isRevoked reports whether handle was closed.
 func (s *Store) isRevoked(handle string) (bool, error) {
+	if _, err := s.rootDir(revocationsDir); err != nil {
+		return false, err
+	}
 	_, err := s.fs.Lstat(s.revocationPath(handle))
 	if err == nil {
 		return true, nil
@@ -264,7 +267,10 @@ type revocationRecord struct {
 
 // revoke durably records handle as closed. It is idempotent.
 func (s *Store) revoke(id, handle string) error {
-	dir := filepath.Join(s.root, revocationsDir)
+	dir, err := s.rootDir(revocationsDir)
+	if err != nil {
+		return err
+	}
 	if err := s.mkdirAll(dir); err != nil {
 		return err
 	}

@@ -32,8 +32,12 @@ type Snapshot struct {
 	SizeBytes int64 `json:"sizeBytes"`
 	// Pending is true for a created session that has not materialized.
 	Pending bool `json:"pending,omitempty"`
-	// Path is the log file (empty when pending).
+	// Path is the log file (empty when pending); on a row with a Problem,
+	// the entry the problem is about.
 	Path string `json:"path,omitempty"`
+	// Problem is set on a List row the store cannot serve (see List); the
+	// other fields but Header.ID and Path are then zero.
+	Problem *Problem `json:"problem,omitempty"`
 }
 
 // Stat describes a session without reading its events or taking ownership.
@@ -72,7 +76,7 @@ func (s *Store) snapshot(sd sessionDir) (*Snapshot, error) {
 	if err != nil || !ok {
 		return nil, err
 	}
-	fi, err := s.fs.Stat(sd.generation)
+	fi, err := s.fs.Lstat(sd.generation)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
@@ -96,7 +100,7 @@ func revision(fi os.FileInfo) string {
 // version and retired fields are errors.
 func (s *Store) readHeader(path string) (session.Header, bool, error) {
 	var h session.Header
-	f, err := s.fs.OpenFile(path, os.O_RDONLY, 0)
+	f, _, err := s.openFile(path, os.O_RDONLY)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return h, false, nil
@@ -164,8 +168,13 @@ func (s *Store) headerRecord(buf []byte) ([]byte, bool, error) {
 }
 
 // List describes every session under the root, pending ones included,
-// sorted by id. Foreign-format and malformed logs are skipped; an id found
-// in two project directories is an error; an absent root lists nothing.
+// sorted by id (then path). Foreign-format and malformed logs are skipped;
+// an absent root lists nothing. An entry the store cannot serve (a damaged
+// session directory, an id found in two project directories, a project
+// directory that is a symbolic link) is a row with a Problem, whose Header
+// holds only the id its directory name decodes to, and listing goes on: one
+// damaged session never hides the others. Only a failure to read the root
+// itself, or a root that mixes encodings, fails the whole list.
 func (s *Store) List(ctx context.Context) ([]Snapshot, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, context.Cause(ctx)
@@ -173,57 +182,86 @@ func (s *Store) List(ctx context.Context) ([]Snapshot, error) {
 	if err := s.checkRoot(); err != nil {
 		return nil, err
 	}
-	projects, err := s.projectDirs()
+	projects, odd, err := s.rootEntries()
 	if err != nil {
 		return nil, err
 	}
-	seen := map[string]string{}
 	var out []Snapshot
+	for _, e := range odd {
+		out = append(out, problemRow("", filepath.Join(s.root, e.Name()), s.oddProjectError(e)))
+	}
+	byID := map[string][]int{} // id -> indexes of its healthy rows
 	for _, p := range projects {
 		entries, err := s.fs.ReadDir(p)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
-			return nil, err
+			out = append(out, problemRow("", p, err))
+			continue
 		}
 		for _, e := range entries {
 			if err := ctx.Err(); err != nil {
 				return nil, context.Cause(ctx)
 			}
-			if !e.IsDir() {
+			path := filepath.Join(p, e.Name())
+			id, named := decodeSegment(e.Name())
+			if !e.Type().IsDir() {
+				if named && e.Type()&fs.ModeSymlink != 0 {
+					out = append(out, problemRow(id, path, withSession(symlinkError("session directory", path), id)))
+				}
 				continue
 			}
-			sd, err := s.inspectSessionDir(filepath.Join(p, e.Name()))
-			if err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					continue
-				}
-				return nil, err
-			}
-			snap, err := s.snapshot(sd)
-			if err != nil {
-				if errors.Is(err, ErrFormatUnsupported) {
-					continue
-				}
-				return nil, err
-			}
-			if snap == nil {
+			snap, err := s.listEntry(path)
+			switch {
+			case err != nil:
+				out = append(out, problemRow(id, path, withSession(err, id)))
+				continue
+			case snap == nil:
 				continue
 			}
 			if seg, err := EncodeSegment(snap.Header.ID); err != nil || seg != e.Name() {
 				continue // a header that does not belong to its directory
 			}
-			if prev, dup := seen[snap.Header.ID]; dup && prev != p {
-				return nil, &Error{Code: CodeLayout, SessionID: snap.Header.ID, Message: fmt.Sprintf(
-					"duplicate JSONL session id %q appears in multiple project directories", snap.Header.ID)}
-			}
-			seen[snap.Header.ID] = p
+			byID[snap.Header.ID] = append(byID[snap.Header.ID], len(out))
 			out = append(out, *snap)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Header.ID < out[j].Header.ID })
+	for id, rows := range byID {
+		if len(rows) > 1 {
+			for _, i := range rows {
+				out[i] = problemRow(id, out[i].Path, duplicateID(id))
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Header.ID != out[j].Header.ID {
+			return out[i].Header.ID < out[j].Header.ID
+		}
+		return out[i].Path < out[j].Path
+	})
 	return out, nil
+}
+
+// listEntry reads one session directory's List row: nil when it holds no
+// session (empty, a foreign-format or malformed header), an error when it
+// cannot be served.
+func (s *Store) listEntry(dir string) (*Snapshot, error) {
+	sd, err := s.inspectSessionDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	snap, err := s.snapshot(sd)
+	if err != nil {
+		if errors.Is(err, ErrFormatUnsupported) || errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return snap, nil
 }
 
 // Has reports whether the session has a log on disk. A created session that

@@ -249,7 +249,8 @@ type sessionDir struct {
 // inspectSessionDir reads a session directory: the highest canonical
 // generation of this root's encoding and whether a lease exists. A generation
 // of the other encoding is a layout conflict; a symlinked or non-regular
-// generation is refused.
+// generation or lease is refused. The caller has checked that dir is a real
+// directory.
 func (s *Store) inspectSessionDir(dir string) (sessionDir, error) {
 	sd := sessionDir{dir: dir}
 	entries, err := s.fs.ReadDir(dir)
@@ -259,51 +260,94 @@ func (s *Store) inspectSessionDir(dir string) (sessionDir, error) {
 	best := int64(-1)
 	for _, e := range entries {
 		name := e.Name()
+		path := filepath.Join(dir, name)
 		if name == leaseFile {
+			if err := regularEntry("session lease", path, e); err != nil {
+				return sd, err
+			}
 			sd.leased = true
 			continue
 		}
 		if _, ok := parseGeneration(name, s.otherSuffix()); ok && !strings.HasSuffix(name, s.suffix()) {
-			return sd, s.encodingMismatch(filepath.Join(dir, name))
+			return sd, s.encodingMismatch(path)
 		}
 		v, ok := parseGeneration(name, s.suffix())
-		if !ok || v <= best {
+		if !ok {
 			continue
 		}
-		path := filepath.Join(dir, name)
-		if e.Type()&fs.ModeSymlink != 0 {
-			return sd, &Error{Code: CodeLayout, Path: path, Message: fmt.Sprintf("session artifact %s is a symbolic link; refusing to follow it", strconv.Quote(path))}
+		if err := regularEntry("session artifact", path, e); err != nil {
+			return sd, err
 		}
-		if !e.Type().IsRegular() {
-			return sd, &Error{Code: CodeLayout, Path: path, Message: fmt.Sprintf("session artifact %s is not a regular file", strconv.Quote(path))}
+		if v > best {
+			best, sd.generation = v, path
 		}
-		best, sd.generation = v, path
 	}
 	return sd, nil
 }
 
-// projectDirs lists the project directories of the root (nil when the root
-// is absent). A flat legacy log directly in a project directory is refused.
-func (s *Store) projectDirs() ([]string, error) {
+// regularEntry refuses a directory entry that is not a regular file.
+func regularEntry(kind, path string, e fs.DirEntry) error {
+	switch {
+	case e.Type()&fs.ModeSymlink != 0:
+		return symlinkError(kind, path)
+	case !e.Type().IsRegular():
+		return notRegularError(kind, path)
+	}
+	return nil
+}
+
+// rootEntries lists the project directories of the root (nil when the root
+// is absent) and the entries named like project directories that are not
+// real directories (symbolic links, files), which are never followed.
+func (s *Store) rootEntries() (projects []string, odd []fs.DirEntry, err error) {
 	entries, err := s.fs.ReadDir(s.root)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
+			return nil, nil, nil
 		}
-		return nil, err
+		return nil, nil, err
 	}
-	var out []string
 	for _, e := range entries {
-		if isProjectDirName(e.Name()) {
-			out = append(out, filepath.Join(s.root, e.Name()))
+		if !isProjectDirName(e.Name()) {
+			continue
+		}
+		if e.Type().IsDir() {
+			projects = append(projects, filepath.Join(s.root, e.Name()))
+		} else {
+			odd = append(odd, e)
 		}
 	}
-	return out, nil
+	return projects, odd, nil
+}
+
+// projectDirs lists the project directories of the root for a lookup. An
+// entry named like a project directory that is not a real directory is
+// refused, not skipped (S1-70): a session it would hold could be neither
+// found nor ruled out.
+func (s *Store) projectDirs() ([]string, error) {
+	projects, odd, err := s.rootEntries()
+	if err != nil || len(odd) == 0 {
+		return projects, err
+	}
+	return nil, s.oddProjectError(odd[0])
+}
+
+// oddProjectError describes a root entry named like a project directory
+// that is not a real directory.
+func (s *Store) oddProjectError(e fs.DirEntry) error {
+	path := filepath.Join(s.root, e.Name())
+	if e.Type()&fs.ModeSymlink != 0 {
+		return symlinkError("project directory", path)
+	}
+	return notDirError("project directory", path)
 }
 
 // checkRoot performs the one-time root scan of SPEC 3.2: every generation in
 // every session directory must use this root's encoding, and no flat legacy
-// file may sit in a project directory.
+// file may sit in a project directory. It judges names only and follows no
+// symbolic link: a damaged entry (a symlink, a FIFO, an unreadable session
+// directory) concerns its session alone and is reported by the operations on
+// that session, which repeat the encoding check at lookup.
 func (s *Store) checkRoot() error {
 	s.mu.Lock()
 	done := s.rootOK
@@ -311,17 +355,14 @@ func (s *Store) checkRoot() error {
 	if done {
 		return nil
 	}
-	projects, err := s.projectDirs()
+	projects, _, err := s.rootEntries()
 	if err != nil {
 		return err
 	}
 	for _, p := range projects {
 		entries, err := s.fs.ReadDir(p)
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-				continue
-			}
-			return err
+			continue // reported by the lookups in this project directory
 		}
 		for _, e := range entries {
 			if err := s.checkProjectEntry(p, e); err != nil {
@@ -337,18 +378,42 @@ func (s *Store) checkRoot() error {
 
 func (s *Store) checkProjectEntry(project string, e os.DirEntry) error {
 	path := filepath.Join(project, e.Name())
-	if !e.IsDir() {
+	if !e.Type().IsDir() {
 		if strings.HasSuffix(e.Name(), ".jsonl") || strings.HasSuffix(e.Name(), ".jsonl.zstd") {
 			return &Error{Code: CodeLayout, Path: path, Message: fmt.Sprintf(
 				"session artifact %s uses the unsupported flat-file layout; use a separate root or move it into a project/session directory before loading", strconv.Quote(path))}
 		}
 		return nil
 	}
-	_, err := s.inspectSessionDir(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+	entries, err := s.fs.ReadDir(path)
+	if err != nil {
+		return nil // reported by the lookups of this session
+	}
+	for _, e := range entries {
+		if _, ok := parseGeneration(e.Name(), s.otherSuffix()); ok && !strings.HasSuffix(e.Name(), s.suffix()) {
+			return s.encodingMismatch(filepath.Join(path, e.Name()))
+		}
+	}
+	return nil
+}
+
+// withSession sets the session id of a store error that has none.
+func withSession(err error, id string) error {
+	var e *Error
+	if errors.As(err, &e) && e.SessionID == "" {
+		c := *e
+		c.SessionID = id
+		if err == error(e) {
+			return &c
+		}
 	}
 	return err
+}
+
+// checkSessionDir checks that a session directory is a real directory; an
+// absent one is the fs.ErrNotExist error.
+func (s *Store) checkSessionDir(id, dir string) error {
+	return withSession(s.checkDir("session directory", dir), id)
 }
 
 // locate finds the session directory of id across project directories. It
@@ -365,23 +430,18 @@ func (s *Store) locate(id string) (sessionDir, bool, error) {
 	var found []sessionDir
 	for _, p := range projects {
 		dir := filepath.Join(p, seg)
-		fi, err := s.fs.Lstat(dir)
-		if err != nil {
+		if err := s.checkSessionDir(id, dir); err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
 			return sessionDir{}, false, err
-		}
-		if !fi.IsDir() {
-			return sessionDir{}, false, &Error{Code: CodeLayout, SessionID: id, Path: dir, Message: fmt.Sprintf(
-				"session directory %s is not a directory", strconv.Quote(dir)), Err: syscall.ENOTDIR}
 		}
 		sd, err := s.inspectSessionDir(dir)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
-			return sessionDir{}, false, err
+			return sessionDir{}, false, withSession(err, id)
 		}
 		if sd.generation != "" || sd.leased {
 			found = append(found, sd)
@@ -393,7 +453,12 @@ func (s *Store) locate(id string) (sessionDir, bool, error) {
 	case 1:
 		return found[0], true, nil
 	}
-	return sessionDir{}, false, &Error{Code: CodeLayout, SessionID: id, Message: fmt.Sprintf(
+	return sessionDir{}, false, duplicateID(id)
+}
+
+// duplicateID reports an id found in more than one project directory.
+func duplicateID(id string) *Error {
+	return &Error{Code: CodeLayout, SessionID: id, Message: fmt.Sprintf(
 		"duplicate JSONL session id %q appears in multiple project directories", id)}
 }
 
@@ -408,44 +473,6 @@ func (s *Store) dirFor(h session.Header) (string, error) {
 		return "", err
 	}
 	return filepath.Join(s.root, project, seg), nil
-}
-
-// mkdirAll creates dir and its missing parents under (and including) the
-// root with mode 0700, fsyncing each parent after a creation.
-func (s *Store) mkdirAll(dir string) error {
-	fi, err := s.fs.Stat(dir)
-	if err == nil {
-		if !fi.IsDir() {
-			return &fs.PathError{Op: "mkdir", Path: dir, Err: syscall.ENOTDIR}
-		}
-		return nil
-	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	parent := filepath.Dir(dir)
-	if parent != dir {
-		if err := s.mkdirAll(parent); err != nil {
-			return err
-		}
-	}
-	if err := s.fs.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
-	}
-	return s.syncDir(parent)
-}
-
-// syncDir fsyncs a directory so entries created in it are durable.
-func (s *Store) syncDir(dir string) error {
-	f, err := s.fs.OpenFile(dir, os.O_RDONLY, 0)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // readFile reads a whole file.
@@ -465,13 +492,8 @@ const readSlack = 512
 // openSized opens path for reading and returns it with an empty buffer of
 // the file's stat size plus readSlack.
 func (s *Store) openSized(path string) (File, []byte, error) {
-	f, err := s.fs.OpenFile(path, os.O_RDONLY, 0)
+	f, fi, err := s.openFile(path, os.O_RDONLY)
 	if err != nil {
-		return nil, nil, err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		_ = f.Close()
 		return nil, nil, err
 	}
 	return f, make([]byte, 0, fi.Size()+readSlack), nil

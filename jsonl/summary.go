@@ -125,7 +125,7 @@ func (s *Store) readSidecar(dir string) (Summary, bool) {
 // replace a summary they could not read.
 func (s *Store) loadSidecar(dir string) (Summary, bool, error) {
 	var sum Summary
-	f, err := s.fs.OpenFile(filepath.Join(dir, summaryFile), os.O_RDONLY, 0)
+	f, _, err := s.openFile(filepath.Join(dir, summaryFile), os.O_RDONLY)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return sum, false, nil
