@@ -16,7 +16,9 @@ import (
 // looks up the owning workflow id without a run id (continue-as-new changes
 // the run id while the same workflow keeps the lease) and refuses with
 // ErrOwnerRunning while an execution of it runs, or with ErrOwnerUnknown
-// when the lease names no workflow. Otherwise the checked lease is released
+// when the lease names no workflow or cannot be read (an empty or damaged
+// lease file names no owner: only a forced unlock, jsonl.Store.ForceUnlock,
+// removes it). Otherwise the checked lease is released
 // as a forfeit does: its handle id is revoked, the lease removed and a
 // session never written erased; a lease taken by another handle in between
 // is left alone (ErrLeaseChanged).
@@ -24,6 +26,10 @@ import (
 // It returns the removed lease, or nil when no lease was held.
 func (c *Client) Unlock(ctx context.Context, store *jsonl.Store, id string) (*jsonl.Lease, error) {
 	lease, err := store.LeaseOf(ctx, id)
+	if errors.Is(err, jsonl.ErrCorrupt) {
+		return nil, &Error{Type: TypeOwnerUnknown, SessionID: id, Err: err,
+			Message: fmt.Sprintf("session %q: its lease cannot be read (%v), so Temporal cannot tell whether its owner is gone; once the owner is known to be gone, remove the lease with a forced unlock (jsonl.Store.ForceUnlock, starter unlock --force)", id, err)}
+	}
 	if err != nil || lease == nil {
 		return nil, err
 	}

@@ -153,6 +153,16 @@ func (s *Store) Create(ctx context.Context, h session.Header, opts CreateOptions
 		return nil, err
 	}
 	sd, found, err := s.locate(id)
+	if err == nil && !found {
+		// Look again under the id's create lock, held until this creator's
+		// lease is published (docs/DECISIONS.md D13).
+		release, lerr := s.lockCreate(ctx, id)
+		if lerr != nil {
+			return nil, lerr
+		}
+		defer release()
+		sd, found, err = s.locate(id)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -185,8 +195,9 @@ func (s *Store) Create(ctx context.Context, h session.Header, opts CreateOptions
 	}
 	s.metrics.LeaseAcquired()
 	// Re-check after acquiring: a close of this handle id may have landed
-	// first (a zombie create), or a session with this id may have appeared
-	// in another project directory meanwhile.
+	// first (a zombie create). No creator can have published this id
+	// elsewhere meanwhile (the create lock excludes them); the lookup is
+	// repeated against a root shared with a store that takes no create lock.
 	fail := func(err error) (*Handle, error) {
 		s.releasePending(dir, opts.HandleID)
 		return nil, err
@@ -1020,24 +1031,17 @@ func (s *Store) CloseHandle(ctx context.Context, ref HandleRef) error {
 	if ref.Access == AccessRead || ref.HandleID == "" {
 		return nil
 	}
+	// Revoke first, so that an open of this handle id landing later fails;
+	// then release the lease wherever it names the handle, whatever else is
+	// found; report the other problems last.
 	var errs []error
 	if err := s.revoke(id, ref.HandleID); err != nil {
 		errs = append(errs, err)
 	}
-	sd, found, err := s.locate(id)
-	if err != nil {
-		errs = append(errs, err)
-	} else if found && sd.leased {
-		ll, err := s.lockLease(ctx, sd.dir)
-		if err != nil {
+	errs = append(errs, s.releaseEverywhere(ctx, id, ref.HandleID)...)
+	if len(errs) == 0 {
+		if _, _, err := s.locate(id); isDuplicate(err) {
 			errs = append(errs, err)
-		} else if ll != nil {
-			if ll.lease.Handle == ref.HandleID {
-				if err := s.dropLease(sd.dir, sd.generation == ""); err != nil {
-					errs = append(errs, err)
-				}
-			}
-			ll.release()
 		}
 	}
 	switch len(errs) {
@@ -1047,4 +1051,46 @@ func (s *Store) CloseHandle(ctx context.Context, ref HandleRef) error {
 		return errs[0]
 	}
 	return &AggregateError{Message: fmt.Sprintf("session %q: close failed", id), Errors: errs}
+}
+
+// releaseEverywhere removes the lease naming handle from every session
+// directory of id, the session directory too when it never materialized.
+// Unlike a lookup it does not stop at a damaged or duplicate directory of
+// the id: a close releases what it holds whatever else it finds.
+func (s *Store) releaseEverywhere(ctx context.Context, id, handle string) []error {
+	seg, err := EncodeSegment(id)
+	if err != nil {
+		return []error{invalidArgument(id, err)}
+	}
+	projects, _, err := s.rootEntries()
+	if err != nil {
+		return []error{err}
+	}
+	var errs []error
+	for _, p := range projects {
+		dir := filepath.Join(p, seg)
+		if err := s.checkSessionDir(id, dir); err != nil {
+			if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, ErrLayout) {
+				errs = append(errs, err)
+			}
+			continue // no directory this store could have leased
+		}
+		ll, err := s.lockLease(ctx, dir)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if ll == nil {
+			continue
+		}
+		if ll.lease.Handle == handle {
+			sd, err := s.inspectSessionDir(dir)
+			erase := err == nil && sd.generation == ""
+			if err := s.dropLease(dir, erase); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		ll.release()
+	}
+	return errs
 }

@@ -41,6 +41,10 @@ type Lease struct {
 	// Pending is set for a created session that has not materialized yet: it
 	// carries what any worker needs to materialize it.
 	Pending *PendingSession `json:"pending,omitempty"`
+	// Unreadable is set, instead of the other fields, on a lease that
+	// ForceUnlock removed although its content could not be decoded (an
+	// empty or damaged session.lock): why it could not.
+	Unreadable string `json:"-"`
 }
 
 // PendingSession is a created, never-materialized session.
@@ -136,6 +140,9 @@ func decodeLease(r io.Reader) (*Lease, error) {
 type lockedLease struct {
 	f     File
 	lease *Lease
+	// bad is why the lease could not be decoded (lockAnyLease only); lease
+	// is then nil.
+	bad error
 }
 
 func (l *lockedLease) release() {
@@ -147,6 +154,21 @@ func (l *lockedLease) release() {
 // that the locked file is still the published one and reads it. It returns
 // (nil, nil) when no lease exists.
 func (s *Store) lockLease(ctx context.Context, dir string) (*lockedLease, error) {
+	ll, err := s.lockAnyLease(ctx, dir)
+	if err != nil || ll == nil {
+		return nil, err
+	}
+	if ll.bad != nil {
+		ll.release()
+		return nil, ll.bad
+	}
+	return ll, nil
+}
+
+// lockAnyLease is lockLease that also locks a lease whose content cannot be
+// decoded (empty, truncated, not JSON), reporting why in bad, so that a
+// forced unlock can remove it.
+func (s *Store) lockAnyLease(ctx context.Context, dir string) (*lockedLease, error) {
 	path := filepath.Join(dir, leaseFile)
 	for {
 		f, _, err := s.openFile(path, os.O_RDWR)
@@ -178,9 +200,13 @@ func (s *Store) lockLease(ctx context.Context, dir string) (*lockedLease, error)
 		}
 		l, err := decodeLease(f)
 		if err != nil {
-			_ = f.Flock(unix.LOCK_UN)
-			f.Close()
-			return nil, err
+			var e *Error
+			if !errors.As(err, &e) {
+				_ = f.Flock(unix.LOCK_UN)
+				f.Close()
+				return nil, err // an I/O error, not bad content
+			}
+			return &lockedLease{f: f, bad: err}, nil
 		}
 		return &lockedLease{f: f, lease: l}, nil
 	}

@@ -361,8 +361,10 @@ func (s *Store) LeaseOf(ctx context.Context, id string) (*Lease, error) {
 // ForceUnlock forfeits a session's lease without asking its owner (the
 // operator's escape hatch, SPEC 0.2): the lease's handle id is revoked and
 // the lease removed; a never-materialized session is erased. It returns the
-// removed lease, or nil when none was held. Callers that can reach Temporal
-// first check that the owning workflow is not running.
+// removed lease, or nil when none was held. A lease whose content cannot be
+// decoded (empty, damaged) is removed too and returned with Unreadable set.
+// Callers that can reach Temporal first check that the owning workflow is
+// not running.
 func (s *Store) ForceUnlock(ctx context.Context, id string) (*Lease, error) {
 	unlock, err := s.begin(ctx, id)
 	if err != nil {
@@ -373,16 +375,21 @@ func (s *Store) ForceUnlock(ctx context.Context, id string) (*Lease, error) {
 	if err != nil || !found || !sd.leased {
 		return nil, err
 	}
-	ll, err := s.lockLease(ctx, sd.dir)
+	ll, err := s.lockAnyLease(ctx, sd.dir)
 	if err != nil || ll == nil {
 		return nil, err
 	}
 	defer ll.release()
-	if err := s.revoke(id, ll.lease.Handle); err != nil {
+	lease := ll.lease
+	if ll.bad != nil {
+		// An unreadable lease names no handle id to revoke; whoever holds
+		// it finds no lease at its next mutation and stops.
+		lease = &Lease{Unreadable: ll.bad.Error()}
+	} else if err := s.revoke(id, lease.Handle); err != nil {
 		return nil, err
 	}
 	if w := s.writerFor(id); w != nil {
 		s.dropWriter(w)
 	}
-	return ll.lease, s.dropLease(sd.dir, sd.generation == "")
+	return lease, s.dropLease(sd.dir, sd.generation == "")
 }

@@ -456,6 +456,12 @@ func (s *Store) locate(id string) (sessionDir, bool, error) {
 	return sessionDir{}, false, duplicateID(id)
 }
 
+// isDuplicate reports whether err is a duplicateID error.
+func isDuplicate(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == CodeLayout && e.SessionID != "" && e.Message == duplicateID(e.SessionID).Message
+}
+
 // duplicateID reports an id found in more than one project directory.
 func duplicateID(id string) *Error {
 	return &Error{Code: CodeLayout, SessionID: id, Message: fmt.Sprintf(

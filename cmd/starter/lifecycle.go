@@ -959,6 +959,9 @@ The store is --root DIR (env ` + envRoot + `) with --compression none|zstd (env
 				return a.printUnlocked(cmd.Context(), st, id, lease)
 			}
 			lease, err := st.LeaseOf(cmd.Context(), id)
+			if errors.Is(err, jsonl.ErrCorrupt) {
+				return fmt.Errorf("session %q: its lease cannot be read (%w), so Temporal cannot tell whether its owner is gone; once the owner is known to be gone, pass --force", id, err)
+			}
 			if err != nil {
 				return err
 			}

@@ -138,6 +138,9 @@ func formatMillis(ms int64) string {
 
 // describeLease renders a lease on one line.
 func describeLease(l *jsonl.Lease) string {
+	if l.Unreadable != "" {
+		return "an unreadable lease (" + l.Unreadable + ")"
+	}
 	return fmt.Sprintf("handle %q, owner workflow %q run %q, host %q pid %d, acquired %s",
 		l.Handle, l.Owner.WorkflowID, l.Owner.RunID, l.Host, l.PID, formatMillis(l.AcquiredAt))
 }
