@@ -11,8 +11,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
@@ -177,4 +179,36 @@ func TestCloseReleasesLeaseDespiteDuplicate(t *testing.T) {
 		requireCode(t, err, jsonl.ErrLayout)
 		noSuchFile(t, filepath.Join(sessionDir(t, e.root, "/p1", "dup2"), "session.lock"))
 	})
+}
+
+// createLockPath is the create lock of id: <root>/.create-locks/<first 16
+// bytes of sha256(id), hex>.
+func createLockPath(root, id string) string {
+	return filepath.Join(root, ".create-locks", sha256Hex(id)[:32])
+}
+
+// TestCreateLockIsCrashSafe: the create lock of an id is an flock, so a lock
+// file left by a creator that died does not block the id, while a live
+// holder makes a create wait.
+func TestCreateLockIsCrashSafe(t *testing.T) {
+	e := newEnv(t, jsonl.CompressionNone, nil)
+	path := createLockPath(e.root, "crashed")
+	writeFile(t, path, nil) // left behind by a creator killed mid-create
+	h := create(t, e.store, header("crashed", "/w"))
+	require.NoError(t, h.Close(bg))
+	noSuchFile(t, path)
+
+	// A live holder (another process's descriptor) makes a create wait.
+	writeFile(t, path, nil)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	require.NoError(t, err)
+	defer f.Close()
+	require.NoError(t, unix.Flock(int(f.Fd()), unix.LOCK_EX))
+	ctx, cancel := context.WithTimeout(bg, 50*time.Millisecond)
+	defer cancel()
+	_, err = e.store.Create(ctx, header("crashed", "/other"), jsonl.CreateOptions{HandleID: newHandleID()})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.NoError(t, f.Close()) // the holder dies
+	h = create(t, e.store, header("crashed", "/other"))
+	require.NoError(t, h.Close(bg))
 }
