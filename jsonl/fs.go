@@ -17,7 +17,8 @@ type FS interface {
 	Mkdir(name string, perm os.FileMode) error
 	// Link creates newname as a hard link to oldname; it never replaces.
 	Link(oldname, newname string) error
-	// Rename renames like os.Rename (used for the summary sidecar only).
+	// Rename renames like os.Rename (the summary sidecar, and a deleted
+	// session directory moved out of its project directory).
 	Rename(oldname, newname string) error
 	// Remove removes a file or an empty directory.
 	Remove(name string) error
