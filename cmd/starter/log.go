@@ -164,6 +164,11 @@ type listEntry struct {
 	Pending       bool   `json:"pending"`
 	Revision      string `json:"revision"`
 	Path          string `json:"path,omitempty"`
+	// Error is set on an entry the store cannot serve (a damaged session
+	// directory, an id in two project directories, a symlinked project
+	// directory); only id (when the directory name decodes to one) and path
+	// are then meaningful.
+	Error *jsonl.Problem `json:"error,omitempty"`
 }
 
 func newLogListCmd(a *app, sf *storeFlags) *cobra.Command {
@@ -173,7 +178,12 @@ func newLogListCmd(a *app, sf *storeFlags) *cobra.Command {
 		Short: "List the sessions of the root",
 		Long: `List every session of the root, sorted by id: id, cwd, creation time, log size
 in bytes, whether it is pending (created but never written) and its revision.
-A missing root lists nothing. --json prints one JSON array.`,
+A missing root lists nothing. --json prints one JSON array.
+
+An entry the store cannot serve (a symlink or FIFO where a log should be, an
+unreadable or symlinked directory, an id found in two project directories) is
+listed with its error, in an ERROR column (in --json, an "error" object with
+"reason" and "code"), and the listing goes on.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := a.openStore(sf)
@@ -185,9 +195,11 @@ A missing root lists nothing. --json prints one JSON array.`,
 				return err
 			}
 			entries := make([]listEntry, 0, len(snaps))
+			damaged := false
 			for _, s := range snaps {
 				entries = append(entries, listEntry{ID: s.Header.ID, Cwd: s.Header.Cwd, ParentSession: s.Header.ParentSession,
-					CreatedAt: s.Header.CreatedAt, Size: s.SizeBytes, Pending: s.Pending, Revision: s.Revision, Path: s.Path})
+					CreatedAt: s.Header.CreatedAt, Size: s.SizeBytes, Pending: s.Pending, Revision: s.Revision, Path: s.Path, Error: s.Problem})
+				damaged = damaged || s.Problem != nil
 			}
 			if asJSON {
 				return writeJSON(a.stdout, entries)
@@ -197,13 +209,29 @@ A missing root lists nothing. --json prints one JSON array.`,
 				return err
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tCWD\tCREATED\tSIZE\tPENDING\tREVISION")
+			header := "ID\tCWD\tCREATED\tSIZE\tPENDING\tREVISION"
+			if damaged {
+				header += "\tERROR"
+			}
+			fmt.Fprintln(tw, header)
 			for _, e := range entries {
+				if e.Error != nil {
+					id := e.ID
+					if id == "" {
+						id = "-"
+					}
+					fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t%s\n", id, e.Error.Reason)
+					continue
+				}
 				cwd := e.Cwd
 				if cwd == "" {
 					cwd = "-"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%t\t%s\n", e.ID, cwd, formatMillis(e.CreatedAt), e.Size, e.Pending, e.Revision)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%t\t%s", e.ID, cwd, formatMillis(e.CreatedAt), e.Size, e.Pending, e.Revision)
+				if damaged {
+					fmt.Fprint(tw, "\t-")
+				}
+				fmt.Fprintln(tw)
 			}
 			return tw.Flush()
 		},
