@@ -3,6 +3,8 @@ package client
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -139,4 +141,36 @@ func TestUnlockOtherCases(t *testing.T) {
 		require.NotNil(t, l)
 		require.Equal(t, "h-next", l.Handle, "the new owner's lease survives")
 	})
+}
+
+// TestUnlockUnreadableLease: a lease that cannot be decoded names no owner
+// Temporal could check, so Unlock refuses it (pointing to the forced unlock)
+// without contacting Temporal; the store's forced unlock removes it.
+func TestUnlockUnreadableLease(t *testing.T) {
+	ctx := context.Background()
+	for name, body := range map[string]string{"empty": "", "corrupt": `{"handle":`} {
+		t.Run(name, func(t *testing.T) {
+			st := leasedStore(t, "s1", jsonl.Owner{WorkflowID: "session/s1"})
+			matches, err := filepath.Glob(filepath.Join(st.Root(), "*", "s1", "session.lock"))
+			require.NoError(t, err)
+			require.Len(t, matches, 1)
+			require.NoError(t, os.WriteFile(matches[0], []byte(body), 0o600))
+
+			f := &fakeTemporal{}
+			_, err = New(f, Options{}).Unlock(ctx, st, "s1")
+			require.ErrorIs(t, err, ErrOwnerUnknown)
+			require.ErrorIs(t, err, jsonl.ErrCorrupt)
+			require.ErrorContains(t, err, `session "s1": its lease cannot be read (corrupt session lease: `)
+			require.ErrorContains(t, err, "remove the lease with a forced unlock")
+			require.Empty(t, f.recorded(), "nothing to ask Temporal")
+			require.FileExists(t, matches[0])
+
+			removed, err := st.ForceUnlock(ctx, "s1")
+			require.NoError(t, err)
+			require.Contains(t, removed.Unreadable, "corrupt session lease: ")
+			l, err := st.LeaseOf(ctx, "s1")
+			require.NoError(t, err)
+			require.Nil(t, l)
+		})
+	}
 }
