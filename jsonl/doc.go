@@ -15,6 +15,12 @@
 //	      summary.json                      optional summary sidecar
 //	      session.<hex>.tmp                 transient publication temp files
 //	  .revocations/<hash of handle id>      closed handle ids (kept 7 days)
+//	  .create-locks/<hash of id>            flock of a create in progress
+//	  .deleted/<random>                     a deleted session being removed
+//
+// No path below the root is followed through a symbolic link, and every
+// file the store opens must be a regular file (docs/DECISIONS.md D15); a
+// damaged session directory concerns that session only.
 //
 // A raw log is a header line followed by one event per line, every line
 // terminated by '\n'. A zstd log is a sequence of independent Zstandard
