@@ -259,6 +259,29 @@ func TestForceUnlockClearsUnreadableLease(t *testing.T) {
 				require.Equal(t, completedTurn(t, 0, 1), readAll(t, e.store, "keep"))
 			})
 		}
+		// A lease that is not a regular file is unlinked, never followed.
+		for _, kind := range []string{"symlink", "fifo"} {
+			t.Run(kind, func(t *testing.T) {
+				e, pending := populated(t, comp, nil)
+				require.NoError(t, pending.Close(bg))
+				lease := filepath.Join(sessionDir(t, e.root, "/w", "keep"), "session.lock")
+				outside := filepath.Join(t.TempDir(), "outside.lock")
+				writeFile(t, outside, []byte(`{"handle":"elsewhere"}`))
+				want := fmt.Sprintf("session lease %q is a symbolic link; refusing to follow it", lease)
+				if kind == "symlink" {
+					require.NoError(t, os.Symlink(outside, lease))
+				} else {
+					require.NoError(t, syscall.Mkfifo(lease, 0o600))
+					want = fmt.Sprintf("session lease %q is not a regular file", lease)
+				}
+				removed, err := e.newStore(nil).ForceUnlock(bg, "keep")
+				require.NoError(t, err)
+				require.Equal(t, want, removed.Unreadable)
+				noSuchFile(t, lease)
+				require.Equal(t, []byte(`{"handle":"elsewhere"}`), readFile(t, outside))
+				require.Equal(t, completedTurn(t, 0, 1), readAll(t, e.store, "keep"))
+			})
+		}
 		// A never-written session whose lease is unreadable is erased.
 		e := newEnv(t, comp, nil)
 		dir := sessionDir(t, e.root, "", "pending")

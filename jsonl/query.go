@@ -294,7 +294,9 @@ func (s *Store) LeaseOf(ctx context.Context, id string) (*Lease, error) {
 // operator's escape hatch, SPEC 0.2): the lease's handle id is revoked and
 // the lease removed; a never-materialized session is erased. It returns the
 // removed lease, or nil when none was held. A lease whose content cannot be
-// decoded (empty, damaged) is removed too and returned with Unreadable set.
+// decoded (empty, damaged), or that is not a regular file (a symbolic link,
+// which is removed, not followed, or a FIFO), is removed too and returned
+// with Unreadable set.
 // Callers that can reach Temporal first check that the owning workflow is
 // not running.
 func (s *Store) ForceUnlock(ctx context.Context, id string) (*Lease, error) {
@@ -304,6 +306,9 @@ func (s *Store) ForceUnlock(ctx context.Context, id string) (*Lease, error) {
 	}
 	defer unlock()
 	sd, found, err := s.locate(id)
+	if e := (*Error)(nil); errors.As(err, &e) && e.Code == CodeLayout && filepath.Base(e.Path) == leaseFile {
+		return s.removeDamagedLease(id, e)
+	}
 	if err != nil || !found || !sd.leased {
 		return nil, err
 	}
@@ -324,4 +329,21 @@ func (s *Store) ForceUnlock(ctx context.Context, id string) (*Lease, error) {
 		s.dropWriter(w)
 	}
 	return lease, s.dropLease(sd.dir, sd.generation == "")
+}
+
+// removeDamagedLease removes a session.lock that is not a regular file (a
+// symbolic link, a FIFO): the entry itself is unlinked, never what a link
+// points to. The caller holds the session's slot.
+func (s *Store) removeDamagedLease(id string, damage *Error) (*Lease, error) {
+	dir := filepath.Dir(damage.Path)
+	if err := s.checkSessionDir(id, dir); err != nil {
+		return nil, err
+	}
+	if w := s.writerFor(id); w != nil {
+		s.dropWriter(w)
+	}
+	if err := s.dropLease(dir, true); err != nil {
+		return nil, err
+	}
+	return &Lease{Unreadable: damage.Error()}, nil
 }
