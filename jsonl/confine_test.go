@@ -232,6 +232,18 @@ func TestSymlinkedStoreDirectoryIsNotFollowed(t *testing.T) {
 			require.Empty(t, entries, "nothing is written outside the root")
 		})
 	}
+	t.Run(".deleted", func(t *testing.T) {
+		e, pending := populated(t, jsonl.CompressionNone, nil)
+		require.NoError(t, pending.Close(bg))
+		outside := t.TempDir()
+		link := filepath.Join(e.root, ".deleted")
+		require.NoError(t, os.Symlink(outside, link))
+		requireLayout(t, e.store.Delete(bg, "keep"), fmt.Sprintf("store directory %q is a symbolic link; refusing to follow it", link))
+		entries, err := os.ReadDir(outside)
+		require.NoError(t, err)
+		require.Empty(t, entries, "no session is moved outside the root")
+		require.Equal(t, completedTurn(t, 0, 1), readAll(t, e.store, "keep"))
+	})
 }
 
 // TestForceUnlockClearsUnreadableLease: an empty or damaged session.lock
