@@ -304,3 +304,23 @@ func TestForceUnlockClearsUnreadableLease(t *testing.T) {
 		noSuchFile(t, dir)
 	})
 }
+
+// TestFilesBesideTheLogAreTolerated: files of other names beside the log (a
+// quarantine copy of bytes a repair cut, named after the log and an offset;
+// temp files) are not artifacts: the session, the root check and List
+// ignore them.
+func TestFilesBesideTheLogAreTolerated(t *testing.T) {
+	eachCompression(t, func(t *testing.T, comp jsonl.Compression) {
+		e, pending := populated(t, comp, nil)
+		require.NoError(t, pending.Close(bg))
+		dir := sessionDir(t, e.root, "/w", "keep")
+		for _, other := range []jsonl.Compression{jsonl.CompressionNone, jsonl.CompressionZstd} {
+			writeFile(t, filepath.Join(dir, generationName(other)+".broken-12"), []byte("cut bytes"))
+		}
+		writeFile(t, filepath.Join(dir, "session.0123456789ab.tmp"), nil)
+		unrelatedStillServed(t, e)
+		rows := listRows(t, e.newStore(nil))
+		require.Nil(t, rows["keep"].Problem)
+		require.Len(t, rows, 2)
+	})
+}
