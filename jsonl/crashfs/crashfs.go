@@ -642,8 +642,8 @@ func (f *FS) PowerLoss(p Policy) ([]string, error) {
 type chooser struct {
 	policy Policy
 	rng    *rand.Rand
-	paths  map[*node]string // a current real path of each named file
-	data   map[*node][]byte // chosen data of each surviving file
+	paths  map[*node][]string // the current real paths of each named file
+	data   map[*node][]byte   // chosen data of each surviving file
 	report []string
 }
 
@@ -655,7 +655,7 @@ type survivor struct {
 
 func (c *chooser) currentPaths(path string, d *node) error {
 	if c.paths == nil {
-		c.paths = map[*node]string{}
+		c.paths = map[*node][]string{}
 	}
 	for name, n := range d.entries {
 		p := filepath.Join(path, name)
@@ -665,9 +665,7 @@ func (c *chooser) currentPaths(path string, d *node) error {
 				return err
 			}
 		case 0:
-			if _, ok := c.paths[n]; !ok {
-				c.paths[n] = p
-			}
+			c.paths[n] = append(c.paths[n], p)
 		}
 	}
 	return nil
@@ -745,12 +743,15 @@ func (c *chooser) fileData(path string, n *node) ([]byte, error) {
 		return d, nil
 	}
 	current := n.detached
-	if p, ok := c.paths[n]; ok {
-		d, err := os.ReadFile(p)
+	names := c.paths[n]
+	if len(names) > 0 {
+		d, err := os.ReadFile(names[0])
 		if err != nil {
 			return nil, err
 		}
 		current = d
+		sort.Strings(names)
+		path = strings.Join(names, " = ")
 	}
 	chosen := n.synced
 	if string(current) != string(n.synced) {
