@@ -27,14 +27,10 @@ var plSeeds = flag.Int("powerloss.seeds", 1, "mixed power-loss seeds per crash p
 
 // plAll makes TestPowerLossAtEveryOperation crash at every operation index.
 // Without it, a crash right after an operation that changes nothing (a
-// stat, a read, a lock, a close) is skipped unless a step starts there: it
-// leaves the same files and the same acknowledgements as the crash one
-// operation earlier.
-var plAll = flag.Bool("powerloss.all", false, "crash at every operation index in TestPowerLossAtEveryOperation, not only after mutations and at step starts")
-
-// plMutating are the operations after which a crash can find a different
-// state: they change files, names or what is durable (an open may create).
-var plMutating = map[string]bool{"open": true, "mkdir": true, "link": true, "rename": true, "remove": true, "write": true, "truncate": true, "sync": true}
+// stat, a read, a lock, a close, an open that creates nothing) is skipped
+// unless a step starts there: it leaves the same files and the same
+// acknowledgements as the crash one operation earlier.
+var plAll = flag.Bool("powerloss.all", false, "crash at every operation index in TestPowerLossAtEveryOperation, not only after changes and at step starts")
 
 // Sessions and handles of the power-loss scenario.
 const (
@@ -269,7 +265,7 @@ func TestPowerLossAtEveryOperation(t *testing.T) {
 			recs := clean.fsys.Records()
 			points := 0
 			for k := 0; k <= total; k++ {
-				if !*plAll && k > 0 && k < total && !plMutating[recs[k-1].Op] && !slices.Contains(clean.starts, k) {
+				if !*plAll && k > 0 && k < total && !recs[k-1].Changes && !slices.Contains(clean.starts, k) {
 					continue
 				}
 				points++
@@ -300,7 +296,7 @@ func plCrashAndCheck(t *testing.T, work string, comp jsonl.Compression, want []s
 	if recs := r.fsys.Records(); k < len(recs) {
 		op = recs[k]
 	}
-	where := fmt.Sprintf("crash at operation %d (%s %s) during step %q, power loss %s", k, op.Op, op.Path, stepName(steps, failed), p)
+	where := fmt.Sprintf("crash at operation %d (%s %s), first step to fail %q, power loss %s", k, op.Op, op.Path, stepName(steps, failed), p)
 	if err != nil {
 		require.True(t, r.fsys.Crashed(), "%s: the step failed without a crash: %v", where, err)
 	}

@@ -95,6 +95,11 @@ type Record struct {
 	// Op is its kind ("open", "write", "sync", ...) and Path its target.
 	Op   string
 	Path string
+	// Changes is set for an operation that can change the files, the
+	// names or what is durable: an open that may create or truncate, a
+	// mkdir, link, rename, remove, write, truncate or sync. A crash right
+	// after any other operation leaves what a crash right before it leaves.
+	Changes bool
 	// Crashed is set when the operation failed with ErrCrashed.
 	Crashed bool
 }
@@ -250,14 +255,23 @@ func (f *FS) Records() []Record {
 	return append([]Record(nil), f.records...)
 }
 
+// changing are the operation kinds that can change what a crash leaves.
+var changing = map[string]bool{"mkdir": true, "link": true, "rename": true, "remove": true, "write": true, "truncate": true, "sync": true}
+
 // check counts an operation; the caller holds f.mu.
 func (f *FS) check(op, path string) error {
+	return f.checkChange(op, path, changing[op])
+}
+
+// checkChange counts an operation that changes files, names or what is
+// durable when changes is set.
+func (f *FS) checkChange(op, path string, changes bool) error {
 	idx := f.n
 	f.n++
 	if f.crashAt >= 0 && idx >= f.crashAt {
 		f.crashed = true
 	}
-	f.records = append(f.records, Record{Index: idx, Op: op, Path: path, Crashed: f.crashed})
+	f.records = append(f.records, Record{Index: idx, Op: op, Path: path, Changes: changes, Crashed: f.crashed})
 	if f.crashed {
 		return &fs.PathError{Op: op, Path: path, Err: ErrCrashed}
 	}
@@ -332,7 +346,7 @@ func (n *node) dropLink() {
 func (f *FS) OpenFile(name string, flag int, perm os.FileMode) (jsonl.File, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.check("open", name); err != nil {
+	if err := f.checkChange("open", name, flag&(os.O_CREATE|os.O_TRUNC) != 0); err != nil {
 		return nil, err
 	}
 	parent, base, n := f.lookup(name)

@@ -287,6 +287,25 @@ func TestCrashAtStopsTheMachineAtAnOperation(t *testing.T) {
 	require.Equal(t, "mkdir", recs[2].Op)
 	require.True(t, recs[2].Crashed)
 	require.False(t, recs[1].Crashed)
+	require.True(t, recs[0].Changes, "a mkdir changes the tree")
+	require.False(t, recs[1].Changes, "a stat changes nothing")
+}
+
+func TestOpensThatMayCreateCountAsChanges(t *testing.T) {
+	f, root := newFS(t, map[string]string{"a": "x"})
+	path := filepath.Join(root, "a")
+	for _, flag := range []int{os.O_RDONLY, os.O_RDWR, os.O_WRONLY | os.O_CREATE, os.O_RDWR | os.O_TRUNC} {
+		h, err := f.OpenFile(path, flag, 0o600)
+		require.NoError(t, err)
+		require.NoError(t, h.Close())
+	}
+	var changes []bool
+	for _, r := range f.Records() {
+		if r.Op == "open" {
+			changes = append(changes, r.Changes)
+		}
+	}
+	require.Equal(t, []bool{false, false, true, true}, changes)
 }
 
 func TestPowerLossClosesOpenFilesAndStartsAFreshBaseline(t *testing.T) {
