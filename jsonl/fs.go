@@ -9,7 +9,8 @@ import (
 
 // FS is the filesystem seam of the store. Production uses OSFS; tests wrap it
 // to inject an error at any operation or to simulate a crash (see package
-// jsonl/faultfs). Paths are absolute.
+// jsonl/faultfs), or to lose what no fsync covered at a power loss (see
+// package jsonl/crashfs). Paths are absolute.
 type FS interface {
 	// OpenFile opens a file like os.OpenFile.
 	OpenFile(name string, flag int, perm os.FileMode) (File, error)
