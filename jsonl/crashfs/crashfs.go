@@ -20,7 +20,10 @@
 // Limits of the model: data written through a descriptor after its file's
 // last name was removed is not tracked; a directory's entries are durable
 // only through a Sync of that directory (a file's fsync never persists its
-// name); unsynced data is lost or kept as a prefix, never replaced by zeros.
+// name); unsynced data is lost or kept as a prefix, never replaced by zeros;
+// Mixed decides each volatile name on its own, so an unsynced rename may
+// leave both names or neither, which journaling filesystems do not (a
+// superset of the real outcomes).
 package crashfs
 
 import (
