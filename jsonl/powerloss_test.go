@@ -311,7 +311,9 @@ func plCrashAndCheck(t *testing.T, work string, comp jsonl.Compression, want []s
 	report, perr := r.fsys.PowerLoss(p)
 	require.NoError(t, perr, where)
 	where += "\nvolatile changes:\n  " + strings.Join(report, "\n  ")
-	c := &plCheck{t: t, where: where, root: r.root, comp: comp, want: want, before: before, after: after}
+	// At every other crash point A's owner is taken to have died with the
+	// machine, and the operator forfeits its lease.
+	c := &plCheck{t: t, where: where, root: r.root, comp: comp, want: want, before: before, after: after, ownerDied: k%2 == 1}
 	if failed < len(steps) {
 		c.inflight = steps[failed].name
 	}
@@ -329,6 +331,7 @@ type plCheck struct {
 	want          []session.Event
 	before, after plModel
 	inflight      string
+	ownerDied     bool // A's owner never comes back: ForceUnlock frees A
 }
 
 func (c *plCheck) store() *jsonl.Store { return plOpenStore(c.t, c.root, c.comp, nil) }
@@ -378,8 +381,17 @@ func (c *plCheck) checkA(s, next *jsonl.Store) {
 		require.ErrorIs(t, err, jsonl.ErrHandleRevoked, "%s: the acknowledged close of %s was lost", c.where, plCreator)
 	}
 
-	// The lease's owner carries on where it stopped, then closes.
-	if owner != "" {
+	// The lease's owner carries on where it stopped, then closes; or it
+	// never comes back and the operator forfeits its lease.
+	if owner != "" && c.ownerDied {
+		l, err := s.ForceUnlock(ctx, plA)
+		require.NoError(t, err, "%s: ForceUnlock", c.where)
+		require.NotNil(t, l, c.where)
+		require.Equal(t, owner, l.Handle, c.where)
+		require.Empty(t, c.leaseOf(s, plA), "%s: the lease outlived ForceUnlock", c.where)
+		_, err = s.Open(ctx, plA, jsonl.AccessWrite, jsonl.OpenOptions{HandleID: owner})
+		require.ErrorIs(t, err, jsonl.ErrHandleRevoked, "%s: the forfeited handle must not come back", c.where)
+	} else if owner != "" {
 		ref := jsonl.HandleRef{SessionID: plA, HandleID: owner, Access: jsonl.AccessWrite}
 		switch {
 		case c.inflight == "close A" && owner == plCreator:
