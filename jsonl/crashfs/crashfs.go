@@ -17,6 +17,10 @@
 // performed. Operations are counted from 0 after New or PowerLoss; every
 // call through the FS or one of its files counts as one.
 //
+// Everything under root must change through the FS: PowerLoss rebuilds the
+// tree from the model, so a name created behind its back is dropped (and
+// data written behind its back counts as volatile).
+//
 // Limits of the model: data written through a descriptor after its file's
 // last name was removed is not tracked; a directory's entries are durable
 // only through a Sync of that directory (a file's fsync never persists its
