@@ -58,6 +58,9 @@ func parseHeaderLine(line []byte) (session.Header, error) {
 	}
 	if v, ok := raw["version"]; ok {
 		var f float64
+		if json.Unmarshal(v, &f) == nil && f == session.FormatVersionV0 && !bytes.HasPrefix(bytes.TrimSpace(v), []byte("-")) {
+			return parseHeaderV0(raw)
+		}
 		if json.Unmarshal(v, &f) == nil && f != session.FormatVersion {
 			return h, &versionError{id: stringifyJSON(raw["id"]), version: f}
 		}

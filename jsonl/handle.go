@@ -320,7 +320,7 @@ func (s *Store) openRead(id, handle string) (*Handle, error) {
 		return nil, err
 	}
 	st.header, st.path, st.materialized = r.header, sd.generation, true
-	st.inherited, err = session.InheritedEventCount(r.events)
+	st.inherited, err = inheritedCount(r.header, r.events)
 	if err != nil {
 		return nil, err
 	}
@@ -387,6 +387,9 @@ func (s *Store) primeWriter(ctx context.Context, id string, sd sessionDir, handl
 	if err := ctx.Err(); err != nil {
 		return nil, context.Cause(ctx)
 	}
+	if err := s.ensureCurrent(id, &sd); err != nil {
+		return nil, err
+	}
 	st := &handleState{ref: HandleRef{SessionID: id, HandleID: handle, Access: AccessWrite}, dir: sd.dir, path: sd.generation}
 	if err := s.loadFile(st); err != nil {
 		return nil, err
@@ -410,7 +413,7 @@ func (s *Store) loadFile(st *handleState) error {
 		// re-wrote the records recovered from it: they exist only here now.
 		r.recovered = pending
 	}
-	inherited, err := session.InheritedEventCount(append(r.events[:len(r.events):len(r.events)], r.recovered...))
+	inherited, err := inheritedCount(r.header, append(r.events[:len(r.events):len(r.events)], r.recovered...))
 	if err != nil {
 		return err
 	}
@@ -527,6 +530,9 @@ func (h *Handle) writer(ctx context.Context, op string) (*handleState, error) {
 		nst.header, nst.inherited = l.Pending.Header, l.Pending.InheritedEventCount
 		nst.path = filepath.Join(sd.dir, s.generationName())
 	} else {
+		if err := s.ensureCurrent(id, &sd); err != nil {
+			return nil, err
+		}
 		nst.path = sd.generation
 		if err := s.loadFile(nst); err != nil {
 			return nil, err

@@ -71,7 +71,7 @@ func (s *Store) Inspect(ctx context.Context, id string) (*Inspection, error) {
 		return nil, err
 	}
 	events := append(session.CloneEvents(r.events), session.CloneEvents(r.recovered)...)
-	inherited, err := session.InheritedEventCount(events)
+	inherited, err := inheritedCount(r.header, events)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +90,11 @@ func (s *Store) Inspect(ctx context.Context, id string) (*Inspection, error) {
 
 // EncodeHeaderLine renders a header as the store writes it at the head of a
 // log: {"type":"session","version":3,...} with the key order of SPEC 2.3,
-// followed by a newline.
+// followed by a newline; a format v0 header (Version 0 with a SeedLength
+// when seeded) is rendered in the v0 shape of SPEC 2.2.
 func EncodeHeaderLine(h session.Header) ([]byte, error) {
+	if h.Version == session.FormatVersionV0 {
+		return encodeHeaderLineV0(h, h.SeedLength)
+	}
 	return encodeHeaderLine(h)
 }

@@ -282,7 +282,7 @@ func (s *Store) inspectSessionDir(dir string) (sessionDir, error) {
 			best, sd.generation = v, path
 		}
 	}
-	return sd, nil
+	return sd, s.checkGenerations(dir, sd.generation, entries)
 }
 
 // regularEntry refuses a directory entry that is not a regular file.
@@ -516,6 +516,9 @@ func (s *Store) scanFile(id, path string) (*scanResult, error) {
 	if err := s.checkIdentity(id, path, r.header); err != nil {
 		return nil, err
 	}
+	if err := checkGenerationVersion(id, path, r.header); err != nil {
+		return nil, err
+	}
 	for _, evs := range [][]session.Event{r.events, r.recovered} {
 		for _, e := range evs {
 			if !e.Ignorable && !session.KnownEventType(e.Type) {
@@ -526,7 +529,7 @@ func (s *Store) scanFile(id, path string) (*scanResult, error) {
 		}
 	}
 	if all := append(r.events[:len(r.events):len(r.events)], r.recovered...); len(all) > 0 {
-		if err := session.ValidateInheritedMarker(r.header, all); err != nil {
+		if err := validateInherited(r.header, all); err != nil {
 			return nil, &Error{Code: CodeCorrupt, SessionID: id, Path: path, Err: err,
 				Message: fmt.Sprintf("stored session %q failed validation: %v", id, err)}
 		}

@@ -8,8 +8,13 @@ import (
 	"unicode/utf8"
 )
 
-// FormatVersion is the on-disk log format this build reads and writes.
+// FormatVersion is the on-disk log format this build writes by default.
 const FormatVersion = 3
+
+// FormatVersionV0 is the format of the published DeepSeek Harness
+// (session.jsonl[.zstd], header with seedLength and no isSeeded), which this
+// build also reads, migrates and, on a root configured for it, writes.
+const FormatVersionV0 = 0
 
 // OriginSubagent is the only allowed Header.Origin value.
 const OriginSubagent = "subagent"
@@ -36,6 +41,11 @@ type Header struct {
 	DelegationDepth int64 `json:"delegationDepth"`
 	// AgentPreset names the preset the session was composed from, or empty.
 	AgentPreset string `json:"agentPreset,omitempty"`
+	// SeedLength is the inherited event count a format v0 header stores
+	// (its seedLength field; IsSeeded is true exactly when the field is
+	// present). Format v3 does not store it: there the count derives from
+	// the inherited end-seed marker, and SeedLength stays 0.
+	SeedLength int64 `json:"seedLength,omitempty"`
 }
 
 // Errors of header and id validation. Their texts are the reference texts.

@@ -13,6 +13,7 @@ import (
 // inspectReport is the output of `log inspect --json`.
 type inspectReport struct {
 	Header              session.Header `json:"header"`
+	FormatVersion       int            `json:"formatVersion"`
 	Path                string         `json:"path,omitempty"`
 	Pending             bool           `json:"pending"`
 	EventCount          int            `json:"eventCount"`
@@ -86,6 +87,7 @@ recovered from a torn zstd frame, and the current lease holder.`,
 func buildReport(in *jsonl.Inspection) inspectReport {
 	rep := inspectReport{
 		Header:              in.Header,
+		FormatVersion:       in.Header.Version,
 		Path:                in.Path,
 		Pending:             in.Pending,
 		EventCount:          len(in.Events),
@@ -141,6 +143,7 @@ func (r inspectReport) text() string {
 	} else {
 		row("path", "%s", r.Path)
 	}
+	row("format", "%s", formatName(r.FormatVersion))
 	row("created", "%s (%d)", formatMillis(h.CreatedAt), h.CreatedAt)
 	if h.Cwd != "" {
 		row("cwd", "%s", h.Cwd)
@@ -198,4 +201,12 @@ func (r inspectReport) text() string {
 		row("lease", "none")
 	}
 	return b.String()
+}
+
+// formatName describes a log format version.
+func formatName(v int) string {
+	if v == session.FormatVersionV0 {
+		return "v0 (the published DeepSeek Harness's format; a write migrates it to v3)"
+	}
+	return fmt.Sprintf("v%d", v)
 }

@@ -157,6 +157,7 @@ func writeJSON(w io.Writer, v any) error {
 // listEntry is one session in `log list --json`.
 type listEntry struct {
 	ID            string `json:"id"`
+	FormatVersion int    `json:"formatVersion"`
 	Cwd           string `json:"cwd"`
 	ParentSession string `json:"parentSession,omitempty"`
 	CreatedAt     int64  `json:"createdAt"`
@@ -197,7 +198,7 @@ listed with its error, in an ERROR column (in --json, an "error" object with
 			entries := make([]listEntry, 0, len(snaps))
 			damaged := false
 			for _, s := range snaps {
-				entries = append(entries, listEntry{ID: s.Header.ID, Cwd: s.Header.Cwd, ParentSession: s.Header.ParentSession,
+				entries = append(entries, listEntry{ID: s.Header.ID, FormatVersion: s.Header.Version, Cwd: s.Header.Cwd, ParentSession: s.Header.ParentSession,
 					CreatedAt: s.Header.CreatedAt, Size: s.SizeBytes, Pending: s.Pending, Revision: s.Revision, Path: s.Path, Error: s.Problem})
 				damaged = damaged || s.Problem != nil
 			}

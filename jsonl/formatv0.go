@@ -1,0 +1,141 @@
+package jsonl
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/sessionflow/sessionflow/session"
+)
+
+// Format v0 is the log format of the published DeepSeek Harness (SPEC 2.2,
+// 3.2 "Era M"): the generation file session.jsonl[.zstd] in the same
+// project/session directories, the same event lines and zstd framing, and a
+// header line
+//
+//	{type, version:0, id, createdAt, cwd?, parentSession?, seedLength?, origin?, delegationDepth, agentPreset?}
+//
+// where seedLength is the number of events a fork child inherited. There is
+// no isSeeded key and no inherited end-seed marker: the header carries the
+// count.
+
+// v0Generation is the generation file name of format v0 in an encoding.
+func v0Generation(comp Compression) string {
+	if comp == CompressionZstd {
+		return "session.jsonl.zstd"
+	}
+	return "session.jsonl"
+}
+
+// generationFile is the generation file name of a format version in an
+// encoding (SPEC 3.2): version 0 is session.jsonl, N >= 1 session.vN.jsonl.
+func generationFile(version int, comp Compression) string {
+	if version == session.FormatVersionV0 {
+		return v0Generation(comp)
+	}
+	name := fmt.Sprintf("session.v%d.jsonl", version)
+	if comp == CompressionZstd {
+		name += ".zstd"
+	}
+	return name
+}
+
+// parseHeaderV0 decodes a version 0 header line, with the guard of the
+// harness that writes it: type "session", string id, createdAt and
+// delegationDepth non-negative safe integers, origin only "subagent",
+// agentPreset a string, seedLength (when present) a non-negative safe
+// integer. Like that harness, other keys are tolerated, except the retired
+// policy fields.
+func parseHeaderV0(raw map[string]json.RawMessage) (session.Header, error) {
+	h := session.Header{Version: session.FormatVersionV0}
+	if _, ok := raw["sandboxMode"]; ok {
+		return h, errRetiredFields
+	}
+	if _, ok := raw["approvalPolicy"]; ok {
+		return h, errRetiredFields
+	}
+	var typ string
+	if json.Unmarshal(raw["type"], &typ) != nil || typ != "session" {
+		return h, errHeaderShape
+	}
+	if json.Unmarshal(raw["id"], &h.ID) != nil || h.ID == "" {
+		return h, errHeaderShape
+	}
+	var err error
+	if h.CreatedAt, err = session.ParseSafeInt(raw["createdAt"]); err != nil {
+		return h, errHeaderShape
+	}
+	if h.DelegationDepth, err = session.ParseSafeInt(raw["delegationDepth"]); err != nil {
+		return h, errHeaderShape
+	}
+	if v, ok := raw["seedLength"]; ok {
+		if h.SeedLength, err = session.ParseSafeInt(v); err != nil {
+			return h, errHeaderShape
+		}
+		h.IsSeeded = true
+	}
+	for k, dst := range map[string]*string{"cwd": &h.Cwd, "parentSession": &h.ParentSession, "origin": &h.Origin, "agentPreset": &h.AgentPreset} {
+		if v, ok := raw[k]; ok {
+			if bytes.Equal(bytes.TrimSpace(v), []byte("null")) || json.Unmarshal(v, dst) != nil {
+				return h, errHeaderShape
+			}
+		}
+	}
+	if h.Validate() != nil {
+		return h, errHeaderShape
+	}
+	return h, nil
+}
+
+// headerWireV0 fixes the key order of a version 0 header line (SPEC 2.2).
+type headerWireV0 struct {
+	Type            string `json:"type"`
+	Version         int    `json:"version"`
+	ID              string `json:"id"`
+	CreatedAt       int64  `json:"createdAt"`
+	Cwd             string `json:"cwd,omitempty"`
+	ParentSession   string `json:"parentSession,omitempty"`
+	SeedLength      *int64 `json:"seedLength,omitempty"`
+	Origin          string `json:"origin,omitempty"`
+	DelegationDepth int64  `json:"delegationDepth"`
+	AgentPreset     string `json:"agentPreset,omitempty"`
+}
+
+// encodeHeaderLineV0 renders a version 0 header line including its newline;
+// a seeded header stores its inherited count as seedLength.
+func encodeHeaderLineV0(h session.Header, inherited int64) ([]byte, error) {
+	w := headerWireV0{Type: "session", Version: session.FormatVersionV0, ID: h.ID, CreatedAt: h.CreatedAt, Cwd: h.Cwd,
+		ParentSession: h.ParentSession, Origin: h.Origin, DelegationDepth: h.DelegationDepth, AgentPreset: h.AgentPreset}
+	if h.IsSeeded {
+		w.SeedLength = &inherited
+	}
+	return marshalLine(w)
+}
+
+// errSeedLengthExceedsLog reports a v0 header whose seedLength is larger
+// than the log it heads.
+var errSeedLengthExceedsLog = errors.New("session inherited event count exceeds its event log")
+
+// inheritedCount is the inherited event count of a stored log: the v0
+// header's seedLength, or, in format v3, the seq of the last inherited
+// end-seed marker (SPEC 2.3).
+func inheritedCount(h session.Header, events []session.Event) (int64, error) {
+	if h.Version == session.FormatVersionV0 {
+		return h.SeedLength, nil
+	}
+	return session.InheritedEventCount(events)
+}
+
+// validateInherited checks that a stored log agrees with its header's fork
+// cut: in v3 through the inherited marker, in v0 by the seedLength fitting
+// the log.
+func validateInherited(h session.Header, events []session.Event) error {
+	if h.Version == session.FormatVersionV0 {
+		if h.SeedLength > int64(len(events)) {
+			return errSeedLengthExceedsLog
+		}
+		return nil
+	}
+	return session.ValidateInheritedMarker(h, events)
+}

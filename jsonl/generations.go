@@ -1,0 +1,138 @@
+package jsonl
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/sessionflow/sessionflow/session"
+)
+
+// CodeGenerationConflict classifies a session directory holding two
+// generation files where the newer is not a migration of the older (for
+// instance the published harness created session.jsonl beside an existing
+// session.v3.jsonl). Neither is served: either could be the session.
+const CodeGenerationConflict Code = "SessionGenerationConflict"
+
+// ErrGenerationConflict matches a generation conflict.
+var ErrGenerationConflict = &Error{Code: CodeGenerationConflict}
+
+// migrationRecordFile names the record a migration leaves in the session
+// directory: which older generation the current one was made from, and that
+// file's size at the time, so that a later write to the old file (by a tool
+// that reads only the old format) is detected as a conflict.
+const migrationRecordFile = "session.migration.json"
+
+// MigrationRecord is the content of a session directory's migration record.
+type MigrationRecord struct {
+	// From is the file name of the older generation the log was made from.
+	From string `json:"from"`
+	// To is the file name of the generation the migration published.
+	To string `json:"to"`
+	// FromVersion and ToVersion are the two format versions.
+	FromVersion int `json:"fromVersion"`
+	ToVersion   int `json:"toVersion"`
+	// SourceSize is the size of From when it was migrated.
+	SourceSize int64 `json:"sourceSize"`
+	// Events is the number of events the new generation was written with.
+	Events int64 `json:"events"`
+	// MigratedAt is the migration time in Unix milliseconds.
+	MigratedAt int64 `json:"migratedAt"`
+}
+
+// generationVersion returns the format version a generation file name
+// stands for, in either encoding.
+func generationVersion(name string) (int64, bool) {
+	if v, ok := parseGeneration(name, ".jsonl"); ok {
+		return v, true
+	}
+	return parseGeneration(name, ".jsonl.zstd")
+}
+
+// checkGenerationVersion refuses a log whose header version differs from
+// the version its file name stands for: a session.jsonl must hold a v0
+// header and a session.v3.jsonl a v3 one.
+func checkGenerationVersion(id, path string, h session.Header) error {
+	v, ok := generationVersion(filepath.Base(path))
+	if !ok || v == int64(h.Version) {
+		return nil
+	}
+	return &Error{Code: CodeCorrupt, SessionID: id, Path: path, Message: fmt.Sprintf(
+		"corrupt session log %q: a format v%d header in the generation file of format v%d", path, h.Version, v)}
+}
+
+// readMigrationRecord reads a session directory's migration record; nil
+// when there is none.
+func (s *Store) readMigrationRecord(dir string) (*MigrationRecord, error) {
+	f, err := s.fs.OpenFile(filepath.Join(dir, migrationRecordFile), os.O_RDONLY, 0)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 1<<16))
+	if err != nil {
+		return nil, err
+	}
+	var rec MigrationRecord
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return nil, &Error{Code: CodeCorrupt, Path: filepath.Join(dir, migrationRecordFile), Err: err, Message: fmt.Sprintf(
+			"migration record %q is not valid: %v", filepath.Join(dir, migrationRecordFile), err)}
+	}
+	return &rec, nil
+}
+
+// checkGenerations verifies that every generation of a session directory
+// below the current one (current, a path) is the recorded source of its
+// migration and unchanged since: anything else is a conflict, reported
+// instead of silently serving the highest generation.
+func (s *Store) checkGenerations(dir, current string, entries []os.DirEntry) error {
+	if current == "" {
+		return nil
+	}
+	var older []string
+	for _, e := range entries {
+		name := e.Name()
+		if _, ok := parseGeneration(name, s.suffix()); ok && name != filepath.Base(current) {
+			older = append(older, name)
+		}
+	}
+	if len(older) == 0 {
+		return nil
+	}
+	rec, err := s.readMigrationRecord(dir)
+	if err != nil {
+		return err
+	}
+	for _, name := range older {
+		path := filepath.Join(dir, name)
+		if rec == nil || rec.From != name || rec.To != filepath.Base(current) {
+			return s.conflict(dir, current, path, "the newer is not a migration of the older")
+		}
+		fi, err := s.fs.Stat(path)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return err
+		}
+		if fi.Size() != rec.SourceSize {
+			return s.conflict(dir, current, path, fmt.Sprintf(
+				"the older was written after the migration (%d bytes then, %d now)", rec.SourceSize, fi.Size()))
+		}
+	}
+	return nil
+}
+
+func (s *Store) conflict(dir, current, older, why string) error {
+	return &Error{Code: CodeGenerationConflict, Path: dir, Message: fmt.Sprintf(
+		"session directory %s holds two generations, %s and %s, and %s; refusing to pick one (move the one that is not the session out of the directory)",
+		strconv.Quote(dir), filepath.Base(current), filepath.Base(older), why)}
+}
