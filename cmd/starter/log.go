@@ -63,6 +63,7 @@ func newLogCmd(a *app) *cobra.Command {
 		newLogCreateCmd(a, sf),
 		newLogAppendCmd(a, sf),
 		newLogRepairCmd(a, sf),
+		newLogMigrateCmd(a, sf),
 		newLogUnlockCmd(a, sf),
 		newLogDeleteCmd(a, sf),
 		newLogDemoCmd(a, sf),
