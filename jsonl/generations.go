@@ -136,3 +136,19 @@ func (s *Store) conflict(dir, current, older, why string) error {
 		"session directory %s holds two generations, %s and %s, and %s; refusing to pick one (move the one that is not the session out of the directory)",
 		strconv.Quote(dir), filepath.Base(current), filepath.Base(older), why)}
 }
+
+// checkOwnLog verifies that a log found where a pending session of this
+// handle is to be materialized was written by that session (an earlier
+// attempt of the same handle) and not by another writer that ignores the
+// lease, such as the published harness creating the same id: the log's
+// header must be the pending header.
+func (s *Store) checkOwnLog(st *handleState) error {
+	h, ok, err := s.readHeader(st.path)
+	if err != nil {
+		return err
+	}
+	if ok && h == st.header {
+		return nil
+	}
+	return refuseMaterialize(st.ref.SessionID, st.path, st.header.Version)
+}

@@ -133,6 +133,7 @@ func (s *Store) Create(ctx context.Context, h session.Header, opts CreateOptions
 	if err := h.ValidateInheritedCount(count); err != nil {
 		return nil, invalidArgument(h.ID, err)
 	}
+	h = s.rootHeader(h, opts.InheritedEventCount)
 	if err := validHandleID(h.ID, opts.HandleID); err != nil {
 		return nil, err
 	}
@@ -225,7 +226,7 @@ func (s *Store) registerPending(id, dir string, l *Lease) *Handle {
 		header:    l.Pending.Header,
 		inherited: l.Pending.InheritedEventCount,
 		dir:       dir,
-		path:      filepath.Join(dir, s.generationName()),
+		path:      filepath.Join(dir, s.generationFor(l.Pending.Header)),
 		torn:      -1,
 	}
 	s.setWriter(id, st)
@@ -528,7 +529,7 @@ func (h *Handle) writer(ctx context.Context, op string) (*handleState, error) {
 			return nil, ownershipLost(id)
 		}
 		nst.header, nst.inherited = l.Pending.Header, l.Pending.InheritedEventCount
-		nst.path = filepath.Join(sd.dir, s.generationName())
+		nst.path = filepath.Join(sd.dir, s.generationFor(nst.header))
 	} else {
 		if err := s.ensureCurrent(id, &sd); err != nil {
 			return nil, err
@@ -552,6 +553,11 @@ func (s *Store) refresh(st *handleState) error {
 	}
 	if err != nil {
 		return err
+	}
+	if !st.materialized {
+		if err := s.checkOwnLog(st); err != nil {
+			return err
+		}
 	}
 	if st.materialized && st.fi != nil && os.SameFile(fi, st.fi) && fi.Size() == st.size {
 		return nil
@@ -928,10 +934,9 @@ func (s *Store) materialize(st *handleState, batch []byte) error {
 		return err
 	}
 	if sd.generation != "" {
-		return &Error{Code: CodeAlreadyExists, SessionID: id, Path: sd.generation, Message: fmt.Sprintf(
-			"refusing to materialize %q: a log already exists on disk (open it instead)", id)}
+		return refuseMaterialize(id, sd.generation, st.header.Version)
 	}
-	headerLine, err := encodeHeaderLine(st.header)
+	headerLine, err := encodeHeaderFor(st.header)
 	if err != nil {
 		return err
 	}
@@ -945,12 +950,12 @@ func (s *Store) materialize(st *handleState, batch []byte) error {
 		content = append(headerLine, batch...)
 	}
 	start := time.Now()
-	if err := s.publish(st.dir, s.generationName(), content); err != nil {
+	if err := s.publish(st.dir, s.generationFor(st.header), content); err != nil {
 		return err
 	}
 	s.metrics.Fsync(time.Since(start))
 	s.metrics.BytesWritten(len(content))
-	st.path = filepath.Join(st.dir, s.generationName())
+	st.path = filepath.Join(st.dir, s.generationFor(st.header))
 	st.materialized = true
 	if fi, err := s.fs.Lstat(st.path); err == nil {
 		st.fi, st.size = fi, fi.Size()

@@ -93,7 +93,7 @@ func (s *Store) Migrate(ctx context.Context, id string, opts MigrateOptions) (*M
 // handle uses it, updating sd to the new generation. The caller holds the
 // session's lease.
 func (s *Store) ensureCurrent(id string, sd *sessionDir) error {
-	if sd.generation == "" {
+	if sd.generation == "" || s.Format() == FormatV0 {
 		return nil
 	}
 	if v, _ := generationVersion(filepath.Base(sd.generation)); v == session.FormatVersion {

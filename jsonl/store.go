@@ -60,6 +60,9 @@ type Options struct {
 	Now func() time.Time
 	// Metrics, when set, observes store operations.
 	Metrics Metrics
+	// Format is the log format new sessions are written in; the default is
+	// FormatV3 (see FormatV0 for a root shared with the published harness).
+	Format Format
 }
 
 // Store is a JSONL session store over one root (SPEC 0.3). It is safe for
@@ -77,6 +80,7 @@ type Store struct {
 	host      string
 	pid       int
 	metrics   Metrics
+	format    Format
 
 	mu        sync.Mutex
 	slots     map[string]chan struct{}
@@ -114,6 +118,9 @@ func NewStore(opts Options) (*Store, error) {
 		s.comp = CompressionZstd
 	}
 	if _, err := ParseCompression(string(s.comp)); err != nil {
+		return nil, err
+	}
+	if s.format, err = ParseFormat(string(opts.Format)); err != nil {
 		return nil, err
 	}
 	if s.fs == nil {

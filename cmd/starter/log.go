@@ -23,6 +23,7 @@ import (
 const (
 	envRoot        = "SESSIONFLOW_ROOT"
 	envCompression = "SESSIONFLOW_COMPRESSION"
+	envFormat      = "SESSIONFLOW_FORMAT"
 )
 
 // cliWorkflowID is the owner workflow id written into leases the CLI takes.
@@ -32,6 +33,7 @@ const cliWorkflowID = "cli"
 type storeFlags struct {
 	root        string
 	compression string
+	format      string
 }
 
 const logLong = `Offline commands over a session store root.
@@ -39,6 +41,10 @@ const logLong = `Offline commands over a session store root.
 Every subcommand needs the store root: --root DIR, or the environment variable
 ` + envRoot + `. The root's encoding is --compression none|zstd, or
 ` + envCompression + `, else zstd; it must match the root's existing logs.
+--format v3|v0 (or ` + envFormat + `, else v3) is the log format new sessions
+are written in: v0 is the format of the published DeepSeek Harness, for a root
+shared with it (sessions then stay readable and resumable by the harness, and
+its sessions are written in place instead of migrated to v3).
 
 Write access (create, append, repair) takes the session's write lease for the
 duration of the command and releases it on exit; it fails with "already owned"
@@ -56,6 +62,7 @@ func newLogCmd(a *app) *cobra.Command {
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&sf.root, "root", "", "store root directory (default $"+envRoot+")")
 	pf.StringVar(&sf.compression, "compression", "", "encoding of the root: none or zstd (default $"+envCompression+", else zstd)")
+	pf.StringVar(&sf.format, "format", "", "log format of new sessions: v3, or v0 to share the root with the published DeepSeek Harness (default $"+envFormat+", else v3)")
 	cmd.AddCommand(
 		newLogListCmd(a, sf),
 		newLogCatCmd(a, sf),
@@ -92,9 +99,18 @@ func (a *app) openStore(sf *storeFlags) (*jsonl.Store, error) {
 	if err != nil {
 		return nil, usageErrorf("%s: %w", source, err)
 	}
+	format, source := sf.format, "--format"
+	if format == "" {
+		format, source = a.getenv(envFormat), envFormat
+	}
+	f, err := jsonl.ParseFormat(format)
+	if err != nil {
+		return nil, usageErrorf("%s: %w", source, err)
+	}
 	st, err := jsonl.NewStore(jsonl.Options{
 		Root:        root,
 		Compression: c,
+		Format:      f,
 		Logger:      slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {

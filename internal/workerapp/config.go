@@ -37,6 +37,7 @@ const (
 	EnvTaskQueue                  = "SESSIONFLOW_TASK_QUEUE"
 	EnvStoreRoot                  = "SESSIONFLOW_ROOT"
 	EnvCompression                = "SESSIONFLOW_COMPRESSION"
+	EnvFormat                     = "SESSIONFLOW_FORMAT"
 	EnvAppendWindow               = "SESSIONFLOW_APPEND_WINDOW"
 	EnvMaxConcurrentActivities    = "SESSIONFLOW_MAX_CONCURRENT_ACTIVITIES"
 	EnvMaxConcurrentWorkflowTasks = "SESSIONFLOW_MAX_CONCURRENT_WORKFLOW_TASKS"
@@ -57,6 +58,10 @@ type Config struct {
 	StoreRoot string
 	// Compression is the store root's encoding.
 	Compression jsonl.Compression
+	// Format is the log format new sessions are written in: jsonl.FormatV3
+	// (the default) or jsonl.FormatV0 for a root shared with the published
+	// DeepSeek Harness.
+	Format jsonl.Format
 	// StoreFS is the filesystem the session store works through; nil means
 	// the operating system's. Tests pass a fault-injecting one.
 	StoreFS jsonl.FS
@@ -115,6 +120,7 @@ func DefaultConfig() Config {
 		TaskQueue:      DefaultTaskQueue,
 		StoreRoot:      DefaultStoreRoot,
 		Compression:    DefaultCompression,
+		Format:         jsonl.FormatV3,
 		AppendWindow:   DefaultAppendWindow,
 		MetricsAddress: DefaultMetricsAddress,
 		StopTimeout:    DefaultStopTimeout,
@@ -164,6 +170,7 @@ type Flags struct {
 	tls, tlsDisableHostVerification                    bool
 	tlsCertPath, tlsKeyPath, tlsCAPath, tlsServerName  string
 	taskQueue, storeRoot, compression, metricsAddress  string
+	format                                             string
 	appendWindow, stopTimeout, identity, stickyTimeout string
 	maxConcurrentActivities, maxConcurrentWorkflowTask int
 }
@@ -185,6 +192,7 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.taskQueue, "task-queue", DefaultTaskQueue, "task queue to poll (env "+EnvTaskQueue+")")
 	fs.StringVar(&f.storeRoot, "store-root", DefaultStoreRoot, "session store root (env "+EnvStoreRoot+")")
 	fs.StringVar(&f.compression, "compression", string(DefaultCompression), "store encoding: zstd or none (env "+EnvCompression+")")
+	fs.StringVar(&f.format, "format", string(jsonl.FormatV3), "log format new sessions are written in: v3, or v0 for a root shared with the published DeepSeek Harness (env "+EnvFormat+")")
 	fs.StringVar(&f.appendWindow, "append-window", DefaultAppendWindow.String(), "append batching window of sessions that leave it unset; 0 = group commit: store an append at once unless a store is in flight (env "+EnvAppendWindow+"; every worker of a task queue must use the same value)")
 	fs.IntVar(&f.maxConcurrentActivities, "max-concurrent-activities", 0, "maximum concurrent activity executions, 0 = SDK default (env "+EnvMaxConcurrentActivities+")")
 	fs.IntVar(&f.maxConcurrentWorkflowTask, "max-concurrent-workflow-tasks", 0, "maximum concurrent workflow task executions, 0 = SDK default (env "+EnvMaxConcurrentWorkflowTasks+")")
@@ -245,6 +253,10 @@ func (f *Flags) Config(environ []string) (Config, error) {
 	cfg.Identity, _ = pick("identity", EnvIdentity, f.identity)
 	compression, src := pick("compression", EnvCompression, f.compression)
 	if cfg.Compression, err = jsonl.ParseCompression(compression); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", src, err)
+	}
+	format, src := pick("format", EnvFormat, f.format)
+	if cfg.Format, err = jsonl.ParseFormat(format); err != nil {
 		return Config{}, fmt.Errorf("%s: %w", src, err)
 	}
 	if cfg.AppendWindow, err = pickDuration(pick("append-window", EnvAppendWindow, f.appendWindow)); err != nil {

@@ -112,6 +112,15 @@ func TestParseArgsFlagsOverrideEnvironment(t *testing.T) {
 	assert.Equal(t, "flag-worker", cfg.Identity)
 }
 
+func TestParseArgsFormat(t *testing.T) {
+	cfg, err := ParseArgs(nil, isolated(t, "SESSIONFLOW_FORMAT=v0"))
+	require.NoError(t, err)
+	assert.Equal(t, jsonl.FormatV0, cfg.Format)
+	cfg, err = ParseArgs([]string{"--format", "v3"}, isolated(t, "SESSIONFLOW_FORMAT=v0"))
+	require.NoError(t, err)
+	assert.Equal(t, jsonl.FormatV3, cfg.Format, "the flag beats the environment")
+}
+
 func TestParseArgsFlagEqualToDefaultStillWins(t *testing.T) {
 	cfg, err := ParseArgs([]string{"--task-queue", DefaultTaskQueue, "--address", DefaultAddress}, fullEnv(t))
 	require.NoError(t, err)
@@ -197,6 +206,8 @@ func TestParseArgsRejectsBadValues(t *testing.T) {
 	}{
 		{"compression flag", []string{"--compression", "gzip"}, nil, "--compression"},
 		{"compression env", nil, []string{"SESSIONFLOW_COMPRESSION=lz4"}, "SESSIONFLOW_COMPRESSION"},
+		{"format flag", []string{"--format", "v1"}, nil, "--format"},
+		{"format env", nil, []string{"SESSIONFLOW_FORMAT=v2"}, "SESSIONFLOW_FORMAT"},
 		{"window syntax", nil, []string{"SESSIONFLOW_APPEND_WINDOW=fast"}, "SESSIONFLOW_APPEND_WINDOW"},
 		{"window negative", []string{"--append-window", "-1s"}, nil, "--append-window"},
 		{"activities syntax", nil, []string{"SESSIONFLOW_MAX_CONCURRENT_ACTIVITIES=many"}, "SESSIONFLOW_MAX_CONCURRENT_ACTIVITIES"},

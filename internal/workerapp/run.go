@@ -95,6 +95,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	store, err := jsonl.NewStore(jsonl.Options{
 		Root:        cfg.StoreRoot,
 		Compression: cfg.Compression,
+		Format:      cfg.Format,
 		FS:          cfg.StoreFS,
 		Logger:      logger.With("component", "store"),
 		Metrics:     metrics,

@@ -7,6 +7,8 @@
 //     {"op": "load" | "inspect" | "readRaw", "id": "..."}
 //     {"op": "readFrom", "id": "...", "fromSeq": n}
 //     {"op": "list"}
+//     {"op": "signal", "path": "..."}  creates an empty file
+//     {"op": "await", "path": "...", "timeoutMs"?: n}  waits until a file exists
 //     {"op": "live", "id": "...", "seed"?: [...], "meta"?: {...}, "append": [[type, data]...]}
 //         creates a live Session through the SessionStore (seeded when
 //         seed is given), appends the events and flushes them to storage
@@ -19,6 +21,7 @@
 import { Context } from '@deepseek-ai/cordis';
 import SessionStore from '@deepseek-ai/dsh-session';
 import Jsonl from '@deepseek-ai/dsh-session-persistence-jsonl';
+import { existsSync, writeFileSync } from 'node:fs';
 
 const chunks = [];
 for await (const c of process.stdin) chunks.push(c);
@@ -49,6 +52,15 @@ for (const op of input.ops) {
       case 'readRaw': v = await p.readRaw(op.id); break;
       case 'readFrom': v = await p.readFrom(op.id, op.fromSeq ?? 0); break;
       case 'list': v = await p.list(); break;
+      case 'signal': writeFileSync(op.path, ''); break;
+      case 'await': {
+        const until = Date.now() + (op.timeoutMs ?? 60000);
+        while (!existsSync(op.path)) {
+          if (Date.now() > until) throw new Error(`timed out waiting for ${op.path}`);
+          await new Promise((r) => setTimeout(r, 10));
+        }
+        break;
+      }
       case 'live': {
         const s = ctx.sessions.create(op.id, { seed: op.seed, meta: op.meta });
         v = await live(s, op.append);

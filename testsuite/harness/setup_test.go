@@ -86,33 +86,70 @@ type result struct {
 	Name  string          `json:"name"`
 }
 
+// startHarness starts the driver with ops and returns a function that waits
+// for its outcomes, for a test that interleaves sessionflow with the ops
+// (see the signal and await ops).
+func startHarness(t *testing.T, root, compression string, ops ...op) func() []result {
+	t.Helper()
+	nodeBinary(t)
+	done := make(chan []result, 1)
+	failed := make(chan string, 1)
+	go func() {
+		out, err := driver(root, compression, ops)
+		if err != nil {
+			failed <- err.Error()
+			return
+		}
+		done <- out
+	}()
+	return func() []result {
+		t.Helper()
+		select {
+		case out := <-done:
+			return out
+		case msg := <-failed:
+			t.Fatal(msg)
+		}
+		return nil
+	}
+}
+
 // runHarness runs ops with the published harness over root in an encoding
 // ("none" or "zstd") and returns their outcomes.
 func runHarness(t *testing.T, root, compression string, ops ...op) []result {
 	t.Helper()
-	node := nodeBinary(t)
-	in, err := json.Marshal(map[string]any{"root": root, "compression": compression, "ops": ops})
+	nodeBinary(t)
+	out, err := driver(root, compression, ops)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return out
+}
+
+// driver runs the harness driver (the install must be done).
+func driver(root, compression string, ops []op) ([]result, error) {
+	in, err := json.Marshal(map[string]any{"root": root, "compression": compression, "ops": ops})
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "driver.mjs")
+	cmd := exec.CommandContext(ctx, install.node, "driver.mjs")
 	cmd.Dir = harnessDir
 	cmd.Stdin = bytes.NewReader(in)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("harness driver: %v\nstderr:\n%s", err, stderr.String())
+		return nil, fmt.Errorf("harness driver: %w\nstderr:\n%s", err, stderr.String())
 	}
 	var out []result
 	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
-		t.Fatalf("harness driver output %q: %v\nstderr:\n%s", stdout.String(), err, stderr.String())
+		return nil, fmt.Errorf("harness driver output %q: %w\nstderr:\n%s", stdout.String(), err, stderr.String())
 	}
 	if len(out) != len(ops) {
-		t.Fatalf("harness driver returned %d results for %d ops", len(out), len(ops))
+		return nil, fmt.Errorf("harness driver returned %d results for %d ops", len(out), len(ops))
 	}
-	return out
+	return out, nil
 }
 
 // mustOK fails the test when a harness op failed.
@@ -135,6 +172,12 @@ var starterBin struct {
 // exit error.
 func starter(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
+	return starterIn(t, "", args...)
+}
+
+// starterIn is starter with stdin.
+func starterIn(t *testing.T, stdin string, args ...string) (string, string, error) {
+	t.Helper()
 	starterBin.once.Do(func() {
 		dir, err := os.MkdirTemp("", "sessionflow-harness-")
 		if err != nil {
@@ -151,6 +194,7 @@ func starter(t *testing.T, args ...string) (string, string, error) {
 		t.Fatal(starterBin.err)
 	}
 	cmd := exec.Command(starterBin.path, args...)
+	cmd.Stdin = strings.NewReader(stdin)
 	cmd.Env = append(os.Environ(), "SESSIONFLOW_ROOT=", "SESSIONFLOW_COMPRESSION=", "SESSIONFLOW_FORMAT=")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
