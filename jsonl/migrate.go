@@ -191,10 +191,10 @@ func mapV0ToCurrent(id, path string, h session.Header, events []session.Event) (
 }
 
 // encodeLog renders a whole log in this root's encoding: the header line
-// and the events (raw), or a header frame and frames of whole lines of at
-// most migrationFrameBytes each (zstd).
+// (in the format of h.Version) and the events (raw), or a header frame and
+// frames of whole lines of at most migrationFrameBytes each (zstd).
 func (s *Store) encodeLog(h session.Header, events []session.Event) ([]byte, error) {
-	headerLine, err := encodeHeaderLine(h)
+	headerLine, err := encodeHeaderFor(h)
 	if err != nil {
 		return nil, err
 	}

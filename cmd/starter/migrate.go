@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -22,21 +23,31 @@ generation conflict.
 
 --id ID migrates one session, --all every v0 session of the root (with a
 progress line per session on stderr; a session that fails is reported and the
-others go on). --dry-run validates and reports without writing. Each session's
+others go on). --era-a DIR imports instead every Era A flat log
+(DIR/_no-cwd/<id>.jsonl, DIR/cwd-<hex>/<id>.jsonl, version 1 headers) into the
+root: its committed region, up to the last turn/end, becomes a new session;
+the files under DIR are only read (the summary sidecars are not imported).
+--dry-run validates and reports without writing. Each session's
 write lease is taken while it is migrated: a session owned by a running
 workflow fails with "already owned".`
 
 func newLogMigrateCmd(a *app, sf *storeFlags) *cobra.Command {
-	var id string
+	var id, eraA string
 	var all, dryRun bool
 	cmd := &cobra.Command{
-		Use:   "migrate (--id ID | --all) [--dry-run]",
+		Use:   "migrate (--id ID | --all | --era-a DIR) [--dry-run]",
 		Short: "Migrate harness (format v0) sessions to format v3",
 		Long:  migrateLong,
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if (id == "") == !all {
-				return usageErrorf("pass exactly one of --id ID and --all")
+			n := 0
+			for _, set := range []bool{id != "", all, eraA != ""} {
+				if set {
+					n++
+				}
+			}
+			if n != 1 {
+				return usageErrorf("pass exactly one of --id ID, --all and --era-a DIR")
 			}
 			st, err := a.openStore(sf)
 			if err != nil {
@@ -44,6 +55,9 @@ func newLogMigrateCmd(a *app, sf *storeFlags) *cobra.Command {
 			}
 			ctx := cmd.Context()
 			opts := jsonl.MigrateOptions{DryRun: dryRun}
+			if eraA != "" {
+				return importEraA(ctx, a, st, eraA, opts)
+			}
 			if id != "" {
 				res, err := st.Migrate(ctx, id, opts)
 				if err != nil {
@@ -56,6 +70,7 @@ func newLogMigrateCmd(a *app, sf *storeFlags) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&id, "id", "", "session id")
 	cmd.Flags().BoolVar(&all, "all", false, "migrate every format v0 session of the root")
+	cmd.Flags().StringVar(&eraA, "era-a", "", "import the Era A flat logs under DIR into the root")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "validate and report without writing")
 	return cmd
 }
@@ -132,4 +147,53 @@ func printMigration(w io.Writer, r *jsonl.MigrationResult) error {
 		_, err = fmt.Fprintln(w, line)
 	}
 	return err
+}
+
+// importEraA imports every Era A flat log under dir, reporting progress on
+// stderr and each outcome on stdout. It fails when any log failed.
+func importEraA(ctx context.Context, a *app, st *jsonl.Store, dir string, opts jsonl.MigrateOptions) error {
+	paths, err := jsonl.FindEraALogs(dir)
+	if err != nil {
+		return err
+	}
+	if len(paths) == 0 {
+		_, err := fmt.Fprintf(a.stdout, "no Era A logs under %s\n", dir)
+		return err
+	}
+	if !opts.DryRun {
+		if err := os.MkdirAll(st.Root(), 0o700); err != nil {
+			return fmt.Errorf("create the store root: %w", err)
+		}
+	}
+	failed := 0
+	for i, path := range paths {
+		if err := ctx.Err(); err != nil {
+			return context.Cause(ctx)
+		}
+		fmt.Fprintf(a.stderr, "import [%d/%d] %s\n", i+1, len(paths), path)
+		res, err := st.ImportEraA(ctx, path, opts)
+		if err != nil {
+			failed++
+			fmt.Fprintf(a.stdout, "%s: not imported: %v\n", path, err)
+			continue
+		}
+		verb := "imported"
+		if opts.DryRun {
+			verb = "would import"
+		}
+		line := fmt.Sprintf("session %q: %s %s (Era A) to %s: %d events", res.SessionID, verb, res.From, res.To, res.Events)
+		if res.DroppedBytes > 0 {
+			line += fmt.Sprintf(", an uncommitted tail of %d bytes left behind", res.DroppedBytes)
+		}
+		fmt.Fprintln(a.stdout, line)
+	}
+	verb := "imported"
+	if opts.DryRun {
+		verb = "would import"
+	}
+	fmt.Fprintf(a.stdout, "%s %d of %d Era A logs\n", verb, len(paths)-failed, len(paths))
+	if failed > 0 {
+		return errors.New(plural(failed, "Era A log") + " could not be imported")
+	}
+	return nil
 }
