@@ -590,9 +590,15 @@ func TestS1_20_OlderVersionRefused(t *testing.T) {
 		_, err := fresh.Stat(bg, h.ID)
 		requireCode(t, err, jsonl.ErrFormatUnsupported)
 		require.EqualError(t, err, want)
+		// List shows the session as a row it cannot serve, with the refusal
+		// (SPEC 4.5 skips it; the format work reports it instead, D26).
 		list, err := fresh.List(bg)
 		require.NoError(t, err)
-		require.Empty(t, list)
+		require.Len(t, list, 1)
+		require.Equal(t, h.ID, list[0].Header.ID)
+		require.NotNil(t, list[0].Problem)
+		require.ErrorIs(t, list[0].Problem, jsonl.ErrFormatUnsupported)
+		require.Equal(t, want, list[0].Problem.Reason)
 		require.Equal(t, before, treeSnapshot(t, e.root))
 	})
 }
@@ -1320,7 +1326,7 @@ func TestS1_52_ListEmptyRoot(t *testing.T) {
 	})
 }
 
-func TestS1_53_ListSkipsMalformedLogs(t *testing.T) {
+func TestS1_53_ListReportsMalformedLogs(t *testing.T) {
 	eachCompression(t, func(t *testing.T, comp jsonl.Compression) {
 		e := newEnv(t, comp, nil)
 		persist(t, e.store, header("good", ""), turnStart(t, 0, 1))
@@ -1335,10 +1341,36 @@ func TestS1_53_ListSkipsMalformedLogs(t *testing.T) {
 		} else {
 			writeFile(t, e.logPath("", "noline"), zstdFrame(t, []byte(headerLine(header("noline", "")))))
 		}
+		// None of them is served as a session; each is a row with its
+		// reason instead of being skipped (D26).
 		list, err := e.newStore(nil).List(bg)
 		require.NoError(t, err)
-		require.Len(t, list, 1)
-		require.Equal(t, "good", list[0].Header.ID)
+		headerless := "empty or header-less session log"
+		if comp == jsonl.CompressionZstd {
+			headerless = "empty or header-less Zstandard session log"
+		}
+		noline := headerless
+		if comp == jsonl.CompressionZstd {
+			noline = "corrupt Zstandard session log: first frame is not exactly one header line"
+		}
+		want := map[string]string{
+			"badjson":   "corrupt session log: header line is not valid JSON",
+			"empty":     headerless,
+			"noline":    noline,
+			"nonheader": "corrupt session log: first line is not a session header",
+			"v4":        `session "v4" uses log format v4, but this harness reads only v3`,
+		}
+		var ids []string
+		for _, r := range list {
+			ids = append(ids, r.Header.ID)
+			if r.Header.ID == "good" {
+				require.Nil(t, r.Problem)
+				continue
+			}
+			require.NotNil(t, r.Problem, r.Header.ID)
+			require.Contains(t, r.Problem.Reason, want[r.Header.ID], r.Header.ID)
+		}
+		require.Equal(t, []string{"badjson", "empty", "good", "noline", "nonheader", "v4"}, ids)
 	})
 }
 

@@ -69,7 +69,7 @@ func checkGenerationVersion(id, path string, h session.Header) error {
 // readMigrationRecord reads a session directory's migration record; nil
 // when there is none.
 func (s *Store) readMigrationRecord(dir string) (*MigrationRecord, error) {
-	f, err := s.fs.OpenFile(filepath.Join(dir, migrationRecordFile), os.O_RDONLY, 0)
+	f, _, err := s.openFile(filepath.Join(dir, migrationRecordFile), os.O_RDONLY)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
@@ -151,4 +151,41 @@ func (s *Store) checkOwnLog(st *handleState) error {
 		return nil
 	}
 	return refuseMaterialize(st.ref.SessionID, st.path, st.header.Version)
+}
+
+// headerProblem explains why the header of the log at path cannot be read
+// (readHeader only reports that it cannot), for a List row.
+func (s *Store) headerProblem(path string) error {
+	f, _, err := s.openFile(path, os.O_RDONLY)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	buf, err := io.ReadAll(io.LimitReader(f, maxHeaderBytes))
+	if err != nil {
+		return err
+	}
+	line, complete, err := s.headerRecord(buf)
+	if err == nil && !complete {
+		err = errHeaderless
+		if s.comp == CompressionZstd {
+			err = errZstdHeaderless
+		}
+	}
+	if err == nil {
+		_, err = parseHeaderLine(line)
+	}
+	if err == nil {
+		err = errHeaderShape
+	}
+	return &Error{Code: CodeCorrupt, Path: path, Err: err, Message: fmt.Sprintf(
+		"session log %s: %v", strconv.Quote(path), err)}
+}
+
+// foreignHeader is the List problem of a log whose header names an id
+// that does not map to the directory holding it.
+func foreignHeader(path string, snap *Snapshot) error {
+	return &Error{Code: CodeCorrupt, Path: snap.Path, Message: fmt.Sprintf(
+		"session directory %s holds a log whose header names session %q, which belongs in another directory",
+		strconv.Quote(path), snap.Header.ID)}
 }

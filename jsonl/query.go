@@ -168,10 +168,11 @@ func (s *Store) headerRecord(buf []byte) ([]byte, bool, error) {
 }
 
 // List describes every session under the root, pending ones included,
-// sorted by id (then path). Foreign-format and malformed logs are skipped;
-// an absent root lists nothing. An entry the store cannot serve (a damaged
-// session directory, an id found in two project directories, a project
-// directory that is a symbolic link) is a row with a Problem, whose Header
+// sorted by id (then path); an absent root lists nothing. An entry the
+// store cannot serve (a log of a format this build does not read, a
+// malformed header, a header naming another id, two unrelated generations,
+// a damaged session directory, an id found in two project directories, a
+// project directory that is a symbolic link) is a row with a Problem, whose Header
 // holds only the id its directory name decodes to, and listing goes on: one
 // damaged session never hides the others. Only a failure to read the root
 // itself, or a root that mixes encodings, fails the whole list.
@@ -221,7 +222,8 @@ func (s *Store) List(ctx context.Context) ([]Snapshot, error) {
 				continue
 			}
 			if seg, err := EncodeSegment(snap.Header.ID); err != nil || seg != e.Name() {
-				continue // a header that does not belong to its directory
+				out = append(out, problemRow(id, path, foreignHeader(path, snap)))
+				continue
 			}
 			byID[snap.Header.ID] = append(byID[snap.Header.ID], len(out))
 			out = append(out, *snap)
@@ -256,10 +258,15 @@ func (s *Store) listEntry(dir string) (*Snapshot, error) {
 	}
 	snap, err := s.snapshot(sd)
 	if err != nil {
-		if errors.Is(err, ErrFormatUnsupported) || errors.Is(err, fs.ErrNotExist) {
+		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
 		}
 		return nil, err
+	}
+	if snap == nil && sd.generation != "" {
+		if err := s.headerProblem(sd.generation); !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
 	}
 	return snap, nil
 }

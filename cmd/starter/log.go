@@ -173,8 +173,10 @@ func writeJSON(w io.Writer, v any) error {
 
 // listEntry is one session in `log list --json`.
 type listEntry struct {
-	ID            string `json:"id"`
-	FormatVersion int    `json:"formatVersion"`
+	ID string `json:"id"`
+	// FormatVersion is the log format (3, or 0 for the published DeepSeek
+	// Harness's format); absent on an entry with an Error.
+	FormatVersion *int   `json:"formatVersion,omitempty"`
 	Cwd           string `json:"cwd"`
 	ParentSession string `json:"parentSession,omitempty"`
 	CreatedAt     int64  `json:"createdAt"`
@@ -196,11 +198,13 @@ func newLogListCmd(a *app, sf *storeFlags) *cobra.Command {
 		Short: "List the sessions of the root",
 		Long: `List every session of the root, sorted by id: id, cwd, creation time, log size
 in bytes, whether it is pending (created but never written) and its revision.
-A missing root lists nothing. --json prints one JSON array.
+A missing root lists nothing. --json prints one JSON array, whose entries also
+carry "formatVersion" (3, or 0 for a log of the published DeepSeek Harness).
 
-An entry the store cannot serve (a symlink or FIFO where a log should be, an
-unreadable or symlinked directory, an id found in two project directories) is
-listed with its error, in an ERROR column (in --json, an "error" object with
+An entry the store cannot serve (a log of a format this build does not read, a
+malformed header, two generations of which the newer is not a migration of the
+older, a symlink or FIFO where a log should be, an unreadable or symlinked
+directory, an id found in two project directories) is listed with its error, in an ERROR column (in --json, an "error" object with
 "reason" and "code"), and the listing goes on.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -215,8 +219,13 @@ listed with its error, in an ERROR column (in --json, an "error" object with
 			entries := make([]listEntry, 0, len(snaps))
 			damaged := false
 			for _, s := range snaps {
-				entries = append(entries, listEntry{ID: s.Header.ID, FormatVersion: s.Header.Version, Cwd: s.Header.Cwd, ParentSession: s.Header.ParentSession,
-					CreatedAt: s.Header.CreatedAt, Size: s.SizeBytes, Pending: s.Pending, Revision: s.Revision, Path: s.Path, Error: s.Problem})
+				e := listEntry{ID: s.Header.ID, Cwd: s.Header.Cwd, ParentSession: s.Header.ParentSession,
+					CreatedAt: s.Header.CreatedAt, Size: s.SizeBytes, Pending: s.Pending, Revision: s.Revision, Path: s.Path, Error: s.Problem}
+				if s.Problem == nil {
+					v := s.Header.Version
+					e.FormatVersion = &v
+				}
+				entries = append(entries, e)
 				damaged = damaged || s.Problem != nil
 			}
 			if asJSON {

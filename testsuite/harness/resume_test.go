@@ -3,6 +3,7 @@ package harness
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -161,6 +162,30 @@ func TestHarnessCreateBesideSessionflowIsAConflict(t *testing.T) {
 				if err == nil || !strings.Contains(errOut, want) {
 					t.Fatalf("log %s: %v\n%s%s", args[0], err, out, errOut)
 				}
+			}
+			snaps, err := st.List(ctx)
+			if err != nil || len(snaps) != 1 || snaps[0].Problem == nil || snaps[0].Header.ID != "shared" ||
+				!errors.Is(snaps[0].Problem, jsonl.ErrGenerationConflict) {
+				t.Fatalf("list: %+v, %v; want one row with the conflict", snaps, err)
+			}
+			out, errOut, err := starter(t, "log", "list", "--json", "--root", root, "--compression", comp)
+			if err != nil && out == "" {
+				t.Fatalf("log list: %v\n%s", err, errOut)
+			}
+			var rows []struct {
+				ID            string `json:"id"`
+				FormatVersion *int   `json:"formatVersion"`
+				Error         *struct {
+					Reason string `json:"reason"`
+					Code   string `json:"code"`
+				} `json:"error"`
+			}
+			if err := json.Unmarshal([]byte(out), &rows); err != nil {
+				t.Fatalf("log list --json %q: %v", out, err)
+			}
+			if len(rows) != 1 || rows[0].ID != "shared" || rows[0].Error == nil || rows[0].FormatVersion != nil ||
+				rows[0].Error.Code != "SessionGenerationConflict" || !strings.Contains(rows[0].Error.Reason, want) {
+				t.Fatalf("log list --json does not show the conflict: %s", out)
 			}
 		})
 	}
