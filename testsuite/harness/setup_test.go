@@ -56,7 +56,7 @@ func ensureInstalled() (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("npm is needed to install testdata/harness (run .ci/run, or npm ci in %s): %w", dir, err)
 		}
-		cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund")
+		cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts")
 		cmd.Dir = dir
 		out, err := cmd.CombinedOutput()
 		if err != nil {
