@@ -155,3 +155,35 @@ func itoa(n int) string {
 	}
 	return string(b)
 }
+
+// TestPendingSessionRefusesAForeignLog: a log another writer (one that
+// ignores the lease, like the published harness) put where a pending
+// session is to be materialized is refused, not adopted; a log with the
+// pending session's own header (an earlier attempt of the same handle) is
+// adopted as before.
+func TestPendingSessionRefusesAForeignLog(t *testing.T) {
+	eachCompression(t, func(t *testing.T, comp jsonl.Compression) {
+		e := newEnv(t, comp, nil)
+		mine := header("p", "/w")
+		hd := create(t, e.store, mine)
+		other := mine
+		other.CreatedAt = 6
+		path := e.logPath("/w", "p")
+		writeFile(t, path, encodeLog(t, comp, headerLine(other), lines(t, turnStart(t, 0, 1))))
+		before := treeSnapshot(t, e.root)
+		err := hd.Flush(bg)
+		requireCode(t, err, jsonl.ErrAlreadyExists)
+		require.EqualError(t, err, `refusing to materialize "p": a log already exists on disk (open it instead)`)
+		require.ErrorIs(t, hd.Append(bg, []session.Event{turnStart(t, 0, 1)}), jsonl.ErrAlreadyExists)
+		require.Equal(t, before, treeSnapshot(t, e.root))
+		require.NoError(t, hd.Close(bg))
+
+		// The same header: an earlier attempt of this handle wrote it.
+		hd2 := create(t, e.store, header("q", "/w"))
+		writeFile(t, e.logPath("/w", "q"), encodeLog(t, comp, headerLine(header("q", "/w")), lines(t, turnStart(t, 0, 1))))
+		require.NoError(t, hd2.Flush(bg))
+		require.NoError(t, hd2.Append(bg, []session.Event{turnEnd(t, 1, 1)}))
+		require.NoError(t, hd2.Close(bg))
+		require.Equal(t, []int64{0, 1}, seqs(readAll(t, e.store, "q")))
+	})
+}
