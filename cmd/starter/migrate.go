@@ -84,7 +84,12 @@ func migrateAll(ctx context.Context, a *app, st *jsonl.Store, opts jsonl.Migrate
 	}
 	var ids []string
 	for _, s := range snaps {
-		if !s.Pending && s.Header.Version == session.FormatVersionV0 {
+		switch {
+		case s.Problem != nil:
+			// Not a session this build can serve (another format, a
+			// conflict, damage): shown, never counted as a v0 session.
+			fmt.Fprintf(a.stdout, "skipped %s: %s\n", s.Path, s.Problem.Reason)
+		case !s.Pending && s.Header.Version == session.FormatVersionV0:
 			ids = append(ids, s.Header.ID)
 		}
 	}

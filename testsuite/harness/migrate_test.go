@@ -3,6 +3,7 @@ package harness
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -27,12 +28,24 @@ func TestLogMigrateHarnessRoot(t *testing.T) {
 			}
 			total := extra + 4
 			flags := []string{"--root", root, "--compression", comp}
+			// A directory this build cannot serve is shown and not counted.
+			bad := filepath.Join(root, "--work-project--", "newer", "session.v4.jsonl")
+			if comp == "zstd" {
+				bad += ".zstd"
+			}
+			if err := os.MkdirAll(filepath.Dir(bad), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(bad, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
 
 			out, errOut, err := starter(t, append([]string{"log", "migrate", "--all", "--dry-run"}, flags...)...)
 			if err != nil {
 				t.Fatalf("migrate --dry-run: %v\n%s%s", err, out, errOut)
 			}
-			if !strings.Contains(out, fmt.Sprintf("would migrate %d of %d format v0 sessions", total, total)) {
+			if !strings.Contains(out, fmt.Sprintf("would migrate %d of %d format v0 sessions", total, total)) ||
+				!strings.Contains(out, "skipped "+filepath.Dir(bad)+": ") {
 				t.Fatalf("migrate --dry-run output:\n%s", out)
 			}
 			if _, err := os.Stat(logPath(root, "done", 3, comp)); !os.IsNotExist(err) {
