@@ -2,6 +2,7 @@ package jsonl
 
 import (
 	"context"
+	"path/filepath"
 
 	"github.com/sessionflow/sessionflow/session"
 )
@@ -37,6 +38,9 @@ type Inspection struct {
 	TornBytes int64
 	// Lease is the current lease, or nil when none is held.
 	Lease *Lease
+	// MigratedFrom is the older generation file the log was migrated from
+	// (kept beside it, never modified), or empty.
+	MigratedFrom string
 }
 
 // Inspect validates a session's log exactly as a read does and reports what
@@ -75,7 +79,14 @@ func (s *Store) Inspect(ctx context.Context, id string) (*Inspection, error) {
 	if err != nil {
 		return nil, err
 	}
+	var migratedFrom string
+	if rec, err := s.readMigrationRecord(sd.dir); err != nil {
+		return nil, err
+	} else if rec != nil && rec.To == filepath.Base(sd.generation) {
+		migratedFrom = rec.From
+	}
 	return &Inspection{
+		MigratedFrom:        migratedFrom,
 		Header:              r.header,
 		Path:                sd.generation,
 		Events:              events,

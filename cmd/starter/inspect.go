@@ -14,6 +14,7 @@ import (
 type inspectReport struct {
 	Header              session.Header `json:"header"`
 	FormatVersion       int            `json:"formatVersion"`
+	MigratedFrom        string         `json:"migratedFrom,omitempty"`
 	Path                string         `json:"path,omitempty"`
 	Pending             bool           `json:"pending"`
 	EventCount          int            `json:"eventCount"`
@@ -88,6 +89,7 @@ func buildReport(in *jsonl.Inspection) inspectReport {
 	rep := inspectReport{
 		Header:              in.Header,
 		FormatVersion:       in.Header.Version,
+		MigratedFrom:        in.MigratedFrom,
 		Path:                in.Path,
 		Pending:             in.Pending,
 		EventCount:          len(in.Events),
@@ -144,6 +146,9 @@ func (r inspectReport) text() string {
 		row("path", "%s", r.Path)
 	}
 	row("format", "%s", formatName(r.FormatVersion))
+	if r.MigratedFrom != "" {
+		row("migrated from", "%s (kept beside the log, never modified)", r.MigratedFrom)
+	}
 	row("created", "%s (%d)", formatMillis(h.CreatedAt), h.CreatedAt)
 	if h.Cwd != "" {
 		row("cwd", "%s", h.Cwd)

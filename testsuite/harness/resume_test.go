@@ -90,6 +90,10 @@ func TestResumeMigratesHarnessLogs(t *testing.T) {
 					t.Fatalf("%s: an unseeded v0 session became seeded", id)
 				}
 				equalJSON(t, "stored events of "+id, asJSON(t, got), want)
+				out, errOut, err = starter(t, "log", "inspect", "--json", "--id", id, "--root", root, "--compression", comp)
+				if err != nil || !strings.Contains(out, `"migratedFrom": "`+filepath.Base(oldPath)+`"`) || !strings.Contains(out, `"formatVersion": 3`) {
+					t.Fatalf("%s: log inspect after the migration: %v\n%s%s", id, err, out, errOut)
+				}
 				rec, err := os.ReadFile(filepath.Join(filepath.Dir(oldPath), "session.migration.json"))
 				if err != nil || !strings.Contains(string(rec), `"from":"`+filepath.Base(oldPath)+`"`) {
 					t.Fatalf("%s: migration record %s (%v)", id, rec, err)
