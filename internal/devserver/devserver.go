@@ -3,9 +3,10 @@
 // and its integration tests.
 //
 // The main module never imports go.temporal.io/server: the CLI is pinned in
-// the nested tools/ module and run as a separate process through
-// go.temporal.io/sdk/testsuite.StartDevServer with an existing binary, which
-// Locate finds or builds on first use.
+// the nested tools/ module and run as a separate process, which Locate finds
+// or builds on first use. Start waits
+// for the server's health (package internal/readiness): it fails at once
+// when the process exits and reports the server's own output.
 package devserver
 
 import (
@@ -20,13 +21,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/testsuite"
 )
 
 // Custom search attributes sessionflow's workflows set, all of type Keyword.
@@ -87,6 +88,11 @@ type Options struct {
 	// Output receives the server's stdout and stderr; nil discards them
 	// (the tail of the output is kept for the error of a failed start).
 	Output io.Writer
+	// ReadyTimeout bounds the wait for the server to answer its health
+	// check and serve its namespace; 0 means readiness.DefaultTimeout
+	// (minutes, for a cold start on a loaded machine). A server that exits
+	// fails the start at once, whatever the timeout.
+	ReadyTimeout time.Duration
 	// Logger receives the SDK client's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -139,7 +145,8 @@ func dynamicConfig(overrides []string) []string {
 
 // Server is a running dev server.
 type Server struct {
-	ds        *testsuite.DevServer
+	proc      *process
+	client    client.Client
 	cliPath   string
 	address   string
 	namespace string
@@ -188,14 +195,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		address:   net.JoinHostPort(ip, strconv.Itoa(port)),
 		namespace: ns,
 	}
-	dsOpts := testsuite.DevServerOptions{
-		ExistingPath: path,
-		LogLevel:     opts.LogLevel,
-		EnableUI:     opts.UI,
+	logLevel := opts.LogLevel
+	if logLevel == "" {
+		logLevel = "warn"
 	}
-	if dsOpts.LogLevel == "" {
-		dsOpts.LogLevel = "warn"
-	}
+	var dbFile, uiPort string
 	if !opts.Ephemeral {
 		dir, err := filepath.Abs(opts.StateDir)
 		if err != nil {
@@ -205,48 +209,52 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 			return nil, fmt.Errorf("devserver: creating the state directory: %w", err)
 		}
 		s.dbPath = filepath.Join(dir, DBFileName)
-		dsOpts.DBFilename = s.dbPath
+		dbFile = s.dbPath
 	}
 	if opts.UI {
-		uiPort := opts.UIPort
-		if uiPort == 0 {
+		ui := opts.UIPort
+		if ui == 0 {
 			var err error
-			if uiPort, err = freePort(ip); err != nil {
+			if ui, err = freePort(ip); err != nil {
 				return nil, err
 			}
-		} else if err := checkPortFree(ip, uiPort, "Web UI"); err != nil {
+		} else if err := checkPortFree(ip, ui, "Web UI"); err != nil {
 			return nil, err
 		}
-		dsOpts.UIPort = strconv.Itoa(uiPort)
-		s.uiURL = "http://" + net.JoinHostPort(ip, dsOpts.UIPort)
+		uiPort = strconv.Itoa(ui)
+		s.uiURL = "http://" + net.JoinHostPort(ip, uiPort)
 	}
+	var extra []string
 	for _, kv := range dynamicConfig(opts.DynamicConfig) {
-		dsOpts.ExtraArgs = append(dsOpts.ExtraArgs, "--dynamic-config-value", kv)
+		extra = append(extra, "--dynamic-config-value", kv)
 	}
-	dsOpts.ExtraArgs = append(dsOpts.ExtraArgs, opts.ExtraArgs...)
+	extra = append(extra, opts.ExtraArgs...)
+	args := serverArgs(ip, strconv.Itoa(port), ns, logLevel, dbFile, opts.UI, uiPort, extra)
 
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
-	}
-	dsOpts.ClientOptions = &client.Options{
-		HostPort:  s.address,
-		Namespace: ns,
-		Logger:    log.NewStructuredLogger(logger),
 	}
 	out := &tailBuffer{max: 8 << 10}
 	var w io.Writer = out
 	if opts.Output != nil {
 		w = io.MultiWriter(out, &lockedWriter{w: opts.Output})
 	}
-	dsOpts.Stdout, dsOpts.Stderr = w, w
-
-	ds, err := testsuite.StartDevServer(ctx, dsOpts)
+	proc, err := startProcess(path, args, w)
 	if err != nil {
-		return nil, fmt.Errorf("starting the Temporal dev server (%s): %w%s", path, err, out.report())
+		return nil, fmt.Errorf("starting the Temporal dev server (%s): %w", path, err)
 	}
-	s.ds = ds
-	if err := registerSearchAttributes(ctx, ds.Client(), ns); err != nil {
+	c, err := awaitReady(ctx, proc, client.Options{
+		HostPort:  s.address,
+		Namespace: ns,
+		Logger:    log.NewStructuredLogger(logger),
+	}, opts.ReadyTimeout, out.String)
+	if err != nil {
+		proc.kill()
+		return nil, fmt.Errorf("starting the Temporal dev server (%s): %w", path, err)
+	}
+	s.proc, s.client = proc, c
+	if err := registerSearchAttributes(ctx, c, ns); err != nil {
 		return nil, errors.Join(err, s.Stop())
 	}
 	return s, nil
@@ -282,16 +290,14 @@ func (s *Server) DBPath() string { return s.dbPath }
 func (s *Server) CLIPath() string { return s.cliPath }
 
 // Client is a client connected to the server's namespace. Stop closes it.
-func (s *Server) Client() client.Client { return s.ds.Client() }
+func (s *Server) Client() client.Client { return s.client }
 
 // Stop closes the client, interrupts the server and waits for it to exit.
 // It is safe to call more than once.
 func (s *Server) Stop() error {
 	s.stopOnce.Do(func() {
-		s.ds.Client().Close()
-		// A server that already exited (it shares the terminal's process
-		// group, so Ctrl-C reaches it directly) has nothing left to stop.
-		if err := s.ds.Stop(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		s.client.Close()
+		if err := s.proc.stop(); err != nil {
 			s.stopErr = fmt.Errorf("stopping the Temporal dev server: %w", err)
 		}
 	})
@@ -335,14 +341,11 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// report formats the kept output for an error message.
-func (t *tailBuffer) report() string {
+// String returns the kept output.
+func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(t.buf) == 0 {
-		return ""
-	}
-	return "\nserver output (tail):\n" + string(t.buf)
+	return string(t.buf)
 }
 
 // lockedWriter serializes writes from the server's stdout and stderr copiers.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -17,6 +18,8 @@ import (
 	taskqueuepb "go.temporal.io/api/taskqueue/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+
+	"github.com/sessionflow/sessionflow/internal/readiness"
 )
 
 // assertSearchAttributes checks that sessionflow's search attributes are
@@ -153,13 +156,32 @@ func TestStartRequiresStateDir(t *testing.T) {
 	assert.Contains(t, err.Error(), "state directory")
 }
 
+// A server that exits during its start fails Start at once (not after the
+// readiness timeout), with its exit status and its own complaint.
 func TestStartFailureReportsServerOutput(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	_, err := Start(ctx, Options{CLIPath: cliPath, Ephemeral: true, ExtraArgs: []string{"--no-such-flag"}})
+	_, err := Start(ctx, Options{CLIPath: cliPath, Ephemeral: true, ReadyTimeout: time.Hour, ExtraArgs: []string{"--no-such-flag"}})
 	require.Error(t, err)
+	require.ErrorIs(t, err, readiness.ErrExited)
+	require.NoError(t, ctx.Err(), "Start waited past the test's deadline instead of noticing the exit")
 	assert.Contains(t, err.Error(), "starting the Temporal dev server")
+	assert.Contains(t, err.Error(), "exit status")
 	assert.Contains(t, err.Error(), "no-such-flag", "the server's own complaint is in the error")
+}
+
+// A server that never answers fails Start after the readiness timeout with
+// the timeout's reason, and its process is gone.
+func TestStartTimesOutOnASilentServer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// A "CLI" that prints a line and then sleeps without ever listening.
+	fake := filepath.Join(t.TempDir(), "temporal")
+	require.NoError(t, os.WriteFile(fake, []byte("#!/bin/sh\necho starting up\nexec sleep 600\n"), 0o755))
+	_, err := Start(ctx, Options{CLIPath: fake, Ephemeral: true, ReadyTimeout: 2 * time.Second})
+	require.ErrorIs(t, err, readiness.ErrTimedOut)
+	assert.Contains(t, err.Error(), "starting up", "the server's output is in the error")
+	assert.Contains(t, err.Error(), "last probe")
 }
 
 func TestStartRefusesBusyPort(t *testing.T) {
