@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/sessionflow/sessionflow/internal/devserver"
+	"github.com/sessionflow/sessionflow/internal/readiness"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -63,10 +64,12 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// waitFor waits until the buffer contains s, or the command ended.
+// waitFor waits until the buffer contains s, or the command ended. The
+// deadline is longer than the dev server's own readiness wait, so that a
+// server that never comes up is reported by the command itself.
 func (b *syncBuffer) waitFor(t *testing.T, s string, done <-chan int) {
 	t.Helper()
-	deadline := time.After(2 * time.Minute)
+	deadline := time.After(2 * readiness.DefaultTimeout)
 	for !strings.Contains(b.String(), s) {
 		select {
 		case <-b.wrote:

@@ -23,6 +23,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sessionflow/sessionflow/internal/devserver"
+	"github.com/sessionflow/sessionflow/internal/readiness"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/workflows"
@@ -85,7 +86,7 @@ func startRun(t *testing.T, cfg Config) *running {
 	case err := <-r.done:
 		cancel()
 		t.Fatalf("Run returned before the worker started: %v", err)
-	case <-time.After(2 * time.Minute):
+	case <-time.After(readiness.DefaultTimeout):
 		cancel()
 		t.Fatal("the worker did not start")
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -17,6 +18,12 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
+
+	"github.com/sessionflow/sessionflow/internal/devserver"
+	"github.com/sessionflow/sessionflow/internal/readiness"
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
@@ -58,6 +65,7 @@ type env struct {
 	devDir, root         string
 	port, uiPort         int
 	worker               *exec.Cmd
+	exited               <-chan struct{}
 	workerLog            *syncBuffer
 	taskQueue, namespace string
 }
@@ -78,7 +86,9 @@ func freePort(t *testing.T) int {
 }
 
 // startWorker runs `worker --dev` in its own process group (the dev server is
-// its child), and waits until the server answers.
+// its child), and waits until the server is healthy, has sessionflow's
+// search attributes and a worker polls the task queue. The wait fails at
+// once if the worker exits, and reports the worker's and the server's logs.
 func (e *env) startWorker(ephemeral bool) {
 	args := []string{"--dev", "--dev-dir", e.devDir, "--dev-port", strconv.Itoa(e.port), "--dev-ui-port", strconv.Itoa(e.uiPort),
 		"--store-root", e.root, "--compression", "none", "--task-queue", e.taskQueue, "--metrics-address", "", "--log-level", "warn"}
@@ -90,14 +100,61 @@ func (e *env) startWorker(ephemeral bool) {
 	e.worker.Stdout, e.worker.Stderr = e.workerLog, e.workerLog
 	e.worker.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	require.NoError(e.t, e.worker.Start())
+	exited := make(chan struct{})
+	e.exited = exited
+	var exitErr error
+	go func(cmd *exec.Cmd) {
+		exitErr = cmd.Wait()
+		close(exited)
+	}(e.worker)
 	e.t.Cleanup(func() { e.kill() })
-	// The worker prints the store root once its dev server is up and has
-	// sessionflow's search attributes registered.
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(e.workerLog.String(), "Session store:") {
-		require.True(e.t, time.Now().Before(deadline), "the dev server did not come up:\n%s", e.workerLog)
-		time.Sleep(100 * time.Millisecond)
+	ctx := context.Background()
+	err := readiness.Wait(ctx, readiness.Options{
+		What: "worker --dev",
+		// Longer than the worker's own wait for its dev server, so that a
+		// server that never comes up is reported by the worker itself.
+		Timeout: 2 * readiness.DefaultTimeout,
+		Exited:  exited,
+		ExitErr: func() error { return exitErr },
+		Log:     e.logs,
+	}, e.ready)
+	require.NoError(e.t, err)
+}
+
+// ready is the probe of startWorker: the server answers its health check,
+// serves the namespace with sessionflow's search attributes, and a worker
+// polls the task queue.
+func (e *env) ready(ctx context.Context) error {
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c, err := client.DialContext(pctx, client.Options{
+		HostPort:  fmt.Sprintf("127.0.0.1:%d", e.port),
+		Namespace: e.namespace,
+		Logger:    log.NewStructuredLogger(slog.New(slog.DiscardHandler)),
+	})
+	if err != nil {
+		return err
 	}
+	defer c.Close()
+	sa, err := c.OperatorService().ListSearchAttributes(pctx, &operatorservice.ListSearchAttributesRequest{Namespace: e.namespace})
+	if err != nil {
+		return err
+	}
+	for name := range devserver.SearchAttributes() {
+		if _, ok := sa.GetCustomAttributes()[name]; !ok {
+			return fmt.Errorf("search attribute %s is not registered yet", name)
+		}
+	}
+	return readiness.TaskQueuePolled(c, e.taskQueue, "")(pctx)
+}
+
+// logs returns the worker's output and the dev server's own log.
+func (e *env) logs() string {
+	server, err := os.ReadFile(filepath.Join(e.devDir, "temporal.log"))
+	if err != nil {
+		server = []byte(fmt.Sprintf("(reading the dev server log: %v)", err))
+	}
+	return fmt.Sprintf("worker output:\n%s\ndev server log (%s):\n%s", e.workerLog, filepath.Join(e.devDir, "temporal.log"), server)
 }
 
 // syncBuffer is a bytes.Buffer safe for the process's output copier and
@@ -126,7 +183,7 @@ func (e *env) kill() {
 		return
 	}
 	_ = syscall.Kill(-e.worker.Process.Pid, syscall.SIGKILL)
-	_ = e.worker.Wait()
+	<-e.exited
 	e.worker = nil
 	// The server's listener is gone once the group is dead.
 	deadline := time.Now().Add(10 * time.Second)
@@ -156,7 +213,7 @@ func (e *env) starter(stdin string, args ...string) (string, error) {
 
 func (e *env) mustStarter(stdin string, args ...string) string {
 	out, err := e.starter(stdin, args...)
-	require.NoError(e.t, err, "worker log:\n%s", e.workerLog)
+	require.NoError(e.t, err, "%s", e.logs())
 	return out
 }
 

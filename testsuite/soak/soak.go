@@ -35,6 +35,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/internal/devserver"
+	"github.com/sessionflow/sessionflow/internal/readiness"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/workflows"
@@ -580,37 +581,24 @@ func (r *runner) startWorker(ctx context.Context) error {
 }
 
 // awaitPolling waits until the worker polls both the workflow and the
-// activity task queue.
+// activity task queue; it fails at once if the worker exits first.
 func (r *runner) awaitPolling(ctx context.Context, w *workerProc) error {
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		ok := true
-		for _, typ := range []enumspb.TaskQueueType{enumspb.TASK_QUEUE_TYPE_WORKFLOW, enumspb.TASK_QUEUE_TYPE_ACTIVITY} {
-			resp, err := r.tc.DescribeTaskQueue(ctx, r.cfg.TaskQueue, typ)
-			found := false
-			if err == nil {
-				for _, p := range resp.GetPollers() {
-					if p.GetIdentity() == w.identity {
-						found = true
-					}
-				}
+	logPath := filepath.Join(r.dir, "worker.log")
+	err := readiness.Wait(ctx, readiness.Options{
+		What:   "soak worker " + w.identity,
+		Exited: w.exited,
+		Log: func() string {
+			b, err := os.ReadFile(logPath)
+			if err != nil {
+				return fmt.Sprintf("(reading %s: %v)", logPath, err)
 			}
-			ok = ok && found
-		}
-		if ok {
-			return nil
-		}
-		select {
-		case <-w.exited:
-			return fmt.Errorf("soak: worker %s exited before it polled (see %s)", w.identity, filepath.Join(r.dir, "worker.log"))
-		case <-ctx.Done():
-			return fmt.Errorf("soak: waiting for worker %s to poll: %w", w.identity, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("soak: worker %s did not poll within 60s (see %s)", w.identity, filepath.Join(r.dir, "worker.log"))
-		}
+			return string(b)
+		},
+	}, readiness.TaskQueuePolled(r.tc, r.cfg.TaskQueue, w.identity))
+	if err != nil {
+		return fmt.Errorf("soak: waiting for the worker to poll: %w", err)
 	}
+	return nil
 }
 
 // killWorker sends SIGKILL to the worker's process group and waits for it.
