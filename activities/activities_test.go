@@ -223,7 +223,7 @@ func TestWithoutStore(t *testing.T) {
 	_, err := a.OpenHandle(context.Background(), activities.OpenHandleInput{SessionID: "x", Access: jsonl.AccessWrite, HandleID: "w"})
 	var app *temporal.ApplicationError
 	require.True(t, errors.As(err, &app))
-	require.Equal(t, activities.PersistenceNotConfiguredText, app.Message())
+	require.Equal(t, "cannot resume: session persistence is not configured (load a dsh-session-persistence backend)", app.Message())
 	typ, _ := appType(t, a.CloseHandle(context.Background(), activities.HandleInput{}))
 	require.Equal(t, activities.ErrTypePersistenceNotConfigured, typ)
 }

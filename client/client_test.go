@@ -180,7 +180,7 @@ func TestCreateFailures(t *testing.T) {
 			},
 		}
 		_, err := New(f, Options{}).Create(ctx, workflows.CreateSessionRequest{SessionID: "s1"})
-		require.EqualError(t, err, workflows.MaxTokensText)
+		require.EqualError(t, err, "agent maxTokens must be a positive safe integer")
 		var ce *Error
 		require.ErrorAs(t, err, &ce)
 		require.Equal(t, workflows.ErrTypeTypeError, ce.Type)

@@ -2045,7 +2045,7 @@ func TestS0_18_RecordedToolCallGetsOutcomeUnknown(t *testing.T) {
 		require.Len(t, tr.Message.Content, 1)
 		require.True(t, tr.Message.Content[0].IsError)
 		require.Equal(t, "call-1", tr.Message.Content[0].ToolCallID)
-		require.Equal(t, []session.TextContent{{Type: "text", Text: session.ToolOutcomeUnknownText}}, tr.Message.Content[0].Content)
+		require.Equal(t, []session.TextContent{{Type: "text", Text: "The tool call was interrupted after it was recorded, but no result was durably recorded. Its outcome is unknown. Decide whether to retry from the tool semantics: retry only if the operation is read-only or idempotent; if it may have side effects, first verify external state or ask the user. Do not retry blindly."}}, tr.Message.Content[0].Content)
 
 		se, err := got[5].StepEnd()
 		require.NoError(t, err)

@@ -66,7 +66,7 @@ func TestClosersSpecExample(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, ToolOutcomeUnknown, r.Error.Code)
 	assert.Equal(t, ToolOutcomeUnknownErrorName, r.Error.Name)
-	assert.Equal(t, ToolOutcomeUnknownText, r.Message.Content[0].Content[0].Text)
+	assert.Equal(t, "The tool call was interrupted after it was recorded, but no result was durably recorded. Its outcome is unknown. Decide whether to retry from the tool semantics: retry only if the operation is read-only or idempotent; if it may have side effects, first verify external state or ask the user. Do not retry blindly.", r.Message.Content[0].Content[0].Text)
 	assert.Equal(t, []int64{3}, closers[0].SourceEventSeqs)
 	te, err := closers[2].TurnEnd()
 	require.NoError(t, err)

@@ -153,6 +153,13 @@ type harness struct {
 	mu        sync.Mutex
 	started   []activityCall
 	completed []activityCall
+	results   []*result
+
+	// queue and busy sequence the steps of at and updateAt; they are used
+	// only inside the environment's callbacks.
+	queue    []step
+	busy     bool
+	inFlight int
 
 	// onStarted and onCompleted, when set, run inside the environment's
 	// listeners (so they may signal or cancel the workflow).
@@ -187,6 +194,7 @@ func newHarnessOn(t *testing.T, st *jsonl.Store) *harness {
 	h.suite.SetLogger(h.logs)
 	h.acts = &activities.Activities{Store: st, HeartbeatInterval: 50 * time.Millisecond}
 	h.env = h.newEnv()
+	t.Cleanup(h.requireChecked)
 	return h
 }
 
@@ -297,23 +305,26 @@ func (h *harness) closedHandles() []string {
 	return out
 }
 
-// result is the outcome of an update sent through the environment.
+// result is the outcome of an update sent through the environment. Every
+// result a test sends must be checked (decode, ok, rejection or failure);
+// the harness fails a test that leaves one unchecked.
 type result struct {
+	name     string
 	done     bool
 	rejected error
 	value    any
 	err      error
+	checked  bool
 	// then, when set, runs once the update settles (inside the
 	// environment, so it may send further updates).
 	then func()
 }
 
-// decode converts the update's value into out.
+// decode requires that the update completed without error and converts its
+// value into out.
 func (r *result) decode(t *testing.T, out any) {
 	t.Helper()
-	require.True(t, r.done, "update did not complete")
-	require.NoError(t, r.rejected)
-	require.NoError(t, r.err)
+	r.ok(t)
 	if ev, ok := r.value.(converter.EncodedValue); ok {
 		require.NoError(t, ev.Get(out))
 		return
@@ -323,13 +334,67 @@ func (r *result) decode(t *testing.T, out any) {
 	require.NoError(t, json.Unmarshal(b, out))
 }
 
+// ok requires that the update was accepted and completed without error.
+func (r *result) ok(t *testing.T) {
+	t.Helper()
+	r.checked = true
+	require.True(t, r.done, "update %s did not complete", r.name)
+	require.NoError(t, r.rejected, "update %s was rejected", r.name)
+	require.NoError(t, r.err, "update %s failed", r.name)
+}
+
+// rejection requires that the update was rejected (by its validator or
+// because its workflow did not take it) and returns why.
+func (r *result) rejection(t *testing.T) error {
+	t.Helper()
+	r.checked = true
+	require.True(t, r.done, "update %s did not complete", r.name)
+	require.Error(t, r.rejected, "update %s was not rejected", r.name)
+	return r.rejected
+}
+
+// failure requires that the update was accepted and then failed, and
+// returns its error.
+func (r *result) failure(t *testing.T) error {
+	t.Helper()
+	r.checked = true
+	require.True(t, r.done, "update %s did not complete", r.name)
+	require.NoError(t, r.rejected, "update %s was rejected", r.name)
+	require.Error(t, r.err, "update %s did not fail", r.name)
+	return r.err
+}
+
 var updateSeq int
 
 // update sends an update to the workflow (wid "" = the top-level one) now.
 func (h *harness) update(wid, name string, args ...any) *result {
-	r := &result{}
+	r := h.newResult(name)
 	h.send(r, wid, name, args...)
 	return r
+}
+
+// newResult registers a result the test must check.
+func (h *harness) newResult(name string) *result {
+	r := &result{name: name}
+	h.mu.Lock()
+	h.results = append(h.results, r)
+	h.mu.Unlock()
+	return r
+}
+
+// requireChecked fails the test when an update's outcome was never looked
+// at: an unchecked update can fail (or never be sent) unnoticed.
+func (h *harness) requireChecked() {
+	if h.t.Failed() {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, r := range h.results {
+		if !r.checked {
+			h.t.Errorf("the outcome of update #%d (%s) was never checked (done %v, rejected %v, err %v)", i+1, r.name, r.done, r.rejected, r.err)
+		}
+	}
 }
 
 func (h *harness) send(r *result, wid, name string, args ...any) {
@@ -362,22 +427,110 @@ func (h *harness) send(r *result, wid, name string, args ...any) {
 }
 
 // readyThenDispose sends WaitReady at d and, once it returns, Dispose; it
-// returns both results. The chaining keeps the order when activities take
-// real time (the environment then fires timers on the wall clock).
+// returns both results.
 func (h *harness) readyThenDispose(d time.Duration, wid string) (ready, dispose *result) {
-	ready, dispose = &result{}, &result{}
-	ready.then = func() { h.send(dispose, wid, workflows.UpdateDispose) }
-	h.at(d, func() { h.send(ready, wid, workflows.UpdateWaitReady) })
+	ready = h.updateAt(d, wid, workflows.UpdateWaitReady)
+	dispose = h.updateAt(d, wid, workflows.UpdateDispose)
 	return ready, dispose
 }
 
-// at schedules fn on the workflow clock.
-func (h *harness) at(d time.Duration, fn func()) { h.env.RegisterDelayedCallback(fn, d) }
+// Steps in sequence.
+//
+// While an activity runs, the test environment's clock follows the wall
+// clock, so a step scheduled at a fixed workflow-clock offset can fire
+// before the activities of an earlier step have finished (an Append sent
+// before the session is live). The steps registered with at, updateAt,
+// atNoWait and updateNoWaitAt therefore run in the order they were
+// registered, each at its offset at the earliest:
+//
+//   - updateAt and at wait until every earlier step has settled (its update
+//     completed or was rejected); the sequence then waits for updateAt's own
+//     update to settle.
+//   - updateNoWaitAt and atNoWait wait only for the earlier updateAt and at
+//     steps, not for earlier updates still in flight, and the sequence does
+//     not wait for updateNoWaitAt's update (updates meant to be in flight
+//     together, a cancellation while an append is pending).
+//
+// atConcurrently bypasses the sequence (an abort while an earlier update
+// waits for exactly that abort).
 
-// updateAt sends an update at d and returns its future result.
+// step is one entry of the sequence; run calls done once the sequence may
+// go on.
+type step struct {
+	// barrier makes the step wait for the updates still in flight.
+	barrier bool
+	run     func(done func())
+}
+
+// enqueue adds a due step to the sequence and runs it when its turn comes.
+func (h *harness) enqueue(s step) {
+	h.queue = append(h.queue, s)
+	h.pump()
+}
+
+func (h *harness) pump() {
+	if h.busy || len(h.queue) == 0 {
+		return
+	}
+	s := h.queue[0]
+	if s.barrier && h.inFlight > 0 {
+		return
+	}
+	h.queue = h.queue[1:]
+	h.busy = true
+	s.run(func() {
+		h.busy = false
+		h.pump()
+	})
+}
+
+// at runs fn at d on the workflow clock, once every earlier step settled.
+func (h *harness) at(d time.Duration, fn func()) {
+	h.env.RegisterDelayedCallback(func() {
+		h.enqueue(step{barrier: true, run: func(done func()) { fn(); done() }})
+	}, d)
+}
+
+// atNoWait runs fn at d on the workflow clock, after the earlier updateAt
+// and at steps, whatever updateNoWaitAt updates are still in flight.
+func (h *harness) atNoWait(d time.Duration, fn func()) {
+	h.env.RegisterDelayedCallback(func() {
+		h.enqueue(step{run: func(done func()) { fn(); done() }})
+	}, d)
+}
+
+// atConcurrently runs fn at d on the workflow clock, outside the sequence.
+func (h *harness) atConcurrently(d time.Duration, fn func()) { h.env.RegisterDelayedCallback(fn, d) }
+
+// updateAt sends an update at d once every earlier step settled, holds the
+// sequence until it settles, and returns its future result.
 func (h *harness) updateAt(d time.Duration, wid, name string, args ...any) *result {
-	r := &result{}
-	h.at(d, func() { h.send(r, wid, name, args...) })
+	r := h.newResult(name)
+	h.env.RegisterDelayedCallback(func() {
+		h.enqueue(step{barrier: true, run: func(done func()) {
+			r.then = done
+			h.send(r, wid, name, args...)
+		}})
+	}, d)
+	return r
+}
+
+// updateNoWaitAt sends an update at d after the earlier updateAt and at
+// steps, and lets the sequence go on while it is in flight; the next
+// updateAt or at step waits for it.
+func (h *harness) updateNoWaitAt(d time.Duration, wid, name string, args ...any) *result {
+	r := h.newResult(name)
+	h.env.RegisterDelayedCallback(func() {
+		h.enqueue(step{run: func(done func()) {
+			h.inFlight++
+			r.then = func() {
+				h.inFlight--
+				h.pump()
+			}
+			h.send(r, wid, name, args...)
+			done()
+		}})
+	}, d)
 	return r
 }
 
@@ -465,45 +618,51 @@ func requireContiguous(t *testing.T, evs []session.Event) {
 
 var probeSeq int
 
-// requireReleased asserts that no lease is held on id and that a new write
-// open succeeds at once (when the session is stored) or, for a session that
-// is not stored, that it reads as not found and the id can be created
-// again. The probe's own handle is closed again.
+// requireReleased asserts that the session is stored, that no lease is held
+// on it, and that a new write open succeeds at once (the probe's handle is
+// closed again). A session that is not stored fails: use requireErased for
+// one that must be gone.
 func requireReleased(t *testing.T, st *jsonl.Store, id string) {
 	t.Helper()
 	ctx := context.Background()
+	snap, err := st.Stat(ctx, id)
+	require.NoError(t, err)
+	require.NotNil(t, snap, "session %q is not stored", id)
+	require.False(t, snap.Pending, "session %q is still pending", id)
 	lease, err := st.LeaseOf(ctx, id)
 	require.NoError(t, err)
 	require.Nil(t, lease, "a lease is still held on %q", id)
 	probeSeq++
-	hid := fmt.Sprintf("probe-%d", probeSeq)
-	h, err := st.Open(ctx, id, jsonl.AccessWrite, jsonl.OpenOptions{HandleID: hid})
-	if errors.Is(err, jsonl.ErrNotFound) {
-		c, err := st.Create(ctx, session.Header{Version: session.FormatVersion, ID: id, CreatedAt: 1}, jsonl.CreateOptions{HandleID: hid})
-		require.NoError(t, err, "the id %q is not reusable", id)
-		require.NoError(t, c.Close(ctx))
-		snap, err := st.Stat(ctx, id)
-		require.NoError(t, err)
-		require.Nil(t, snap)
-		return
-	}
+	h, err := st.Open(ctx, id, jsonl.AccessWrite, jsonl.OpenOptions{HandleID: fmt.Sprintf("probe-%d", probeSeq)})
 	require.NoError(t, err, "a write open of %q failed", id)
 	require.Equal(t, jsonl.AccessWrite, h.Access())
 	require.NoError(t, h.Close(ctx))
 }
 
-// requireNotStored asserts that the session has no log (open write → not
-// found) and holds no lease.
-func requireNotStored(t *testing.T, st *jsonl.Store, id string) {
+// requireErased asserts that the session left nothing behind: no log (stat
+// reads nothing, a write open is refused `not found`), no lease, and the id
+// can be created again (the probe's create is closed unmaterialized, so it
+// is erased again).
+func requireErased(t *testing.T, st *jsonl.Store, id string) {
 	t.Helper()
 	ctx := context.Background()
 	snap, err := st.Stat(ctx, id)
 	require.NoError(t, err)
-	require.Nil(t, snap)
+	require.Nil(t, snap, "session %q is still stored", id)
+	lease, err := st.LeaseOf(ctx, id)
+	require.NoError(t, err)
+	require.Nil(t, lease, "a lease is still held on %q", id)
 	probeSeq++
-	_, err = st.Open(ctx, id, jsonl.AccessWrite, jsonl.OpenOptions{HandleID: fmt.Sprintf("probe-%d", probeSeq)})
+	hid := fmt.Sprintf("probe-%d", probeSeq)
+	_, err = st.Open(ctx, id, jsonl.AccessWrite, jsonl.OpenOptions{HandleID: hid})
 	require.ErrorIs(t, err, jsonl.ErrNotFound)
 	require.Contains(t, err.Error(), "not found")
+	c, err := st.Create(ctx, session.Header{Version: session.FormatVersion, ID: id, CreatedAt: 1}, jsonl.CreateOptions{HandleID: hid})
+	require.NoError(t, err, "the id %q is not reusable", id)
+	require.NoError(t, c.Close(ctx))
+	snap, err = st.Stat(ctx, id)
+	require.NoError(t, err)
+	require.Nil(t, snap)
 }
 
 // closeErr wraps the real CloseHandle so that it really closes and then

@@ -24,14 +24,16 @@ import (
 func TestAppendsCoalesceWithinWindow(t *testing.T) {
 	h := newHarness(t).withID("co")
 	turn := liveTurn(t, 0, 1, "x")
-	h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	a := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: turn[:2]})
-	b := h.updateAt(2*time.Second+50*time.Millisecond, "", workflows.UpdateAppend, workflows.AppendRequest{Events: turn[2:4]})
-	c := h.updateAt(2*time.Second+150*time.Millisecond, "", workflows.UpdateAppend, workflows.AppendRequest{Events: turn[4:]})
+	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	a := h.updateNoWaitAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: turn[:2]})
+	b := h.updateNoWaitAt(2*time.Second+50*time.Millisecond, "", workflows.UpdateAppend, workflows.AppendRequest{Events: turn[2:4]})
+	c := h.updateNoWaitAt(2*time.Second+150*time.Millisecond, "", workflows.UpdateAppend, workflows.AppendRequest{Events: turn[4:]})
 	late := h.updateAt(3*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 5, 2, "y")})
-	h.updateAt(4*time.Second, "", workflows.UpdateDispose)
+	disp := h.updateAt(4*time.Second, "", workflows.UpdateDispose)
 	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "co", Options: &workflows.Options{AppendWindowMs: 200}})
 	require.NoError(t, h.env.GetWorkflowError())
+	ready.ok(t)
+	disp.ok(t)
 	var ra, rb, rc, rl workflows.AppendResult
 	a.decode(t, &ra)
 	b.decode(t, &rb)
@@ -52,18 +54,20 @@ func TestAppendsCoalesceWithinWindow(t *testing.T) {
 func TestAppendsGroupCommit(t *testing.T) {
 	h := newHarness(t).withID("gc")
 	turn := liveTurn(t, 0, 1, "x")
-	h.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
 	// The store takes 500 ms; b and c arrive while a's store runs.
 	h.env.OnActivity(h.acts.AppendBatch, mock.Anything, mock.Anything).After(500 * time.Millisecond).Return(
 		func(ctx context.Context, in activities.AppendBatchInput) (activities.AppendResult, error) {
 			return h.acts.AppendBatch(ctx, in)
 		})
-	a := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: turn[:2]})
-	b := h.updateAt(2*time.Second+100*time.Millisecond, "", workflows.UpdateAppend, workflows.AppendRequest{Events: turn[2:4]})
-	c := h.updateAt(2*time.Second+200*time.Millisecond, "", workflows.UpdateAppend, workflows.AppendRequest{Events: turn[4:]})
-	h.updateAt(4*time.Second, "", workflows.UpdateDispose)
+	a := h.updateNoWaitAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: turn[:2]})
+	b := h.updateNoWaitAt(2*time.Second+100*time.Millisecond, "", workflows.UpdateAppend, workflows.AppendRequest{Events: turn[2:4]})
+	c := h.updateNoWaitAt(2*time.Second+200*time.Millisecond, "", workflows.UpdateAppend, workflows.AppendRequest{Events: turn[4:]})
+	disp := h.updateAt(4*time.Second, "", workflows.UpdateDispose)
 	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "gc"})
 	require.NoError(t, h.env.GetWorkflowError())
+	ready.ok(t)
+	disp.ok(t)
 	var ra, rb, rc workflows.AppendResult
 	a.decode(t, &ra)
 	b.decode(t, &rb)
@@ -86,7 +90,7 @@ func TestAppendValidator(t *testing.T) {
 	h.at(0, func() {
 		early = h.update("", workflows.UpdateAppend, workflows.AppendRequest{Events: []session.Event{turnStart(t, 0, 1)}})
 	})
-	h.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
 	gap := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: []session.Event{turnStart(t, 5, 1)}})
 	empty := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{})
 	tooBig := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: []session.Event{big}})
@@ -94,37 +98,40 @@ func TestAppendValidator(t *testing.T) {
 	first := h.updateAt(3*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
 	retry := h.updateAt(4*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
 	conflict := h.updateAt(5*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "different")})
-	after := &result{}
+	after := h.newResult(workflows.UpdateAppend)
+	var disp *result
 	h.at(6*time.Second, func() {
-		h.update("", workflows.UpdateDispose)
+		disp = h.update("", workflows.UpdateDispose)
 		h.send(after, "", workflows.UpdateAppend, workflows.AppendRequest{Events: []session.Event{turnStart(t, 5, 2)}})
 	})
 	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "val", Options: &workflows.Options{MaxBatchBytes: 2048}})
 	require.NoError(t, h.env.GetWorkflowError())
 
-	require.ErrorContains(t, early.rejected, `session "val" is not live`)
-	require.ErrorContains(t, gap.rejected, `append seq mismatch for "val": expected 0 at index 0, got 5`)
-	require.ErrorContains(t, empty.rejected, "append batch must not be empty")
-	require.ErrorContains(t, tooBig.rejected, "exceeds the batch limit of 2048 bytes")
-	require.ErrorContains(t, invalid.rejected, "invalid session event")
+	ready.ok(t)
+	require.ErrorContains(t, early.rejection(t), `session "val" is not live`)
+	require.ErrorContains(t, gap.rejection(t), `append seq mismatch for "val": expected 0 at index 0, got 5`)
+	require.ErrorContains(t, empty.rejection(t), "append batch must not be empty")
+	require.ErrorContains(t, tooBig.rejection(t), "exceeds the batch limit of 2048 bytes")
+	require.ErrorContains(t, invalid.rejection(t), "invalid session event")
 	var r workflows.AppendResult
 	first.decode(t, &r)
 	require.Equal(t, int64(5), r.NextSeq)
 	retry.decode(t, &r)
 	require.Equal(t, int64(5), r.NextSeq)
-	require.True(t, conflict.done)
-	require.Equal(t, string(jsonl.CodeSeqMismatch), appErr(t, conflict.err).Type())
-	require.ErrorContains(t, after.rejected, `agent "val" lifecycle disposed`)
+	require.Equal(t, string(jsonl.CodeSeqMismatch), appErr(t, conflict.failure(t)).Type())
+	require.ErrorContains(t, after.rejection(t), `agent "val" lifecycle disposed`)
+	disp.ok(t)
 	require.Len(t, stored(t, h.store, "val"), 5)
 }
 
 func TestCancelWhileLiveDisposes(t *testing.T) {
 	h := newHarness(t).withID("cx")
-	h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	pending := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
-	h.at(2*time.Second+10*time.Millisecond, h.env.CancelWorkflow)
+	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	pending := h.updateNoWaitAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
+	h.atNoWait(2*time.Second+10*time.Millisecond, h.env.CancelWorkflow)
 	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "cx", Hooks: allHooks})
 	require.NoError(t, h.env.GetWorkflowError())
+	ready.ok(t)
 	var r workflows.AppendResult
 	pending.decode(t, &r)
 	require.Equal(t, int64(5), r.NextSeq)
@@ -136,11 +143,13 @@ func TestCancelWhileLiveDisposes(t *testing.T) {
 
 func TestOwnerUnloadWhileLiveDisposes(t *testing.T) {
 	h := newHarness(t).withID("ou")
-	h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
+	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	app := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
 	h.at(3*time.Second, func() { h.env.SignalWorkflow(workflows.SignalOwnerUnload, nil) })
 	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "ou"})
 	require.NoError(t, h.env.GetWorkflowError())
+	ready.ok(t)
+	app.ok(t)
 	require.Len(t, stored(t, h.store, "ou"), 5)
 	requireReleased(t, h.store, "ou")
 }
@@ -149,14 +158,15 @@ func TestAppendFailureFailsPendingAndRecovers(t *testing.T) {
 	h := newHarness(t).withID("af")
 	h.env.OnActivity(h.acts.AppendBatch, mock.Anything, mock.Anything).Return(activities.AppendResult{}, plainErr("disk full")).Once()
 	h.env.OnActivity(h.acts.AppendBatch, mock.Anything, mock.Anything).Return(h.acts.AppendBatch)
-	h.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
 	failed := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
 	again := h.updateAt(3*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
-	h.updateAt(4*time.Second, "", workflows.UpdateDispose)
+	disp := h.updateAt(4*time.Second, "", workflows.UpdateDispose)
 	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "af"})
 	require.NoError(t, h.env.GetWorkflowError())
-	require.True(t, failed.done)
-	requireMessage(t, failed.err, "disk full")
+	ready.ok(t)
+	disp.ok(t)
+	requireMessage(t, failed.failure(t), "disk full")
 	var r workflows.AppendResult
 	again.decode(t, &r)
 	require.Equal(t, int64(5), r.NextSeq)
@@ -166,14 +176,15 @@ func TestAppendFailureFailsPendingAndRecovers(t *testing.T) {
 func TestContinueAsNewCarriesHandleAndCursor(t *testing.T) {
 	h := newHarness(t).withID("can")
 	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
-	second := h.updateAt(3*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 5, 2, "y")})
-	// Suggested while the second append waits in its window: it is stored
-	// first, then the run continues as new.
-	h.at(3*time.Second+100*time.Millisecond, func() { h.env.SetContinueAsNewSuggested(true) })
+	first := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
+	second := h.updateNoWaitAt(3*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 5, 2, "y")})
+	// Suggested while the second append is in flight: it is stored first,
+	// then the run continues as new.
+	h.atNoWait(3*time.Second+100*time.Millisecond, func() { h.env.SetContinueAsNewSuggested(true) })
 	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "can", Hooks: workflows.Hooks{DisposeActivity: hookDispose}})
 	err := h.env.GetWorkflowError()
 	var sr workflows.AppendResult
+	first.ok(t)
 	second.decode(t, &sr)
 	require.Equal(t, int64(10), sr.NextSeq)
 	var can *workflow.ContinueAsNewError
@@ -194,10 +205,12 @@ func TestContinueAsNewCarriesHandleAndCursor(t *testing.T) {
 
 	h2 := newHarnessOn(t, h.store).withID("can")
 	ready2 := h2.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	h2.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 10, 3, "z")})
-	h2.updateAt(3*time.Second, "", workflows.UpdateDispose)
+	app2 := h2.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 10, 3, "z")})
+	disp2 := h2.updateAt(3*time.Second, "", workflows.UpdateDispose)
 	h2.env.ExecuteWorkflow(workflows.LiveSession, state)
 	require.NoError(t, h2.env.GetWorkflowError())
+	app2.ok(t)
+	disp2.ok(t)
 	var info2 workflows.SessionInfo
 	ready2.decode(t, &info2)
 	require.Equal(t, int64(10), info2.NextSeq)
@@ -212,10 +225,12 @@ func TestForkCopiesParentPrefix(t *testing.T) {
 	h := newHarness(t).withID("child")
 	writeStored(t, h.store, session.Header{ID: "parent", CreatedAt: 1, Cwd: "/p"}, 0, append(liveTurn(t, 0, 1, "a"), liveTurn(t, 5, 2, "b")...))
 	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 6, 2, "c")})
-	h.updateAt(3*time.Second, "", workflows.UpdateDispose)
+	app := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 6, 2, "c")})
+	disp := h.updateAt(3*time.Second, "", workflows.UpdateDispose)
 	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "child", Fork: &workflows.ForkSeed{ParentSessionID: "parent", Count: 5}})
 	require.NoError(t, h.env.GetWorkflowError())
+	app.ok(t)
+	disp.ok(t)
 	var info workflows.SessionInfo
 	ready.decode(t, &info)
 	require.Equal(t, int64(6), info.NextSeq)
@@ -242,17 +257,17 @@ func TestDisposeReportsDrainFailure(t *testing.T) {
 	h := newHarness(t).withID("dr")
 	h.env.OnActivity(h.acts.AppendBatch, mock.Anything, mock.Anything).Return(activities.AppendResult{}, plainErr("disk full"))
 	h.env.OnActivity(h.acts.CloseHandle, mock.Anything, mock.Anything).Return(closeErr(h.acts, "close exploded"))
-	h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	pending := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
-	disp := h.updateAt(2*time.Second+10*time.Millisecond, "", workflows.UpdateDispose)
+	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	pending := h.updateNoWaitAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
+	disp := h.updateNoWaitAt(2*time.Second+10*time.Millisecond, "", workflows.UpdateDispose)
 	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "dr", Options: &workflows.Options{AppendWindowMs: 200}})
-	require.True(t, pending.done)
-	requireMessage(t, pending.err, "disk full")
-	require.True(t, disp.done)
-	app := appErr(t, disp.err)
+	ready.ok(t)
+	requireMessage(t, pending.failure(t), "disk full")
+	app := appErr(t, disp.failure(t))
 	require.Equal(t, workflows.ErrTypeAggregate, app.Type())
 	var members []workflows.ErrorInfo
 	require.NoError(t, app.Details(&members))
 	require.Equal(t, []workflows.ErrorInfo{{Message: "disk full", Type: "Error"}, {Message: "close exploded", Type: "Error"}}, members)
-	requireReleased(t, h.store, "dr")
+	// Nothing was ever stored, so the close erased it.
+	requireErased(t, h.store, "dr")
 }

@@ -45,24 +45,26 @@ func TestLoopConfigValidation(t *testing.T) {
 
 func TestLoopRefusesWorkWhenInactive(t *testing.T) {
 	h := newHarness(t)
-	h.updateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{SessionID: "live"}})
-	h.updateAt(2*time.Second, workflows.WorkflowID("live"), workflows.UpdateWaitReady)
-	late := &result{}
+	start := h.updateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{SessionID: "live"}})
+	ready := h.updateAt(2*time.Second, workflows.WorkflowID("live"), workflows.UpdateWaitReady)
+	late := h.newResult(workflows.UpdateStart)
 	h.at(3*time.Second, func() {
 		h.env.CancelWorkflow()
 		h.send(late, "", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{SessionID: "late"}})
 	})
 	h.env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{})
 	require.NoError(t, h.env.GetWorkflowError())
-	require.True(t, late.done)
-	require.ErrorContains(t, late.rejected, "agent loop is not active")
+	start.ok(t)
+	ready.ok(t)
+	require.ErrorContains(t, late.rejection(t), "agent loop is not active")
 	var res workflows.LoopDescription
 	require.NoError(t, h.env.GetWorkflowResult(&res))
 	require.Len(t, res.Children, 1)
 	require.True(t, res.Children[0].WasLive)
 	require.Equal(t, workflows.ChildSettled, res.Children[0].State)
 	require.Nil(t, res.Children[0].Error, "a live child disposes cleanly on deactivation")
-	requireReleased(t, h.store, "live")
+	// Never appended to, so its disposal erased it.
+	requireErased(t, h.store, "live")
 }
 
 // SPEC 7.5 "setup throws" for a resume of an open turn: nothing published,
@@ -88,14 +90,16 @@ func TestCreateSetupEventsStoredWithSeed(t *testing.T) {
 		return workflows.SetupResult{Events: []session.Event{ev(t, session.TypeTodoWrite, in.EventCount, map[string]any{"todos": []any{}})}}, nil
 	}
 	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	h.updateAt(2*time.Second, "", workflows.UpdateDispose)
+	disp := h.updateAt(2*time.Second, "", workflows.UpdateDispose)
 	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "se", Seed: []session.Event{turnStart(t, 0, 1), turnEnd(t, 1, 1)}, Hooks: allHooks})
 	require.NoError(t, h.env.GetWorkflowError())
 	var info workflows.SessionInfo
 	ready.decode(t, &info)
 	require.Equal(t, int64(4), info.NextSeq)
 	require.Equal(t, 1, h.count(activities.AppendBatchName), "seed, marker and setup events in one batch")
+	disp.ok(t)
 	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed", "todo/write"}, types(stored(t, h.store, "se")))
+	requireReleased(t, h.store, "se")
 }
 
 // A create refused by validation has no side effect at all.
@@ -136,14 +140,13 @@ func TestLoopStartOfRunningIDAlreadyExists(t *testing.T) {
 	h := newHarness(t)
 	h.env.RegisterWorkflow(dupParent)
 	dup := h.updateAt(time.Second, "loop", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{SessionID: "dup"}})
-	h.updateAt(2*time.Second, workflows.WorkflowID("dup"), workflows.UpdateDispose)
+	disp := h.updateAt(2*time.Second, workflows.WorkflowID("dup"), workflows.UpdateDispose)
 	h.at(3*time.Second, func() { h.env.CancelWorkflowByID("loop", "") })
 	h.env.ExecuteWorkflow(dupParent)
 	require.NoError(t, h.env.GetWorkflowError())
-	require.True(t, dup.done)
-	require.NoError(t, dup.rejected)
-	app := requireMessage(t, dup.err, `session "dup" already exists`)
+	app := requireMessage(t, dup.failure(t), `session "dup" already exists`)
+	disp.ok(t)
 	require.Equal(t, workflows.ErrTypeAlreadyExists, app.Type())
 	require.Equal(t, 1, h.count(activities.CreateHandleName))
-	requireReleased(t, h.store, "dup")
+	requireErased(t, h.store, "dup")
 }

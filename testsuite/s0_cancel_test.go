@@ -58,8 +58,7 @@ func TestS0_35_PreAbortedCreate(t *testing.T) {
 			require.Equal(t, 0, h.count(activities.CreateHandleName))
 			require.Empty(t, h.hooks.log())
 			require.Empty(t, h.describe("").Lifecycle)
-			requireNotStored(t, h.store, "s35")
-			requireReleased(t, h.store, "s35")
+			requireErased(t, h.store, "s35")
 		})
 	}
 }
@@ -74,8 +73,7 @@ func TestS0_36_StringAbortDuringSetup(t *testing.T) {
 	requireAbortError(t, h.env.GetWorkflowError(), "s36", "no longer needed", false)
 	require.Equal(t, 0, h.count(hookPublish))
 	require.Empty(t, h.describe("").Lifecycle)
-	requireNotStored(t, h.store, "s36")
-	requireReleased(t, h.store, "s36")
+	requireErased(t, h.store, "s36")
 }
 
 // S0-37: setup itself aborts the caller's signal with an Error: the create
@@ -91,7 +89,7 @@ func TestS0_37_SetupAbortsWithError(t *testing.T) {
 	requireAbortError(t, h.env.GetWorkflowError(), "s37", "setup pulled the plug", true)
 	require.Equal(t, 0, h.count(hookPublish))
 	require.Empty(t, h.describe("").Lifecycle)
-	requireReleased(t, h.store, "s37")
+	requireErased(t, h.store, "s37")
 }
 
 // S0-38: a pre-aborted resume fails with the normalized reason without
@@ -137,47 +135,116 @@ func TestS0_39_AbortDuringCloserAppend(t *testing.T) {
 
 // S0-40: the caller aborts while the backend create hangs: the create fails
 // with the reason at once; the close of the handle id ran once and its
-// rejection was swallowed; when the create lands it finds its handle id
-// revoked and leaves nothing: no lease, nothing stored, the id reusable.
+// rejection was swallowed; when the create lands (later, while the host
+// still runs) it finds its handle id revoked and leaves nothing: no lease,
+// nothing stored, the id reusable.
 func TestS0_40_AbortWhileCreateHangs(t *testing.T) {
-	h := newHarness(t).withID("s40")
-	h.env.OnActivity(h.acts.CreateHandle, mock.Anything, mock.Anything).After(time.Hour).Return(h.acts.CreateHandle)
+	h := newHarness(t)
+	var lateErr error
+	lateDone := false
+	h.env.OnActivity(h.acts.CreateHandle, mock.Anything, mock.Anything).After(time.Hour).Return(
+		func(ctx context.Context, in activities.CreateHandleInput) (activities.HandleInfo, error) {
+			info, err := h.acts.CreateHandle(context.WithoutCancel(ctx), in)
+			lateErr, lateDone = err, true
+			return info, err
+		})
 	h.env.OnActivity(h.acts.CloseHandle, mock.Anything, mock.Anything).Return(closeErr(h.acts, "close exploded"))
-	ready := h.updateAt(500*time.Millisecond, "", workflows.UpdateWaitReady)
-	h.at(time.Second, func() { h.abortNow("", "caller stopped", true) })
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s40", Hooks: allHooks})
-	requireAbortError(t, h.env.GetWorkflowError(), "s40", "caller stopped", true)
-	require.True(t, ready.done)
-	requireAbortError(t, ready.err, "s40", "caller stopped", true)
-	d := h.describe("")
-	require.Empty(t, d.Lifecycle)
-	require.Len(t, d.CompensationErrors, 1)
-	require.Equal(t, "close exploded", d.CompensationErrors[0].Error.Message)
-
-	var in activities.CreateHandleInput
-	h.startedArg(activities.CreateHandleName, 0, &in)
-	_, err := h.acts.CreateHandle(context.Background(), in)
-	require.Equal(t, string(jsonl.CodeHandleRevoked), appErr(t, err).Type())
-	require.Equal(t, []string{in.HandleID}, h.closedHandles())
-	requireNotStored(t, h.store, "s40")
-	requireReleased(t, h.store, "s40")
-}
-
-// S0-41: the loop reports inactive right after the write open: the resume
-// fails `agent loop is not active`, the handle was closed, and a retry
-// resume succeeds.
-func TestS0_41_LoopInactiveAfterOpen(t *testing.T) {
-	h := newHarness(t).withID("s41")
-	persisted(t, h.store, "s41", "")
-	h.onCompleted = func(name string, _ error) {
-		if name == activities.OpenHandleName {
-			h.env.SignalWorkflow(workflows.SignalAbort, workflows.AbortRequest{Reason: workflows.LoopInactiveText, IsError: true, Type: workflows.ErrTypeLoopInactive})
+	// The caller aborts once the create is pending and WaitReady was sent.
+	abort := &gate{fn: func() { h.abortNow(workflows.WorkflowID("s40"), "caller stopped", true) }}
+	h.onStarted = func(name string) {
+		if name == activities.CreateHandleName {
+			abort.mark()
 		}
 	}
-	h.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s41", Hooks: allHooks})
-	app := requireMessage(t, h.env.GetWorkflowError(), "agent loop is not active")
-	require.Equal(t, workflows.ErrTypeLoopInactive, app.Type())
+	start := h.updateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{SessionID: "s40", Hooks: allHooks}})
+	ready := h.updateNoWaitAt(time.Second, workflows.WorkflowID("s40"), workflows.UpdateWaitReady)
+	h.atNoWait(time.Second, abort.mark)
+	var settled workflows.Description
+	var settledEarly bool
+	h.at(2*time.Second, func() {
+		settled = h.describe(workflows.WorkflowID("s40"))
+		settledEarly = !lateDone
+	})
+	h.at(2*time.Hour, h.env.CancelWorkflow)
+	h.env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{})
+	require.NoError(t, h.env.GetWorkflowError())
+	start.ok(t)
+	requireAbortError(t, ready.failure(t), "s40", "caller stopped", true)
+	require.True(t, settledEarly, "the create failed only after the backend create landed")
+	require.Equal(t, workflows.PhaseClosed, settled.Phase)
+	require.Empty(t, settled.Lifecycle)
+	require.Len(t, settled.CompensationErrors, 1)
+	require.Equal(t, "close exploded", settled.CompensationErrors[0].Error.Message)
+	var res workflows.LoopDescription
+	require.NoError(t, h.env.GetWorkflowResult(&res))
+	require.Len(t, res.Children, 1)
+	require.Equal(t, "caller stopped", res.Children[0].Error.Message)
+
+	require.True(t, lateDone, "the create never landed")
+	require.Equal(t, string(jsonl.CodeHandleRevoked), appErr(t, lateErr).Type())
+	var in activities.CreateHandleInput
+	h.startedArg(activities.CreateHandleName, 0, &in)
+	require.Equal(t, []string{in.HandleID}, h.closedHandles())
+	requireErased(t, h.store, "s40")
+}
+
+// S0-40, failing after acquisition: the backend create took the lease and
+// published the pending session, and then the step failed (its reply was
+// lost): the create fails with that error, the rollback closes the handle
+// id, and nothing remains: no lease, nothing stored, the id reusable.
+func TestS0_40_CreateFailsAfterAcquiringTheLease(t *testing.T) {
+	h := newHarness(t).withID("s40b")
+	var leaseDuring *jsonl.Lease
+	h.env.OnActivity(h.acts.CreateHandle, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, in activities.CreateHandleInput) (activities.HandleInfo, error) {
+			if _, err := h.acts.CreateHandle(ctx, in); err != nil {
+				return activities.HandleInfo{}, err
+			}
+			var err error
+			leaseDuring, err = h.store.LeaseOf(ctx, "s40b")
+			if err != nil {
+				return activities.HandleInfo{}, err
+			}
+			return activities.HandleInfo{}, plainErr("create reply lost")
+		})
+	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s40b", Seed: []session.Event{turnStart(t, 0, 1), turnEnd(t, 1, 1)}, Hooks: allHooks})
+	requireMessage(t, h.env.GetWorkflowError(), "create reply lost")
+	require.NotNil(t, leaseDuring, "the create did not take the lease")
+	var in activities.CreateHandleInput
+	h.startedArg(activities.CreateHandleName, 0, &in)
+	require.Equal(t, in.HandleID, leaseDuring.Handle)
+	require.Equal(t, []string{in.HandleID}, h.closedHandles())
+	d := h.describe("")
+	require.Empty(t, d.Lifecycle)
+	require.Empty(t, d.CompensationErrors)
+	require.Empty(t, h.hooks.log())
+	requireErased(t, h.store, "s40b")
+}
+
+// S0-41: the loop deactivates right after the write open (its own
+// deactivation path, not an abort sent by hand): the resume fails `agent
+// loop is not active`, the handle was closed, nothing was published, and a
+// retry resume succeeds.
+func TestS0_41_LoopInactiveAfterOpen(t *testing.T) {
+	h := newHarness(t)
+	persisted(t, h.store, "s41", "")
+	h.onCompleted = func(name string, err error) {
+		if name == activities.OpenHandleName && err == nil {
+			h.env.CancelWorkflow()
+		}
+	}
+	start := h.updateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Resume: &workflows.ResumeSessionRequest{ResumeSessionID: "s41", Hooks: allHooks}})
+	h.env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{})
+	require.NoError(t, h.env.GetWorkflowError())
+	start.ok(t)
+	var res workflows.LoopDescription
+	require.NoError(t, h.env.GetWorkflowResult(&res))
+	require.False(t, res.Active)
+	require.Len(t, res.Children, 1)
+	require.False(t, res.Children[0].WasLive)
+	require.Equal(t, workflows.ErrorInfo{Message: "agent loop is not active", Type: "LoopInactive"}, *res.Children[0].Error)
 	require.Equal(t, 1, h.count(activities.CloseHandleName))
+	require.Equal(t, 0, h.count(activities.RepairAndMarkName), "the resume went on after the deactivation")
 	require.Empty(t, h.hooks.log())
 	requireReleased(t, h.store, "s41")
 	resumeAndDispose(t, h.store, "s41")
@@ -202,9 +269,9 @@ func TestS0_42_TeardownWhileOpenHangs(t *testing.T) {
 	// A live neighbour whose disposal outlasts the late open keeps the
 	// teardown running.
 	h.env.OnActivity(hookDispose, mock.Anything, mock.Anything).After(2 * time.Hour).Return(nil)
-	h.updateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{
+	neighbour := h.updateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{
 		SessionID: "neighbour", Hooks: workflows.Hooks{DisposeActivity: hookDispose}}})
-	h.updateAt(2*time.Second, "", workflows.UpdateStart, workflows.StartRequest{Resume: &workflows.ResumeSessionRequest{ResumeSessionID: "s42"}})
+	start := h.updateAt(2*time.Second, "", workflows.UpdateStart, workflows.StartRequest{Resume: &workflows.ResumeSessionRequest{ResumeSessionID: "s42"}})
 	h.at(3*time.Second, h.env.CancelWorkflow)
 	var midTeardown workflows.LoopDescription
 	h.at(10*time.Second, func() {
@@ -218,7 +285,7 @@ func TestS0_42_TeardownWhileOpenHangs(t *testing.T) {
 	require.False(t, midTeardown.Active)
 	require.Equal(t, "s42", midTeardown.Children[1].SessionID)
 	require.Equal(t, workflows.ChildSettled, midTeardown.Children[1].State)
-	require.Equal(t, workflows.LoopInactiveText, midTeardown.Children[1].Error.Message)
+	require.Equal(t, "agent loop is not active", midTeardown.Children[1].Error.Message)
 	require.NotEqual(t, workflows.ChildSettled, midTeardown.Children[0].State)
 	var res workflows.LoopDescription
 	require.NoError(t, h.env.GetWorkflowResult(&res))
@@ -235,22 +302,43 @@ func TestS0_42_TeardownWhileOpenHangs(t *testing.T) {
 	}
 	require.Equal(t, 1, closes)
 	require.Equal(t, []string{"turn/start", "turn/end"}, types(stored(t, h.store, "s42")))
+	neighbour.ok(t)
+	start.ok(t)
 	requireReleased(t, h.store, "s42")
-	requireReleased(t, h.store, "neighbour")
+	requireErased(t, h.store, "neighbour")
 }
 
 // S0-43: a resume whose open hangs, aborted by the caller with a string:
-// `creation aborted`, nothing registered, and the late open releases.
+// `creation aborted`, nothing registered; the open lands later (the host
+// still runs), is refused and releases what it took.
 func TestS0_43_StringAbortWhileOpenHangs(t *testing.T) {
-	h := newHarness(t).withID("s43")
+	h := newHarness(t)
 	persisted(t, h.store, "s43", "")
-	h.env.OnActivity(h.acts.OpenHandle, mock.Anything, mock.Anything).After(time.Hour).Return(h.acts.OpenHandle)
-	h.at(time.Second, func() { h.abortNow("", "never mind", false) })
-	h.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s43", Hooks: allHooks})
-	requireAbortError(t, h.env.GetWorkflowError(), "s43", "never mind", false)
+	late := h.lateOpen(time.Hour)
+	// The caller aborts once the open is pending and WaitReady was sent.
+	abort := &gate{fn: func() { h.abortNow(workflows.WorkflowID("s43"), "never mind", false) }}
+	h.onStarted = func(name string) {
+		if name == activities.OpenHandleName && h.count(activities.OpenHandleName) == 1 {
+			abort.mark()
+		}
+	}
+	start := h.updateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Resume: &workflows.ResumeSessionRequest{ResumeSessionID: "s43", Hooks: allHooks}})
+	ready := h.updateNoWaitAt(time.Second, workflows.WorkflowID("s43"), workflows.UpdateWaitReady)
+	h.atNoWait(time.Second, abort.mark)
+	var settledEarly bool
+	h.at(2*time.Second, func() { settledEarly = !late.done })
+	h.at(2*time.Hour, h.env.CancelWorkflow)
+	h.env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{})
+	require.NoError(t, h.env.GetWorkflowError())
+	start.ok(t)
+	requireAbortError(t, ready.failure(t), "s43", "never mind", false)
+	require.True(t, settledEarly)
 	require.Empty(t, h.hooks.log())
-	require.Empty(t, h.describe("").Lifecycle)
-	requireLateOpenReleased(t, h, "s43")
+	var res workflows.LoopDescription
+	require.NoError(t, h.env.GetWorkflowResult(&res))
+	require.Len(t, res.Children, 1)
+	require.False(t, res.Children[0].WasLive)
+	requireLateOpenReleased(t, h, late, "s43")
 }
 
 // S0-44: a configured restore whose open fails with a plain error: exactly
@@ -313,7 +401,8 @@ func TestS0_44_ConfigRestoreNeverShadows(t *testing.T) {
 		var info workflows.SessionInfo
 		ready.decode(t, &info)
 		require.Equal(t, "/w", info.Header.Cwd)
-		requireReleased(t, h.store, "s44")
+		// The fallback session was never appended to: gone with the loop.
+		requireErased(t, h.store, "s44")
 	})
 }
 
@@ -330,7 +419,7 @@ func TestS0_45_LateFailureAfterTeardownDropped(t *testing.T) {
 		})
 	// A neighbour disposing slowly keeps the loop alive past the rejection.
 	h.env.OnActivity(hookDispose, mock.Anything, mock.Anything).After(2 * time.Hour).Return(nil)
-	h.updateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{
+	neighbour := h.updateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{
 		SessionID: "neighbour", Hooks: workflows.Hooks{DisposeActivity: hookDispose}}})
 	h.at(2*time.Second, h.env.CancelWorkflow)
 	h.env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{Agents: []workflows.AgentConfig{{ID: "main", ResumeSessionID: "s45"}}})
@@ -340,7 +429,8 @@ func TestS0_45_LateFailureAfterTeardownDropped(t *testing.T) {
 	require.NoError(t, h.env.GetWorkflowResult(&res))
 	require.Empty(t, res.ConfigStartFailures)
 	require.Empty(t, h.logs.warnings("config-driven"))
-	require.Equal(t, workflows.LoopInactiveText, res.Children[0].Error.Message)
+	require.Equal(t, "agent loop is not active", res.Children[0].Error.Message)
+	neighbour.ok(t)
 	requireReleased(t, h.store, "s45")
 }
 
@@ -358,5 +448,18 @@ func TestAbortBetweenPublications(t *testing.T) {
 	require.Equal(t, []workflows.LifecycleEntry{{Type: workflows.EntrySessionCreated}}, h.describe("").Lifecycle)
 	require.NotContains(t, h.hooks.log(), workflows.EntryAgentCreated)
 	require.Contains(t, h.hooks.log(), "dispose:rollback")
-	requireReleased(t, h.store, "pub")
+	requireErased(t, h.store, "pub")
+}
+
+// gate runs fn once mark has been called twice (two events, in any order).
+type gate struct {
+	n  int
+	fn func()
+}
+
+func (g *gate) mark() {
+	g.n++
+	if g.n == 2 {
+		g.fn()
+	}
 }

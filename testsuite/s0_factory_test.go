@@ -42,8 +42,7 @@ func TestS0_01_PublishVetoNonErrorOnResume(t *testing.T) {
 	require.NoError(t, app.Details(&detail))
 	require.Equal(t, map[string]string{"source": "resume"}, detail)
 	// WaitReady returned the same failure.
-	require.True(t, ready.done)
-	require.Equal(t, "NonError", appErr(t, ready.err).Type())
+	require.Equal(t, "NonError", appErr(t, ready.failure(t)).Type())
 	d := h.describe("")
 	require.Equal(t, workflows.PhaseClosed, d.Phase)
 	require.Empty(t, d.Lifecycle)
@@ -57,10 +56,12 @@ func TestS0_01_PublishVetoNonErrorOnResume(t *testing.T) {
 func TestS0_02_CreateKeepsIDAndCwd(t *testing.T) {
 	h := newHarness(t).withID("s02")
 	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "hi")})
-	h.updateAt(3*time.Second, "", workflows.UpdateDispose)
+	app := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "hi")})
+	disp := h.updateAt(3*time.Second, "", workflows.UpdateDispose)
 	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s02", Meta: &workflows.SessionMeta{Cwd: "/w"}})
 	require.NoError(t, h.env.GetWorkflowError())
+	app.ok(t)
+	disp.ok(t)
 	var info workflows.SessionInfo
 	ready.decode(t, &info)
 	require.Equal(t, "s02", info.SessionID)
@@ -98,15 +99,14 @@ func TestS0_03_DuplicateLiveID(t *testing.T) {
 	require.Equal(t, "session/s03", sr.WorkflowID)
 	var info workflows.SessionInfo
 	ready.decode(t, &info)
-	require.True(t, second.done)
-	require.Error(t, second.rejected)
-	require.Contains(t, second.rejected.Error(), `session "s03" already exists`)
+	require.ErrorContains(t, second.rejection(t), `session "s03" already exists`)
 	require.Equal(t, 1, count)
 	require.Equal(t, 1, h.count(activities.CreateHandleName))
 	var res workflows.LoopDescription
 	require.NoError(t, h.env.GetWorkflowResult(&res))
 	require.Len(t, res.Children, 1)
-	requireReleased(t, h.store, "s03")
+	// Never appended to, so the loop's teardown erased it.
+	requireErased(t, h.store, "s03")
 }
 
 // S0-04: a create with a 2-event seed plus one live turn, disposed: the log
@@ -115,10 +115,12 @@ func TestS0_04_SeedPlusLiveTurn(t *testing.T) {
 	h := newHarness(t).withID("s04")
 	seed := []session.Event{turnStart(t, 0, 1), turnEnd(t, 1, 1)}
 	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 3, 2, "assistant text")})
-	h.updateAt(3*time.Second, "", workflows.UpdateDispose)
+	app := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 3, 2, "assistant text")})
+	disp := h.updateAt(3*time.Second, "", workflows.UpdateDispose)
 	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s04", Seed: seed})
 	require.NoError(t, h.env.GetWorkflowError())
+	app.ok(t)
+	disp.ok(t)
 	var info workflows.SessionInfo
 	ready.decode(t, &info)
 	require.Equal(t, int64(3), info.NextSeq)
@@ -151,17 +153,16 @@ func TestS0_04_SeedPlusLiveTurn(t *testing.T) {
 func TestS0_05_DisposeCloseRejects(t *testing.T) {
 	h := newHarness(t).withID("s05")
 	h.env.OnActivity(h.acts.CloseHandle, mock.Anything, mock.Anything).Return(closeErr(h.acts, "close exploded"))
-	h.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
 	disp := h.updateAt(2*time.Second, "", workflows.UpdateDispose)
 	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s05"})
 	requireMessage(t, h.env.GetWorkflowError(), "close exploded")
-	require.True(t, disp.done)
-	requireMessage(t, disp.err, "close exploded")
+	ready.ok(t)
+	requireMessage(t, disp.failure(t), "close exploded")
 	d := h.describe("")
 	require.Equal(t, workflows.PhaseClosed, d.Phase)
 	require.False(t, d.HandleOpen)
-	requireNotStored(t, h.store, "s05")
-	requireReleased(t, h.store, "s05")
+	requireErased(t, h.store, "s05")
 }
 
 // S0-06: the dispose hook (the machine's scope) and the close both fail:
@@ -170,11 +171,11 @@ func TestS0_06_DisposalAggregate(t *testing.T) {
 	h := newHarness(t).withID("s06")
 	h.hooks.dispose = func(context.Context, workflows.DisposeInput) error { return plainErr("scope exploded") }
 	h.env.OnActivity(h.acts.CloseHandle, mock.Anything, mock.Anything).Return(closeErr(h.acts, "close exploded"))
-	h.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
 	disp := h.updateAt(2*time.Second, "", workflows.UpdateDispose)
 	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s06", Hooks: workflows.Hooks{DisposeActivity: hookDispose}})
-	require.True(t, disp.done)
-	app := appErr(t, disp.err)
+	ready.ok(t)
+	app := appErr(t, disp.failure(t))
 	require.Equal(t, workflows.ErrTypeAggregate, app.Type())
 	require.Contains(t, app.Message(), `agent "s06" disposal failed`)
 	var members []workflows.ErrorInfo
@@ -183,25 +184,34 @@ func TestS0_06_DisposalAggregate(t *testing.T) {
 	require.Len(t, members, 2)
 	require.Equal(t, workflows.ErrTypeAggregate, appErr(t, h.env.GetWorkflowError()).Type())
 	require.Equal(t, workflows.PhaseClosed, h.describe("").Phase)
-	requireReleased(t, h.store, "s06")
+	// The close really closed: the never-appended session is gone.
+	requireErased(t, h.store, "s06")
 }
 
 // S0-07: while the session lives a write open elsewhere is refused
-// `already owned by an active write handle`; after a turn and disposal a
-// write open succeeds.
+// `already owned by an active write handle`; after a turn and disposal the
+// turn is stored and a write open succeeds.
 func TestS0_07_LiveOwnsTheLease(t *testing.T) {
 	h := newHarness(t).withID("s07")
 	var ownedErr error
-	h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
+	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	app := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
 	h.at(3*time.Second, func() {
 		_, ownedErr = h.store.Open(context.Background(), "s07", jsonl.AccessWrite, jsonl.OpenOptions{HandleID: "intruder"})
 	})
-	h.updateAt(4*time.Second, "", workflows.UpdateDispose)
+	disp := h.updateAt(4*time.Second, "", workflows.UpdateDispose)
 	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s07"})
 	require.NoError(t, h.env.GetWorkflowError())
+	ready.ok(t)
+	var ar workflows.AppendResult
+	app.decode(t, &ar)
+	require.Equal(t, int64(5), ar.NextSeq)
+	disp.ok(t)
 	require.ErrorIs(t, ownedErr, jsonl.ErrAlreadyOwned)
 	require.Contains(t, ownedErr.Error(), "already owned by an active write handle")
+	evs := stored(t, h.store, "s07")
+	requireContiguous(t, evs)
+	require.Equal(t, []string{"turn/start", "step/start", "assistant/message", "step/end", "turn/end"}, types(evs))
 	requireReleased(t, h.store, "s07")
 }
 
@@ -212,19 +222,21 @@ func TestS0_08_CreateRejectsOnce(t *testing.T) {
 	h.env.OnActivity(h.acts.CreateHandle, mock.Anything, mock.Anything).Return(activities.HandleInfo{}, plainErr("create exploded")).Once()
 	h.env.OnActivity(h.acts.CreateHandle, mock.Anything, mock.Anything).Return(h.acts.CreateHandle)
 	create := workflows.StartRequest{Create: &workflows.CreateSessionRequest{SessionID: "s08", Seed: []session.Event{turnStart(t, 0, 1), turnEnd(t, 1, 1)}}}
-	h.updateAt(time.Second, "", workflows.UpdateStart, create)
+	start1 := h.updateAt(time.Second, "", workflows.UpdateStart, create)
 	var afterFirst workflows.LoopDescription
 	h.at(2*time.Second, func() {
 		v, err := h.env.QueryWorkflow(workflows.QueryDescribe)
 		require.NoError(t, err)
 		require.NoError(t, v.Get(&afterFirst))
-		requireReleased(t, h.store, "s08")
+		requireErased(t, h.store, "s08")
 	})
-	h.updateAt(3*time.Second, "", workflows.UpdateStart, create)
+	start2 := h.updateAt(3*time.Second, "", workflows.UpdateStart, create)
 	ready := h.updateAt(4*time.Second, workflows.WorkflowID("s08"), workflows.UpdateWaitReady)
 	h.at(5*time.Second, h.env.CancelWorkflow)
 	h.env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{})
 	require.NoError(t, h.env.GetWorkflowError())
+	start1.ok(t)
+	start2.ok(t)
 	require.Len(t, afterFirst.Children, 1)
 	require.Equal(t, workflows.ChildSettled, afterFirst.Children[0].State)
 	require.False(t, afterFirst.Children[0].WasLive)
@@ -249,8 +261,7 @@ func TestS0_09_SeedAppendRejects(t *testing.T) {
 	require.Empty(t, d.Lifecycle)
 	require.Equal(t, workflows.PhaseClosed, d.Phase)
 	require.NotContains(t, h.hooks.log(), workflows.EntrySessionCreated)
-	requireNotStored(t, h.store, "s09")
-	requireReleased(t, h.store, "s09")
+	requireErased(t, h.store, "s09")
 }
 
 // S0-10: setup fails for a seeded create: stat reads nothing (the seed is
@@ -268,15 +279,16 @@ func TestS0_10_SetupFailsBeforeSeedStored(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, snap)
 	require.Equal(t, []string{"setup:start", "dispose:rollback"}, h.hooks.log())
-	requireReleased(t, h.store, "s10")
+	requireErased(t, h.store, "s10")
 
 	h2 := newHarnessOn(t, h.store).withID("s10")
 	ready := h2.updateAt(time.Second, "", workflows.UpdateWaitReady)
 	var snap2 *jsonl.Snapshot
 	h2.at(2*time.Second, func() { snap2, err = h2.store.Stat(context.Background(), "s10") })
-	h2.updateAt(3*time.Second, "", workflows.UpdateDispose)
+	disp2 := h2.updateAt(3*time.Second, "", workflows.UpdateDispose)
 	h2.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s10", Seed: seed})
 	require.NoError(t, h2.env.GetWorkflowError())
+	disp2.ok(t)
 	var info workflows.SessionInfo
 	ready.decode(t, &info)
 	require.NoError(t, err)
@@ -299,13 +311,12 @@ func TestS0_11_MaxTokensAfterHandle(t *testing.T) {
 		d := h.describe("")
 		require.Empty(t, d.Lifecycle)
 		require.Equal(t, []workflows.CompensationError{{Step: "close-handle", Error: workflows.ErrorInfo{Message: "close exploded", Type: "Error"}}}, d.CompensationErrors)
-		requireNotStored(t, h.store, "s11")
-		requireReleased(t, h.store, "s11")
+		requireErased(t, h.store, "s11")
 	})
 	t.Run("loop", func(t *testing.T) {
 		h := newHarness(t)
 		h.env.OnActivity(h.acts.CloseHandle, mock.Anything, mock.Anything).Return(closeErr(h.acts, "close exploded"))
-		h.updateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{
+		start := h.updateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{
 			SessionID: "s11", AgentOptions: &workflows.AgentOptions{MaxTokens: f64(-1)}}})
 		h.at(3*time.Second, h.env.CancelWorkflow)
 		h.env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{Agents: []workflows.AgentConfig{{ID: "main", MaxTokens: f64(-1)}}})
@@ -320,8 +331,9 @@ func TestS0_11_MaxTokensAfterHandle(t *testing.T) {
 		require.Len(t, res.ConfigStartFailures, 1)
 		require.Equal(t, "agent maxTokens must be a positive safe integer", res.ConfigStartFailures[0].Error.Message)
 		require.Empty(t, res.Effects)
+		start.ok(t)
 		for _, c := range res.Children {
-			requireReleased(t, h.store, c.SessionID)
+			requireErased(t, h.store, c.SessionID)
 		}
 	})
 }
@@ -343,7 +355,7 @@ func TestS0_12_AbortWhilePreparingCloseRejects(t *testing.T) {
 	require.Equal(t, 1, h.count(activities.CloseHandleName))
 	require.Empty(t, h.describe("").Lifecycle)
 	require.NotContains(t, h.hooks.log(), workflows.EntrySessionCreated)
-	requireReleased(t, h.store, "s12")
+	requireErased(t, h.store, "s12")
 }
 
 // S0-13: the configured create path where publication of agent/created
@@ -373,7 +385,7 @@ func TestS0_13_ConfigCreateAnnounceFails(t *testing.T) {
 	require.Len(t, h.logs.warnings("config-driven create"), 1)
 	require.Equal(t, 1, h.count(activities.CloseHandleName))
 	require.Empty(t, res.Effects)
-	requireReleased(t, h.store, c.SessionID)
+	requireErased(t, h.store, c.SessionID)
 }
 
 // S0-14: the seed append and the close both reject: the create fails with
@@ -387,8 +399,7 @@ func TestS0_14_SeedAppendAndCloseReject(t *testing.T) {
 	d := h.describe("")
 	require.Empty(t, d.Lifecycle)
 	require.Len(t, d.CompensationErrors, 1)
-	requireNotStored(t, h.store, "s14")
-	requireReleased(t, h.store, "s14")
+	requireErased(t, h.store, "s14")
 }
 
 // S0-15: the read after the write open fails and close rejects: the
@@ -414,8 +425,8 @@ func TestS0_15_ResumeReadRejects(t *testing.T) {
 // [turn/start, turn/end{completed}].
 func TestS0_16_ConcurrentResumeRefused(t *testing.T) {
 	h := newHarness(t).withID("s16")
-	h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: []session.Event{turnStart(t, 0, 1)}})
+	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	open := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: []session.Event{turnStart(t, 0, 1)}})
 	var resumeErr error
 	var resumeLog []string
 	h.at(3*time.Second, func() {
@@ -424,10 +435,14 @@ func TestS0_16_ConcurrentResumeRefused(t *testing.T) {
 		resumeErr = other.env.GetWorkflowError()
 		resumeLog = other.startedNames()
 	})
-	h.updateAt(4*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: []session.Event{turnEnd(t, 1, 1)}})
-	h.updateAt(5*time.Second, "", workflows.UpdateDispose)
+	closeTurn := h.updateAt(4*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: []session.Event{turnEnd(t, 1, 1)}})
+	disp := h.updateAt(5*time.Second, "", workflows.UpdateDispose)
 	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s16"})
 	require.NoError(t, h.env.GetWorkflowError())
+	ready.ok(t)
+	open.ok(t)
+	closeTurn.ok(t)
+	disp.ok(t)
 	app := appErr(t, resumeErr)
 	require.Equal(t, string(jsonl.CodeAlreadyOwned), app.Type())
 	require.Contains(t, app.Message(), "already owned by an active write handle")
@@ -449,11 +464,12 @@ func resumeAndDispose(t *testing.T, st *jsonl.Store, id string, extra ...func(*h
 		f(h)
 	}
 	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	h.updateAt(2*time.Second, "", workflows.UpdateDispose)
+	disp := h.updateAt(2*time.Second, "", workflows.UpdateDispose)
 	h.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: id, Hooks: allHooks})
 	require.NoError(t, h.env.GetWorkflowError())
 	var info workflows.SessionInfo
 	ready.decode(t, &info)
+	disp.ok(t)
 	requireReleased(t, st, id)
 	return info, h
 }
@@ -471,7 +487,7 @@ func TestS0_17_ResumeClosesOpenTurn(t *testing.T) {
 	requireContiguous(t, evs)
 	te, err := evs[1].TurnEnd()
 	require.NoError(t, err)
-	require.Equal(t, session.TurnEndInterrupted, te.Reason.Kind)
+	require.Equal(t, "interrupted", string(te.Reason.Kind))
 }
 
 // S0-18: an open turn with a recorded tool call: resume stores the exact
@@ -496,10 +512,10 @@ func TestS0_18_ResumeToolOutcomeUnknown(t *testing.T) {
 	require.Equal(t, []int64{3}, evs[4].SourceEventSeqs)
 	tr, err := evs[4].ToolResult()
 	require.NoError(t, err)
-	require.Equal(t, session.ToolOutcomeUnknown, tr.Error.Code)
+	require.Equal(t, "TOOL_OUTCOME_UNKNOWN", tr.Error.Code)
 	te, err := evs[6].TurnEnd()
 	require.NoError(t, err)
-	require.Equal(t, session.TurnEndInterrupted, te.Reason.Kind)
+	require.Equal(t, "interrupted", string(te.Reason.Kind))
 }
 
 // S0-19: a raw log with a torn fragment after turn/start@0: resume stores
@@ -533,10 +549,12 @@ func TestS0_19_ResumeTruncatesTornTail(t *testing.T) {
 func TestS0_20_CreateWithoutMetaHasNoCwd(t *testing.T) {
 	h := newHarness(t).withID("s20")
 	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
-	h.updateAt(3*time.Second, "", workflows.UpdateDispose)
+	app := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
+	disp := h.updateAt(3*time.Second, "", workflows.UpdateDispose)
 	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s20"})
 	require.NoError(t, h.env.GetWorkflowError())
+	app.ok(t)
+	disp.ok(t)
 	var info workflows.SessionInfo
 	ready.decode(t, &info)
 	require.Empty(t, info.Header.Cwd)
@@ -550,11 +568,14 @@ func TestS0_20_CreateWithoutMetaHasNoCwd(t *testing.T) {
 // lifecycle 2 without a cwd.
 func TestS0_21_NoCwdSurvivesResume(t *testing.T) {
 	h := newHarness(t).withID("s21")
-	h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
-	h.updateAt(3*time.Second, "", workflows.UpdateDispose)
+	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	app := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
+	disp := h.updateAt(3*time.Second, "", workflows.UpdateDispose)
 	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s21"})
 	require.NoError(t, h.env.GetWorkflowError())
+	ready.ok(t)
+	app.ok(t)
+	disp.ok(t)
 	info, _ := resumeAndDispose(t, h.store, "s21")
 	require.Empty(t, info.Header.Cwd)
 }
@@ -563,23 +584,28 @@ func TestS0_21_NoCwdSurvivesResume(t *testing.T) {
 // resume, exactly once each, after session/created and agent/created.
 func TestS0_22_SessionStartSource(t *testing.T) {
 	h := newHarness(t).withID("s22")
-	h.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
 	var created workflows.Description
 	h.at(2*time.Second, func() { created = h.describe("") })
-	h.updateAt(3*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
-	h.updateAt(4*time.Second, "", workflows.UpdateDispose)
+	app := h.updateAt(3*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
+	disp := h.updateAt(4*time.Second, "", workflows.UpdateDispose)
 	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s22", Hooks: allHooks})
 	require.NoError(t, h.env.GetWorkflowError())
+	ready.ok(t)
+	app.ok(t)
+	disp.ok(t)
 	require.Equal(t, []workflows.LifecycleEntry{{Type: "session/created"}, {Type: "agent/created"}, {Type: "agent/session-start", Source: "startup"}}, created.Lifecycle)
 	require.Equal(t, workflows.PhaseLive, created.Phase)
 
 	h2 := newHarnessOn(t, h.store).withID("s22")
-	h2.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	ready2 := h2.updateAt(time.Second, "", workflows.UpdateWaitReady)
 	var resumed workflows.Description
 	h2.at(2*time.Second, func() { resumed = h2.describe("") })
-	h2.updateAt(3*time.Second, "", workflows.UpdateDispose)
+	disp2 := h2.updateAt(3*time.Second, "", workflows.UpdateDispose)
 	h2.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s22", Hooks: allHooks})
 	require.NoError(t, h2.env.GetWorkflowError())
+	ready2.ok(t)
+	disp2.ok(t)
 	require.Equal(t, []workflows.LifecycleEntry{{Type: "session/created"}, {Type: "agent/created"}, {Type: "agent/session-start", Source: "resume"}}, resumed.Lifecycle)
 	require.Equal(t, []string{"setup:start", "setup:end", "setup:commit", "session/created", "agent/created", "agent/session-start:resume", "dispose:dispose"}, h2.hooks.log())
 }
@@ -598,16 +624,19 @@ func TestS0_23_ResumeAsyncSetupOrder(t *testing.T) {
 			seen = types(stored(t, h.store, "s23"))
 			return h.hooks.Setup(ctx, in)
 		})
+	// The snapshot is taken when setup starts (it then waits 5 s).
 	var during workflows.Description
 	var duringLog []string
 	var duringSetupStarted int
-	h.at(2*time.Second, func() {
-		during = h.describe("")
-		duringLog = h.hooks.log()
-		duringSetupStarted = h.count(hookSetup)
-	})
-	ready := h.updateAt(3*time.Second, "", workflows.UpdateWaitReady)
-	h.updateAt(10*time.Second, "", workflows.UpdateDispose)
+	h.onStarted = func(name string) {
+		if name == hookSetup {
+			during = h.describe("")
+			duringLog = h.hooks.log()
+			duringSetupStarted = h.count(hookSetup)
+		}
+	}
+	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	disp := h.updateAt(2*time.Second, "", workflows.UpdateDispose)
 	h.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s23", Hooks: allHooks})
 	require.NoError(t, h.env.GetWorkflowError())
 	require.Equal(t, workflows.PhaseSetup, during.Phase)
@@ -616,6 +645,7 @@ func TestS0_23_ResumeAsyncSetupOrder(t *testing.T) {
 	require.Equal(t, 1, duringSetupStarted)
 	var info workflows.SessionInfo
 	ready.decode(t, &info)
+	disp.ok(t)
 	require.Equal(t, int64(3), in0.EventCount)
 	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed"}, seen)
 	require.Equal(t, []string{"setup:start", "setup:end", "setup:commit", "session/created", "agent/created", "agent/session-start:resume", "dispose:dispose"}, h.hooks.log())
@@ -646,8 +676,8 @@ func TestS0_24_SecondResumeStoresNothing(t *testing.T) {
 func TestS0_25_LifecycleEffect(t *testing.T) {
 	h := newHarness(t)
 	persisted(t, h.store, "s25", "")
-	h.updateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Resume: &workflows.ResumeSessionRequest{ResumeSessionID: "s25"}})
-	h.updateAt(2*time.Second, workflows.WorkflowID("s25"), workflows.UpdateWaitReady)
+	start := h.updateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Resume: &workflows.ResumeSessionRequest{ResumeSessionID: "s25"}})
+	ready := h.updateAt(2*time.Second, workflows.WorkflowID("s25"), workflows.UpdateWaitReady)
 	var live, after workflows.LoopDescription
 	query := func(out *workflows.LoopDescription) func() {
 		return func() {
@@ -662,6 +692,8 @@ func TestS0_25_LifecycleEffect(t *testing.T) {
 	h.at(6*time.Second, h.env.CancelWorkflow)
 	h.env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{})
 	require.NoError(t, h.env.GetWorkflowError())
+	start.ok(t)
+	ready.ok(t)
 	require.Equal(t, []string{"agentLoop.lifecycle(s25)"}, live.Effects)
 	var dr workflows.DisposeResult
 	disp.decode(t, &dr)
@@ -703,24 +735,67 @@ func TestS0_27_ResumeCommitFails(t *testing.T) {
 }
 
 // S0-28: the owner goes away while the resume's setup is pending: the
-// resume fails `owner disposed during setup`, nothing is published (even
-// though setup later completes), the identity is released and can be
-// resumed again right after.
+// resume fails `owner disposed during setup`; when the abandoned setup
+// later completes, still nothing is published; the identity is released
+// and can be resumed again.
 func TestS0_28_OwnerUnloadDuringSetup(t *testing.T) {
-	h := newHarness(t).withID("s28")
+	h := newHarness(t)
 	persisted(t, h.store, "s28", "")
-	h.env.OnActivity(hookSetup, mock.Anything, mock.Anything).After(time.Hour).Return(workflows.SetupResult{}, nil)
-	ready := h.updateAt(500*time.Millisecond, "", workflows.UpdateWaitReady)
-	h.at(time.Second, func() { h.env.SignalWorkflow(workflows.SignalOwnerUnload, nil) })
-	h.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s28", Hooks: allHooks})
-	app := requireMessage(t, h.env.GetWorkflowError(), `agent "s28" setup aborted: owner disposed during setup`)
+	setupSettled := false
+	h.env.OnActivity(hookSetup, mock.Anything, mock.Anything).Once().After(time.Hour).Return(
+		func(context.Context, workflows.SetupInput) (workflows.SetupResult, error) {
+			setupSettled = true
+			return workflows.SetupResult{}, nil
+		})
+	h.env.OnActivity(hookSetup, mock.Anything, mock.Anything).Return(h.hooks.Setup)
+	// The owner goes away once the setup is pending and WaitReady was sent.
+	unload := &gate{fn: func() {
+		require.NoError(t, h.env.SignalWorkflowByID(workflows.WorkflowID("s28"), workflows.SignalOwnerUnload, nil))
+	}}
+	h.onStarted = func(name string) {
+		if name == hookSetup && h.count(hookSetup) == 1 {
+			unload.mark()
+		}
+	}
+	resume := workflows.StartRequest{Resume: &workflows.ResumeSessionRequest{ResumeSessionID: "s28", Hooks: allHooks}}
+	start := h.updateAt(time.Second, "", workflows.UpdateStart, resume)
+	ready := h.updateNoWaitAt(time.Second, workflows.WorkflowID("s28"), workflows.UpdateWaitReady)
+	h.atNoWait(time.Second, unload.mark)
+	var afterUnload workflows.LoopDescription
+	h.at(2*time.Second, func() {
+		v, err := h.env.QueryWorkflow(workflows.QueryDescribe)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&afterUnload))
+	})
+	// Long after the abandoned setup completed (at 1 h).
+	var settledBeforeRetry bool
+	var publishedBeforeRetry int
+	h.at(2*time.Hour, func() {
+		settledBeforeRetry = setupSettled
+		publishedBeforeRetry = h.count(hookPublish)
+		requireReleased(t, h.store, "s28")
+	})
+	retry := h.updateAt(2*time.Hour, "", workflows.UpdateStart, resume)
+	ready2 := h.updateAt(2*time.Hour, workflows.WorkflowID("s28"), workflows.UpdateWaitReady)
+	disp2 := h.updateAt(2*time.Hour, workflows.WorkflowID("s28"), workflows.UpdateDispose)
+	h.at(3*time.Hour, h.env.CancelWorkflow)
+	h.env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{})
+	require.NoError(t, h.env.GetWorkflowError())
+
+	start.ok(t)
+	app := requireMessage(t, ready.failure(t), `agent "s28" setup aborted: owner disposed during setup`)
 	require.Equal(t, workflows.ErrTypeOwnerDisposed, app.Type())
-	require.True(t, ready.done)
-	require.Contains(t, ready.err.Error(), "owner disposed during setup")
-	require.Equal(t, 0, h.count(hookPublish))
-	require.Empty(t, h.describe("").Lifecycle)
+	require.Len(t, afterUnload.Children, 1)
+	require.Equal(t, workflows.ChildSettled, afterUnload.Children[0].State)
+	require.False(t, afterUnload.Children[0].WasLive)
+	require.Equal(t, `agent "s28" setup aborted: owner disposed during setup`, afterUnload.Children[0].Error.Message)
+	require.True(t, settledBeforeRetry, "the abandoned setup never completed")
+	require.Equal(t, 0, publishedBeforeRetry, "the late setup published")
+	retry.ok(t)
+	ready2.ok(t)
+	disp2.ok(t)
+	require.Equal(t, 1, strings.Count(strings.Join(h.hooks.log(), ","), "agent/session-start:resume"))
 	requireReleased(t, h.store, "s28")
-	resumeAndDispose(t, h.store, "s28")
 }
 
 // S0-29: the owner goes away while the backend open never settles: the
@@ -741,7 +816,7 @@ func TestS0_29_OwnerUnloadWhileOpenHangs(t *testing.T) {
 		})
 	h.env.OnActivity(h.acts.OpenHandle, mock.Anything, mock.Anything).Return(h.acts.OpenHandle)
 	resume := workflows.StartRequest{Resume: &workflows.ResumeSessionRequest{ResumeSessionID: "s29", Hooks: allHooks}}
-	h.updateAt(time.Second, "", workflows.UpdateStart, resume)
+	start := h.updateAt(time.Second, "", workflows.UpdateStart, resume)
 	h.at(2*time.Second, func() {
 		require.NoError(t, h.env.SignalWorkflowByID(workflows.WorkflowID("s29"), workflows.SignalOwnerUnload, nil))
 	})
@@ -757,6 +832,7 @@ func TestS0_29_OwnerUnloadWhileOpenHangs(t *testing.T) {
 	h.env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{})
 	require.NoError(t, h.env.GetWorkflowError())
 
+	start.ok(t)
 	require.Len(t, afterUnload.Children, 1)
 	first := afterUnload.Children[0]
 	require.Equal(t, workflows.ChildSettled, first.State)
@@ -786,37 +862,80 @@ func TestS0_29_OwnerUnloadWhileOpenHangs(t *testing.T) {
 }
 
 // S0-30: the loop deactivates while the open hangs: the resume fails
-// `agent loop is not active`, the loop waits for it to settle, nothing is
-// published, and the late handle is closed once and released.
+// `agent loop is not active` at once, the loop waits for it to settle,
+// nothing is published; the open then lands (while a neighbour's slow
+// disposal keeps the teardown running), is refused and releases what it
+// took, and its handle id was closed once.
 func TestS0_30_LoopDeactivatedWhileOpenHangs(t *testing.T) {
 	h := newHarness(t)
 	persisted(t, h.store, "s30", "")
-	h.env.OnActivity(h.acts.OpenHandle, mock.Anything, mock.Anything).After(time.Hour).Return(h.acts.OpenHandle)
-	h.updateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Resume: &workflows.ResumeSessionRequest{ResumeSessionID: "s30", Hooks: allHooks}})
+	late := h.lateOpen(time.Hour)
+	h.env.OnActivity(hookDispose, mock.Anything, mock.Anything).After(2 * time.Hour).Return(nil)
+	neighbour := h.updateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{
+		SessionID: "neighbour", Hooks: workflows.Hooks{DisposeActivity: hookDispose}}})
+	start := h.updateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Resume: &workflows.ResumeSessionRequest{ResumeSessionID: "s30", Hooks: allHooks}})
 	h.at(2*time.Second, h.env.CancelWorkflow)
+	var midTeardown workflows.LoopDescription
+	var landedByMid bool
+	h.at(10*time.Second, func() {
+		v, err := h.env.QueryWorkflow(workflows.QueryDescribe)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&midTeardown))
+		landedByMid = late.done
+	})
 	h.env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{})
 	require.NoError(t, h.env.GetWorkflowError())
+	neighbour.ok(t)
+	start.ok(t)
+	// Settled long before the open landed.
+	require.False(t, midTeardown.Active)
+	require.Equal(t, "s30", midTeardown.Children[1].SessionID)
+	require.Equal(t, workflows.ChildSettled, midTeardown.Children[1].State)
+	require.Equal(t, "agent loop is not active", midTeardown.Children[1].Error.Message)
+	require.False(t, landedByMid, "the open landed before the resume settled")
 	var res workflows.LoopDescription
 	require.NoError(t, h.env.GetWorkflowResult(&res))
 	require.False(t, res.Active)
-	require.Len(t, res.Children, 1)
-	require.Equal(t, workflows.ChildSettled, res.Children[0].State)
-	require.Equal(t, workflows.LoopInactiveText, res.Children[0].Error.Message)
+	require.Len(t, res.Children, 2)
+	require.Equal(t, workflows.ChildSettled, res.Children[1].State)
+	require.Equal(t, "agent loop is not active", res.Children[1].Error.Message)
 	require.Equal(t, 0, h.count(hookPublish))
-	requireLateOpenReleased(t, h, "s30")
+	requireLateOpenReleased(t, h, late, "s30")
+	requireErased(t, h.store, "neighbour")
 }
 
-// requireLateOpenReleased lands the abandoned first open now (a zombie
-// attempt completing after its workflow gave up), then checks it was
-// refused, that its handle id was closed exactly once, and that the lease
-// is released.
-func requireLateOpenReleased(t *testing.T, h *harness, id string) {
+// lateOpenResult is what the first, abandoned OpenHandle did when it
+// finally ran.
+type lateOpenResult struct {
+	done bool
+	err  error
+}
+
+// lateOpen makes the first OpenHandle land only after d on the workflow
+// clock, running the real activity then even though its workflow gave up
+// (a zombie attempt); later opens run at once.
+func (h *harness) lateOpen(d time.Duration) *lateOpenResult {
+	late := &lateOpenResult{}
+	h.env.OnActivity(h.acts.OpenHandle, mock.Anything, mock.Anything).Once().After(d).Return(
+		func(ctx context.Context, in activities.OpenHandleInput) (activities.HandleInfo, error) {
+			info, err := h.acts.OpenHandle(context.WithoutCancel(ctx), in)
+			late.err, late.done = err, true
+			return info, err
+		})
+	h.env.OnActivity(h.acts.OpenHandle, mock.Anything, mock.Anything).Return(h.acts.OpenHandle)
+	return late
+}
+
+// requireLateOpenReleased checks that the abandoned first open landed
+// during the run, was refused (its handle id revoked), that its handle id
+// was closed exactly once, and that the session is stored and released.
+func requireLateOpenReleased(t *testing.T, h *harness, late *lateOpenResult, id string) {
 	t.Helper()
+	require.True(t, late.done, "the late open never landed")
+	app := appErr(t, late.err)
+	require.Equal(t, string(jsonl.CodeHandleRevoked), app.Type())
 	var in activities.OpenHandleInput
 	h.startedArg(activities.OpenHandleName, 0, &in)
-	_, err := h.acts.OpenHandle(context.Background(), in)
-	app := appErr(t, err)
-	require.Equal(t, string(jsonl.CodeHandleRevoked), app.Type())
 	closes := 0
 	for _, hid := range h.closedHandles() {
 		if hid == in.HandleID {
@@ -833,7 +952,7 @@ func requireLateOpenReleased(t *testing.T, h *harness, id string) {
 func TestS0_31_ForkRoundTrip(t *testing.T) {
 	h := newHarness(t).withID("s31")
 	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	h.updateAt(2*time.Second, "", workflows.UpdateDispose)
+	disp := h.updateAt(2*time.Second, "", workflows.UpdateDispose)
 	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{
 		SessionID:           "s31",
 		Seed:                []session.Event{turnStart(t, 0, 1), turnEnd(t, 1, 1)},
@@ -843,6 +962,7 @@ func TestS0_31_ForkRoundTrip(t *testing.T) {
 	require.NoError(t, h.env.GetWorkflowError())
 	var created workflows.SessionInfo
 	ready.decode(t, &created)
+	disp.ok(t)
 	require.Equal(t, int64(2), created.InheritedEventCount)
 	info, _ := resumeAndDispose(t, h.store, "s31")
 	require.Equal(t, "parent-sess", info.Header.ParentSession)
@@ -863,8 +983,8 @@ func TestS0_31_ForkRoundTrip(t *testing.T) {
 func TestS0_32_SpliceSurvivesWedgedOwner(t *testing.T) {
 	h := newHarness(t).withID("s32")
 	splice := ev(t, session.TypeInboxSpliced, 5, map[string]any{"list": "nextStep", "op": "append", "messages": []any{map[string]any{"role": "user", "content": "later"}}})
-	h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: append(liveTurn(t, 0, 1, "x"), splice)})
+	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	app := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: append(liveTurn(t, 0, 1, "x"), splice)})
 	var info workflows.SessionInfo
 	var after []session.Event
 	h.at(3*time.Second, func() {
@@ -877,6 +997,8 @@ func TestS0_32_SpliceSurvivesWedgedOwner(t *testing.T) {
 	h.at(4*time.Second, h.env.CancelWorkflow)
 	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s32"})
 	require.NoError(t, h.env.GetWorkflowError())
+	ready.ok(t)
+	app.ok(t)
 	require.Equal(t, []string{"turn/start", "step/start", "assistant/message", "step/end", "turn/end", "agent/inbox/spliced", "session/end-seed"}, types(after))
 	require.Equal(t, int64(1), info.LastTurn)
 	require.Equal(t, int64(7), info.NextSeq)
@@ -890,11 +1012,14 @@ func TestS0_32_SpliceSurvivesWedgedOwner(t *testing.T) {
 // turn 2 and seqs stay contiguous.
 func TestS0_33_ResumeContinuesNumbering(t *testing.T) {
 	h := newHarness(t).withID("s33")
-	h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "first")})
-	h.updateAt(3*time.Second, "", workflows.UpdateDispose)
+	ready1 := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	app1 := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "first")})
+	disp1 := h.updateAt(3*time.Second, "", workflows.UpdateDispose)
 	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s33"})
 	require.NoError(t, h.env.GetWorkflowError())
+	ready1.ok(t)
+	app1.ok(t)
+	disp1.ok(t)
 	old := stored(t, h.store, "s33")
 
 	h2 := newHarnessOn(t, h.store).withID("s33")
@@ -902,9 +1027,10 @@ func TestS0_33_ResumeContinuesNumbering(t *testing.T) {
 	var mid []session.Event
 	h2.at(2*time.Second, func() { mid = stored(t, h2.store, "s33") })
 	app := h2.updateAt(3*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 6, 2, "second")})
-	h2.updateAt(4*time.Second, "", workflows.UpdateDispose)
+	disp2 := h2.updateAt(4*time.Second, "", workflows.UpdateDispose)
 	h2.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s33"})
 	require.NoError(t, h2.env.GetWorkflowError())
+	disp2.ok(t)
 	var info workflows.SessionInfo
 	ready.decode(t, &info)
 	require.Equal(t, "s33", info.SessionID)
@@ -930,7 +1056,6 @@ func TestS0_34_ResumeWithoutPersistence(t *testing.T) {
 	h := newHarnessOn(t, nil).withID("s34")
 	h.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s34"})
 	err := h.env.GetWorkflowError()
-	app := requireMessage(t, err, activities.PersistenceNotConfiguredText)
-	require.Contains(t, app.Message(), "session persistence is not configured")
+	requireMessage(t, err, "cannot resume: session persistence is not configured (load a dsh-session-persistence backend)")
 	require.Empty(t, h.describe("").Lifecycle)
 }

@@ -92,7 +92,7 @@ func TestLoopStartAndDeactivation(t *testing.T) {
 		if ch.Error != nil {
 			v.ErrorType = ch.Error.Type
 			if ch.SessionID == c {
-				require.Equal(t, workflows.LoopInactiveText, ch.Error.Message)
+				require.Equal(t, "agent loop is not active", ch.Error.Message)
 			}
 		}
 		got = append(got, v)
