@@ -155,11 +155,13 @@ type harness struct {
 	completed []activityCall
 	results   []*result
 
-	// queue and busy sequence the steps of at and updateAt; they are used
-	// only inside the environment's callbacks.
-	queue    []step
-	busy     bool
-	inFlight int
+	// The sequence of the steps of at, updateAt, atNoWait and
+	// updateNoWaitAt; used only inside the environment's callbacks.
+	scheduled int          // steps registered so far
+	next      int          // the step whose turn it is
+	due       map[int]step // steps whose offset has passed, by number
+	busy      bool         // a step holds the sequence
+	inFlight  int          // updateNoWaitAt updates not settled yet
 
 	// onStarted and onCompleted, when set, run inside the environment's
 	// listeners (so they may signal or cancel the workflow).
@@ -441,7 +443,8 @@ func (h *harness) readyThenDispose(d time.Duration, wid string) (ready, dispose 
 // before the activities of an earlier step have finished (an Append sent
 // before the session is live). The steps registered with at, updateAt,
 // atNoWait and updateNoWaitAt therefore run in the order they were
-// registered, each at its offset at the earliest:
+// registered (not in the order the environment fires equal offsets), each
+// at its offset at the earliest:
 //
 //   - updateAt and at wait until every earlier step has settled (its update
 //     completed or was rejected); the sequence then waits for updateAt's own
@@ -451,8 +454,10 @@ func (h *harness) readyThenDispose(d time.Duration, wid string) (ready, dispose 
 //     not wait for updateNoWaitAt's update (updates meant to be in flight
 //     together, a cancellation while an append is pending).
 //
-// atConcurrently bypasses the sequence (an abort while an earlier update
-// waits for exactly that abort).
+// A step that must happen while an earlier update waits for it (an abort
+// that fails a pending WaitReady) is sent after that update with the NoWait
+// forms, or from an activity listener (onStarted, onCompleted) when it must
+// find an activity running.
 
 // step is one entry of the sequence; run calls done once the sequence may
 // go on.
@@ -462,21 +467,32 @@ type step struct {
 	run     func(done func())
 }
 
-// enqueue adds a due step to the sequence and runs it when its turn comes.
-func (h *harness) enqueue(s step) {
-	h.queue = append(h.queue, s)
-	h.pump()
+// schedule registers a step due at d and returns; steps run in the order
+// they were scheduled, whatever order the environment fires equal offsets
+// in.
+func (h *harness) schedule(d time.Duration, s step) {
+	n := h.scheduled
+	h.scheduled++
+	h.env.RegisterDelayedCallback(func() {
+		if h.due == nil {
+			h.due = make(map[int]step)
+		}
+		h.due[n] = s
+		h.pump()
+	}, d)
 }
 
+// pump runs the next step if it is due and its turn has come.
 func (h *harness) pump() {
-	if h.busy || len(h.queue) == 0 {
+	if h.busy {
 		return
 	}
-	s := h.queue[0]
-	if s.barrier && h.inFlight > 0 {
+	s, ok := h.due[h.next]
+	if !ok || (s.barrier && h.inFlight > 0) {
 		return
 	}
-	h.queue = h.queue[1:]
+	delete(h.due, h.next)
+	h.next++
 	h.busy = true
 	s.run(func() {
 		h.busy = false
@@ -486,32 +502,23 @@ func (h *harness) pump() {
 
 // at runs fn at d on the workflow clock, once every earlier step settled.
 func (h *harness) at(d time.Duration, fn func()) {
-	h.env.RegisterDelayedCallback(func() {
-		h.enqueue(step{barrier: true, run: func(done func()) { fn(); done() }})
-	}, d)
+	h.schedule(d, step{barrier: true, run: func(done func()) { fn(); done() }})
 }
 
 // atNoWait runs fn at d on the workflow clock, after the earlier updateAt
 // and at steps, whatever updateNoWaitAt updates are still in flight.
 func (h *harness) atNoWait(d time.Duration, fn func()) {
-	h.env.RegisterDelayedCallback(func() {
-		h.enqueue(step{run: func(done func()) { fn(); done() }})
-	}, d)
+	h.schedule(d, step{run: func(done func()) { fn(); done() }})
 }
-
-// atConcurrently runs fn at d on the workflow clock, outside the sequence.
-func (h *harness) atConcurrently(d time.Duration, fn func()) { h.env.RegisterDelayedCallback(fn, d) }
 
 // updateAt sends an update at d once every earlier step settled, holds the
 // sequence until it settles, and returns its future result.
 func (h *harness) updateAt(d time.Duration, wid, name string, args ...any) *result {
 	r := h.newResult(name)
-	h.env.RegisterDelayedCallback(func() {
-		h.enqueue(step{barrier: true, run: func(done func()) {
-			r.then = done
-			h.send(r, wid, name, args...)
-		}})
-	}, d)
+	h.schedule(d, step{barrier: true, run: func(done func()) {
+		r.then = done
+		h.send(r, wid, name, args...)
+	}})
 	return r
 }
 
@@ -520,17 +527,15 @@ func (h *harness) updateAt(d time.Duration, wid, name string, args ...any) *resu
 // updateAt or at step waits for it.
 func (h *harness) updateNoWaitAt(d time.Duration, wid, name string, args ...any) *result {
 	r := h.newResult(name)
-	h.env.RegisterDelayedCallback(func() {
-		h.enqueue(step{run: func(done func()) {
-			h.inFlight++
-			r.then = func() {
-				h.inFlight--
-				h.pump()
-			}
-			h.send(r, wid, name, args...)
-			done()
-		}})
-	}, d)
+	h.schedule(d, step{run: func(done func()) {
+		h.inFlight++
+		r.then = func() {
+			h.inFlight--
+			h.pump()
+		}
+		h.send(r, wid, name, args...)
+		done()
+	}})
 	return r
 }
 
