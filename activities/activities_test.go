@@ -88,7 +88,7 @@ func TestLateOpenAfterCloseIsRevoked(t *testing.T) {
 	require.NoError(t, a.CloseHandle(ctx, activities.HandleInput{Ref: ref}))
 	_, err := a.OpenHandle(ctx, activities.OpenHandleInput{SessionID: "s", Access: jsonl.AccessWrite, HandleID: "late"})
 	typ, nonRetryable := appType(t, err)
-	require.Equal(t, string(jsonl.CodeHandleRevoked), typ)
+	require.Equal(t, "HandleRevoked", typ)
 	require.True(t, nonRetryable)
 	lease, err := a.Store.LeaseOf(ctx, "s")
 	require.NoError(t, err)
@@ -136,13 +136,13 @@ func TestAppendRetryAndMismatch(t *testing.T) {
 	other := []session.Event{ev(t, session.TypeTurnStart, 0, map[string]any{"turn": 2})}
 	_, err = a.AppendBatch(ctx, activities.AppendBatchInput{Ref: info.Ref, Events: other})
 	typ, nonRetryable := appType(t, err)
-	require.Equal(t, string(jsonl.CodeSeqMismatch), typ)
+	require.Equal(t, "SeqMismatch", typ)
 	require.True(t, nonRetryable)
 	require.NoError(t, a.CloseHandle(ctx, activities.HandleInput{Ref: info.Ref}))
 	// A write through a closed handle id is refused, typed.
 	_, err = a.AppendBatch(ctx, activities.AppendBatchInput{Ref: info.Ref, Events: []session.Event{ev(t, session.TypeTurnEnd, 1, map[string]any{"turn": 1, "reason": map[string]any{"kind": "completed"}})}})
 	typ, _ = appType(t, err)
-	require.Equal(t, string(jsonl.CodeHandleClosed), typ)
+	require.Equal(t, "HandleClosed", typ)
 }
 
 func TestStoreSeedForksInsideTheActivity(t *testing.T) {
@@ -187,7 +187,7 @@ func TestStatAndNotFound(t *testing.T) {
 	require.False(t, res.Found)
 	_, err = a.OpenHandle(ctx, activities.OpenHandleInput{SessionID: "none", Access: jsonl.AccessWrite, HandleID: "w"})
 	typ, nonRetryable := appType(t, err)
-	require.Equal(t, string(jsonl.CodeNotFound), typ)
+	require.Equal(t, "SessionNotFound", typ)
 	require.True(t, nonRetryable)
 	// A created session that never materialized is erased by its close.
 	seedSession(t, a, "x", nil)
@@ -208,13 +208,13 @@ func TestStatAndNotFound(t *testing.T) {
 func TestMapError(t *testing.T) {
 	require.NoError(t, activities.MapError(nil))
 	typ, nonRetryable := appType(t, activities.MapError(&fs.PathError{Op: "write", Path: "/x", Err: errors.New("EIO")}))
-	require.Equal(t, activities.ErrTypeIO, typ)
+	require.Equal(t, "IOError", typ)
 	require.False(t, nonRetryable)
 	require.ErrorIs(t, activities.MapError(context.Canceled), context.Canceled)
 	_, err := session.SnapshotBatch([]session.Event{{Type: "", Seq: 0, Data: []byte(`{}`)}})
 	require.Error(t, err)
 	typ, nonRetryable = appType(t, activities.MapError(err))
-	require.Equal(t, activities.ErrTypeInvalidArgument, typ)
+	require.Equal(t, "InvalidArgument", typ)
 	require.True(t, nonRetryable)
 }
 
@@ -225,7 +225,7 @@ func TestWithoutStore(t *testing.T) {
 	require.True(t, errors.As(err, &app))
 	require.Equal(t, "cannot resume: session persistence is not configured (load a dsh-session-persistence backend)", app.Message())
 	typ, _ := appType(t, a.CloseHandle(context.Background(), activities.HandleInput{}))
-	require.Equal(t, activities.ErrTypePersistenceNotConfigured, typ)
+	require.Equal(t, "PersistenceNotConfigured", typ)
 }
 
 // In an activity context the readers heartbeat and still read everything.

@@ -39,7 +39,7 @@ func TestStartErrorAlreadyStarted(t *testing.T) {
 	var ce *Error
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, "s1", ce.SessionID)
-	require.Equal(t, workflows.ErrTypeAlreadyExists, ce.Type)
+	require.Equal(t, "SessionAlreadyExists", ce.Type)
 
 	other := startError("s1", errors.New("connection refused"))
 	require.NotErrorIs(t, other, ErrAlreadyExists)
@@ -183,7 +183,7 @@ func TestCreateFailures(t *testing.T) {
 		require.EqualError(t, err, "agent maxTokens must be a positive safe integer")
 		var ce *Error
 		require.ErrorAs(t, err, &ce)
-		require.Equal(t, workflows.ErrTypeTypeError, ce.Type)
+		require.Equal(t, "TypeError", ce.Type)
 	})
 	t.Run("run ended before WaitReady reached it", func(t *testing.T) {
 		aborted := wire(workflows.CreationAbortedError("s1", "user hit stop"))
@@ -328,7 +328,7 @@ func TestErrorIsOnlyMatchesSentinels(t *testing.T) {
 	b := &Error{Type: workflows.ErrTypeNotLive, Message: `session "b" is not live (phase setup)`}
 	require.ErrorIs(t, a, ErrNotLive)
 	require.NotErrorIs(t, a, b, "two concrete errors are not each other's class")
-	require.Equal(t, workflows.ErrTypeNotLive, ErrNotLive.Error())
+	require.Equal(t, "SessionNotLive", ErrNotLive.Error())
 	require.True(t, strings.HasPrefix(a.Error(), "session"))
 	require.NotErrorIs(t, &Error{Type: ""}, &jsonl.Error{})
 }

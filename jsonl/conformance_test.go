@@ -1061,7 +1061,7 @@ func TestS1_39_MissingIDNotFound(t *testing.T) {
 			for _, err := range []error{readErr, writeErr} {
 				requireCode(t, err, jsonl.ErrNotFound)
 				require.EqualError(t, err, `session "nope" not found`)
-				require.Equal(t, jsonl.CodeNotFound, jsonl.ErrorCode(err))
+				require.Equal(t, jsonl.Code("SessionNotFound"), jsonl.ErrorCode(err))
 			}
 		}
 		snap, err := e.store.Stat(bg, "nope")
@@ -1941,7 +1941,7 @@ func TestS0_07_WriteOpenWhileOwnedThenAfterClose(t *testing.T) {
 			_, err := st.Open(bg, h.ID, jsonl.AccessWrite, jsonl.OpenOptions{HandleID: newHandleID()})
 			requireCode(t, err, jsonl.ErrAlreadyOwned)
 			require.EqualError(t, err, `session "s0-07" is already owned by an active write handle`)
-			require.Equal(t, jsonl.CodeAlreadyOwned, jsonl.ErrorCode(err))
+			require.Equal(t, jsonl.Code("SessionAlreadyOwned"), jsonl.ErrorCode(err))
 		}
 		lease, err := e.store.LeaseOf(bg, h.ID)
 		require.NoError(t, err)
@@ -1980,7 +1980,7 @@ func TestS0_16_OwnedOpenTurnCannotBeRepairedConcurrently(t *testing.T) {
 		require.Equal(t, []string{session.TypeTurnStart, session.TypeTurnEnd}, types(got))
 		te, err := got[1].TurnEnd()
 		require.NoError(t, err)
-		require.Equal(t, session.TurnEndCompleted, te.Reason.Kind)
+		require.Equal(t, "completed", string(te.Reason.Kind))
 	})
 }
 
@@ -2003,7 +2003,7 @@ func TestS0_17_ReadHasNoClosersRepairStoresThem(t *testing.T) {
 		require.Equal(t, upTo(3), seqs(got))
 		te, err := got[1].TurnEnd()
 		require.NoError(t, err)
-		require.Equal(t, session.TurnEndInterrupted, te.Reason.Kind)
+		require.Equal(t, "interrupted", string(te.Reason.Kind))
 		require.Equal(t, int64(1), te.Turn)
 		require.Equal(t, got[0].Time, got[1].Time, "closers copy the last event's time")
 		es, err := got[2].EndSeed()
@@ -2052,7 +2052,7 @@ func TestS0_18_RecordedToolCallGetsOutcomeUnknown(t *testing.T) {
 		require.Equal(t, session.StepEnd{Turn: 1, Step: 1}, se)
 		te, err := got[6].TurnEnd()
 		require.NoError(t, err)
-		require.Equal(t, session.TurnEndInterrupted, te.Reason.Kind)
+		require.Equal(t, "interrupted", string(te.Reason.Kind))
 		for _, c := range got[4:] {
 			require.Equal(t, stored[3].Time, c.Time)
 		}

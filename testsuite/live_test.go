@@ -16,7 +16,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sessionflow/sessionflow/activities"
-	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/workflows"
 )
@@ -118,7 +117,7 @@ func TestAppendValidator(t *testing.T) {
 	require.Equal(t, int64(5), r.NextSeq)
 	retry.decode(t, &r)
 	require.Equal(t, int64(5), r.NextSeq)
-	require.Equal(t, string(jsonl.CodeSeqMismatch), appErr(t, conflict.failure(t)).Type())
+	require.Equal(t, "SeqMismatch", appErr(t, conflict.failure(t)).Type())
 	require.ErrorContains(t, after.rejection(t), `agent "val" lifecycle disposed`)
 	disp.ok(t)
 	require.Len(t, stored(t, h.store, "val"), 5)
@@ -264,7 +263,7 @@ func TestDisposeReportsDrainFailure(t *testing.T) {
 	ready.ok(t)
 	requireMessage(t, pending.failure(t), "disk full")
 	app := appErr(t, disp.failure(t))
-	require.Equal(t, workflows.ErrTypeAggregate, app.Type())
+	require.Equal(t, "AggregateError", app.Type())
 	var members []workflows.ErrorInfo
 	require.NoError(t, app.Details(&members))
 	require.Equal(t, []workflows.ErrorInfo{{Message: "disk full", Type: "Error"}, {Message: "close exploded", Type: "Error"}}, members)

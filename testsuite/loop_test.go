@@ -107,7 +107,7 @@ func TestCreateValidationBeforeSideEffects(t *testing.T) {
 	h := newHarness(t)
 	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "bad", Seed: []session.Event{turnStart(t, 1, 1)}})
 	app := appErr(t, h.env.GetWorkflowError())
-	require.Equal(t, workflows.ErrTypeInvalidArgument, app.Type())
+	require.Equal(t, "InvalidArgument", app.Type())
 	require.Empty(t, h.startedNames())
 	lease, err := h.store.LeaseOf(context.Background(), "bad")
 	require.NoError(t, err)
@@ -146,7 +146,7 @@ func TestLoopStartOfRunningIDAlreadyExists(t *testing.T) {
 	require.NoError(t, h.env.GetWorkflowError())
 	app := requireMessage(t, dup.failure(t), `session "dup" already exists`)
 	disp.ok(t)
-	require.Equal(t, workflows.ErrTypeAlreadyExists, app.Type())
+	require.Equal(t, "SessionAlreadyExists", app.Type())
 	require.Equal(t, 1, h.count(activities.CreateHandleName))
 	requireErased(t, h.store, "dup")
 }

@@ -31,7 +31,7 @@ func requireAbortError(t *testing.T, err error, id, reason string, isError bool)
 		return
 	}
 	app := requireMessage(t, err, `agent "`+id+`" creation aborted`)
-	require.Equal(t, workflows.ErrTypeAbort, app.Type())
+	require.Equal(t, "AbortError", app.Type())
 	var raw string
 	require.NoError(t, app.Details(&raw))
 	require.Equal(t, reason, raw)
@@ -181,7 +181,7 @@ func TestS0_40_AbortWhileCreateHangs(t *testing.T) {
 	require.Equal(t, "caller stopped", res.Children[0].Error.Message)
 
 	require.True(t, lateDone, "the create never landed")
-	require.Equal(t, string(jsonl.CodeHandleRevoked), appErr(t, lateErr).Type())
+	require.Equal(t, "HandleRevoked", appErr(t, lateErr).Type())
 	var in activities.CreateHandleInput
 	h.startedArg(activities.CreateHandleName, 0, &in)
 	require.Equal(t, []string{in.HandleID}, h.closedHandles())
@@ -291,7 +291,7 @@ func TestS0_42_TeardownWhileOpenHangs(t *testing.T) {
 	require.NoError(t, h.env.GetWorkflowResult(&res))
 	require.Equal(t, workflows.ChildSettled, res.Children[0].State)
 	require.True(t, lateDone, "the late open never landed")
-	require.Equal(t, string(jsonl.CodeHandleRevoked), appErr(t, lateErr).Type())
+	require.Equal(t, "HandleRevoked", appErr(t, lateErr).Type())
 	var in activities.OpenHandleInput
 	h.startedArg(activities.OpenHandleName, 0, &in)
 	closes := 0
@@ -377,7 +377,7 @@ func TestS0_44_ConfigRestoreNeverShadows(t *testing.T) {
 		var res workflows.LoopDescription
 		require.NoError(t, h.env.GetWorkflowResult(&res))
 		require.Len(t, res.ConfigStartFailures, 1)
-		require.Equal(t, string(jsonl.CodeCorrupt), res.ConfigStartFailures[0].Error.Type)
+		require.Equal(t, "SessionCorrupt", res.ConfigStartFailures[0].Error.Type)
 		require.Len(t, h.logs.warnings("config-driven restore"), 1)
 		require.Equal(t, 0, h.count(activities.CreateHandleName))
 		lease, err := h.store.LeaseOf(context.Background(), "s44")
@@ -395,7 +395,7 @@ func TestS0_44_ConfigRestoreNeverShadows(t *testing.T) {
 		require.Empty(t, res.ConfigStartFailures)
 		require.Len(t, res.Children, 2)
 		require.Equal(t, "resume", res.Children[0].Kind)
-		require.Equal(t, string(jsonl.CodeNotFound), res.Children[0].Error.Type)
+		require.Equal(t, "SessionNotFound", res.Children[0].Error.Type)
 		require.Equal(t, "create", res.Children[1].Kind)
 		require.True(t, res.Children[1].WasLive)
 		var info workflows.SessionInfo

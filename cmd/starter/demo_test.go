@@ -45,7 +45,7 @@ func TestLogDemo(t *testing.T) {
 			require.False(t, open)
 			end, err := in.Events[13].TurnEnd()
 			require.NoError(t, err)
-			require.Equal(t, session.TurnEndInterrupted, end.Reason.Kind)
+			require.Equal(t, "interrupted", string(end.Reason.Kind))
 		})
 	}
 }

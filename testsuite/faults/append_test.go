@@ -6,7 +6,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/jsonl/faultfs"
 	"github.com/sessionflow/sessionflow/workflows"
@@ -61,7 +60,7 @@ func TestAppendENOSPCPersistent(t *testing.T) {
 	ffs.Add(logSync(0))
 	batch := turn(t, s.NextSeq, s.LastTurn+1)
 	_, err := e.c.Append(e.ctx, id, batch)
-	msg := clientError(t, err, activities.ErrTypeIO, "no space left on device")
+	msg := clientError(t, err, "IOError", "no space left on device")
 	t.Logf("client-visible error: %s", msg)
 
 	// Nothing of the batch is on disk; the session is live and owned.

@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/jsonl/faultfs"
 	"github.com/sessionflow/sessionflow/workflows"
@@ -45,10 +44,10 @@ func TestCreateENOSPCOnMaterializationPersistent(t *testing.T) {
 	e.setOnSetup(func() { ffs.Add(materializeSync(0)) })
 
 	_, err := e.c.Create(e.ctx, seededCreate(t, id, true))
-	msg := clientError(t, err, activities.ErrTypeIO, "no space left on device")
+	msg := clientError(t, err, "IOError", "no space left on device")
 	t.Logf("client-visible error: %s", msg)
 	require.Contains(t, ffs.String(), ".tmp -> sync ", "the materialization's fsync failed")
-	e.requireRolledBack(id, activities.ErrTypeIO)
+	e.requireRolledBack(id, "IOError")
 	e.requireNothingStored(id)
 
 	ffs.Reset()
@@ -112,9 +111,9 @@ func TestCreateEACCES(t *testing.T) {
 			ffs.Add(tc.rule(seg))
 
 			_, err = e.c.Create(e.ctx, seededCreate(t, id, false))
-			msg := clientError(t, err, activities.ErrTypeIO, "permission denied")
+			msg := clientError(t, err, "IOError", "permission denied")
 			t.Logf("client-visible error: %s", msg)
-			e.requireRolledBack(id, activities.ErrTypeIO)
+			e.requireRolledBack(id, "IOError")
 			e.requireNothingStored(id)
 			// No residue: the session directory is gone (a failed lease
 			// publication removes the directory it made).

@@ -6,7 +6,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/jsonl/faultfs"
 	"github.com/sessionflow/sessionflow/session"
@@ -34,9 +33,9 @@ func TestResumeEIOOnLogRead(t *testing.T) {
 
 	ffs.Add(faultfs.Rule{Index: -1, Op: faultfs.OpRead, PathContains: "session.v3", Err: syscall.EIO})
 	_, err = e.c.Resume(e.ctx, id, workflows.ResumeSessionRequest{Options: options(2)})
-	msg := clientError(t, err, activities.ErrTypeIO, "input/output error")
+	msg := clientError(t, err, "IOError", "input/output error")
 	t.Logf("client-visible error: %s", msg)
-	e.requireRolledBack(id, activities.ErrTypeIO)
+	e.requireRolledBack(id, "IOError")
 	require.Nil(t, e.lease(id), "the resume's handle is closed")
 	require.Equal(t, before, e.logBytes(id), "the log is untouched")
 

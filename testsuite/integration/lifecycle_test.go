@@ -177,10 +177,10 @@ func TestResumeRepairsCrashedLog(t *testing.T) {
 	require.Equal(t, []int64{3}, evs[4].SourceEventSeqs)
 	tr, err := evs[4].ToolResult()
 	require.NoError(t, err)
-	require.Equal(t, session.ToolOutcomeUnknown, tr.Error.Code)
+	require.Equal(t, "TOOL_OUTCOME_UNKNOWN", tr.Error.Code)
 	te, err := evs[6].TurnEnd()
 	require.NoError(t, err)
-	require.Equal(t, session.TurnEndInterrupted, te.Reason.Kind)
+	require.Equal(t, "interrupted", string(te.Reason.Kind))
 	raw, err = os.ReadFile(w.logPath(id))
 	require.NoError(t, err)
 	require.NotContains(t, string(raw), tornRecord)
@@ -221,7 +221,7 @@ func TestCancelDuringSetupAborts(t *testing.T) {
 
 	require.NoError(t, w.c.CancelWorkflow(w.ctx(), wid, ""))
 	err := run.Get(w.ctx(), nil)
-	requireAppError(t, err, `agent "`+id+`" creation aborted`, workflows.ErrTypeAbort)
+	requireAppError(t, err, `agent "`+id+`" creation aborted`, "AbortError")
 	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, w.status(wid))
 
 	d = w.describe(id)
@@ -281,7 +281,7 @@ func TestOwnerUnloadDuringSetup(t *testing.T) {
 	w.awaitSetup(id)
 	require.NoError(t, w.c.SignalWorkflow(w.ctx(), wid, "", workflows.SignalOwnerUnload, nil))
 	err := run.Get(w.ctx(), nil)
-	requireAppError(t, err, `agent "`+id+`" setup aborted: owner disposed during setup`, workflows.ErrTypeOwnerDisposed)
+	requireAppError(t, err, `agent "`+id+`" setup aborted: owner disposed during setup`, "OwnerDisposed")
 	w.requireNothingStored(id)
 	require.Equal(t, []string{"setup", "dispose:rollback"}, w.hooks.log(id))
 }

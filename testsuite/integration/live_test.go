@@ -72,7 +72,7 @@ func TestLoopStartAndDeactivation(t *testing.T) {
 	err := w.update(loopWID, workflows.UpdateStart, nil, workflows.StartRequest{
 		Create: &workflows.CreateSessionRequest{SessionID: b},
 	})
-	requireAppError(t, err, `session "`+b+`" already exists`, workflows.ErrTypeAlreadyExists)
+	requireAppError(t, err, `session "`+b+`" already exists`, "SessionAlreadyExists")
 
 	require.NoError(t, w.c.CancelWorkflow(w.ctx(), loopWID, ""))
 	var final workflows.LoopDescription
@@ -98,10 +98,10 @@ func TestLoopStartAndDeactivation(t *testing.T) {
 		got = append(got, v)
 	}
 	require.ElementsMatch(t, []childView{
-		{SessionID: a, Kind: "resume", ConfigID: "cfg", State: workflows.ChildSettled, ErrorType: string(jsonl.CodeNotFound)},
+		{SessionID: a, Kind: "resume", ConfigID: "cfg", State: workflows.ChildSettled, ErrorType: "SessionNotFound"},
 		{SessionID: a, Kind: "create", ConfigID: "cfg", State: workflows.ChildSettled, WasLive: true},
 		{SessionID: b, Kind: "create", State: workflows.ChildSettled, WasLive: true},
-		{SessionID: c, Kind: "create", State: workflows.ChildSettled, ErrorType: workflows.ErrTypeLoopInactive},
+		{SessionID: c, Kind: "create", State: workflows.ChildSettled, ErrorType: "LoopInactive"},
 	}, got)
 
 	// The loop completed only after every child it started had closed: its

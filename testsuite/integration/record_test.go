@@ -164,7 +164,7 @@ func recordAbortDuringSetup(t *testing.T, w *world) []fixture {
 	run := w.create(workflows.CreateSessionRequest{SessionID: id, Hooks: allHooks})
 	w.awaitSetup(id)
 	require.NoError(t, w.c.CancelWorkflow(w.ctx(), workflows.WorkflowID(id), ""))
-	requireAppError(t, run.Get(w.ctx(), nil), `agent "`+id+`" creation aborted`, workflows.ErrTypeAbort)
+	requireAppError(t, run.Get(w.ctx(), nil), `agent "`+id+`" creation aborted`, "AbortError")
 	return only("abort-during-setup", workflows.WorkflowID(id), run)
 }
 
@@ -175,7 +175,7 @@ func recordOwnerUnload(t *testing.T, w *world) []fixture {
 	run := w.create(workflows.CreateSessionRequest{SessionID: id, Hooks: allHooks})
 	w.awaitSetup(id)
 	require.NoError(t, w.c.SignalWorkflow(w.ctx(), workflows.WorkflowID(id), "", workflows.SignalOwnerUnload, nil))
-	requireAppError(t, run.Get(w.ctx(), nil), `agent "`+id+`" setup aborted: owner disposed during setup`, workflows.ErrTypeOwnerDisposed)
+	requireAppError(t, run.Get(w.ctx(), nil), `agent "`+id+`" setup aborted: owner disposed during setup`, "OwnerDisposed")
 	return only("owner-unload", workflows.WorkflowID(id), run)
 }
 
@@ -248,9 +248,9 @@ func recordLoopDeactivation(t *testing.T, w *world) []fixture {
 		require.NotEmpty(t, ch.RunID)
 		out = append(out, fixture{name: names[i], workflowID: ch.WorkflowID, runID: ch.RunID})
 	}
-	require.Equal(t, string(jsonl.CodeNotFound), final.Children[0].Error.Type)
+	require.Equal(t, "SessionNotFound", final.Children[0].Error.Type)
 	require.True(t, final.Children[1].WasLive)
-	require.Equal(t, workflows.ErrTypeLoopInactive, final.Children[2].Error.Type)
+	require.Equal(t, "LoopInactive", final.Children[2].Error.Type)
 	return out
 }
 
