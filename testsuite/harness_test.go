@@ -162,6 +162,10 @@ type harness struct {
 	due       map[int]step // steps whose offset has passed, by number
 	busy      bool         // a step holds the sequence
 	inFlight  int          // updateNoWaitAt updates not settled yet
+	// startWaiters run when an activity of their name starts.
+	startWaiters map[string][]func()
+	// waiting names the condition a waitFor step still waits for.
+	waiting string
 
 	// onStarted and onCompleted, when set, run inside the environment's
 	// listeners (so they may signal or cancel the workflow).
@@ -219,9 +223,14 @@ func (h *harness) newEnv() *sdktest.TestWorkflowEnvironment {
 		h.mu.Lock()
 		h.started = append(h.started, activityCall{name: info.ActivityType.Name, args: args})
 		fn := h.onStarted
+		waiters := h.startWaiters[info.ActivityType.Name]
+		delete(h.startWaiters, info.ActivityType.Name)
 		h.mu.Unlock()
 		if fn != nil {
 			fn(info.ActivityType.Name)
+		}
+		for _, w := range waiters {
+			w()
 		}
 	})
 	env.SetOnActivityCompletedListener(func(info *activity.Info, _ converter.EncodedValue, err error) {
@@ -390,6 +399,9 @@ func (h *harness) requireChecked() {
 	if h.t.Failed() {
 		return
 	}
+	if h.waiting != "" {
+		h.t.Errorf("the run ended while a step still waited for: %s", h.waiting)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for i, r := range h.results {
@@ -503,6 +515,83 @@ func (h *harness) pump() {
 // at runs fn at d on the workflow clock, once every earlier step settled.
 func (h *harness) at(d time.Duration, fn func()) {
 	h.schedule(d, step{barrier: true, run: func(done func()) { fn(); done() }})
+}
+
+// atStarted runs fn at d on the workflow clock once an activity named
+// activity has started (holding the sequence until then), after the earlier
+// updateAt and at steps, whatever updateNoWaitAt updates are still in
+// flight: an abort or a deactivation that must find the activity pending.
+func (h *harness) atStarted(d time.Duration, activity string, fn func()) {
+	h.schedule(d, step{run: func(done func()) {
+		if h.count(activity) > 0 {
+			fn()
+			done()
+			return
+		}
+		h.mu.Lock()
+		if h.startWaiters == nil {
+			h.startWaiters = make(map[string][]func())
+		}
+		h.startWaiters[activity] = append(h.startWaiters[activity], func() { fn(); done() })
+		h.mu.Unlock()
+	}})
+}
+
+// waitFor holds the sequence, from d on, until cond holds (cond is checked
+// at the step's turn and then every 100 ms of the workflow clock, which the
+// environment skips ahead to when the workflows are idle). The earlier
+// updateAt and at steps have settled by then; updateNoWaitAt updates may
+// still be in flight. A condition never met fails the test.
+func (h *harness) waitFor(d time.Duration, what string, cond func() bool) {
+	h.schedule(d, step{run: func(done func()) {
+		var check func()
+		check = func() {
+			if cond() {
+				h.waiting = ""
+				done()
+				return
+			}
+			h.waiting = what
+			h.env.RegisterDelayedCallback(check, 100*time.Millisecond)
+		}
+		check()
+	}})
+}
+
+// loopChildrenSettled is a waitFor condition: the top-level loop lists at
+// least n children and all of them have settled.
+func (h *harness) loopChildrenSettled(n int) func() bool {
+	return func() bool {
+		d, ok := h.loopDescription()
+		if !ok || len(d.Children) < n {
+			return false
+		}
+		for _, c := range d.Children {
+			if c.State != workflows.ChildSettled {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// loopChildStarted is a waitFor condition: the top-level loop's n-th child
+// (from 1) has started its execution, so updates can reach it.
+func (h *harness) loopChildStarted(n int) func() bool {
+	return func() bool {
+		d, ok := h.loopDescription()
+		return ok && len(d.Children) >= n && d.Children[n-1].RunID != ""
+	}
+}
+
+// loopDescription queries the top-level loop.
+func (h *harness) loopDescription() (workflows.LoopDescription, bool) {
+	var d workflows.LoopDescription
+	v, err := h.env.QueryWorkflow(workflows.QueryDescribe)
+	if err != nil {
+		return d, false
+	}
+	return d, v.Get(&d) == nil
 }
 
 // atNoWait runs fn at d on the workflow clock, after the earlier updateAt

@@ -149,16 +149,10 @@ func TestS0_40_AbortWhileCreateHangs(t *testing.T) {
 			return info, err
 		})
 	h.env.OnActivity(h.acts.CloseHandle, mock.Anything, mock.Anything).Return(closeErr(h.acts, "close exploded"))
-	// The caller aborts once the create is pending and WaitReady was sent.
-	abort := &gate{fn: func() { h.abortNow(workflows.WorkflowID("s40"), "caller stopped", true) }}
-	h.onStarted = func(name string) {
-		if name == activities.CreateHandleName {
-			abort.mark()
-		}
-	}
 	start := h.updateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{SessionID: "s40", Hooks: allHooks}})
 	ready := h.updateNoWaitAt(time.Second, workflows.WorkflowID("s40"), workflows.UpdateWaitReady)
-	h.atNoWait(time.Second, abort.mark)
+	// The caller aborts once the create is pending.
+	h.atStarted(time.Second, activities.CreateHandleName, func() { h.abortNow(workflows.WorkflowID("s40"), "caller stopped", true) })
 	var settled workflows.Description
 	var settledEarly bool
 	h.at(2*time.Second, func() {
@@ -271,8 +265,9 @@ func TestS0_42_TeardownWhileOpenHangs(t *testing.T) {
 	h.env.OnActivity(hookDispose, mock.Anything, mock.Anything).After(2 * time.Hour).Return(nil)
 	neighbour := h.updateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{
 		SessionID: "neighbour", Hooks: workflows.Hooks{DisposeActivity: hookDispose}}})
+	neighbourReady := h.updateAt(time.Second, workflows.WorkflowID("neighbour"), workflows.UpdateWaitReady)
 	start := h.updateAt(2*time.Second, "", workflows.UpdateStart, workflows.StartRequest{Resume: &workflows.ResumeSessionRequest{ResumeSessionID: "s42"}})
-	h.at(3*time.Second, h.env.CancelWorkflow)
+	h.atStarted(3*time.Second, activities.OpenHandleName, h.env.CancelWorkflow)
 	var midTeardown workflows.LoopDescription
 	h.at(10*time.Second, func() {
 		v, err := h.env.QueryWorkflow(workflows.QueryDescribe)
@@ -303,6 +298,7 @@ func TestS0_42_TeardownWhileOpenHangs(t *testing.T) {
 	require.Equal(t, 1, closes)
 	require.Equal(t, []string{"turn/start", "turn/end"}, types(stored(t, h.store, "s42")))
 	neighbour.ok(t)
+	neighbourReady.ok(t)
 	start.ok(t)
 	requireReleased(t, h.store, "s42")
 	requireErased(t, h.store, "neighbour")
@@ -315,16 +311,10 @@ func TestS0_43_StringAbortWhileOpenHangs(t *testing.T) {
 	h := newHarness(t)
 	persisted(t, h.store, "s43", "")
 	late := h.lateOpen(time.Hour)
-	// The caller aborts once the open is pending and WaitReady was sent.
-	abort := &gate{fn: func() { h.abortNow(workflows.WorkflowID("s43"), "never mind", false) }}
-	h.onStarted = func(name string) {
-		if name == activities.OpenHandleName && h.count(activities.OpenHandleName) == 1 {
-			abort.mark()
-		}
-	}
 	start := h.updateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Resume: &workflows.ResumeSessionRequest{ResumeSessionID: "s43", Hooks: allHooks}})
 	ready := h.updateNoWaitAt(time.Second, workflows.WorkflowID("s43"), workflows.UpdateWaitReady)
-	h.atNoWait(time.Second, abort.mark)
+	// The caller aborts once the open is pending.
+	h.atStarted(time.Second, activities.OpenHandleName, func() { h.abortNow(workflows.WorkflowID("s43"), "never mind", false) })
 	var settledEarly bool
 	h.at(2*time.Second, func() { settledEarly = !late.done })
 	h.at(2*time.Hour, h.env.CancelWorkflow)
@@ -350,6 +340,7 @@ func TestS0_44_ConfigRestoreNeverShadows(t *testing.T) {
 		h := newHarness(t)
 		persisted(t, h.store, "s44", "")
 		h.env.OnActivity(h.acts.OpenHandle, mock.Anything, mock.Anything).Return(activities.HandleInfo{}, plainErr("artifact corrupt"))
+		h.waitFor(5*time.Second, "the configured restore settled", h.loopChildrenSettled(1))
 		h.at(5*time.Second, h.env.CancelWorkflow)
 		h.env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{Agents: []workflows.AgentConfig{{ID: "main", SessionID: "s44"}}})
 		require.NoError(t, h.env.GetWorkflowError())
@@ -371,6 +362,7 @@ func TestS0_44_ConfigRestoreNeverShadows(t *testing.T) {
 		snap, err := h.store.Stat(context.Background(), "s44")
 		require.NoError(t, err)
 		corruptFirstEvent(t, snap.Path)
+		h.waitFor(5*time.Second, "the configured restore settled", h.loopChildrenSettled(1))
 		h.at(5*time.Second, h.env.CancelWorkflow)
 		h.env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{Agents: []workflows.AgentConfig{{ID: "main", SessionID: "s44"}}})
 		require.NoError(t, h.env.GetWorkflowError())
@@ -386,6 +378,7 @@ func TestS0_44_ConfigRestoreNeverShadows(t *testing.T) {
 	})
 	t.Run("not found falls back to create", func(t *testing.T) {
 		h := newHarness(t)
+		h.waitFor(5*time.Second, "the fallback create started", h.loopChildStarted(2))
 		ready := h.updateAt(5*time.Second, workflows.WorkflowID("s44"), workflows.UpdateWaitReady)
 		h.at(10*time.Second, h.env.CancelWorkflow)
 		h.env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{Agents: []workflows.AgentConfig{{ID: "main", SessionID: "s44", Cwd: "/w"}}})
@@ -421,7 +414,8 @@ func TestS0_45_LateFailureAfterTeardownDropped(t *testing.T) {
 	h.env.OnActivity(hookDispose, mock.Anything, mock.Anything).After(2 * time.Hour).Return(nil)
 	neighbour := h.updateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{
 		SessionID: "neighbour", Hooks: workflows.Hooks{DisposeActivity: hookDispose}}})
-	h.at(2*time.Second, h.env.CancelWorkflow)
+	neighbourReady := h.updateAt(time.Second, workflows.WorkflowID("neighbour"), workflows.UpdateWaitReady)
+	h.atStarted(2*time.Second, activities.OpenHandleName, h.env.CancelWorkflow)
 	h.env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{Agents: []workflows.AgentConfig{{ID: "main", ResumeSessionID: "s45"}}})
 	require.NoError(t, h.env.GetWorkflowError())
 	require.Error(t, lateErr, "the open never rejected")
@@ -431,6 +425,7 @@ func TestS0_45_LateFailureAfterTeardownDropped(t *testing.T) {
 	require.Empty(t, h.logs.warnings("config-driven"))
 	require.Equal(t, "agent loop is not active", res.Children[0].Error.Message)
 	neighbour.ok(t)
+	neighbourReady.ok(t)
 	requireReleased(t, h.store, "s45")
 }
 
@@ -449,17 +444,4 @@ func TestAbortBetweenPublications(t *testing.T) {
 	require.NotContains(t, h.hooks.log(), workflows.EntryAgentCreated)
 	require.Contains(t, h.hooks.log(), "dispose:rollback")
 	requireErased(t, h.store, "pub")
-}
-
-// gate runs fn once mark has been called twice (two events, in any order).
-type gate struct {
-	n  int
-	fn func()
-}
-
-func (g *gate) mark() {
-	g.n++
-	if g.n == 2 {
-		g.fn()
-	}
 }

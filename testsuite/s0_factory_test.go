@@ -224,6 +224,7 @@ func TestS0_08_CreateRejectsOnce(t *testing.T) {
 	create := workflows.StartRequest{Create: &workflows.CreateSessionRequest{SessionID: "s08", Seed: []session.Event{turnStart(t, 0, 1), turnEnd(t, 1, 1)}}}
 	start1 := h.updateAt(time.Second, "", workflows.UpdateStart, create)
 	var afterFirst workflows.LoopDescription
+	h.waitFor(2*time.Second, "the first create settled", h.loopChildrenSettled(1))
 	h.at(2*time.Second, func() {
 		v, err := h.env.QueryWorkflow(workflows.QueryDescribe)
 		require.NoError(t, err)
@@ -318,6 +319,7 @@ func TestS0_11_MaxTokensAfterHandle(t *testing.T) {
 		h.env.OnActivity(h.acts.CloseHandle, mock.Anything, mock.Anything).Return(closeErr(h.acts, "close exploded"))
 		start := h.updateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{
 			SessionID: "s11", AgentOptions: &workflows.AgentOptions{MaxTokens: f64(-1)}}})
+		h.waitFor(3*time.Second, "both creates settled", h.loopChildrenSettled(2))
 		h.at(3*time.Second, h.env.CancelWorkflow)
 		h.env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{Agents: []workflows.AgentConfig{{ID: "main", MaxTokens: f64(-1)}}})
 		require.NoError(t, h.env.GetWorkflowError())
@@ -370,6 +372,7 @@ func TestS0_13_ConfigCreateAnnounceFails(t *testing.T) {
 		return nil
 	}
 	h.env.OnActivity(h.acts.CloseHandle, mock.Anything, mock.Anything).Return(closeErr(h.acts, "close exploded"))
+	h.waitFor(3*time.Second, "the configured create settled", h.loopChildrenSettled(1))
 	h.at(3*time.Second, h.env.CancelWorkflow)
 	h.env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{Agents: []workflows.AgentConfig{{ID: "main"}}, Hooks: allHooks})
 	require.NoError(t, h.env.GetWorkflowError())
@@ -688,6 +691,7 @@ func TestS0_25_LifecycleEffect(t *testing.T) {
 	}
 	h.at(3*time.Second, query(&live))
 	disp := h.updateAt(4*time.Second, workflows.WorkflowID("s25"), workflows.UpdateDispose)
+	h.waitFor(5*time.Second, "the disposed session settled", h.loopChildrenSettled(1))
 	h.at(5*time.Second, query(&after))
 	h.at(6*time.Second, h.env.CancelWorkflow)
 	h.env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{})
@@ -748,19 +752,13 @@ func TestS0_28_OwnerUnloadDuringSetup(t *testing.T) {
 			return workflows.SetupResult{}, nil
 		})
 	h.env.OnActivity(hookSetup, mock.Anything, mock.Anything).Return(h.hooks.Setup)
-	// The owner goes away once the setup is pending and WaitReady was sent.
-	unload := &gate{fn: func() {
-		require.NoError(t, h.env.SignalWorkflowByID(workflows.WorkflowID("s28"), workflows.SignalOwnerUnload, nil))
-	}}
-	h.onStarted = func(name string) {
-		if name == hookSetup && h.count(hookSetup) == 1 {
-			unload.mark()
-		}
-	}
 	resume := workflows.StartRequest{Resume: &workflows.ResumeSessionRequest{ResumeSessionID: "s28", Hooks: allHooks}}
 	start := h.updateAt(time.Second, "", workflows.UpdateStart, resume)
 	ready := h.updateNoWaitAt(time.Second, workflows.WorkflowID("s28"), workflows.UpdateWaitReady)
-	h.atNoWait(time.Second, unload.mark)
+	// The owner goes away once the setup is pending.
+	h.atStarted(time.Second, hookSetup, func() {
+		require.NoError(t, h.env.SignalWorkflowByID(workflows.WorkflowID("s28"), workflows.SignalOwnerUnload, nil))
+	})
 	var afterUnload workflows.LoopDescription
 	h.at(2*time.Second, func() {
 		v, err := h.env.QueryWorkflow(workflows.QueryDescribe)
@@ -817,7 +815,7 @@ func TestS0_29_OwnerUnloadWhileOpenHangs(t *testing.T) {
 	h.env.OnActivity(h.acts.OpenHandle, mock.Anything, mock.Anything).Return(h.acts.OpenHandle)
 	resume := workflows.StartRequest{Resume: &workflows.ResumeSessionRequest{ResumeSessionID: "s29", Hooks: allHooks}}
 	start := h.updateAt(time.Second, "", workflows.UpdateStart, resume)
-	h.at(2*time.Second, func() {
+	h.atStarted(2*time.Second, activities.OpenHandleName, func() {
 		require.NoError(t, h.env.SignalWorkflowByID(workflows.WorkflowID("s29"), workflows.SignalOwnerUnload, nil))
 	})
 	var afterUnload workflows.LoopDescription
@@ -873,8 +871,9 @@ func TestS0_30_LoopDeactivatedWhileOpenHangs(t *testing.T) {
 	h.env.OnActivity(hookDispose, mock.Anything, mock.Anything).After(2 * time.Hour).Return(nil)
 	neighbour := h.updateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{
 		SessionID: "neighbour", Hooks: workflows.Hooks{DisposeActivity: hookDispose}}})
+	neighbourReady := h.updateAt(time.Second, workflows.WorkflowID("neighbour"), workflows.UpdateWaitReady)
 	start := h.updateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Resume: &workflows.ResumeSessionRequest{ResumeSessionID: "s30", Hooks: allHooks}})
-	h.at(2*time.Second, h.env.CancelWorkflow)
+	h.atStarted(2*time.Second, activities.OpenHandleName, h.env.CancelWorkflow)
 	var midTeardown workflows.LoopDescription
 	var landedByMid bool
 	h.at(10*time.Second, func() {
@@ -886,6 +885,7 @@ func TestS0_30_LoopDeactivatedWhileOpenHangs(t *testing.T) {
 	h.env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{})
 	require.NoError(t, h.env.GetWorkflowError())
 	neighbour.ok(t)
+	neighbourReady.ok(t)
 	start.ok(t)
 	// Settled long before the open landed.
 	require.False(t, midTeardown.Active)
