@@ -66,6 +66,8 @@ type env struct {
 	port, uiPort         int
 	worker               *exec.Cmd
 	exited               <-chan struct{}
+	starts               int
+	identity             string
 	workerLog            *syncBuffer
 	taskQueue, namespace string
 }
@@ -90,8 +92,13 @@ func freePort(t *testing.T) int {
 // search attributes and a worker polls the task queue. The wait fails at
 // once if the worker exits, and reports the worker's and the server's logs.
 func (e *env) startWorker(ephemeral bool) {
+	e.starts++
+	// A fresh identity per start: a persistent server still lists the
+	// poller of a killed worker for a while.
+	e.identity = fmt.Sprintf("cli-e2e-worker-%d", e.starts)
 	args := []string{"--dev", "--dev-dir", e.devDir, "--dev-port", strconv.Itoa(e.port), "--dev-ui-port", strconv.Itoa(e.uiPort),
-		"--store-root", e.root, "--compression", "none", "--task-queue", e.taskQueue, "--metrics-address", "", "--log-level", "warn"}
+		"--store-root", e.root, "--compression", "none", "--task-queue", e.taskQueue, "--metrics-address", "", "--log-level", "warn",
+		"--identity", e.identity}
 	if ephemeral {
 		args = append(args, "--dev-ephemeral")
 	}
@@ -123,7 +130,7 @@ func (e *env) startWorker(ephemeral bool) {
 
 // ready is the probe of startWorker: the server answers its health check,
 // serves the namespace with sessionflow's search attributes, and a worker
-// polls the task queue.
+// polls the task queue under the identity of this start.
 func (e *env) ready(ctx context.Context) error {
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -145,7 +152,7 @@ func (e *env) ready(ctx context.Context) error {
 			return fmt.Errorf("search attribute %s is not registered yet", name)
 		}
 	}
-	return readiness.TaskQueuePolled(c, e.taskQueue, "")(pctx)
+	return readiness.TaskQueuePolled(c, e.taskQueue, e.identity)(pctx)
 }
 
 // logs returns the worker's output and the dev server's own log.
