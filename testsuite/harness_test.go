@@ -402,6 +402,9 @@ func (h *harness) requireChecked() {
 	if h.waiting != "" {
 		h.t.Errorf("the run ended while a step still waited for: %s", h.waiting)
 	}
+	if h.next < h.scheduled {
+		h.t.Errorf("the run ended before %d of its %d scheduled steps ran", h.scheduled-h.next, h.scheduled)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for i, r := range h.results {
