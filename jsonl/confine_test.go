@@ -125,7 +125,7 @@ func TestDamagedArtifactConcernsItsSessionOnly(t *testing.T) {
 					bad := rows["bad"]
 					require.NotNil(t, bad.Problem, "the damaged session is listed with its problem")
 					require.Equal(t, want, bad.Problem.Reason)
-					require.Equal(t, jsonl.CodeLayout, bad.Problem.Code)
+					require.Equal(t, jsonl.Code("SessionLayoutConflict"), bad.Problem.Code)
 					requireCode(t, bad.Problem, jsonl.ErrLayout)
 					require.Equal(t, dir, bad.Path)
 					require.Len(t, rows, 3)
