@@ -289,10 +289,15 @@ func (l *lifecycle) watch() {
 }
 
 // syncCancel makes sure a root cancellation is accounted for before a
-// decision, even if the watcher has not run yet in this workflow task.
+// decision, even if the watcher has not run yet in this workflow task. The
+// watcher accounts for it: an abort or owner-unload signal that arrived in
+// the same workflow task as the cancellation is already held by the
+// watcher's blocked selector, where a receive from here would not see it,
+// so the decision waits until the watcher has handled that signal and then
+// the cancellation.
 func (l *lifecycle) syncCancel() {
 	if l.ctx.Err() != nil && !l.cancelSeen {
-		l.onCancel(workflow.GetSignalChannel(l.ctx, SignalAbort), workflow.GetSignalChannel(l.ctx, SignalOwnerUnload))
+		_ = workflow.Await(l.dctx, func() bool { return l.cancelSeen })
 	}
 }
 
