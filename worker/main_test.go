@@ -22,10 +22,18 @@ import (
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
+// runWorkerEnv makes the test binary run the worker command (main) instead
+// of the tests.
+const runWorkerEnv = "SESSIONFLOW_TEST_RUN_WORKER"
+
 // cliPath is the Temporal CLI located once for the package's tests.
 var cliPath string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(runWorkerEnv) == "1" {
+		// The test binary re-executed as the worker command.
+		main()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	p, err := devserver.Locate(ctx, devserver.LocateOptions{Progress: os.Stderr})
 	cancel()

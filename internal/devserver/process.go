@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"time"
 
 	"go.temporal.io/api/workflowservice/v1"
@@ -48,18 +49,37 @@ func serverArgs(host, port, ns, logLevel, dbFile string, ui bool, uiPort string,
 // startProcess runs the CLI at path with args, its stdout and stderr going
 // to out. The process is waited for in the background; exited is closed
 // when it ends.
+//
+// On Linux the server gets a parent-death signal (setProcessAttributes), so
+// a process killed with SIGKILL takes its dev server with it instead of
+// leaving it behind, re-parented to init and holding the port. The kernel
+// sends that signal when the thread that forked the child exits, not the
+// process, so the child is started from a goroutine locked to its OS thread
+// that stays there, waiting for the child, until the child has exited: no
+// other goroutine can end that thread early.
 func startProcess(path string, args []string, out io.Writer) (*process, error) {
-	cmd := exec.Command(path, args...)
-	cmd.Stdout, cmd.Stderr = out, out
-	setProcessAttributes(cmd)
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	p := &process{cmd: cmd, exited: make(chan struct{})}
+	p := &process{exited: make(chan struct{})}
+	started := make(chan error, 1)
 	go func() {
+		runtime.LockOSThread()
+		cmd := exec.Command(path, args...)
+		cmd.Stdout, cmd.Stderr = out, out
+		setProcessAttributes(cmd)
+		if err := cmd.Start(); err != nil {
+			runtime.UnlockOSThread()
+			started <- err
+			return
+		}
+		p.cmd = cmd
+		started <- nil
 		p.waitErr = cmd.Wait()
+		// The child is gone: its parent-death signal no longer matters.
+		runtime.UnlockOSThread()
 		close(p.exited)
 	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
