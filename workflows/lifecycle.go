@@ -139,6 +139,9 @@ type lifecycle struct {
 	disposeWanted bool
 	disposeDone   bool
 	disposeErr    error
+	// decodedAppends holds the Append requests the validator decoded, by
+	// update id, until their handler takes them.
+	decodedAppends map[string]AppendRequest
 }
 
 func newLifecycle(ctx workflow.Context, id, source string, hooks Hooks, set settings) *lifecycle {
@@ -315,8 +318,8 @@ func (l *lifecycle) register() error {
 	if err := workflow.SetUpdateHandler(l.ctx, UpdateWaitReady, l.waitReady); err != nil {
 		return err
 	}
-	if err := workflow.SetUpdateHandlerWithOptions(l.ctx, UpdateAppend, l.handleAppend,
-		workflow.UpdateHandlerOptions{Validator: l.validateAppend}); err != nil {
+	if err := workflow.SetUpdateHandlerWithOptions(l.ctx, UpdateAppend, l.handleAppendPayload,
+		workflow.UpdateHandlerOptions{Validator: l.validateAppendPayload}); err != nil {
 		return err
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(l.ctx, UpdateDispose, l.handleDispose,

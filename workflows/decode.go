@@ -1,0 +1,291 @@
+package workflows
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/sessionflow/sessionflow/session"
+)
+
+// The request types a client sends (workflow inputs and update arguments)
+// reach the workflows as raw payloads and are decoded here, strictly: a
+// request that is not a JSON object, names a field the request type does
+// not have, or holds an event the event model refuses fails as a
+// non-retryable InvalidArgument whose message names the request and what is
+// wrong with it. Left to the SDK, such a payload failed as a retryable
+// "wrapError" with the decoder's cause chain, before any workflow code ran.
+
+// decodeRequest decodes the payload of the request named name (a workflow
+// or update name) into out, a pointer to its request type. Unknown fields
+// are refused.
+func decodeRequest(name string, in converter.RawValue, out any) error {
+	p := in.Payload()
+	if p == nil {
+		return invalidArgument(fmt.Sprintf("invalid %s request: the request is missing", name))
+	}
+	switch enc := string(p.GetMetadata()[converter.MetadataEncoding]); enc {
+	case converter.MetadataEncodingJSON:
+	case converter.MetadataEncodingNil:
+		return invalidArgument(fmt.Sprintf("invalid %s request: the request is null; send a JSON object", name))
+	default:
+		return invalidArgument(fmt.Sprintf("invalid %s request: payload encoding %q is not supported; send a JSON object (encoding %q)",
+			name, enc, converter.MetadataEncodingJSON))
+	}
+	data := p.GetData()
+	if err := checkFieldNames(data, reflect.TypeOf(out).Elem()); err != nil {
+		return invalidArgument(fmt.Sprintf("invalid %s request: %s", name, err))
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(out)
+	if err == nil {
+		if _, terr := dec.Token(); terr == nil {
+			err = errors.New("unexpected data after the request object")
+		}
+	}
+	if err != nil {
+		return invalidArgument(fmt.Sprintf("invalid %s request: %s", name, describeDecodeError(data, out, err)))
+	}
+	return nil
+}
+
+// checkFieldNames refuses an object member of data that names no field of
+// t exactly: encoding/json matches names without regard to case, so
+// "sessionID" would fill SessionID. It descends into the members that
+// decode into structs; types with their own decoder are left to it.
+func checkFieldNames(data []byte, t reflect.Type) error {
+	var v any
+	if json.Unmarshal(data, &v) != nil {
+		return nil // the decoder reports it
+	}
+	return checkNames(v, t, "")
+}
+
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
+func checkNames(v any, t reflect.Type, path string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(unmarshalerType) {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		items, _ := v.([]any)
+		for i, item := range items {
+			if err := checkNames(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	case reflect.Struct:
+		members, _ := v.(map[string]any)
+		keys := make([]string, 0, len(members))
+		// The keys are sorted before use.
+		//workflowcheck:ignore
+		for key := range members {
+			keys = append(keys, key)
+		}
+		sort.Strings(keys) // the first offender is reported, in a fixed order
+		fields := jsonFields(t)
+		for _, key := range keys {
+			name := key
+			if path != "" {
+				name = path + "." + key
+			}
+			i := slices.IndexFunc(fields, func(f jsonField) bool { return f.name == key })
+			if i < 0 {
+				if j := slices.IndexFunc(fields, func(f jsonField) bool { return strings.EqualFold(f.name, key) }); j >= 0 {
+					return fmt.Errorf("unknown field %q (did you mean %q? field names are case-sensitive)", name, fields[j].name)
+				}
+				return fmt.Errorf("unknown field %q", name)
+			}
+			if err := checkNames(members[key], fields[i].typ, name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// jsonField is a JSON member of a struct type.
+type jsonField struct {
+	name string
+	typ  reflect.Type
+}
+
+// jsonFields lists the JSON members of struct t, embedded structs inlined.
+func jsonFields(t reflect.Type) []jsonField {
+	var out []jsonField
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || (!f.IsExported() && !f.Anonymous) {
+			continue
+		}
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			out = append(out, jsonFields(f.Type)...)
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out = append(out, jsonField{name: name, typ: f.Type})
+	}
+	return out
+}
+
+// eventFields are the request fields that hold events, by request type:
+// an event's own decoding error is reported with its position.
+var eventFields = map[reflect.Type]string{
+	reflect.TypeFor[AppendRequest]():        "events",
+	reflect.TypeFor[CreateSessionRequest](): "seed",
+}
+
+// describeDecodeError turns a decoding error of data into one sentence.
+func describeDecodeError(data []byte, out any, err error) string {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return fmt.Sprintf("not valid JSON at byte %d: %s", syntax.Offset, strings.TrimPrefix(syntax.Error(), "json: "))
+	case errors.As(err, &typ):
+		if typ.Field == "" {
+			return fmt.Sprintf("the request must be a JSON object, not %s", article(typ.Value))
+		}
+		return fmt.Sprintf("field %q must be %s, not %s", typ.Field, jsonKind(typ.Type), typ.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return strings.TrimPrefix(err.Error(), "json: ")
+	}
+	if field, ok := eventFields[reflect.TypeOf(out).Elem()]; ok {
+		if where := failingEvent(data, field); where != "" {
+			return where + ": " + err.Error()
+		}
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// failingEvent names the first event of data's array field that does not
+// decode, as `field[i]`, or returns "".
+func failingEvent(data []byte, field string) string {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(data, &members) != nil {
+		return ""
+	}
+	var events []json.RawMessage
+	if json.Unmarshal(members[field], &events) != nil {
+		return ""
+	}
+	for i, raw := range events {
+		var e session.Event
+		if json.Unmarshal(raw, &e) != nil {
+			return fmt.Sprintf("%s[%d]", field, i)
+		}
+	}
+	return ""
+}
+
+// article prefixes a JSON value kind ("string", "number -1") with "a" or
+// "an".
+func article(kind string) string {
+	if kind != "" && strings.ContainsRune("aeiou", rune(kind[0])) {
+		return "an " + kind
+	}
+	return "a " + kind
+}
+
+// jsonKind names the JSON value a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return fmt.Sprintf("an integer that fits %d bits", t.Bits())
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return fmt.Sprintf("a non-negative integer that fits %d bits", t.Bits())
+	case reflect.Float32, reflect.Float64:
+		return "a finite number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	}
+	return "an object"
+}
+
+// CreateSessionWorkflow is the CreateSession workflow as registered with a
+// worker: it decodes the request strictly (see decodeRequest) and runs
+// CreateSession. A request that does not decode fails the run with a
+// non-retryable InvalidArgument, which WaitReady returns as well.
+func CreateSessionWorkflow(ctx workflow.Context, in converter.RawValue) (DisposeResult, error) {
+	var req CreateSessionRequest
+	if err := decodeRequest(CreateSessionName, in, &req); err != nil {
+		return refuseInput(ctx, SourceStartup, err)
+	}
+	return CreateSession(ctx, req)
+}
+
+// ResumeSessionWorkflow is the ResumeSession workflow as registered with a
+// worker, with the strict decoding of CreateSessionWorkflow.
+func ResumeSessionWorkflow(ctx workflow.Context, in converter.RawValue) (DisposeResult, error) {
+	var req ResumeSessionRequest
+	if err := decodeRequest(ResumeSessionName, in, &req); err != nil {
+		return refuseInput(ctx, SourceResume, err)
+	}
+	return ResumeSession(ctx, req)
+}
+
+// refuseInput fails a run whose request did not decode, before any side
+// effect: the handlers are registered, so a WaitReady sent with the start
+// gets the failure too.
+func refuseInput(ctx workflow.Context, source string, err error) (DisposeResult, error) {
+	set, _ := resolveOptions(nil)
+	l := newLifecycle(ctx, "", source, Hooks{}, set)
+	if rerr := l.register(); rerr != nil {
+		return DisposeResult{}, rerr
+	}
+	return DisposeResult{}, l.fail(err)
+}
+
+// validateAppendPayload is the Append validator over the raw request: it
+// decodes it strictly, validates it and keeps it for the handler, which the
+// SDK runs next (validators do not run on replay, so the handler decodes
+// again when it finds nothing kept).
+func (l *lifecycle) validateAppendPayload(ctx workflow.Context, in converter.RawValue) error {
+	var req AppendRequest
+	if err := decodeRequest(UpdateAppend, in, &req); err != nil {
+		return err
+	}
+	if err := l.validateAppend(req); err != nil {
+		return err
+	}
+	if l.decodedAppends == nil {
+		l.decodedAppends = make(map[string]AppendRequest)
+	}
+	l.decodedAppends[workflow.GetCurrentUpdateInfo(ctx).ID] = req
+	return nil
+}
+
+// handleAppendPayload is the Append handler over the raw request.
+func (l *lifecycle) handleAppendPayload(ctx workflow.Context, in converter.RawValue) (AppendResult, error) {
+	id := workflow.GetCurrentUpdateInfo(ctx).ID
+	req, ok := l.decodedAppends[id]
+	delete(l.decodedAppends, id)
+	if !ok {
+		if err := decodeRequest(UpdateAppend, in, &req); err != nil {
+			return AppendResult{}, err
+		}
+	}
+	return l.handleAppend(ctx, req)
+}
