@@ -126,6 +126,10 @@ type lifecycle struct {
 	abortErr    error
 	cancelSeen  bool
 	failure     error
+	// failureAnswered says WaitReady may return the failure: at once in
+	// runs recorded before the failAfterRollback change, after the
+	// rollback since.
+	failureAnswered bool
 	ready       *SessionInfo
 
 	nonce   string
@@ -354,7 +358,7 @@ func (l *lifecycle) describe() (Description, error) {
 
 func (l *lifecycle) waitReady(ctx workflow.Context) (SessionInfo, error) {
 	hctx, _ := workflow.NewDisconnectedContext(ctx)
-	if err := workflow.Await(hctx, func() bool { return l.ready != nil || l.failure != nil }); err != nil {
+	if err := workflow.Await(hctx, func() bool { return l.ready != nil || l.failureAnswered }); err != nil {
 		return SessionInfo{}, err
 	}
 	if l.ready != nil {
@@ -536,11 +540,15 @@ func (l *lifecycle) race(start func(workflow.Context) workflow.Future, out any) 
 	return unwrapActivity(f.Get(l.dctx, out))
 }
 
-// fail records the failure (WaitReady returns it at once), unwinds the
-// compensation stack, waits for abandoned steps and running handlers, and
-// returns err unchanged.
+// fail records the failure, unwinds the compensation stack, waits for
+// abandoned steps and running handlers, and returns err unchanged. WaitReady
+// returns the failure once the rollback is done, in the workflow task that
+// completes the run: a caller who sees it can start a new run of the id at
+// once (runs recorded before the failAfterRollback change answered first).
 func (l *lifecycle) fail(err error) error {
 	l.failure = err
+	answerLate := workflow.GetVersion(l.dctx, failAfterRollbackChange, workflow.DefaultVersion, 1) >= 1
+	l.failureAnswered = !answerLate
 	workflow.GetLogger(l.ctx).Info("session lifecycle failed", "session", l.id, "error", errorMessage(err))
 	l.unwind()
 	for _, f := range l.outstanding {
@@ -548,6 +556,7 @@ func (l *lifecycle) fail(err error) error {
 	}
 	l.outstanding = nil
 	l.setPhase(PhaseClosed)
+	l.failureAnswered = true
 	l.awaitHandlers()
 	return err
 }

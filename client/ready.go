@@ -1,0 +1,43 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/api/serviceerror"
+
+	"github.com/sessionflow/sessionflow/workflows"
+)
+
+// WaitReady waits until the session id, whose CreateSession or
+// ResumeSession workflow was started separately (not through Create or
+// Resume), is live and returns what its WaitReady update reports. When the
+// run has already ended, the update cannot reach it; WaitReady then returns
+// the run's own outcome: the typed creation or resume failure, or
+// ErrNotRunning when the run completed (a session disposed already).
+func (c *Client) WaitReady(ctx context.Context, id string) (*Session, error) {
+	if id == "" {
+		return nil, invalidInput("", "wait for session: the session id is required")
+	}
+	var info workflows.SessionInfo
+	err := c.update(ctx, id, workflows.UpdateWaitReady, &info)
+	if err == nil {
+		return &Session{SessionInfo: info}, nil
+	}
+	var nf *serviceerror.NotFound
+	if !errors.As(err, &nf) {
+		return nil, callError("wait for session", id, err)
+	}
+	// The run ended before the update reached it (workflow execution
+	// already completed), or none exists: its result is the answer.
+	if rerr := c.c.GetWorkflow(ctx, workflows.WorkflowID(id), "").Get(ctx, nil); rerr != nil {
+		var rnf *serviceerror.NotFound
+		if errors.As(rerr, &rnf) {
+			return nil, callError("wait for session", id, err)
+		}
+		return nil, callError("wait for session", id, rerr)
+	}
+	return nil, &Error{Type: TypeNotRunning, SessionID: id, Err: err,
+		Message: fmt.Sprintf("wait for session %q: the session's run has completed (it was disposed)", id)}
+}
