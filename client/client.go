@@ -135,7 +135,7 @@ func (c *Client) startOptions(workflowID string) temporalclient.StartWorkflowOpt
 // the same history whatever the timing of the worker.
 func (c *Client) Create(ctx context.Context, req workflows.CreateSessionRequest) (*Session, error) {
 	if req.SessionID == "" {
-		return nil, invalidInput("", "the session id is empty")
+		return nil, invalidInput("", "create: the session id is required")
 	}
 	req.Options = c.withSearchAttributes(ctx, req.Options)
 	return c.startReady(ctx, req.SessionID, workflows.CreateSessionName, req)
@@ -148,10 +148,13 @@ func (c *Client) Create(ctx context.Context, req workflows.CreateSessionRequest)
 // ErrAlreadyExists; an unknown id with the store's SessionNotFound
 // (jsonl.ErrNotFound).
 func (c *Client) Resume(ctx context.Context, id string, req workflows.ResumeSessionRequest) (*Session, error) {
+	if id == "" {
+		return nil, invalidInput("", "resume: the session id is required")
+	}
 	if req.ResumeSessionID == "" {
 		req.ResumeSessionID = id
 	}
-	if id == "" || req.ResumeSessionID != id {
+	if req.ResumeSessionID != id {
 		return nil, invalidInput(id, "resume of session %q: the request names session %q", id, req.ResumeSessionID)
 	}
 	req.Options = c.withSearchAttributes(ctx, req.Options)

@@ -72,6 +72,9 @@ func planCreate(req CreateSessionRequest, set settings, now int64) (createPlan, 
 	if err := p.header.Validate(); err != nil {
 		return p, invalidArgument(err.Error())
 	}
+	if inherited != 0 && !p.header.IsSeeded {
+		return p, invalidArgument(unseededInheritedText(inherited))
+	}
 	count := inherited
 	if p.header.IsSeeded && count == 0 {
 		count = -1

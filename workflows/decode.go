@@ -233,6 +233,9 @@ func CreateSessionWorkflow(ctx workflow.Context, in converter.RawValue) (Dispose
 	if err := decodeRequest(CreateSessionName, in, &req); err != nil {
 		return refuseInput(ctx, SourceStartup, err)
 	}
+	if req.SessionID == "" {
+		return refuseInput(ctx, SourceStartup, invalidArgument(emptyCreateIDText))
+	}
 	return CreateSession(ctx, req)
 }
 
@@ -242,6 +245,9 @@ func ResumeSessionWorkflow(ctx workflow.Context, in converter.RawValue) (Dispose
 	var req ResumeSessionRequest
 	if err := decodeRequest(ResumeSessionName, in, &req); err != nil {
 		return refuseInput(ctx, SourceResume, err)
+	}
+	if req.ResumeSessionID == "" {
+		return refuseInput(ctx, SourceResume, invalidArgument(emptyResumeIDText))
 	}
 	return ResumeSession(ctx, req)
 }

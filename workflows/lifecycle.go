@@ -130,7 +130,7 @@ type lifecycle struct {
 	// runs recorded before the failAfterRollback change, after the
 	// rollback since.
 	failureAnswered bool
-	ready       *SessionInfo
+	ready           *SessionInfo
 
 	nonce   string
 	handleN int

@@ -5,6 +5,7 @@ package integration
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -92,6 +93,12 @@ func TestStartPayloadsThatDoNotDecode(t *testing.T) {
 			`invalid CreateSession request: seed[0]: event field "seq": must be a non-negative safe integer, got -1`},
 		{"create option too large", workflows.CreateSessionName, `{"sessionId":"x","options":{"maxBatchBytes":1e400}}`,
 			`invalid CreateSession request: field "options.maxBatchBytes" must be an integer that fits 64 bits, not number 1e400`},
+		{"create empty id", workflows.CreateSessionName, `{"sessionId":""}`,
+			`create: the session id is required (sessionId is empty)`},
+		{"resume empty id", workflows.ResumeSessionName, `{"resumeSessionId":""}`,
+			`resume: the session id is required (resumeSessionId is empty)`},
+		{"unseeded inherited count", workflows.CreateSessionName, `{"sessionId":"%s","seed":[],"inheritedEventCount":2}`,
+			`inheritedEventCount is 2 but meta.isSeeded is not set: set meta.isSeeded to true for a seeded (forked) session, or omit inheritedEventCount`},
 		{"resume misspelled field", workflows.ResumeSessionName, `{"sessionId":"x"}`,
 			`invalid ResumeSession request: unknown field "sessionId"`},
 		{"create nested misspelled field", workflows.CreateSessionName, `{"sessionId":"x","meta":{"cwd":"/w","isSeded":true}}`,
@@ -99,14 +106,19 @@ func TestStartPayloadsThatDoNotDecode(t *testing.T) {
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			wid := workflows.WorkflowID(w.id(fmt.Sprintf("badstart%d", i)))
+			id := w.id(fmt.Sprintf("badstart%d", i))
+			wid := workflows.WorkflowID(id)
+			payload := c.payload
+			if strings.Contains(payload, "%s") {
+				payload = fmt.Sprintf(payload, id)
+			}
 			// Started alone: the run fails at once (not a workflow task
 			// retried forever) with the typed failure.
-			run := w.startWorkflow(wid, c.workflow, rawJSON(c.payload))
+			run := w.startWorkflow(wid, c.workflow, rawJSON(payload))
 			requireInvalidArgument(t, run.Get(w.ctx(), nil), c.msg)
 
 			// Started with WaitReady: the update returns it.
-			op := w.c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{ID: wid, TaskQueue: w.taskQueue, WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL}, c.workflow, rawJSON(c.payload))
+			op := w.c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{ID: wid, TaskQueue: w.taskQueue, WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL}, c.workflow, rawJSON(payload))
 			h, err := w.c.UpdateWithStartWorkflow(w.ctx(), client.UpdateWithStartWorkflowOptions{
 				StartWorkflowOperation: op,
 				UpdateOptions:          client.UpdateWorkflowOptions{WorkflowID: wid, UpdateName: workflows.UpdateWaitReady, WaitForStage: client.WorkflowUpdateStageCompleted},
