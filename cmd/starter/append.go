@@ -58,9 +58,13 @@ earlier batches stay appended. A seq that does not continue the log fails with
 			line := startElapsed(a.stderr, isTerminal(a.stderr), fmt.Sprintf("appending to %q", id), elapsedDelay, time.Second)
 			n, err := appendStream(ctx, h, a.stdin, batch)
 			line.stopElapsed()
-			if err := closeHandle(ctx, h, err); err != nil {
+			if err == nil {
+				if cerr := h.Close(ctx); cerr != nil {
+					return closeAfterAppend(ctx, a, st, h, n, cerr)
+				}
+			} else if err := closeHandle(ctx, h, err); err != nil {
 				if n > 0 {
-					return fmt.Errorf("%w (%d events from earlier batches were appended)", err, n)
+					return fmt.Errorf("%w (%d events from earlier batches are stored)", err, n)
 				}
 				return err
 			}
