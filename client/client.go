@@ -275,11 +275,14 @@ func (c *Client) update(ctx context.Context, id, name string, result any, args .
 // session's seqs (or repeat a stored batch exactly); the update validator's
 // rejection comes back as an *Error with the reference text
 // (ErrSeqMismatch, ErrBatchTooLarge, ErrNotLive, ErrLifecycleDisposed,
-// ErrInvalidArgument).
+// ErrInvalidArgument). A call that ends before the session answers (ctx
+// done, no worker running) is ErrOutcomeUnknown: the batch may be stored
+// later, and retrying the same batch is safe (a batch already stored, or
+// accepted and not yet stored, is answered without storing it twice).
 func (c *Client) Append(ctx context.Context, id string, events []session.Event) (AppendResult, error) {
 	var res AppendResult
 	err := c.update(ctx, id, workflows.UpdateAppend, &res, workflows.AppendRequest{Events: events})
-	return res, callError("append to session", id, err)
+	return res, appendError(id, err)
 }
 
 // Dispose disposes the live session id through the Dispose update: the

@@ -75,12 +75,12 @@ func (u *updateAppender) submit(ctx context.Context, events []session.Event) (ap
 		WaitForStage: temporalclient.WorkflowUpdateStageAccepted,
 	})
 	if err != nil {
-		return nil, callError("append to session", u.id, err)
+		return nil, appendError(u.id, err)
 	}
 	return func(ctx context.Context) (AppendResult, error) {
 		var res AppendResult
 		err := h.Get(ctx, &res)
-		return res, callError("append to session", u.id, err)
+		return res, appendError(u.id, err)
 	}, nil
 }
 

@@ -273,8 +273,10 @@ func (l *lifecycle) validateAppendPayload(ctx workflow.Context, in converter.Raw
 	if err := decodeRequest(UpdateAppend, in, &req); err != nil {
 		return err
 	}
-	if err := l.validateAppend(req); err != nil {
-		return err
+	if l.phase != PhaseLive || l.disposeWanted || l.pendingTwin(req.Events) == nil {
+		if err := l.validateAppend(req); err != nil {
+			return err
+		}
 	}
 	if l.decodedAppends == nil {
 		l.decodedAppends = make(map[string]AppendRequest)
@@ -292,6 +294,9 @@ func (l *lifecycle) handleAppendPayload(ctx workflow.Context, in converter.RawVa
 		if err := decodeRequest(UpdateAppend, in, &req); err != nil {
 			return AppendResult{}, err
 		}
+	}
+	if it := l.pendingTwin(req.Events); it != nil {
+		return l.awaitTwin(ctx, it)
 	}
 	return l.handleAppend(ctx, req)
 }
