@@ -417,7 +417,7 @@ func (a *Activities) OpenHandle(ctx context.Context, in OpenHandleInput) (Handle
 		}
 		return infoOf(h), nil
 	})
-	return info, MapError(err)
+	return info, ownedError(ctx, st, in.SessionID, err)
 }
 
 // scan reads the log of h in chunks, heartbeating, and feeds every event to
