@@ -230,6 +230,8 @@ func (c *Client) startReady(ctx context.Context, id, workflowName string, req an
 		run     temporalclient.WorkflowRun
 	)
 	switch {
+	case errors.As(err, &started) && workflowName == workflows.ResumeSessionName:
+		return nil, resumeRunningError(id, err)
 	case errors.As(err, &started):
 		return nil, startError(id, err)
 	case h != nil:

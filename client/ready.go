@@ -41,3 +41,12 @@ func (c *Client) WaitReady(ctx context.Context, id string) (*Session, error) {
 	return nil, &Error{Type: TypeNotRunning, SessionID: id, Err: err,
 		Message: fmt.Sprintf("wait for session %q: the session's run has completed (it was disposed)", id)}
 }
+
+// resumeRunningError is the refusal of a Resume whose session workflow
+// already runs: another resume of the id won the race, or the session is
+// live (created or resumed earlier). Its class is ErrAlreadyExists.
+func resumeRunningError(id string, cause error) *Error {
+	return &Error{Type: workflows.ErrTypeAlreadyExists, SessionID: id, Err: cause, Message: fmt.Sprintf(
+		"session %q is already being resumed or is live: its workflow %s is running (dispose it, or wait for its resume to finish)",
+		id, workflows.WorkflowID(id))}
+}
