@@ -64,7 +64,7 @@ earlier batches stay appended. A seq that does not continue the log fails with
 				}
 			} else if err := closeHandle(ctx, h, err); err != nil {
 				if n > 0 {
-					return fmt.Errorf("%w (%d events from earlier batches are stored)", err, n)
+					return fmt.Errorf("%w (%d events from earlier batches were appended)", err, n)
 				}
 				return err
 			}

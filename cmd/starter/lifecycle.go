@@ -596,7 +596,7 @@ rolled-back run. --json prints the query result as it is.` + lifecycleNote,
 // renderDescription writes a Description as aligned text.
 func renderDescription(w io.Writer, d workflows.Description) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "session\t%s\n", d.SessionID)
+	fmt.Fprintf(tw, "session\t%s\n", displayText(d.SessionID))
 	fmt.Fprintf(tw, "phase\t%s\n", d.Phase)
 	fmt.Fprintf(tw, "source\t%s\n", orDash(d.Source))
 	handle := "-"
@@ -692,7 +692,7 @@ func renderList(w io.Writer, list []client.SessionSummary) error {
 		if !s.StartTime.IsZero() {
 			started = formatMillis(s.StartTime.UnixMilli())
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.SessionID, phase, orDash(s.Cwd), s.WorkflowType, started, from)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", displayText(s.SessionID), phase, displayText(orDash(s.Cwd)), s.WorkflowType, started, from)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -832,7 +832,7 @@ func renderLoop(w io.Writer, id string, d workflows.LoopDescription) error {
 			if c.Error != nil {
 				errText = errorInfoText(*c.Error)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%t\t%s\n", c.SessionID, c.Kind, orDash(c.ConfigID), c.State, c.WasLive, errText)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%t\t%s\n", displayText(c.SessionID), c.Kind, displayText(orDash(c.ConfigID)), c.State, c.WasLive, errText)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

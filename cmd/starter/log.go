@@ -247,14 +247,14 @@ directory, an id found in two project directories) is listed with its error, in 
 					if id == "" {
 						id = "-"
 					}
-					fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t%s\n", id, e.Error.Reason)
+					fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t%s\n", displayText(id), displayText(e.Error.Reason))
 					continue
 				}
 				cwd := e.Cwd
 				if cwd == "" {
 					cwd = "-"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%t\t%s", e.ID, cwd, formatMillis(e.CreatedAt), e.Size, e.Pending, e.Revision)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%t\t%s", displayText(e.ID), displayText(cwd), formatMillis(e.CreatedAt), e.Size, e.Pending, e.Revision)
 				if damaged {
 					fmt.Fprint(tw, "\t-")
 				}
