@@ -87,17 +87,17 @@ func checkNames(v any, t reflect.Type, path string) error {
 				return err
 			}
 		}
+	case reflect.Map:
+		members, _ := v.(map[string]any)
+		for _, key := range sortedKeys(members) {
+			if err := checkNames(members[key], t.Elem(), path+"."+key); err != nil {
+				return err
+			}
+		}
 	case reflect.Struct:
 		members, _ := v.(map[string]any)
-		keys := make([]string, 0, len(members))
-		// The keys are sorted before use.
-		//workflowcheck:ignore
-		for key := range members {
-			keys = append(keys, key)
-		}
-		sort.Strings(keys) // the first offender is reported, in a fixed order
 		fields := jsonFields(t)
-		for _, key := range keys {
+		for _, key := range sortedKeys(members) {
 			name := key
 			if path != "" {
 				name = path + "." + key
@@ -115,6 +115,19 @@ func checkNames(v any, t reflect.Type, path string) error {
 		}
 	}
 	return nil
+}
+
+// sortedKeys returns the keys of m in order, so that the first offender is
+// reported the same way every time.
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	// The keys are sorted before use.
+	//workflowcheck:ignore
+	for key := range m {
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // jsonField is a JSON member of a struct type.

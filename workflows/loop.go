@@ -219,8 +219,8 @@ func SessionLoop(ctx workflow.Context, in SessionLoopInput) (LoopDescription, er
 	if err := workflow.SetQueryHandler(ctx, QueryDescribe, func() (LoopDescription, error) { return lp.describe(), nil }); err != nil {
 		return LoopDescription{}, err
 	}
-	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateStart, lp.handleStart,
-		workflow.UpdateHandlerOptions{Validator: lp.validateStart}); err != nil {
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateStart, lp.handleStartPayload,
+		workflow.UpdateHandlerOptions{Validator: lp.validateStartPayload}); err != nil {
 		return LoopDescription{}, err
 	}
 	readyCh := workflow.GetSignalChannel(ctx, SignalSessionReady)

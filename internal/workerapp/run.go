@@ -31,12 +31,13 @@ import (
 // Register registers sessionflow's workflows (CreateSession, ResumeSession,
 // LiveSession, SessionLoop) and the store activities over store with r. The
 // session workflows are registered through their strict decoders
-// (workflows.CreateSessionWorkflow, workflows.ResumeSessionWorkflow).
+// (workflows.CreateSessionWorkflow, workflows.ResumeSessionWorkflow,
+// workflows.SessionLoopWorkflow).
 func Register(r worker.Registry, store *jsonl.Store) {
 	r.RegisterWorkflowWithOptions(workflows.CreateSessionWorkflow, workflow.RegisterOptions{Name: workflows.CreateSessionName})
 	r.RegisterWorkflowWithOptions(workflows.ResumeSessionWorkflow, workflow.RegisterOptions{Name: workflows.ResumeSessionName})
 	r.RegisterWorkflowWithOptions(workflows.LiveSession, workflow.RegisterOptions{Name: workflows.LiveSessionName})
-	r.RegisterWorkflowWithOptions(workflows.SessionLoop, workflow.RegisterOptions{Name: workflows.SessionLoopName})
+	r.RegisterWorkflowWithOptions(workflows.SessionLoopWorkflow, workflow.RegisterOptions{Name: workflows.SessionLoopName})
 	r.RegisterActivity(&activities.Activities{Store: store})
 }
 

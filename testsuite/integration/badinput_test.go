@@ -130,3 +130,21 @@ func TestStartPayloadsThatDoNotDecode(t *testing.T) {
 		})
 	}
 }
+
+func TestLoopPayloadsThatDoNotDecode(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, shared, jsonl.CompressionNone)
+	w.startWorker()
+	bad := w.startWorkflow("loop/"+w.id("badloop"), workflows.SessionLoopName,
+		rawJSON(`{"agents":[{"id":"main"}],"configuredAgentIdentities":{"main":{"id":"x","resum":true}}}`))
+	requireInvalidArgument(t, bad.Get(w.ctx(), nil),
+		`invalid SessionLoop request: unknown field "configuredAgentIdentities.main.resum"`)
+
+	wid := "loop/" + w.id("goodloop")
+	w.startWorkflow(wid, workflows.SessionLoopName, rawJSON(`{}`))
+	err := w.update(wid, workflows.UpdateStart, nil, rawJSON(`{"craete":{"sessionId":"x"}}`))
+	requireInvalidArgument(t, err, `invalid Start request: unknown field "craete"`)
+	err = w.update(wid, workflows.UpdateStart, nil, rawJSON(`{"create":{"sessionId":"x","seed":[{"type":"turn/start","seq":0,"time":1,"data":[]}]}}`))
+	requireInvalidArgument(t, err, `invalid Start request: event field "data": must be a JSON object, got []`)
+	require.NoError(t, w.c.CancelWorkflow(w.ctx(), wid, ""))
+}
