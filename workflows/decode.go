@@ -61,41 +61,66 @@ func decodeRequest(name string, in converter.RawValue, out any) error {
 // checkFieldNames refuses an object member of data that names no field of
 // t exactly: encoding/json matches names without regard to case, so
 // "sessionID" would fill SessionID. It descends into the members that
-// decode into structs; types with their own decoder are left to it.
+// decode into structs (or slices and maps of them); values of types with
+// their own decoder (events) are left to it and not parsed here.
 func checkFieldNames(data []byte, t reflect.Type) error {
-	var v any
-	if json.Unmarshal(data, &v) != nil {
-		return nil // the decoder reports it
-	}
-	return checkNames(v, t, "")
+	return checkNames(data, t, "")
 }
 
 var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 
-func checkNames(v any, t reflect.Type, path string) error {
+// needsNames reports whether values of t hold object members to check.
+func needsNames(t reflect.Type) bool {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	if reflect.PointerTo(t).Implements(unmarshalerType) {
+		return false
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		return true
+	case reflect.Slice, reflect.Array, reflect.Map:
+		return needsNames(t.Elem())
+	}
+	return false
+}
+
+// checkNames checks raw, a JSON value of type t at path. A value that is
+// not of the expected JSON kind is left to the decoder, which reports it.
+func checkNames(raw json.RawMessage, t reflect.Type, path string) error {
+	if !needsNames(t) {
 		return nil
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
 	}
 	switch t.Kind() {
 	case reflect.Slice, reflect.Array:
-		items, _ := v.([]any)
+		var items []json.RawMessage
+		if json.Unmarshal(raw, &items) != nil {
+			return nil
+		}
 		for i, item := range items {
 			if err := checkNames(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
 				return err
 			}
 		}
 	case reflect.Map:
-		members, _ := v.(map[string]any)
+		var members map[string]json.RawMessage
+		if json.Unmarshal(raw, &members) != nil {
+			return nil
+		}
 		for _, key := range sortedKeys(members) {
 			if err := checkNames(members[key], t.Elem(), path+"."+key); err != nil {
 				return err
 			}
 		}
 	case reflect.Struct:
-		members, _ := v.(map[string]any)
+		var members map[string]json.RawMessage
+		if json.Unmarshal(raw, &members) != nil {
+			return nil
+		}
 		fields := jsonFields(t)
 		for _, key := range sortedKeys(members) {
 			name := key
@@ -119,7 +144,7 @@ func checkNames(v any, t reflect.Type, path string) error {
 
 // sortedKeys returns the keys of m in order, so that the first offender is
 // reported the same way every time.
-func sortedKeys(m map[string]any) []string {
+func sortedKeys(m map[string]json.RawMessage) []string {
 	keys := make([]string, 0, len(m))
 	// The keys are sorted before use.
 	//workflowcheck:ignore
