@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"slices"
 	"sort"
@@ -194,6 +195,10 @@ func describeDecodeError(data []byte, out any, err error) string {
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "not valid JSON: the request ends early"
+	case errors.Is(err, io.EOF):
+		return "the request is empty; send a JSON object"
 	case errors.As(err, &syntax):
 		return fmt.Sprintf("not valid JSON at byte %d: %s", syntax.Offset, strings.TrimPrefix(syntax.Error(), "json: "))
 	case errors.As(err, &typ):
