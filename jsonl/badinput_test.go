@@ -265,15 +265,24 @@ func TestBadInput_UnknownEventTypes(t *testing.T) {
 		require.True(t, got[1].Ignorable)
 		require.Equal(t, `{"x":1}`, string(got[1].Data))
 
-		// Appends are permissive: an unknown type is stored verbatim, and the
-		// next read refuses it.
+		// An append refuses what a read would refuse: an unknown type not
+		// marked ignorable is an invalid argument, and nothing is stored.
 		h3 := header("vocab-append", "/w")
 		hd := create(t, e.store, h3)
-		require.NoError(t, hd.Append(bg, []session.Event{ev(t, "future/other", 0, `{}`)}))
+		require.NoError(t, hd.Append(bg, []session.Event{turnStart(t, 0, 1)}))
+		unchanged(t, e.root, func() {
+			err := hd.Append(bg, []session.Event{ev(t, "future/other", 1, `{}`)})
+			requireCode(t, err, jsonl.ErrInvalidArgument)
+			require.ErrorIs(t, err, session.ErrInvalidEvent)
+			require.EqualError(t, err, `invalid session event at index 0 (seq 1, type "future/other"): event type "future/other" is unknown to this build and not marked ignorable; a reader would refuse the log as an unsupported format`)
+		})
+		// Marked ignorable, it is stored and reads back.
+		other := ev(t, "future/other", 1, `{}`)
+		other.Ignorable = true
+		require.NoError(t, hd.Append(bg, []session.Event{other}))
 		require.NoError(t, hd.Close(bg))
-		_, err := e.store.Open(bg, h3.ID, jsonl.AccessRead, jsonl.OpenOptions{})
-		requireCode(t, err, jsonl.ErrFormatUnsupported)
-		require.ErrorContains(t, err, `contains event type "future/other" (seq 0) unknown to this harness and not marked ignorable`)
+		got = readAll(t, e.newStore(nil), h3.ID)
+		require.Equal(t, []string{session.TypeTurnStart, "future/other"}, types(got))
 	})
 }
 

@@ -699,6 +699,10 @@ func (h *Handle) Append(ctx context.Context, events []session.Event) error {
 		if err := session.CheckContiguous(id, st.cursor, batch); err != nil {
 			return &Error{Code: CodeSeqMismatch, SessionID: id, Message: err.Error(), Err: err}
 		}
+		// What is accepted must stay readable, repairable and resumable.
+		if err := session.CheckAppendable(st.header, st.cursor, batch); err != nil {
+			return invalidArgument(id, err)
+		}
 		if err := ctx.Err(); err != nil {
 			return context.Cause(ctx)
 		}

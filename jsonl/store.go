@@ -528,7 +528,7 @@ func (s *Store) scanFile(id, path string) (*scanResult, error) {
 	}
 	for _, evs := range [][]session.Event{r.events, r.recovered} {
 		for _, e := range evs {
-			if !e.Ignorable && !session.KnownEventType(e.Type) {
+			if !e.Interpretable() {
 				return nil, &Error{Code: CodeFormatUnsupported, SessionID: id, Path: path, Message: fmt.Sprintf(
 					"session %q contains event type %q (seq %d) unknown to this harness and not marked ignorable; refusing to interpret the log — it was likely written by a newer harness (raw log: %s)",
 					id, e.Type, e.Seq, path)}

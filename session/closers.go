@@ -95,74 +95,107 @@ type pendingEntry struct {
 // callId, tool/result without message.source.callId) returns an error and
 // leaves the scanner unchanged. Events of other types are only counted.
 func (s *TurnScanner) Observe(e Event) error {
+	f, err := readRepairFacts(e)
+	if err != nil {
+		return err
+	}
 	switch e.Type {
 	case TypeTurnStart:
-		var p turnShape
-		if err := decodeShape(e, &p); err != nil {
-			return err
-		}
-		if p.Turn == nil {
-			return payloadError(e, "data lacks %q", "turn")
-		}
-		if err := checkCount(e, "turn", *p.Turn, 1); err != nil {
-			return err
-		}
-		s.open, s.turn, s.step, s.lastTurn = true, *p.Turn, 0, *p.Turn
+		s.open, s.turn, s.step, s.lastTurn = true, f.turn, 0, f.turn
 		s.clearPending()
 	case TypeTurnEnd:
 		s.open, s.turn, s.step = false, 0, 0
 		s.clearPending()
 	case TypeStepStart:
-		var p stepShape
-		if err := decodeShape(e, &p); err != nil {
-			return err
-		}
-		if p.Step == nil {
-			return payloadError(e, "data lacks %q", "step")
-		}
-		if err := checkCount(e, "step", *p.Step, 1); err != nil {
-			return err
-		}
-		s.step = *p.Step
+		s.step = f.step
 	case TypeStepEnd:
 		s.step = 0
 		s.clearPending()
 	case TypeAssistantMessage:
-		var p assistantShape
-		if err := decodeShape(e, &p); err != nil {
-			return err
-		}
-		ids, err := p.toolCalls(e)
-		if err != nil {
-			return err
-		}
-		for _, id := range ids {
-			s.setPending(id, *p.Step)
+		for _, id := range f.callIDs {
+			s.setPending(id, f.step)
 		}
 	case TypeToolCall:
-		var p callShape
-		if err := decodeShape(e, &p); err != nil {
-			return err
-		}
-		if p.CallID == nil {
-			return payloadError(e, "data lacks %q", "callId")
-		}
-		if i, ok := s.index[*p.CallID]; ok {
+		if i, ok := s.index[f.callID]; ok {
 			s.calls[i].call.CallSeq = e.Seq
 		}
 	case TypeToolResult:
-		var p resultShape
-		if err := decodeShape(e, &p); err != nil {
-			return err
-		}
-		id, err := p.callID(e)
-		if err != nil {
-			return err
-		}
-		s.deletePending(id)
+		s.deletePending(f.callID)
 	}
 	s.observed, s.lastSeq, s.lastTime = true, e.Seq, e.Time
 	return nil
+}
+
+// repairFacts are the payload fields the crash-repair scan reads from one
+// event.
+type repairFacts struct {
+	turn, step int64
+	callIDs    []string // tool-call block ids of an assistant/message
+	callID     string   // callId of a tool/call, message.source.callId of a tool/result
+}
+
+// readRepairFacts decodes what the crash-repair scan needs from e: the rules
+// of SPEC 5.1 on repair-relevant payloads. They depend on the event alone,
+// never on the scan state, so an append can check a batch with them without
+// the log before it. Events of other types have no facts.
+func readRepairFacts(e Event) (repairFacts, error) {
+	var f repairFacts
+	switch e.Type {
+	case TypeTurnStart:
+		var p turnShape
+		if err := decodeShape(e, &p); err != nil {
+			return f, err
+		}
+		if p.Turn == nil {
+			return f, payloadError(e, "data lacks %q", "turn")
+		}
+		if err := checkCount(e, "turn", *p.Turn, 1); err != nil {
+			return f, err
+		}
+		f.turn = *p.Turn
+	case TypeStepStart:
+		var p stepShape
+		if err := decodeShape(e, &p); err != nil {
+			return f, err
+		}
+		if p.Step == nil {
+			return f, payloadError(e, "data lacks %q", "step")
+		}
+		if err := checkCount(e, "step", *p.Step, 1); err != nil {
+			return f, err
+		}
+		f.step = *p.Step
+	case TypeAssistantMessage:
+		var p assistantShape
+		if err := decodeShape(e, &p); err != nil {
+			return f, err
+		}
+		ids, err := p.toolCalls(e)
+		if err != nil {
+			return f, err
+		}
+		f.step, f.callIDs = *p.Step, ids
+	case TypeToolCall:
+		var p callShape
+		if err := decodeShape(e, &p); err != nil {
+			return f, err
+		}
+		if p.CallID == nil {
+			return f, payloadError(e, "data lacks %q", "callId")
+		}
+		f.callID = *p.CallID
+	case TypeToolResult:
+		var p resultShape
+		if err := decodeShape(e, &p); err != nil {
+			return f, err
+		}
+		id, err := p.callID(e)
+		if err != nil {
+			return f, err
+		}
+		f.callID = id
+	}
+	return f, nil
 }
 
 // setPending inserts or re-inserts a call: an existing key keeps its place

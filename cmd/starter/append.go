@@ -152,7 +152,7 @@ func parseEventLine(line []byte) (session.Event, error) {
 	if err := e.Validate(); err != nil {
 		return e, fmt.Errorf("not a valid event: %w", err)
 	}
-	if !e.Ignorable && !session.KnownEventType(e.Type) {
+	if !e.Interpretable() {
 		return e, fmt.Errorf("not a valid event: type %q is unknown to this build and not marked ignorable", e.Type)
 	}
 	return e, nil
