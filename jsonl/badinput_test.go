@@ -536,17 +536,38 @@ func TestBadInput_InheritedMarkerMismatch(t *testing.T) {
 	})
 }
 
+// rawOr returns raw for a raw root and zstd for a zstd root.
+func rawOr(comp jsonl.Compression, zstd, raw string) string {
+	if comp == jsonl.CompressionNone {
+		return raw
+	}
+	return zstd
+}
+
+// damaged is the detail of a raw log refused because the damage described by
+// issue, at byte off, is followed by the valid record at line (byte valid).
+func damaged(issue string, off, line, valid int) string {
+	return fmt.Sprintf("%s; the damage at byte %d is followed by a complete valid record at line %d (byte %d), so it is not a torn write", issue, off, line, valid)
+}
+
 func TestBadInput_CorruptLinesBeforeTurnEnd(t *testing.T) {
 	eachCompression(t, func(t *testing.T, comp jsonl.Compression) {
 		ts := line(t, turnStart(t, 0, 1))
+		hl := len(headerLine(header("corrupt", "/w"))) + 1 // with its newline
 		for name, tc := range map[string]struct {
 			lines  []string
 			detail string
 		}{
 			"unparsable": {[]string{ts, `{"type":"step/start","seq":1,`, line(t, turnEnd(t, 2, 1))},
 				"corrupt session log: unparsable committed event at line 2"},
+			// A raw log names the damage and the valid record after it by
+			// their byte offsets; zstd refuses the first bad record.
 			"unparsable then valid": {[]string{ts, `{not json`, line(t, stepStart(t, 1, 1, 1)), line(t, turnEnd(t, 2, 1))},
-				"corrupt session log: unparsable committed event at line 2"},
+				rawOr(comp, "corrupt session log: unparsable committed event at line 2",
+					damaged("corrupt session log: unparsable committed event at line 2", hl+len(ts)+1, 3, hl+len(ts)+1+len(`{not json`)+1))},
+			"unparsable then valid, no turn end": {[]string{ts, `{not json`, line(t, stepStart(t, 1, 1, 1))},
+				rawOr(comp, "corrupt session log: unparsable committed event at line 2",
+					damaged("corrupt session log: unparsable committed event at line 2", hl+len(ts)+1, 3, hl+len(ts)+1+len(`{not json`)+1))},
 			"seq gap": {[]string{ts, line(t, stepStart(t, 2, 1, 1)), line(t, turnEnd(t, 3, 1))},
 				"corrupt session log: invalid committed event at line 2: seq gap (expected 1, got 2)"},
 			"duplicate seq": {[]string{ts, line(t, stepStart(t, 0, 1, 1)), line(t, turnEnd(t, 1, 1))},

@@ -55,6 +55,8 @@ type OpenOptions struct {
 	HandleID string
 	// Owner is the workflow that owns a write handle.
 	Owner Owner
+	// Repair configures how a write open treats a damaged log.
+	Repair RepairOptions
 }
 
 // handleState is the in-process view of one handle.
@@ -74,6 +76,8 @@ type handleState struct {
 	lease        File        // the verified lease file, kept across mutations
 	leaseFI      os.FileInfo // identity of that lease file
 	torn         int64       // pending truncation offset, -1 when none
+	forced       bool        // the pending cut removes valid records after damage
+	force        bool        // RepairOptions.Force of the open
 	recovered    []session.Event
 	primed       []session.Event // validated log serving reads until the first append
 
@@ -369,7 +373,7 @@ func (s *Store) openWrite(ctx context.Context, id string, opts OpenOptions) (*Ha
 	} else {
 		s.metrics.LeaseAcquired()
 	}
-	st, err := s.primeWriter(ctx, id, sd, opts.HandleID)
+	st, err := s.primeWriter(ctx, id, sd, opts.HandleID, opts.Repair.Force)
 	if err != nil {
 		if rerr := s.releaseLease(sd.dir, opts.HandleID); rerr != nil {
 			return nil, &AggregateError{Message: fmt.Sprintf("session %q: write open failed and its lock release failed", id), Errors: []error{err, rerr}}
@@ -381,7 +385,7 @@ func (s *Store) openWrite(ctx context.Context, id string, opts OpenOptions) (*Ha
 }
 
 // primeWriter validates the log under a freshly taken lease.
-func (s *Store) primeWriter(ctx context.Context, id string, sd sessionDir, handle string) (*handleState, error) {
+func (s *Store) primeWriter(ctx context.Context, id string, sd sessionDir, handle string, force bool) (*handleState, error) {
 	if err := s.checkRevoked(id, handle); err != nil {
 		return nil, err
 	}
@@ -391,7 +395,7 @@ func (s *Store) primeWriter(ctx context.Context, id string, sd sessionDir, handl
 	if err := s.ensureCurrent(id, &sd); err != nil {
 		return nil, err
 	}
-	st := &handleState{ref: HandleRef{SessionID: id, HandleID: handle, Access: AccessWrite}, dir: sd.dir, path: sd.generation}
+	st := &handleState{ref: HandleRef{SessionID: id, HandleID: handle, Access: AccessWrite}, dir: sd.dir, path: sd.generation, force: force}
 	if err := s.loadFile(st); err != nil {
 		return nil, err
 	}
@@ -405,7 +409,7 @@ func (s *Store) loadFile(st *handleState) error {
 	if err != nil {
 		return err
 	}
-	r, err := s.scanFile(st.ref.SessionID, st.path)
+	r, err := s.scanFileForce(st.ref.SessionID, st.path, st.force)
 	if err != nil {
 		return err
 	}
@@ -421,7 +425,7 @@ func (s *Store) loadFile(st *handleState) error {
 	st.releaseLog()
 	st.header, st.inherited, st.materialized, st.fi, st.size = r.header, inherited, true, fi, fi.Size()
 	st.primed = append(r.events, r.recovered...)
-	st.recovered, st.torn = r.recovered, r.tornTruncateTo
+	st.recovered, st.torn, st.forced = r.recovered, r.tornTruncateTo, r.forcedCut
 	st.cursor = int64(len(st.primed))
 	st.observed = max(st.observed, st.cursor)
 	if fi.Size() != r.size {
@@ -757,7 +761,7 @@ func (s *Store) write(st *handleState, batch []session.Event) error {
 			return err
 		}
 	} else {
-		if err := s.repair(st); err != nil {
+		if _, err := s.repair(st); err != nil {
 			return err
 		}
 		if s.comp == CompressionZstd {
@@ -773,31 +777,48 @@ func (s *Store) write(st *handleState, batch []session.Event) error {
 	return nil
 }
 
-// repair cuts a pending torn suffix and re-writes zstd-recovered records as
-// their own frame. State is cleared only after success.
-func (s *Store) repair(st *handleState) error {
+// repair cuts a pending torn (or forced) suffix, after copying it to a
+// quarantine file beside the log, and re-writes zstd-recovered records as
+// their own frame. State is cleared only after success. It returns the cut
+// made, or nil.
+func (s *Store) repair(st *handleState) (*TailCut, error) {
+	var cut *TailCut
 	if st.torn >= 0 {
-		if err := s.truncate(st.path, st.torn); err != nil {
-			return err
+		q, err := s.quarantine(st.path, st.torn)
+		if err != nil {
+			return nil, err
 		}
-		st.torn = -1
+		fi, err := s.fs.Stat(st.path)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.truncate(st.path, st.torn); err != nil {
+			return nil, err
+		}
+		cut = &TailCut{Offset: st.torn, Bytes: fi.Size() - st.torn, Quarantine: q, Forced: st.forced}
+		st.torn, st.forced = -1, false
 		st.fi = nil // re-read by the next append
 		st.releaseLog()
 		s.metrics.TornTailRepaired()
-		s.log.Warn(fmt.Sprintf("session-persistence-jsonl: session %q recovered from a torn tail; incomplete tail bytes were discarded", st.ref.SessionID),
-			"session", st.ref.SessionID, "path", st.path)
+		if cut.Forced {
+			s.log.Warn(fmt.Sprintf("session-persistence-jsonl: session %q: a forced repair cut the log at its first damage; the %d bytes removed, valid records included, were saved to %s", st.ref.SessionID, cut.Bytes, q),
+				"session", st.ref.SessionID, "path", st.path, "quarantine", q)
+		} else {
+			s.log.Warn(fmt.Sprintf("session-persistence-jsonl: session %q recovered from a torn tail; incomplete tail bytes were discarded", st.ref.SessionID),
+				"session", st.ref.SessionID, "path", st.path, "quarantine", q)
+		}
 	}
 	if len(st.recovered) > 0 {
 		body, err := encodeBatch(st.recovered)
 		if err != nil {
-			return err
+			return cut, err
 		}
 		if err := s.appendData(st, s.codec.encodeFrame(nil, body)); err != nil {
-			return err
+			return cut, err
 		}
 		st.recovered = nil
 	}
-	return nil
+	return cut, nil
 }
 
 func (s *Store) truncate(path string, size int64) error {

@@ -34,6 +34,7 @@ func referenceScanRaw(data []byte) (*scanResult, error) {
 	var events []session.Event
 	var issue error
 	committed := base
+	damagedAt := 0
 	line := 0
 	for pos := base; ; {
 		end := bytes.IndexByte(data[pos:], '\n')
@@ -42,11 +43,13 @@ func referenceScanRaw(data []byte) (*scanResult, error) {
 		}
 		end += pos
 		line++
+		start := pos
 		ev, err := session.DecodeEventLine(data[pos:end])
 		pos = end + 1
 		if errors.Is(err, session.ErrUnparsable) {
 			if issue == nil {
 				issue = fmt.Errorf("corrupt session log: unparsable committed event at line %d", line)
+				damagedAt = start
 			}
 			continue
 		}
@@ -55,6 +58,10 @@ func referenceScanRaw(data []byte) (*scanResult, error) {
 			if isTurnEnd {
 				return nil, issue
 			}
+			if err == nil {
+				return nil, fmt.Errorf("%w; the damage at byte %d is followed by a complete valid record at line %d (byte %d), so it is not a torn write",
+					issue, damagedAt, line, start)
+			}
 			continue
 		}
 		if err == nil && ev.Seq != int64(len(events)) {
@@ -62,6 +69,7 @@ func referenceScanRaw(data []byte) (*scanResult, error) {
 		}
 		if err != nil {
 			issue = fmt.Errorf("corrupt session log: invalid committed event at line %d: %w", line, err)
+			damagedAt = start
 			if isTurnEnd {
 				return nil, issue
 			}
@@ -258,7 +266,7 @@ func TestReadRawDecodingMatchesReadFile(t *testing.T) {
 			require.NoError(t, err, msg)
 			require.Equal(t, string(data), string(got), msg)
 			require.Equal(t, bytes.IndexByte(data, '\n') >= 0, chunks != nil, "%s: decoded while read", msg)
-			r, err := scanRawDecoded(got, chunks)
+			r, err := scanRawDecoded(got, chunks, false)
 			requireSameScan(t, want, wantErr, r, err, msg)
 
 			// A read that fails at any point.
@@ -283,7 +291,7 @@ func TestReadRawDecodingMatchesReadFile(t *testing.T) {
 			if len(data) > 2*int(fsys.shrink) {
 				require.Nil(t, chunks, "%s: a grown file is decoded after reading", msg)
 			}
-			r, err = scanRawDecoded(got, chunks)
+			r, err = scanRawDecoded(got, chunks, false)
 			requireSameScan(t, want, wantErr, r, err, msg+", grown file")
 			waitGoroutines(t, goroutines)
 		}

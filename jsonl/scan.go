@@ -35,14 +35,32 @@ type scanResult struct {
 	recovered []session.Event
 	// size is the physical size of the scanned bytes.
 	size int64
+	// forcedCut is set when a forced scan accepted damage that is not a torn
+	// write (complete valid records follow it): cutting at tornTruncateTo
+	// then removes records that were once acknowledged.
+	forcedCut bool
 }
 
 // lineScanner is the incremental event-line scanner of SPEC 4.3.
 type lineScanner struct {
 	strict bool
+	// intactTail refuses damage followed by a complete valid record (a raw
+	// log's rule): a crash tears only the final write, so valid records
+	// after damage prove the damage is not a torn write.
+	intactTail bool
+	// force accepts any damage as a suffix to cut: the first damaged record
+	// and everything after it (a forced repair).
+	force bool
+	// base is the offset of the scanned bytes in the file, for messages.
+	base   int64
 	line   int64
 	events []session.Event
 	issue  error
+	// damagedAt is the file offset where the first damaged record starts
+	// (meaningful once issue is set); damaged is set when the scan went
+	// past damage that a torn write cannot explain (force only).
+	damagedAt int64
+	damaged   bool
 }
 
 // feed scans the complete lines of buf and returns the number of bytes
@@ -78,6 +96,7 @@ func (s *lineScanner) feedChunks(chunks []lineChunk) (int64, error) {
 			if errors.Is(err, session.ErrUnparsable) {
 				if s.issue == nil {
 					s.issue = fmt.Errorf("corrupt session log: unparsable committed event at line %d", s.line)
+					s.damagedAt = s.base + committed
 				}
 				if s.strict {
 					return committed, s.issue
@@ -86,8 +105,13 @@ func (s *lineScanner) feedChunks(chunks []lineChunk) (int64, error) {
 			}
 			isTurnEnd := ev.Type == session.TypeTurnEnd
 			if s.issue != nil {
-				if isTurnEnd {
+				switch {
+				case s.force:
+					s.damaged = s.damaged || isTurnEnd || err == nil
+				case isTurnEnd:
 					return committed, s.issue
+				case s.intactTail && err == nil:
+					return committed, &damageError{issue: s.issue, offset: s.damagedAt, line: s.line, validAt: s.base + s.lineStart(chunk, i)}
 				}
 				continue
 			}
@@ -98,6 +122,11 @@ func (s *lineScanner) feedChunks(chunks []lineChunk) (int64, error) {
 			}
 			if err != nil {
 				s.issue = fmt.Errorf("corrupt session log: invalid committed event at line %d: %w", s.line, err)
+				s.damagedAt = s.base + committed
+				if s.force {
+					s.damaged = s.damaged || isTurnEnd
+					continue
+				}
 				if isTurnEnd || s.strict {
 					return committed, s.issue
 				}
@@ -110,6 +139,35 @@ func (s *lineScanner) feedChunks(chunks []lineChunk) (int64, error) {
 	return committed, nil
 }
 
+// lineStart returns the offset, in the scanned bytes, where line i of chunk
+// starts.
+func (s *lineScanner) lineStart(chunk *lineChunk, i int) int64 {
+	if i > 0 {
+		return int64(chunk.ends[i-1] + 1)
+	}
+	return int64(chunk.start)
+}
+
+// damageError refuses a raw log whose damage is followed by a complete
+// valid record: not a torn write, so not a tail a repair may cut unless
+// forced.
+type damageError struct {
+	// issue is the first damage found.
+	issue error
+	// offset is the file offset where the damaged record starts.
+	offset int64
+	// line and validAt locate the first valid record after it.
+	line, validAt int64
+}
+
+func (e *damageError) Error() string {
+	return fmt.Sprintf("%v; the damage at byte %d is followed by a complete valid record at line %d (byte %d), so it is not a torn write",
+		e.issue, e.offset, e.line, e.validAt)
+}
+
+// Unwrap returns the first damage found.
+func (e *damageError) Unwrap() error { return e.issue }
+
 // lineChunk is the decoding of the complete lines that start in one
 // stretch of a buffer.
 type lineChunk struct {
@@ -120,6 +178,8 @@ type lineChunk struct {
 	ends []int
 	// errs are the failures, in line order.
 	errs []lineError
+	// start is the offset in the buffer of the chunk's first line.
+	start int
 }
 
 // lineError is the decoding failure of line (an index into a lineChunk).
@@ -193,6 +253,7 @@ func decodeChunk(d *session.LineDecoder, buf []byte, i int, c *lineChunk) {
 // decodeRange decodes the complete lines of buf[start:end] into c; their
 // offsets are those of buf.
 func decodeRange(d *session.LineDecoder, buf []byte, start, end int, c *lineChunk) {
+	c.start = start
 	if start >= end {
 		return
 	}
@@ -221,12 +282,15 @@ func decodeRange(d *session.LineDecoder, buf []byte, start, end int, c *lineChun
 
 // scanRaw validates a raw JSONL log (SPEC 4.1, 4.3).
 func scanRaw(data []byte) (*scanResult, error) {
-	return scanRawDecoded(data, nil)
+	return scanRawDecoded(data, nil, false)
 }
 
 // scanRawDecoded is scanRaw with the event lines (after the header line)
-// already decoded into chunks, or decoded here when chunks is nil.
-func scanRawDecoded(data []byte, chunks []lineChunk) (*scanResult, error) {
+// already decoded into chunks, or decoded here when chunks is nil. Damage
+// followed by a complete valid record is refused unless force is set; then
+// the first damage and everything after it form the suffix to cut, and
+// forcedCut says whether that suffix holds more than a torn write leaves.
+func scanRawDecoded(data []byte, chunks []lineChunk, force bool) (*scanResult, error) {
 	nl := bytes.IndexByte(data, '\n')
 	if nl < 0 {
 		return nil, errHeaderless
@@ -239,12 +303,12 @@ func scanRawDecoded(data []byte, chunks []lineChunk) (*scanResult, error) {
 	if chunks == nil {
 		chunks = decodeChunks(data[base:])
 	}
-	sc := lineScanner{}
+	sc := lineScanner{intactTail: true, force: force, base: base}
 	n, err := sc.feedChunks(chunks)
 	if err != nil {
 		return nil, err
 	}
-	r := &scanResult{header: h, events: sc.events, committedBytes: base + n, tornTruncateTo: -1, size: int64(len(data))}
+	r := &scanResult{header: h, events: sc.events, committedBytes: base + n, tornTruncateTo: -1, size: int64(len(data)), forcedCut: sc.damaged}
 	if r.committedBytes < r.size {
 		r.tornTruncateTo = r.committedBytes
 	}

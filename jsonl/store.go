@@ -516,7 +516,13 @@ func (s *Store) openSized(path string) (File, []byte, error) {
 // identity and vocabulary (SPEC 4.6). It returns errors classified as
 // corruption or format refusals with the raw-log path.
 func (s *Store) scanFile(id, path string) (*scanResult, error) {
-	r, err := s.readScan(id, path)
+	return s.scanFileForce(id, path, false)
+}
+
+// scanFileForce is scanFile; with force, a raw log's damage followed by
+// valid records is accepted as a suffix to cut (RepairOptions.Force).
+func (s *Store) scanFileForce(id, path string, force bool) (*scanResult, error) {
+	r, err := s.readScan(id, path, force)
 	if err != nil {
 		return nil, err
 	}
@@ -546,7 +552,7 @@ func (s *Store) scanFile(id, path string) (*scanResult, error) {
 
 // readScan reads and validates a log file (SPEC 4.1, 4.3, 4.4). Read
 // errors are returned as they are, decoding failures classified.
-func (s *Store) readScan(id, path string) (*scanResult, error) {
+func (s *Store) readScan(id, path string, force bool) (*scanResult, error) {
 	if s.comp == CompressionZstd {
 		data, err := s.readFile(path)
 		if err != nil {
@@ -562,7 +568,7 @@ func (s *Store) readScan(id, path string) (*scanResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := scanRawDecoded(data, chunks)
+	r, err := scanRawDecoded(data, chunks, force)
 	if err != nil {
 		return nil, s.classify(id, path, err)
 	}
