@@ -122,6 +122,12 @@ func planCreate(req CreateSessionRequest, set settings, now int64) (createPlan, 
 	return p, nil
 }
 
+// seedRulesChange names the versioned change that refuses, before any side
+// effect, an inline seed breaking a rule the store applies at append (a
+// payload crash repair cannot read, an event type a reader refuses, a
+// misplaced inherited end-seed marker). Earlier runs failed at the store.
+const seedRulesChange = "seed-append-rules"
+
 // CreateSession is agents.create (SPEC 7.3) as a workflow, run with
 // workflow id session/<id>: it validates the request, creates the stored
 // session under a write handle whose id it chose, validates the agent
@@ -143,6 +149,13 @@ func CreateSession(ctx workflow.Context, req CreateSessionRequest) (DisposeResul
 	plan, err := planCreate(req, set, now)
 	if err != nil {
 		return DisposeResult{}, l.fail(err)
+	}
+	if err := session.CheckAppendable(plan.header, 0, plan.suffix); err != nil {
+		// Versioned only where it matters: a run whose seed the store
+		// would refuse now fails here, before any side effect.
+		if workflow.GetVersion(ctx, seedRulesChange, workflow.DefaultVersion, 1) >= 1 {
+			return DisposeResult{}, l.fail(invalidArgument(err.Error()))
+		}
 	}
 	if err := l.checkAbort(); err != nil {
 		return DisposeResult{}, l.fail(err)

@@ -40,7 +40,15 @@ func (l *lifecycle) validateAppend(req AppendRequest) error {
 	if first < l.nextSeq && first+int64(len(req.Events)) <= l.nextSeq {
 		expected = first
 	}
-	return l.checkBatch("append batch", req.Events, expected)
+	if err := l.checkBatch("append batch", req.Events, expected); err != nil {
+		return err
+	}
+	// What the store would refuse is refused before it is accepted: the
+	// rules that keep the log readable, repairable and resumable.
+	if err := session.CheckAppendable(l.header, expected, req.Events); err != nil {
+		return invalidArgument(err.Error())
+	}
+	return nil
 }
 
 // handleAppend queues the batch and returns once it is durably stored. A

@@ -14,8 +14,9 @@ import (
 
 func newLogRepairCmd(a *app, sf *storeFlags) *cobra.Command {
 	var id string
+	var force bool
 	cmd := &cobra.Command{
-		Use:   "repair --id ID",
+		Use:   "repair --id ID [--force]",
 		Short: "Close an interrupted turn as a resume would",
 		Long: `Repair a session the way resuming it would (SPEC 5): close an unfinished turn
 with synthesized events (a tool/result for every call without a result,
@@ -25,7 +26,13 @@ add the session/end-seed marker unless the log already ends with one. Closers
 and marker are appended as one batch; a torn tail is cut first, in the same
 write. Prints one line per appended event (seq, type, and the error code of a
 tool result), or "nothing to repair" (a torn tail then stays in place until
-the next append, which cuts it).`,
+the next append, which cuts it). Whatever a cut removes is first copied to a
+quarantine file beside the log, <log>.broken-<offset>.
+
+A raw log whose damage is followed by complete valid records is corrupt, not
+torn (a crash tears only the last write): repair refuses it. --force cuts such
+a log at its first damage, valid records after it included, before repairing;
+it prints what it cut and where the removed bytes were saved.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireID(id); err != nil {
@@ -37,13 +44,26 @@ the next append, which cuts it).`,
 			}
 			ctx := cmd.Context()
 			line := startElapsed(a.stderr, isTerminal(a.stderr), fmt.Sprintf("repairing %q", id), elapsedDelay, time.Second)
-			h, err := openWrite(ctx, st, id)
+			h, err := st.Open(ctx, id, jsonl.AccessWrite, jsonl.OpenOptions{
+				HandleID: newHandleID(), Owner: newOwner(), Repair: jsonl.RepairOptions{Force: force}})
 			var appended []session.Event
+			var cut *jsonl.TailCut
 			if err == nil {
-				appended, err = repair(ctx, h, a.now().UnixMilli())
+				if force {
+					cut, err = h.CutTail(ctx)
+				}
+				if err == nil {
+					appended, err = repair(ctx, h, a.now().UnixMilli())
+				}
 				err = closeHandle(ctx, h, err)
 			}
 			line.stopElapsed()
+			if cut != nil {
+				// Reported even when the repair after it failed: the cut is done.
+				if _, perr := fmt.Fprintf(a.stdout, "cut %d bytes at byte %d; saved to %s\n", cut.Bytes, cut.Offset, cut.Quarantine); perr != nil && err == nil {
+					err = perr
+				}
+			}
 			if err != nil {
 				return err
 			}
@@ -63,6 +83,7 @@ the next append, which cuts it).`,
 		},
 	}
 	cmd.Flags().StringVar(&id, "id", "", "session id (required)")
+	cmd.Flags().BoolVar(&force, "force", false, "cut a raw log at its first damage even when complete valid records follow it (they are saved to a quarantine file)")
 	return cmd
 }
 
