@@ -28,24 +28,32 @@ func TestAppendRefusesWhatReadRepairOrResumeRefuse(t *testing.T) {
 		want   string
 	}{
 		"inherited end-seed in an unseeded session": {
-			batch: func(t *testing.T) []session.Event { return []session.Event{ev(t, session.TypeEndSeed, 0, `{"inherited":true}`)} },
-			want:  `invalid session event at index 0 (seq 0, type "session/end-seed"): unseeded Session contains an inherited end-seed marker`,
+			batch: func(t *testing.T) []session.Event {
+				return []session.Event{ev(t, session.TypeEndSeed, 0, `{"inherited":true}`)}
+			},
+			want: `invalid session event at index 0 (seq 0, type "session/end-seed"): unseeded Session contains an inherited end-seed marker`,
 		},
 		"end-seed inherited not a boolean": {
-			batch: func(t *testing.T) []session.Event { return []session.Event{ev(t, session.TypeEndSeed, 0, `{"inherited":"yes"}`)} },
-			want:  `invalid session event at index 0 (seq 0, type "session/end-seed"): session/end-seed event (seq 0): malformed data: json: cannot unmarshal string into Go struct field EndSeed.inherited of type bool`,
+			batch: func(t *testing.T) []session.Event {
+				return []session.Event{ev(t, session.TypeEndSeed, 0, `{"inherited":"yes"}`)}
+			},
+			want: `invalid session event at index 0 (seq 0, type "session/end-seed"): session/end-seed event (seq 0): malformed data: json: cannot unmarshal string into Go struct field EndSeed.inherited of type bool`,
 		},
 		"turn/start without turn": {
 			batch: func(t *testing.T) []session.Event { return []session.Event{ev(t, session.TypeTurnStart, 0, `{}`)} },
 			want:  `invalid session event at index 0 (seq 0, type "turn/start"): crash repair could not read it: turn/start event (seq 0): data lacks "turn"`,
 		},
 		"turn/start turn as a string": {
-			batch: func(t *testing.T) []session.Event { return []session.Event{ev(t, session.TypeTurnStart, 0, `{"turn":"1"}`)} },
-			want:  `invalid session event at index 0 (seq 0, type "turn/start"): crash repair could not read it: turn/start event (seq 0): malformed data: json: cannot unmarshal string into Go struct field turnShape.turn of type int64`,
+			batch: func(t *testing.T) []session.Event {
+				return []session.Event{ev(t, session.TypeTurnStart, 0, `{"turn":"1"}`)}
+			},
+			want: `invalid session event at index 0 (seq 0, type "turn/start"): crash repair could not read it: turn/start event (seq 0): malformed data: json: cannot unmarshal string into Go struct field turnShape.turn of type int64`,
 		},
 		"turn/start turn 0": {
-			batch: func(t *testing.T) []session.Event { return []session.Event{ev(t, session.TypeTurnStart, 0, `{"turn":0}`)} },
-			want:  `invalid session event at index 0 (seq 0, type "turn/start"): crash repair could not read it: turn/start event (seq 0): data.turn must be a safe integer >= 1, got 0`,
+			batch: func(t *testing.T) []session.Event {
+				return []session.Event{ev(t, session.TypeTurnStart, 0, `{"turn":0}`)}
+			},
+			want: `invalid session event at index 0 (seq 0, type "turn/start"): crash repair could not read it: turn/start event (seq 0): data.turn must be a safe integer >= 1, got 0`,
 		},
 		"tool-call block without id": {
 			batch: func(t *testing.T) []session.Event {
