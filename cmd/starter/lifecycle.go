@@ -255,8 +255,22 @@ func (in createInput) request() (workflows.CreateSessionRequest, error) {
 			req.Meta.IsSeeded = true
 			req.InheritedEventCount = int64(len(seed))
 		}
+		if err := checkSeed(seed, req.Meta.IsSeeded); err != nil {
+			return req, usageErrorf("--seed %s: %w", in.seedFile, err)
+		}
 	}
 	return req, nil
+}
+
+// checkSeed applies to a seed, followed by the end-seed marker the create
+// stores after it, the rules the store applies at append, so a seed that
+// would be refused is refused before anything reaches Temporal.
+func checkSeed(seed []session.Event, seeded bool) error {
+	suffix := session.CloneEvents(seed)
+	if marker, due := session.EndSeedMarker(seed, seeded, session.EndSeedTime(seed, 0)); due {
+		suffix = append(suffix, marker)
+	}
+	return session.CheckAppendable(session.Header{IsSeeded: seeded}, 0, suffix)
 }
 
 // validate checks the flags that do not need a server.

@@ -202,6 +202,17 @@ func TestLifecycleInputErrorsWithoutServer(t *testing.T) {
 	dir := t.TempDir()
 	badSeed := filepath.Join(dir, "bad.jsonl")
 	require.NoError(t, os.WriteFile(badSeed, []byte(`{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}`+"\n"+`{"seq":1}`+"\n"), 0o600))
+	seedFile := func(name, line string) string {
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, []byte(line+"\n"), 0o600))
+		return path
+	}
+	inheritedSeed := seedFile("inherited.jsonl", `{"type":"session/end-seed","seq":0,"time":1,"data":{"inherited":true}}`)
+	inheritedYesSeed := seedFile("inherited-yes.jsonl", `{"type":"session/end-seed","seq":0,"time":1,"data":{"inherited":"yes"}}`)
+	emptyTurnSeed := seedFile("empty-turn.jsonl", `{"type":"turn/start","seq":0,"time":1,"data":{}}`)
+	stringTurnSeed := seedFile("string-turn.jsonl", `{"type":"turn/start","seq":0,"time":1,"data":{"turn":"1"}}`)
+	zeroTurnSeed := seedFile("zero-turn.jsonl", `{"type":"turn/start","seq":0,"time":1,"data":{"turn":0}}`)
+	noIDSeed := seedFile("no-id.jsonl", `{"type":"assistant/message","seq":0,"time":1,"data":{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"tool-call","name":"x","arguments":{}}]},"stream":[]},"surfaceOp":"append"}`)
 	badLoop := filepath.Join(dir, "loop.json")
 	require.NoError(t, os.WriteFile(badLoop, []byte(`{"agnets":[]}`), 0o600))
 
@@ -217,6 +228,12 @@ func TestLifecycleInputErrorsWithoutServer(t *testing.T) {
 		{[]string{"create", "--id", "a", "--seed", filepath.Join(dir, "absent.jsonl")}, "--seed: open"},
 		{[]string{"create", "--id", "a", "--seed", badSeed}, "--seed " + badSeed + " line 2: not a valid event"},
 		{[]string{"create", "--id", "a", "--fork-through", "x"}, `invalid argument "x" for "--fork-through"`},
+		{[]string{"create", "--id", "a", "--seed", inheritedSeed}, "--seed " + inheritedSeed + `: invalid session event at index 0 (seq 0, type "session/end-seed"): unseeded Session contains an inherited end-seed marker`},
+		{[]string{"create", "--id", "a", "--seed", inheritedYesSeed}, "--seed " + inheritedYesSeed + `: invalid session event at index 0 (seq 0, type "session/end-seed"): session/end-seed event (seq 0): malformed data`},
+		{[]string{"create", "--id", "a", "--seed", emptyTurnSeed}, `invalid session event at index 0 (seq 0, type "turn/start"): crash repair could not read it: turn/start event (seq 0): data lacks "turn"`},
+		{[]string{"create", "--id", "a", "--seed", stringTurnSeed}, `invalid session event at index 0 (seq 0, type "turn/start"): crash repair could not read it: turn/start event (seq 0): malformed data`},
+		{[]string{"create", "--id", "a", "--seed", zeroTurnSeed}, `turn/start event (seq 0): data.turn must be a safe integer >= 1, got 0`},
+		{[]string{"create", "--id", "a", "--parent", "p", "--seed", noIDSeed}, `invalid session event at index 0 (seq 0, type "assistant/message"): crash repair could not read it: assistant/message event (seq 0): tool-call block 0 lacks "id"`},
 		{[]string{"resume"}, "--id is required"},
 		{[]string{"append"}, "--id is required"},
 		{[]string{"append", "--id", "a", "--max-batch-bytes", "0"}, "--max-batch-bytes must be between 1 and 1048576, got 0"},

@@ -1,0 +1,116 @@
+package testsuite
+
+// The Append validator and create refuse what the store would refuse: a
+// batch that a read, a crash repair or a resume could not handle.
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionflow/sessionflow/activities"
+	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/workflows"
+)
+
+// rawEvent is an event with raw JSON data, bypassing every check.
+func rawEvent(typ string, seq int64, data string) session.Event {
+	e := session.Event{Type: typ, Seq: seq, Time: 100 + seq, Data: json.RawMessage(data)}
+	if session.SurfaceEligible(typ) {
+		e.SurfaceOp = session.AppendOp()
+	}
+	return e
+}
+
+// badBatches are the batches, at seq 0 of an unseeded session, that once
+// were acknowledged and then bricked the session, with the refusal each
+// gets.
+var badBatches = []struct {
+	name  string
+	batch []session.Event
+	want  string
+}{
+	{"inherited marker", []session.Event{rawEvent(session.TypeEndSeed, 0, `{"inherited":true}`)},
+		`invalid session event at index 0 (seq 0, type "session/end-seed"): unseeded Session contains an inherited end-seed marker`},
+	{"inherited yes", []session.Event{rawEvent(session.TypeEndSeed, 0, `{"inherited":"yes"}`)},
+		`invalid session event at index 0 (seq 0, type "session/end-seed"): session/end-seed event (seq 0): malformed data: `},
+	{"turn/start {}", []session.Event{rawEvent(session.TypeTurnStart, 0, `{}`)},
+		`invalid session event at index 0 (seq 0, type "turn/start"): crash repair could not read it: turn/start event (seq 0): data lacks "turn"`},
+	{"turn as a string", []session.Event{rawEvent(session.TypeTurnStart, 0, `{"turn":"1"}`)},
+		`invalid session event at index 0 (seq 0, type "turn/start"): crash repair could not read it: turn/start event (seq 0): malformed data: `},
+	{"turn 0", []session.Event{rawEvent(session.TypeTurnStart, 0, `{"turn":0}`)},
+		`invalid session event at index 0 (seq 0, type "turn/start"): crash repair could not read it: turn/start event (seq 0): data.turn must be a safe integer >= 1, got 0`},
+	{"tool call without id", []session.Event{rawEvent(session.TypeTurnStart, 0, `{"turn":1}`),
+		rawEvent(session.TypeAssistantMessage, 1, `{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"tool-call","name":"x","arguments":{}}]},"stream":[]}`)},
+		`invalid session event at index 1 (seq 1, type "assistant/message"): crash repair could not read it: assistant/message event (seq 1): tool-call block 0 lacks "id"`},
+	{"custom/x not ignorable", []session.Event{rawEvent("custom/x", 0, `{}`)},
+		`invalid session event at index 0 (seq 0, type "custom/x"): event type "custom/x" is unknown to this build and not marked ignorable`},
+}
+
+// createWants are the refusals of a create whose seed is the bad batch,
+// where the create's own marker check runs first.
+var createWants = map[string]string{
+	"inherited marker": `: unseeded Session contains an inherited end-seed marker (type: InvalidArgument, retryable: false)`,
+	"inherited yes":    `: session/end-seed event (seq 0): malformed data: `,
+}
+
+// The live Append validator rejects each bad batch as non-retryable
+// InvalidArgument before accepting it; nothing reaches the store, and the
+// session, disposed after a valid append, resumes.
+func TestAppendValidatorRefusesWhatResumeCannotRead(t *testing.T) {
+	h := newHarness(t).withID("rules")
+	h.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	results := make([]*result, len(badBatches))
+	for i, b := range badBatches {
+		results[i] = h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: b.batch})
+	}
+	good := h.updateAt(3*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
+	h.updateAt(4*time.Second, "", workflows.UpdateDispose)
+	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "rules"})
+	require.NoError(t, h.env.GetWorkflowError())
+	for i, b := range badBatches {
+		app := appErr(t, results[i].rejected)
+		require.Equal(t, "InvalidArgument", app.Type(), b.name)
+		require.True(t, app.NonRetryable(), b.name)
+		require.Contains(t, app.Error(), b.want, b.name)
+	}
+	var r workflows.AppendResult
+	good.decode(t, &r)
+	require.Equal(t, int64(5), r.NextSeq)
+	require.Equal(t, 1, h.count(activities.AppendBatchName), "only the valid batch reached the store")
+	require.Len(t, stored(t, h.store, "rules"), 5)
+
+	resume := newHarnessOn(t, h.store).withID("rules")
+	ready, disposed := resume.readyThenDispose(time.Second, "")
+	resume.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "rules"})
+	require.NoError(t, resume.env.GetWorkflowError())
+	var info workflows.SessionInfo
+	ready.decode(t, &info)
+	var dr workflows.DisposeResult
+	disposed.decode(t, &dr)
+	require.Equal(t, int64(6), dr.NextSeq, "the resume stored its end-seed marker")
+}
+
+// A create whose inline seed breaks those rules fails before any side
+// effect, as non-retryable InvalidArgument.
+func TestCreateRefusesASeedTheStoreWouldRefuse(t *testing.T) {
+	for _, b := range badBatches {
+		t.Run(b.name, func(t *testing.T) {
+			h := newHarness(t).withID("seed")
+			h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "seed", Seed: b.batch})
+			err := h.env.GetWorkflowError()
+			app := appErr(t, err)
+			require.Equal(t, "InvalidArgument", app.Type())
+			require.True(t, app.NonRetryable())
+			want := b.want
+			if w, ok := createWants[b.name]; ok {
+				want = w
+			}
+			require.Contains(t, err.Error(), want)
+			require.Empty(t, h.startedNames(), "no activity ran")
+			requireNotStored(t, h.store, "seed")
+		})
+	}
+}
