@@ -14,6 +14,7 @@
 //	      session.lock                      the write lease, while one is held
 //	      summary.json                      optional summary sidecar
 //	      session.<hex>.tmp                 transient publication temp files
+//	      session.v3.jsonl.broken-<offset>  bytes a cut removed (quarantine)
 //	  .revocations/<hash of handle id>      closed handle ids (kept 7 days)
 //	  .create-locks/<hash of id>            flock of a create in progress
 //	  .deleted/<random>                     a deleted session being removed
@@ -30,8 +31,11 @@
 // session.Header); each event line is one session.Event. Committed bytes are
 // never rewritten: the only changes ever made to a log are an append at EOF,
 // the truncation of a failed append back to its previous size, and the
-// one-time truncation of a torn or invalid suffix by the first mutation of a
-// write handle.
+// one-time truncation of a torn suffix by the first mutation of a write
+// handle (or of a damaged suffix by a forced repair, RepairOptions), whose
+// bytes are first copied to a fsynced quarantine file beside the log. Damage
+// followed by complete valid records is not a torn write: a read refuses it
+// as corrupt.
 //
 // # Ownership
 //
