@@ -54,6 +54,7 @@ var recordPaths = []recordPath{
 	{name: "append-group-commit", run: recordAppendGroupCommit},
 	{name: "resume-repair", comp: jsonl.CompressionNone, run: recordResumeRepair},
 	{name: "setup-failure", run: recordSetupFailure},
+	{name: "seed-refused", run: recordSeedRefused},
 	{name: "abort-during-setup", run: recordAbortDuringSetup},
 	{name: "owner-unload", run: recordOwnerUnload},
 	{name: "dispose", run: recordDispose},
@@ -155,6 +156,19 @@ func recordSetupFailure(t *testing.T, w *world) []fixture {
 	run := w.create(workflows.CreateSessionRequest{SessionID: id, Seed: liveTurn(t, 0, 1, "never stored"), Hooks: allHooks})
 	requireAppError(t, run.Get(w.ctx(), nil), "setup refused", "SetupRefused")
 	return only("setup-failure", workflows.WorkflowID(id), run)
+}
+
+// recordSeedRefused: an inline seed the store's append rules refuse (a
+// turn/start without a turn) fails before any side effect, behind the
+// seed-append-rules version marker.
+func recordSeedRefused(t *testing.T, w *world) []fixture {
+	id := w.id("rec-seedrules")
+	bad := session.Event{Type: session.TypeTurnStart, Seq: 0, Time: 1, Data: []byte(`{}`)}
+	run := w.create(workflows.CreateSessionRequest{SessionID: id, Seed: []session.Event{bad}, Hooks: allHooks})
+	requireAppError(t, run.Get(w.ctx(), nil),
+		`invalid session event at index 0 (seq 0, type "turn/start"): crash repair could not read it: turn/start event (seq 0): data lacks "turn"`,
+		workflows.ErrTypeInvalidArgument)
+	return only("seed-refused", workflows.WorkflowID(id), run)
 }
 
 // recordAbortDuringSetup: cancellation while the setup hook runs.
