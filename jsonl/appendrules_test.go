@@ -138,6 +138,7 @@ func TestRawMidTailDamageIsCorruptNotTorn(t *testing.T) {
 			unchanged(t, e.root, func() {
 				_, err := e.store.Inspect(bg, "mid")
 				requireCode(t, err, jsonl.ErrCorrupt)
+				require.ErrorIs(t, err, jsonl.ErrDamageNotTorn)
 			})
 		})
 	}
@@ -260,4 +261,28 @@ func TestQuarantineNamesNeverReplace(t *testing.T) {
 	for _, de := range entries {
 		require.False(t, strings.HasSuffix(de.Name(), ".tmp"), "no temp file is left: %s", de.Name())
 	}
+}
+
+// Damage before a turn/end keeps its reference text (SPEC 4.3) and is, like
+// any damage followed by a complete record, cut only by a forced repair.
+func TestDamageBeforeTurnEndIsCutOnlyWhenForced(t *testing.T) {
+	e := newEnv(t, jsonl.CompressionNone, nil)
+	h := header("committed", "/w")
+	path := e.writeLog(h, []string{line(t, turnStart(t, 0, 1)), `{not json`, line(t, turnEnd(t, 1, 1))})
+	original := readFile(t, path)
+	readErr, writeErr := openBoth(t, e, "committed")
+	for _, err := range []error{readErr, writeErr} {
+		requireCode(t, err, jsonl.ErrCorrupt)
+		require.ErrorIs(t, err, jsonl.ErrDamageNotTorn)
+		require.ErrorContains(t, err, "corrupt session log: unparsable committed event at line 2 (raw log: ")
+	}
+	hd, err := e.store.Open(bg, "committed", jsonl.AccessWrite, jsonl.OpenOptions{HandleID: newHandleID(), Repair: jsonl.RepairOptions{Force: true}})
+	require.NoError(t, err)
+	require.Equal(t, upTo(1), seqs(readHandle(t, hd)))
+	cut, err := hd.CutTail(bg)
+	require.NoError(t, err)
+	off := len(headerLine(h)) + 1 + len(line(t, turnStart(t, 0, 1))) + 1
+	require.Equal(t, &jsonl.TailCut{Offset: int64(off), Bytes: int64(len(original) - off), Quarantine: fmt.Sprintf("%s.broken-%d", path, off), Forced: true}, cut)
+	require.NoError(t, hd.Close(bg))
+	require.Equal(t, original[off:], readFile(t, cut.Quarantine))
 }

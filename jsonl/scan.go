@@ -109,7 +109,7 @@ func (s *lineScanner) feedChunks(chunks []lineChunk) (int64, error) {
 				case s.force:
 					s.damaged = s.damaged || isTurnEnd || err == nil
 				case isTurnEnd:
-					return committed, s.issue
+					return committed, s.notTorn(s.issue)
 				case s.intactTail && err == nil:
 					return committed, &damageError{issue: s.issue, offset: s.damagedAt, line: s.line, validAt: s.base + s.lineStart(chunk, i)}
 				}
@@ -127,8 +127,11 @@ func (s *lineScanner) feedChunks(chunks []lineChunk) (int64, error) {
 					s.damaged = s.damaged || isTurnEnd
 					continue
 				}
-				if isTurnEnd || s.strict {
+				if s.strict {
 					return committed, s.issue
+				}
+				if isTurnEnd {
+					return committed, s.notTorn(s.issue)
 				}
 				continue
 			}
@@ -148,6 +151,24 @@ func (s *lineScanner) lineStart(chunk *lineChunk, i int) int64 {
 	return int64(chunk.start)
 }
 
+// notTorn marks the refusal of damage sitting before a turn/end in a raw
+// log: its text stays the reference text of SPEC 4.3, and it matches
+// ErrDamageNotTorn (only a forced repair cuts it).
+func (s *lineScanner) notTorn(issue error) error {
+	if !s.intactTail {
+		return issue
+	}
+	return &committedDamage{issue: issue}
+}
+
+// committedDamage is damage before a turn/end: not a torn write.
+type committedDamage struct{ issue error }
+
+func (e *committedDamage) Error() string { return e.issue.Error() }
+
+// Unwrap returns the damage and ErrDamageNotTorn.
+func (e *committedDamage) Unwrap() []error { return []error{e.issue, ErrDamageNotTorn} }
+
 // damageError refuses a raw log whose damage is followed by a complete
 // valid record: not a torn write, so not a tail a repair may cut unless
 // forced.
@@ -165,8 +186,13 @@ func (e *damageError) Error() string {
 		e.issue, e.offset, e.line, e.validAt)
 }
 
-// Unwrap returns the first damage found.
-func (e *damageError) Unwrap() error { return e.issue }
+// Unwrap returns the first damage found and ErrDamageNotTorn.
+func (e *damageError) Unwrap() []error { return []error{e.issue, ErrDamageNotTorn} }
+
+// ErrDamageNotTorn is matched (errors.Is) by the corruption error of a raw
+// log whose damage is followed by complete valid records: a forced repair
+// (RepairOptions.Force) is the only way to cut it.
+var ErrDamageNotTorn = errors.New("damage followed by complete valid records is not a torn write")
 
 // lineChunk is the decoding of the complete lines that start in one
 // stretch of a buffer.

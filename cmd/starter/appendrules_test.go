@@ -60,6 +60,8 @@ func TestLogRepairForceCutsMidTailDamage(t *testing.T) {
 		mustFail(t, logCmd(t, root, "none", "", sub, "--id", "mid"), 1,
 			fmt.Sprintf("the damage at byte %d is followed by a complete valid record at line 4 (byte %d), so it is not a torn write", off, off+len("garbage\n")))
 	}
+	mustFail(t, logCmd(t, root, "none", "", "repair", "--id", "mid"), 1,
+		"(--force cuts the log at the damage after saving every byte it removes beside the log)")
 	require.Equal(t, damaged, string(readFile(t, path)))
 	require.Nil(t, leaseOf(t, root, "none", "mid"))
 

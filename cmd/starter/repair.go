@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -63,6 +64,9 @@ it prints what it cut and where the removed bytes were saved.`,
 				if _, perr := fmt.Fprintf(a.stdout, "cut %d bytes at byte %d; saved to %s\n", cut.Bytes, cut.Offset, cut.Quarantine); perr != nil && err == nil {
 					err = perr
 				}
+			}
+			if errors.Is(err, jsonl.ErrDamageNotTorn) && !force {
+				return fmt.Errorf("%w\n(--force cuts the log at the damage after saving every byte it removes beside the log)", err)
 			}
 			if err != nil {
 				return err
