@@ -162,7 +162,7 @@ func TestAppendAcceptsOnlyWhatReadRepairAndResumeAccept(t *testing.T) {
 	r := rand.New(rand.NewSource(20261201))
 	roots := map[jsonl.Compression]*activities.Activities{}
 	for _, comp := range []jsonl.Compression{jsonl.CompressionNone, jsonl.CompressionZstd} {
-		st, err := jsonl.NewStore(jsonl.Options{Root: t.TempDir(), Compression: comp})
+		st, err := jsonl.NewStore(jsonl.Options{Root: memTempDir(t), Compression: comp})
 		require.NoError(t, err)
 		roots[comp] = &activities.Activities{Store: st, ReadChunk: 7}
 	}
@@ -334,4 +334,17 @@ func dirNames(t *testing.T, dir string) []string {
 		out = append(out, e.Name())
 	}
 	return out
+}
+
+// memTempDir is a temporary directory on a memory filesystem when the
+// machine has one (the property test's hundreds of fsyncs then cost
+// nothing), else t.TempDir().
+func memTempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/dev/shm", "sessionflow-test-")
+	if err != nil {
+		return t.TempDir()
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
 }
