@@ -4,13 +4,17 @@ package testsuite
 // batch that a read, a crash repair or a resume could not handle.
 
 import (
+	"context"
 	"encoding/json"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionflow/sessionflow/activities"
+	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/workflows"
 )
@@ -113,4 +117,37 @@ func TestCreateRefusesASeedTheStoreWouldRefuse(t *testing.T) {
 			requireNotStored(t, h.store, "seed")
 		})
 	}
+}
+
+// A resume of a raw log whose damage after the last turn/end is followed by
+// complete valid records fails SessionCorrupt at its write open, once (not
+// retried), and leaves the log byte for byte and no lease behind.
+func TestResumeOfMidTailDamageFailsWithoutTouchingTheLog(t *testing.T) {
+	h := newHarnessOn(t, newStore(t, jsonl.CompressionNone)).withID("mid")
+	writeStored(t, h.store, session.Header{ID: "mid", CreatedAt: 1}, 0, []session.Event{
+		turnStart(t, 0, 1), turnEnd(t, 1, 1), turnStart(t, 2, 2), ev(t, session.TypeStepStart, 3, map[string]any{"turn": 2, "step": 1}),
+	})
+	snap, err := h.store.Stat(context.Background(), "mid")
+	require.NoError(t, err)
+	raw, err := os.ReadFile(snap.Path)
+	require.NoError(t, err)
+	lines := strings.SplitAfter(string(raw), "\n")
+	lines[3] = "garbage\n" // turn/start@2, in the middle of the tail
+	damaged := []byte(strings.Join(lines, ""))
+	require.NoError(t, os.WriteFile(snap.Path, damaged, 0o600))
+
+	h.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "mid"})
+	err = h.env.GetWorkflowError()
+	app := appErr(t, err)
+	require.Equal(t, string(jsonl.CodeCorrupt), app.Type())
+	require.True(t, app.NonRetryable())
+	require.Contains(t, err.Error(), "is followed by a complete valid record at line 4")
+	require.Equal(t, 1, h.count(activities.OpenHandleName), "a corruption is not retried")
+	require.Zero(t, h.count(activities.RepairAndMarkName))
+	after, err := os.ReadFile(snap.Path)
+	require.NoError(t, err)
+	require.Equal(t, damaged, after)
+	lease, err := h.store.LeaseOf(context.Background(), "mid")
+	require.NoError(t, err)
+	require.Nil(t, lease)
 }
