@@ -256,6 +256,19 @@ func TestQuarantineNamesNeverReplace(t *testing.T) {
 	require.Equal(t, []byte(`unrelated`), readFile(t, q))
 	require.Equal(t, []byte(`{"other`), readFile(t, q+".2"))
 	require.NoError(t, hd.Close(bg))
+
+	// A symbolic link under a quarantine name is neither followed nor read.
+	outside := filepath.Join(t.TempDir(), "outside")
+	writeFile(t, outside, []byte(`{"third`))
+	require.NoError(t, os.Remove(q))
+	require.NoError(t, os.Symlink(outside, q))
+	appendFile(t, path, []byte(`{"third`))
+	hd = openWrite(t, e.newStore(nil), "torn")
+	cut, err = hd.CutTail(bg)
+	require.NoError(t, err)
+	require.Equal(t, q+".3", cut.Quarantine)
+	require.Equal(t, []byte(`{"third`), readFile(t, outside))
+	require.NoError(t, hd.Close(bg))
 	entries, err := os.ReadDir(filepath.Dir(path))
 	require.NoError(t, err)
 	for _, de := range entries {

@@ -96,15 +96,11 @@ func (h *Handle) CutTail(ctx context.Context) (*TailCut, error) {
 // bytes gets a numbered sibling (<name>.broken-<offset>.2, ...). It returns
 // the quarantine path.
 func (s *Store) quarantine(path string, offset int64) (string, error) {
-	src, err := s.fs.OpenFile(path, os.O_RDONLY, 0)
+	src, fi, err := s.openFile(path, os.O_RDONLY)
 	if err != nil {
 		return "", err
 	}
 	defer src.Close()
-	fi, err := src.Stat()
-	if err != nil {
-		return "", err
-	}
 	size := fi.Size() - offset
 	if size < 0 {
 		return "", fmt.Errorf("quarantine %q from byte %d: the file has only %d bytes", path, offset, fi.Size())
@@ -159,18 +155,18 @@ func (s *Store) quarantine(path string, offset int64) (string, error) {
 }
 
 // sameContent reports whether the file at path holds exactly the size bytes
-// of src from offset.
+// of src from offset. A symbolic link or a file that is not regular is never
+// followed or read: it is not the same.
 func (s *Store) sameContent(path string, src File, offset, size int64) (bool, error) {
-	f, err := s.fs.OpenFile(path, os.O_RDONLY, 0)
+	f, fi, err := s.openFile(path, os.O_RDONLY)
+	if errors.Is(err, ErrLayout) {
+		return false, nil
+	}
 	if err != nil {
 		return false, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return false, err
-	}
-	if !fi.Mode().IsRegular() || fi.Size() != size {
+	if fi.Size() != size {
 		return false, nil
 	}
 	a, b := make([]byte, 64<<10), make([]byte, 64<<10)
