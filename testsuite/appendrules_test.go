@@ -151,3 +151,21 @@ func TestResumeOfMidTailDamageFailsWithoutTouchingTheLog(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, lease)
 }
+
+// Setup events the store would refuse fail the create before the commit
+// hook runs, as non-retryable InvalidArgument; nothing is stored.
+func TestSetupEventsTheStoreWouldRefuseFailBeforeCommit(t *testing.T) {
+	h := newHarness(t).withID("setup")
+	h.hooks.setup = func(_ context.Context, in workflows.SetupInput) (workflows.SetupResult, error) {
+		return workflows.SetupResult{Events: []session.Event{rawEvent(session.TypeTurnStart, in.EventCount, `{"turn":0}`)}}, nil
+	}
+	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "setup", Hooks: allHooks})
+	err := h.env.GetWorkflowError()
+	app := appErr(t, err)
+	require.Equal(t, "InvalidArgument", app.Type())
+	require.True(t, app.NonRetryable())
+	require.Equal(t, `setup events: invalid session event at index 0 (seq 0, type "turn/start"): crash repair could not read it: turn/start event (seq 0): data.turn must be a safe integer >= 1, got 0`, app.Message())
+	require.NotContains(t, h.hooks.log(), "setup:commit")
+	require.Zero(t, h.count(activities.AppendBatchName))
+	requireNotStored(t, h.store, "setup")
+}

@@ -609,6 +609,11 @@ func (l *lifecycle) checkBatch(what string, events []session.Event, next int64) 
 	return nil
 }
 
+// setupRulesChange names the versioned change that refuses, before the
+// commit hook, setup events breaking a rule the store applies at append.
+// Earlier runs failed when the store refused them at the commit point.
+const setupRulesChange = "setup-append-rules"
+
 // initialize runs SPEC 7.3 step 4 for create and resume: setup, commit,
 // the commit point (store) and publication, then the live phase.
 // eventCount is the session's length including the unstored suffix;
@@ -627,6 +632,13 @@ func (l *lifecycle) initialize(eventCount int64, storeSuffix func(extra []sessio
 		if len(setup.Events) > 0 {
 			if err := l.checkBatch("setup events", setup.Events, eventCount); err != nil {
 				return DisposeResult{}, l.fail(err)
+			}
+			if err := session.CheckAppendable(l.header, eventCount, setup.Events); err != nil {
+				// Versioned only where it matters: setup events the store
+				// would refuse now fail here, before the commit hook.
+				if workflow.GetVersion(l.dctx, setupRulesChange, workflow.DefaultVersion, 1) >= 1 {
+					return DisposeResult{}, l.fail(invalidArgument("setup events: " + err.Error()))
+				}
 			}
 		}
 	}

@@ -90,6 +90,17 @@ func (h *hooks) todoSetup(id string) {
 	}
 }
 
+// badSetup makes the setup hook of session id return a turn/start whose
+// turn is 0, which the append rules refuse.
+func (h *hooks) badSetup(id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.setupBy[id] = func(_ context.Context, in workflows.SetupInput) (workflows.SetupResult, error) {
+		e := session.Event{Type: session.TypeTurnStart, Seq: in.EventCount, Time: 1_700_000_000_000, Data: []byte(`{"turn":0}`)}
+		return workflows.SetupResult{Events: []session.Event{e}}, nil
+	}
+}
+
 // failSetup makes the setup hook of session id fail with err.
 func (h *hooks) failSetup(id string, err error) {
 	h.mu.Lock()

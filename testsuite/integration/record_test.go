@@ -55,6 +55,7 @@ var recordPaths = []recordPath{
 	{name: "resume-repair", comp: jsonl.CompressionNone, run: recordResumeRepair},
 	{name: "setup-failure", run: recordSetupFailure},
 	{name: "seed-refused", run: recordSeedRefused},
+	{name: "setup-events-refused", run: recordSetupEventsRefused},
 	{name: "abort-during-setup", run: recordAbortDuringSetup},
 	{name: "owner-unload", run: recordOwnerUnload},
 	{name: "dispose", run: recordDispose},
@@ -169,6 +170,19 @@ func recordSeedRefused(t *testing.T, w *world) []fixture {
 		`invalid session event at index 0 (seq 0, type "turn/start"): crash repair could not read it: turn/start event (seq 0): data lacks "turn"`,
 		workflows.ErrTypeInvalidArgument)
 	return only("seed-refused", workflows.WorkflowID(id), run)
+}
+
+// recordSetupEventsRefused: setup events the store's append rules refuse
+// fail the create before the commit hook, behind the setup-append-rules
+// version marker; the rollback closes the handle.
+func recordSetupEventsRefused(t *testing.T, w *world) []fixture {
+	id := w.id("rec-setuprules")
+	w.hooks.badSetup(id)
+	run := w.create(workflows.CreateSessionRequest{SessionID: id, Hooks: allHooks})
+	requireAppError(t, run.Get(w.ctx(), nil),
+		`setup events: invalid session event at index 0 (seq 0, type "turn/start"): crash repair could not read it: turn/start event (seq 0): data.turn must be a safe integer >= 1, got 0`,
+		workflows.ErrTypeInvalidArgument)
+	return only("setup-events-refused", workflows.WorkflowID(id), run)
 }
 
 // recordAbortDuringSetup: cancellation while the setup hook runs.
