@@ -65,17 +65,19 @@ var createWants = map[string]string{
 // session, disposed after a valid append, resumes.
 func TestAppendValidatorRefusesWhatResumeCannotRead(t *testing.T) {
 	h := newHarness(t).withID("rules")
-	h.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
 	results := make([]*result, len(badBatches))
 	for i, b := range badBatches {
 		results[i] = h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: b.batch})
 	}
 	good := h.updateAt(3*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
-	h.updateAt(4*time.Second, "", workflows.UpdateDispose)
+	dispose := h.updateAt(4*time.Second, "", workflows.UpdateDispose)
 	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "rules"})
 	require.NoError(t, h.env.GetWorkflowError())
+	ready.ok(t)
+	dispose.ok(t)
 	for i, b := range badBatches {
-		app := appErr(t, results[i].rejected)
+		app := appErr(t, results[i].rejection(t))
 		require.Equal(t, "InvalidArgument", app.Type(), b.name)
 		require.True(t, app.NonRetryable(), b.name)
 		require.Contains(t, app.Error(), b.want, b.name)
@@ -114,7 +116,7 @@ func TestCreateRefusesASeedTheStoreWouldRefuse(t *testing.T) {
 			}
 			require.Contains(t, err.Error(), want)
 			require.Empty(t, h.startedNames(), "no activity ran")
-			requireNotStored(t, h.store, "seed")
+			requireErased(t, h.store, "seed")
 		})
 	}
 }
@@ -167,5 +169,5 @@ func TestSetupEventsTheStoreWouldRefuseFailBeforeCommit(t *testing.T) {
 	require.Equal(t, `setup events: invalid session event at index 0 (seq 0, type "turn/start"): crash repair could not read it: turn/start event (seq 0): data.turn must be a safe integer >= 1, got 0`, app.Message())
 	require.NotContains(t, h.hooks.log(), "setup:commit")
 	require.Zero(t, h.count(activities.AppendBatchName))
-	requireNotStored(t, h.store, "setup")
+	requireErased(t, h.store, "setup")
 }
