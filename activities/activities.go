@@ -17,9 +17,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"syscall"
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	sdkclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sessionflow/sessionflow/jsonl"
@@ -76,6 +78,9 @@ type Activities struct {
 	// ReadChunk is the number of events read per store call; zero means
 	// DefaultReadChunk.
 	ReadChunk int64
+	// Temporal is the client ForfeitDeadOwner asks whether a lease's owning
+	// workflow still runs. Without it ForfeitDeadOwner keeps every lease.
+	Temporal sdkclient.Client
 }
 
 // HandleInfo describes a handle that a create or open activity obtained.
@@ -309,8 +314,9 @@ func cancellable[T any](a *Activities, ctx context.Context, fn func(context.Cont
 // MapError converts an error of the store or of the session model into the
 // error an activity returns: a *jsonl.Error becomes a non-retryable
 // application error typed by its code; a session validation error becomes a
-// non-retryable InvalidArgument; context errors and application errors pass
-// through; anything else is a retryable IOError.
+// non-retryable InvalidArgument, and so does a file name the file system
+// refuses as too long (ENAMETOOLONG); context errors and application errors
+// pass through; anything else is a retryable IOError.
 func MapError(err error) error {
 	if err == nil {
 		return nil
@@ -329,7 +335,9 @@ func MapError(err error) error {
 	if errors.As(err, &seq) {
 		return temporal.NewNonRetryableApplicationError(err.Error(), string(jsonl.CodeSeqMismatch), err)
 	}
-	if isValidation(err) {
+	if isValidation(err) || errors.Is(err, syscall.ENAMETOOLONG) {
+		// A name the file system cannot hold fails the same way on every
+		// attempt: the request is at fault, not the disk.
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidArgument, err)
 	}
 	return temporal.NewApplicationErrorWithCause(err.Error(), ErrTypeIO, err)

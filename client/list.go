@@ -120,7 +120,16 @@ func summaryFromInfo(info *workflowpb.WorkflowExecutionInfo) SessionSummary {
 		s.Source = SourceSearchAttributes
 		return s
 	}
-	s.SessionID = strings.TrimPrefix(s.WorkflowID, workflows.WorkflowIDPrefix)
+	id, err := workflows.SessionIDFromWorkflowID(s.WorkflowID)
+	if err != nil {
+		// A session workflow started under a workflow id that no session id
+		// encodes to (by a client that ignored the contract): show the id
+		// as it stands and say why.
+		s.SessionID = strings.TrimPrefix(s.WorkflowID, workflows.WorkflowIDPrefix)
+		s.Error = err.Error()
+		return s
+	}
+	s.SessionID = id
 	return s
 }
 
@@ -162,6 +171,9 @@ func (c *Client) completeSummaries(ctx context.Context, out []SessionSummary) {
 				s.Error = fmt.Sprintf("describe: %v", err)
 			} else {
 				s.Phase = d.Phase
+				if d.SessionID != "" {
+					s.SessionID = d.SessionID
+				}
 			}
 			s.Cwd = c.startCwd(ctx, s.WorkflowID, s.RunID, s.WorkflowType)
 		}(&out[i])

@@ -14,8 +14,12 @@ import (
 // LoopStart: "loop/<loopID>".
 const LoopWorkflowIDPrefix = "loop/"
 
-// LoopWorkflowID returns the workflow id of the loop loopID.
-func LoopWorkflowID(loopID string) string { return LoopWorkflowIDPrefix + loopID }
+// LoopWorkflowID returns the workflow id of the loop loopID: the prefix and
+// the loop id encoded as session ids are (workflows.EncodeWorkflowIDPart), so
+// any loop id gives a printable ASCII workflow id.
+func LoopWorkflowID(loopID string) string {
+	return LoopWorkflowIDPrefix + workflows.EncodeWorkflowIDPart(loopID)
+}
 
 // Loop names a started SessionLoop.
 type Loop struct {

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
-
+	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/jsonl"
 )
 
@@ -38,32 +36,25 @@ func (c *Client) Unlock(ctx context.Context, store *jsonl.Store, id string) (*js
 		return nil, &Error{Type: TypeOwnerUnknown, SessionID: id,
 			Message: fmt.Sprintf("session %q: the lease of handle %q names no owning workflow, so Temporal cannot tell whether its owner is gone", id, lease.Handle)}
 	}
-	resp, err := c.c.DescribeWorkflowExecution(ctx, owner.WorkflowID, "")
-	var nf *serviceerror.NotFound
-	switch {
-	case errors.As(err, &nf):
-		// No execution of the owner is known: it is gone.
-	case err != nil:
+	// The operator path: a workflow id Temporal does not know (Unknown)
+	// counts as gone, as it always did for unlock.
+	st, err := activities.LookupOwner(ctx, c.c, owner, jsonl.Owner{})
+	if err != nil {
 		return nil, fmt.Errorf("look up the owner %q of session %q: %w", owner.WorkflowID, id, err)
-	case resp.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+	}
+	if st.State == activities.OwnerRunning {
 		return nil, &Error{Type: TypeOwnerRunning, SessionID: id,
 			Message: fmt.Sprintf("session %q is owned by workflow %q, which is running (run %s); dispose or cancel it instead",
-				id, owner.WorkflowID, resp.GetWorkflowExecutionInfo().GetExecution().GetRunId())}
+				id, owner.WorkflowID, st.RunID)}
 	}
 	// Closing the checked handle id by reference removes the lease only if it
 	// still names that handle, so a lease taken after the check survives.
-	ref := jsonl.HandleRef{SessionID: id, HandleID: lease.Handle, Access: jsonl.AccessWrite}
-	if err := store.CloseHandle(ctx, ref); err != nil {
-		return nil, fmt.Errorf("forfeit the lease of session %q: %w", id, err)
-	}
-	now, err := store.LeaseOf(ctx, id)
-	if err != nil {
+	if err := activities.ForfeitLease(ctx, store, id, lease); err != nil {
+		var changed *activities.LeaseChangedError
+		if errors.As(err, &changed) {
+			return nil, &Error{Type: TypeLeaseChanged, SessionID: id, Message: changed.Error(), Err: err}
+		}
 		return nil, err
-	}
-	if now != nil {
-		return nil, &Error{Type: TypeLeaseChanged, SessionID: id,
-			Message: fmt.Sprintf("session %q: the lease changed while its owner was checked (now handle %q of workflow %q); nothing was removed",
-				id, now.Handle, now.Owner.WorkflowID)}
 	}
 	return lease, nil
 }

@@ -24,12 +24,16 @@ const (
 // UTF-16 code units (SPEC 3.3): [A-Za-z0-9._-] is kept, every other code unit
 // (including '~') becomes ~XXXX; "." and ".." are escaped whole. An id that
 // is not valid UTF-8 is refused: its invalid bytes would all decode to
-// U+FFFD and collide with a valid id.
+// U+FFFD and collide with a valid id. An id whose segment would be longer
+// than MaxSegmentBytes is refused with ErrIDTooLong (CheckIDLength).
 func EncodeSegment(id string) (string, error) {
 	if id == "" {
 		return "", errors.New("cannot encode an empty path segment")
 	}
 	if err := session.ValidateID(id); err != nil {
+		return "", err
+	}
+	if err := CheckIDLength(id); err != nil {
 		return "", err
 	}
 	if id == "." {

@@ -144,7 +144,7 @@ var _ log.Logger = (*logCapture)(nil)
 type harness struct {
 	t     *testing.T
 	suite *sdktest.WorkflowTestSuite
-	env   *sdktest.TestWorkflowEnvironment
+	env   *sessionEnv
 	store *jsonl.Store
 	acts  *activities.Activities
 	hooks *hooks
@@ -199,9 +199,31 @@ func newHarnessOn(t *testing.T, st *jsonl.Store) *harness {
 	h.suite = &sdktest.WorkflowTestSuite{}
 	h.suite.SetLogger(h.logs)
 	h.acts = &activities.Activities{Store: st, HeartbeatInterval: 50 * time.Millisecond}
-	h.env = h.newEnv()
+	h.env = &sessionEnv{TestWorkflowEnvironment: h.newEnv()}
 	t.Cleanup(h.requireChecked)
 	return h
+}
+
+// sessionEnv is a test environment that runs a CreateSession or
+// ResumeSession under the workflow id docs/API.md prescribes for its
+// session (the workflows refuse any other), unless withID chose one.
+type sessionEnv struct {
+	*sdktest.TestWorkflowEnvironment
+	idSet bool
+}
+
+// ExecuteWorkflow runs workflowFn; a session request without a chosen id
+// runs under workflows.WorkflowID of its session id.
+func (e *sessionEnv) ExecuteWorkflow(workflowFn any, args ...any) {
+	if !e.idSet && len(args) == 1 {
+		switch req := args[0].(type) {
+		case workflows.CreateSessionRequest:
+			e.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: workflows.WorkflowID(req.SessionID)})
+		case workflows.ResumeSessionRequest:
+			e.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: workflows.WorkflowID(req.ResumeSessionID)})
+		}
+	}
+	e.TestWorkflowEnvironment.ExecuteWorkflow(workflowFn, args...)
 }
 
 func (h *harness) newEnv() *sdktest.TestWorkflowEnvironment {
@@ -248,6 +270,7 @@ func (h *harness) newEnv() *sdktest.TestWorkflowEnvironment {
 // withID makes the top-level workflow run under workflow id session/<id>.
 func (h *harness) withID(id string) *harness {
 	h.env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: workflows.WorkflowID(id)})
+	h.env.idSet = true
 	return h
 }
 

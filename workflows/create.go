@@ -150,6 +150,9 @@ func CreateSession(ctx workflow.Context, req CreateSessionRequest) (DisposeResul
 	if err != nil {
 		return DisposeResult{}, l.fail(err)
 	}
+	if err := checkIdentity(ctx, req.SessionID); err != nil {
+		return DisposeResult{}, l.fail(err)
+	}
 	if err := session.CheckAppendable(plan.header, 0, plan.suffix); err != nil {
 		// Versioned only where it matters: a run whose seed the store
 		// would refuse now fails here, before any side effect.

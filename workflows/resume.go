@@ -28,6 +28,9 @@ func ResumeSession(ctx workflow.Context, req ResumeSessionRequest) (DisposeResul
 	if err := session.ValidateID(req.ResumeSessionID); err != nil {
 		return DisposeResult{}, l.fail(invalidArgument(err.Error()))
 	}
+	if err := checkIdentity(ctx, req.ResumeSessionID); err != nil {
+		return DisposeResult{}, l.fail(err)
+	}
 	if err := l.checkAbort(); err != nil {
 		return DisposeResult{}, l.fail(err)
 	}

@@ -36,12 +36,6 @@ const (
 	UpdateStart = "Start"
 )
 
-// WorkflowIDPrefix starts every session workflow id: "session/<id>".
-const WorkflowIDPrefix = "session/"
-
-// WorkflowID returns the workflow id of a session.
-func WorkflowID(sessionID string) string { return WorkflowIDPrefix + sessionID }
-
 // Lifecycle entry types (SPEC 7.3 step 4d) and sources.
 const (
 	EntrySessionCreated = "session/created"

@@ -1,0 +1,185 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	sdkclient "go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/sessionflow/sessionflow/jsonl"
+)
+
+// ForfeitDeadOwnerName is the activity that forfeits the lease of a session
+// whose owning workflow is closed (docs/API.md: Dead-owner recovery).
+const ForfeitDeadOwnerName = "ForfeitDeadOwner"
+
+// OwnerState is what Temporal reports about the workflow a lease names.
+type OwnerState int
+
+const (
+	// OwnerGone: no execution of the owning workflow runs.
+	OwnerGone OwnerState = iota
+	// OwnerRunning: an execution of the owning workflow id runs (it may be
+	// a later run of a continue-as-new chain: the lease keeps the run id
+	// it was taken with).
+	OwnerRunning
+	// OwnerUnknown: Temporal cannot tell. The lease names no workflow,
+	// Temporal knows no execution of its workflow id (a lease taken by a
+	// command-line tool, or a run past retention), or the only running
+	// execution is the caller's own and Temporal does not know the lease's
+	// run (it may live in another namespace).
+	OwnerUnknown
+)
+
+// OwnerStatus is the outcome of LookupOwner.
+type OwnerStatus struct {
+	// State classifies the owner.
+	State OwnerState
+	// RunID is the running execution's run id when State is OwnerRunning.
+	RunID string
+}
+
+// LookupOwner asks Temporal whether the workflow owner names still runs
+// (SPEC 0.2). It looks up the owner's workflow id without a run id first,
+// because continue-as-new changes the run while the same workflow keeps the
+// lease. self is the caller's own execution when the caller is a workflow
+// running under the same workflow id (a resume of the session): Temporal
+// runs one execution per workflow id, so when the latest execution is self,
+// the lease's run (if Temporal knows it in this namespace) is closed. Pass
+// the zero Owner otherwise. A failed lookup returns Temporal's error as is.
+func LookupOwner(ctx context.Context, tc sdkclient.Client, owner, self jsonl.Owner) (OwnerStatus, error) {
+	if owner.WorkflowID == "" {
+		return OwnerStatus{State: OwnerUnknown}, nil
+	}
+	resp, err := tc.DescribeWorkflowExecution(ctx, owner.WorkflowID, "")
+	var nf *serviceerror.NotFound
+	switch {
+	case errors.As(err, &nf):
+		return OwnerStatus{State: OwnerUnknown}, nil
+	case err != nil:
+		return OwnerStatus{}, err
+	}
+	info := resp.GetWorkflowExecutionInfo()
+	latest := info.GetExecution().GetRunId()
+	if info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return OwnerStatus{State: OwnerGone}, nil
+	}
+	if self.RunID == "" || latest != self.RunID || owner.WorkflowID != self.WorkflowID {
+		return OwnerStatus{State: OwnerRunning, RunID: latest}, nil
+	}
+	// The running execution is the caller. The lease's run is closed if
+	// Temporal knows it here; otherwise it may belong to another namespace.
+	if owner.RunID == "" || owner.RunID == self.RunID {
+		return OwnerStatus{State: OwnerUnknown}, nil
+	}
+	_, err = tc.DescribeWorkflowExecution(ctx, owner.WorkflowID, owner.RunID)
+	switch {
+	case errors.As(err, &nf):
+		return OwnerStatus{State: OwnerUnknown}, nil
+	case err != nil:
+		return OwnerStatus{}, err
+	}
+	return OwnerStatus{State: OwnerGone}, nil
+}
+
+// ErrLeaseChanged reports that ForfeitLease found another lease than the
+// one that was checked; nothing was removed.
+var ErrLeaseChanged = errors.New("the lease changed while its owner was checked")
+
+// LeaseChangedError is ForfeitLease's refusal: the lease now held.
+type LeaseChangedError struct {
+	// SessionID is the session.
+	SessionID string
+	// Now is the lease found instead of the checked one.
+	Now *jsonl.Lease
+}
+
+// Error names the lease found.
+func (e *LeaseChangedError) Error() string {
+	return fmt.Sprintf("session %q: the lease changed while its owner was checked (now handle %q of workflow %q); nothing was removed",
+		e.SessionID, e.Now.Handle, e.Now.Owner.WorkflowID)
+}
+
+// Is matches ErrLeaseChanged.
+func (e *LeaseChangedError) Is(target error) bool { return target == ErrLeaseChanged }
+
+// ForfeitLease releases lease, whose owner was found gone, as a forfeit
+// does: the checked handle id is closed by reference (revoked, the lease
+// removed, a session never written erased). A lease taken by another handle
+// after the check survives, and ForfeitLease returns a *LeaseChangedError.
+func ForfeitLease(ctx context.Context, store *jsonl.Store, id string, lease *jsonl.Lease) error {
+	ref := jsonl.HandleRef{SessionID: id, HandleID: lease.Handle, Access: jsonl.AccessWrite}
+	if err := store.CloseHandle(ctx, ref); err != nil {
+		return fmt.Errorf("forfeit the lease of session %q: %w", id, err)
+	}
+	now, err := store.LeaseOf(ctx, id)
+	if err != nil {
+		return err
+	}
+	if now != nil {
+		return &LeaseChangedError{SessionID: id, Now: now}
+	}
+	return nil
+}
+
+// ForfeitInput is the input of ForfeitDeadOwner.
+type ForfeitInput struct {
+	// SessionID is the session whose lease is checked.
+	SessionID string `json:"sessionId"`
+	// Self is the calling workflow execution (the resume).
+	Self jsonl.Owner `json:"self"`
+}
+
+// ForfeitResult is the output of ForfeitDeadOwner.
+type ForfeitResult struct {
+	// Forfeited is the lease removed, absent when no lease was held any
+	// more.
+	Forfeited *jsonl.Lease `json:"forfeited,omitempty"`
+}
+
+// ForfeitDeadOwner forfeits the session's write lease when Temporal reports
+// its owning workflow closed (LookupOwner with the caller as self); the
+// resume then opens the session. A running owner, or one Temporal cannot
+// check, keeps the lease and fails the activity with a non-retryable
+// SessionAlreadyOwned error that names the owner and the way out. A worker
+// whose activities have no Temporal client fails it the same way. No lease
+// at all is a success with nothing forfeited.
+func (a *Activities) ForfeitDeadOwner(ctx context.Context, in ForfeitInput) (ForfeitResult, error) {
+	if a.Store == nil {
+		return ForfeitResult{}, temporal.NewNonRetryableApplicationError(PersistenceNotConfiguredText, ErrTypePersistenceNotConfigured, nil)
+	}
+	lease, err := a.Store.LeaseOf(ctx, in.SessionID)
+	if err != nil || lease == nil {
+		return ForfeitResult{}, MapError(err)
+	}
+	owned := func(format string, args ...any) error {
+		msg := fmt.Sprintf("session %q is already owned by an active write handle (handle %q of workflow %q run %q, host %q pid %d): ",
+			in.SessionID, lease.Handle, lease.Owner.WorkflowID, lease.Owner.RunID, lease.Host, lease.PID) + fmt.Sprintf(format, args...)
+		return temporal.NewNonRetryableApplicationError(msg, string(jsonl.CodeAlreadyOwned), nil)
+	}
+	if a.Temporal == nil {
+		return ForfeitResult{}, owned("this worker has no Temporal client to check the owner; once the owner is gone, run `starter unlock --id %q`", in.SessionID)
+	}
+	st, err := LookupOwner(ctx, a.Temporal, lease.Owner, in.Self)
+	if err != nil {
+		err = fmt.Errorf("look up the owner %q of session %q: %w", lease.Owner.WorkflowID, in.SessionID, err)
+		return ForfeitResult{}, temporal.NewApplicationErrorWithCause(err.Error(), ErrTypeIO, err)
+	}
+	switch st.State {
+	case OwnerRunning:
+		return ForfeitResult{}, owned("that workflow is running (run %s); dispose or cancel it, then resume", st.RunID)
+	case OwnerUnknown:
+		return ForfeitResult{}, owned("Temporal cannot tell whether that owner is gone (no such execution in this namespace); once it is, run `starter unlock --id %q --force`", in.SessionID)
+	}
+	if err := ForfeitLease(ctx, a.Store, in.SessionID, lease); err != nil {
+		if errors.Is(err, ErrLeaseChanged) {
+			return ForfeitResult{}, temporal.NewNonRetryableApplicationError(err.Error(), string(jsonl.CodeAlreadyOwned), err)
+		}
+		return ForfeitResult{}, MapError(err)
+	}
+	return ForfeitResult{Forfeited: lease}, nil
+}
