@@ -449,7 +449,8 @@ func TestS0_16_ConcurrentResumeRefused(t *testing.T) {
 	app := appErr(t, resumeErr)
 	require.Equal(t, "SessionAlreadyOwned", app.Type())
 	require.Contains(t, app.Message(), "already owned by an active write handle")
-	require.Equal(t, []string{activities.OpenHandleName, activities.CloseHandleName}, resumeLog)
+	// Dead-owner recovery asks first and keeps the lease of a live owner.
+	require.Equal(t, []string{activities.OpenHandleName, activities.ForfeitDeadOwnerName, activities.CloseHandleName}, resumeLog)
 	evs := stored(t, h.store, "s16")
 	require.Equal(t, []string{"turn/start", "turn/end"}, types(evs))
 	te, err := evs[1].TurnEnd()

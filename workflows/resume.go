@@ -37,14 +37,18 @@ func ResumeSession(ctx workflow.Context, req ResumeSessionRequest) (DisposeResul
 	// Step 3: write ownership first.
 	ref := l.chooseHandle()
 	var hi activities.HandleInfo
-	err = l.race(func(c workflow.Context) workflow.Future {
+	open := func(c workflow.Context) workflow.Future {
 		return workflow.ExecuteActivity(l.storeCtx(c), acts.OpenHandle, activities.OpenHandleInput{
 			SessionID: l.id,
 			Access:    jsonl.AccessWrite,
 			HandleID:  ref.HandleID,
 			Owner:     l.owner(),
 		})
-	}, &hi)
+	}
+	err = l.race(open, &hi)
+	if err != nil && errorType(err) == string(jsonl.CodeAlreadyOwned) && req.forfeitDeadOwner() {
+		err = l.forfeitDeadOwner(err, open, &hi)
+	}
 	if err != nil {
 		return DisposeResult{}, l.fail(err)
 	}

@@ -195,6 +195,11 @@ type ResumeSessionRequest struct {
 	Hooks
 	// Options tunes the workflow.
 	Options *Options `json:"options,omitempty"`
+	// ForfeitDeadOwner says whether a lease whose owning workflow Temporal
+	// reports closed is forfeited so the resume goes on (dead-owner
+	// recovery, docs/API.md). Absent means true; false keeps the refusal
+	// SessionAlreadyOwned.
+	ForfeitDeadOwner *bool `json:"forfeitDeadOwner,omitempty"`
 }
 
 // LiveState is the input of LiveSession: what a live session carries across

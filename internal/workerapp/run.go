@@ -32,13 +32,14 @@ import (
 // LiveSession, SessionLoop) and the store activities over store with r. The
 // session workflows are registered through their strict decoders
 // (workflows.CreateSessionWorkflow, workflows.ResumeSessionWorkflow,
-// workflows.SessionLoopWorkflow).
-func Register(r worker.Registry, store *jsonl.Store) {
+// workflows.SessionLoopWorkflow). tc is the Temporal client the activities
+// use to check a lease's owner (ForfeitDeadOwner); nil keeps every lease.
+func Register(r worker.Registry, store *jsonl.Store, tc client.Client) {
 	r.RegisterWorkflowWithOptions(workflows.CreateSessionWorkflow, workflow.RegisterOptions{Name: workflows.CreateSessionName})
 	r.RegisterWorkflowWithOptions(workflows.ResumeSessionWorkflow, workflow.RegisterOptions{Name: workflows.ResumeSessionName})
 	r.RegisterWorkflowWithOptions(workflows.LiveSession, workflow.RegisterOptions{Name: workflows.LiveSessionName})
 	r.RegisterWorkflowWithOptions(workflows.SessionLoopWorkflow, workflow.RegisterOptions{Name: workflows.SessionLoopName})
-	r.RegisterActivity(&activities.Activities{Store: store})
+	r.RegisterActivity(&activities.Activities{Store: store, Temporal: tc})
 }
 
 // dialBackoff bounds the wait between attempts to reach the server.
@@ -122,7 +123,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 			}
 		},
 	})
-	Register(w, store)
+	Register(w, store, c)
 	if cfg.Register != nil {
 		cfg.Register(w)
 	}

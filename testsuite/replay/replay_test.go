@@ -68,7 +68,7 @@ func TestReplayHistories(t *testing.T) {
 	require.GreaterOrEqual(t, len(files), minHistories, "recorded histories in %s", historiesDir)
 
 	replayer := worker.NewWorkflowReplayer()
-	workerapp.Register(replayRegistry{WorkflowReplayer: replayer}, nil)
+	workerapp.Register(replayRegistry{WorkflowReplayer: replayer}, nil, nil)
 
 	seen := map[string]int{}
 	for _, path := range files {

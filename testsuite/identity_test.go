@@ -1,0 +1,212 @@
+package testsuite
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/sessionflow/sessionflow/activities"
+	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/workflows"
+)
+
+// runUnder makes the next ExecuteWorkflow run under workflow id wid.
+func (h *harness) runUnder(wid string) *harness {
+	h.env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: wid})
+	h.env.idSet = true
+	return h
+}
+
+func TestForeignWorkflowIDRefused(t *testing.T) {
+	t.Run("create", func(t *testing.T) {
+		h := newHarness(t).runUnder("wrong-id")
+		h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "cli-x"})
+		app := requireMessage(t, h.env.GetWorkflowError(), `session "cli-x" must run under workflow id "session/cli-x", not "wrong-id" (docs/API.md: Workflow ids)`)
+		require.Equal(t, "InvalidArgument", app.Type())
+		require.True(t, app.NonRetryable())
+		require.Empty(t, h.startedNames(), "no activity runs")
+		requireNotStored(t, h.store, "cli-x")
+	})
+	t.Run("resume", func(t *testing.T) {
+		h := newHarness(t).runUnder("session/other")
+		persisted(t, h.store, "cli-x", "")
+		h.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "cli-x"})
+		app := requireMessage(t, h.env.GetWorkflowError(), `session "cli-x" must run under workflow id "session/cli-x", not "session/other" (docs/API.md: Workflow ids)`)
+		require.Equal(t, "InvalidArgument", app.Type())
+		require.Empty(t, h.startedNames(), "no activity runs")
+	})
+	t.Run("unescaped non-ASCII", func(t *testing.T) {
+		h := newHarness(t).runUnder("session/é")
+		h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "é"})
+		requireMessage(t, h.env.GetWorkflowError(), `session "é" must run under workflow id "session/%C3%A9", not "session/é" (docs/API.md: Workflow ids)`)
+		require.Empty(t, h.startedNames())
+	})
+}
+
+func TestIDTooLongRefusedBeforeAnyActivity(t *testing.T) {
+	for name, id := range map[string]string{
+		"ascii":     strings.Repeat("a", 300),
+		"non-ascii": strings.Repeat("é", 52),
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t)
+			h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: id})
+			app := appErr(t, h.env.GetWorkflowError())
+			require.Equal(t, "InvalidArgument", app.Type())
+			require.True(t, app.NonRetryable())
+			require.Contains(t, app.Message(), "session id is too long: it encodes to a ")
+			require.Contains(t, app.Message(), "the store's limit is 255 bytes")
+			require.Empty(t, h.startedNames(), "no activity runs, none is retried")
+
+			r := newHarness(t)
+			r.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: id})
+			app = appErr(t, r.env.GetWorkflowError())
+			require.Equal(t, "InvalidArgument", app.Type())
+			require.Contains(t, app.Message(), "the store's limit is 255 bytes")
+			require.Empty(t, r.startedNames())
+		})
+	}
+}
+
+func TestNonASCIISessionID(t *testing.T) {
+	h := newHarness(t)
+	ready, disp := h.readyThenDispose(time.Second, "")
+	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "日本"})
+	require.NoError(t, h.env.GetWorkflowError())
+	var info workflows.SessionInfo
+	ready.decode(t, &info)
+	require.Equal(t, "日本", info.SessionID)
+	require.Equal(t, "session/%E6%97%A5%E6%9C%AC", info.WorkflowID)
+	var dr workflows.DisposeResult
+	disp.decode(t, &dr)
+	requireReleased(t, h.store, "日本")
+}
+
+// ownerTemporal is a Temporal client that knows the executions of the
+// workflow ids it is given; the resume's own run is the latest (running)
+// execution of its workflow id once it asks.
+type ownerTemporal struct {
+	client.Client
+	mu      sync.Mutex
+	execs   map[string]enumspb.WorkflowExecutionStatus // "wid@rid" → status
+	latest  map[string]string                          // wid → latest run id
+	lookups []string
+}
+
+func (f *ownerTemporal) DescribeWorkflowExecution(_ context.Context, wid, rid string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lookups = append(f.lookups, wid+"@"+rid)
+	if rid == "" {
+		rid = f.latest[wid]
+	}
+	st, ok := f.execs[wid+"@"+rid]
+	if !ok {
+		return nil, serviceerror.NewNotFound("workflow not found")
+	}
+	return &workflowservice.DescribeWorkflowExecutionResponse{WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{
+		Execution: &commonpb.WorkflowExecution{WorkflowId: wid, RunId: rid}, Status: st}}, nil
+}
+
+// withOwnerTemporal gives the harness's activities f, and makes the
+// resume's own run the running latest execution of its workflow id.
+func (h *harness) withOwnerTemporal(f *ownerTemporal) {
+	h.acts.Temporal = f
+	h.onStarted = func(name string) {
+		if name != activities.ForfeitDeadOwnerName {
+			return
+		}
+		var in activities.ForfeitInput
+		h.startedArg(name, h.count(name)-1, &in)
+		f.mu.Lock()
+		f.execs[in.Self.WorkflowID+"@"+in.Self.RunID] = enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+		f.latest[in.Self.WorkflowID] = in.Self.RunID
+		f.mu.Unlock()
+	}
+}
+
+// deadOwned stores session id as a workflow that died while live leaves it:
+// materialized, leased by handle h-old of owner.
+func deadOwned(t *testing.T, st *jsonl.Store, id string, owner jsonl.Owner) {
+	t.Helper()
+	ctx := context.Background()
+	hd, err := st.Create(ctx, session.Header{Version: session.FormatVersion, ID: id, CreatedAt: 1}, jsonl.CreateOptions{HandleID: "h-old", Owner: owner})
+	require.NoError(t, err)
+	require.NoError(t, hd.Append(ctx, []session.Event{turnStart(t, 0, 1), turnEnd(t, 1, 1)}))
+}
+
+func TestResumeForfeitsDeadOwner(t *testing.T) {
+	h := newHarness(t)
+	deadOwned(t, h.store, "k", jsonl.Owner{WorkflowID: "session/k", RunID: "run-old"})
+	f := &ownerTemporal{execs: map[string]enumspb.WorkflowExecutionStatus{"session/k@run-old": enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED}, latest: map[string]string{}}
+	h.withOwnerTemporal(f)
+	ready, disp := h.readyThenDispose(time.Second, "")
+	h.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "k"})
+	require.NoError(t, h.env.GetWorkflowError())
+	var info workflows.SessionInfo
+	ready.decode(t, &info)
+	require.Equal(t, int64(3), info.NextSeq, "two stored events and the end-seed marker")
+	var dr workflows.DisposeResult
+	disp.decode(t, &dr)
+	require.Equal(t, []string{activities.OpenHandleName, activities.ForfeitDeadOwnerName, activities.OpenHandleName}, h.startedNames()[:3])
+	var first, second activities.OpenHandleInput
+	h.startedArg(activities.OpenHandleName, 0, &first)
+	h.startedArg(activities.OpenHandleName, 1, &second)
+	require.Equal(t, first.HandleID, second.HandleID, "the open is tried again with the handle id chosen first")
+	require.Equal(t, []string{"session/k@", "session/k@run-old"}, f.lookups)
+	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed"}, types(stored(t, h.store, "k")))
+	requireReleased(t, h.store, "k")
+}
+
+func TestResumeKeepsLiveOwner(t *testing.T) {
+	h := newHarness(t)
+	deadOwned(t, h.store, "k", jsonl.Owner{WorkflowID: "session/k", RunID: "run-other-namespace"})
+	// The owner's run is unknown to this namespace: it may be alive there.
+	f := &ownerTemporal{execs: map[string]enumspb.WorkflowExecutionStatus{}, latest: map[string]string{}}
+	h.withOwnerTemporal(f)
+	h.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "k"})
+	app := appErr(t, h.env.GetWorkflowError())
+	require.Equal(t, "SessionAlreadyOwned", app.Type())
+	require.True(t, app.NonRetryable())
+	require.Equal(t, `session "k" is already owned by an active write handle (handle "h-old" of workflow "session/k" run "run-other-namespace", host "`+hostname(t)+`" pid `+pid()+`): `+
+		"Temporal cannot tell whether that owner is gone (no such execution in this namespace); once it is, run `starter unlock --id \"k\" --force`", app.Message())
+	require.Equal(t, []string{activities.OpenHandleName, activities.ForfeitDeadOwnerName, activities.CloseHandleName}, h.startedNames())
+	lease, err := h.store.LeaseOf(context.Background(), "k")
+	require.NoError(t, err)
+	require.Equal(t, "h-old", lease.Handle, "the lease is kept")
+}
+
+func TestResumeForfeitTurnedOff(t *testing.T) {
+	h := newHarness(t)
+	deadOwned(t, h.store, "k", jsonl.Owner{WorkflowID: "session/k", RunID: "run-old"})
+	f := &ownerTemporal{execs: map[string]enumspb.WorkflowExecutionStatus{"session/k@run-old": enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED}, latest: map[string]string{}}
+	h.withOwnerTemporal(f)
+	off := false
+	h.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "k", ForfeitDeadOwner: &off})
+	app := appErr(t, h.env.GetWorkflowError())
+	require.Equal(t, "SessionAlreadyOwned", app.Type())
+	require.Equal(t, []string{activities.OpenHandleName, activities.CloseHandleName}, h.startedNames())
+	require.Empty(t, f.lookups)
+}
+
+func hostname(t *testing.T) string {
+	t.Helper()
+	h, err := os.Hostname()
+	require.NoError(t, err)
+	return h
+}
+
+func pid() string { return strconv.Itoa(os.Getpid()) }

@@ -1,0 +1,43 @@
+package workflows
+
+import (
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/sessionflow/sessionflow/activities"
+)
+
+// forfeitDeadOwnerChange names the versioned change that lets a resume
+// forfeit the lease of a closed owner (dead-owner recovery).
+const forfeitDeadOwnerChange = "resume-forfeit-dead-owner"
+
+// forfeitDeadOwner is a resume's answer to an open refused with
+// SessionAlreadyOwned: the ForfeitDeadOwner activity asks Temporal whether
+// the lease's owning workflow is closed and, if so, forfeits the lease; the
+// open is then tried again with the same handle id. A running owner (or
+// one Temporal cannot check) fails the activity with SessionAlreadyOwned
+// naming the owner. The version marker is taken only on this path, so the
+// command sequence of a resume that opens at once is unchanged; runs
+// recorded before the change return the refusal as they did.
+func (l *lifecycle) forfeitDeadOwner(owned error, open func(workflow.Context) workflow.Future, hi *activities.HandleInfo) error {
+	if workflow.GetVersion(l.dctx, forfeitDeadOwnerChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return owned
+	}
+	var res activities.ForfeitResult
+	err := l.race(func(c workflow.Context) workflow.Future {
+		return workflow.ExecuteActivity(l.storeCtx(c), acts.ForfeitDeadOwner, activities.ForfeitInput{SessionID: l.id, Self: l.owner()})
+	}, &res)
+	if err != nil {
+		return err
+	}
+	if res.Forfeited != nil {
+		workflow.GetLogger(l.ctx).Info("forfeited the lease of a closed owner", "session", l.id,
+			"handle", res.Forfeited.Handle, "ownerWorkflowId", res.Forfeited.Owner.WorkflowID, "ownerRunId", res.Forfeited.Owner.RunID)
+	}
+	return l.race(open, hi)
+}
+
+// forfeitDeadOwner reports whether the request asks for dead-owner
+// recovery: absent means yes.
+func (r ResumeSessionRequest) forfeitDeadOwner() bool {
+	return r.ForfeitDeadOwner == nil || *r.ForfeitDeadOwner
+}
