@@ -207,6 +207,9 @@ func (c *Client) searchAttributesRegistered(ctx context.Context) bool {
 // answer is the run's own, and after a reported failure it returns once the
 // run has rolled back.
 func (c *Client) startReady(ctx context.Context, id, workflowName string, req any) (*Session, error) {
+	if err := checkIdentity(id); err != nil {
+		return nil, err
+	}
 	wid := workflows.WorkflowID(id)
 	op := c.c.NewWithStartWorkflowOperation(c.startOptions(wid), workflowName, req)
 	h, err := c.c.UpdateWithStartWorkflow(ctx, temporalclient.UpdateWithStartWorkflowOptions{

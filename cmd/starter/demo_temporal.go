@@ -121,7 +121,7 @@ func runTemporalDemo(ctx context.Context, a *app, df *demoFlags) (err error) {
 	if err != nil {
 		return err
 	}
-	out.step("create session %q (workflow session/%s)", id, id)
+	out.step("create session %q (workflow %s)", id, workflows.WorkflowID(id))
 	if _, err := c.Create(ctx, workflows.CreateSessionRequest{SessionID: id, Meta: &workflows.SessionMeta{Cwd: cwd}}); err != nil {
 		return err
 	}
@@ -169,7 +169,7 @@ func runTemporalDemo(ctx context.Context, a *app, df *demoFlags) (err error) {
 	if err := appendTorn(snap.Path, comp); err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stdout, "workflow session/%s terminated; torn bytes appended to %s\n", id, filepath.Base(snap.Path))
+	fmt.Fprintf(a.stdout, "workflow %s terminated; torn bytes appended to %s\n", workflows.WorkflowID(id), filepath.Base(snap.Path))
 
 	out.step("inspect the damaged log (reads never modify it)")
 	in, err := store.Inspect(ctx, id)
@@ -193,7 +193,7 @@ func runTemporalDemo(ctx context.Context, a *app, df *demoFlags) (err error) {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stdout, "Temporal reports workflow session/%s is not running: forfeited the lease of %s\n", id, describeLease(lease))
+	fmt.Fprintf(a.stdout, "Temporal reports workflow %s is not running: forfeited the lease of %s\n", workflows.WorkflowID(id), describeLease(lease))
 
 	out.step("resume: cut the torn record, close the interrupted turn, mark the end of the seed, go live")
 	before := in.Events
