@@ -378,17 +378,18 @@ batch limit); with --parent they are the inherited prefix.` + lifecycleNote,
 
 func newResumeCmd(a *app) *cobra.Command {
 	var id string
-	var asJSON bool
+	var asJSON, keepDeadOwner bool
 	var conn *connFlags
 	cmd := &cobra.Command{
 		Use:   "resume --id ID",
 		Short: "Resume a stored session through Temporal and wait until it is live",
-		Long: `Start a ResumeSession workflow (workflow id session/<ID>) for a stored session
+		Long: `Start a ResumeSession workflow (workflow id session/<encoded ID>) for a stored session
 and wait until it is live, then print it. The workflow takes the session's
 write lease, repairs a crashed tail (the interrupted turn is closed) and
 continues the log. A running workflow of the same id fails with: session
-"<ID>" already exists; a lease still held by a dead owner fails with "already
-owned" (see unlock).` + lifecycleNote,
+"<ID>" already exists. A lease still held by an owner Temporal reports closed
+(a terminated or timed-out workflow) is forfeited and the resume goes on;
+--keep-dead-owner refuses with "already owned" instead (see unlock).` + lifecycleNote,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireID(id); err != nil {
@@ -396,7 +397,12 @@ owned" (see unlock).` + lifecycleNote,
 			}
 			return a.withClient(cmd, conn, func(ctx context.Context, c *client.Client) error {
 				line := startElapsed(a.stderr, isTerminal(a.stderr), fmt.Sprintf("resuming %q (reading and repairing its log)", id), elapsedDelay, time.Second)
-				s, err := c.Resume(ctx, id, workflows.ResumeSessionRequest{})
+				req := workflows.ResumeSessionRequest{}
+				if keepDeadOwner {
+					forfeit := false
+					req.ForfeitDeadOwner = &forfeit
+				}
+				s, err := c.Resume(ctx, id, req)
 				line.stopElapsed()
 				if err != nil {
 					return err
@@ -408,6 +414,7 @@ owned" (see unlock).` + lifecycleNote,
 	conn = addConnFlags(cmd)
 	cmd.Flags().StringVar(&id, "id", "", "session id (required)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the live session as JSON")
+	cmd.Flags().BoolVar(&keepDeadOwner, "keep-dead-owner", false, "refuse instead of forfeiting the lease of an owner Temporal reports closed")
 	return cmd
 }
 
