@@ -37,10 +37,11 @@ Temporal dev server (unless --address names a server) and a worker in this
 process, create a session, append a completed turn, start a second turn whose
 assistant asks for two tools and whose first tool call is recorded, then crash:
 the owning workflow dies without closing its handle and the log is left with a
-torn last record. The demo shows that a resume is refused while the dead
-owner's lease stands, forfeits it after checking through Temporal that the
-owner is gone, resumes (the torn record is cut, the interrupted turn closed),
-disposes and prints the final log.
+torn last record. The demo shows that a resume that keeps dead owners'
+leases is refused while the lease stands, then resumes: the resume checks
+through Temporal that the owner is gone and forfeits its lease, the torn
+record is cut and the interrupted turn closed; it disposes and prints the
+final log.
 
 The first run on a machine builds the Temporal CLI dev server from tools/
 (about 6 minutes on 2 cores); later runs start in seconds.`,
@@ -180,26 +181,30 @@ func runTemporalDemo(ctx context.Context, a *app, df *demoFlags) (err error) {
 		return err
 	}
 
-	out.step("a resume is refused while the dead owner's lease stands")
-	if _, err := c.Resume(ctx, id, workflows.ResumeSessionRequest{}); err == nil {
+	out.step("a resume that keeps dead owners' leases (forfeitDeadOwner: false) is refused while the lease stands")
+	keep := false
+	if _, err := c.Resume(ctx, id, workflows.ResumeSessionRequest{ForfeitDeadOwner: &keep}); err == nil {
 		return fmt.Errorf("demo: a resume was admitted while the lease was held")
 	} else {
 		fmt.Fprintf(a.stdout, "resume: %v\n", err)
 	}
 	// The refused resume ran as workflow session/<id> too; let it finish its
-	// rollback before asking Temporal whether an owner still runs.
+	// rollback before the next resume starts under the same workflow id.
 	_ = tc.GetWorkflow(ctx, workflows.WorkflowID(id), "").Get(ctx, nil)
-	lease, err := c.Unlock(ctx, store, id)
+	lease, err := store.LeaseOf(ctx, id)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stdout, "Temporal reports workflow %s is not running: forfeited the lease of %s\n", workflows.WorkflowID(id), describeLease(lease))
+	if lease == nil {
+		return fmt.Errorf("demo: the dead owner's lease of %q is gone", id)
+	}
 
-	out.step("resume: cut the torn record, close the interrupted turn, mark the end of the seed, go live")
+	out.step("resume: the dead owner's lease is forfeited; cut the torn record, close the interrupted turn, mark the end of the seed, go live")
 	before := in.Events
 	if _, err := c.Resume(ctx, id, workflows.ResumeSessionRequest{}); err != nil {
 		return err
 	}
+	fmt.Fprintf(a.stdout, "Temporal reports workflow %s is not running: forfeited the lease of %s\n", workflows.WorkflowID(id), describeLease(lease))
 	if err := printDescription(ctx, a.stdout, c, id); err != nil {
 		return err
 	}

@@ -51,8 +51,8 @@ func TestLogDemo(t *testing.T) {
 }
 
 // TestDemoOnEmbeddedServer runs `starter demo` end to end: the embedded dev
-// server, an in-process worker, the crash, the refused resume, the checked
-// forfeit, the resume and the dispose.
+// server, an in-process worker, the crash, the refused resume (dead owners kept), the
+// resume that forfeits the dead owner's lease, and the dispose.
 func TestDemoOnEmbeddedServer(t *testing.T) {
 	root := t.TempDir()
 	r := mustOK(t, runCLI(t, "", "demo", "--root", root, "--compression", "none"))
