@@ -16,6 +16,7 @@ import (
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/jsonl"
@@ -210,3 +211,17 @@ func hostname(t *testing.T) string {
 }
 
 func pid() string { return strconv.Itoa(os.Getpid()) }
+
+// TestValidationErrorsAreNeverRetried: a hook (or an activity of another
+// SDK) that returns InvalidArgument without marking it non-retryable is not
+// tried again.
+func TestValidationErrorsAreNeverRetried(t *testing.T) {
+	h := newHarness(t)
+	h.hooks.setup = func(context.Context, workflows.SetupInput) (workflows.SetupResult, error) {
+		return workflows.SetupResult{}, temporal.NewApplicationError("setup input refused", "InvalidArgument")
+	}
+	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "v1", Hooks: allHooks})
+	app := requireMessage(t, h.env.GetWorkflowError(), "setup input refused")
+	require.Equal(t, "InvalidArgument", app.Type())
+	require.Equal(t, 1, h.count(hookSetup), "the validation failure was retried")
+}

@@ -398,6 +398,10 @@ func (l *lifecycle) retry() *temporal.RetryPolicy {
 		BackoffCoefficient: 2,
 		MaximumInterval:    time.Minute,
 		MaximumAttempts:    l.set.attempts,
+		// A validation failure fails the same way on every attempt, even
+		// from an activity (a hook, a worker in another SDK) that forgot to
+		// mark it non-retryable.
+		NonRetryableErrorTypes: []string{ErrTypeInvalidArgument},
 	}
 }
 
