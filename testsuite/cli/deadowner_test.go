@@ -17,7 +17,9 @@ import (
 // created and appended to through the starter CLI, its workflow is
 // terminated with the temporal CLI, and a plain `starter resume` recovers
 // it (the dead owner's lease is forfeited, no unlock); --keep-dead-owner
-// keeps the refusal. `list` shows the real id.
+// keeps the refusal. `list` shows the real id. A 300-character id is
+// refused at once by the starter and, started by the temporal CLI, by the
+// workflow before any activity.
 func TestResumeAfterTerminateWithoutUnlock(t *testing.T) {
 	cli, err := devserver.Locate(context.Background(), devserver.LocateOptions{})
 	require.NoError(t, err)
@@ -52,4 +54,25 @@ func TestResumeAfterTerminateWithoutUnlock(t *testing.T) {
 	requireContiguous(t, stored)
 	require.Equal(t, "session/end-seed", stored[len(stored)-1].Type)
 	require.True(t, strings.HasPrefix(stored[0].Type, "turn/"))
+
+	// An id the store cannot hold fails at once, from the client and from
+	// the workflow, and nothing is retried.
+	long := strings.Repeat("x", 300)
+	_, err = e.starter("", "create", "--id", long)
+	require.ErrorContains(t, err, "session id is too long: it encodes to a 300-byte directory name and the store's limit is 255 bytes")
+	temporal := func(args ...string) (string, error) {
+		cmd := exec.Command(cli, append(args, "--address", fmt.Sprintf("127.0.0.1:%d", e.port), "--namespace", e.namespace)...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out2, err := temporal("workflow", "start", "--task-queue", e.taskQueue, "--type", "CreateSession", "--workflow-id", "session/"+long,
+		"--input", `{"sessionId":"`+long+`"}`)
+	require.NoError(t, err, out2)
+	out2, err = temporal("workflow", "result", "--workflow-id", "session/"+long)
+	require.Error(t, err, out2)
+	require.Contains(t, out2, "the store's limit is 255 bytes")
+	hist, err := temporal("workflow", "show", "-o", "json", "--workflow-id", "session/"+long)
+	require.NoError(t, err, hist)
+	require.Contains(t, hist, "EVENT_TYPE_WORKFLOW_EXECUTION_FAILED")
+	require.NotContains(t, hist, "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED", "no activity ran, so none was retried")
 }
