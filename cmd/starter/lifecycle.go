@@ -337,7 +337,7 @@ func newCreateCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "create --id ID [--cwd DIR] [--parent ID [--fork-through N]] [--seed FILE]",
 		Short: "Create a session through Temporal and wait until it is live",
-		Long: `Start a CreateSession workflow (workflow id session/<ID>) and wait until the
+		Long: `Start a CreateSession workflow (workflow id session/<encoded ID>) and wait until the
 session is live, then print it. A running workflow of the same id, or a stored
 session of that id, fails with: session "<ID>" already exists.
 
