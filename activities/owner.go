@@ -153,6 +153,12 @@ func (a *Activities) ForfeitDeadOwner(ctx context.Context, in ForfeitInput) (For
 		return ForfeitResult{}, temporal.NewNonRetryableApplicationError(PersistenceNotConfiguredText, ErrTypePersistenceNotConfigured, nil)
 	}
 	lease, err := a.Store.LeaseOf(ctx, in.SessionID)
+	if errors.Is(err, jsonl.ErrCorrupt) {
+		// An empty or damaged lease names no owner Temporal could check.
+		msg := fmt.Sprintf("session %q is already owned by an active write handle: its lease cannot be read (%v), so Temporal cannot tell whether its owner is gone; once it is, run `starter unlock --id %q --force`",
+			in.SessionID, err, in.SessionID)
+		return ForfeitResult{}, temporal.NewNonRetryableApplicationError(msg, string(jsonl.CodeAlreadyOwned), err)
+	}
 	if err != nil || lease == nil {
 		return ForfeitResult{}, MapError(err)
 	}

@@ -3,6 +3,8 @@ package activities_test
 import (
 	"context"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -168,6 +170,24 @@ func TestForfeitDeadOwner(t *testing.T) {
 		require.Equal(t, "IOError", typ)
 		require.False(t, nonRetryable)
 		require.ErrorContains(t, err, `look up the owner "session/s" of session "s": server down`)
+	})
+	t.Run("unreadable lease: refused with the way out", func(t *testing.T) {
+		a := newActs(t)
+		leased(t, a, "s", old)
+		matches, err := filepath.Glob(filepath.Join(a.Store.Root(), "*", "s", "session.lock"))
+		require.NoError(t, err)
+		require.Len(t, matches, 1)
+		require.NoError(t, os.WriteFile(matches[0], nil, 0o600))
+		f := &fakeTemporal{}
+		a.Temporal = f
+		_, err = a.ForfeitDeadOwner(ctx, activities.ForfeitInput{SessionID: "s", Self: self})
+		typ, nonRetryable := appType(t, err)
+		require.Equal(t, "SessionAlreadyOwned", typ)
+		require.True(t, nonRetryable)
+		require.ErrorContains(t, err, "its lease cannot be read (corrupt session lease: ")
+		require.ErrorContains(t, err, "starter unlock --id \"s\" --force")
+		require.Empty(t, f.calls, "nothing to ask Temporal")
+		require.FileExists(t, matches[0])
 	})
 	t.Run("no lease: nothing forfeited", func(t *testing.T) {
 		a := newActs(t)
