@@ -39,7 +39,7 @@ func TestForeignWorkflowIDRefused(t *testing.T) {
 		require.Equal(t, "InvalidArgument", app.Type())
 		require.True(t, app.NonRetryable())
 		require.Empty(t, h.startedNames(), "no activity runs")
-		requireNotStored(t, h.store, "cli-x")
+		requireErased(t, h.store, "cli-x")
 	})
 	t.Run("resume", func(t *testing.T) {
 		h := newHarness(t).runUnder("session/other")
@@ -93,7 +93,7 @@ func TestNonASCIISessionID(t *testing.T) {
 	require.Equal(t, "session/%E6%97%A5%E6%9C%AC", info.WorkflowID)
 	var dr workflows.DisposeResult
 	disp.decode(t, &dr)
-	requireReleased(t, h.store, "日本")
+	requireErased(t, h.store, "日本") // created, never written, disposed
 }
 
 // ownerTemporal is a Temporal client that knows the executions of the
