@@ -591,7 +591,7 @@ func TestS1_20_OlderVersionRefused(t *testing.T) {
 		requireCode(t, err, jsonl.ErrFormatUnsupported)
 		require.EqualError(t, err, want)
 		// List shows the session as a row it cannot serve, with the refusal
-		// (SPEC 4.5 skips it; the format work reports it instead, D26).
+		// (SPEC 4.5 skips it; the format work reports it instead, D23).
 		list, err := fresh.List(bg)
 		require.NoError(t, err)
 		require.Len(t, list, 1)
@@ -1342,7 +1342,7 @@ func TestS1_53_ListReportsMalformedLogs(t *testing.T) {
 			writeFile(t, e.logPath("", "noline"), zstdFrame(t, []byte(headerLine(header("noline", "")))))
 		}
 		// None of them is served as a session; each is a row with its
-		// reason instead of being skipped (D26).
+		// reason instead of being skipped (D23).
 		list, err := e.newStore(nil).List(bg)
 		require.NoError(t, err)
 		headerless := "empty or header-less session log"

@@ -101,7 +101,7 @@ func TestV0HeaderRules(t *testing.T) {
 }
 
 // TestMigrateNeedsTheForkMarker: a seeded v0 log without an end-seed at
-// seq seedLength or seedLength-1 can be read, but not migrated (D27).
+// seq seedLength or seedLength-1 can be read, but not migrated (D24).
 func TestMigrateNeedsTheForkMarker(t *testing.T) {
 	e := newEnv(t, jsonl.CompressionNone, nil)
 	path := writeLogFile(t, e.root, "child", "session.jsonl",

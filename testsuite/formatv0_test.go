@@ -29,7 +29,7 @@ func writeV0(t *testing.T, root string) string {
 
 // TestResumeSessionMigratesFormatV0: the ResumeSession workflow over a
 // session the published harness wrote migrates it to v3 beside the
-// untouched v0 file and repairs the v3 log (D26).
+// untouched v0 file and repairs the v3 log (D23).
 func TestResumeSessionMigratesFormatV0(t *testing.T) {
 	st := newStore(t, jsonl.CompressionNone)
 	old := writeV0(t, st.Root())
@@ -44,7 +44,7 @@ func TestResumeSessionMigratesFormatV0(t *testing.T) {
 }
 
 // TestResumeSessionOnAV0Root: on a root configured for format v0 the same
-// resume repairs the v0 log in place and writes no v3 generation (D28).
+// resume repairs the v0 log in place and writes no v3 generation (D25).
 func TestResumeSessionOnAV0Root(t *testing.T) {
 	st, err := jsonl.NewStore(jsonl.Options{Root: t.TempDir(), Compression: jsonl.CompressionNone, Format: jsonl.FormatV0})
 	require.NoError(t, err)
@@ -61,7 +61,7 @@ func TestResumeSessionOnAV0Root(t *testing.T) {
 
 // TestCreateSessionOnAV0Root: a session created and appended to through
 // the CreateSession workflow on a v0 root is written in format v0, as the
-// published harness writes it (D28).
+// published harness writes it (D25).
 func TestCreateSessionOnAV0Root(t *testing.T) {
 	st, err := jsonl.NewStore(jsonl.Options{Root: t.TempDir(), Compression: jsonl.CompressionNone, Format: jsonl.FormatV0})
 	require.NoError(t, err)
