@@ -98,6 +98,7 @@ type config struct {
 	cover      bool
 	verbose    bool
 	sample     float64
+	from       string
 }
 
 // mutant is one planted change.
@@ -142,6 +143,7 @@ func run() error {
 	flag.BoolVar(&cfg.dry, "dry-run", false, "list the mutants without running tests")
 	flag.BoolVar(&cfg.cover, "cover", true, "skip mutants on lines the tests do not cover")
 	flag.BoolVar(&cfg.verbose, "v", false, "print the test output of surviving mutants")
+	flag.StringVar(&cfg.from, "from", "", "results file of an earlier run (-out): its killed, timed-out, not-viable and not-covered mutants are taken over by key, the rest are run")
 	flag.Float64Var(&cfg.sample, "sample", 1, "fraction of the mutants to run, chosen by a hash of each mutant's key (stable across runs)")
 	flag.Parse()
 	if flag.NArg() != 1 {
@@ -295,7 +297,18 @@ func run() error {
 			}
 		}()
 	}
+	previous := map[string]mutant{}
+	if cfg.from != "" {
+		if previous, err = readResults(cfg.from); err != nil {
+			return err
+		}
+	}
 	for _, m := range muts {
+		if p, ok := previous[m.Key]; ok && p.Status != stSurvived && p.Status != stEquivalent {
+			m.Status, m.Seconds, m.Detail = p.Status, 0, "from "+cfg.from
+			report(m)
+			continue
+		}
 		if cfg.cover && !cov.covered(m.File, m.Line, m.Col) {
 			m.Status = stNotCovered
 			report(m)
@@ -455,6 +468,25 @@ func firstFailure(s string) string {
 
 func indent(s string) string {
 	return "            | " + strings.ReplaceAll(s, "\n", "\n            | ")
+}
+
+func readResults(path string) (map[string]mutant, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := map[string]mutant{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var m mutant
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		out[m.Key] = m
+	}
+	return out, sc.Err()
 }
 
 func readEquivalent(path string) (map[string]string, error) {
