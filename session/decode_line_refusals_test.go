@@ -1,0 +1,50 @@
+package session
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// DecodeEventLine's own verdicts, not only its agreement with the other
+// decoders: escapes are decoded, a field that cannot be read is refused and
+// the event keeps its type, and the envelope rules apply to a line whose
+// fields all read.
+func TestDecodeEventLineVerdicts(t *testing.T) {
+	e, err := DecodeEventLine([]byte(`{"type":"\\x","seq":1,"time":2,"data":{}}`))
+	require.NoError(t, err)
+	assert.Equal(t, `\x`, e.Type)
+	assert.Equal(t, int64(1), e.Seq)
+	assert.Equal(t, int64(2), e.Time)
+
+	cases := []struct{ line, typ, err string }{
+		{`{"type":"turn/end","seq":"1","time":2,"data":{}}`, "turn/end", `event field "seq": must be a safe integer, got "1"`},
+		{`{"type":"user/message","seq":1,"time":2,"data":{},"surfaceOp":{"op":"replace","startSeq":0,"endSeq":1}}`, "user/message",
+			`surfaceOp replace range must satisfy 0 <= startSeq <= endSeq < seq, got startSeq 0, endSeq 1, seq 1`},
+		{`{"type":"turn/end","seq":1,"time":2,"data":{},"surfaceOp":"append"}`, "turn/end", `surfaceOp is not allowed on "turn/end" events`},
+		// Not canonical (a space): the same verdict through the canonicalizer.
+		{`{"type":"turn/end","seq":1, "time":2,"data":{},"surfaceOp":"append"}`, "turn/end", `surfaceOp is not allowed on "turn/end" events`},
+	}
+	for _, c := range cases {
+		e, err := DecodeEventLine([]byte(c.line))
+		if assert.Error(t, err, c.line) {
+			assert.Equal(t, c.err, err.Error(), c.line)
+		}
+		assert.Equal(t, c.typ, e.Type, c.line)
+	}
+}
+
+// The header's delegationDepth may be any non-negative safe integer.
+func TestHeaderDelegationDepthRange(t *testing.T) {
+	h := Header{Version: FormatVersion, ID: "s1", CreatedAt: 1, DelegationDepth: 1<<53 - 1}
+	require.NoError(t, h.Validate())
+	h.DelegationDepth = 1 << 53
+	err := h.Validate()
+	require.Error(t, err)
+	assert.Equal(t, "session header delegationDepth must be a non-negative safe integer", err.Error())
+	h.DelegationDepth = 0
+	require.NoError(t, h.Validate())
+	h.DelegationDepth = -1
+	require.Error(t, h.Validate())
+}
