@@ -276,6 +276,9 @@ func run() error {
 		mu.Lock()
 		defer mu.Unlock()
 		fmt.Printf("%-11s %-22s %s:%d:%d  %s  (%.0fs)\n", m.Status, m.Op, m.File, m.Line, m.Col, m.Change, m.Seconds)
+		if m.Status == stTimedOut && m.Detail != "" {
+			fmt.Printf("            %s\n", m.Detail)
+		}
 		if m.Status == stSurvived {
 			fmt.Printf("            key: %s\n", m.Key)
 			if cfg.verbose && m.Detail != "" {
@@ -405,6 +408,7 @@ func testMutant(cfg config, tmp string, m *mutant, src []byte) {
 	switch {
 	case ctx.Err() != nil:
 		m.Status = stTimedOut
+		m.Detail = "killed after the outer limit"
 	case code == 0 && err == nil:
 		m.Status = stSurvived
 		m.Detail = lastLines(out, 20)
@@ -412,7 +416,12 @@ func testMutant(cfg config, tmp string, m *mutant, src []byte) {
 		m.Status = stNotViable
 		m.Detail = lastLines(out, 10)
 	case strings.Contains(out, "panic: test timed out"):
+		// Keep the tests that were running: one that ran for the whole
+		// limit hung; one that had just started means the run was slow.
 		m.Status = stTimedOut
+		if _, running, ok := strings.Cut(out, "running tests:"); ok {
+			m.Detail = "running tests:" + strings.Join(strings.Fields(strings.SplitN(running, "\n\n", 2)[0]), " ")
+		}
 	default:
 		m.Status = stKilled
 		m.Detail = firstFailure(out)

@@ -1,0 +1,25 @@
+package session
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Objects nested deeper than 512 levels are refused like arrays are; 512
+// levels are fine.
+func TestCanonicalJSONObjectNestingLimit(t *testing.T) {
+	nested := func(n int) string {
+		return strings.Repeat(`{"a":`, n) + "1" + strings.Repeat("}", n)
+	}
+	_, err := CanonicalJSON([]byte(nested(513)))
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrNotLossless)
+	assert.Equal(t, "not losslessly JSON-serializable: nesting too deep", err.Error())
+
+	out, err := CanonicalJSON([]byte(nested(512)))
+	require.NoError(t, err)
+	assert.Equal(t, nested(512), string(out))
+}
