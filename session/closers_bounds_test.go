@@ -86,3 +86,16 @@ func TestClosersAfterSeqZeroTimeZero(t *testing.T) {
 	require.Len(t, closers, 1)
 	assert.Equal(t, `{"type":"turn/end","seq":1,"time":0,"data":{"turn":1,"reason":{"kind":"interrupted"}}}`, encodeLine(t, closers[0]))
 }
+
+// A turn number may be any safe integer from 1 up.
+func TestTurnNumberUpToMaxSafeInteger(t *testing.T) {
+	var s TurnScanner
+	require.NoError(t, s.Observe(mk(TypeTurnStart, 0, `{"turn":9007199254740991}`)))
+	assert.Equal(t, int64(9007199254740991), s.LastTurn())
+	err := s.Observe(mk(TypeTurnStart, 1, `{"turn":9007199254740992}`))
+	require.Error(t, err)
+	assert.Equal(t, "turn/start event (seq 1): data.turn must be a safe integer >= 1, got 9007199254740992", err.Error())
+	err = s.Observe(mk(TypeTurnStart, 2, `{"turn":0}`))
+	require.Error(t, err)
+	assert.Equal(t, "turn/start event (seq 2): data.turn must be a safe integer >= 1, got 0", err.Error())
+}

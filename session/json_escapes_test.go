@@ -18,6 +18,9 @@ func TestCanonicalJSONUnicodeEscapeEdges(t *testing.T) {
 		`"\udbff\udfff"`: "\"\U0010FFFF\"",
 		`"\udc00\udc00"`: `"\udc00\udc00"`,
 		`"\ud800\u0041"`: `"\ud800A"`,
+		`"\ud800\udfff"`: "\"\U000103FF\"",
+		`"\ud800\ue000"`: "\"\\ud800\uE000\"",
+		`"\ue000"`:       "\"\uE000\"",
 	}
 	for in, want := range good {
 		out, err := CanonicalJSON([]byte(in))
