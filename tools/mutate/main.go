@@ -144,8 +144,12 @@ func run() error {
 	flag.BoolVar(&cfg.cover, "cover", true, "skip mutants on lines the tests do not cover")
 	flag.BoolVar(&cfg.verbose, "v", false, "print the test output of surviving mutants")
 	flag.StringVar(&cfg.from, "from", "", "results file of an earlier run (-out): its killed, timed-out, not-viable and not-covered mutants are taken over by key, the rest are run")
+	reportFile := flag.String("report", "", "print the summary of a results file (-out) with the -equivalent list applied, without running anything")
 	flag.Float64Var(&cfg.sample, "sample", 1, "fraction of the mutants to run, chosen by a hash of each mutant's key (stable across runs)")
 	flag.Parse()
+	if *reportFile != "" {
+		return reportOnly(*reportFile, cfg.equivalent)
+	}
 	if flag.NArg() != 1 {
 		return errors.New("usage: mutate [flags] ./package")
 	}
@@ -477,6 +481,33 @@ func firstFailure(s string) string {
 
 func indent(s string) string {
 	return "            | " + strings.ReplaceAll(s, "\n", "\n            | ")
+}
+
+// reportOnly summarizes an earlier run's results file.
+func reportOnly(path, equivalent string) error {
+	results, err := readResults(path)
+	if err != nil {
+		return err
+	}
+	equiv := map[string]string{}
+	if equivalent != "" {
+		if equiv, err = readEquivalent(equivalent); err != nil {
+			return err
+		}
+	}
+	var muts []*mutant
+	for _, m := range results {
+		m := m
+		if m.Status == stSurvived {
+			if _, ok := equiv[m.Key]; ok {
+				m.Status = stEquivalent
+			}
+		}
+		muts = append(muts, &m)
+	}
+	sort.Slice(muts, func(i, j int) bool { return muts[i].Index < muts[j].Index })
+	summarize(muts)
+	return nil
 }
 
 func readResults(path string) (map[string]mutant, error) {
