@@ -1,0 +1,29 @@
+package testsuite
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionflow/sessionflow/workflows"
+)
+
+// A cancellation of a create during its setup hook, with no abort signal
+// before it, aborts the create with `agent "<id>" creation aborted` and an
+// empty reason; nothing is published or stored, the lease is released.
+func TestPlainCancelDuringSetupIsCreationAborted(t *testing.T) {
+	h := newHarness(t).withID("pc")
+	h.env.OnActivity(hookSetup, mock.Anything, mock.Anything).After(time.Hour).Return(workflows.SetupResult{}, nil)
+	h.at(time.Second, h.env.CancelWorkflow)
+	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "pc", Hooks: allHooks})
+	app := requireMessage(t, h.env.GetWorkflowError(), `agent "pc" creation aborted`)
+	require.Equal(t, "AbortError", app.Type())
+	var reason string
+	require.NoError(t, app.Details(&reason))
+	require.Equal(t, "", reason)
+	require.Equal(t, 0, h.count(hookPublish))
+	requireNotStored(t, h.store, "pc")
+	requireReleased(t, h.store, "pc")
+}
