@@ -99,6 +99,7 @@ type config struct {
 	verbose    bool
 	sample     float64
 	from       string
+	shuffle    bool
 }
 
 // mutant is one planted change.
@@ -145,6 +146,7 @@ func run() error {
 	flag.BoolVar(&cfg.verbose, "v", false, "print the test output of surviving mutants")
 	flag.StringVar(&cfg.from, "from", "", "results file of an earlier run (-out): its killed, timed-out, not-viable and not-covered mutants are taken over by key, the rest are run")
 	reportFile := flag.String("report", "", "print the summary of a results file (-out) with the -equivalent list applied, without running anything")
+	flag.BoolVar(&cfg.shuffle, "shuffle", false, "run the mutants in a stable pseudo-random order instead of source order")
 	flag.Float64Var(&cfg.sample, "sample", 1, "fraction of the mutants to run, chosen by a hash of each mutant's key (stable across runs)")
 	flag.Parse()
 	if *reportFile != "" {
@@ -220,6 +222,16 @@ func run() error {
 			}
 		}
 		muts = kept
+	}
+	if cfg.shuffle {
+		// A stable pseudo-random order: a run stopped early has measured an
+		// unbiased part of the package rather than its first files.
+		hash := func(m *mutant) uint32 {
+			h := fnv.New32a()
+			h.Write([]byte("order:" + m.Key))
+			return h.Sum32()
+		}
+		sort.SliceStable(muts, func(i, j int) bool { return hash(muts[i]) < hash(muts[j]) })
 	}
 	fmt.Printf("package %s: %d mutants\n", pkg.ImportPath, len(muts))
 	if cfg.dry {
