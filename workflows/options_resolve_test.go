@@ -54,3 +54,12 @@ func requireInvalidArgument(t *testing.T, err error, msg string) {
 	assert.True(t, app.NonRetryable())
 	assert.Equal(t, msg, app.Message())
 }
+
+func requireInvalidType(t *testing.T, err error, msg string) {
+	t.Helper()
+	var app *temporal.ApplicationError
+	require.True(t, errors.As(err, &app), "not an application error: %v", err)
+	assert.Equal(t, "TypeError", app.Type())
+	assert.True(t, app.NonRetryable())
+	assert.Equal(t, msg, app.Message())
+}
