@@ -33,3 +33,21 @@ func TestRetriedWriteOpenKeepsItsLease(t *testing.T) {
 	require.Error(t, err)
 	require.Equal(t, jsonl.Code("SessionAlreadyOwned"), jsonl.ErrorCode(err))
 }
+
+// A write open with another handle id, refused while the in-process writer
+// holds the lease, leaves that writer working.
+func TestRefusedWriteOpenLeavesTheWriter(t *testing.T) {
+	ctx := context.Background()
+	s := durStore(t, t.TempDir(), jsonl.CompressionNone, nil)
+	h, err := s.Create(ctx, durHeader(), jsonl.CreateOptions{HandleID: "w1"})
+	require.NoError(t, err)
+	require.NoError(t, h.Append(ctx, durSeqEvents(t, 0, 2)))
+
+	_, err = s.Open(ctx, durID, jsonl.AccessWrite, jsonl.OpenOptions{HandleID: "w2"})
+	require.Error(t, err)
+	require.Equal(t, jsonl.Code("SessionAlreadyOwned"), jsonl.ErrorCode(err))
+
+	require.NoError(t, h.Append(ctx, durSeqEvents(t, 2, 2)))
+	require.Equal(t, int64(4), h.NextSeq())
+	require.NoError(t, h.Close(ctx))
+}
