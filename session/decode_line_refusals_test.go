@@ -48,3 +48,31 @@ func TestHeaderDelegationDepthRange(t *testing.T) {
 	h.DelegationDepth = -1
 	require.Error(t, h.Validate())
 }
+
+// A null sourceEventSeqs is refused, and a line that is not JSON at all is
+// ErrUnparsable.
+func TestDecodeEventLineNullSeqsAndUnparsable(t *testing.T) {
+	_, err := DecodeEventLine([]byte(`{"type":"x","seq":1,"time":2,"data":{},"sourceEventSeqs":null}`))
+	require.Error(t, err)
+	assert.Equal(t, `event field "sourceEventSeqs": must be an array, got null`, err.Error())
+
+	for line, want := range map[string]string{
+		`{"type":"x",`: "not valid JSON: not losslessly JSON-serializable: invalid JSON: unexpected end of input, expected an object key",
+		`not json`:     `not valid JSON: not losslessly JSON-serializable: invalid JSON: unexpected byte 'n' at offset 0, expected "null"`,
+	} {
+		_, err := DecodeEventLine([]byte(line))
+		require.ErrorIs(t, err, ErrUnparsable, line)
+		assert.Equal(t, want, err.Error(), line)
+	}
+}
+
+// createdAt may be MaxSafeInteger; a cwd may be a Windows path on any drive
+// letter, a to z in either case.
+func TestHeaderCreatedAtAndDriveLetters(t *testing.T) {
+	for _, cwd := range []string{"a:/w", "z:/w", `A:\w`, `Z:\w`} {
+		h := Header{Version: FormatVersion, ID: "s1", CreatedAt: 1<<53 - 1, Cwd: cwd}
+		require.NoError(t, h.Validate(), cwd)
+	}
+	h := Header{Version: FormatVersion, ID: "s1", CreatedAt: 1, Cwd: "{:/w"}
+	require.Error(t, h.Validate())
+}
