@@ -76,3 +76,11 @@ func TestHeaderCreatedAtAndDriveLetters(t *testing.T) {
 	h := Header{Version: FormatVersion, ID: "s1", CreatedAt: 1, Cwd: "{:/w"}
 	require.Error(t, h.Validate())
 }
+
+// A typed payload accessor refuses null data as not an object, before it
+// looks for the required fields.
+func TestPayloadOfNullData(t *testing.T) {
+	_, err := mk(TypeTurnStart, 3, `null`).TurnStart()
+	require.Error(t, err)
+	assert.Equal(t, "turn/start event (seq 3): data is not a JSON object", err.Error())
+}
