@@ -12,7 +12,7 @@ import (
 
 // A cancellation of a create during its setup hook, with no abort signal
 // before it, aborts the create with `agent "<id>" creation aborted` and an
-// empty reason; nothing is published or stored, the lease is released.
+// empty reason; nothing is published, and the session is erased.
 func TestPlainCancelDuringSetupIsCreationAborted(t *testing.T) {
 	h := newHarness(t).withID("pc")
 	h.env.OnActivity(hookSetup, mock.Anything, mock.Anything).After(time.Hour).Return(workflows.SetupResult{}, nil)
@@ -24,6 +24,5 @@ func TestPlainCancelDuringSetupIsCreationAborted(t *testing.T) {
 	require.NoError(t, app.Details(&reason))
 	require.Equal(t, "", reason)
 	require.Equal(t, 0, h.count(hookPublish))
-	requireNotStored(t, h.store, "pc")
-	requireReleased(t, h.store, "pc")
+	requireErased(t, h.store, "pc")
 }

@@ -23,9 +23,10 @@ func TestForkSetupEventsFollowTheMarker(t *testing.T) {
 		return workflows.SetupResult{Events: []session.Event{ev(t, session.TypeTodoWrite, in.EventCount, map[string]any{"todos": []any{}})}}, nil
 	}
 	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	h.updateAt(2*time.Second, "", workflows.UpdateDispose)
+	disp := h.updateAt(2*time.Second, "", workflows.UpdateDispose)
 	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "fs", Fork: &workflows.ForkSeed{ParentSessionID: "parent", Count: 5}, Hooks: allHooks})
 	require.NoError(t, h.env.GetWorkflowError())
+	disp.ok(t)
 	require.Equal(t, []int64{6}, seen)
 	var info workflows.SessionInfo
 	ready.decode(t, &info)

@@ -11,7 +11,7 @@ import (
 
 // A create whose agent/session-start publication fails, after
 // session/created and agent/created succeeded, fails with that error: the
-// session never goes live and its lease is released.
+// session never goes live and is erased.
 func TestCreateFailsWhenSessionStartPublicationFails(t *testing.T) {
 	h := newHarness(t).withID("ssp")
 	var published []string
@@ -26,8 +26,7 @@ func TestCreateFailsWhenSessionStartPublicationFails(t *testing.T) {
 	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "ssp", Hooks: allHooks})
 	requireMessage(t, h.env.GetWorkflowError(), "start announcement refused")
 	require.Equal(t, []string{"session/created", "agent/created", "agent/session-start"}, published)
-	require.True(t, ready.done)
-	requireMessage(t, ready.err, "start announcement refused")
+	requireMessage(t, ready.failure(t), "start announcement refused")
 	require.Equal(t, workflows.PhaseClosed, h.describe("").Phase)
-	requireReleased(t, h.store, "ssp")
+	requireErased(t, h.store, "ssp")
 }
