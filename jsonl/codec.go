@@ -41,6 +41,21 @@ var (
 	headerOptional = map[string]bool{"cwd": true, "parentSession": true, "origin": true, "agentPreset": true}
 )
 
+// headerVersion returns the header's version when it is a JSON number; a
+// version of any other JSON type (a string, null, an object) is a shape
+// error, never a format version.
+func headerVersion(raw map[string]json.RawMessage) (float64, bool) {
+	v := bytes.TrimSpace(raw["version"])
+	if len(v) == 0 || (v[0] != '-' && (v[0] < '0' || v[0] > '9')) {
+		return 0, false
+	}
+	var f float64
+	if json.Unmarshal(v, &f) != nil {
+		return 0, false
+	}
+	return f, true
+}
+
 // parseHeaderLine decodes one header line (without its newline) following the
 // check order of SPEC 4.1: JSON, object, version guard, retired fields, shape.
 func parseHeaderLine(line []byte) (session.Header, error) {
@@ -56,13 +71,13 @@ func parseHeaderLine(line []byte) (session.Header, error) {
 	if err := json.Unmarshal(trimmed, &raw); err != nil {
 		return h, errHeaderNotJSON
 	}
-	if v, ok := raw["version"]; ok {
-		var f float64
-		if json.Unmarshal(v, &f) == nil && f == session.FormatVersionV0 && !bytes.HasPrefix(bytes.TrimSpace(v), []byte("-")) {
+	version, isNumber := headerVersion(raw)
+	if isNumber {
+		if version == session.FormatVersionV0 && !bytes.HasPrefix(bytes.TrimSpace(raw["version"]), []byte("-")) {
 			return parseHeaderV0(raw)
 		}
-		if json.Unmarshal(v, &f) == nil && f != session.FormatVersion {
-			return h, &versionError{id: stringifyJSON(raw["id"]), version: f}
+		if version != session.FormatVersion {
+			return h, &versionError{id: stringifyJSON(raw["id"]), version: version}
 		}
 	}
 	if _, ok := raw["sandboxMode"]; ok {
@@ -82,7 +97,7 @@ func parseHeaderLine(line []byte) (session.Header, error) {
 		}
 	}
 	var typ string
-	if json.Unmarshal(raw["type"], &typ) != nil || typ != "session" {
+	if json.Unmarshal(raw["type"], &typ) != nil || typ != "session" || !isNumber {
 		return h, errHeaderShape
 	}
 	h.Version = session.FormatVersion
