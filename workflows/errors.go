@@ -109,3 +109,9 @@ func aggregate(id string, errs []error) error {
 	return temporal.NewNonRetryableApplicationError(
 		"agent "+quoteID(id)+" disposal failed: "+strings.Join(msgs, "; "), ErrTypeAggregate, nil, infos)
 }
+
+// notLiveError is the error of work refused by a session that is not live,
+// naming its phase.
+func notLiveError(id string, phase Phase) error {
+	return temporal.NewNonRetryableApplicationError("session "+quoteID(id)+" is not live (phase "+string(phase)+")", ErrTypeNotLive, nil)
+}

@@ -278,8 +278,21 @@ func (l *lifecycle) storeBatch(events []session.Event) error {
 func (l *lifecycle) goLive() (DisposeResult, error) {
 	l.comps = nil
 	l.setPhase(PhaseLive)
+	l.ready = l.sessionInfo()
 	info := workflow.GetInfo(l.ctx)
-	l.ready = &SessionInfo{
+	if p := info.ParentWorkflowExecution; p != nil {
+		notice := ReadyNotice{SessionID: l.id, RunID: info.WorkflowExecution.RunID}
+		workflow.Go(l.dctx, func(gctx workflow.Context) {
+			_ = workflow.SignalExternalWorkflow(gctx, p.ID, "", SignalSessionReady, notice).Get(gctx, nil)
+		})
+	}
+	return l.runLive()
+}
+
+// sessionInfo is what WaitReady answers once the session is live.
+func (l *lifecycle) sessionInfo() *SessionInfo {
+	info := workflow.GetInfo(l.ctx)
+	return &SessionInfo{
 		SessionID:           l.id,
 		WorkflowID:          info.WorkflowExecution.ID,
 		RunID:               info.WorkflowExecution.RunID,
@@ -291,11 +304,4 @@ func (l *lifecycle) goLive() (DisposeResult, error) {
 		LastTurn:            l.lastTurn,
 		Source:              l.source,
 	}
-	if p := info.ParentWorkflowExecution; p != nil {
-		notice := ReadyNotice{SessionID: l.id, RunID: info.WorkflowExecution.RunID}
-		workflow.Go(l.dctx, func(gctx workflow.Context) {
-			_ = workflow.SignalExternalWorkflow(gctx, p.ID, "", SignalSessionReady, notice).Get(gctx, nil)
-		})
-	}
-	return l.runLive()
 }
