@@ -176,10 +176,10 @@ func (l *lifecycle) checkBatch(what string, events []session.Event, next int64) 
 const setupRulesChange = "setup-append-rules"
 
 // initialize runs SPEC 7.3 step 4 for create and resume: setup, commit,
-// the commit point (store) and publication, then the live phase.
+// the commit point (store) and publication.
 // eventCount is the session's length including the unstored suffix;
 // storeSuffix stores that suffix plus the setup events as one batch.
-func (l *lifecycle) initialize(eventCount int64, storeSuffix func(extra []session.Event) error) (DisposeResult, error) {
+func (l *lifecycle) initialize(eventCount int64, storeSuffix func(extra []session.Event) error) error {
 	l.setPhase(PhaseSetup)
 	in := SetupInput{SessionID: l.id, Source: l.source, Handle: *l.ref, Header: l.header, EventCount: eventCount, StoredCount: l.nextSeq}
 	var setup SetupResult
@@ -188,41 +188,38 @@ func (l *lifecycle) initialize(eventCount int64, storeSuffix func(extra []sessio
 			return workflow.ExecuteActivity(l.hookCtx(ctx), l.hooks.SetupActivity, in)
 		}, &setup)
 		if err != nil {
-			return DisposeResult{}, l.fail(err)
+			return err
 		}
 		if len(setup.Events) > 0 {
 			if err := l.checkBatch("setup events", setup.Events, eventCount); err != nil {
-				return DisposeResult{}, l.fail(err)
+				return err
 			}
 			if err := session.CheckAppendable(l.header, eventCount, setup.Events); err != nil {
 				// Versioned only where it matters: setup events the store
 				// would refuse now fail here, before the commit hook.
 				if workflow.GetVersion(l.dctx, setupRulesChange, workflow.DefaultVersion, 1) >= 1 {
-					return DisposeResult{}, l.fail(invalidArgument("setup events: " + err.Error()))
+					return invalidArgument("setup events: " + err.Error())
 				}
 			}
 		}
 	}
 	if err := l.checkAbort(); err != nil {
-		return DisposeResult{}, l.fail(err)
+		return err
 	}
 	if l.hooks.CommitActivity != "" {
 		err := unwrapActivity(workflow.ExecuteActivity(l.hookCtx(l.dctx), l.hooks.CommitActivity, in).Get(l.dctx, nil))
 		if err != nil {
-			return DisposeResult{}, l.fail(err)
+			return err
 		}
 	}
 	if err := l.checkAbort(); err != nil {
-		return DisposeResult{}, l.fail(err)
+		return err
 	}
 	l.setPhase(PhaseCommitting)
 	if err := storeSuffix(setup.Events); err != nil {
-		return DisposeResult{}, l.fail(err)
+		return err
 	}
-	if err := l.publishAll(); err != nil {
-		return DisposeResult{}, l.fail(err)
-	}
-	return l.goLive()
+	return l.publishAll()
 }
 
 // publishAll publishes the lifecycle entries with the checks of SPEC 7.3
@@ -271,6 +268,16 @@ func (l *lifecycle) storeBatch(events []session.Event) error {
 	}
 	l.nextSeq = res.NextSeq
 	return nil
+}
+
+// start runs prepare, a create's or resume's work before the live phase,
+// then the live phase. A failure of prepare is returned unchanged after
+// the rollback (fail).
+func (l *lifecycle) start(prepare func() error) (DisposeResult, error) {
+	if err := prepare(); err != nil {
+		return DisposeResult{}, l.fail(err)
+	}
+	return l.goLive()
 }
 
 // goLive enters the live phase: the close compensation now belongs to
