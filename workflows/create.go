@@ -136,32 +136,40 @@ const seedRulesChange = "seed-append-rules"
 // Any failure before live rolls back (the handle is closed, nothing is
 // published) and is returned unchanged; WaitReady returns it at once.
 func CreateSession(ctx workflow.Context, req CreateSessionRequest) (DisposeResult, error) {
-	set, err := resolveOptions(req.Options)
+	set, optErr := resolveOptions(req.Options)
 	l := newLifecycle(ctx, req.SessionID, SourceStartup, req.Hooks, set)
 	l.options = req.Options
-	if rerr := l.register(); rerr != nil {
-		return DisposeResult{}, rerr
+	if err := l.register(); err != nil {
+		return DisposeResult{}, err
 	}
-	if err != nil {
-		return DisposeResult{}, l.fail(err)
-	}
+	return l.start(func() error {
+		if optErr != nil {
+			return optErr
+		}
+		return l.prepareCreate(ctx, req, set)
+	})
+}
+
+// prepareCreate is CreateSession before the live phase (SPEC 7.3 steps
+// 1-4); start rolls back every failure it returns.
+func (l *lifecycle) prepareCreate(ctx workflow.Context, req CreateSessionRequest, set settings) error {
 	now := workflow.Now(ctx).UnixMilli()
 	plan, err := planCreate(req, set, now)
 	if err != nil {
-		return DisposeResult{}, l.fail(err)
+		return err
 	}
 	if err := checkIdentity(ctx, req.SessionID); err != nil {
-		return DisposeResult{}, l.fail(err)
+		return err
 	}
 	if err := session.CheckAppendable(plan.header, 0, plan.suffix); err != nil {
 		// Versioned only where it matters: a run whose seed the store
 		// would refuse now fails here, before any side effect.
 		if workflow.GetVersion(ctx, seedRulesChange, workflow.DefaultVersion, 1) >= 1 {
-			return DisposeResult{}, l.fail(invalidArgument(err.Error()))
+			return invalidArgument(err.Error())
 		}
 	}
 	if err := l.checkAbort(); err != nil {
-		return DisposeResult{}, l.fail(err)
+		return err
 	}
 	// Step 2: the stored session, under a handle id chosen here.
 	ref := l.chooseHandle()
@@ -175,16 +183,16 @@ func CreateSession(ctx workflow.Context, req CreateSessionRequest) (DisposeResul
 		})
 	}, &hi)
 	if err != nil {
-		return DisposeResult{}, l.fail(err)
+		return err
 	}
 	l.handleOpen = true
 	l.header, l.inherited, l.nextSeq = hi.Header, plan.inherited, hi.NextSeq
 	// Step 3: agent options, after the handle exists.
 	if err := validateAgentOptions(req.AgentOptions); err != nil {
-		return DisposeResult{}, l.fail(err)
+		return err
 	}
 	if err := l.checkAbort(); err != nil {
-		return DisposeResult{}, l.fail(err)
+		return err
 	}
 	l.pushDisposeHook()
 	eventCount := plan.eventCount

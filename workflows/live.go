@@ -15,7 +15,7 @@ func (l *lifecycle) notLive() error {
 	if l.disposeWanted || l.phase == PhaseDisposing || l.phase == PhaseClosed {
 		return LifecycleDisposedError(l.id)
 	}
-	return temporal.NewNonRetryableApplicationError("session "+quoteID(l.id)+" is not live (phase "+string(l.phase)+")", ErrTypeNotLive, nil)
+	return notLiveError(l.id, l.phase)
 }
 
 // LifecycleDisposedError is the error of work refused by a disposed
@@ -143,12 +143,10 @@ func (l *lifecycle) flushOnce() error {
 	}
 	l.nextSeq = res.NextSeq
 	l.pendingEvents -= int64(len(events))
-	for _, e := range events {
-		if e.Type == session.TypeTurnStart {
-			if ts, err := e.TurnStart(); err == nil {
-				l.lastTurn = ts.Turn
-			}
-		}
+	// A batch without a turn/start keeps the last turn (LastTurn is 0
+	// only then: a decoded turn/start numbers its turn from 1).
+	if t := session.LastTurn(events); t > 0 {
+		l.lastTurn = t
 	}
 	for _, it := range l.pending[:take] {
 		it.done, it.next = true, l.nextSeq
@@ -167,7 +165,7 @@ func (l *lifecycle) validateDispose() error {
 	if l.phase == PhaseLive || l.phase == PhaseDisposing || l.disposeDone {
 		return nil
 	}
-	return temporal.NewNonRetryableApplicationError("session "+quoteID(l.id)+" is not live (phase "+string(l.phase)+")", ErrTypeNotLive, nil)
+	return notLiveError(l.id, l.phase)
 }
 
 // handleDispose starts (or joins) the disposal and returns its outcome.
@@ -291,19 +289,7 @@ func LiveSession(ctx workflow.Context, state LiveState) (DisposeResult, error) {
 	l.lastTurn = state.LastTurn
 	l.entries = append([]LifecycleEntry{}, state.Lifecycle...)
 	l.setPhase(PhaseLive)
-	info := workflow.GetInfo(ctx)
-	l.ready = &SessionInfo{
-		SessionID:           l.id,
-		WorkflowID:          info.WorkflowExecution.ID,
-		RunID:               info.WorkflowExecution.RunID,
-		Handle:              ref,
-		Header:              l.header,
-		InheritedEventCount: l.inherited,
-		NextSeq:             l.nextSeq,
-		FirstLiveSeq:        l.firstLive,
-		LastTurn:            l.lastTurn,
-		Source:              l.source,
-	}
+	l.ready = l.sessionInfo()
 	if err := l.register(); err != nil {
 		return DisposeResult{}, err
 	}

@@ -16,23 +16,31 @@ import (
 // disposal. Any failure before live closes the handle (the repair stays
 // stored), publishes nothing and is returned unchanged.
 func ResumeSession(ctx workflow.Context, req ResumeSessionRequest) (DisposeResult, error) {
-	set, err := resolveOptions(req.Options)
+	set, optErr := resolveOptions(req.Options)
 	l := newLifecycle(ctx, req.ResumeSessionID, SourceResume, req.Hooks, set)
 	l.options = req.Options
-	if rerr := l.register(); rerr != nil {
-		return DisposeResult{}, rerr
+	if err := l.register(); err != nil {
+		return DisposeResult{}, err
 	}
-	if err != nil {
-		return DisposeResult{}, l.fail(err)
-	}
+	return l.start(func() error {
+		if optErr != nil {
+			return optErr
+		}
+		return l.prepareResume(ctx, req)
+	})
+}
+
+// prepareResume is ResumeSession before the live phase; start rolls back
+// every failure it returns.
+func (l *lifecycle) prepareResume(ctx workflow.Context, req ResumeSessionRequest) error {
 	if err := session.ValidateID(req.ResumeSessionID); err != nil {
-		return DisposeResult{}, l.fail(invalidArgument(err.Error()))
+		return invalidArgument(err.Error())
 	}
 	if err := checkIdentity(ctx, req.ResumeSessionID); err != nil {
-		return DisposeResult{}, l.fail(err)
+		return err
 	}
 	if err := l.checkAbort(); err != nil {
-		return DisposeResult{}, l.fail(err)
+		return err
 	}
 	// Step 3: write ownership first.
 	ref := l.chooseHandle()
@@ -45,12 +53,12 @@ func ResumeSession(ctx workflow.Context, req ResumeSessionRequest) (DisposeResul
 			Owner:     l.owner(),
 		})
 	}
-	err = l.race(open, &hi)
+	err := l.race(open, &hi)
 	if err != nil && errorType(err) == string(jsonl.CodeAlreadyOwned) && req.forfeitDeadOwner() {
 		err = l.forfeitDeadOwner(err, open, &hi)
 	}
 	if err != nil {
-		return DisposeResult{}, l.fail(err)
+		return err
 	}
 	l.handleOpen = true
 	l.header, l.inherited, l.nextSeq = hi.Header, hi.InheritedEventCount, hi.NextSeq
@@ -60,10 +68,10 @@ func ResumeSession(ctx workflow.Context, req ResumeSessionRequest) (DisposeResul
 		return workflow.ExecuteActivity(l.storeCtx(c), acts.ReadSummary, activities.HandleInput{Ref: ref})
 	}, &sum)
 	if err != nil {
-		return DisposeResult{}, l.fail(err)
+		return err
 	}
 	if err := l.checkAbort(); err != nil {
-		return DisposeResult{}, l.fail(err)
+		return err
 	}
 	// Steps 5-7: closers and marker, stored now, as one batch.
 	var rep activities.RepairResult
@@ -72,7 +80,7 @@ func ResumeSession(ctx workflow.Context, req ResumeSessionRequest) (DisposeResul
 		Now: workflow.Now(ctx).UnixMilli(),
 	}).Get(l.dctx, &rep)
 	if err != nil {
-		return DisposeResult{}, l.fail(unwrapActivity(err))
+		return unwrapActivity(err)
 	}
 	l.header = rep.Summary.Header
 	l.inherited = rep.Summary.InheritedEventCount
@@ -84,10 +92,10 @@ func ResumeSession(ctx workflow.Context, req ResumeSessionRequest) (DisposeResul
 	}
 	// Step 9: owner and loop still active; then agent options.
 	if err := l.checkAbort(); err != nil {
-		return DisposeResult{}, l.fail(err)
+		return err
 	}
 	if err := validateAgentOptions(req.AgentOptions); err != nil {
-		return DisposeResult{}, l.fail(err)
+		return err
 	}
 	l.pushDisposeHook()
 	return l.initialize(l.nextSeq, func(extra []session.Event) error {

@@ -1,0 +1,118 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/sessionflow/sessionflow/session"
+)
+
+// Defaults of Options.
+const (
+	DefaultAppendWindow     = 200 * time.Millisecond
+	DefaultMaxBatchBytes    = 256 << 10
+	MaxMaxBatchBytes        = 1 << 20
+	DefaultActivityTimeout  = 10 * time.Minute
+	DefaultHeartbeatTimeout = 10 * time.Second
+	DefaultMaxAttempts      = 10
+)
+
+// settings are Options with the defaults applied.
+type settings struct {
+	window        time.Duration
+	maxBatchBytes int
+	taskQueue     string
+	hookTaskQueue string
+	timeout       time.Duration
+	heartbeat     time.Duration
+	attempts      int32
+}
+
+func resolveOptions(o *Options) (settings, error) {
+	s := settings{
+		window:        DefaultAppendWindow,
+		maxBatchBytes: DefaultMaxBatchBytes,
+		timeout:       DefaultActivityTimeout,
+		heartbeat:     DefaultHeartbeatTimeout,
+		attempts:      DefaultMaxAttempts,
+	}
+	if o == nil {
+		return s, nil
+	}
+	switch {
+	case o.AppendWindowMs < 0, o.MaxBatchBytes < 0, o.ActivityTimeoutMs < 0, o.HeartbeatTimeoutMs < 0, o.MaxAttempts < 0:
+		return s, invalidArgument("session options must not be negative")
+	case o.MaxBatchBytes > MaxMaxBatchBytes:
+		return s, invalidArgument(fmt.Sprintf("maxBatchBytes must be at most %d", MaxMaxBatchBytes))
+	}
+	if o.AppendWindowMs > 0 {
+		s.window = time.Duration(o.AppendWindowMs) * time.Millisecond
+	}
+	if o.MaxBatchBytes > 0 {
+		s.maxBatchBytes = o.MaxBatchBytes
+	}
+	if o.ActivityTimeoutMs > 0 {
+		s.timeout = time.Duration(o.ActivityTimeoutMs) * time.Millisecond
+	}
+	if o.HeartbeatTimeoutMs > 0 {
+		s.heartbeat = time.Duration(o.HeartbeatTimeoutMs) * time.Millisecond
+	}
+	if o.MaxAttempts > 0 {
+		s.attempts = o.MaxAttempts
+	}
+	s.taskQueue, s.hookTaskQueue = o.TaskQueue, o.HookTaskQueue
+	return s, nil
+}
+
+// storeCtx returns ctx with the options of the store activities. They
+// heartbeat, so a cancellation reaches them promptly, and they run with
+// wait-for-cancellation: an abandoned create or open is awaited after the
+// rollback closed its handle id.
+func (l *lifecycle) storeCtx(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           l.set.taskQueue,
+		StartToCloseTimeout: l.set.timeout,
+		HeartbeatTimeout:    l.set.heartbeat,
+		WaitForCancellation: true,
+		RetryPolicy:         l.retry(),
+	})
+}
+
+// hookCtx returns ctx with the options of the hook activities. An
+// abandoned hook is not waited for: it holds nothing the rollback must
+// release, and its late result is ignored.
+func (l *lifecycle) hookCtx(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           l.set.hookTaskQueue,
+		StartToCloseTimeout: l.set.timeout,
+		RetryPolicy:         l.retry(),
+	})
+}
+
+func (l *lifecycle) retry() *temporal.RetryPolicy {
+	return &temporal.RetryPolicy{
+		InitialInterval:    time.Second,
+		BackoffCoefficient: 2,
+		MaximumInterval:    time.Minute,
+		MaximumAttempts:    l.set.attempts,
+		// A validation failure fails the same way on every attempt, even
+		// from an activity (a hook, a worker in another SDK) that forgot to
+		// mark it non-retryable.
+		NonRetryableErrorTypes: []string{ErrTypeInvalidArgument},
+	}
+}
+
+// validateAgentOptions applies SPEC 7.3 step 3.
+func validateAgentOptions(o *AgentOptions) error {
+	if o == nil || o.MaxTokens == nil {
+		return nil
+	}
+	v := *o.MaxTokens
+	if v < 1 || v > session.MaxSafeInteger || v != float64(int64(v)) {
+		return temporal.NewNonRetryableApplicationError(MaxTokensText, ErrTypeTypeError, nil)
+	}
+	return nil
+}
