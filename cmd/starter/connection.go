@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -217,4 +218,22 @@ func newLifecycleCmds(a *app) []*cobra.Command {
 		newUnlockCmd(a),
 		newDemoCmd(a),
 	}
+}
+
+// withID is withClient for a command acting on one session or loop: it
+// refuses a missing or malformed id before connecting.
+func (a *app) withID(cmd *cobra.Command, cf *connFlags, id string, fn func(ctx context.Context, c *client.Client) error) error {
+	if err := requireID(id); err != nil {
+		return err
+	}
+	return a.withClient(cmd, cf, fn)
+}
+
+// printResult writes v to stdout: as JSON under --json, otherwise as the
+// text that render writes.
+func printResult[T any](a *app, asJSON bool, v T, render func(io.Writer, T) error) error {
+	if asJSON {
+		return writeJSON(a.stdout, v)
+	}
+	return render(a.stdout, v)
 }

@@ -102,10 +102,7 @@ print its final description: every child session and how it settled.
 --no-wait returns once the cancellation is requested.` + lifecycleNote,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := requireID(id); err != nil {
-				return err
-			}
-			return a.withClient(cmd, conn, func(ctx context.Context, c *client.Client) error {
+			return a.withID(cmd, conn, id, func(ctx context.Context, c *client.Client) error {
 				if err := c.LoopStop(ctx, id); err != nil {
 					return err
 				}
@@ -117,10 +114,9 @@ print its final description: every child session and how it settled.
 				if err != nil {
 					return err
 				}
-				if asJSON {
-					return writeJSON(a.stdout, d)
-				}
-				return renderLoop(a.stdout, id, d)
+				return printResult(a, asJSON, d, func(w io.Writer, d workflows.LoopDescription) error {
+					return renderLoop(w, id, d)
+				})
 			})
 		},
 	}

@@ -90,19 +90,15 @@ completes. Several failures are reported together: agent "<ID>" disposal
 failed: <m1>; <m2>.` + lifecycleNote,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := requireID(id); err != nil {
-				return err
-			}
-			return a.withClient(cmd, conn, func(ctx context.Context, c *client.Client) error {
+			return a.withID(cmd, conn, id, func(ctx context.Context, c *client.Client) error {
 				res, err := c.Dispose(ctx, id)
 				if err != nil {
 					return err
 				}
-				if asJSON {
-					return writeJSON(a.stdout, res)
-				}
-				_, err = fmt.Fprintf(a.stdout, "disposed session %q (next seq %d)\n", id, res.NextSeq)
-				return err
+				return printResult(a, asJSON, res, func(w io.Writer, res workflows.DisposeResult) error {
+					_, err := fmt.Fprintf(w, "disposed session %q (next seq %d)\n", id, res.NextSeq)
+					return err
+				})
 			})
 		},
 	}
@@ -124,10 +120,7 @@ failure reads agent "<ID>" creation aborted); a live session is disposed. The
 command returns once the request is delivered.` + lifecycleNote,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := requireID(id); err != nil {
-				return err
-			}
-			return a.withClient(cmd, conn, func(ctx context.Context, c *client.Client) error {
+			return a.withID(cmd, conn, id, func(ctx context.Context, c *client.Client) error {
 				if err := c.Cancel(ctx, id, reason); err != nil {
 					return err
 				}
@@ -155,18 +148,12 @@ published lifecycle entries, and the failure and failed compensations of a
 rolled-back run. --json prints the query result as it is.` + lifecycleNote,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := requireID(id); err != nil {
-				return err
-			}
-			return a.withClient(cmd, conn, func(ctx context.Context, c *client.Client) error {
+			return a.withID(cmd, conn, id, func(ctx context.Context, c *client.Client) error {
 				d, err := c.Describe(ctx, id)
 				if err != nil {
 					return err
 				}
-				if asJSON {
-					return writeJSON(a.stdout, d)
-				}
-				return renderDescription(a.stdout, d)
+				return printResult(a, asJSON, d, renderDescription)
 			})
 		},
 	}
@@ -239,13 +226,10 @@ others from the workflow id, the describe query and the start input (FROM
 				if err != nil {
 					return err
 				}
-				if asJSON {
-					if list == nil {
-						list = []client.SessionSummary{}
-					}
-					return writeJSON(a.stdout, list)
+				if list == nil {
+					list = []client.SessionSummary{} // JSON: [], not null
 				}
-				return renderList(a.stdout, list)
+				return printResult(a, asJSON, list, renderList)
 			})
 		},
 	}

@@ -151,7 +151,7 @@ batch limit); with --parent they are the inherited prefix.` + lifecycleNote,
 				if err != nil {
 					return err
 				}
-				return a.printSession(s, asJSON)
+				return printResult(a, asJSON, s, renderSession)
 			})
 		},
 	}
@@ -182,10 +182,7 @@ continues the log. A running workflow of the same id fails with: session
 --keep-dead-owner refuses with "already owned" instead (see unlock).` + lifecycleNote,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := requireID(id); err != nil {
-				return err
-			}
-			return a.withClient(cmd, conn, func(ctx context.Context, c *client.Client) error {
+			return a.withID(cmd, conn, id, func(ctx context.Context, c *client.Client) error {
 				line := startElapsed(a.stderr, isTerminal(a.stderr), fmt.Sprintf("resuming %q (reading and repairing its log)", id), elapsedDelay, time.Second)
 				req := workflows.ResumeSessionRequest{}
 				if keepDeadOwner {
@@ -197,7 +194,7 @@ continues the log. A running workflow of the same id fails with: session
 				if err != nil {
 					return err
 				}
-				return a.printSession(s, asJSON)
+				return printResult(a, asJSON, s, renderSession)
 			})
 		},
 	}
@@ -206,14 +203,6 @@ continues the log. A running workflow of the same id fails with: session
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the live session as JSON")
 	cmd.Flags().BoolVar(&keepDeadOwner, "keep-dead-owner", false, "refuse instead of forfeiting the lease of an owner Temporal reports closed")
 	return cmd
-}
-
-// printSession prints a live session.
-func (a *app) printSession(s *client.Session, asJSON bool) error {
-	if asJSON {
-		return writeJSON(a.stdout, s)
-	}
-	return renderSession(a.stdout, s)
 }
 
 // renderSession writes a live session as aligned text.
