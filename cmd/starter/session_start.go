@@ -108,7 +108,7 @@ func readSeed(path string) ([]session.Event, error) {
 			return nil, fmt.Errorf("--seed %s: %w", path, rerr)
 		}
 		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
-			e, err := parseEventLine(trimmed)
+			e, _, err := session.ParseAppendLine(trimmed)
 			if err != nil {
 				return nil, usageErrorf("--seed %s line %d: %w", path, lineNo, err)
 			}
