@@ -24,7 +24,10 @@ type LineError struct {
 	Err error
 }
 
+// Error returns "line N: <why>".
 func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+
+// Unwrap returns Err.
 func (e *LineError) Unwrap() error { return e.Err }
 
 // ParseAppendLine decodes one JSONL line given for an append into an event
