@@ -1,10 +1,7 @@
 package client
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -43,8 +40,10 @@ type StreamResult struct {
 // called after each stored batch with the number of input bytes whose events
 // are stored so far.
 //
-// A line that is not a valid event, or an event larger than the batch limit
-// on its own, stops the stream before its batch is sent (an *Error of
+// A line that is not a valid event (session.ParseAppendLine: malformed
+// JSON, the envelope rules, a type unknown to this build and not marked
+// ignorable), or an event larger than the batch limit on its own, stops the
+// stream before its batch is sent (an *Error of
 // TypeInvalidInput or ErrBatchTooLarge naming the line). On any failure the
 // result counts the events stored before it; batches accepted after the
 // failing one fail with it.
@@ -96,10 +95,6 @@ func appendStream(ctx context.Context, a batchAppender, id string, r io.Reader, 
 	var (
 		res      StreamResult
 		inflight []pendingBatch
-		batch    []session.Event
-		size     int
-		offset   int64 // input bytes consumed
-		lineNo   int64
 	)
 	// settle waits for the oldest in-flight batch.
 	settle := func() error {
@@ -128,63 +123,41 @@ func appendStream(ctx context.Context, a batchAppender, id string, r io.Reader, 
 		}
 		return res, err
 	}
-	send := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
+	send := func(b session.Batch) error {
 		if len(inflight) == maxInFlight {
 			if err := settle(); err != nil {
 				return err
 			}
 		}
-		wait, err := a.submit(ctx, batch)
+		wait, err := a.submit(ctx, b.Events)
 		if err != nil {
 			return err
 		}
-		inflight = append(inflight, pendingBatch{wait: wait, events: int64(len(batch)), end: offset})
-		batch, size = nil, 0
+		inflight = append(inflight, pendingBatch{wait: wait, events: int64(len(b.Events)), end: b.End})
 		return nil
 	}
 
-	br := bufio.NewReaderSize(r, 64<<10)
+	br := session.NewBatchReader(r, session.BatchLimits{MaxBytes: maxBytes, MaxEvents: maxEvents})
 	for {
-		line, rerr := br.ReadBytes('\n')
-		if rerr != nil && !errors.Is(rerr, io.EOF) {
-			return fail(fmt.Errorf("read the events of session %q: %w", id, rerr))
-		}
-		if len(line) > 0 {
-			lineNo++
-			if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
-				e, n, err := decodeEvent(trimmed)
-				if err != nil {
-					return fail(invalidInput(id, "line %d: %v", lineNo, err))
-				}
-				if n > maxBytes {
-					return fail(&Error{Type: workflows.ErrTypeBatchTooLarge, SessionID: id,
-						Message: fmt.Sprintf("line %d: append batch of %d bytes exceeds the batch limit of %d bytes", lineNo, n, maxBytes)})
-				}
-				if size+n > maxBytes {
-					if err := send(); err != nil {
-						return fail(err)
-					}
-				}
-				batch = append(batch, e)
-				size += n
-			}
-			offset += int64(len(line))
-			if len(batch) >= maxEvents {
-				if err := send(); err != nil {
-					return fail(err)
-				}
-			}
-		}
-		if rerr != nil { // io.EOF
+		b, err := br.Next()
+		if errors.Is(err, io.EOF) {
 			break
 		}
+		var le *session.LineError
+		switch {
+		case errors.As(err, &le) && errors.Is(err, session.ErrEventTooLarge):
+			return fail(&Error{Type: workflows.ErrTypeBatchTooLarge, SessionID: id,
+				Message: fmt.Sprintf("line %d: append batch of %d bytes exceeds the batch limit of %d bytes", le.Line, le.Size, maxBytes)})
+		case errors.As(err, &le):
+			return fail(invalidInput(id, "%v", le))
+		case err != nil:
+			return fail(fmt.Errorf("read the events of session %q: %w", id, err))
+		}
+		if err := send(b); err != nil {
+			return fail(err)
+		}
 	}
-	if err := send(); err != nil {
-		return fail(err)
-	}
+	offset := br.Offset()
 	for len(inflight) > 0 {
 		if err := settle(); err != nil {
 			return fail(err)
@@ -197,22 +170,4 @@ func appendStream(ctx context.Context, a batchAppender, id string, r io.Reader, 
 		}
 	}
 	return res, nil
-}
-
-// decodeEvent decodes one JSONL line into a valid event and returns its
-// encoded size as the Append validator counts it (canonical encoding plus a
-// newline).
-func decodeEvent(line []byte) (session.Event, int, error) {
-	var e session.Event
-	if err := json.Unmarshal(line, &e); err != nil {
-		return e, 0, fmt.Errorf("not a valid event: %w", err)
-	}
-	if err := e.Validate(); err != nil {
-		return e, 0, fmt.Errorf("not a valid event: %w", err)
-	}
-	enc, err := e.MarshalJSON()
-	if err != nil {
-		return e, 0, fmt.Errorf("not a valid event: %w", err)
-	}
-	return e, len(enc) + 1, nil
 }

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -85,75 +82,27 @@ type eventAppender interface {
 var _ eventAppender = (*jsonl.Handle)(nil)
 
 // appendStream reads JSONL events from r and appends them to h in batches of
-// at most maxEvents events and maxAppendBatchSize encoded bytes. It returns
-// the number of events appended.
+// at most maxEvents events and maxAppendBatchSize encoded bytes (an event
+// larger on its own is a batch by itself). It returns the number of events
+// appended.
 func appendStream(ctx context.Context, h eventAppender, r io.Reader, maxEvents int) (int64, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var (
-		appended int64
-		pending  []session.Event
-		size     int
-		lineNo   int64
-	)
-	flush := func() error {
-		if len(pending) == 0 {
-			return nil
-		}
-		if err := h.Append(ctx, pending); err != nil {
-			return err
-		}
-		appended += int64(len(pending))
-		pending, size = pending[:0], 0
-		return nil
-	}
+	br := session.NewBatchReader(r, session.BatchLimits{MaxBytes: maxAppendBatchSize, MaxEvents: maxEvents, OversizeAlone: true})
+	var appended int64
 	for {
-		line, rerr := br.ReadBytes('\n')
-		if rerr != nil && !errors.Is(rerr, io.EOF) {
-			return appended, fmt.Errorf("read stdin: %w", rerr)
+		b, err := br.Next()
+		if errors.Is(err, io.EOF) {
+			return appended, nil
 		}
-		if len(line) > 0 {
-			lineNo++
-			if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
-				e, err := parseEventLine(trimmed)
-				if err != nil {
-					return appended, fmt.Errorf("stdin line %d: %w", lineNo, err)
-				}
-				enc, err := e.MarshalJSON()
-				if err != nil {
-					return appended, fmt.Errorf("stdin line %d: %w", lineNo, err)
-				}
-				if len(pending) > 0 && size+len(enc)+1 > maxAppendBatchSize {
-					if err := flush(); err != nil {
-						return appended, err
-					}
-				}
-				pending = append(pending, e)
-				size += len(enc) + 1
-				if len(pending) >= maxEvents {
-					if err := flush(); err != nil {
-						return appended, err
-					}
-				}
-			}
+		var le *session.LineError
+		switch {
+		case errors.As(err, &le):
+			return appended, fmt.Errorf("stdin %w", le)
+		case err != nil:
+			return appended, fmt.Errorf("read stdin: %w", err)
 		}
-		if rerr != nil { // io.EOF
-			return appended, flush()
+		if err := h.Append(ctx, b.Events); err != nil {
+			return appended, err
 		}
+		appended += int64(len(b.Events))
 	}
-}
-
-// parseEventLine decodes one JSONL line into a valid event this build can
-// read back.
-func parseEventLine(line []byte) (session.Event, error) {
-	var e session.Event
-	if err := json.Unmarshal(line, &e); err != nil {
-		return e, fmt.Errorf("not a valid event: %w", err)
-	}
-	if err := e.Validate(); err != nil {
-		return e, fmt.Errorf("not a valid event: %w", err)
-	}
-	if !e.Interpretable() {
-		return e, fmt.Errorf("not a valid event: type %q is unknown to this build and not marked ignorable", e.Type)
-	}
-	return e, nil
 }

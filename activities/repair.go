@@ -1,0 +1,95 @@
+package activities
+
+import (
+	"context"
+
+	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/session"
+)
+
+// RepairInput is the input of RepairAndMark.
+type RepairInput struct {
+	// Ref is the resume's write handle.
+	Ref jsonl.HandleRef `json:"ref"`
+	// Now is the workflow's clock in Unix milliseconds, the time of a marker
+	// after an empty log.
+	Now int64 `json:"now"`
+}
+
+// RepairResult reports what RepairAndMark stored.
+type RepairResult struct {
+	// Closers is the number of crash closers appended.
+	Closers int `json:"closers"`
+	// MarkerSeq is the seq of the end-seed marker appended, -1 when none was
+	// due (the log already ended with one).
+	MarkerSeq int64 `json:"markerSeq"`
+	// Appended is the number of events appended (closers + marker).
+	Appended int `json:"appended"`
+	// Summary describes the log after the repair.
+	Summary LogSummary `json:"summary"`
+}
+
+// RepairAndMark performs the crash repair of a resume (SPEC 5, 7.4 steps
+// 4-7) inside the activity: it reads the log through the write handle,
+// computes the interrupted-turn closers and the session/end-seed marker, and
+// appends them as one batch, so the events never pass through history. A
+// retry after success appends nothing: the marker is then the last event and
+// no turn is open.
+func (a *Activities) RepairAndMark(ctx context.Context, in RepairInput) (RepairResult, error) {
+	st, err := a.store()
+	if err != nil {
+		return RepairResult{}, err
+	}
+	stop := a.heartbeat(ctx)
+	defer stop()
+	res, err := a.repair(ctx, st.Attach(in.Ref), in.Now)
+	return res, MapError(err)
+}
+
+func (a *Activities) repair(ctx context.Context, h *jsonl.Handle, now int64) (RepairResult, error) {
+	sum, sc, last, err := a.summarize(ctx, h)
+	if err != nil {
+		return RepairResult{}, err
+	}
+	var batch []session.Event
+	if last != nil {
+		closers, err := sc.Closers(*last)
+		if err != nil {
+			return RepairResult{}, asInvalid(err)
+		}
+		batch = append(batch, closers...)
+	}
+	// The end-seed rule looks only at the seed's last event; the marker's
+	// seq is the seed's length (stored events plus closers).
+	var tail []session.Event
+	switch {
+	case len(batch) > 0:
+		tail = batch[len(batch)-1:]
+	case last != nil:
+		tail = []session.Event{*last}
+	}
+	res := RepairResult{Closers: len(batch), MarkerSeq: -1}
+	if m, due := session.EndSeedMarker(tail, false, session.EndSeedTime(tail, now)); due {
+		m.Seq = sum.NextSeq + int64(len(batch))
+		res.MarkerSeq = m.Seq
+		batch = append(batch, m)
+	}
+	if len(batch) > 0 {
+		if err := h.Append(ctx, batch); err != nil {
+			return RepairResult{}, err
+		}
+	}
+	res.Appended = len(batch)
+	if len(batch) == 0 {
+		res.Summary = sum
+		return res, nil
+	}
+	final := batch[len(batch)-1]
+	sum.EventCount += int64(len(batch))
+	sum.NextSeq += int64(len(batch))
+	sum.LastType = final.Type
+	sum.EndsWithMarker = final.Type == session.TypeEndSeed
+	sum.OpenTurn = nil
+	res.Summary = sum
+	return res, nil
+}

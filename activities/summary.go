@@ -1,0 +1,154 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+
+	"go.temporal.io/sdk/activity"
+
+	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/session"
+)
+
+// OpenTurnFacts describes an unfinished turn at the end of a log.
+type OpenTurnFacts struct {
+	// Turn is the open turn's number.
+	Turn int64 `json:"turn"`
+	// Step is the open step, 0 when none.
+	Step int64 `json:"step"`
+	// PendingCalls counts tool calls without a result.
+	PendingCalls int `json:"pendingCalls"`
+	// RecordedCalls counts the pending calls a tool/call event recorded.
+	RecordedCalls int `json:"recordedCalls"`
+}
+
+// LogSummary is a bounded description of a stored log: never its events.
+type LogSummary struct {
+	// Header is the session header.
+	Header session.Header `json:"header"`
+	// EventCount is the number of events in the log.
+	EventCount int64 `json:"eventCount"`
+	// NextSeq is the seq of the next event.
+	NextSeq int64 `json:"nextSeq"`
+	// LastTurn is the number of the last turn/start, 0 if none.
+	LastTurn int64 `json:"lastTurn"`
+	// LastType is the type of the last event, empty for an empty log.
+	LastType string `json:"lastType,omitempty"`
+	// EndsWithMarker reports whether the last event is a session/end-seed.
+	EndsWithMarker bool `json:"endsWithMarker"`
+	// OpenTurn describes the unfinished turn, nil when the log is balanced.
+	OpenTurn *OpenTurnFacts `json:"openTurn,omitempty"`
+	// InheritedEventCount is the fork cut recorded in storage.
+	InheritedEventCount int64 `json:"inheritedEventCount"`
+}
+
+// StatInput is the input of Stat.
+type StatInput struct {
+	// SessionID is the session to describe.
+	SessionID string `json:"sessionId"`
+}
+
+// StatResult is the output of Stat.
+type StatResult struct {
+	// Found is false when the session is absent.
+	Found bool `json:"found"`
+	// Snapshot describes the session when found.
+	Snapshot *jsonl.Snapshot `json:"snapshot,omitempty"`
+}
+
+// scan reads the log of h in chunks, heartbeating, and feeds every event to
+// visit. It returns the number of events and the last one.
+func (a *Activities) scan(ctx context.Context, h *jsonl.Handle, visit func(session.Event) error) (int64, *session.Event, error) {
+	var (
+		offset int64
+		last   *session.Event
+	)
+	chunk := a.chunk()
+	for {
+		if activity.IsActivity(ctx) {
+			activity.RecordHeartbeat(ctx)
+		}
+		evs, err := h.Read(ctx, offset, chunk)
+		if err != nil {
+			return 0, nil, err
+		}
+		for i := range evs {
+			if err := visit(evs[i]); err != nil {
+				return 0, nil, err
+			}
+		}
+		if len(evs) > 0 {
+			e := evs[len(evs)-1]
+			last = &e
+		}
+		offset += int64(len(evs))
+		if int64(len(evs)) < chunk {
+			return offset, last, nil
+		}
+	}
+}
+
+// summarize scans a log into a LogSummary and returns the scanner too.
+func (a *Activities) summarize(ctx context.Context, h *jsonl.Handle) (LogSummary, *session.TurnScanner, *session.Event, error) {
+	var sc session.TurnScanner
+	n, last, err := a.scan(ctx, h, func(e session.Event) error {
+		if err := sc.Observe(e); err != nil {
+			return asInvalid(fmt.Errorf("session %q: event %d: %w", h.ID(), e.Seq, err))
+		}
+		return nil
+	})
+	if err != nil {
+		return LogSummary{}, nil, nil, err
+	}
+	sum := LogSummary{
+		Header:              h.Header(),
+		EventCount:          n,
+		NextSeq:             n,
+		LastTurn:            sc.LastTurn(),
+		InheritedEventCount: h.InheritedEventCount(),
+	}
+	if last != nil {
+		sum.NextSeq = last.Seq + 1
+		sum.LastType = last.Type
+		sum.EndsWithMarker = last.Type == session.TypeEndSeed
+	}
+	if ot, ok := sc.OpenTurn(); ok {
+		f := &OpenTurnFacts{Turn: ot.Turn, Step: ot.Step, PendingCalls: len(ot.PendingCalls)}
+		for _, c := range ot.PendingCalls {
+			if c.Recorded() {
+				f.RecordedCalls++
+			}
+		}
+		sum.OpenTurn = f
+	}
+	return sum, &sc, last, nil
+}
+
+// ReadSummary reads the whole validated log through the handle (SPEC 7.4
+// step 4) and returns a bounded summary of it: header, counts, next seq, last
+// turn, open-turn facts and the stored inherited count. It never returns the
+// events. It heartbeats while it reads.
+func (a *Activities) ReadSummary(ctx context.Context, in HandleInput) (LogSummary, error) {
+	st, err := a.store()
+	if err != nil {
+		return LogSummary{}, err
+	}
+	sum, err := cancellable(a, ctx, func(ctx context.Context) (LogSummary, error) {
+		s, _, _, err := a.summarize(ctx, st.Attach(in.Ref))
+		return s, err
+	})
+	return sum, MapError(err)
+}
+
+// Stat describes a session without reading its events or taking ownership.
+func (a *Activities) Stat(ctx context.Context, in StatInput) (StatResult, error) {
+	st, err := a.store()
+	if err != nil {
+		return StatResult{}, err
+	}
+	snap, err := st.Stat(ctx, in.SessionID)
+	if err != nil {
+		return StatResult{}, MapError(err)
+	}
+	return StatResult{Found: snap != nil, Snapshot: snap}, nil
+}
