@@ -185,3 +185,62 @@ func (s *Store) sameContent(path string, src File, offset, size int64) (bool, er
 	}
 	return true, nil
 }
+
+// repair cuts a pending torn (or forced) suffix, after copying it to a
+// quarantine file beside the log, and re-writes zstd-recovered records as
+// their own frame. State is cleared only after success. It returns the cut
+// made, or nil.
+func (s *Store) repair(st *handleState) (*TailCut, error) {
+	var cut *TailCut
+	if st.torn >= 0 {
+		q, err := s.quarantine(st.path, st.torn)
+		if err != nil {
+			return nil, err
+		}
+		fi, err := s.fs.Stat(st.path)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.truncate(st.path, st.torn); err != nil {
+			return nil, err
+		}
+		cut = &TailCut{Offset: st.torn, Bytes: fi.Size() - st.torn, Quarantine: q, Forced: st.forced}
+		st.torn, st.forced = -1, false
+		st.fi = nil // re-read by the next append
+		st.releaseLog()
+		s.metrics.TornTailRepaired()
+		if cut.Forced {
+			s.log.Warn(fmt.Sprintf("session-persistence-jsonl: session %q: a forced repair cut the log at its first damage; the %d bytes removed, valid records included, were saved to %s", st.ref.SessionID, cut.Bytes, q),
+				"session", st.ref.SessionID, "path", st.path, "quarantine", q)
+		} else {
+			s.log.Warn(fmt.Sprintf("session-persistence-jsonl: session %q recovered from a torn tail; incomplete tail bytes were discarded", st.ref.SessionID),
+				"session", st.ref.SessionID, "path", st.path, "quarantine", q)
+		}
+	}
+	if len(st.recovered) > 0 {
+		body, err := encodeBatch(st.recovered)
+		if err != nil {
+			return cut, err
+		}
+		if err := s.appendData(st, s.codec.encodeFrame(nil, body)); err != nil {
+			return cut, err
+		}
+		st.recovered = nil
+	}
+	return cut, nil
+}
+
+func (s *Store) truncate(path string, size int64) error {
+	f, _, err := s.openFile(path, os.O_RDWR)
+	if err != nil {
+		return err
+	}
+	err = f.Truncate(size)
+	if err == nil {
+		err = s.sync(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,336 @@
+package jsonl
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/sessionflow/sessionflow/session"
+)
+
+// Read returns events [offset, offset+length) of the log; length < 0 means
+// all (SPEC 6.2). A write handle serves what it knows; a read handle re-reads
+// the current artifact. The result is the caller's own copy.
+func (h *Handle) Read(ctx context.Context, offset, length int64) ([]session.Event, error) {
+	id := h.st.ref.SessionID
+	if h.st.closed.Load() {
+		return nil, handleClosed(id, "read")
+	}
+	if offset < 0 || offset > session.MaxSafeInteger {
+		return nil, invalidArgument(id, fmt.Errorf("read offset must be a non-negative safe integer, got %d", offset))
+	}
+	if length > session.MaxSafeInteger {
+		return nil, invalidArgument(id, fmt.Errorf("read length must be a non-negative safe integer, got %d", length))
+	}
+	unlock, err := h.s.begin(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	events, err := h.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st := h.st
+	if n := int64(len(events)); n < st.observed {
+		return nil, &Error{Code: CodeCorrupt, SessionID: id, Path: st.path, Message: fmt.Sprintf(
+			"session %q: stored log shrank below a previously observed prefix (%d < %d)", id, n, st.observed)}
+	}
+	st.observed = int64(len(events))
+	if offset >= int64(len(events)) {
+		return []session.Event{}, nil
+	}
+	end := int64(len(events))
+	if length >= 0 && offset+length < end {
+		end = offset + length
+	}
+	return session.CloneEvents(events[offset:end]), nil
+}
+
+// current returns the whole validated log as the handle sees it now.
+func (h *Handle) current(ctx context.Context) ([]session.Event, error) {
+	s, id := h.s, h.st.ref.SessionID
+	if h.st.ref.Access == AccessWrite {
+		st, err := h.writer(ctx, "read")
+		if err != nil {
+			return nil, err
+		}
+		if !st.materialized {
+			return nil, nil
+		}
+		if st.primed == nil {
+			if err := s.loadFile(st); err != nil {
+				return nil, err
+			}
+		}
+		return st.primed, nil
+	}
+	st := h.st
+	sd, found, err := s.locate(id)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, notFound(id)
+	}
+	if sd.generation == "" {
+		if l, err := s.readLease(sd.dir); err != nil {
+			return nil, err
+		} else if l == nil || l.Pending == nil {
+			return nil, notFound(id)
+		}
+		return nil, nil
+	}
+	if st.primed != nil && st.path == sd.generation {
+		if fi, err := s.fs.Lstat(sd.generation); err == nil && st.fi != nil && os.SameFile(fi, st.fi) && fi.Size() == st.size {
+			return st.primed, nil
+		}
+	}
+	fi, err := s.fs.Lstat(sd.generation)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.scanFile(id, sd.generation)
+	if err != nil {
+		return nil, err
+	}
+	st.path, st.fi, st.size = sd.generation, fi, fi.Size()
+	st.primed = append(r.events, r.recovered...)
+	return st.primed, nil
+}
+
+// Append durably appends a batch (SPEC 6.2): the batch is validated and
+// copied at call time; seqs must continue the log exactly. A pending torn
+// tail is cut first, inside the same mutation. Re-appending a batch the log
+// already holds at exactly these seqs succeeds without writing, which makes
+// a retried append activity safe. When Append returns nil the batch has been
+// fsynced.
+func (h *Handle) Append(ctx context.Context, events []session.Event) error {
+	id := h.st.ref.SessionID
+	if h.st.closed.Load() {
+		return handleClosed(id, "append")
+	}
+	batch, err := session.SnapshotBatch(events)
+	if err != nil {
+		return invalidArgument(id, err)
+	}
+	if h.st.ref.Access != AccessWrite {
+		return readOnly(id, "append")
+	}
+	if len(batch) == 0 {
+		return nil
+	}
+	s := h.s
+	unlock, err := s.begin(ctx, id)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	st, err := h.writer(ctx, "append")
+	if err != nil {
+		return err
+	}
+	err = s.withWriterLease(ctx, st, func() error {
+		if err := s.refresh(st); err != nil {
+			return err
+		}
+		if batch[0].Seq < st.cursor {
+			if ok, err := s.alreadyStored(st, batch); err != nil || ok {
+				return err
+			}
+		}
+		if err := session.CheckContiguous(id, st.cursor, batch); err != nil {
+			return &Error{Code: CodeSeqMismatch, SessionID: id, Message: err.Error(), Err: err}
+		}
+		// What is accepted must stay readable, repairable and resumable.
+		if err := session.CheckAppendable(st.header, st.cursor, batch); err != nil {
+			return invalidArgument(id, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return context.Cause(ctx)
+		}
+		return s.write(st, batch)
+	})
+	if err != nil {
+		return err
+	}
+	s.touchSummary(st.dir)
+	return nil
+}
+
+// alreadyStored reports whether the log holds exactly batch at its seqs.
+func (s *Store) alreadyStored(st *handleState, batch []session.Event) (bool, error) {
+	first, n := batch[0].Seq, int64(len(batch))
+	if first+n > st.cursor {
+		return false, nil
+	}
+	stored := st.primed
+	if stored == nil {
+		r, err := s.scanFile(st.ref.SessionID, st.path)
+		if err != nil {
+			return false, err
+		}
+		stored = r.events
+	}
+	if first+n > int64(len(stored)) {
+		return false, nil
+	}
+	for i, e := range batch {
+		a, err := e.MarshalJSON()
+		if err != nil {
+			return false, err
+		}
+		b, err := stored[first+int64(i)].MarshalJSON()
+		if err != nil || !bytes.Equal(a, b) {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// write performs one append mutation under the lease: pending repair first,
+// then materialization or an append with rollback.
+func (s *Store) write(st *handleState, batch []session.Event) error {
+	body, err := encodeBatch(batch)
+	if err != nil {
+		return invalidArgument(st.ref.SessionID, err)
+	}
+	if !st.materialized {
+		if err := s.materialize(st, body); err != nil {
+			return err
+		}
+	} else {
+		if _, err := s.repair(st); err != nil {
+			return err
+		}
+		if s.comp == CompressionZstd {
+			body = s.codec.encodeFrame(nil, body)
+		}
+		if err := s.appendData(st, body); err != nil {
+			return err
+		}
+	}
+	st.cursor += int64(len(batch))
+	st.primed = nil
+	st.observed = max(st.observed, st.cursor)
+	return nil
+}
+
+func (s *Store) sync(f File) error {
+	start := time.Now()
+	err := f.Sync()
+	s.metrics.Fsync(time.Since(start))
+	return err
+}
+
+// appendData appends body at EOF and fsyncs; on failure the file is cut back
+// to its previous size. The descriptor stays open for later appends.
+func (s *Store) appendData(st *handleState, body []byte) error {
+	if st.logf == nil {
+		f, _, err := s.openFile(st.path, os.O_WRONLY|os.O_APPEND)
+		if err != nil {
+			return err
+		}
+		st.logf = f
+	}
+	old := st.size
+	if st.fi == nil {
+		fi, err := st.logf.Stat()
+		if err != nil {
+			st.releaseLog()
+			return err
+		}
+		st.fi, old = fi, fi.Size()
+	}
+	_, err := st.logf.Write(body)
+	if err == nil {
+		err = s.sync(st.logf)
+	}
+	if err != nil {
+		st.releaseLog()
+		st.fi = nil
+		if rerr := s.truncate(st.path, old); rerr != nil {
+			return &AggregateError{Message: fmt.Sprintf("failed to roll back append to %q", st.path), Errors: []error{err, rerr}}
+		}
+		return err
+	}
+	s.metrics.BytesWritten(len(body))
+	st.size = old + int64(len(body))
+	return nil
+}
+
+// materialize publishes the first content of a session: header plus batch
+// (raw), or a header frame plus a batch frame (zstd), through an exclusive
+// temp file, fsync, a no-overwrite link and a directory fsync.
+func (s *Store) materialize(st *handleState, batch []byte) error {
+	id := st.ref.SessionID
+	sd, err := s.inspectSessionDir(st.dir)
+	if err != nil {
+		return err
+	}
+	if sd.generation != "" {
+		return refuseMaterialize(id, sd.generation, st.header.Version)
+	}
+	headerLine, err := encodeHeaderFor(st.header)
+	if err != nil {
+		return err
+	}
+	var content []byte
+	if s.comp == CompressionZstd {
+		content = s.codec.encodeFrame(nil, headerLine)
+		if len(batch) > 0 {
+			content = s.codec.encodeFrame(content, batch)
+		}
+	} else {
+		content = append(headerLine, batch...)
+	}
+	start := time.Now()
+	if err := s.publish(st.dir, s.generationFor(st.header), content); err != nil {
+		return err
+	}
+	s.metrics.Fsync(time.Since(start))
+	s.metrics.BytesWritten(len(content))
+	st.path = filepath.Join(st.dir, s.generationFor(st.header))
+	st.materialized = true
+	if fi, err := s.fs.Lstat(st.path); err == nil {
+		st.fi, st.size = fi, fi.Size()
+	} else {
+		st.fi = nil
+	}
+	return nil
+}
+
+// Flush makes a created session durable: when nothing was written yet it
+// publishes a header-only log (SPEC 6.2). Otherwise it is a no-op, since
+// every append is already fsynced.
+func (h *Handle) Flush(ctx context.Context) error {
+	id := h.st.ref.SessionID
+	if h.st.closed.Load() {
+		return handleClosed(id, "flush")
+	}
+	if h.st.ref.Access != AccessWrite {
+		return readOnly(id, "flush")
+	}
+	s := h.s
+	unlock, err := s.begin(ctx, id)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	st, err := h.writer(ctx, "flush")
+	if err != nil {
+		return err
+	}
+	if st.materialized {
+		return nil
+	}
+	return s.withWriterLease(ctx, st, func() error {
+		if err := s.refresh(st); err != nil || st.materialized {
+			return err
+		}
+		return s.materialize(st, nil)
+	})
+}
