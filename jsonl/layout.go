@@ -3,6 +3,10 @@ package jsonl
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"unicode/utf16"
 
@@ -100,4 +104,302 @@ func projectDirName(cwd string) (string, error) {
 // isProjectDirName reports whether a root entry is a project directory.
 func isProjectDirName(name string) bool {
 	return name == noCwdDir || (len(name) > 4 && strings.HasPrefix(name, "--") && strings.HasSuffix(name, "--"))
+}
+
+// generationName is the current generation file of this root's encoding.
+func (s *Store) generationName() string {
+	if s.comp == CompressionZstd {
+		return zstdGeneration
+	}
+	return rawGeneration
+}
+
+func (s *Store) suffix() string {
+	if s.comp == CompressionZstd {
+		return ".jsonl.zstd"
+	}
+	return ".jsonl"
+}
+
+// parseGeneration reads a generation file name (SPEC 3.2): version 0 is
+// session.jsonl, version N >= 1 is session.vN.jsonl with no leading zeros.
+// suffix is ".jsonl" or ".jsonl.zstd".
+func parseGeneration(name, suffix string) (int64, bool) {
+	if !strings.HasSuffix(name, suffix) {
+		return 0, false
+	}
+	stem := strings.TrimSuffix(name, suffix)
+	if stem == "session" {
+		return 0, true
+	}
+	digits, ok := strings.CutPrefix(stem, "session.v")
+	if !ok || digits == "" || digits[0] == '0' {
+		return 0, false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || n > session.MaxSafeInteger {
+		return 0, false
+	}
+	return n, true
+}
+
+// otherSuffix is the suffix of the encoding this root does not use.
+func (s *Store) otherSuffix() string {
+	if s.comp == CompressionZstd {
+		return ".jsonl"
+	}
+	return ".jsonl.zstd"
+}
+
+func (s *Store) encodingMismatch(path string) error {
+	return &Error{Code: CodeLayout, Path: path, Message: fmt.Sprintf(
+		"session artifact %s uses %s, but this backend is configured for compression %q; use a separate root or select the matching compression mode",
+		strconv.Quote(path), s.otherSuffix(), string(s.comp))}
+}
+
+// sessionDir describes one session directory found under a project.
+type sessionDir struct {
+	dir        string
+	generation string // path of the highest generation file, "" when none
+	leased     bool
+}
+
+// inspectSessionDir reads a session directory: the highest canonical
+// generation of this root's encoding and whether a lease exists. A generation
+// of the other encoding is a layout conflict; a symlinked or non-regular
+// generation or lease is refused. The caller has checked that dir is a real
+// directory.
+func (s *Store) inspectSessionDir(dir string) (sessionDir, error) {
+	sd := sessionDir{dir: dir}
+	entries, err := s.fs.ReadDir(dir)
+	if err != nil {
+		return sd, err
+	}
+	best := int64(-1)
+	for _, e := range entries {
+		name := e.Name()
+		path := filepath.Join(dir, name)
+		if name == leaseFile {
+			if err := regularEntry("session lease", path, e); err != nil {
+				return sd, err
+			}
+			sd.leased = true
+			continue
+		}
+		if _, ok := parseGeneration(name, s.otherSuffix()); ok && !strings.HasSuffix(name, s.suffix()) {
+			return sd, s.encodingMismatch(path)
+		}
+		v, ok := parseGeneration(name, s.suffix())
+		if !ok {
+			continue
+		}
+		if err := regularEntry("session artifact", path, e); err != nil {
+			return sd, err
+		}
+		if v > best {
+			best, sd.generation = v, path
+		}
+	}
+	return sd, s.checkGenerations(dir, sd.generation, entries)
+}
+
+// regularEntry refuses a directory entry that is not a regular file.
+func regularEntry(kind, path string, e fs.DirEntry) error {
+	switch {
+	case e.Type()&fs.ModeSymlink != 0:
+		return symlinkError(kind, path)
+	case !e.Type().IsRegular():
+		return notRegularError(kind, path)
+	}
+	return nil
+}
+
+// rootEntries lists the project directories of the root (nil when the root
+// is absent) and the entries named like project directories that are not
+// real directories (symbolic links, files), which are never followed.
+func (s *Store) rootEntries() (projects []string, odd []fs.DirEntry, err error) {
+	entries, err := s.fs.ReadDir(s.root)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, nil
+		}
+		return nil, nil, err
+	}
+	for _, e := range entries {
+		if !isProjectDirName(e.Name()) {
+			continue
+		}
+		if e.Type().IsDir() {
+			projects = append(projects, filepath.Join(s.root, e.Name()))
+		} else {
+			odd = append(odd, e)
+		}
+	}
+	return projects, odd, nil
+}
+
+// projectDirs lists the project directories of the root for a lookup. An
+// entry named like a project directory that is not a real directory is
+// refused, not skipped (S1-70): a session it would hold could be neither
+// found nor ruled out.
+func (s *Store) projectDirs() ([]string, error) {
+	projects, odd, err := s.rootEntries()
+	if err != nil || len(odd) == 0 {
+		return projects, err
+	}
+	return nil, s.oddProjectError(odd[0])
+}
+
+// oddProjectError describes a root entry named like a project directory
+// that is not a real directory.
+func (s *Store) oddProjectError(e fs.DirEntry) error {
+	path := filepath.Join(s.root, e.Name())
+	if e.Type()&fs.ModeSymlink != 0 {
+		return symlinkError("project directory", path)
+	}
+	return notDirError("project directory", path)
+}
+
+// checkRoot performs the one-time root scan of SPEC 3.2: every generation in
+// every session directory must use this root's encoding, and no flat legacy
+// file may sit in a project directory. It judges names only and follows no
+// symbolic link: a damaged entry (a symlink, a FIFO, an unreadable session
+// directory) concerns its session alone and is reported by the operations on
+// that session, which repeat the encoding check at lookup.
+func (s *Store) checkRoot() error {
+	s.mu.Lock()
+	done := s.rootOK
+	s.mu.Unlock()
+	if done {
+		return nil
+	}
+	projects, _, err := s.rootEntries()
+	if err != nil {
+		return err
+	}
+	for _, p := range projects {
+		entries, err := s.fs.ReadDir(p)
+		if err != nil {
+			continue // reported by the lookups in this project directory
+		}
+		for _, e := range entries {
+			if err := s.checkProjectEntry(p, e); err != nil {
+				return err
+			}
+		}
+	}
+	s.mu.Lock()
+	s.rootOK = true
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *Store) checkProjectEntry(project string, e os.DirEntry) error {
+	path := filepath.Join(project, e.Name())
+	if !e.Type().IsDir() {
+		if strings.HasSuffix(e.Name(), ".jsonl") || strings.HasSuffix(e.Name(), ".jsonl.zstd") {
+			return &Error{Code: CodeLayout, Path: path, Message: fmt.Sprintf(
+				"session artifact %s uses the unsupported flat-file layout; use a separate root or move it into a project/session directory before loading", strconv.Quote(path))}
+		}
+		return nil
+	}
+	entries, err := s.fs.ReadDir(path)
+	if err != nil {
+		return nil // reported by the lookups of this session
+	}
+	for _, e := range entries {
+		if _, ok := parseGeneration(e.Name(), s.otherSuffix()); ok && !strings.HasSuffix(e.Name(), s.suffix()) {
+			return s.encodingMismatch(filepath.Join(path, e.Name()))
+		}
+	}
+	return nil
+}
+
+// withSession sets the session id of a store error that has none.
+func withSession(err error, id string) error {
+	var e *Error
+	if errors.As(err, &e) && e.SessionID == "" {
+		c := *e
+		c.SessionID = id
+		if err == error(e) {
+			return &c
+		}
+	}
+	return err
+}
+
+// checkSessionDir checks that a session directory is a real directory; an
+// absent one is the fs.ErrNotExist error.
+func (s *Store) checkSessionDir(id, dir string) error {
+	return withSession(s.checkDir("session directory", dir), id)
+}
+
+// locate finds the session directory of id across project directories. It
+// returns found=false when no directory holds a generation or a lease.
+func (s *Store) locate(id string) (sessionDir, bool, error) {
+	seg, err := EncodeSegment(id)
+	if err != nil {
+		return sessionDir{}, false, invalidArgument(id, err)
+	}
+	projects, err := s.projectDirs()
+	if err != nil {
+		return sessionDir{}, false, err
+	}
+	var found []sessionDir
+	for _, p := range projects {
+		dir := filepath.Join(p, seg)
+		if err := s.checkSessionDir(id, dir); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return sessionDir{}, false, err
+		}
+		sd, err := s.inspectSessionDir(dir)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return sessionDir{}, false, withSession(err, id)
+		}
+		if sd.generation != "" || sd.leased {
+			found = append(found, sd)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return sessionDir{}, false, nil
+	case 1:
+		return found[0], true, nil
+	}
+	return sessionDir{}, false, duplicateID(id)
+}
+
+// isDuplicate reports whether err is a duplicateID error.
+func isDuplicate(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == CodeLayout && e.SessionID != "" && e.Message == duplicateID(e.SessionID).Message
+}
+
+// duplicateID reports an id found in more than one project directory.
+func duplicateID(id string) *Error {
+	return &Error{Code: CodeLayout, SessionID: id, Message: fmt.Sprintf(
+		"duplicate JSONL session id %q appears in multiple project directories", id)}
+}
+
+// dirFor is the session directory a header maps to.
+func (s *Store) dirFor(h session.Header) (string, error) {
+	project, err := projectDirName(h.Cwd)
+	if err != nil {
+		return "", err
+	}
+	seg, err := EncodeSegment(h.ID)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(s.root, project, seg), nil
 }
