@@ -113,17 +113,6 @@ func (h *Handle) NextSeq() int64 { return h.st.cursor }
 // Materialized reports whether the session has a log file.
 func (h *Handle) Materialized() bool { return h.st.materialized }
 
-func (s *Store) checkRevoked(id, handle string) error {
-	r, err := s.isRevoked(handle)
-	if err != nil {
-		return err
-	}
-	if r {
-		return revoked(id, handle)
-	}
-	return nil
-}
-
 // Open opens a session for reading or writing (SPEC 6.1). A write open claims
 // ownership before it checks existence, takes the lease, validates the log
 // and primes the handle with it; every failure releases what it took.
