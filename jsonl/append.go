@@ -77,9 +77,9 @@ func (h *Handle) current(ctx context.Context) ([]session.Event, error) {
 		return nil, notFound(id)
 	}
 	if sd.generation == "" {
-		if l, err := s.readLease(sd.dir); err != nil {
+		if l, err := s.pendingLease(sd); err != nil {
 			return nil, err
-		} else if l == nil || l.Pending == nil {
+		} else if l == nil {
 			return nil, notFound(id)
 		}
 		return nil, nil

@@ -36,6 +36,17 @@ func (e *versionError) Error() string {
 	return fmt.Sprintf("session %q uses log format v%s, older than the supported v%d, and this build ships no upgrade path for it", e.id, v, session.FormatVersion)
 }
 
+// formatRefusal maps a version error to the format refusal naming the raw
+// log at path; it returns nil for any other error.
+func formatRefusal(id, path string, err error) *Error {
+	var ve *versionError
+	if !errors.As(err, &ve) {
+		return nil
+	}
+	return &Error{Code: CodeFormatUnsupported, SessionID: id, Path: path, Err: err,
+		Message: fmt.Sprintf("%s (raw log: %s)", ve.Error(), path)}
+}
+
 var (
 	headerRequired = []string{"type", "version", "id", "createdAt", "isSeeded", "delegationDepth"}
 	headerOptional = map[string]bool{"cwd": true, "parentSession": true, "origin": true, "agentPreset": true}

@@ -146,11 +146,11 @@ func (s *Store) openRead(id, handle string) (*Handle, error) {
 	}
 	st.dir = sd.dir
 	if sd.generation == "" {
-		l, err := s.readLease(sd.dir)
+		l, err := s.pendingLease(sd)
 		if err != nil {
 			return nil, err
 		}
-		if l == nil || l.Pending == nil {
+		if l == nil {
 			return nil, notFound(id)
 		}
 		st.header, st.inherited = l.Pending.Header, l.Pending.InheritedEventCount

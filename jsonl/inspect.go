@@ -59,16 +59,20 @@ func (s *Store) Inspect(ctx context.Context, id string) (*Inspection, error) {
 	if !found {
 		return nil, notFound(id)
 	}
-	lease, err := s.readLease(sd.dir)
-	if err != nil {
-		return nil, err
-	}
 	if sd.generation == "" {
-		if lease == nil || lease.Pending == nil {
+		lease, err := s.pendingLease(sd)
+		if err != nil {
+			return nil, err
+		}
+		if lease == nil {
 			return nil, notFound(id)
 		}
 		return &Inspection{Header: lease.Pending.Header, Pending: true, Events: []session.Event{},
 			InheritedEventCount: lease.Pending.InheritedEventCount, Lease: lease}, nil
+	}
+	lease, err := s.readLease(sd.dir)
+	if err != nil {
+		return nil, err
 	}
 	r, err := s.scanFile(id, sd.generation)
 	if err != nil {

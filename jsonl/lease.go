@@ -135,6 +135,17 @@ func decodeLease(r io.Reader) (*Lease, error) {
 	return &l, nil
 }
 
+// pendingLease reads the lease of a located session directory that holds
+// no log. It returns nil when no creation is pending there: such a
+// directory holds no session.
+func (s *Store) pendingLease(sd sessionDir) (*Lease, error) {
+	l, err := s.readLease(sd.dir)
+	if err != nil || l == nil || l.Pending == nil {
+		return nil, err
+	}
+	return l, nil
+}
+
 // lockedLease is a lease file held under an exclusive flock.
 type lockedLease struct {
 	f     File

@@ -66,8 +66,8 @@ func (s *Store) Stat(ctx context.Context, id string) (*Snapshot, error) {
 // snapshot reads one session directory's header-only view.
 func (s *Store) snapshot(sd sessionDir) (*Snapshot, error) {
 	if sd.generation == "" {
-		l, err := s.readLease(sd.dir)
-		if err != nil || l == nil || l.Pending == nil {
+		l, err := s.pendingLease(sd)
+		if l == nil {
 			return nil, err
 		}
 		return &Snapshot{Header: l.Pending.Header, Revision: "pending:" + l.Handle, Pending: true}, nil
@@ -120,9 +120,8 @@ func (s *Store) readHeader(path string) (session.Header, bool, error) {
 		if complete {
 			h, err := parseHeaderLine(line)
 			if err != nil {
-				var ve *versionError
-				if errors.As(err, &ve) {
-					return h, false, &Error{Code: CodeFormatUnsupported, Path: path, Err: err, Message: fmt.Sprintf("%s (raw log: %s)", ve.Error(), path)}
+				if ferr := formatRefusal("", path, err); ferr != nil {
+					return h, false, ferr
 				}
 				if errors.Is(err, errRetiredFields) {
 					return h, false, &Error{Code: CodeCorrupt, Path: path, Err: err, Message: err.Error()}

@@ -278,10 +278,8 @@ func (s *Store) readScan(id, path string, force bool) (*scanResult, error) {
 // classify turns a decode failure into a format refusal or a corruption
 // error naming the raw log (SPEC 4.6 item 1).
 func (s *Store) classify(id, path string, err error) error {
-	var ve *versionError
-	if errors.As(err, &ve) {
-		return &Error{Code: CodeFormatUnsupported, SessionID: id, Path: path, Err: err,
-			Message: fmt.Sprintf("%s (raw log: %s)", ve.Error(), path)}
+	if ferr := formatRefusal(id, path, err); ferr != nil {
+		return ferr
 	}
 	return &Error{Code: CodeCorrupt, SessionID: id, Path: path, Err: err,
 		Message: fmt.Sprintf("session %q: stored log is corrupt: %v (raw log: %s)", id, err, path)}
