@@ -15,8 +15,8 @@ import (
 // all (SPEC 6.2). A write handle serves what it knows; a read handle re-reads
 // the current artifact. The result is the caller's own copy.
 func (h *Handle) Read(ctx context.Context, offset, length int64) ([]session.Event, error) {
-	id := h.st.ref.SessionID
-	if h.st.closed.Load() {
+	id := h.ref.SessionID
+	if h.state().closed.Load() {
 		return nil, handleClosed(id, "read")
 	}
 	if offset < 0 || offset > session.MaxSafeInteger {
@@ -34,7 +34,7 @@ func (h *Handle) Read(ctx context.Context, offset, length int64) ([]session.Even
 	if err != nil {
 		return nil, err
 	}
-	st := h.st
+	st := h.state()
 	if n := int64(len(events)); n < st.observed {
 		return nil, &Error{Code: CodeCorrupt, SessionID: id, Path: st.path, Message: fmt.Sprintf(
 			"session %q: stored log shrank below a previously observed prefix (%d < %d)", id, n, st.observed)}
@@ -52,8 +52,8 @@ func (h *Handle) Read(ctx context.Context, offset, length int64) ([]session.Even
 
 // current returns the whole validated log as the handle sees it now.
 func (h *Handle) current(ctx context.Context) ([]session.Event, error) {
-	s, id := h.s, h.st.ref.SessionID
-	if h.st.ref.Access == AccessWrite {
+	s, id := h.s, h.ref.SessionID
+	if h.ref.Access == AccessWrite {
 		st, err := h.writer(ctx, "read")
 		if err != nil {
 			return nil, err
@@ -68,7 +68,7 @@ func (h *Handle) current(ctx context.Context) ([]session.Event, error) {
 		}
 		return st.primed, nil
 	}
-	st := h.st
+	st := h.state()
 	sd, found, err := s.locate(id)
 	if err != nil {
 		return nil, err
@@ -109,15 +109,15 @@ func (h *Handle) current(ctx context.Context) ([]session.Event, error) {
 // a retried append activity safe. When Append returns nil the batch has been
 // fsynced.
 func (h *Handle) Append(ctx context.Context, events []session.Event) error {
-	id := h.st.ref.SessionID
-	if h.st.closed.Load() {
+	id := h.ref.SessionID
+	if h.state().closed.Load() {
 		return handleClosed(id, "append")
 	}
 	batch, err := session.SnapshotBatch(events)
 	if err != nil {
 		return invalidArgument(id, err)
 	}
-	if h.st.ref.Access != AccessWrite {
+	if h.ref.Access != AccessWrite {
 		return readOnly(id, "append")
 	}
 	if len(batch) == 0 {
@@ -307,11 +307,11 @@ func (s *Store) materialize(st *handleState, batch []byte) error {
 // publishes a header-only log (SPEC 6.2). Otherwise it is a no-op, since
 // every append is already fsynced.
 func (h *Handle) Flush(ctx context.Context) error {
-	id := h.st.ref.SessionID
-	if h.st.closed.Load() {
+	id := h.ref.SessionID
+	if h.state().closed.Load() {
 		return handleClosed(id, "flush")
 	}
-	if h.st.ref.Access != AccessWrite {
+	if h.ref.Access != AccessWrite {
 		return readOnly(id, "flush")
 	}
 	s := h.s

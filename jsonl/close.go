@@ -45,7 +45,7 @@ func (st *handleState) releaseFiles() {
 // it names the handle, and a session that never materialized is erased.
 // Ownership is released even when Close reports an error.
 func (h *Handle) Close(ctx context.Context) error {
-	st := h.st
+	st := h.state()
 	st.closeOnce.Do(func() {
 		st.closeErr = h.s.CloseHandle(context.WithoutCancel(ctx), st.ref)
 		st.closed.Store(true)

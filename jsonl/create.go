@@ -47,7 +47,7 @@ func (s *Store) Create(ctx context.Context, h session.Header, opts CreateOptions
 		return nil, invalidArgument(id, err)
 	}
 	if w := s.writerFor(id); w != nil && w.ref.HandleID == opts.HandleID {
-		return &Handle{s: s, st: w}, nil
+		return s.newHandle(w), nil
 	}
 	if err := s.checkRevoked(id, opts.HandleID); err != nil {
 		return nil, err
@@ -129,7 +129,7 @@ func (s *Store) registerPending(id, dir string, l *Lease) *Handle {
 		torn:      -1,
 	}
 	s.setWriter(id, st)
-	return &Handle{s: s, st: st}
+	return s.newHandle(st)
 }
 
 // releasePending removes a pending session's lease and its directory.

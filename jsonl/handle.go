@@ -88,30 +88,61 @@ type handleState struct {
 // Handle is an open session handle (SPEC 6.2). Methods are safe for
 // concurrent use; operations on one session are serialized.
 type Handle struct {
-	s  *Store
-	st *handleState
+	s   *Store
+	ref HandleRef // fixed for the handle's life
+	// st is the handle's state. The first operation of an attached handle
+	// replaces it, under the session's slot, with the state loaded from
+	// storage or shared with this process's write handle.
+	st atomic.Pointer[handleState]
+}
+
+// newHandle returns a handle over st.
+func (s *Store) newHandle(st *handleState) *Handle {
+	h := &Handle{s: s, ref: st.ref}
+	h.st.Store(st)
+	return h
+}
+
+// state is the handle's current state. Fields that operations change are
+// read under the session's slot (see locked).
+func (h *Handle) state() *handleState { return h.st.Load() }
+
+// locked returns the handle's state read under the session's slot, so that
+// it does not interleave with an operation on the session in this Store.
+func locked[T any](h *Handle, get func(st *handleState) T) T {
+	unlock, _ := h.s.lockSession(context.Background(), h.ref.SessionID) // never fails without a deadline
+	defer unlock()
+	return get(h.state())
 }
 
 // Ref returns the process-independent identity of the handle.
-func (h *Handle) Ref() HandleRef { return h.st.ref }
+func (h *Handle) Ref() HandleRef { return h.ref }
 
 // ID is the session id.
-func (h *Handle) ID() string { return h.st.ref.SessionID }
+func (h *Handle) ID() string { return h.ref.SessionID }
 
 // Access is the handle's access mode.
-func (h *Handle) Access() Access { return h.st.ref.Access }
+func (h *Handle) Access() Access { return h.ref.Access }
 
 // Header is the session header fixed at create or open.
-func (h *Handle) Header() session.Header { return h.st.header }
+func (h *Handle) Header() session.Header {
+	return locked(h, func(st *handleState) session.Header { return st.header })
+}
 
 // InheritedEventCount is the fork cut of the session.
-func (h *Handle) InheritedEventCount() int64 { return h.st.inherited }
+func (h *Handle) InheritedEventCount() int64 {
+	return locked(h, func(st *handleState) int64 { return st.inherited })
+}
 
 // NextSeq is the seq the next appended event must carry (write handles).
-func (h *Handle) NextSeq() int64 { return h.st.cursor }
+func (h *Handle) NextSeq() int64 {
+	return locked(h, func(st *handleState) int64 { return st.cursor })
+}
 
 // Materialized reports whether the session has a log file.
-func (h *Handle) Materialized() bool { return h.st.materialized }
+func (h *Handle) Materialized() bool {
+	return locked(h, func(st *handleState) bool { return st.materialized })
+}
 
 // Open opens a session for reading or writing (SPEC 6.1). A write open claims
 // ownership before it checks existence, takes the lease, validates the log
@@ -154,7 +185,7 @@ func (s *Store) openRead(id, handle string) (*Handle, error) {
 			return nil, notFound(id)
 		}
 		st.header, st.inherited = l.Pending.Header, l.Pending.InheritedEventCount
-		return &Handle{s: s, st: st}, nil
+		return s.newHandle(st), nil
 	}
 	r, err := s.scanFile(id, sd.generation)
 	if err != nil {
@@ -167,14 +198,14 @@ func (s *Store) openRead(id, handle string) (*Handle, error) {
 	}
 	st.primed = append(r.events, r.recovered...)
 	st.observed = int64(len(st.primed))
-	return &Handle{s: s, st: st}, nil
+	return s.newHandle(st), nil
 }
 
 func (s *Store) openWrite(ctx context.Context, id string, opts OpenOptions) (*Handle, error) {
 	// 1. In-process claim first, before any existence check.
 	if w := s.writerFor(id); w != nil {
 		if w.ref.HandleID == opts.HandleID {
-			return &Handle{s: s, st: w}, nil
+			return s.newHandle(w), nil
 		}
 		if s.leaseNames(w.dir, w.ref.HandleID) {
 			return nil, alreadyOwned(id)
@@ -217,7 +248,7 @@ func (s *Store) openWrite(ctx context.Context, id string, opts OpenOptions) (*Ha
 		return nil, err
 	}
 	s.setWriter(id, st)
-	return &Handle{s: s, st: st}, nil
+	return s.newHandle(st), nil
 }
 
 // primeWriter validates the log under a freshly taken lease.
@@ -312,21 +343,21 @@ func (s *Store) Attach(ref HandleRef) *Handle {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if w := s.writers[ref.SessionID]; w != nil && w.ref == ref {
-		return &Handle{s: s, st: w}
+		return s.newHandle(w)
 	}
-	return &Handle{s: s, st: &handleState{ref: ref, torn: -1}}
+	return s.newHandle(&handleState{ref: ref, torn: -1})
 }
 
 // writer resolves a write handle's state under its session slot, loading it
 // from the lease and the log when this process has not seen it.
 func (h *Handle) writer(ctx context.Context, op string) (*handleState, error) {
-	st := h.st
+	st := h.state()
 	if st.closed.Load() {
 		return nil, handleClosed(st.ref.SessionID, op)
 	}
 	s := h.s
 	if w := s.writerFor(st.ref.SessionID); w != nil && w.ref.HandleID == st.ref.HandleID {
-		h.st = w
+		h.st.Store(w)
 		return w, nil
 	}
 	id := st.ref.SessionID
@@ -367,7 +398,7 @@ func (h *Handle) writer(ctx context.Context, op string) (*handleState, error) {
 		}
 	}
 	s.setWriter(id, nst)
-	h.st = nst
+	h.st.Store(nst)
 	return nst, nil
 }
 

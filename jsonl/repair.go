@@ -53,11 +53,11 @@ type TailCut struct {
 // the log is copied to a quarantine file and the log truncated to its last
 // valid record. It returns nil when the log has nothing to cut.
 func (h *Handle) CutTail(ctx context.Context) (*TailCut, error) {
-	id := h.st.ref.SessionID
-	if h.st.closed.Load() {
+	id := h.ref.SessionID
+	if h.state().closed.Load() {
 		return nil, handleClosed(id, "cut tail")
 	}
-	if h.st.ref.Access != AccessWrite {
+	if h.ref.Access != AccessWrite {
 		return nil, readOnly(id, "cut tail")
 	}
 	s := h.s
