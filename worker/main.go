@@ -24,6 +24,7 @@ import (
 	"syscall"
 
 	"github.com/sessionflow/sessionflow/internal/devserver"
+	"github.com/sessionflow/sessionflow/internal/temporalconn"
 	"github.com/sessionflow/sessionflow/internal/workerapp"
 )
 
@@ -118,8 +119,9 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		}
 		return exitCode(workerapp.Run(ctx, cfg, logger), stderr)
 	}
-	for _, name := range []string{"address", "api-key", "tls", "tls-cert-path", "tls-key-path", "tls-ca-path", "tls-server-name", "tls-disable-host-verification", "profile", "config-file"} {
-		if set[name] {
+	for _, name := range temporalconn.FlagNames() {
+		// The embedded server serves the namespace given.
+		if name != temporalconn.FlagNamespace && set[name] {
 			fmt.Fprintf(stderr, "worker: --%s cannot be combined with --dev (the worker connects to the embedded server)\n", name)
 			return 2
 		}

@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,6 +16,7 @@ import (
 	tlog "go.temporal.io/sdk/log"
 
 	"github.com/sessionflow/sessionflow/client"
+	"github.com/sessionflow/sessionflow/internal/temporalconn"
 )
 
 // Connection defaults and the environment variable of the task queue; the
@@ -24,8 +25,8 @@ import (
 // TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE, TEMPORAL_GRPC_META_*), read through
 // go.temporal.io/sdk/contrib/envconfig as the temporal CLI reads them.
 const (
-	defaultAddress   = "localhost:7233"
-	defaultNamespace = "default"
+	defaultAddress   = temporalconn.DefaultAddress
+	defaultNamespace = temporalconn.DefaultNamespace
 	envTaskQueue     = "SESSIONFLOW_TASK_QUEUE"
 )
 
@@ -34,31 +35,18 @@ var dialTemporal = temporalclient.DialContext
 
 // connFlags are the Temporal connection flags of a lifecycle command.
 type connFlags struct {
-	fs *pflag.FlagSet
+	fs   *pflag.FlagSet
+	conn *temporalconn.Flags
 
-	address, namespace, apiKey, profile, configFile   string
-	tls, tlsDisableHostVerification                   bool
-	tlsCertPath, tlsKeyPath, tlsCAPath, tlsServerName string
-	taskQueue                                         string
-	timeout                                           time.Duration
+	taskQueue string
+	timeout   time.Duration
 }
 
 // addConnFlags defines the connection flags on cmd.
 func addConnFlags(cmd *cobra.Command) *connFlags {
 	fs := cmd.Flags()
-	cf := &connFlags{fs: fs}
-	fs.StringVar(&cf.address, "address", defaultAddress, "Temporal frontend host:port (env TEMPORAL_ADDRESS)")
-	fs.StringVar(&cf.namespace, "namespace", defaultNamespace, "Temporal namespace (env TEMPORAL_NAMESPACE)")
+	cf := &connFlags{fs: fs, conn: temporalconn.AddPFlags(fs)}
 	fs.StringVar(&cf.taskQueue, "task-queue", client.DefaultTaskQueue, "task queue of the session workflows (env "+envTaskQueue+")")
-	fs.StringVar(&cf.apiKey, "api-key", "", "Temporal API key; enables TLS (env TEMPORAL_API_KEY)")
-	fs.StringVar(&cf.profile, "profile", "", "profile of the Temporal client config file (env TEMPORAL_PROFILE)")
-	fs.StringVar(&cf.configFile, "config-file", "", "Temporal client config file, default <user config dir>/temporalio/temporal.toml (env TEMPORAL_CONFIG_FILE)")
-	fs.BoolVar(&cf.tls, "tls", false, "connect with TLS; --tls=false disables it (env TEMPORAL_TLS)")
-	fs.StringVar(&cf.tlsCertPath, "tls-cert-path", "", "client certificate for mTLS (env TEMPORAL_TLS_CLIENT_CERT_PATH)")
-	fs.StringVar(&cf.tlsKeyPath, "tls-key-path", "", "client key for mTLS (env TEMPORAL_TLS_CLIENT_KEY_PATH)")
-	fs.StringVar(&cf.tlsCAPath, "tls-ca-path", "", "server CA certificate (env TEMPORAL_TLS_SERVER_CA_CERT_PATH)")
-	fs.StringVar(&cf.tlsServerName, "tls-server-name", "", "TLS server name override (env TEMPORAL_TLS_SERVER_NAME)")
-	fs.BoolVar(&cf.tlsDisableHostVerification, "tls-disable-host-verification", false, "skip TLS host verification (env TEMPORAL_TLS_DISABLE_HOST_VERIFICATION)")
 	fs.DurationVar(&cf.timeout, "timeout", 0, "give up after this long, e.g. 30s (default: wait as long as it takes)")
 	return cf
 }
@@ -75,67 +63,16 @@ type connection struct {
 // resolve applies, highest first: a flag given on the command line, the
 // environment, the Temporal client config file's profile, the default.
 func (cf *connFlags) resolve(env envconfig.EnvLookup) (connection, error) {
-	set := func(name string) bool { return cf.fs.Changed(name) }
-	if v, ok := env.LookupEnv("TEMPORAL_TLS"); ok && v != "" {
-		switch strings.ToLower(v) {
-		case "1", "0", "true", "false":
-		default:
-			return connection{}, usageErrorf("TEMPORAL_TLS: %q is not one of true, false, 1, 0", v)
-		}
+	p, err := cf.conn.Profile(env)
+	var ee *temporalconn.EnvError
+	if errors.As(err, &ee) {
+		return connection{}, &usageError{err: err}
 	}
-	req := envconfig.LoadClientConfigProfileOptions{EnvLookup: env}
-	if set("config-file") {
-		req.ConfigFilePath = cf.configFile
-	}
-	if set("profile") {
-		req.ConfigFileProfile = cf.profile
-	}
-	p, err := envconfig.LoadClientConfigProfile(req)
 	if err != nil {
-		return connection{}, fmt.Errorf("load the Temporal client configuration: %w", err)
-	}
-	if set("address") {
-		p.Address = cf.address
-	}
-	if set("namespace") {
-		p.Namespace = cf.namespace
-	}
-	if set("api-key") {
-		p.APIKey = cf.apiKey
-	}
-	if p.Address == "" {
-		p.Address = defaultAddress
-	}
-	if p.Namespace == "" {
-		p.Namespace = defaultNamespace
-	}
-	for _, name := range []string{"tls", "tls-cert-path", "tls-key-path", "tls-ca-path", "tls-server-name", "tls-disable-host-verification"} {
-		if set(name) && p.TLS == nil {
-			p.TLS = &envconfig.ClientConfigTLS{}
-		}
-	}
-	if p.TLS != nil {
-		if set("tls") {
-			p.TLS.Disabled = !cf.tls
-		}
-		if set("tls-cert-path") {
-			p.TLS.ClientCertPath, p.TLS.ClientCertData = cf.tlsCertPath, nil
-		}
-		if set("tls-key-path") {
-			p.TLS.ClientKeyPath, p.TLS.ClientKeyData = cf.tlsKeyPath, nil
-		}
-		if set("tls-ca-path") {
-			p.TLS.ServerCACertPath, p.TLS.ServerCACertData = cf.tlsCAPath, nil
-		}
-		if set("tls-server-name") {
-			p.TLS.ServerName = cf.tlsServerName
-		}
-		if set("tls-disable-host-verification") {
-			p.TLS.DisableHostVerification = cf.tlsDisableHostVerification
-		}
+		return connection{}, err
 	}
 	tq := cf.taskQueue
-	if !set("task-queue") {
+	if !cf.fs.Changed("task-queue") {
 		if v, ok := env.LookupEnv(envTaskQueue); ok && v != "" {
 			tq = v
 		}
@@ -174,9 +111,9 @@ func (a *app) withClientOptions(cmd *cobra.Command, cf *connFlags, co client.Opt
 	if err != nil {
 		return err
 	}
-	opts, err := conn.Profile.ToClientOptions(envconfig.ToClientOptionsRequest{})
+	opts, err := temporalconn.ClientOptions(conn.Profile)
 	if err != nil {
-		return fmt.Errorf("the Temporal client options: %w", err)
+		return err
 	}
 	opts.Logger = tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	ctx := cmd.Context()

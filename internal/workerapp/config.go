@@ -14,13 +14,14 @@ import (
 	"go.temporal.io/sdk/contrib/envconfig"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/sessionflow/sessionflow/internal/temporalconn"
 	"github.com/sessionflow/sessionflow/jsonl"
 )
 
 // Defaults of Config.
 const (
-	DefaultAddress        = "localhost:7233"
-	DefaultNamespace      = "default"
+	DefaultAddress        = temporalconn.DefaultAddress
+	DefaultNamespace      = temporalconn.DefaultNamespace
 	DefaultTaskQueue      = "sessionflow"
 	DefaultStoreRoot      = "./.sessionflow/store"
 	DefaultCompression    = jsonl.CompressionZstd
@@ -164,11 +165,9 @@ func (c Config) Validate() error {
 // AddFlags. After the set is parsed, Config resolves them against the
 // environment.
 type Flags struct {
-	fs *flag.FlagSet
+	fs   *flag.FlagSet
+	conn *temporalconn.Flags
 
-	address, namespace, apiKey, profile, configFile    string
-	tls, tlsDisableHostVerification                    bool
-	tlsCertPath, tlsKeyPath, tlsCAPath, tlsServerName  string
 	taskQueue, storeRoot, compression, metricsAddress  string
 	format                                             string
 	appendWindow, stopTimeout, identity, stickyTimeout string
@@ -178,17 +177,7 @@ type Flags struct {
 // AddFlags defines the worker's flags on fs.
 func AddFlags(fs *flag.FlagSet) *Flags {
 	f := &Flags{fs: fs}
-	fs.StringVar(&f.address, "address", DefaultAddress, "Temporal frontend host:port (env TEMPORAL_ADDRESS)")
-	fs.StringVar(&f.namespace, "namespace", DefaultNamespace, "Temporal namespace (env TEMPORAL_NAMESPACE)")
-	fs.StringVar(&f.apiKey, "api-key", "", "Temporal API key; enables TLS (env TEMPORAL_API_KEY)")
-	fs.StringVar(&f.profile, "profile", "", "profile of the Temporal client config file (env TEMPORAL_PROFILE)")
-	fs.StringVar(&f.configFile, "config-file", "", "Temporal client config file, default <user config dir>/temporalio/temporal.toml (env TEMPORAL_CONFIG_FILE)")
-	fs.BoolVar(&f.tls, "tls", false, "connect with TLS; --tls=false disables it (env TEMPORAL_TLS)")
-	fs.StringVar(&f.tlsCertPath, "tls-cert-path", "", "client certificate for mTLS (env TEMPORAL_TLS_CLIENT_CERT_PATH)")
-	fs.StringVar(&f.tlsKeyPath, "tls-key-path", "", "client key for mTLS (env TEMPORAL_TLS_CLIENT_KEY_PATH)")
-	fs.StringVar(&f.tlsCAPath, "tls-ca-path", "", "server CA certificate (env TEMPORAL_TLS_SERVER_CA_CERT_PATH)")
-	fs.StringVar(&f.tlsServerName, "tls-server-name", "", "TLS server name override (env TEMPORAL_TLS_SERVER_NAME)")
-	fs.BoolVar(&f.tlsDisableHostVerification, "tls-disable-host-verification", false, "skip TLS host verification (env TEMPORAL_TLS_DISABLE_HOST_VERIFICATION)")
+	f.conn = temporalconn.AddFlags(fs)
 	fs.StringVar(&f.taskQueue, "task-queue", DefaultTaskQueue, "task queue to poll (env "+EnvTaskQueue+")")
 	fs.StringVar(&f.storeRoot, "store-root", DefaultStoreRoot, "session store root (env "+EnvStoreRoot+")")
 	fs.StringVar(&f.compression, "compression", string(DefaultCompression), "store encoding: zstd or none (env "+EnvCompression+")")
@@ -228,7 +217,7 @@ func ParseArgs(args, environ []string) (Config, error) {
 // Precedence, highest first: a flag given on the command line, the
 // environment, the Temporal client config file profile, the default.
 func (f *Flags) Config(environ []string) (Config, error) {
-	env := newEnv(environ)
+	env := temporalconn.NewEnv(environ)
 	set := map[string]bool{}
 	f.fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	pick := func(flagName, envName string, flagValue string) (string, string) {
@@ -242,7 +231,7 @@ func (f *Flags) Config(environ []string) (Config, error) {
 	}
 
 	cfg := DefaultConfig()
-	conn, err := f.connection(env, set)
+	conn, err := f.conn.Profile(env)
 	if err != nil {
 		return Config{}, err
 	}
@@ -286,72 +275,6 @@ func (f *Flags) Config(environ []string) (Config, error) {
 	return cfg, nil
 }
 
-// connection loads the client profile (config file, then TEMPORAL_*
-// variables, through envconfig) and applies the connection flags given.
-func (f *Flags) connection(env envLookup, set map[string]bool) (envconfig.ClientConfigProfile, error) {
-	// envconfig ignores a TEMPORAL_TLS it cannot read; refuse it instead.
-	if v, ok := env.LookupEnv("TEMPORAL_TLS"); ok && v != "" {
-		switch strings.ToLower(v) {
-		case "1", "0", "true", "false":
-		default:
-			return envconfig.ClientConfigProfile{}, fmt.Errorf("TEMPORAL_TLS: %q is not one of true, false, 1, 0", v)
-		}
-	}
-	req := envconfig.LoadClientConfigProfileOptions{EnvLookup: env}
-	if set["config-file"] {
-		req.ConfigFilePath = f.configFile
-	}
-	if set["profile"] {
-		req.ConfigFileProfile = f.profile
-	}
-	p, err := envconfig.LoadClientConfigProfile(req)
-	if err != nil {
-		return envconfig.ClientConfigProfile{}, fmt.Errorf("loading the Temporal client configuration: %w", err)
-	}
-	if set["address"] {
-		p.Address = f.address
-	}
-	if set["namespace"] {
-		p.Namespace = f.namespace
-	}
-	if set["api-key"] {
-		p.APIKey = f.apiKey
-	}
-	if p.Address == "" {
-		p.Address = DefaultAddress
-	}
-	if p.Namespace == "" {
-		p.Namespace = DefaultNamespace
-	}
-	tlsFlags := []string{"tls", "tls-cert-path", "tls-key-path", "tls-ca-path", "tls-server-name", "tls-disable-host-verification"}
-	for _, name := range tlsFlags {
-		if set[name] && p.TLS == nil {
-			p.TLS = &envconfig.ClientConfigTLS{}
-		}
-	}
-	if p.TLS != nil {
-		if set["tls"] {
-			p.TLS.Disabled = !f.tls
-		}
-		if set["tls-cert-path"] {
-			p.TLS.ClientCertPath, p.TLS.ClientCertData = f.tlsCertPath, nil
-		}
-		if set["tls-key-path"] {
-			p.TLS.ClientKeyPath, p.TLS.ClientKeyData = f.tlsKeyPath, nil
-		}
-		if set["tls-ca-path"] {
-			p.TLS.ServerCACertPath, p.TLS.ServerCACertData = f.tlsCAPath, nil
-		}
-		if set["tls-server-name"] {
-			p.TLS.ServerName = f.tlsServerName
-		}
-		if set["tls-disable-host-verification"] {
-			p.TLS.DisableHostVerification = f.tlsDisableHostVerification
-		}
-	}
-	return p, nil
-}
-
 func pickDuration(v, src string) (time.Duration, error) {
 	d, err := time.ParseDuration(v)
 	if err != nil {
@@ -372,32 +295,4 @@ func pickCount(v, src string) (int, error) {
 		return 0, fmt.Errorf("%s: %d is negative", src, n)
 	}
 	return n, nil
-}
-
-// envLookup serves envconfig and the SESSIONFLOW_* variables from a fixed
-// environment.
-type envLookup struct {
-	environ []string
-	vars    map[string]string
-}
-
-var _ envconfig.EnvLookup = envLookup{}
-
-func newEnv(environ []string) envLookup {
-	e := envLookup{environ: environ, vars: make(map[string]string, len(environ))}
-	for _, kv := range environ {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			e.vars[k] = v
-		}
-	}
-	return e
-}
-
-// Environ returns the environment as KEY=VALUE entries.
-func (e envLookup) Environ() []string { return e.environ }
-
-// LookupEnv returns the value of k and whether it is set.
-func (e envLookup) LookupEnv(k string) (string, bool) {
-	v, ok := e.vars[k]
-	return v, ok
 }

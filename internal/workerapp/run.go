@@ -24,6 +24,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sessionflow/sessionflow/activities"
+	"github.com/sessionflow/sessionflow/internal/temporalconn"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/workflows"
 )
@@ -153,9 +154,9 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 // dial connects a client, retrying with backoff until the server answers or
 // ctx ends.
 func dial(ctx context.Context, conn envconfig.ClientConfigProfile, identity string, metrics client.MetricsHandler, logger *slog.Logger) (client.Client, error) {
-	opts, err := conn.ToClientOptions(envconfig.ToClientOptionsRequest{})
+	opts, err := temporalconn.ClientOptions(conn)
 	if err != nil {
-		return nil, fmt.Errorf("Temporal client options: %w", err)
+		return nil, err
 	}
 	opts.Logger = log.NewStructuredLogger(logger)
 	opts.MetricsHandler = metrics
