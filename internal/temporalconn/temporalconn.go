@@ -206,6 +206,16 @@ func source(req envconfig.LoadClientConfigProfileOptions, env envconfig.EnvLooku
 	return " (" + strings.Join(parts, ", ") + ")"
 }
 
+// FromEnv resolves the connection from env alone, as Profile does when no
+// flag is given, and returns its client options.
+func FromEnv(env envconfig.EnvLookup) (client.Options, error) {
+	p, err := (&Flags{changed: func(string) bool { return false }}).Profile(env)
+	if err != nil {
+		return client.Options{}, err
+	}
+	return ClientOptions(p)
+}
+
 // ClientOptions returns the client options of a resolved profile: host,
 // namespace, credentials, TLS and gRPC metadata. Callers add their logger,
 // identity and metrics.

@@ -235,3 +235,24 @@ func TestFlagNamesAreDefined(t *testing.T) {
 		assert.NotNil(t, gfs.Lookup(name), name)
 	}
 }
+
+func TestFromEnv(t *testing.T) {
+	file := writeProfile(t, profileFile)
+	opts, err := FromEnv(NewEnv([]string{"TEMPORAL_CONFIG_FILE=" + filepath.Join(t.TempDir(), "absent.toml"), "TEMPORAL_ADDRESS=env-host:1"}))
+	require.NoError(t, err)
+	assert.Equal(t, "env-host:1", opts.HostPort)
+	assert.Equal(t, "default", opts.Namespace, "an unset namespace takes the default")
+	assert.Nil(t, opts.ConnectionOptions.TLS)
+
+	opts, err = FromEnv(NewEnv([]string{"TEMPORAL_CONFIG_FILE=" + file, "TEMPORAL_PROFILE=prod", "TEMPORAL_NAMESPACE=env-ns"}))
+	require.NoError(t, err)
+	assert.Equal(t, "prod-host:7233", opts.HostPort)
+	assert.Equal(t, "env-ns", opts.Namespace)
+	require.NotNil(t, opts.ConnectionOptions.TLS)
+	assert.Equal(t, "prod.example", opts.ConnectionOptions.TLS.ServerName)
+
+	_, err = FromEnv(NewEnv([]string{"TEMPORAL_TLS=yes"}))
+	var ee *EnvError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, "yes", ee.Value)
+}

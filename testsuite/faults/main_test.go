@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/contrib/envconfig"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/sessionflow/sessionflow/internal/devserver"
+	"github.com/sessionflow/sessionflow/internal/temporalconn"
 )
 
 var (
@@ -61,12 +61,9 @@ func discardLogger() *slog.Logger {
 // dev server; it returns what stops it.
 func connect(ctx context.Context) (func(), error) {
 	if os.Getenv("TEMPORAL_ADDRESS") != "" {
-		opts, err := envconfig.LoadDefaultClientOptions()
+		opts, err := temporalconn.FromEnv(temporalconn.NewEnv(os.Environ()))
 		if err != nil {
-			return nil, fmt.Errorf("loading the client options of TEMPORAL_ADDRESS: %w", err)
-		}
-		if opts.Namespace == "" {
-			opts.Namespace = devserver.DefaultNamespace
+			return nil, fmt.Errorf("the client options of TEMPORAL_ADDRESS: %w", err)
 		}
 		opts.Logger = quietLogger()
 		c, err := client.DialContext(ctx, opts)

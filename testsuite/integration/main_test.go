@@ -15,11 +15,11 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/contrib/envconfig"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/sessionflow/sessionflow/internal/devserver"
+	"github.com/sessionflow/sessionflow/internal/temporalconn"
 )
 
 // record makes TestRecordHistories write the fixtures of ../histories
@@ -103,12 +103,9 @@ func discardLogger() *slog.Logger {
 // ephemeral dev server.
 func startShared(ctx context.Context) (*server, error) {
 	if os.Getenv("TEMPORAL_ADDRESS") != "" {
-		opts, err := envconfig.LoadDefaultClientOptions()
+		opts, err := temporalconn.FromEnv(temporalconn.NewEnv(os.Environ()))
 		if err != nil {
-			return nil, fmt.Errorf("loading the client options of TEMPORAL_ADDRESS: %w", err)
-		}
-		if opts.Namespace == "" {
-			opts.Namespace = devserver.DefaultNamespace
+			return nil, fmt.Errorf("the client options of TEMPORAL_ADDRESS: %w", err)
 		}
 		opts.Identity = clientIdentity
 		opts.Logger = quietLogger()
