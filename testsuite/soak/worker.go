@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sessionflow/sessionflow/internal/readiness"
+	"github.com/sessionflow/sessionflow/internal/temporalconn"
 )
 
 // buildWorker builds ./worker of the module unless a binary is given.
@@ -56,7 +57,7 @@ func (r *runner) startWorker(ctx context.Context) error {
 	}
 	fmt.Fprintf(logf, "=== %s\n", identity)
 	cmd := exec.Command(r.bin,
-		"--address", r.srv.Address(), "--namespace", r.srv.Namespace(),
+		"--"+temporalconn.FlagAddress, r.srv.Address(), "--"+temporalconn.FlagNamespace, r.srv.Namespace(),
 		"--store-root", r.root, "--compression", string(r.cfg.Compression),
 		"--task-queue", r.cfg.TaskQueue, "--metrics-address", "",
 		"--identity", identity, "--log-level", "warn",
