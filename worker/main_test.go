@@ -108,6 +108,7 @@ func TestUsageErrors(t *testing.T) {
 		{"positional", []string{"now"}, "unexpected arguments", 2},
 		{"dev flag without dev", []string{"--dev-ephemeral"}, "need --dev", 2},
 		{"address with dev", []string{"--dev", "--address", "x:1"}, "--address cannot be combined with --dev", 2},
+		{"tls with dev, namespace allowed", []string{"--dev", "--namespace", "ns", "--tls"}, "--tls cannot be combined with --dev", 2},
 		{"log format", []string{"--log-format", "xml"}, "--log-format", 2},
 		{"log level", []string{"--log-level", "loud"}, "--log-level", 2},
 		{"bad compression", []string{"--compression", "gzip"}, "--compression", 2},
