@@ -11,6 +11,13 @@ func TestVocabulary(t *testing.T) {
 	for _, typ := range []string{TypeTurnStart, TypeEndSeed, TypeInboxSpliced, TypeToolResult} {
 		assert.True(t, KnownEventType(typ), typ)
 	}
+	// The vocabulary is process-wide: take the test's type out again so a
+	// repeated run (go test -count=N) starts from the same vocabulary.
+	t.Cleanup(func() {
+		vocabMu.Lock()
+		defer vocabMu.Unlock()
+		delete(vocab, "compaction/test-only")
+	})
 	assert.False(t, KnownEventType("compaction/test-only"))
 	require.NoError(t, RegisterEventType("compaction/test-only"))
 	require.NoError(t, RegisterEventType("compaction/test-only"))
