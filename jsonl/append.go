@@ -12,7 +12,7 @@ import (
 )
 
 // Read returns events [offset, offset+length) of the log; length < 0 means
-// all (SPEC 6.2). A write handle serves what it knows; a read handle re-reads
+// all (FORMAT.md §7.4). A write handle serves what it knows; a read handle re-reads
 // the current artifact. The result is the caller's own copy.
 func (h *Handle) Read(ctx context.Context, offset, length int64) ([]session.Event, error) {
 	id := h.ref.SessionID
@@ -102,7 +102,7 @@ func (h *Handle) current(ctx context.Context) ([]session.Event, error) {
 	return st.primed, nil
 }
 
-// Append durably appends a batch (SPEC 6.2): the batch is validated and
+// Append durably appends a batch (FORMAT.md §7.5): the batch is validated and
 // copied at call time; seqs must continue the log exactly. A pending torn
 // tail is cut first, inside the same mutation. Re-appending a batch the log
 // already holds at exactly these seqs succeeds without writing, which makes
@@ -304,7 +304,7 @@ func (s *Store) materialize(st *handleState, batch []byte) error {
 }
 
 // Flush makes a created session durable: when nothing was written yet it
-// publishes a header-only log (SPEC 6.2). Otherwise it is a no-op, since
+// publishes a header-only log (FORMAT.md §7.6). Otherwise it is a no-op, since
 // every append is already fsynced.
 func (h *Handle) Flush(ctx context.Context) error {
 	id := h.ref.SessionID

@@ -276,7 +276,7 @@ func TestQuarantineNamesNeverReplace(t *testing.T) {
 	}
 }
 
-// Damage before a turn/end keeps its reference text (SPEC 4.3) and is, like
+// Damage before a turn/end keeps its reference text (FORMAT.md §4.3) and is, like
 // any damage followed by a complete record, cut only by a forced repair.
 func TestDamageBeforeTurnEndIsCutOnlyWhenForced(t *testing.T) {
 	e := newEnv(t, jsonl.CompressionNone, nil)

@@ -40,7 +40,7 @@ func (st *handleState) releaseFiles() {
 	}
 }
 
-// Close releases the handle (SPEC 6.2, 0.2). It is idempotent and not
+// Close releases the handle (FORMAT.md §7.7). It is idempotent and not
 // cancellable: the handle id is recorded as revoked, the lease is removed if
 // it names the handle, and a session that never materialized is erased.
 // Ownership is released even when Close reports an error.

@@ -12,7 +12,7 @@ import (
 	"github.com/sessionflow/sessionflow/session"
 )
 
-// Header-line errors of SPEC 4.1. They are wrapped into a corruption error
+// Header-line errors of FORMAT.md §2.3. They are wrapped into a corruption error
 // that names the session and the raw log.
 var (
 	errHeaderless      = errors.New("empty or header-less session log")
@@ -22,7 +22,7 @@ var (
 	errRetiredFields   = errors.New("session header uses retired policy baseline fields")
 )
 
-// versionError is the direction-aware refusal of SPEC 4.5.
+// versionError is the direction-aware refusal of FORMAT.md §2.4.
 type versionError struct {
 	id      string
 	version float64
@@ -68,7 +68,7 @@ func headerVersion(raw map[string]json.RawMessage) (float64, bool) {
 }
 
 // parseHeaderLine decodes one header line (without its newline) following the
-// check order of SPEC 4.1: JSON, object, version guard, retired fields, shape.
+// check order of FORMAT.md §2.3: JSON, object, version guard, retired fields, shape.
 func parseHeaderLine(line []byte) (session.Header, error) {
 	var h session.Header
 	if !json.Valid(line) {
@@ -164,7 +164,7 @@ func stringifyJSON(v json.RawMessage) string {
 	return strings.TrimSpace(string(v))
 }
 
-// headerWire fixes the key order of the header line (SPEC 2.3).
+// headerWire fixes the key order of the header line (FORMAT.md §2.1).
 type headerWire struct {
 	Type            string `json:"type"`
 	Version         int    `json:"version"`

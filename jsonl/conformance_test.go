@@ -19,8 +19,8 @@ import (
 	"github.com/sessionflow/sessionflow/session"
 )
 
-// The tests of this file are the Era B forms of the SPEC 8.2 cases (S1-nn)
-// and the store-level cases of SPEC 8.1 (S0-nn). docs/CONFORMANCE.md maps
+// The tests of this file are the format v3 forms of the S1 cases (S1-nn)
+// and the store-level S0 cases (S0-nn). docs/CONFORMANCE.md maps
 // every case to its test.
 
 const notLosslessText = "session event batch is not losslessly JSON-serializable because it contains non-JSON-serializable data"
@@ -50,7 +50,7 @@ func TestS1_02_CreatedNeverAppendedIsPendingOnly(t *testing.T) {
 		h := header("s1-02", "/w")
 		hd := create(t, e.store, h)
 
-		// No log on disk: Has is false; Era B lists the created session as
+		// No log on disk: Has is false; List shows the created session as
 		// pending (C5), with the header it will publish.
 		has, err := e.store.Has(bg, h.ID)
 		require.NoError(t, err)
@@ -153,7 +153,7 @@ func TestS1_05_MidBatchGapRejected(t *testing.T) {
 }
 
 // losslessViolations are event data texts that break the lossless-JSON rule
-// of SPEC 1.4, with the JavaScript value each stands for.
+// of FORMAT.md §1.4, with the JavaScript value each stands for.
 var losslessViolations = []struct{ name, data string }{
 	{"Infinity", `{"extra":1e400}`},
 	{"-Infinity", `{"extra":-1e400}`},
@@ -325,7 +325,7 @@ func TestS1_12_CreateWritesNoLogFirstAppendMaterializes(t *testing.T) {
 		h := header("s1-12", "/w")
 		hd := create(t, e.store, h)
 
-		// sessionflow's create takes the lease at once (SPEC 0.2); no log.
+		// sessionflow's create takes the lease at once (FORMAT.md §7.2); no log.
 		require.Equal(t, []string{filepath.Join("--w--", "s1-12", "session.lock")}, filesUnder(t, e.root))
 		has, err := e.store.Has(bg, h.ID)
 		require.NoError(t, err)
@@ -347,7 +347,7 @@ func TestS1_13_RoundTripIsByteIdentical(t *testing.T) {
 		h := header("s1-13", "/w")
 		h.ParentSession = "p"
 		h.AgentPreset = "coder"
-		// Era B v3 has no top-level assistant/chunk events: the raw stream is
+		// Format v3 has no top-level assistant/chunk events: the raw stream is
 		// embedded in assistant/message.stream, so the stream records carry
 		// the chunks instead.
 		streamed := surface(t, session.TypeAssistantMessage, 3, `{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"text","text":"héllo <b> & \u2028 😀"}]},"stream":[{"type":"chunk","time":1003,"chunk":{"type":"text-delta","text":"hé"}},{"type":"text-chunks","time0":1003,"index":0,"dt":[0,1,2],"texts":["l","lo"," <b>"]}]}`)
@@ -396,7 +396,7 @@ func TestS1_14_CrashTailKeptOnlyTornFragmentCut(t *testing.T) {
 		path, committed := crashTailLog(t, e, h)
 		damaged := readFile(t, path)
 
-		// Era B keeps the valid records of the unfinished turn (C1); reads
+		// Format v3 keeps the valid records of the unfinished turn (C1); reads
 		// never repair.
 		require.Equal(t, upTo(8), seqs(readAll(t, e.store, h.ID)))
 		require.Equal(t, damaged, readFile(t, path))
@@ -428,7 +428,7 @@ func TestS1_14_CrashTailKeptOnlyTornFragmentCut(t *testing.T) {
 }
 
 func TestS1_14_ZstdTornFrameRecordsRecovered(t *testing.T) {
-	// Era B zstd form of the kept crash tail: the final frame lost its
+	// The zstd form of the kept crash tail: the final frame lost its
 	// checksum in the crash, but its records are complete; they are served
 	// and, at the first mutation, rewritten as a frame of their own.
 	e := newEnv(t, jsonl.CompressionZstd, nil)
@@ -591,7 +591,7 @@ func TestS1_20_OlderVersionRefused(t *testing.T) {
 		requireCode(t, err, jsonl.ErrFormatUnsupported)
 		require.EqualError(t, err, want)
 		// List shows the session as a row it cannot serve, with the refusal
-		// (SPEC 4.5 skips it; the format work reports it instead, D23).
+		// (the reference skips it; sessionflow reports it instead, D23).
 		list, err := fresh.List(bg)
 		require.NoError(t, err)
 		require.Len(t, list, 1)
@@ -613,7 +613,7 @@ func TestS1_21_IdenticalReappendIsIdempotentOtherwiseSeqMismatch(t *testing.T) {
 		path := e.logPath(h.Cwd, h.ID)
 		before := readFile(t, path)
 
-		// Era B (sessionflow): a retried append of the identical stored batch
+		// sessionflow: a retried append of the identical stored batch
 		// succeeds without writing.
 		require.NoError(t, hd.Append(bg, events))
 		require.Equal(t, before, readFile(t, path))
@@ -912,7 +912,7 @@ func openBoth(t *testing.T, e *env, id string) (readErr, writeErr error) {
 }
 
 // requireCorrupt asserts that opening id (read and write) fails as corrupt
-// with the classified text of SPEC 4.6 around detail, leaving the tree as
+// with the classified text of FORMAT.md §4.5 around detail, leaving the tree as
 // it was.
 func requireCorrupt(t *testing.T, e *env, id, path, detail string) {
 	t.Helper()
@@ -1417,7 +1417,7 @@ func TestS1_55_HasFindsSessionInUnknownProject(t *testing.T) {
 
 // resumeMarker appends what a resume stores after reading events: closers
 // for an open turn, then the end-seed marker unless one is already last
-// (SPEC 5.3, 5.4). It returns what it appended.
+// (FORMAT.md §5.5). It returns what it appended.
 func resumeMarker(t *testing.T, hd *jsonl.Handle) []session.Event {
 	t.Helper()
 	events := readHandle(t, hd)
@@ -1923,9 +1923,9 @@ func TestS1_81_NonLosslessGoValueRejectedAtTheSource(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// Store-level cases of seed 000 (SPEC 8.1)
+// Store-level cases of seed 000 (S0, docs/CONFORMANCE.md)
 
-// fixture is the "persisted session" of SPEC 8: one completed turn.
+// fixture is the "persisted session" of the S0 cases: one completed turn.
 func fixture(t *testing.T) []session.Event {
 	return []session.Event{turnStart(t, 0, 1), turnEnd(t, 1, 1)}
 }
@@ -2170,7 +2170,7 @@ func TestS0_31_ForkHeaderAndInheritedCountRoundTrip(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// Test vectors (SPEC 0.1): a v3 log built by hand from SPEC Parts 1-4 loads
+// Test vectors (docs/CONFORMANCE.md): a v3 log built by hand from FORMAT.md §1-§4 loads
 // with the exact events, and the store writes the same bytes.
 
 const vectorPath = "testdata/reference-v3.jsonl"

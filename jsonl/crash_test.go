@@ -416,7 +416,7 @@ func durResumeCut(t *testing.T, work string, comp jsonl.Compression, full []byte
 	return m
 }
 
-// TestCrashTornTailRepairIsOneMutation pins SPEC 5.3's seed case: a log
+// TestCrashTornTailRepairIsOneMutation pins the example of FORMAT.md §5.5: a log
 // holding turn/start@0 and a torn fragment resumes as turn/start@0,
 // turn/end@1, session/end-seed@2, with no fragment left in the file.
 func TestCrashTornTailRepairIsOneMutation(t *testing.T) {

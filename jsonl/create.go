@@ -10,7 +10,7 @@ import (
 	"github.com/sessionflow/sessionflow/session"
 )
 
-// Create registers a new session and returns its write handle (SPEC 6.1).
+// Create registers a new session and returns its write handle (FORMAT.md §7.2).
 // The session holds the write lease at once, recording the header in it, so
 // any worker that presents the handle id can materialize it; nothing else is
 // written until the first append or flush. Retrying Create with the same

@@ -16,10 +16,10 @@ import (
 	"github.com/sessionflow/sessionflow/session"
 )
 
-// Era A logs (SPEC 2.1, 3.1, 4.2) are flat files <dir>/<project>/<id>.jsonl
+// Era A logs (FORMAT.md §8.3) are flat files <dir>/<project>/<id>.jsonl
 // of the older path API: a version 1 header {type, version, id, createdAt,
 // cwd?, parentSession?} and a committed region that ends at the last
-// turn/end. The runtime refuses a root holding one (SPEC 3.2); they can only
+// turn/end. The runtime refuses a root holding one (FORMAT.md §3.5); they can only
 // be imported into a store from a separate directory.
 
 // FindEraALogs lists the Era A flat logs under dir: every *.jsonl file
@@ -104,7 +104,7 @@ func (s *Store) ImportEraA(ctx context.Context, path string, opts MigrateOptions
 	return res, nil
 }
 
-// scanEraA validates an Era A log (SPEC 2.1, 4.1, 4.2): it returns the
+// scanEraA validates an Era A log (FORMAT.md §8.3): it returns the
 // header, the committed events and the end of the committed region.
 func scanEraA(data []byte) (session.Header, []session.Event, int64, error) {
 	var h session.Header

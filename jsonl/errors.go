@@ -27,8 +27,8 @@ const (
 	CodeLayout            Code = "SessionLayoutConflict"
 )
 
-// Error is a named store error. Its Error() text is the reference text of
-// SPEC 4-6. Match a class with errors.Is(err, ErrNotFound) and friends, or
+// Error is a named store error. Its Error() text is the text FORMAT.md
+// states (the codes are in FORMAT.md §7.1). Match a class with errors.Is(err, ErrNotFound) and friends, or
 // read Code through errors.As.
 type Error struct {
 	// Code is the error class.

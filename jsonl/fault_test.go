@@ -363,7 +363,7 @@ func faultFinish(e *faultEnv, op faultOp, inj *faultfs.Record, where string) {
 	require.NoError(t, session.CheckContiguous(durID, 0, got), where)
 }
 
-// TestFaultENOSPCOnAppendFsync pins SPEC 6.2: a simulated ENOSPC on the
+// TestFaultENOSPCOnAppendFsync pins FORMAT.md §7.5: a simulated ENOSPC on the
 // fsync of an append restores the file size, and retrying the same batch
 // yields contiguous seqs 0..7.
 func TestFaultENOSPCOnAppendFsync(t *testing.T) {
@@ -429,7 +429,7 @@ func TestFaultCrashDuringAppend(t *testing.T) {
 				body = e.readLog()[len(prev):]
 			}
 			// Torn writes end inside the batch's first record (raw) or
-			// inside its frame's first block (zstd): SPEC 4.3 and 4.4 keep
+			// inside its frame's first block (zstd): FORMAT.md §4.3 and §4.4 keep
 			// the complete records of a torn batch, so only a fragment
 			// proves that a partial batch never reads as valid records.
 			fragment := bytes.IndexByte(body, '\n') / 2

@@ -9,8 +9,8 @@ import (
 	"github.com/sessionflow/sessionflow/session"
 )
 
-// Format v0 is the log format of the published DeepSeek Harness (SPEC 2.2,
-// 3.2 "Era M"): the generation file session.jsonl[.zstd] in the same
+// Format v0 is the log format of the published DeepSeek Harness (FORMAT.md
+// §8.2): the generation file session.jsonl[.zstd] in the same
 // project/session directories, the same event lines and zstd framing, and a
 // header line
 //
@@ -29,7 +29,7 @@ func v0Generation(comp Compression) string {
 }
 
 // generationFile is the generation file name of a format version in an
-// encoding (SPEC 3.2): version 0 is session.jsonl, N >= 1 session.vN.jsonl.
+// encoding (FORMAT.md §3.4): version 0 is session.jsonl, N >= 1 session.vN.jsonl.
 func generationFile(version int, comp Compression) string {
 	if version == session.FormatVersionV0 {
 		return v0Generation(comp)
@@ -88,7 +88,7 @@ func parseHeaderV0(raw map[string]json.RawMessage) (session.Header, error) {
 	return h, nil
 }
 
-// headerWireV0 fixes the key order of a version 0 header line (SPEC 2.2).
+// headerWireV0 fixes the key order of a version 0 header line (FORMAT.md §8.2).
 type headerWireV0 struct {
 	Type            string `json:"type"`
 	Version         int    `json:"version"`
@@ -119,7 +119,7 @@ var errSeedLengthExceedsLog = errors.New("session inherited event count exceeds 
 
 // inheritedCount is the inherited event count of a stored log: the v0
 // header's seedLength, or, in format v3, the seq of the last inherited
-// end-seed marker (SPEC 2.3).
+// end-seed marker (FORMAT.md §2.2).
 func inheritedCount(h session.Header, events []session.Event) (int64, error) {
 	if h.Version == session.FormatVersionV0 {
 		return h.SeedLength, nil

@@ -43,7 +43,7 @@ func fuzzCompletedTurn() []string {
 	}
 }
 
-// fuzzRawExamples are the raw logs of SPEC 4.3 with their outcome: the seqs
+// fuzzRawExamples are raw logs under the rules of FORMAT.md §4.3 with their outcome: the seqs
 // read, or the error text they are refused with.
 func fuzzRawExamples() []struct {
 	name string
@@ -77,7 +77,7 @@ func fuzzRawExamples() []struct {
 	}
 }
 
-// TestScanRawSpecExamples pins the outcomes of SPEC 4.3's examples.
+// TestScanRawSpecExamples pins the outcomes of fuzzRawExamples under FORMAT.md §4.3.
 func TestScanRawSpecExamples(t *testing.T) {
 	for _, ex := range fuzzRawExamples() {
 		t.Run(ex.name, func(t *testing.T) {

@@ -24,7 +24,7 @@ const (
 	AccessWrite Access = "write"
 )
 
-// HandleRef identifies a handle independently of any process (SPEC 0.2): a
+// HandleRef identifies a handle independently of any process (FORMAT.md §7.3): a
 // write handle can be created by one worker and used or closed by another.
 type HandleRef struct {
 	// SessionID is the session the handle is for.
@@ -85,7 +85,7 @@ type handleState struct {
 	closeErr  error
 }
 
-// Handle is an open session handle (SPEC 6.2). Methods are safe for
+// Handle is an open session handle (FORMAT.md §7.3). Methods are safe for
 // concurrent use; operations on one session are serialized.
 type Handle struct {
 	s   *Store
@@ -144,7 +144,7 @@ func (h *Handle) Materialized() bool {
 	return locked(h, func(st *handleState) bool { return st.materialized })
 }
 
-// Open opens a session for reading or writing (SPEC 6.1). A write open claims
+// Open opens a session for reading or writing (FORMAT.md §7.3). A write open claims
 // ownership before it checks existence, takes the lease, validates the log
 // and primes the handle with it; every failure releases what it took.
 // Retrying a write open with the same handle id returns the same handle.

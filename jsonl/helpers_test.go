@@ -274,7 +274,7 @@ func lines(t *testing.T, events ...session.Event) []string {
 	return out
 }
 
-// sessionDir is the directory of a session, computed from SPEC 3.2.
+// sessionDir is the directory of a session, computed from FORMAT.md §3.1-§3.3.
 func sessionDir(t *testing.T, root, cwd, id string) string {
 	t.Helper()
 	project := "_no-cwd"
@@ -302,7 +302,7 @@ func (e *env) logPath(cwd, id string) string {
 }
 
 // headerLine renders a header line (without newline) by hand, in the key
-// order of SPEC 2.3, independently of the store's encoder.
+// order of FORMAT.md §2.1, independently of the store's encoder.
 func headerLine(h session.Header) string {
 	var b strings.Builder
 	q := func(s string) string { j, _ := json.Marshal(s); return string(j) }
@@ -337,7 +337,7 @@ func zstdFrame(t *testing.T, plain []byte) []byte {
 
 // encodeLog renders a log by hand: a header line and batches of event
 // lines. Raw: the lines joined; zstd: one header frame plus one frame per
-// batch (SPEC 4.4).
+// batch (FORMAT.md §4.2).
 func encodeLog(t *testing.T, comp jsonl.Compression, hdrLine string, batches ...[]string) []byte {
 	t.Helper()
 	if comp != jsonl.CompressionZstd {
@@ -398,7 +398,7 @@ type zstdFrameSpan struct {
 }
 
 // splitZstdFrames splits a Zstandard log into frames with the structural
-// rules of SPEC 4.4 (implemented here independently of the store). It
+// rules of FORMAT.md §4.2 (implemented here independently of the store). It
 // fails the test on any malformed or torn frame.
 func splitZstdFrames(t *testing.T, data []byte) []zstdFrameSpan {
 	t.Helper()

@@ -104,9 +104,9 @@ func (s *Store) Inspect(ctx context.Context, id string) (*Inspection, error) {
 }
 
 // EncodeHeaderLine renders a header as the store writes it at the head of a
-// log: {"type":"session","version":3,...} with the key order of SPEC 2.3,
+// log: {"type":"session","version":3,...} with the key order of FORMAT.md §2.1,
 // followed by a newline; a format v0 header (Version 0 with a SeedLength
-// when seeded) is rendered in the v0 shape of SPEC 2.2.
+// when seeded) is rendered in the v0 shape of FORMAT.md §8.2.
 func EncodeHeaderLine(h session.Header) ([]byte, error) {
 	if h.Version == session.FormatVersionV0 {
 		return encodeHeaderLineV0(h, h.SeedLength)

@@ -13,7 +13,7 @@ import (
 	"github.com/sessionflow/sessionflow/session"
 )
 
-// Layout names (SPEC 3.2).
+// Layout names (FORMAT.md §3.1).
 const (
 	noCwdDir       = "_no-cwd"
 	leaseFile      = "session.lock"
@@ -25,7 +25,7 @@ const (
 )
 
 // EncodeSegment maps an id to one safe path segment, injectively over its
-// UTF-16 code units (SPEC 3.3): [A-Za-z0-9._-] is kept, every other code unit
+// UTF-16 code units (FORMAT.md §3.2): [A-Za-z0-9._-] is kept, every other code unit
 // (including '~') becomes ~XXXX; "." and ".." are escaped whole. An id that
 // is not valid UTF-8 is refused: its invalid bytes would all decode to
 // U+FFFD and collide with a valid id. An id whose segment would be longer
@@ -57,7 +57,7 @@ func EncodeSegment(id string) (string, error) {
 	return b.String(), nil
 }
 
-// ProjectKey maps a cwd to its project directory name `--<slug>--` (SPEC 3.2).
+// ProjectKey maps a cwd to its project directory name `--<slug>--` (FORMAT.md §3.3).
 func ProjectKey(cwd string) (string, error) {
 	if cwd == "" {
 		return "", errors.New("cannot encode an empty project path")
@@ -121,7 +121,7 @@ func (s *Store) suffix() string {
 	return ".jsonl"
 }
 
-// parseGeneration reads a generation file name (SPEC 3.2): version 0 is
+// parseGeneration reads a generation file name (FORMAT.md §3.4): version 0 is
 // session.jsonl, version N >= 1 is session.vN.jsonl with no leading zeros.
 // suffix is ".jsonl" or ".jsonl.zstd".
 func parseGeneration(name, suffix string) (int64, bool) {
@@ -265,7 +265,7 @@ func (s *Store) oddProjectError(e fs.DirEntry) error {
 	return notDirError("project directory", path)
 }
 
-// checkRoot performs the one-time root scan of SPEC 3.2: every generation in
+// checkRoot performs the one-time root scan of FORMAT.md §3.5: every generation in
 // every session directory must use this root's encoding, and no flat legacy
 // file may sit in a project directory. It judges names only and follows no
 // symbolic link: a damaged entry (a symlink, a FIFO, an unreadable session

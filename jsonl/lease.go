@@ -26,7 +26,7 @@ type Owner struct {
 	RunID string `json:"runId,omitempty"`
 }
 
-// Lease is the content of a session's lease file (SPEC 0.2).
+// Lease is the content of a session's lease file (FORMAT.md §6.1).
 type Lease struct {
 	// Handle is the handle id that owns the session.
 	Handle string `json:"handle"`

@@ -15,7 +15,7 @@ import (
 	"github.com/sessionflow/sessionflow/session"
 )
 
-// headerChunk is the read size of header-only reads (SPEC 4.4, 6.6).
+// headerChunk is the read size of header-only reads (FORMAT.md §4.4).
 const headerChunk = 8 << 10
 
 // maxHeaderBytes bounds a header-only read.
@@ -297,7 +297,7 @@ func (s *Store) LeaseOf(ctx context.Context, id string) (*Lease, error) {
 }
 
 // ForceUnlock forfeits a session's lease without asking its owner (the
-// operator's escape hatch, SPEC 0.2): the lease's handle id is revoked and
+// operator's escape hatch, FORMAT.md §6.1 and §7.8): the lease's handle id is revoked and
 // the lease removed; a never-materialized session is erased. It returns the
 // removed lease, or nil when none was held. A lease whose content cannot be
 // decoded (empty, damaged), or that is not a regular file (a symbolic link,

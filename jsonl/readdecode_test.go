@@ -18,7 +18,7 @@ import (
 	"github.com/sessionflow/sessionflow/session"
 )
 
-// referenceScanRaw is the raw scan of SPEC 4.1 and 4.3 as a plain loop over
+// referenceScanRaw is the raw scan of FORMAT.md §2.3 and §4.3 as a plain loop over
 // the lines, each decoded by session.DecodeEventLine: the oracle of the
 // chunked and pipelined scans.
 func referenceScanRaw(data []byte) (*scanResult, error) {

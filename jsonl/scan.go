@@ -12,7 +12,7 @@ import (
 	"github.com/sessionflow/sessionflow/session"
 )
 
-// Zstandard-specific corruption texts (SPEC 4.4).
+// Zstandard-specific corruption texts (FORMAT.md §4.4).
 var (
 	errZstdHeaderless    = errors.New("empty or header-less Zstandard session log")
 	errZstdHeaderFrame   = errors.New("corrupt Zstandard session log: first frame is not exactly one header line")
@@ -20,7 +20,7 @@ var (
 	errZstdTornRecord    = errors.New("corrupt Zstandard session log: complete frame contains a torn JSONL record")
 )
 
-// scanResult is a validated physical log (SPEC 4.3, 4.4).
+// scanResult is a validated physical log (FORMAT.md §4.3, §4.4).
 type scanResult struct {
 	header session.Header
 	// events is the valid contiguous prefix (complete frames only, in zstd).
@@ -41,7 +41,7 @@ type scanResult struct {
 	forcedCut bool
 }
 
-// lineScanner is the incremental event-line scanner of SPEC 4.3.
+// lineScanner is the incremental event-line scanner of FORMAT.md §4.3.
 type lineScanner struct {
 	strict bool
 	// intactTail refuses damage followed by a complete valid record (a raw
@@ -68,7 +68,7 @@ type lineScanner struct {
 // log must be refused as corrupt; in strict mode any bad record is fatal.
 //
 // Lines are decoded first, in parallel for large inputs, and the rules of
-// SPEC 4.3 are then applied in order over the decoded lines. Accepted
+// FORMAT.md §4.3 are then applied in order over the decoded lines. Accepted
 // events may alias buf, which must not be modified afterwards.
 func (s *lineScanner) feed(buf []byte) (int64, error) {
 	return s.feedChunks(decodeChunks(buf))
@@ -152,7 +152,7 @@ func (s *lineScanner) lineStart(chunk *lineChunk, i int) int64 {
 }
 
 // notTorn marks the refusal of damage sitting before a turn/end in a raw
-// log: its text stays the reference text of SPEC 4.3, and it matches
+// log: its text stays the text of FORMAT.md §4.3, and it matches
 // ErrDamageNotTorn (only a forced repair cuts it).
 func (s *lineScanner) notTorn(issue error) error {
 	if !s.intactTail {
@@ -306,7 +306,7 @@ func decodeRange(d *session.LineDecoder, buf []byte, start, end int, c *lineChun
 	}
 }
 
-// scanRaw validates a raw JSONL log (SPEC 4.1, 4.3).
+// scanRaw validates a raw JSONL log (FORMAT.md §2.3, §4.3).
 func scanRaw(data []byte) (*scanResult, error) {
 	return scanRawDecoded(data, nil, false)
 }
@@ -341,7 +341,7 @@ func scanRawDecoded(data []byte, chunks []lineChunk, force bool) (*scanResult, e
 	return r, nil
 }
 
-// scanZstd validates a Zstandard log (SPEC 4.4).
+// scanZstd validates a Zstandard log (FORMAT.md §4.4).
 func scanZstd(codec *zstdCodec, data []byte) (*scanResult, error) {
 	frames, tornStart, err := scanZstdFrames(data)
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 )
 
 // Compression selects the physical encoding of a root. A root belongs to one
-// encoding (SPEC 3.2).
+// encoding (FORMAT.md §3.5).
 type Compression string
 
 // Encodings.
@@ -63,7 +63,7 @@ type Options struct {
 	Format Format
 }
 
-// Store is a JSONL session store over one root (SPEC 0.3). It is safe for
+// Store is a JSONL session store over one root (FORMAT.md §7). It is safe for
 // concurrent use; within one Store, operations on the same session are
 // serialized, and across processes the lease file and its flock exclude
 // writers.
@@ -212,8 +212,8 @@ func (s *Store) openSized(path string) (File, []byte, error) {
 	return f, make([]byte, 0, fi.Size()+readSlack), nil
 }
 
-// scanFile reads and validates a log file (SPEC 4) for session id, checking
-// identity and vocabulary (SPEC 4.6). It returns errors classified as
+// scanFile reads and validates a log file (FORMAT.md §4) for session id, checking
+// identity and vocabulary (FORMAT.md §4.5). It returns errors classified as
 // corruption or format refusals with the raw-log path.
 func (s *Store) scanFile(id, path string) (*scanResult, error) {
 	return s.scanFileForce(id, path, false)
@@ -250,7 +250,7 @@ func (s *Store) scanFileForce(id, path string, force bool) (*scanResult, error) 
 	return r, nil
 }
 
-// readScan reads and validates a log file (SPEC 4.1, 4.3, 4.4). Read
+// readScan reads and validates a log file (FORMAT.md §2.3, §4.3, §4.4). Read
 // errors are returned as they are, decoding failures classified.
 func (s *Store) readScan(id, path string, force bool) (*scanResult, error) {
 	if s.comp == CompressionZstd {
@@ -276,7 +276,7 @@ func (s *Store) readScan(id, path string, force bool) (*scanResult, error) {
 }
 
 // classify turns a decode failure into a format refusal or a corruption
-// error naming the raw log (SPEC 4.6 item 1).
+// error naming the raw log (FORMAT.md §4.5 item 1).
 func (s *Store) classify(id, path string, err error) error {
 	if ferr := formatRefusal(id, path, err); ferr != nil {
 		return ferr

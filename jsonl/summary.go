@@ -13,7 +13,7 @@ import (
 )
 
 // Summary is the mutable session summary kept in the summary.json sidecar
-// (SPEC 0.4). It is optional metadata: the log is the transaction.
+// (FORMAT.md §6.6). It is optional metadata: the log is the transaction.
 type Summary struct {
 	// UpdatedAt is the last update in Unix milliseconds.
 	UpdatedAt int64 `json:"updatedAt"`

@@ -12,7 +12,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// This file is the Zstandard framing layer of the zstd-mode session log (SPEC §4.4): a structural frame
+// This file is the Zstandard framing layer of the zstd-mode session log (FORMAT.md §4.2, §4.4): a structural frame
 // scanner that finds frame boundaries without decompressing, and a codec that writes one checksummed frame
 // per header/batch, decodes one complete frame, and salvages the plaintext of a torn final frame.
 
@@ -65,7 +65,7 @@ var zstdEmptyFrame = []byte{
 // frameSpan is the byte range [start, end) of one complete Zstandard frame in a log file.
 type frameSpan struct{ start, end int64 }
 
-// zstdFormatError is a structural defect found by scanZstdFrames; its message is the exact SPEC text.
+// zstdFormatError is a structural defect found by scanZstdFrames; its message is the exact text of FORMAT.md §4.2.
 type zstdFormatError struct{ msg string }
 
 // Error returns the exact error text.
@@ -188,7 +188,7 @@ func zstdBlocksEnd(b []byte, pos int64) (end int64, lastSeen bool, tornBlock int
 	}
 }
 
-// scanZstdFrames walks a concatenation of Zstandard frames structurally (SPEC §4.4) without decompressing:
+// scanZstdFrames walks a concatenation of Zstandard frames structurally (FORMAT.md §4.2) without decompressing:
 // magic 0xFD2FB528 (little-endian; skippable frames are refused as an invalid magic), frame-header
 // descriptor (reserved bits 0x18 must be clear; single-segment flag, dictionary-id size 0/1/2/4,
 // frame-content-size size: code 0 -> 1 byte if single-segment else 0, otherwise 1<<code; the window
@@ -236,7 +236,7 @@ func scanZstdFrames(b []byte) (frames []frameSpan, tornStart int64, err error) {
 // recoverTornFrame builds a private streaming decoder per call. Neither shared object starts goroutines
 // (they are never given a stream), so the codec needs no Close.
 type zstdCodec struct {
-	// enc options: zstd.SpeedDefault (the default level; the SPEC has no level knob); WithEncoderCRC(true)
+	// enc options: zstd.SpeedDefault (the default level; FORMAT.md §4.2 has no level setting); WithEncoderCRC(true)
 	// (content checksum in every frame); WithSingleSegment(true) so the frame-content-size field is always
 	// written (klauspost omits it for non-single-segment frames under 256 bytes); WithZeroFrames(true).
 	// Empty plaintext is special-cased by encodeFrame (see zstdEmptyFrame).
