@@ -7,7 +7,7 @@ import (
 // Interpretable reports whether a reader of this build can interpret e: its
 // type is in the vocabulary (KnownEventType) or it is marked ignorable. A
 // stored log holding an event that is not interpretable is refused as a
-// format this build does not support (SPEC 4.6).
+// format this build does not support (FORMAT.md §4.5; appends: §1.5).
 func (e Event) Interpretable() bool {
 	return e.Ignorable || KnownEventType(e.Type)
 }

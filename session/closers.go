@@ -5,7 +5,7 @@ import (
 	"strconv"
 )
 
-// Error codes of synthetic tool results (SPEC 5.2).
+// Error codes of synthetic tool results (FORMAT.md §5.3).
 const (
 	// ToolOutcomeUnknown is the code of a result synthesized for a call that
 	// was recorded (tool/call seen) but has no durable result.
@@ -15,7 +15,7 @@ const (
 	ToolNotStarted = "TOOL_NOT_STARTED"
 )
 
-// Error names of synthetic tool results (SPEC 5.2).
+// Error names of synthetic tool results (FORMAT.md §5.3).
 const (
 	// ToolOutcomeUnknownErrorName goes with ToolOutcomeUnknown.
 	ToolOutcomeUnknownErrorName = "ToolOutcomeUnknownError"
@@ -23,7 +23,7 @@ const (
 	ToolNotStartedErrorName = "ToolNotStartedError"
 )
 
-// Model-facing texts of synthetic tool results, byte-for-byte from SPEC 5.2.
+// Model-facing texts of synthetic tool results, byte-for-byte from FORMAT.md §5.3.
 const (
 	// ToolOutcomeUnknownText is the result text of a recorded call.
 	ToolOutcomeUnknownText = "The tool call was interrupted after it was recorded, but no result was durably recorded. Its outcome is unknown. Decide whether to retry from the tool semantics: retry only if the operation is read-only or idempotent; if it may have side effects, first verify external state or ask the user. Do not retry blindly."
@@ -50,7 +50,7 @@ type PendingCall struct {
 // Recorded reports whether a tool/call event recorded the call as started.
 func (p PendingCall) Recorded() bool { return p.CallSeq >= 0 }
 
-// OpenTurn describes the unfinished turn at the end of a log (SPEC 5.1).
+// OpenTurn describes the unfinished turn at the end of a log (FORMAT.md §5.3).
 type OpenTurn struct {
 	// Turn is the number of the open turn.
 	Turn int64
@@ -60,7 +60,7 @@ type OpenTurn struct {
 	PendingCalls []PendingCall
 }
 
-// TurnScanner runs the crash-repair scan of SPEC 5.1 incrementally: feed it
+// TurnScanner runs the crash-repair scan of FORMAT.md §5.3 incrementally: feed it
 // every event of a log in order with Observe, then ask for the open turn or
 // the closers. It keeps only the state of the scan (the open turn, its open
 // step and the pending calls of the current step), so a huge log can be
@@ -135,7 +135,7 @@ type repairFacts struct {
 }
 
 // readRepairFacts decodes what the crash-repair scan needs from e: the rules
-// of SPEC 5.1 on repair-relevant payloads. They depend on the event alone,
+// of FORMAT.md §5.3 on repair-relevant payloads. They depend on the event alone,
 // never on the scan state, so an append can check a batch with them without
 // the log before it. Events of other types have no facts.
 func readRepairFacts(e Event) (repairFacts, error) {
@@ -259,7 +259,7 @@ func (s *TurnScanner) OpenTurn() (OpenTurn, bool) {
 	return ot, true
 }
 
-// Closers synthesizes the closers of SPEC 5.2 for the observed log, whose
+// Closers synthesizes the closers of FORMAT.md §5.3 for the observed log, whose
 // final event is last (it must be the last event observed): one tool/result
 // per pending call in insertion order, then step/end if a step is open, then
 // turn/end {interrupted}. Seqs continue from last.Seq+1 and every closer has
@@ -344,7 +344,7 @@ func interruptedToolResult(turn int64, call PendingCall, seq, time int64) (Event
 	return e, nil
 }
 
-// ScanOpenTurn runs the scan of SPEC 5.1 over a whole log and returns the
+// ScanOpenTurn runs the scan of FORMAT.md §5.3 over a whole log and returns the
 // open turn, or false when the log is balanced or empty. Malformed payloads
 // of repair-relevant events are errors (see TurnScanner.Observe).
 func ScanOpenTurn(events []Event) (OpenTurn, bool, error) {
@@ -358,7 +358,7 @@ func ScanOpenTurn(events []Event) (OpenTurn, bool, error) {
 	return ot, ok, nil
 }
 
-// InterruptedTurnClosers is the pure crash-repair function of SPEC 5: the
+// InterruptedTurnClosers is the pure crash-repair function of FORMAT.md §5.3: the
 // events that close the unfinished turn at the end of events (tool results
 // for pending calls, step/end if a step is open, turn/end {interrupted}),
 // numbered from the last event's seq + 1 and stamped with its time; nil when

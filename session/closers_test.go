@@ -206,7 +206,7 @@ func TestClosersBalancedLogNone(t *testing.T) {
 }
 
 func TestClosersTurnWithoutStep(t *testing.T) {
-	// SPEC 5.3: turn/start@0 + torn fragment -> turn/end@1.
+	// FORMAT.md §5.5: turn/start@0 + torn fragment -> turn/end@1.
 	closers, err := InterruptedTurnClosers([]Event{mk(TypeTurnStart, 0, `{"turn":1}`)})
 	require.NoError(t, err)
 	assert.Equal(t, []string{`{"type":"turn/end","seq":1,"time":1000,"data":{"turn":1,"reason":{"kind":"interrupted"}}}`}, lines(t, closers))

@@ -5,8 +5,8 @@ import (
 	"errors"
 )
 
-// Errors of the inherited-prefix marker check (SPEC 2.3). Their texts are the
-// reference texts.
+// Errors of the inherited-prefix marker check. Their texts are those of
+// FORMAT.md §2.2.
 var (
 	// ErrSeededLacksMarker: a seeded log has no {inherited:true} end-seed.
 	ErrSeededLacksMarker = errors.New("seeded Session lacks an inherited end-seed marker")
@@ -21,7 +21,7 @@ var (
 )
 
 // EndSeedMarker returns the session/end-seed marker the Session constructor
-// appends after a constructor seed (SPEC 5.4), at seq len(seed) (the first
+// appends after a constructor seed (FORMAT.md §5.4), at seq len(seed) (the first
 // live seq). Call it only when a seed is supplied, even an empty one: a fresh
 // session without a seed gets no marker.
 //
@@ -89,7 +89,7 @@ func lastInheritedMarker(events []Event) (seq int64, found bool, err error) {
 }
 
 // InheritedEventCount derives the inherited event count of a stored log
-// (SPEC 2.3): the seq of the LAST session/end-seed whose data.inherited is
+// (FORMAT.md §2.2): the seq of the LAST session/end-seed whose data.inherited is
 // true (the number of events before it), or 0 when there is none. Markers
 // are inspected from the end; a malformed end-seed payload met on the way is
 // an error.

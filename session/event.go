@@ -14,7 +14,7 @@ import (
 // or below it.
 const MaxSafeInteger = 1<<53 - 1
 
-// Event is one record of a session log: the envelope of SPEC 1.1. Data is the
+// Event is one record of a session log: the envelope of FORMAT.md §1.1. Data is the
 // type-specific payload as canonical (compact, lossless) JSON; it is never nil
 // for a valid event.
 type Event struct {

@@ -19,7 +19,7 @@ const FormatVersionV0 = 0
 // OriginSubagent is the only allowed Header.Origin value.
 const OriginSubagent = "subagent"
 
-// Header is the session header of SPEC 2.3: storage metadata kept outside the
+// Header is the session header of FORMAT.md §2.1: storage metadata kept outside the
 // event log as the first record of a log file. Optional string fields are
 // absent when empty.
 type Header struct {
@@ -73,7 +73,7 @@ func ValidateID(id string) error {
 	return nil
 }
 
-// Validate checks the in-memory rules of SPEC 2.3 (version aside).
+// Validate checks the in-memory rules of FORMAT.md §2.1 (version aside).
 func (h Header) Validate() error {
 	if err := ValidateID(h.ID); err != nil {
 		return err
@@ -99,7 +99,7 @@ func (h Header) Validate() error {
 }
 
 // ValidateInheritedCount checks the pairing of IsSeeded with an inherited
-// event count (SPEC 2.3). count < 0 means "no count given".
+// event count (FORMAT.md §2.2). count < 0 means "no count given".
 func (h Header) ValidateInheritedCount(count int64) error {
 	if h.IsSeeded && count < 0 {
 		return ErrSeededWithoutCount

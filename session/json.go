@@ -10,7 +10,7 @@ import (
 )
 
 // ErrNotLossless is matched (errors.Is) by every failure of the lossless-JSON
-// rule of SPEC 1.4.
+// rule of FORMAT.md §1.4.
 var ErrNotLossless = errors.New("value is not losslessly JSON-serializable")
 
 // maxJSONDepth bounds the nesting of a JSON value so hostile input cannot
@@ -36,7 +36,7 @@ func (e *LosslessError) Error() string { return "not losslessly JSON-serializabl
 // Is makes errors.Is(err, ErrNotLossless) true.
 func (e *LosslessError) Is(target error) bool { return target == ErrNotLossless }
 
-// CanonicalJSON validates raw against the lossless-JSON rule of SPEC 1.4 and
+// CanonicalJSON validates raw against the lossless-JSON rule of FORMAT.md §1.4 and
 // returns a fresh canonical copy of it.
 //
 // Refused: text that is not exactly one JSON value (RFC 8259; surrounding

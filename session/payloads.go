@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Turn-end reason kinds (SPEC 1.2). TurnEndInterrupted is never emitted by a
+// Turn-end reason kinds (FORMAT.md §1.2). TurnEndInterrupted is never emitted by a
 // live loop; it only appears on a crash closer.
 const (
 	// TurnEndCompleted: the turn finished normally.
@@ -215,7 +215,7 @@ type ToolResult struct {
 	Meta json.RawMessage `json:"meta,omitempty"`
 }
 
-// EndSeed is the data of a session/end-seed marker (SPEC 5.4).
+// EndSeed is the data of a session/end-seed marker (FORMAT.md §5.4).
 type EndSeed struct {
 	// Inherited is true on the marker that closes a fork-inherited prefix.
 	Inherited bool `json:"inherited,omitempty"`

@@ -6,7 +6,7 @@ import (
 )
 
 // LastTurn returns the turn of the last turn/start in events, 0 if none
-// (SPEC 1.3). A turn/start whose payload cannot be read is skipped; use a
+// (FORMAT.md §1.3). A turn/start whose payload cannot be read is skipped; use a
 // TurnScanner (its Observe reports such payloads) when the log is not
 // already validated.
 func LastTurn(events []Event) int64 {
@@ -34,7 +34,7 @@ func NextSeq(events []Event) int64 {
 }
 
 // SeqMismatchError rejects an append batch that does not continue the log
-// contiguously (SPEC 4.7).
+// contiguously (FORMAT.md §4.6).
 type SeqMismatchError struct {
 	// SessionID names the session.
 	SessionID string
@@ -54,8 +54,8 @@ func (e *SeqMismatchError) Error() string {
 		" at index " + strconv.FormatInt(e.Index, 10) + ", got " + strconv.FormatInt(e.Got, 10)
 }
 
-// CheckContiguous checks that events[k].Seq == cursor + k for every k (SPEC
-// 4.7) and returns a *SeqMismatchError for the first violation, nil
+// CheckContiguous checks that events[k].Seq == cursor + k for every k
+// (FORMAT.md §4.6) and returns a *SeqMismatchError for the first violation, nil
 // otherwise. An empty batch always passes. A negative cursor is an error.
 func CheckContiguous(id string, cursor int64, events []Event) error {
 	if cursor < 0 || cursor > MaxSafeInteger {

@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 )
 
-// Event types of SPEC 1.2 that the store, crash repair or the lifecycle use.
+// Event types of FORMAT.md §1.2 that the store, crash repair or the lifecycle use.
 const (
 	// TypeTurnStart opens a turn.
 	TypeTurnStart = "turn/start"
@@ -28,7 +28,7 @@ const (
 	TypeToolCall = "tool/call"
 	// TypeToolResult is a tool result (surface-eligible).
 	TypeToolResult = "tool/result"
-	// TypeEndSeed is the session/end-seed marker of SPEC 5.4.
+	// TypeEndSeed is the session/end-seed marker of FORMAT.md §5.4.
 	TypeEndSeed = "session/end-seed"
 	// TypeInboxSpliced is a mutation of the agent's pending-message lists.
 	TypeInboxSpliced = "agent/inbox/spliced"
@@ -70,7 +70,7 @@ var builtinTypeNames = func() map[string]string {
 }()
 
 // RegisterEventType adds an application event type to the known vocabulary,
-// so reads accept it without the ignorable flag (SPEC 4.6). Register types at
+// so reads accept it without the ignorable flag (FORMAT.md §4.5). Register types at
 // program start, before any store reads. Built-in names, empty names and
 // names that are not valid UTF-8 are refused; registering the same
 // application type again is a no-op.

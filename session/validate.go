@@ -38,7 +38,7 @@ func (e *BatchNotLosslessError) Detail() string {
 	return fmt.Sprintf("event at index %d (seq %d): data: %v", e.Index, e.Seq, e.Err)
 }
 
-// Validate checks the envelope rules of SPEC 1.1 for Era B:
+// Validate checks the envelope rules of FORMAT.md §1.1:
 //   - Type is a non-empty valid UTF-8 string;
 //   - Seq and Time are non-negative safe integers (0..MaxSafeInteger);
 //   - Data is present, a JSON object, and lossless JSON (CanonicalJSON);
@@ -141,8 +141,8 @@ func firstNonSpace(b []byte) int {
 
 // SnapshotBatch validates a batch for append and returns a deep copy taken at
 // call time, each Data canonicalized through CanonicalJSON, so later mutation
-// of the caller's slice, events or bytes cannot reach the copy (SPEC 6.2 step
-// 2). The returned slice shares no memory with events; an empty batch gives
+// of the caller's slice, events or bytes cannot reach the copy (FORMAT.md
+// §1.4). The returned slice shares no memory with events; an empty batch gives
 // an empty slice.
 //
 // Lossless-JSON failures are checked over the whole batch first, as the
