@@ -2,13 +2,13 @@
 // *jsonl.Store: create, open, read, repair, append, seed, flush, close and
 // stat of session handles.
 //
-// Every activity is idempotent under retry (SPEC 0.2): handle ids are chosen
+// Every activity is idempotent under retry (LIFECYCLE.md §4 step 2, FORMAT.md §6.1): handle ids are chosen
 // by the calling workflow, so a retried create or open returns the handle the
 // first attempt took, a retried append of a batch that already landed succeeds
 // without writing, a retried repair finds its marker last and appends
 // nothing, and closing is idempotent. Named store errors become
-// non-retryable application errors whose type is the error's code (SPEC
-// 0.3); transient I/O errors stay retryable. Activities that read a log
+// non-retryable application errors whose type is the error's code
+// (FORMAT.md §7.1); transient I/O errors stay retryable. Activities that read a log
 // heartbeat while they read, and never return events through history except
 // a bounded batch given to them.
 package activities
@@ -51,8 +51,8 @@ const (
 	ErrTypePersistenceNotConfigured = "PersistenceNotConfigured"
 )
 
-// PersistenceNotConfiguredText is the reference text of a resume without a
-// persistence backend (SPEC 7.4 step 1).
+// PersistenceNotConfiguredText is the error text of a resume without a
+// persistence backend (LIFECYCLE.md §12).
 const PersistenceNotConfiguredText = "cannot resume: session persistence is not configured (load a dsh-session-persistence backend)"
 
 // DefaultHeartbeatInterval is how often a running activity heartbeats.

@@ -70,7 +70,7 @@ func (a *Activities) AppendBatch(ctx context.Context, in AppendBatchInput) (Appe
 // StoreSeed forks: it copies the first Count events of the parent session
 // into the new seeded session behind Ref, followed by the {inherited:true}
 // end-seed marker at seq Count and by Events, as one batch, inside the
-// activity (SPEC 5.4, 7.3 step 4c). A retry after success appends nothing.
+// activity (FORMAT.md §5.4, LIFECYCLE.md §4 step 5). A retry after success appends nothing.
 func (a *Activities) StoreSeed(ctx context.Context, in StoreSeedInput) (SeedResult, error) {
 	st, err := a.store()
 	if err != nil {

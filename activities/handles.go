@@ -65,7 +65,7 @@ func infoOf(h *jsonl.Handle) HandleInfo {
 }
 
 // CreateHandle creates a session and its write handle with the handle id the
-// workflow chose (SPEC 7.3 step 2). Nothing is stored but the lease; a retry
+// workflow chose (LIFECYCLE.md §4 step 3). Nothing is stored but the lease; a retry
 // with the same handle id returns the same handle; a handle id closed before
 // the create landed fails HandleRevoked and leaves nothing behind.
 func (a *Activities) CreateHandle(ctx context.Context, in CreateHandleInput) (HandleInfo, error) {
@@ -91,7 +91,7 @@ func (a *Activities) CreateHandle(ctx context.Context, in CreateHandleInput) (Ha
 }
 
 // OpenHandle opens a session for reading or writing with the handle id the
-// workflow chose (SPEC 7.4 step 3). A write open takes the lease first and
+// workflow chose (LIFECYCLE.md §5 step 3). A write open takes the lease first and
 // validates the log; a retry with the same handle id returns the same handle;
 // a handle id closed before the open landed fails HandleRevoked and releases
 // what the open took. It heartbeats while the store reads the log.
@@ -123,7 +123,7 @@ func (a *Activities) Flush(ctx context.Context, in HandleInput) error {
 	return MapError(st.Attach(in.Ref).Flush(ctx))
 }
 
-// CloseHandle closes a handle by reference (SPEC 0.2): it works whether or
+// CloseHandle closes a handle by reference (FORMAT.md §7.7): it works whether or
 // not this process opened the handle and whether or not its open or create
 // ever reported back. The handle id is revoked, the lease removed if it names
 // the handle, and a session that never materialized is erased. It is

@@ -44,7 +44,7 @@ type OwnerStatus struct {
 }
 
 // LookupOwner asks Temporal whether the workflow owner names still runs
-// (SPEC 0.2). It looks up the owner's workflow id without a run id first,
+// (LIFECYCLE.md §8.1). It looks up the owner's workflow id without a run id first,
 // because continue-as-new changes the run while the same workflow keeps the
 // lease. self is the caller's own execution when the caller is a workflow
 // running under the same workflow id (a resume of the session): Temporal

@@ -29,8 +29,8 @@ type RepairResult struct {
 	Summary LogSummary `json:"summary"`
 }
 
-// RepairAndMark performs the crash repair of a resume (SPEC 5, 7.4 steps
-// 4-7) inside the activity: it reads the log through the write handle,
+// RepairAndMark performs the crash repair of a resume (FORMAT.md §5.5,
+// LIFECYCLE.md §5 step 5) inside the activity: it reads the log through the write handle,
 // computes the interrupted-turn closers and the session/end-seed marker, and
 // appends them as one batch, so the events never pass through history. A
 // retry after success appends nothing: the marker is then the last event and

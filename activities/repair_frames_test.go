@@ -79,7 +79,7 @@ func countZstdFrames(t *testing.T, data []byte) int {
 
 // TestRepairAndMarkStoresOneBatch runs the resume's repair activity, as the
 // resume workflow schedules it, over a store whose filesystem records every
-// operation, and pins SPEC 5.3: the closers and the end-seed marker are
+// operation, and pins FORMAT.md §5.5: the closers and the end-seed marker are
 // stored as one batch — one Zstandard frame (raw: one write) and one log
 // fsync; with a torn tail, the cut adds exactly one more fsync.
 func TestRepairAndMarkStoresOneBatch(t *testing.T) {

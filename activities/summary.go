@@ -124,8 +124,8 @@ func (a *Activities) summarize(ctx context.Context, h *jsonl.Handle) (LogSummary
 	return sum, &sc, last, nil
 }
 
-// ReadSummary reads the whole validated log through the handle (SPEC 7.4
-// step 4) and returns a bounded summary of it: header, counts, next seq, last
+// ReadSummary reads the whole validated log through the handle (LIFECYCLE.md
+// §5 step 4) and returns a bounded summary of it: header, counts, next seq, last
 // turn, open-turn facts and the stored inherited count. It never returns the
 // events. It heartbeats while it reads.
 func (a *Activities) ReadSummary(ctx context.Context, in HandleInput) (LogSummary, error) {

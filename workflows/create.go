@@ -21,8 +21,8 @@ type createPlan struct {
 	seedLen int64
 }
 
-// planCreate validates a create request before any side effect (SPEC 7.3
-// step 1) and builds the header and the unstored suffix.
+// planCreate validates a create request before any side effect
+// (LIFECYCLE.md §2) and builds the header and the unstored suffix.
 func planCreate(req CreateSessionRequest, set settings, now int64) (createPlan, error) {
 	var p createPlan
 	if err := session.ValidateID(req.SessionID); err != nil {
@@ -128,7 +128,7 @@ func planCreate(req CreateSessionRequest, set settings, now int64) (createPlan, 
 // misplaced inherited end-seed marker). Earlier runs failed at the store.
 const seedRulesChange = "seed-append-rules"
 
-// CreateSession is agents.create (SPEC 7.3) as a workflow, run with
+// CreateSession is the create of LIFECYCLE.md §4 as a workflow, run with
 // workflow id session/<id>: it validates the request, creates the stored
 // session under a write handle whose id it chose, validates the agent
 // options, runs the setup and commit hooks, stores the seed at the commit
@@ -150,8 +150,8 @@ func CreateSession(ctx workflow.Context, req CreateSessionRequest) (DisposeResul
 	})
 }
 
-// prepareCreate is CreateSession before the live phase (SPEC 7.3 steps
-// 1-4); start rolls back every failure it returns.
+// prepareCreate is CreateSession before the live phase (LIFECYCLE.md §4
+// steps 1-5); start rolls back every failure it returns.
 func (l *lifecycle) prepareCreate(ctx workflow.Context, req CreateSessionRequest, set settings) error {
 	now := workflow.Now(ctx).UnixMilli()
 	plan, err := planCreate(req, set, now)

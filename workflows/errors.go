@@ -17,7 +17,7 @@ func invalidArgument(msg string) error {
 func quoteID(id string) string { return `"` + id + `"` }
 
 // CreationAbortedError is the normalized error of an abort whose reason is
-// not an error (SPEC 7.2); the raw reason is its detail.
+// not an error (LIFECYCLE.md §3); the raw reason is its detail.
 func CreationAbortedError(id, reason string) error {
 	return temporal.NewNonRetryableApplicationError("agent "+quoteID(id)+" creation aborted", ErrTypeAbort, nil, reason)
 }
@@ -40,7 +40,7 @@ func AlreadyExistsError(id string) error {
 	return temporal.NewNonRetryableApplicationError("session "+quoteID(id)+" already exists", ErrTypeAlreadyExists, nil)
 }
 
-// MaxTokensText is the error text of an invalid maxTokens (SPEC 7.3 step 3).
+// MaxTokensText is the error text of an invalid maxTokens (LIFECYCLE.md §4 step 4).
 const MaxTokensText = "agent maxTokens must be a positive safe integer"
 
 // unwrapActivity returns the error an activity or child workflow failed

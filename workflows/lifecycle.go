@@ -175,7 +175,7 @@ func (l *lifecycle) checkBatch(what string, events []session.Event, next int64) 
 // Earlier runs failed when the store refused them at the commit point.
 const setupRulesChange = "setup-append-rules"
 
-// initialize runs SPEC 7.3 step 4 for create and resume: setup, commit,
+// initialize runs LIFECYCLE.md §6 for create and resume: setup, commit,
 // the commit point (store) and publication.
 // eventCount is the session's length including the unstored suffix;
 // storeSuffix stores that suffix plus the setup events as one batch.
@@ -222,8 +222,8 @@ func (l *lifecycle) initialize(eventCount int64, storeSuffix func(extra []sessio
 	return l.publishAll()
 }
 
-// publishAll publishes the lifecycle entries with the checks of SPEC 7.3
-// step 4d.
+// publishAll publishes the lifecycle entries with the checks of LIFECYCLE.md §6
+// step 4.
 func (l *lifecycle) publishAll() error {
 	if err := l.checkAbort(); err != nil {
 		return err

@@ -10,7 +10,7 @@ import (
 
 // notLive refuses work outside the live phase: before publication the
 // session is not live yet; once disposal began the lifecycle is disposed
-// (SPEC 7.2).
+// (LIFECYCLE.md §3).
 func (l *lifecycle) notLive() error {
 	if l.disposeWanted || l.phase == PhaseDisposing || l.phase == PhaseClosed {
 		return LifecycleDisposedError(l.id)
@@ -237,7 +237,7 @@ func (l *lifecycle) liveState() LiveState {
 	}
 }
 
-// dispose is SPEC 7.6: the dispose hook (the machine's teardown), then the
+// dispose is LIFECYCLE.md §10: the dispose hook (the machine's teardown), then the
 // drain of pending appends and the close of the handle; failures collected
 // in that order.
 func (l *lifecycle) dispose() (DisposeResult, error) {

@@ -14,7 +14,7 @@ import (
 	"github.com/sessionflow/sessionflow/session"
 )
 
-// AgentConfig is one configured agent of a SessionLoop (SPEC 7.7).
+// AgentConfig is one configured agent of a SessionLoop (LIFECYCLE.md §11.3).
 type AgentConfig struct {
 	// ID is the agent's configuration id.
 	ID string `json:"id"`
@@ -156,8 +156,8 @@ type configEntry struct {
 	mode      string // "create", "restore" or "resume"
 }
 
-// validateLoop applies SPEC 7.7's construction checks and resolves the
-// identities.
+// validateLoop applies the construction checks of LIFECYCLE.md §11.3 and
+// resolves the identities.
 func validateLoop(in SessionLoopInput) ([]configEntry, error) {
 	if v := in.MaxParallelToolCalls; v != nil && (*v < 1 || *v != float64(int64(*v)) || *v > session.MaxSafeInteger) {
 		return nil, invalidArgument("maxParallelToolCalls must be a positive integer")
@@ -203,7 +203,7 @@ func validateLoop(in SessionLoopInput) ([]configEntry, error) {
 	return entries, nil
 }
 
-// SessionLoop is the host of sessions (SPEC 7.7, 0.5): it starts sessions as
+// SessionLoop is the host of sessions (LIFECYCLE.md §11): it starts sessions as
 // child workflows (parent close policy request-cancel) through the Start
 // update and from its configured agents, keeps their registry, and on
 // deactivation (its cancellation) refuses new work with `agent loop is not
@@ -409,7 +409,7 @@ func (lp *loop) agentOptions(cfg AgentConfig) *AgentOptions {
 	return &AgentOptions{Provider: cfg.Provider, Model: cfg.Model, ReasoningEffort: cfg.ReasoningEffort, MaxTokens: cfg.MaxTokens}
 }
 
-// startConfigured starts one configured agent (SPEC 7.7).
+// startConfigured starts one configured agent (LIFECYCLE.md §11.3).
 func (lp *loop) startConfigured(ctx workflow.Context, e configEntry) {
 	run := func(req StartRequest) error {
 		c, err := lp.start(ctx, req, e.cfg.ID)

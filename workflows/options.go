@@ -105,7 +105,7 @@ func (l *lifecycle) retry() *temporal.RetryPolicy {
 	}
 }
 
-// validateAgentOptions applies SPEC 7.3 step 3.
+// validateAgentOptions applies LIFECYCLE.md §4 step 4.
 func validateAgentOptions(o *AgentOptions) error {
 	if o == nil || o.MaxTokens == nil {
 		return nil

@@ -8,7 +8,7 @@ import (
 	"github.com/sessionflow/sessionflow/session"
 )
 
-// ResumeSession is agents.resume (SPEC 7.4) as a workflow, run with workflow
+// ResumeSession is the resume of LIFECYCLE.md §5 as a workflow, run with workflow
 // id session/<id>: it takes write ownership first (a handle id chosen here),
 // reads a bounded summary of the stored log, stores the crash closers and
 // the end-seed marker before setup, then runs setup, commit and

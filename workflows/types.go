@@ -36,7 +36,7 @@ const (
 	UpdateStart = "Start"
 )
 
-// Lifecycle entry types (SPEC 7.3 step 4d) and sources.
+// Lifecycle entry types (LIFECYCLE.md §1.3, §6 step 4) and sources.
 const (
 	EntrySessionCreated = "session/created"
 	EntryAgentCreated   = "agent/created"
@@ -163,7 +163,7 @@ type Options struct {
 	SearchAttributes bool `json:"searchAttributes,omitempty"`
 }
 
-// CreateSessionRequest is the input of CreateSession (SPEC 7.3).
+// CreateSessionRequest is the input of CreateSession (LIFECYCLE.md §4).
 type CreateSessionRequest struct {
 	// SessionID is the new session's id (non-empty, valid UTF-8).
 	SessionID string `json:"sessionId"`
@@ -177,7 +177,7 @@ type CreateSessionRequest struct {
 	Meta *SessionMeta `json:"meta,omitempty"`
 	// InheritedEventCount is the fork cut of a seeded session.
 	InheritedEventCount int64 `json:"inheritedEventCount,omitempty"`
-	// AgentOptions are validated after the handle exists (SPEC 7.3 step 3).
+	// AgentOptions are validated after the handle exists (LIFECYCLE.md §4 step 4).
 	AgentOptions *AgentOptions `json:"agentOptions,omitempty"`
 	// Hooks names the optional hook activities.
 	Hooks
@@ -185,7 +185,7 @@ type CreateSessionRequest struct {
 	Options *Options `json:"options,omitempty"`
 }
 
-// ResumeSessionRequest is the input of ResumeSession (SPEC 7.4).
+// ResumeSessionRequest is the input of ResumeSession (LIFECYCLE.md §5).
 type ResumeSessionRequest struct {
 	// ResumeSessionID is the stored session to resume.
 	ResumeSessionID string `json:"resumeSessionId"`
@@ -252,7 +252,7 @@ type SessionInfo struct {
 	InheritedEventCount int64 `json:"inheritedEventCount"`
 	// NextSeq is the seq the next Append must start at.
 	NextSeq int64 `json:"nextSeq"`
-	// FirstLiveSeq is the seed's length (SPEC 5.4): the seq of the
+	// FirstLiveSeq is the seed's length (FORMAT.md §5.4): the seq of the
 	// session/end-seed marker when one was stored, else the stored length.
 	FirstLiveSeq int64 `json:"firstLiveSeq"`
 	// LastTurn is the last stored turn number (0 if none); the next live
@@ -303,7 +303,7 @@ type Description struct {
 	Failure *ErrorInfo `json:"failure,omitempty"`
 }
 
-// AbortRequest is the payload of the abort signal (SPEC 7.2).
+// AbortRequest is the payload of the abort signal (LIFECYCLE.md §3).
 type AbortRequest struct {
 	// Reason is the abort reason: an error message when IsError, otherwise
 	// the raw reason.
