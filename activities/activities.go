@@ -2,15 +2,15 @@
 // *jsonl.Store: create, open, read, repair, append, seed, flush, close and
 // stat of session handles.
 //
-// Every activity is idempotent under retry (LIFECYCLE.md §4 step 2, FORMAT.md §6.1): handle ids are chosen
-// by the calling workflow, so a retried create or open returns the handle the
-// first attempt took, a retried append of a batch that already landed succeeds
-// without writing, a retried repair finds its marker last and appends
-// nothing, and closing is idempotent. Named store errors become
-// non-retryable application errors whose type is the error's code
-// (FORMAT.md §7.1); transient I/O errors stay retryable. Activities that read a log
-// heartbeat while they read, and never return events through history except
-// a bounded batch given to them.
+// Every activity is idempotent under retry (LIFECYCLE.md §4 step 2,
+// FORMAT.md §6.1): handle ids are chosen by the calling workflow, so a
+// retried create or open returns the handle the first attempt took, a
+// retried append of a batch that already landed succeeds without writing, a
+// retried repair finds its marker last and appends nothing, and closing is
+// idempotent. Named store errors become non-retryable application errors
+// whose type is the error's code (FORMAT.md §7.1); transient I/O errors stay
+// retryable. Activities that read a log heartbeat while they read, and never
+// return events through history except a bounded batch given to them.
 package activities
 
 import (
