@@ -34,7 +34,7 @@ const (
 )
 
 // Error is a sessionflow failure seen by the client: an application error
-// returned by a workflow (its message is the reference text of SPEC Part 7,
+// returned by a workflow (its message is the text LIFECYCLE.md §12 gives,
 // its type the class, see docs/API.md), or a failure the client detects
 // itself. Error() is the message alone. Match a class with errors.Is against
 // the sentinels below, against the store's sentinels (jsonl.ErrNotFound,

@@ -10,8 +10,8 @@ import (
 )
 
 // Unlock forfeits the write lease of session id in store after checking
-// through Temporal that its owner is gone (SPEC 0.2): it reads the lease,
-// looks up the owning workflow id without a run id (continue-as-new changes
+// through Temporal that its owner is gone (LIFECYCLE.md §8.2): it reads
+// the lease, looks up the owning workflow id without a run id (continue-as-new changes
 // the run id while the same workflow keeps the lease) and refuses with
 // ErrOwnerRunning while an execution of it runs, or with ErrOwnerUnknown
 // when the lease names no workflow or cannot be read (an empty or damaged

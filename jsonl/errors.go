@@ -28,8 +28,8 @@ const (
 )
 
 // Error is a named store error. Its Error() text is the text FORMAT.md
-// states (the codes are in FORMAT.md §7.1). Match a class with errors.Is(err, ErrNotFound) and friends, or
-// read Code through errors.As.
+// states (the codes are in FORMAT.md §7.1). Match a class with
+// errors.Is(err, ErrNotFound) and friends, or read Code through errors.As.
 type Error struct {
 	// Code is the error class.
 	Code Code

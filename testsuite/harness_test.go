@@ -687,7 +687,7 @@ func requireMessage(t *testing.T, err error, msg string) *temporal.ApplicationEr
 	return app
 }
 
-// persisted writes the "persisted session" fixture of SPEC 8: create,
+// persisted writes the "persisted session" fixture of the S0 cases: create,
 // append [turn/start{1}@0, turn/end{completed}@1], close.
 func persisted(t *testing.T, st *jsonl.Store, id string, cwd string) {
 	t.Helper()

@@ -2,8 +2,8 @@ package testsuite
 
 // History stays bounded: a resume of a 1,000,000-event session records the
 // same history events as a resume of a 10-event one, and no payload in
-// either history exceeds 8 KiB (SPEC 0.5, ARCHITECTURE "The store is the
-// source of truth").
+// either history exceeds 8 KiB (LIFECYCLE.md §9.3: the store is the source
+// of truth).
 
 import (
 	"bufio"

@@ -1,7 +1,8 @@
 package testsuite
 
-// SessionLoop construction checks and registry rules (SPEC 7.7), and the
-// rollback rows of SPEC 7.5 that no S0 case pins on the store by itself.
+// SessionLoop construction checks and registry rules (LIFECYCLE.md §11),
+// and the rollback rows of LIFECYCLE.md §7.2 that no S0 case pins on the
+// store by itself.
 
 import (
 	"context"
@@ -67,8 +68,9 @@ func TestLoopRefusesWorkWhenInactive(t *testing.T) {
 	requireErased(t, h.store, "live")
 }
 
-// SPEC 7.5 "setup throws" for a resume of an open turn: nothing published,
-// handle closed, and the closers and marker remain stored.
+// LIFECYCLE.md §7.2, a failing setup hook, for a resume of an open turn:
+// nothing published, handle closed, and the closers and marker remain
+// stored.
 func TestRollbackResumeSetupKeepsRepair(t *testing.T) {
 	h := newHarness(t).withID("rb")
 	writeStored(t, h.store, session.Header{ID: "rb", CreatedAt: 1}, 0, []session.Event{turnStart(t, 0, 1)})
@@ -82,8 +84,8 @@ func TestRollbackResumeSetupKeepsRepair(t *testing.T) {
 	requireReleased(t, h.store, "rb")
 }
 
-// SPEC 7.5 "suffix append rejects" with setup events: the whole suffix is
-// one batch; nothing is stored when it fails.
+// LIFECYCLE.md §7.2, a failing commit point, with setup events: the whole
+// suffix is one batch; nothing is stored when it fails.
 func TestCreateSetupEventsStoredWithSeed(t *testing.T) {
 	h := newHarness(t).withID("se")
 	h.hooks.setup = func(_ context.Context, in workflows.SetupInput) (workflows.SetupResult, error) {

@@ -1,7 +1,7 @@
 package testsuite
 
-// The closers a resume stores for an interrupted tool step (SPEC 5.3), run
-// through the resume workflow and its real activities.
+// The closers a resume stores for an interrupted tool step (FORMAT.md
+// §5.3), run through the resume workflow and its real activities.
 
 import (
 	"testing"

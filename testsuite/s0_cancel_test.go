@@ -1,8 +1,8 @@
 package testsuite
 
 // Seed 000, groups "creation and resume cancellation edges" and
-// "configured-start failure edges" (SPEC 8.1, S0-35..S0-45) in their
-// Temporal form: a caller's AbortSignal is the abort signal followed by
+// "configured-start failure edges" (S0-35..S0-45, docs/CONFORMANCE.md)
+// in their Temporal form: a caller's AbortSignal is the abort signal followed by
 // cancellation; a pre-aborted call is a workflow whose abort is in its first
 // workflow task; the loop's teardown is its cancellation.
 
@@ -20,7 +20,7 @@ import (
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
-// requireAbortError checks the normalized abort (SPEC 7.2): an Error
+// requireAbortError checks the normalized abort (LIFECYCLE.md §3): an Error
 // reason is returned as that error; any other reason gives `creation
 // aborted` carrying the raw reason.
 func requireAbortError(t *testing.T, err error, id, reason string, isError bool) {

@@ -1,7 +1,7 @@
 package testsuite
 
-// Seed 000, group "AgentLoop factory create/resume" (SPEC 8.1, S0-01..S0-34)
-// in their Temporal form (SPEC 0.5).
+// Seed 000, group "AgentLoop factory create/resume" (S0-01..S0-34,
+// docs/CONFORMANCE.md) in their Temporal form (LIFECYCLE.md §1).
 
 import (
 	"context"
@@ -615,7 +615,7 @@ func TestS0_22_SessionStartSource(t *testing.T) {
 }
 
 // S0-23: resume with a setup that waits: meanwhile nothing is published and
-// only setup has started; afterwards the order of SPEC 7.3 holds; setup
+// only setup has started; afterwards the order of LIFECYCLE.md §6 holds; setup
 // sees 3 events (2 stored + the marker, already stored).
 func TestS0_23_ResumeAsyncSetupOrder(t *testing.T) {
 	h := newHarness(t).withID("s23")

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestMigrateEraA imports Era A flat logs (SPEC 2.1, 3.1, 4.2) into a root:
+// TestMigrateEraA imports Era A flat logs (FORMAT.md §8.3) into a root:
 // the committed region up to the last turn/end becomes a v3 session, the
 // crash tail and the sources stay behind, a non-v1 header and an id the root
 // already holds are reported, and --dry-run writes nothing.

@@ -19,8 +19,8 @@ func newLogRepairCmd(a *app, sf *storeFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "repair --id ID [--force]",
 		Short: "Close an interrupted turn as a resume would",
-		Long: `Repair a session the way resuming it would (SPEC 5): close an unfinished turn
-with synthesized events (a tool/result for every call without a result,
+		Long: `Repair a session the way resuming it would (docs/FORMAT.md §5.5):
+close an unfinished turn with synthesized events (a tool/result for every call without a result,
 TOOL_OUTCOME_UNKNOWN when the call was recorded as started and TOOL_NOT_STARTED
 otherwise, then step/end if a step is open, then turn/end {interrupted}), and
 add the session/end-seed marker unless the log already ends with one. Closers
