@@ -405,7 +405,7 @@ func TestS1_14_CrashTailKeptOnlyTornFragmentCut(t *testing.T) {
 		require.Equal(t, int64(8), hd.NextSeq())
 		require.Equal(t, upTo(8), seqs(readHandle(t, hd)))
 
-		// The Era A "append 6,7 again" now overlaps stored records: refused
+		// The path-based store's "append 6,7 again" now overlaps stored records: refused
 		// before any repair, so the file is untouched (C16).
 		err := hd.Append(bg, []session.Event{turnStart(t, 6, 9), stepStart(t, 7, 9, 1)})
 		requireCode(t, err, jsonl.ErrSeqMismatch)
@@ -664,9 +664,10 @@ func TestS1_22_TraversalIDsStayUnderRoot(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// Write path (S1-23..S1-30): Era A's buffered live writes are the workflow's
-// Append calls on a write handle; "flush" is the handle's Flush (which
-// materializes a header-only log) and every Append is already durable.
+// Write path (S1-23..S1-30): the path-based store's buffered live writes are
+// the workflow's Append calls on a write handle; "flush" is the handle's
+// Flush (which materializes a header-only log) and every Append is already
+// durable.
 
 func TestS1_23_LiveSessionDrivenThroughHandle(t *testing.T) {
 	eachCompression(t, func(t *testing.T, comp jsonl.Compression) {
