@@ -125,17 +125,27 @@ func parseHeaderLine(line []byte) (session.Header, error) {
 	if json.Unmarshal(raw["isSeeded"], &h.IsSeeded) != nil || string(bytes.TrimSpace(raw["isSeeded"])) == "null" {
 		return h, errHeaderShape
 	}
+	if err := finishHeader(raw, &h); err != nil {
+		return h, err
+	}
+	return h, nil
+}
+
+// finishHeader decodes the optional string fields that every header format
+// shares (cwd, parentSession, origin, agentPreset; null is refused) and
+// validates the result.
+func finishHeader(raw map[string]json.RawMessage, h *session.Header) error {
 	for k, dst := range map[string]*string{"cwd": &h.Cwd, "parentSession": &h.ParentSession, "origin": &h.Origin, "agentPreset": &h.AgentPreset} {
 		if v, ok := raw[k]; ok {
 			if bytes.Equal(bytes.TrimSpace(v), []byte("null")) || json.Unmarshal(v, dst) != nil {
-				return h, errHeaderShape
+				return errHeaderShape
 			}
 		}
 	}
 	if h.Validate() != nil {
-		return h, errHeaderShape
+		return errHeaderShape
 	}
-	return h, nil
+	return nil
 }
 
 func contains(list []string, s string) bool {

@@ -1,7 +1,6 @@
 package jsonl
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -75,15 +74,8 @@ func parseHeaderV0(raw map[string]json.RawMessage) (session.Header, error) {
 		}
 		h.IsSeeded = true
 	}
-	for k, dst := range map[string]*string{"cwd": &h.Cwd, "parentSession": &h.ParentSession, "origin": &h.Origin, "agentPreset": &h.AgentPreset} {
-		if v, ok := raw[k]; ok {
-			if bytes.Equal(bytes.TrimSpace(v), []byte("null")) || json.Unmarshal(v, dst) != nil {
-				return h, errHeaderShape
-			}
-		}
-	}
-	if h.Validate() != nil {
-		return h, errHeaderShape
+	if err := finishHeader(raw, &h); err != nil {
+		return h, err
 	}
 	return h, nil
 }
