@@ -51,28 +51,13 @@ func (a *Activities) repair(ctx context.Context, h *jsonl.Handle, now int64) (Re
 	if err != nil {
 		return RepairResult{}, err
 	}
-	var batch []session.Event
-	if last != nil {
-		closers, err := sc.Closers(*last)
-		if err != nil {
-			return RepairResult{}, asInvalid(err)
-		}
-		batch = append(batch, closers...)
+	batch, closers, err := sc.CrashRepair(last, now)
+	if err != nil {
+		return RepairResult{}, asInvalid(err)
 	}
-	// The end-seed rule looks only at the seed's last event; the marker's
-	// seq is the seed's length (stored events plus closers).
-	var tail []session.Event
-	switch {
-	case len(batch) > 0:
-		tail = batch[len(batch)-1:]
-	case last != nil:
-		tail = []session.Event{*last}
-	}
-	res := RepairResult{Closers: len(batch), MarkerSeq: -1}
-	if m, due := session.EndSeedMarker(tail, false, session.EndSeedTime(tail, now)); due {
-		m.Seq = sum.NextSeq + int64(len(batch))
-		res.MarkerSeq = m.Seq
-		batch = append(batch, m)
+	res := RepairResult{Closers: closers, MarkerSeq: -1}
+	if len(batch) > closers {
+		res.MarkerSeq = batch[len(batch)-1].Seq
 	}
 	if len(batch) > 0 {
 		if err := h.Append(ctx, batch); err != nil {

@@ -98,14 +98,17 @@ func repair(ctx context.Context, h *jsonl.Handle, now int64) ([]session.Event, e
 	if err != nil {
 		return nil, err
 	}
-	closers, err := session.InterruptedTurnClosers(events)
+	var sc session.TurnScanner
+	var last *session.Event
+	for i := range events {
+		if err := sc.Observe(events[i]); err != nil {
+			return nil, fmt.Errorf("scan the open turn: %w", err)
+		}
+		last = &events[i]
+	}
+	batch, _, err := sc.CrashRepair(last, now)
 	if err != nil {
 		return nil, fmt.Errorf("scan the open turn: %w", err)
-	}
-	all := append(events[:len(events):len(events)], closers...)
-	batch := closers
-	if marker, due := session.EndSeedMarker(all, false, session.EndSeedTime(all, now)); due {
-		batch = append(batch, marker)
 	}
 	if len(batch) == 0 {
 		return nil, nil
