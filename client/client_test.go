@@ -20,9 +20,9 @@ import (
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
-// wire returns err as a client sees it after the failure crossed the
+// overTheWire returns err as a client sees it after the failure crossed the
 // server: converted to a Failure and back.
-func wire(err error) error {
+func overTheWire(err error) error {
 	fc := temporal.GetDefaultFailureConverter()
 	return fc.FailureToError(fc.ErrorToFailure(err))
 }
@@ -49,7 +49,7 @@ func TestStartErrorAlreadyStarted(t *testing.T) {
 func TestCallErrorMapping(t *testing.T) {
 	// An application error keeps its reference text and type, without the
 	// SDK's "(type: ..., retryable: ...)" suffix.
-	seq := wire(temporal.NewNonRetryableApplicationError(`append seq mismatch for "s1": expected 3 at index 0, got 5`, "SeqMismatch", nil))
+	seq := overTheWire(temporal.NewNonRetryableApplicationError(`append seq mismatch for "s1": expected 3 at index 0, got 5`, "SeqMismatch", nil))
 	require.Contains(t, seq.Error(), "(type: SeqMismatch")
 	err := callError("append to session", "s1", seq)
 	require.EqualError(t, err, `append seq mismatch for "s1": expected 3 at index 0, got 5`)
@@ -59,13 +59,13 @@ func TestCallErrorMapping(t *testing.T) {
 	require.ErrorAs(t, err, &ae)
 
 	// A store error reported by an activity matches the store's sentinel.
-	nf := callError("session", "s2", wire(temporal.NewNonRetryableApplicationError(`session "s2" not found`, string(jsonl.CodeNotFound), nil)))
+	nf := callError("session", "s2", overTheWire(temporal.NewNonRetryableApplicationError(`session "s2" not found`, string(jsonl.CodeNotFound), nil)))
 	require.ErrorIs(t, nf, jsonl.ErrNotFound)
 	require.NotErrorIs(t, nf, jsonl.ErrCorrupt)
 
 	// A disposal aggregate carries its parts.
 	parts := []workflows.ErrorInfo{{Message: "hook failed", Type: "Error"}, {Message: "close failed", Type: "IOError"}}
-	agg := callError("dispose session", "s3", wire(temporal.NewNonRetryableApplicationError(
+	agg := callError("dispose session", "s3", overTheWire(temporal.NewNonRetryableApplicationError(
 		`agent "s3" disposal failed: hook failed; close failed`, workflows.ErrTypeAggregate, nil, parts)))
 	require.EqualError(t, agg, `agent "s3" disposal failed: hook failed; close failed`)
 	require.ErrorIs(t, agg, ErrAggregate)
@@ -176,7 +176,7 @@ func TestCreateFailures(t *testing.T) {
 				return &fakeRun{id: opts.ID, runID: "r"}, nil
 			},
 			update: func(temporalclient.UpdateWorkflowOptions) (temporalclient.WorkflowUpdateHandle, error) {
-				return &fakeUpdate{err: wire(temporal.NewNonRetryableApplicationError(workflows.MaxTokensText, workflows.ErrTypeTypeError, nil))}, nil
+				return &fakeUpdate{err: overTheWire(temporal.NewNonRetryableApplicationError(workflows.MaxTokensText, workflows.ErrTypeTypeError, nil))}, nil
 			},
 		}
 		_, err := New(f, Options{}).Create(ctx, workflows.CreateSessionRequest{SessionID: "s1"})
@@ -186,7 +186,7 @@ func TestCreateFailures(t *testing.T) {
 		require.Equal(t, "TypeError", ce.Type)
 	})
 	t.Run("run ended before WaitReady reached it", func(t *testing.T) {
-		aborted := wire(workflows.CreationAbortedError("s1", "user hit stop"))
+		aborted := overTheWire(workflows.CreationAbortedError("s1", "user hit stop"))
 		f := &fakeTemporal{
 			execute: func(opts temporalclient.StartWorkflowOptions, _ any, _ []any) (temporalclient.WorkflowRun, error) {
 				return &fakeRun{id: opts.ID, runID: "r", err: fmt.Errorf("workflow execution error: %w", aborted)}, nil
@@ -235,7 +235,7 @@ func TestAppendRejectionAndDispose(t *testing.T) {
 		got = opts
 		switch opts.UpdateName {
 		case workflows.UpdateAppend:
-			return &fakeUpdate{err: wire(temporal.NewNonRetryableApplicationError(rejection, "SeqMismatch", nil))}, nil
+			return &fakeUpdate{err: overTheWire(temporal.NewNonRetryableApplicationError(rejection, "SeqMismatch", nil))}, nil
 		default:
 			return &fakeUpdate{result: workflows.DisposeResult{NextSeq: 7}}, nil
 		}

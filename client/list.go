@@ -14,15 +14,8 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
-)
-
-// Search attributes a worker may keep on session workflows (Keyword). The
-// dev server registers them; List reads them when a workflow carries them.
-const (
-	SearchAttributeSessionID    = "SessionId"
-	SearchAttributeSessionPhase = "SessionPhase"
-	SearchAttributeSessionCwd   = "SessionCwd"
 )
 
 // Where List found a session's id, phase and cwd.
@@ -113,10 +106,10 @@ func summaryFromInfo(info *workflowpb.WorkflowExecutionInfo) SessionSummary {
 		s.StartTime = t.AsTime()
 	}
 	fields := info.GetSearchAttributes().GetIndexedFields()
-	if id := keyword(fields, SearchAttributeSessionID); id != "" {
+	if id := keyword(fields, wire.SearchAttributeSessionID); id != "" {
 		s.SessionID = id
-		s.Phase = workflows.Phase(keyword(fields, SearchAttributeSessionPhase))
-		s.Cwd = keyword(fields, SearchAttributeSessionCwd)
+		s.Phase = workflows.Phase(keyword(fields, wire.SearchAttributeSessionPhase))
+		s.Cwd = keyword(fields, wire.SearchAttributeSessionCwd)
 		s.Source = SourceSearchAttributes
 		return s
 	}
@@ -125,7 +118,7 @@ func summaryFromInfo(info *workflowpb.WorkflowExecutionInfo) SessionSummary {
 		// A session workflow started under a workflow id that no session id
 		// encodes to (by a client that ignored the contract): show the id
 		// as it stands and say why.
-		s.SessionID = strings.TrimPrefix(s.WorkflowID, workflows.WorkflowIDPrefix)
+		s.SessionID = strings.TrimPrefix(s.WorkflowID, wire.SessionWorkflowIDPrefix)
 		s.Error = err.Error()
 		return s
 	}

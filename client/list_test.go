@@ -54,7 +54,7 @@ func TestList(t *testing.T) {
 	pages := [][]*workflowpb.WorkflowExecutionInfo{
 		{
 			execInfo(t, "session/zeta", "r-z", workflows.CreateSessionName, t0, map[string]string{
-				SearchAttributeSessionID: "zeta", SearchAttributeSessionPhase: "setup", SearchAttributeSessionCwd: "/z"}),
+				"SessionId": "zeta", "SessionPhase": "setup", "SessionCwd": "/z"}),
 			execInfo(t, "session/beta", "r-b", workflows.CreateSessionName, t0.Add(time.Minute), nil),
 		},
 		{

@@ -7,18 +7,16 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
-// LoopWorkflowIDPrefix starts the workflow id of a SessionLoop started by
-// LoopStart: "loop/<loopID>".
-const LoopWorkflowIDPrefix = "loop/"
-
-// LoopWorkflowID returns the workflow id of the loop loopID: the prefix and
+// LoopWorkflowID returns the workflow id of the loop loopID, the one
+// LoopStart starts it under: wire.LoopWorkflowIDPrefix and
 // the loop id encoded as session ids are (workflows.EncodeWorkflowIDPart), so
 // any loop id gives a printable ASCII workflow id.
 func LoopWorkflowID(loopID string) string {
-	return LoopWorkflowIDPrefix + workflows.EncodeWorkflowIDPart(loopID)
+	return wire.LoopWorkflowIDPrefix + workflows.EncodeWorkflowIDPart(loopID)
 }
 
 // Loop names a started SessionLoop.

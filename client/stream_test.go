@@ -242,7 +242,7 @@ func TestAppendStreamSendsAcceptedUpdates(t *testing.T) {
 	require.Equal(t, events[2:], opts[1].Args[0].(workflows.AppendRequest).Events)
 
 	rejecting := &fakeTemporal{update: func(temporalclient.UpdateWorkflowOptions) (temporalclient.WorkflowUpdateHandle, error) {
-		return &fakeUpdate{err: wire(workflows.LifecycleDisposedError("s1"))}, nil
+		return &fakeUpdate{err: overTheWire(workflows.LifecycleDisposedError("s1"))}, nil
 	}}
 	_, err = New(rejecting, Options{}).AppendStream(context.Background(), "s1", strings.NewReader(toJSONL(t, events)), nil)
 	require.EqualError(t, err, `agent "s1" lifecycle disposed`)

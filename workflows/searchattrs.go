@@ -3,6 +3,8 @@ package workflows
 import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // Search attributes of session workflows (all Keyword). When
@@ -12,9 +14,9 @@ import (
 // cluster registers them once, e.g. `temporal operator search-attribute
 // create --name SessionPhase --type Keyword`).
 var (
-	SearchAttributeSessionID    = temporal.NewSearchAttributeKeyKeyword("SessionId")
-	SearchAttributeSessionPhase = temporal.NewSearchAttributeKeyKeyword("SessionPhase")
-	SearchAttributeSessionCwd   = temporal.NewSearchAttributeKeyKeyword("SessionCwd")
+	SearchAttributeSessionID    = temporal.NewSearchAttributeKeyKeyword(wire.SearchAttributeSessionID)
+	SearchAttributeSessionPhase = temporal.NewSearchAttributeKeyKeyword(wire.SearchAttributeSessionPhase)
+	SearchAttributeSessionCwd   = temporal.NewSearchAttributeKeyKeyword(wire.SearchAttributeSessionCwd)
 )
 
 // phaseSearchAttributeChange names the versioned change that introduced the

@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
-)
 
-// WorkflowIDPrefix starts every session workflow id:
-// "session/<EncodeWorkflowIDPart(id)>".
-const WorkflowIDPrefix = "session/"
+	"github.com/sessionflow/sessionflow/wire"
+)
 
 // workflowIDEscape starts an escaped byte of a workflow id part.
 const workflowIDEscape = '%'
@@ -17,20 +15,22 @@ const workflowIDEscape = '%'
 // ErrBadWorkflowID reports a workflow id that no session id encodes to.
 var ErrBadWorkflowID = errors.New("not a session workflow id")
 
-// WorkflowID returns the workflow id of a session: WorkflowIDPrefix followed
+// WorkflowID returns the workflow id of a session: wire.SessionWorkflowIDPrefix followed
 // by the session id encoded by EncodeWorkflowIDPart. Temporal sends the
 // workflow id in a gRPC header, which carries printable ASCII only, so the
 // encoding keeps printable ASCII (other than '%') and percent-escapes every
 // other byte: "cli-x" → "session/cli-x", "é" → "session/%C3%A9".
-func WorkflowID(sessionID string) string { return WorkflowIDPrefix + EncodeWorkflowIDPart(sessionID) }
+func WorkflowID(sessionID string) string {
+	return wire.SessionWorkflowIDPrefix + EncodeWorkflowIDPart(sessionID)
+}
 
 // SessionIDFromWorkflowID returns the session id whose workflow id is wid,
 // or an error wrapping ErrBadWorkflowID when wid is not WorkflowID of any
 // session id.
 func SessionIDFromWorkflowID(wid string) (string, error) {
-	rest, ok := strings.CutPrefix(wid, WorkflowIDPrefix)
+	rest, ok := strings.CutPrefix(wid, wire.SessionWorkflowIDPrefix)
 	if !ok {
-		return "", fmt.Errorf("%w: %q does not start with %q", ErrBadWorkflowID, wid, WorkflowIDPrefix)
+		return "", fmt.Errorf("%w: %q does not start with %q", ErrBadWorkflowID, wid, wire.SessionWorkflowIDPrefix)
 	}
 	id, err := DecodeWorkflowIDPart(rest)
 	if err != nil {

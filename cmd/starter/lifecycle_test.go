@@ -542,7 +542,7 @@ func TestDescribeAndListCommands(t *testing.T) {
 			Type:      &commonpb.WorkflowType{Name: workflows.CreateSessionName},
 			StartTime: timestamppb.New(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)),
 			SearchAttributes: &commonpb.SearchAttributes{IndexedFields: map[string]*commonpb.Payload{
-				client.SearchAttributeSessionID: id, client.SearchAttributeSessionPhase: sa}},
+				"SessionId": id, "SessionPhase": sa}},
 		}},
 	}
 	stubDial(t, f)

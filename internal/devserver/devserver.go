@@ -28,22 +28,17 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
-)
 
-// Custom search attributes sessionflow's workflows set, all of type Keyword.
-const (
-	SearchAttributeSessionID    = "SessionId"
-	SearchAttributeSessionPhase = "SessionPhase"
-	SearchAttributeSessionCwd   = "SessionCwd"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // SearchAttributes returns the custom search attributes Start registers,
-// by name.
+// by name: those sessionflow's workflows set, all of type Keyword.
 func SearchAttributes() map[string]enumspb.IndexedValueType {
 	return map[string]enumspb.IndexedValueType{
-		SearchAttributeSessionID:    enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-		SearchAttributeSessionPhase: enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-		SearchAttributeSessionCwd:   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		wire.SearchAttributeSessionID:    enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		wire.SearchAttributeSessionPhase: enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		wire.SearchAttributeSessionCwd:   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	}
 }
 
