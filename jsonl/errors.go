@@ -6,27 +6,6 @@ import (
 	"strings"
 )
 
-// Code names a class of store error. Codes are stable: the Temporal
-// activities use them as application error types, and callers branch on them
-// with errors.Is against the sentinels below.
-type Code string
-
-// Error codes.
-const (
-	CodeNotFound          Code = "SessionNotFound"
-	CodeAlreadyExists     Code = "SessionAlreadyExists"
-	CodeAlreadyOwned      Code = "SessionAlreadyOwned"
-	CodeReadOnly          Code = "ReadOnlyHandle"
-	CodeHandleClosed      Code = "HandleClosed"
-	CodeOwnershipLost     Code = "SessionOwnershipLost"
-	CodeHandleRevoked     Code = "HandleRevoked"
-	CodeCorrupt           Code = "SessionCorrupt"
-	CodeFormatUnsupported Code = "SessionFormatUnsupported"
-	CodeSeqMismatch       Code = "SeqMismatch"
-	CodeInvalidArgument   Code = "InvalidArgument"
-	CodeLayout            Code = "SessionLayoutConflict"
-)
-
 // Error is a named store error. Its Error() text is the text FORMAT.md
 // states (the codes are in FORMAT.md §7.1). Match a class with
 // errors.Is(err, ErrNotFound) and friends, or read Code through errors.As.

@@ -15,26 +15,6 @@ import (
 	"github.com/sessionflow/sessionflow/session"
 )
 
-// Access is the access mode of a handle.
-type Access string
-
-// Access modes.
-const (
-	AccessRead  Access = "read"
-	AccessWrite Access = "write"
-)
-
-// HandleRef identifies a handle independently of any process (FORMAT.md §7.3): a
-// write handle can be created by one worker and used or closed by another.
-type HandleRef struct {
-	// SessionID is the session the handle is for.
-	SessionID string `json:"sessionId"`
-	// HandleID is the caller-chosen, never reused handle id.
-	HandleID string `json:"handleId"`
-	// Access is read or write.
-	Access Access `json:"access"`
-}
-
 // CreateOptions configures Store.Create.
 type CreateOptions struct {
 	// HandleID is the write handle's id, chosen by the caller (the workflow

@@ -1,56 +1,29 @@
 package jsonl
 
-import (
-	"errors"
-	"fmt"
-	"unicode/utf16"
-	"unicode/utf8"
-)
+import "github.com/sessionflow/sessionflow/wire"
 
-// MaxSegmentBytes is the longest session directory name the store creates:
-// NAME_MAX of the common Linux and macOS file systems. A session id whose
-// EncodeSegment is longer cannot be stored.
-const MaxSegmentBytes = 255
+// The session-id length limit is declared in package wire, so that
+// workflows can apply it without importing the store; the names below keep
+// the store's API.
+
+// MaxSegmentBytes is the longest session directory name the store creates
+// (wire.MaxSegmentBytes). A session id whose EncodeSegment is longer cannot
+// be stored.
+const MaxSegmentBytes = wire.MaxSegmentBytes
 
 // ErrIDTooLong reports a session id whose encoded directory name exceeds
-// MaxSegmentBytes. Store operations refuse such an id with CodeInvalidArgument
-// before touching the file system.
-var ErrIDTooLong = errors.New("session id is too long")
+// MaxSegmentBytes (wire.ErrIDTooLong). Store operations refuse such an id
+// with CodeInvalidArgument before touching the file system.
+var ErrIDTooLong = wire.ErrIDTooLong
 
 // SegmentLen returns the length in bytes of EncodeSegment(id) without
-// building it: one byte for each of A-Z, a-z, 0-9, '.', '_' and '-', five
-// (~XXXX) for every other UTF-16 code unit, so ten for a character outside
-// the Basic Multilingual Plane. It is a pure function: workflows use it to
-// refuse an id before any activity runs.
-func SegmentLen(id string) int {
-	switch id {
-	case ".":
-		return 5
-	case "..":
-		return 10
-	}
-	n := 0
-	for _, r := range id {
-		switch {
-		case r < utf8.RuneSelf && safeUnit(uint16(r)):
-			n++
-		case utf16.RuneLen(r) == 2:
-			n += 10
-		default:
-			n += 5
-		}
-	}
-	return n
-}
+// building it (wire.SegmentLen).
+func SegmentLen(id string) int { return wire.SegmentLen(id) }
 
 // CheckIDLength refuses an id the store cannot hold: one whose encoded
-// directory name is longer than MaxSegmentBytes. The error wraps
-// ErrIDTooLong and states the limit.
-func CheckIDLength(id string) error {
-	if n := SegmentLen(id); n > MaxSegmentBytes {
-		return fmt.Errorf("%w: it encodes to a %d-byte directory name and the store's limit is %d bytes "+
-			"(at most %d characters from A-Z, a-z, 0-9, '.', '_', '-'; every other character counts 5 bytes, 10 outside the Basic Multilingual Plane)",
-			ErrIDTooLong, n, MaxSegmentBytes, MaxSegmentBytes)
-	}
-	return nil
-}
+// directory name is longer than MaxSegmentBytes (wire.CheckIDLength). The
+// error wraps ErrIDTooLong and states the limit.
+func CheckIDLength(id string) error { return wire.CheckIDLength(id) }
+
+// safeUnit reports whether EncodeSegment keeps the code unit u as it is.
+func safeUnit(u uint16) bool { return wire.SegmentUnitKept(u) }

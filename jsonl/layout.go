@@ -89,10 +89,6 @@ func ProjectKey(cwd string) (string, error) {
 	return "--" + slug + "--", nil
 }
 
-func safeUnit(u uint16) bool {
-	return u < 0x80 && (u >= 'a' && u <= 'z' || u >= 'A' && u <= 'Z' || u >= '0' && u <= '9' || u == '.' || u == '_' || u == '-')
-}
-
 // projectDirName returns the project directory for a header's cwd.
 func projectDirName(cwd string) (string, error) {
 	if cwd == "" {

@@ -17,15 +17,6 @@ import (
 	"github.com/sessionflow/sessionflow/session"
 )
 
-// Owner names the durable owner of a write lease: the workflow execution that
-// holds it.
-type Owner struct {
-	// WorkflowID is the owning workflow id (session/<id> for sessions).
-	WorkflowID string `json:"workflowId,omitempty"`
-	// RunID is the run that acquired the lease.
-	RunID string `json:"runId,omitempty"`
-}
-
 // Lease is the content of a session's lease file (FORMAT.md §6.1).
 type Lease struct {
 	// Handle is the handle id that owns the session.

@@ -5,7 +5,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // sessionIdentityChange names the versioned change that refuses, before
@@ -15,11 +15,11 @@ const sessionIdentityChange = "session-identity-check"
 
 // CheckSessionIdentity is the identity rule of CreateSession and
 // ResumeSession, a pure function: the session id must fit the store
-// (jsonl.CheckIDLength) and the workflow must run under WorkflowID(id), the
+// (wire.CheckIDLength) and the workflow must run under WorkflowID(id), the
 // id docs/API.md prescribes. It returns a non-retryable InvalidArgument
 // error, or nil. Clients apply it before they start a workflow.
 func CheckSessionIdentity(workflowID, sessionID string) error {
-	if err := jsonl.CheckIDLength(sessionID); err != nil {
+	if err := wire.CheckIDLength(sessionID); err != nil {
 		return invalidArgument(fmt.Sprintf("%v (the id: %s)", err, truncateID(sessionID)))
 	}
 	if want := WorkflowID(sessionID); workflowID != want {

@@ -7,8 +7,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sessionflow/sessionflow/activities"
-	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // acts is used only for its method values: the activity names and their
@@ -42,7 +42,7 @@ type lifecycle struct {
 
 	groupCommitVersioned bool             // GetVersion of group commit was taken
 	groupCommitVersion   workflow.Version // its result
-	ref                  *jsonl.HandleRef
+	ref                  *wire.HandleRef
 	handleOpen           bool
 	header               session.Header
 	inherited            int64
@@ -165,7 +165,7 @@ func (l *lifecycle) checkBatch(what string, events []session.Event, next int64) 
 			fmt.Sprintf("%s of %d bytes exceeds the batch limit of %d bytes", what, n, l.set.maxBatchBytes), ErrTypeBatchTooLarge, nil)
 	}
 	if err := session.CheckContiguous(l.id, next, events); err != nil {
-		return temporal.NewNonRetryableApplicationError(err.Error(), string(jsonl.CodeSeqMismatch), nil)
+		return temporal.NewNonRetryableApplicationError(err.Error(), string(wire.CodeSeqMismatch), nil)
 	}
 	return nil
 }

@@ -10,8 +10,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // AgentConfig is one configured agent of a SessionLoop (LIFECYCLE.md §11.3).
@@ -430,7 +430,7 @@ func (lp *loop) startConfigured(ctx workflow.Context, e configEntry) {
 			return
 		}
 		err := run(lp.resumeRequest(e))
-		if err != nil && errorType(err) == string(jsonl.CodeNotFound) && lp.active {
+		if err != nil && errorType(err) == string(wire.CodeNotFound) && lp.active {
 			err = run(lp.createRequest(e, e.sessionID))
 		}
 		lp.report(e, e.sessionID, err)

@@ -4,8 +4,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sessionflow/sessionflow/activities"
-	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // ResumeSession is the resume of LIFECYCLE.md §5 as a workflow, run with workflow
@@ -48,13 +48,13 @@ func (l *lifecycle) prepareResume(ctx workflow.Context, req ResumeSessionRequest
 	open := func(c workflow.Context) workflow.Future {
 		return workflow.ExecuteActivity(l.storeCtx(c), acts.OpenHandle, activities.OpenHandleInput{
 			SessionID: l.id,
-			Access:    jsonl.AccessWrite,
+			Access:    wire.AccessWrite,
 			HandleID:  ref.HandleID,
 			Owner:     l.owner(),
 		})
 	}
 	err := l.race(open, &hi)
-	if err != nil && errorType(err) == string(jsonl.CodeAlreadyOwned) && req.forfeitDeadOwner() {
+	if err != nil && errorType(err) == string(wire.CodeAlreadyOwned) && req.forfeitDeadOwner() {
 		err = l.forfeitDeadOwner(err, open, &hi)
 	}
 	if err != nil {

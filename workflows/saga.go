@@ -8,7 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sessionflow/sessionflow/activities"
-	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // compensation is one undo step of the rollback stack.
@@ -32,16 +32,16 @@ func (l *lifecycle) nextHandleID() string {
 	return fmt.Sprintf("h-%s-%d", l.nonce, l.handleN)
 }
 
-func (l *lifecycle) owner() jsonl.Owner {
+func (l *lifecycle) owner() wire.Owner {
 	info := workflow.GetInfo(l.ctx)
-	return jsonl.Owner{WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID}
+	return wire.Owner{WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID}
 }
 
 // chooseHandle picks the write handle id before the create or open
 // activity runs and pushes its close: a compensation closes the handle id
 // whatever happened to the activity.
-func (l *lifecycle) chooseHandle() jsonl.HandleRef {
-	ref := jsonl.HandleRef{SessionID: l.id, HandleID: l.nextHandleID(), Access: jsonl.AccessWrite}
+func (l *lifecycle) chooseHandle() wire.HandleRef {
+	ref := wire.HandleRef{SessionID: l.id, HandleID: l.nextHandleID(), Access: wire.AccessWrite}
 	l.ref = &ref
 	l.push("close-handle", func(ctx workflow.Context) error {
 		err := l.closeHandle(ctx)

@@ -1,8 +1,8 @@
 package workflows
 
 import (
-	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // Workflow type names. They are part of the public contract (docs/API.md).
@@ -208,7 +208,7 @@ type LiveState struct {
 	// SessionID is the session id.
 	SessionID string `json:"sessionId"`
 	// Handle is the write handle the workflow owns.
-	Handle jsonl.HandleRef `json:"handle"`
+	Handle wire.HandleRef `json:"handle"`
 	// NextSeq is the cursor: the seq of the next event.
 	NextSeq int64 `json:"nextSeq"`
 	// FirstLiveSeq is the seed's length (see SessionInfo).
@@ -245,7 +245,7 @@ type SessionInfo struct {
 	WorkflowID string `json:"workflowId"`
 	RunID      string `json:"runId"`
 	// Handle is the write handle the workflow owns.
-	Handle jsonl.HandleRef `json:"handle"`
+	Handle wire.HandleRef `json:"handle"`
 	// Header is the session header.
 	Header session.Header `json:"header"`
 	// InheritedEventCount is the fork cut recorded in storage.
@@ -288,7 +288,7 @@ type Description struct {
 	// Source is "startup" or "resume".
 	Source string `json:"source"`
 	// Handle is the write handle once chosen, nil before.
-	Handle *jsonl.HandleRef `json:"handle,omitempty"`
+	Handle *wire.HandleRef `json:"handle,omitempty"`
 	// HandleOpen reports whether the workflow holds the handle.
 	HandleOpen bool `json:"handleOpen"`
 	// NextSeq is the stored cursor.
@@ -341,7 +341,7 @@ type SetupInput struct {
 	// Source is "startup" or "resume".
 	Source string `json:"source"`
 	// Handle is the write handle (the hook may read through a read handle).
-	Handle jsonl.HandleRef `json:"handle"`
+	Handle wire.HandleRef `json:"handle"`
 	// Header is the session header.
 	Header session.Header `json:"header"`
 	// EventCount is the number of events of the session so far (stored
