@@ -107,11 +107,24 @@ func (e *LeaseChangedError) Error() string {
 // Is matches ErrLeaseChanged.
 func (e *LeaseChangedError) Is(target error) bool { return target == ErrLeaseChanged }
 
+// LeaseStore is what forfeiting a lease needs of a store: reading a
+// session's lease and closing a write handle by reference. *jsonl.Store
+// implements it.
+type LeaseStore interface {
+	// LeaseOf returns the session's lease, nil when none is held.
+	LeaseOf(ctx context.Context, id string) (*jsonl.Lease, error)
+	// CloseHandle closes a handle by reference; closing a write handle
+	// revokes its id and removes the lease it holds.
+	CloseHandle(ctx context.Context, ref jsonl.HandleRef) error
+}
+
+var _ LeaseStore = (*jsonl.Store)(nil)
+
 // ForfeitLease releases lease, whose owner was found gone, as a forfeit
 // does: the checked handle id is closed by reference (revoked, the lease
 // removed, a session never written erased). A lease taken by another handle
 // after the check survives, and ForfeitLease returns a *LeaseChangedError.
-func ForfeitLease(ctx context.Context, store *jsonl.Store, id string, lease *jsonl.Lease) error {
+func ForfeitLease(ctx context.Context, store LeaseStore, id string, lease *jsonl.Lease) error {
 	ref := jsonl.HandleRef{SessionID: id, HandleID: lease.Handle, Access: jsonl.AccessWrite}
 	if err := store.CloseHandle(ctx, ref); err != nil {
 		return fmt.Errorf("forfeit the lease of session %q: %w", id, err)

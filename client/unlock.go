@@ -9,8 +9,9 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 )
 
-// Unlock forfeits the write lease of session id in store after checking
-// through Temporal that its owner is gone (LIFECYCLE.md §8.2): it reads
+// Unlock forfeits the write lease of session id in store (a *jsonl.Store,
+// or any activities.LeaseStore) after checking through Temporal that its
+// owner is gone (LIFECYCLE.md §8.2): it reads
 // the lease, looks up the owning workflow id without a run id (continue-as-new changes
 // the run id while the same workflow keeps the lease) and refuses with
 // ErrOwnerRunning while an execution of it runs, or with ErrOwnerUnknown
@@ -22,7 +23,7 @@ import (
 // is left alone (ErrLeaseChanged).
 //
 // It returns the removed lease, or nil when no lease was held.
-func (c *Client) Unlock(ctx context.Context, store *jsonl.Store, id string) (*jsonl.Lease, error) {
+func (c *Client) Unlock(ctx context.Context, store activities.LeaseStore, id string) (*jsonl.Lease, error) {
 	lease, err := store.LeaseOf(ctx, id)
 	if errors.Is(err, jsonl.ErrCorrupt) {
 		return nil, &Error{Type: TypeOwnerUnknown, SessionID: id, Err: err,
