@@ -55,7 +55,7 @@ func LookupOwner(ctx context.Context, tc sdkclient.Client, owner, self jsonl.Own
 	if owner.WorkflowID == "" {
 		return OwnerStatus{State: OwnerUnknown}, nil
 	}
-	resp, err := tc.DescribeWorkflowExecution(ctx, owner.WorkflowID, "")
+	desc, err := tc.DescribeWorkflow(ctx, owner.WorkflowID, "")
 	var nf *serviceerror.NotFound
 	switch {
 	case errors.As(err, &nf):
@@ -63,7 +63,7 @@ func LookupOwner(ctx context.Context, tc sdkclient.Client, owner, self jsonl.Own
 	case err != nil:
 		return OwnerStatus{}, err
 	}
-	info := resp.GetWorkflowExecutionInfo()
+	info := desc.RawResponse.GetWorkflowExecutionInfo()
 	latest := info.GetExecution().GetRunId()
 	if info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		return OwnerStatus{State: OwnerGone}, nil
@@ -76,7 +76,7 @@ func LookupOwner(ctx context.Context, tc sdkclient.Client, owner, self jsonl.Own
 	if owner.RunID == "" || owner.RunID == self.RunID {
 		return OwnerStatus{State: OwnerUnknown}, nil
 	}
-	_, err = tc.DescribeWorkflowExecution(ctx, owner.WorkflowID, owner.RunID)
+	_, err = tc.DescribeWorkflow(ctx, owner.WorkflowID, owner.RunID)
 	switch {
 	case errors.As(err, &nf):
 		return OwnerStatus{State: OwnerUnknown}, nil

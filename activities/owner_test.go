@@ -28,7 +28,7 @@ type execution struct {
 	status   enumspb.WorkflowExecutionStatus
 }
 
-// fakeTemporal answers DescribeWorkflowExecution from its executions (the
+// fakeTemporal answers DescribeWorkflow from its executions (the
 // last one of a workflow id is the latest); other calls panic.
 type fakeTemporal struct {
 	sdkclient.Client
@@ -37,7 +37,7 @@ type fakeTemporal struct {
 	calls []string
 }
 
-func (f *fakeTemporal) DescribeWorkflowExecution(_ context.Context, wid, rid string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
+func (f *fakeTemporal) DescribeWorkflow(_ context.Context, wid, rid string) (*sdkclient.WorkflowExecutionDescription, error) {
 	f.calls = append(f.calls, wid+"@"+rid)
 	if f.err != nil {
 		return nil, f.err
@@ -52,8 +52,8 @@ func (f *fakeTemporal) DescribeWorkflowExecution(_ context.Context, wid, rid str
 	if found == nil {
 		return nil, serviceerror.NewNotFound("workflow not found")
 	}
-	return &workflowservice.DescribeWorkflowExecutionResponse{WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{
-		Execution: &commonpb.WorkflowExecution{WorkflowId: found.wid, RunId: found.rid}, Status: found.status}}, nil
+	return &sdkclient.WorkflowExecutionDescription{RawResponse: &workflowservice.DescribeWorkflowExecutionResponse{WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{
+		Execution: &commonpb.WorkflowExecution{WorkflowId: found.wid, RunId: found.rid}, Status: found.status}}}, nil
 }
 
 const (

@@ -150,9 +150,13 @@ func (f *fakeTemporal) GetWorkflowHistory(_ context.Context, workflowID, runID s
 	return f.history(workflowID, runID)
 }
 
-func (f *fakeTemporal) DescribeWorkflowExecution(_ context.Context, workflowID, runID string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
+func (f *fakeTemporal) DescribeWorkflow(_ context.Context, workflowID, runID string) (*temporalclient.WorkflowExecutionDescription, error) {
 	f.record("describe " + workflowID)
-	return f.describe(workflowID, runID)
+	resp, err := f.describe(workflowID, runID)
+	if err != nil {
+		return nil, err
+	}
+	return &temporalclient.WorkflowExecutionDescription{RawResponse: resp}, nil
 }
 
 // GetWorkflow returns getRun's run or, when the test scripts none, the run

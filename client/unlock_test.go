@@ -31,7 +31,7 @@ func leasedStore(t *testing.T, id string, owner jsonl.Owner) *jsonl.Store {
 	return st
 }
 
-// describing answers DescribeWorkflowExecution with status, or err.
+// describing answers DescribeWorkflow with status, or err.
 func describing(status enumspb.WorkflowExecutionStatus, err error, gotRunID *string) *fakeTemporal {
 	return &fakeTemporal{describe: func(wid, rid string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
 		*gotRunID = rid

@@ -11,6 +11,11 @@ import (
 	"github.com/sessionflow/sessionflow/session"
 )
 
+// scanRaw validates a raw JSONL log as the store's open does without force.
+func scanRaw(data []byte) (*scanResult, error) {
+	return scanRawDecoded(data, nil, false)
+}
+
 // fuzzHeader is a valid v3 header line without its newline.
 const fuzzHeader = `{"type":"session","version":3,"id":"fuzz","createdAt":1700000000000,"isSeeded":false,"delegationDepth":0}`
 

@@ -306,13 +306,9 @@ func decodeRange(d *session.LineDecoder, buf []byte, start, end int, c *lineChun
 	}
 }
 
-// scanRaw validates a raw JSONL log (FORMAT.md §2.3, §4.3).
-func scanRaw(data []byte) (*scanResult, error) {
-	return scanRawDecoded(data, nil, false)
-}
-
-// scanRawDecoded is scanRaw with the event lines (after the header line)
-// already decoded into chunks, or decoded here when chunks is nil. Damage
+// scanRawDecoded validates a raw JSONL log (FORMAT.md §2.3, §4.3), with the
+// event lines (after the header line) already decoded into chunks, or decoded
+// here when chunks is nil. Damage
 // followed by a complete valid record is refused unless force is set; then
 // the first damage and everything after it form the suffix to cut, and
 // forcedCut says whether that suffix holds more than a torn write leaves.

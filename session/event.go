@@ -292,15 +292,6 @@ func shortUint(v []byte) (int64, bool) {
 	return n, true
 }
 
-// envelopeKey reports whether k is a key of the event envelope.
-func envelopeKey(k string) bool {
-	switch k {
-	case "type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs", "ignorable":
-		return true
-	}
-	return false
-}
-
 // parseSeqArray decodes a JSON array of non-negative safe integers. The
 // result is non-nil (possibly empty) on success.
 func parseSeqArray(v json.RawMessage) ([]int64, error) {

@@ -815,9 +815,8 @@ func corruptFirstEvent(t *testing.T, path string) {
 
 // Event builders shared by the test packages.
 var (
-	ev            = events.Ev
-	turnStart     = events.TurnStart
-	turnEnd       = events.TurnEnd
-	assistantText = events.AssistantText
-	liveTurn      = events.LiveTurn
+	ev        = events.Ev
+	turnStart = events.TurnStart
+	turnEnd   = events.TurnEnd
+	liveTurn  = events.LiveTurn
 )

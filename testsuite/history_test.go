@@ -9,7 +9,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -132,5 +131,5 @@ func TestResumeHistoryIndependentOfLogSize(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &last))
 	require.Equal(t, session.TypeEndSeed, last.Type)
 	require.Equal(t, int64(big), last.Seq)
-	t.Log(fmt.Sprintf("activities %v, %d payloads, largest %d bytes", large.activities, large.payloads, large.maxPayload))
+	t.Logf("activities %v, %d payloads, largest %d bytes", large.activities, large.payloads, large.maxPayload)
 }

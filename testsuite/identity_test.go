@@ -107,7 +107,7 @@ type ownerTemporal struct {
 	lookups []string
 }
 
-func (f *ownerTemporal) DescribeWorkflowExecution(_ context.Context, wid, rid string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
+func (f *ownerTemporal) DescribeWorkflow(_ context.Context, wid, rid string) (*client.WorkflowExecutionDescription, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.lookups = append(f.lookups, wid+"@"+rid)
@@ -118,8 +118,8 @@ func (f *ownerTemporal) DescribeWorkflowExecution(_ context.Context, wid, rid st
 	if !ok {
 		return nil, serviceerror.NewNotFound("workflow not found")
 	}
-	return &workflowservice.DescribeWorkflowExecutionResponse{WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{
-		Execution: &commonpb.WorkflowExecution{WorkflowId: wid, RunId: rid}, Status: st}}, nil
+	return &client.WorkflowExecutionDescription{RawResponse: &workflowservice.DescribeWorkflowExecutionResponse{WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{
+		Execution: &commonpb.WorkflowExecution{WorkflowId: wid, RunId: rid}, Status: st}}}, nil
 }
 
 // withOwnerTemporal gives the harness's activities f, and makes the

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
@@ -381,6 +382,12 @@ func TestS0_13_ConfigCreateAnnounceFails(t *testing.T) {
 	require.Len(t, res.Children, 1)
 	c := res.Children[0]
 	require.True(t, strings.HasPrefix(c.SessionID, "main-session-"), c.SessionID)
+	suffix := strings.TrimPrefix(c.SessionID, "main-session-")
+	u, err := uuid.Parse(suffix)
+	require.NoError(t, err, c.SessionID)
+	require.Equal(t, suffix, u.String(), "the id ends in a UUID in its canonical form")
+	require.Equal(t, uuid.Version(4), u.Version())
+	require.Equal(t, uuid.RFC4122, u.Variant())
 	require.False(t, c.WasLive)
 	require.Equal(t, "announce failed", c.Error.Message)
 	require.Len(t, res.ConfigStartFailures, 1)

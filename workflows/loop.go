@@ -1,10 +1,10 @@
 package workflows
 
 import (
-	"crypto/rand"
 	"errors"
 	"fmt"
 
+	"github.com/google/uuid"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/temporal"
@@ -373,15 +373,12 @@ func (lp *loop) await(ctx workflow.Context, c *loopChild) error {
 	return nil
 }
 
-// freshID returns "<configId>-session-<uuid>".
+// freshID returns "<configId>-session-<uuid>", a random (version 4) UUID
+// recorded once through SideEffect, so replays choose the same id.
 func freshID(ctx workflow.Context, configID string) string {
 	var u string
 	_ = workflow.SideEffect(ctx, func(workflow.Context) any {
-		b := make([]byte, 16)
-		_, _ = rand.Read(b)
-		b[6] = b[6]&0x0f | 0x40
-		b[8] = b[8]&0x3f | 0x80
-		return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+		return uuid.NewString()
 	}).Get(&u)
 	return configID + "-session-" + u
 }

@@ -62,11 +62,12 @@ func (l *lifecycle) prepareResume(ctx workflow.Context, req ResumeSessionRequest
 	}
 	l.handleOpen = true
 	l.header, l.inherited, l.nextSeq = hi.Header, hi.InheritedEventCount, hi.NextSeq
-	// Step 4: read the validated log (a bounded summary of it).
-	var sum activities.LogSummary
+	// Step 4: read the validated log (a bounded summary of it). A failure
+	// here fails the resume; the summary itself is not kept, because
+	// RepairAndMark below returns the one after the closers are stored.
 	err = l.race(func(c workflow.Context) workflow.Future {
 		return workflow.ExecuteActivity(l.storeCtx(c), acts.ReadSummary, activities.HandleInput{Ref: ref})
-	}, &sum)
+	}, nil)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sessionflow/sessionflow/internal/randhex"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 )
@@ -56,7 +57,7 @@ func (d *demoOut) step(format string, args ...any) {
 func runDemo(ctx context.Context, a *app, st *jsonl.Store) error {
 	out := &demoOut{w: a.stdout}
 	now := a.now().UnixMilli()
-	id := "demo-" + randomHex(4)
+	id := "demo-" + randhex.String(4)
 	cwd, err := os.Getwd()
 	if err != nil {
 		return err

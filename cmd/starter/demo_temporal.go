@@ -15,6 +15,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/internal/devserver"
+	"github.com/sessionflow/sessionflow/internal/randhex"
 	"github.com/sessionflow/sessionflow/internal/workerapp"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
@@ -98,7 +99,7 @@ func runTemporalDemo(ctx context.Context, a *app, df *demoFlags) (err error) {
 		defer tc.Close()
 	}
 
-	taskQueue := "sessionflow-demo-" + randomHex(4)
+	taskQueue := "sessionflow-demo-" + randhex.String(4)
 	// The worker's own logs (activity failures the demo provokes on purpose)
 	// stay out of the story; a worker failure still ends the demo with it.
 	stopWorker, err := startDemoWorker(ctx, tc, taskQueue, df.root, comp, slog.New(slog.DiscardHandler))
@@ -117,7 +118,7 @@ func runTemporalDemo(ctx context.Context, a *app, df *demoFlags) (err error) {
 	}
 	c := client.New(tc, client.Options{TaskQueue: taskQueue, Namespace: namespace})
 
-	id := "demo-" + randomHex(4)
+	id := "demo-" + randhex.String(4)
 	cwd, err := os.Getwd()
 	if err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sessionflow/sessionflow/internal/randhex"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 )
@@ -128,11 +129,11 @@ func requireID(id string) error {
 }
 
 // newHandleID returns a fresh write-handle id for this invocation.
-func newHandleID() string { return "cli/" + randomHex(16) }
+func newHandleID() string { return "cli/" + randhex.String(16) }
 
 // newOwner returns the lease owner of this invocation.
 func newOwner() jsonl.Owner {
-	return jsonl.Owner{WorkflowID: cliWorkflowID, RunID: strconv.Itoa(os.Getpid()) + "-" + randomHex(4)}
+	return jsonl.Owner{WorkflowID: cliWorkflowID, RunID: strconv.Itoa(os.Getpid()) + "-" + randhex.String(4)}
 }
 
 // openWrite opens id for write under a fresh CLI handle.

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -95,11 +93,6 @@ func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	return root
 }
 
-// run executes the command line args and returns the exit status.
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return runContext(context.Background(), args, stdin, stdout, stderr)
-}
-
 // runContext is run under a context that cancels the command (main cancels
 // it on SIGINT and SIGTERM).
 func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -122,11 +115,4 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return exitError
 	}
 	return exitError
-}
-
-// randomHex returns n random bytes in hex.
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails
-	return hex.EncodeToString(b)
 }

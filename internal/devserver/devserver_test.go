@@ -104,10 +104,10 @@ func TestStartPersistentSurvivesRestart(t *testing.T) {
 	s2, err := Start(ctx, Options{CLIPath: cliPath, StateDir: dir, Namespace: "sessions"})
 	require.NoError(t, err)
 	defer s2.Stop()
-	desc, err := s2.Client().DescribeWorkflowExecution(ctx, "persisted", "")
+	desc, err := s2.Client().DescribeWorkflow(ctx, "persisted", "")
 	require.NoError(t, err)
-	assert.Equal(t, run.GetRunID(), desc.GetWorkflowExecutionInfo().GetExecution().GetRunId())
-	assert.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, desc.GetWorkflowExecutionInfo().GetStatus())
+	assert.Equal(t, run.GetRunID(), desc.RawResponse.GetWorkflowExecutionInfo().GetExecution().GetRunId())
+	assert.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, desc.RawResponse.GetWorkflowExecutionInfo().GetStatus())
 	assertSearchAttributes(t, ctx, s2)
 	require.NoError(t, s2.Stop())
 }
@@ -125,7 +125,7 @@ func TestStartEphemeralForgetsOnRestart(t *testing.T) {
 	s2, err := Start(ctx, Options{CLIPath: cliPath, Ephemeral: true})
 	require.NoError(t, err)
 	defer s2.Stop()
-	_, err = s2.Client().DescribeWorkflowExecution(ctx, "transient", "")
+	_, err = s2.Client().DescribeWorkflow(ctx, "transient", "")
 	var nf *serviceerror.NotFound
 	require.ErrorAs(t, err, &nf)
 }

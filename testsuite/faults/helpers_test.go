@@ -80,8 +80,8 @@ func (e *env) cleanup() {
 	e.mu.Unlock()
 	for _, id := range ids {
 		wid := workflows.WorkflowID(id)
-		desc, err := temporalClient.DescribeWorkflowExecution(ctx, wid, "")
-		if err == nil && desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		desc, err := temporalClient.DescribeWorkflow(ctx, wid, "")
+		if err == nil && desc.RawResponse.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 			_ = temporalClient.TerminateWorkflow(ctx, wid, "", "faults test cleanup")
 		}
 	}

@@ -244,8 +244,8 @@ func (w *world) cleanup() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, id := range ids {
-		desc, err := w.c.DescribeWorkflowExecution(ctx, id, "")
-		if err == nil && desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		desc, err := w.c.DescribeWorkflow(ctx, id, "")
+		if err == nil && desc.RawResponse.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 			_ = w.c.TerminateWorkflow(ctx, id, "", "integration test cleanup")
 		}
 	}
@@ -419,9 +419,9 @@ func (w *world) awaitSetup(id string) {
 // status returns the status of the latest run of workflowID.
 func (w *world) status(workflowID string) enumspb.WorkflowExecutionStatus {
 	w.t.Helper()
-	desc, err := w.c.DescribeWorkflowExecution(w.ctx(), workflowID, "")
+	desc, err := w.c.DescribeWorkflow(w.ctx(), workflowID, "")
 	require.NoError(w.t, err)
-	return desc.GetWorkflowExecutionInfo().GetStatus()
+	return desc.RawResponse.GetWorkflowExecutionInfo().GetStatus()
 }
 
 // history reads the history of one run (runID "" = the latest).

@@ -191,9 +191,9 @@ func TestContinueAsNewKeepsTheSession(t *testing.T) {
 	require.Equal(t, info.Handle.HandleID, lease.Handle)
 
 	latestRun := func() string {
-		desc, err := w.c.DescribeWorkflowExecution(w.ctx(), wid, "")
+		desc, err := w.c.DescribeWorkflow(w.ctx(), wid, "")
 		require.NoError(t, err)
-		return desc.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+		return desc.RawResponse.GetWorkflowExecutionInfo().GetExecution().GetRunId()
 	}
 	var want []session.Event
 	appendTurn := func() {
@@ -212,10 +212,10 @@ func TestContinueAsNewKeepsTheSession(t *testing.T) {
 	appendTurn()
 	runs := w.runs(wid, run.GetRunID())
 	require.GreaterOrEqual(t, len(runs), 2)
-	desc, err := w.c.DescribeWorkflowExecution(w.ctx(), wid, "")
+	desc, err := w.c.DescribeWorkflow(w.ctx(), wid, "")
 	require.NoError(t, err)
-	require.Equal(t, workflows.LiveSessionName, desc.GetWorkflowExecutionInfo().GetType().GetName())
-	require.Equal(t, runs[len(runs)-1], desc.GetWorkflowExecutionInfo().GetExecution().GetRunId())
+	require.Equal(t, workflows.LiveSessionName, desc.RawResponse.GetWorkflowExecutionInfo().GetType().GetName())
+	require.Equal(t, runs[len(runs)-1], desc.RawResponse.GetWorkflowExecutionInfo().GetExecution().GetRunId())
 
 	again := w.waitReady(id)
 	require.Equal(t, runs[len(runs)-1], again.RunID)

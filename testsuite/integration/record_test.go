@@ -297,9 +297,9 @@ func recordContinueAsNew(t *testing.T, w *world) []fixture {
 	w.waitReady(id)
 	seq := int64(0)
 	latest := func() string {
-		desc, err := w.c.DescribeWorkflowExecution(w.ctx(), wid, "")
+		desc, err := w.c.DescribeWorkflow(w.ctx(), wid, "")
 		require.NoError(t, err)
-		return desc.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+		return desc.RawResponse.GetWorkflowExecutionInfo().GetExecution().GetRunId()
 	}
 	for i := 0; latest() == run.GetRunID(); i++ {
 		require.Less(t, i, 4*canHistoryLimit, "the run never continued as new")
