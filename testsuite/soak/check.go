@@ -136,15 +136,15 @@ func (r *runner) checkTaskTimeouts(ctx context.Context) {
 	}
 	runs := 0
 	for _, t := range r.sessions {
-		d, err := r.tc.DescribeWorkflowExecution(ctx, workflows.WorkflowID(t.id), "")
+		d, err := r.tc.DescribeWorkflow(ctx, workflows.WorkflowID(t.id), "")
 		if err != nil {
 			r.fail("session %s: describing its workflow: %v", t.id, err)
 			continue
 		}
-		if d.GetWorkflowExecutionInfo().GetExecution().GetRunId() != d.GetWorkflowExecutionInfo().GetFirstRunId() {
+		if d.RawResponse.GetWorkflowExecutionInfo().GetExecution().GetRunId() != d.RawResponse.GetWorkflowExecutionInfo().GetFirstRunId() {
 			runs++
 		}
-		if got := d.GetExecutionConfig().GetDefaultWorkflowTaskTimeout().AsDuration(); got != r.cfg.WorkflowTaskTimeout {
+		if got := d.RawResponse.GetExecutionConfig().GetDefaultWorkflowTaskTimeout().AsDuration(); got != r.cfg.WorkflowTaskTimeout {
 			r.fail("session %s: its latest run's workflow task timeout is %v, not the %v it was started with", t.id, got, r.cfg.WorkflowTaskTimeout)
 		}
 	}

@@ -101,11 +101,11 @@ func (r *runner) disposeUntilClosed(ctx context.Context, id string) error {
 
 // status returns the status of the latest run of session id's workflow.
 func (r *runner) status(ctx context.Context, id string) (enumspb.WorkflowExecutionStatus, error) {
-	d, err := r.tc.DescribeWorkflowExecution(ctx, workflows.WorkflowID(id), "")
+	d, err := r.tc.DescribeWorkflow(ctx, workflows.WorkflowID(id), "")
 	if err != nil {
 		return 0, err
 	}
-	return d.GetWorkflowExecutionInfo().GetStatus(), nil
+	return d.RawResponse.GetWorkflowExecutionInfo().GetStatus(), nil
 }
 
 // leaseReleased checks that session id's lease is gone (its workflow has
