@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+
+	"github.com/sessionflow/sessionflow/internal/randhex"
 )
 
 // deletedDir holds session directories being deleted (docs/DECISIONS.md
@@ -48,14 +50,14 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		return err
 	}
 	// Hold a lease of our own while deleting so no writer can start.
-	handle := "delete/" + randomHex(8)
+	handle := "delete/" + randhex.String(8)
 	if err := s.acquireLease(sd.dir, s.newLease(handle, Owner{})); err != nil {
 		if errors.Is(err, errLeaseHeld) {
 			return alreadyOwned(id)
 		}
 		return err
 	}
-	dest := filepath.Join(trash, randomHex(16))
+	dest := filepath.Join(trash, randhex.String(16))
 	if err := s.fs.Rename(sd.dir, dest); err != nil {
 		if rerr := s.releaseLease(sd.dir, handle); rerr != nil {
 			return &AggregateError{Message: fmt.Sprintf("session %q: delete failed and its lock release failed", id), Errors: []error{err, rerr}}

@@ -2,8 +2,6 @@ package jsonl
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -14,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sessionflow/sessionflow/internal/randhex"
 	"github.com/sessionflow/sessionflow/session"
 )
 
@@ -71,7 +70,7 @@ func (s *Store) acquireLease(dir string, l Lease) error {
 // publish writes body to dir/name through an exclusive temp file and a
 // no-overwrite link, then fsyncs the directory.
 func (s *Store) publish(dir, name string, body []byte) error {
-	tmp := filepath.Join(dir, "session."+randomHex(6)+".tmp")
+	tmp := filepath.Join(dir, "session."+randhex.String(6)+".tmp")
 	f, err := s.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
@@ -243,27 +242,4 @@ func (s *Store) sameFile(f File, path string) (bool, error) {
 		return false, err
 	}
 	return os.SameFile(fi, pi), nil
-}
-
-// withLease runs fn while holding the mutation lock of a lease that names
-// handle. Any other state is ownership loss.
-func (s *Store) withLease(ctx context.Context, id, dir, handle string, fn func(*Lease) error) error {
-	ll, err := s.lockLease(ctx, dir)
-	if err != nil {
-		return err
-	}
-	if ll == nil {
-		return ownershipLost(id)
-	}
-	defer ll.release()
-	if ll.lease.Handle != handle {
-		return ownershipLost(id)
-	}
-	return fn(ll.lease)
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }

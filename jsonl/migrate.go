@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"path/filepath"
 
+	"github.com/sessionflow/sessionflow/internal/randhex"
 	"github.com/sessionflow/sessionflow/session"
 )
 
@@ -75,7 +76,7 @@ func (s *Store) Migrate(ctx context.Context, id string, opts MigrateOptions) (*M
 	if opts.DryRun {
 		return s.migrateDir(id, &sd, true)
 	}
-	handle := "migrate-" + randomHex(8)
+	handle := "migrate-" + randhex.String(8)
 	if err := s.acquireLease(sd.dir, s.newLease(handle, Owner{})); err != nil {
 		if errors.Is(err, errLeaseHeld) {
 			return nil, alreadyOwned(id)

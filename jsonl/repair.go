@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+
+	"github.com/sessionflow/sessionflow/internal/randhex"
 )
 
 // quarantineInfix joins a log's name and the offset of the bytes a cut
@@ -106,7 +108,7 @@ func (s *Store) quarantine(path string, offset int64) (string, error) {
 		return "", fmt.Errorf("quarantine %q from byte %d: the file has only %d bytes", path, offset, fi.Size())
 	}
 	dir := filepath.Dir(path)
-	tmp := filepath.Join(dir, "session."+randomHex(6)+".tmp")
+	tmp := filepath.Join(dir, "session."+randhex.String(6)+".tmp")
 	f, err := s.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return "", err

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/sessionflow/sessionflow/internal/randhex"
 )
 
 // Summary is the mutable session summary kept in the summary.json sidecar
@@ -150,7 +152,7 @@ func (s *Store) writeSidecar(dir string, sum Summary) error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, "summary."+randomHex(6)+".tmp")
+	tmp := filepath.Join(dir, "summary."+randhex.String(6)+".tmp")
 	f, err := s.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
