@@ -1,0 +1,8 @@
+// Package agent runs an agent's turns against the session log: the model
+// and tool activities that read the conversation through a session's held
+// write handle, call a provider or a tool, and store what they produced
+// themselves, so that workflow history carries only seqs, ids and names.
+//
+// Every activity is idempotent against the log: a retry finds what an
+// earlier attempt stored and continues from there (LIFECYCLE.md, turns).
+package agent

@@ -1,0 +1,126 @@
+package agent
+
+import (
+	"github.com/sessionflow/sessionflow/provider"
+	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
+)
+
+// Activity names, as registered by a worker (the method names of
+// *Activities).
+const (
+	CallModelActivity = "CallModel"
+	RunToolActivity   = "RunTool"
+	EndTurnActivity   = "EndTurn"
+)
+
+// CallRef names one tool call the model requested.
+type CallRef struct {
+	// ID is the model's call id.
+	ID string `json:"id"`
+	// Name is the tool's name.
+	Name string `json:"name"`
+	// Parallel reports whether the worker's registry marks the tool
+	// parallel-safe (false for an unknown tool).
+	Parallel bool `json:"parallel,omitempty"`
+}
+
+// ModelInput is the input of CallModel: where to read and what to call. It
+// carries no conversation.
+type ModelInput struct {
+	// Ref is the session's write handle.
+	Ref wire.HandleRef `json:"ref"`
+	// Turn and Step are the open turn and step.
+	Turn int64 `json:"turn"`
+	Step int64 `json:"step"`
+	// Provider, Model, ReasoningEffort and MaxTokens are the route.
+	Provider        string `json:"provider"`
+	Model           string `json:"model"`
+	ReasoningEffort string `json:"reasoningEffort,omitempty"`
+	MaxTokens       int64  `json:"maxTokens,omitempty"`
+	// From is the first seq of the conversation window.
+	From int64 `json:"from,omitempty"`
+}
+
+// ModelResult is what CallModel returns to the workflow: seqs, ids and the
+// finish, never the response.
+type ModelResult struct {
+	// MessageSeq is the seq of the stored assistant/message, -1 when none
+	// was stored.
+	MessageSeq int64 `json:"messageSeq"`
+	// NextSeq is the log's next seq after the call.
+	NextSeq int64 `json:"nextSeq"`
+	// ToolCalls are the calls to make, in model order.
+	ToolCalls []CallRef `json:"toolCalls,omitempty"`
+	// Finish is the finish reason.
+	Finish provider.FinishReason `json:"finish,omitempty"`
+	// Usage is the call's token usage, when the provider reported it.
+	Usage *provider.Usage `json:"usage,omitempty"`
+	// Interrupted reports that the stored message is an interrupted anchor.
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Reused reports that an earlier attempt had stored the message.
+	Reused bool `json:"reused,omitempty"`
+}
+
+// ModelProgress is the heartbeat detail of a streaming model call: clients
+// read it from the workflow's pending activities to show the text as it
+// streams. Text is a bounded window that ends at the shown text's end and
+// starts at byte TextOffset of it.
+type ModelProgress struct {
+	Turn       int64  `json:"turn"`
+	Step       int64  `json:"step"`
+	Chunks     int64  `json:"chunks"`
+	TextOffset int64  `json:"textOffset"`
+	Text       string `json:"text"`
+	// Reasoning reports that the model is still reasoning (no text yet).
+	Reasoning bool `json:"reasoning,omitempty"`
+}
+
+// ToolInput is the input of RunTool: one call of the step's
+// assistant/message at MessageSeq.
+type ToolInput struct {
+	Ref        wire.HandleRef `json:"ref"`
+	Turn       int64          `json:"turn"`
+	Step       int64          `json:"step"`
+	MessageSeq int64          `json:"messageSeq"`
+	CallID     string         `json:"callId"`
+	Name       string         `json:"name"`
+	// Index is the call's position in model order.
+	Index int `json:"index"`
+}
+
+// ToolOutcome is what RunTool returns: seqs and the result's class.
+type ToolOutcome struct {
+	// CallSeq is the seq of the call's tool/call.
+	CallSeq int64 `json:"callSeq"`
+	// NextSeq is the log's next seq after the activity.
+	NextSeq int64 `json:"nextSeq"`
+	// IsError and Code classify the result.
+	IsError bool   `json:"isError,omitempty"`
+	Code    string `json:"code,omitempty"`
+	// Reran reports an idempotent tool run again after a crash; Unknown
+	// reports a TOOL_OUTCOME_UNKNOWN result stored instead of a re-run.
+	Reran   bool `json:"reran,omitempty"`
+	Unknown bool `json:"unknown,omitempty"`
+}
+
+// EndTurnInput is the input of EndTurn: close the turn, its open step and
+// its undispatched calls in one batch.
+type EndTurnInput struct {
+	Ref  wire.HandleRef `json:"ref"`
+	Turn int64          `json:"turn"`
+	// Step is the open step to close; 0 for none.
+	Step int64 `json:"step,omitempty"`
+	// MessageSeq is the assistant/message whose calls are Skipped; -1 for
+	// none.
+	MessageSeq int64 `json:"messageSeq"`
+	// Skipped are the undispatched call ids, in model order.
+	Skipped []string `json:"skipped,omitempty"`
+	// Reason is the turn's end reason.
+	Reason session.TurnEndReason `json:"reason"`
+}
+
+// EndTurnResult reports the log's next seq after EndTurn.
+type EndTurnResult struct {
+	NextSeq int64 `json:"nextSeq"`
+}
