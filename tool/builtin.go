@@ -1,0 +1,84 @@
+package tool
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Defaults of BuiltinOptions.
+const (
+	// DefaultMaxOutputBytes caps the text a built-in tool returns.
+	DefaultMaxOutputBytes = 256 << 10
+	// DefaultCommandTimeout bounds a run_command call without timeoutMs.
+	DefaultCommandTimeout = 2 * time.Minute
+	// maxListEntries caps the entries list_dir shows.
+	maxListEntries = 1000
+)
+
+// Names of the built-in tools.
+const (
+	ReadFileName   = "read_file"
+	ListDirName    = "list_dir"
+	WriteFileName  = "write_file"
+	RunCommandName = "run_command"
+)
+
+// BuiltinOptions configures the built-in tools.
+type BuiltinOptions struct {
+	// RunCommand enables run_command, which runs shell commands in the
+	// session's working directory (they are not confined to it).
+	RunCommand bool
+	// CommandTimeout bounds a run_command call that sets no timeoutMs
+	// (DefaultCommandTimeout when zero).
+	CommandTimeout time.Duration
+	// MaxOutputBytes caps the text a built-in tool returns
+	// (DefaultMaxOutputBytes when zero).
+	MaxOutputBytes int
+}
+
+func (o BuiltinOptions) withDefaults() BuiltinOptions {
+	if o.CommandTimeout <= 0 {
+		o.CommandTimeout = DefaultCommandTimeout
+	}
+	if o.MaxOutputBytes <= 0 {
+		o.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	return o
+}
+
+// Builtins returns the built-in tools: read_file, list_dir and write_file,
+// confined to the call's working directory through os.Root (no "..", no
+// absolute path outside it, no symbolic link leading out), and run_command
+// when opts.RunCommand is set.
+func Builtins(opts BuiltinOptions) []Tool {
+	opts = opts.withDefaults()
+	tools := []Tool{readFileTool(opts), listDirTool(opts), writeFileTool()}
+	if opts.RunCommand {
+		tools = append(tools, runCommandTool(opts))
+	}
+	return tools
+}
+
+// decodeArgs decodes a call's arguments into v; Run functions are called
+// after the registry validated them, so a failure here is a direct call with
+// bad arguments.
+func decodeArgs(call Call, v any) error {
+	raw := call.Arguments
+	if len(raw) == 0 {
+		raw = json.RawMessage("{}")
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("invalid arguments: %w", err)
+	}
+	return nil
+}
+
+// meta marshals a result's Meta.
+func meta(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return b
+}
