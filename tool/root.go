@@ -52,8 +52,7 @@ func localPath(cwd, p string) (string, error) {
 // other errors are returned with p in a plain text. os.Root's escape error is
 // not exported, so it is recognised by its text.
 func escapeError(p string, err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) && pe.Err.Error() == "path escapes from parent" {
+	if isEscape(err) {
 		return fmt.Errorf("%w: path %q resolves outside the working directory (through a symbolic link)", ErrOutsideCwd, p)
 	}
 	switch {
@@ -63,4 +62,20 @@ func escapeError(p string, err error) error {
 		return fmt.Errorf("%q: permission denied: %w", p, fs.ErrPermission)
 	}
 	return err
+}
+
+// isEscape reports whether err's chain holds os.Root's "path escapes from
+// parent" error (it may be nested in several *fs.PathError).
+func isEscape(err error) bool {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		var pe *fs.PathError
+		if !errors.As(e, &pe) {
+			return false
+		}
+		if pe.Err.Error() == "path escapes from parent" {
+			return true
+		}
+		e = pe
+	}
+	return false
 }
