@@ -211,6 +211,16 @@ func TestFileToolsConfinement(t *testing.T) {
 			}
 		})
 	}
+	exact := map[string]string{
+		"../secret.txt": `Error: outside the working directory: path "../secret.txt" leaves the working directory`,
+		s.secret:        `Error: outside the working directory: path "` + s.secret + `" is outside the working directory ` + s.cwd,
+		"secret-link":   `Error: outside the working directory: path "secret-link" resolves outside the working directory (through a symbolic link)`,
+	}
+	for p, want := range exact {
+		if text := resultText(t, s.run(t, "read_file", map[string]any{"path": p})); text != want {
+			t.Errorf("read %s: %q\nwant %q", p, text, want)
+		}
+	}
 	for _, p := range []string{"..", "../outdir", filepath.Join(s.parent, "outdir"), "out-link", "/"} {
 		t.Run("list "+p, func(t *testing.T) {
 			wantError(t, s.run(t, "list_dir", map[string]any{"path": p}), "OutsideCwdError", "OUTSIDE_CWD")
