@@ -18,8 +18,8 @@ const readFileSchema = `{
   "type": "object",
   "properties": {
     "path": {"type": "string", "minLength": 1, "description": "File path, relative to the working directory (or absolute inside it)."},
-    "offset": {"type": "integer", "minimum": 1, "description": "First line to read, 1-based (default 1)."},
-    "limit": {"type": "integer", "minimum": 1, "description": "Maximum number of lines to read (default: up to the output cap)."}
+    "offset": {"type": "integer", "minimum": 1, "maximum": 1000000000, "description": "First line to read, 1-based (default 1)."},
+    "limit": {"type": "integer", "minimum": 1, "maximum": 1000000000, "description": "Maximum number of lines to read (default: up to the output cap)."}
   },
   "required": ["path"],
   "additionalProperties": false

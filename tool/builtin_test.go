@@ -158,6 +158,10 @@ func TestReadFileErrors(t *testing.T) {
 	if !strings.HasSuffix(text, "property \"offset\": minimum: got 0, want 1") {
 		t.Errorf("offset 0: %q", text)
 	}
+	text = wantError(t, s.run(t, "read_file", map[string]any{"path": "a.txt", "limit": 1000000001}), "InvalidArgumentsError", "INVALID_ARGUMENTS")
+	if !strings.HasSuffix(text, "property \"limit\": maximum: got 1000000001, want 1000000000") {
+		t.Errorf("limit too large: %q", text)
+	}
 }
 
 func TestReadFileCapsOutput(t *testing.T) {

@@ -162,7 +162,7 @@ func (r *Registry) Execute(ctx context.Context, name string, call Call) Result {
 // result.
 func checkArguments(e entry, raw json.RawMessage) (json.RawMessage, Result, bool) {
 	invalid := func(format string, args ...any) (json.RawMessage, Result, bool) {
-		return nil, errorResultf(NameInvalidArguments, CodeInvalidArguments, "invalid arguments for tool %q: "+format,
+		return nil, errorResultf(NameInvalidArguments, CodeInvalidArguments, "invalid arguments for tool %q:"+format,
 			append([]any{e.tool.Name}, args...)...), false
 	}
 	trimmed := bytes.TrimSpace(raw)
@@ -171,17 +171,17 @@ func checkArguments(e entry, raw json.RawMessage) (json.RawMessage, Result, bool
 	}
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(trimmed))
 	if err != nil {
-		return invalid("not valid JSON: %v", err)
+		return invalid(" not valid JSON: %v", err)
 	}
 	if _, isObj := v.(map[string]any); !isObj {
-		return invalid("the arguments must be a JSON object, got %s", jsonKind(v))
+		return invalid(" the arguments must be a JSON object, got %s", jsonKind(v))
 	}
 	if err := e.schema.Validate(v); err != nil {
 		return invalid("\n%s", validationText(err))
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, trimmed); err != nil {
-		return invalid("not valid JSON: %v", err)
+		return invalid(" not valid JSON: %v", err)
 	}
 	return buf.Bytes(), Result{}, true
 }

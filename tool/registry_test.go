@@ -14,7 +14,7 @@ import (
 	"github.com/sessionflow/sessionflow/tool"
 )
 
-const pathSchema = `{"type":"object","properties":{"path":{"type":"string","minLength":1},"n":{"type":"integer","minimum":0},"opts":{"type":"object","properties":{"mode":{"enum":["a","b"]}}}},"required":["path"],"additionalProperties":false}`
+const pathSchema = `{"type":"object","properties":{"path":{"type":"string","minLength":1},"n":{"type":"integer","minimum":0,"maximum":10000000000},"f":{"type":"number","exclusiveMaximum":2.5},"opts":{"type":"object","properties":{"mode":{"enum":["a","b"]}}}},"required":["path"],"additionalProperties":false}`
 
 // echoTool returns its arguments as its text.
 func echoTool(name string) tool.Tool {
@@ -180,12 +180,14 @@ func TestExecuteInvalidArguments(t *testing.T) {
 		{"array", `["a"]`, "Error: invalid arguments for tool \"p\": the arguments must be a JSON object, got an array"},
 		{"string", `"a"`, "Error: invalid arguments for tool \"p\": the arguments must be a JSON object, got a string"},
 		{"null", `null`, "Error: invalid arguments for tool \"p\": the arguments must be a JSON object, got null"},
-		{"wrong type", `{"path":3}`, "Error: invalid arguments for tool \"p\": \nproperty \"path\": got number, want string"},
-		{"missing", `{"n":1}`, "Error: invalid arguments for tool \"p\": \narguments: missing property 'path'"},
-		{"empty means {}", ``, "Error: invalid arguments for tool \"p\": \narguments: missing property 'path'"},
-		{"extra", `{"path":"a","x":1}`, "Error: invalid arguments for tool \"p\": \narguments: additional properties 'x' not allowed"},
-		{"minimum", `{"path":"a","n":-1}`, "Error: invalid arguments for tool \"p\": \nproperty \"n\": minimum: got -1, want 0"},
-		{"several, sorted", `{"path":"","n":1.5,"opts":{"mode":"c"}}`, "Error: invalid arguments for tool \"p\": \n" +
+		{"wrong type", `{"path":3}`, "Error: invalid arguments for tool \"p\":\nproperty \"path\": got number, want string"},
+		{"missing", `{"n":1}`, "Error: invalid arguments for tool \"p\":\narguments: missing property 'path'"},
+		{"empty means {}", ``, "Error: invalid arguments for tool \"p\":\narguments: missing property 'path'"},
+		{"extra", `{"path":"a","x":1}`, "Error: invalid arguments for tool \"p\":\narguments: additional properties 'x' not allowed"},
+		{"minimum", `{"path":"a","n":-1}`, "Error: invalid arguments for tool \"p\":\nproperty \"n\": minimum: got -1, want 0"},
+		{"exclusiveMaximum", `{"path":"a","f":2.75}`, "Error: invalid arguments for tool \"p\":\nproperty \"f\": exclusiveMaximum: got 2.75, want 2.5"},
+		{"big maximum", `{"path":"a","n":12345678901}`, "Error: invalid arguments for tool \"p\":\nproperty \"n\": maximum: got 12345678901, want 10000000000"},
+		{"several, sorted", `{"path":"","n":1.5,"opts":{"mode":"c"}}`, "Error: invalid arguments for tool \"p\":\n" +
 			"property \"n\": got number, want integer\n" +
 			"property \"opts/mode\": value must be one of 'a', 'b'\n" +
 			"property \"path\": minLength: got 0, want 1"},

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
 	"sort"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
@@ -98,7 +100,7 @@ func leafTexts(ve *jsonschema.ValidationError, whole string) []string {
 		if len(e.InstanceLocation) > 0 {
 			where = fmt.Sprintf("property %q", strings.Join(e.InstanceLocation, "/"))
 		}
-		line := where + ": " + e.ErrorKind.LocalizedString(printer)
+		line := where + ": " + kindText(e.ErrorKind)
 		if !seen[line] {
 			seen[line] = true
 			out = append(out, line)
@@ -107,6 +109,36 @@ func leafTexts(ve *jsonschema.ValidationError, whole string) []string {
 	walk(ve)
 	sort.Strings(out)
 	return out
+}
+
+// kindText describes one failed keyword. Numeric bounds are written
+// exactly (the library's printer writes large numbers as 1×10⁹).
+func kindText(k jsonschema.ErrorKind) string {
+	bound := func(kw string, got, want *big.Rat) string {
+		return fmt.Sprintf("%s: got %s, want %s", kw, ratText(got), ratText(want))
+	}
+	switch k := k.(type) {
+	case *kind.Minimum:
+		return bound("minimum", k.Got, k.Want)
+	case *kind.Maximum:
+		return bound("maximum", k.Got, k.Want)
+	case *kind.ExclusiveMinimum:
+		return bound("exclusiveMinimum", k.Got, k.Want)
+	case *kind.ExclusiveMaximum:
+		return bound("exclusiveMaximum", k.Got, k.Want)
+	case *kind.MultipleOf:
+		return bound("multipleOf", k.Got, k.Want)
+	}
+	return k.LocalizedString(printer)
+}
+
+// ratText writes r as an integer or a decimal (up to 9 places).
+func ratText(r *big.Rat) string {
+	if r.IsInt() {
+		return r.RatString()
+	}
+	t := strings.TrimRight(r.FloatString(9), "0")
+	return strings.TrimSuffix(t, ".")
 }
 
 // jsonKind names the JSON type of a value decoded by jsonschema.UnmarshalJSON.
