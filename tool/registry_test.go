@@ -247,12 +247,11 @@ func TestExecuteRunErrorIsToolFailed(t *testing.T) {
 
 func TestExecuteRecoversPanic(t *testing.T) {
 	r := failing("boom", func(context.Context, tool.Call) (tool.Result, error) {
-		var m map[string]int
-		m["x"] = 1 // nil map write panics
-		return tool.Result{}, nil
+		var items []string
+		return tool.TextResult(items[len(items)]), nil // index out of range
 	})
 	text := wantError(t, r.Execute(context.Background(), "boom", tool.Call{}), "ToolFailedError", "TOOL_FAILED")
-	if text != `Error: tool "boom" failed: panic: assignment to entry in nil map` {
+	if text != `Error: tool "boom" failed: panic: runtime error: index out of range [0] with length 0` {
 		t.Errorf("text %q", text)
 	}
 }
