@@ -135,7 +135,7 @@ func (c *Client) startOptions(workflowID string) temporalclient.StartWorkflowOpt
 // the same history whatever the timing of the worker.
 func (c *Client) Create(ctx context.Context, req workflows.CreateSessionRequest) (*Session, error) {
 	if req.SessionID == "" {
-		return nil, invalidInput("", "create: the session id is required")
+		return nil, invalidArgument("", "create: the session id is required")
 	}
 	req.Options = c.withSearchAttributes(ctx, req.Options)
 	return c.startReady(ctx, req.SessionID, workflows.CreateSessionName, req)
@@ -149,13 +149,13 @@ func (c *Client) Create(ctx context.Context, req workflows.CreateSessionRequest)
 // (jsonl.ErrNotFound).
 func (c *Client) Resume(ctx context.Context, id string, req workflows.ResumeSessionRequest) (*Session, error) {
 	if id == "" {
-		return nil, invalidInput("", "resume: the session id is required")
+		return nil, invalidArgument("", "resume: the session id is required")
 	}
 	if req.ResumeSessionID == "" {
 		req.ResumeSessionID = id
 	}
 	if req.ResumeSessionID != id {
-		return nil, invalidInput(id, "resume of session %q: the request names session %q", id, req.ResumeSessionID)
+		return nil, invalidArgument(id, "resume of session %q: the request names session %q", id, req.ResumeSessionID)
 	}
 	req.Options = c.withSearchAttributes(ctx, req.Options)
 	return c.startReady(ctx, id, workflows.ResumeSessionName, req)

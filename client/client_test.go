@@ -201,7 +201,7 @@ func TestCreateFailures(t *testing.T) {
 	})
 	t.Run("empty id", func(t *testing.T) {
 		_, err := New(&fakeTemporal{}, Options{}).Create(ctx, workflows.CreateSessionRequest{})
-		require.ErrorIs(t, err, ErrInvalidInput)
+		require.ErrorIs(t, err, ErrInvalidArgument)
 	})
 }
 
@@ -224,7 +224,7 @@ func TestResume(t *testing.T) {
 	require.Equal(t, []any{workflows.ResumeSessionRequest{ResumeSessionID: "s1"}}, args, "the id fills the request")
 
 	_, err = c.Resume(context.Background(), "s1", workflows.ResumeSessionRequest{ResumeSessionID: "s2"})
-	require.ErrorIs(t, err, ErrInvalidInput)
+	require.ErrorIs(t, err, ErrInvalidArgument)
 }
 
 func TestAppendRejectionAndDispose(t *testing.T) {

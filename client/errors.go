@@ -27,9 +27,13 @@ const (
 	TypeOwnerUnknown = "OwnerUnknown"
 	// TypeLeaseChanged: Unlock found another lease than the one it checked.
 	TypeLeaseChanged = "LeaseChanged"
-	// TypeInvalidInput: an input the client refuses before calling Temporal
-	// (a malformed JSONL line, an event larger than the batch limit, an
-	// inconsistent request).
+	// TypeInvalidInput is the earlier type of an input the client refuses
+	// before calling Temporal; such inputs are now of type
+	// workflows.ErrTypeInvalidArgument ("InvalidArgument"), like the
+	// requests a workflow refuses. An *Error of this type still matches
+	// ErrInvalidArgument.
+	//
+	// Deprecated: match ErrInvalidArgument.
 	TypeInvalidInput = "InvalidInput"
 )
 
@@ -69,15 +73,24 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // Is reports whether target names e's class: a sentinel *Error of the same
-// Type, or a store error (*jsonl.Error) whose Code is e's Type.
+// Type, or a store error (*jsonl.Error) whose Code is e's Type. The earlier
+// type TypeInvalidInput is the class InvalidArgument.
 func (e *Error) Is(target error) bool {
 	switch t := target.(type) {
 	case *Error:
-		return t.Message == "" && t.Type == e.Type
+		return t.Message == "" && currentType(t.Type) == currentType(e.Type)
 	case *jsonl.Error:
 		return t.Code != "" && string(t.Code) == e.Type
 	}
 	return false
+}
+
+// currentType maps an earlier error type to the one that replaced it.
+func currentType(typ string) string {
+	if typ == TypeInvalidInput {
+		return workflows.ErrTypeInvalidArgument
+	}
+	return typ
 }
 
 // Sentinels matched with errors.Is. Store classes reported by activities
@@ -96,7 +109,9 @@ var (
 	ErrBatchTooLarge = &Error{Type: workflows.ErrTypeBatchTooLarge}
 	// ErrSeqMismatch: `append seq mismatch for "<id>": ...`.
 	ErrSeqMismatch = &Error{Type: string(jsonl.CodeSeqMismatch)}
-	// ErrInvalidArgument: a request the workflow refused.
+	// ErrInvalidArgument: a request the workflow refused, or an input the
+	// client refuses before calling Temporal (a malformed JSONL line, an
+	// event larger than the batch limit, an inconsistent request).
 	ErrInvalidArgument = &Error{Type: workflows.ErrTypeInvalidArgument}
 	// ErrAborted: `agent "<id>" creation aborted`.
 	ErrAborted = &Error{Type: workflows.ErrTypeAbort}
@@ -118,7 +133,10 @@ var (
 	ErrOwnerUnknown = &Error{Type: TypeOwnerUnknown}
 	// ErrLeaseChanged: Unlock found another lease than the one it checked.
 	ErrLeaseChanged = &Error{Type: TypeLeaseChanged}
-	// ErrInvalidInput: input refused by the client before any call.
+	// ErrInvalidInput is the earlier sentinel of an input the client
+	// refuses; it matches the same errors as ErrInvalidArgument.
+	//
+	// Deprecated: use ErrInvalidArgument.
 	ErrInvalidInput = &Error{Type: TypeInvalidInput}
 )
 
@@ -168,7 +186,8 @@ func callError(what, id string, err error) error {
 	return fmt.Errorf("%s %q: %w", what, id, err)
 }
 
-// invalidInput is an *Error of TypeInvalidInput.
-func invalidInput(id, format string, args ...any) *Error {
-	return &Error{Type: TypeInvalidInput, Message: fmt.Sprintf(format, args...), SessionID: id}
+// invalidArgument is an *Error of type InvalidArgument raised by the client
+// before any call.
+func invalidArgument(id, format string, args ...any) *Error {
+	return &Error{Type: workflows.ErrTypeInvalidArgument, Message: fmt.Sprintf(format, args...), SessionID: id}
 }

@@ -50,10 +50,10 @@ func TestListDecodesTheWorkflowID(t *testing.T) {
 	info := func(wid string) *workflowpb.WorkflowExecutionInfo {
 		return &workflowpb.WorkflowExecutionInfo{Execution: &commonpb.WorkflowExecution{WorkflowId: wid, RunId: "r"}}
 	}
-	s := summaryFromInfo(info("session/%E6%97%A5%E6%9C%AC"))
+	s := listedFromInfo(info("session/%E6%97%A5%E6%9C%AC"))
 	require.Equal(t, "日本", s.SessionID)
 	require.Empty(t, s.Error)
-	s = summaryFromInfo(info("session/50%"))
+	s = listedFromInfo(info("session/50%"))
 	require.Equal(t, "50%", s.SessionID, "shown as it stands")
 	require.Equal(t, `not a session workflow id: "session/50%": truncated escape at offset 2`, s.Error)
 }

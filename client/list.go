@@ -39,8 +39,8 @@ const describeTimeout = 5 * time.Second
 // listConcurrency bounds the concurrent lookups of List's fallback.
 const listConcurrency = 8
 
-// SessionSummary is one running session in List.
-type SessionSummary struct {
+// ListedSession is one running session in List.
+type ListedSession struct {
 	// SessionID is the session id.
 	SessionID string `json:"sessionId"`
 	// WorkflowID, RunID and WorkflowType name the running execution.
@@ -71,9 +71,9 @@ type SessionSummary struct {
 // from the workflow's start input (Source tells which). A failed describe
 // leaves the phase empty and is reported in Error; only a failed listing
 // fails List.
-func (c *Client) List(ctx context.Context) ([]SessionSummary, error) {
+func (c *Client) List(ctx context.Context) ([]ListedSession, error) {
 	var (
-		out   []SessionSummary
+		out   []ListedSession
 		token []byte
 	)
 	for {
@@ -82,21 +82,21 @@ func (c *Client) List(ctx context.Context) ([]SessionSummary, error) {
 			return nil, fmt.Errorf("list running sessions: %w", err)
 		}
 		for _, info := range resp.GetExecutions() {
-			out = append(out, summaryFromInfo(info))
+			out = append(out, listedFromInfo(info))
 		}
 		token = resp.GetNextPageToken()
 		if len(token) == 0 {
 			break
 		}
 	}
-	c.completeSummaries(ctx, out)
+	c.completeListed(ctx, out)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].SessionID < out[j].SessionID })
 	return out, nil
 }
 
-// summaryFromInfo reads what a visibility record carries.
-func summaryFromInfo(info *workflowpb.WorkflowExecutionInfo) SessionSummary {
-	s := SessionSummary{
+// listedFromInfo reads what a visibility record carries.
+func listedFromInfo(info *workflowpb.WorkflowExecutionInfo) ListedSession {
+	s := ListedSession{
 		WorkflowID:   info.GetExecution().GetWorkflowId(),
 		RunID:        info.GetExecution().GetRunId(),
 		WorkflowType: info.GetType().GetName(),
@@ -140,9 +140,9 @@ func keyword(fields map[string]*commonpb.Payload, name string) string {
 	return v
 }
 
-// completeSummaries fills the phase and cwd of the sessions listed without
+// completeListed fills the phase and cwd of the sessions listed without
 // search attributes, concurrently.
-func (c *Client) completeSummaries(ctx context.Context, out []SessionSummary) {
+func (c *Client) completeListed(ctx context.Context, out []ListedSession) {
 	sem := make(chan struct{}, listConcurrency)
 	var wg sync.WaitGroup
 	for i := range out {
@@ -151,7 +151,7 @@ func (c *Client) completeSummaries(ctx context.Context, out []SessionSummary) {
 		}
 		wg.Add(1)
 		sem <- struct{}{}
-		go func(s *SessionSummary) {
+		go func(s *ListedSession) {
 			defer func() { <-sem; wg.Done() }()
 			qctx, cancel := context.WithTimeout(ctx, describeTimeout)
 			defer cancel()

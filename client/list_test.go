@@ -98,7 +98,7 @@ func TestList(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{ListQuery, ListQuery}, queries)
 	require.Equal(t, "WorkflowType IN ('CreateSession', 'ResumeSession', 'LiveSession') AND ExecutionStatus = 'Running'", ListQuery)
-	require.Equal(t, []SessionSummary{
+	require.Equal(t, []ListedSession{
 		{SessionID: "alpha", WorkflowID: "session/alpha", RunID: "r-a", WorkflowType: workflows.LiveSessionName, StartTime: t0.Add(2 * time.Minute),
 			Phase: workflows.PhaseDisposing, Cwd: "/a", Source: SourceDescribe},
 		{SessionID: "beta", WorkflowID: "session/beta", RunID: "r-b", WorkflowType: workflows.CreateSessionName, StartTime: t0.Add(time.Minute),

@@ -34,7 +34,7 @@ type Loop struct {
 // LoopStop.
 func (c *Client) LoopStart(ctx context.Context, loopID string, in workflows.SessionLoopInput) (Loop, error) {
 	if loopID == "" {
-		return Loop{}, invalidInput("", "the loop id is empty")
+		return Loop{}, invalidArgument("", "the loop id is empty")
 	}
 	wid := LoopWorkflowID(loopID)
 	run, err := c.c.ExecuteWorkflow(ctx, c.startOptions(wid), workflows.SessionLoopName, in)

@@ -18,7 +18,7 @@ import (
 // ErrNotRunning when the run completed (a session disposed already).
 func (c *Client) WaitReady(ctx context.Context, id string) (*Session, error) {
 	if id == "" {
-		return nil, invalidInput("", "wait for session: the session id is required")
+		return nil, invalidArgument("", "wait for session: the session id is required")
 	}
 	var info workflows.SessionInfo
 	err := c.update(ctx, id, workflows.UpdateWaitReady, &info)

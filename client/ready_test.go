@@ -15,13 +15,13 @@ func TestEmptySessionIDSaysWhatIsMissing(t *testing.T) {
 	c := New(nil, Options{})
 	ctx := context.Background()
 	_, err := c.Resume(ctx, "", workflows.ResumeSessionRequest{})
-	require.ErrorIs(t, err, ErrInvalidInput)
+	require.ErrorIs(t, err, ErrInvalidArgument)
 	require.EqualError(t, err, "resume: the session id is required")
 	_, err = c.Create(ctx, workflows.CreateSessionRequest{})
-	require.ErrorIs(t, err, ErrInvalidInput)
+	require.ErrorIs(t, err, ErrInvalidArgument)
 	require.EqualError(t, err, "create: the session id is required")
 	_, err = c.WaitReady(ctx, "")
-	require.ErrorIs(t, err, ErrInvalidInput)
+	require.ErrorIs(t, err, ErrInvalidArgument)
 	require.EqualError(t, err, "wait for session: the session id is required")
 }
 

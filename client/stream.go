@@ -44,7 +44,7 @@ type StreamResult struct {
 // JSON, the envelope rules, a type unknown to this build and not marked
 // ignorable), or an event larger than the batch limit on its own, stops the
 // stream before its batch is sent (an *Error of
-// TypeInvalidInput or ErrBatchTooLarge naming the line). On any failure the
+// type InvalidArgument or ErrBatchTooLarge naming the line). On any failure the
 // result counts the events stored before it; batches accepted after the
 // failing one fail with it.
 func (c *Client) AppendStream(ctx context.Context, id string, r io.Reader, progress func(done int64)) (StreamResult, error) {
@@ -149,7 +149,7 @@ func appendStream(ctx context.Context, a batchAppender, id string, r io.Reader, 
 			return fail(&Error{Type: workflows.ErrTypeBatchTooLarge, SessionID: id,
 				Message: fmt.Sprintf("line %d: append batch of %d bytes exceeds the batch limit of %d bytes", le.Line, le.Size, maxBytes)})
 		case errors.As(err, &le):
-			return fail(invalidInput(id, "%v", le))
+			return fail(invalidArgument(id, "%v", le))
 		case err != nil:
 			return fail(fmt.Errorf("read the events of session %q: %w", id, err))
 		}

@@ -172,13 +172,13 @@ func TestAppendStreamBadLineSendsNothingOfItsBatch(t *testing.T) {
 	lines[3] = `{"type":"turn/start","seq":3,"time":1,"data":[1]}` + "\n"
 	a := &recordingAppender{}
 	res, err := appendStream(context.Background(), a, "s1", strings.NewReader(strings.Join(lines, "")), 1<<20, 2, nil)
-	require.ErrorIs(t, err, ErrInvalidInput)
+	require.ErrorIs(t, err, ErrInvalidArgument)
 	require.Contains(t, err.Error(), "line 4: not a valid event")
 	require.Len(t, a.batches, 1, "events 0-1 were sent; event 2 waited for its batch, which the bad line stopped")
 	require.Equal(t, StreamResult{Events: 2, Batches: 1, Bytes: int64(len(lines[0]) + len(lines[1])), NextSeq: 2}, res)
 
 	_, err = appendStream(context.Background(), &recordingAppender{}, "s1", strings.NewReader("not json\n"), 1<<20, 2, nil)
-	require.ErrorIs(t, err, ErrInvalidInput)
+	require.ErrorIs(t, err, ErrInvalidArgument)
 	require.Contains(t, err.Error(), "line 1")
 }
 

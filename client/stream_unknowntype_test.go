@@ -16,7 +16,7 @@ func TestAppendStreamRefusesUnknownEventType(t *testing.T) {
 	unknown := `{"type":"future/thing","seq":2,"time":12,"data":{}}` + "\n"
 	a := &recordingAppender{}
 	res, err := appendStream(context.Background(), a, "s1", strings.NewReader(valid+unknown), 1<<20, 100, nil)
-	require.ErrorIs(t, err, ErrInvalidInput)
+	require.ErrorIs(t, err, ErrInvalidArgument)
 	require.EqualError(t, err, `line 3: not a valid event: type "future/thing" is unknown to this build and not marked ignorable`)
 	require.Empty(t, a.batches, "nothing of the batch holding the line is sent")
 	require.Zero(t, res.Events)

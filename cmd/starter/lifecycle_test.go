@@ -359,7 +359,7 @@ compensation error  close-handle: disk full (IOError)
 
 func TestRenderList(t *testing.T) {
 	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	list := []client.SessionSummary{
+	list := []client.ListedSession{
 		{SessionID: "a", WorkflowID: "session/a", RunID: "r1", WorkflowType: workflows.CreateSessionName, StartTime: t0,
 			Phase: workflows.PhaseLive, Cwd: "/w", Source: client.SourceSearchAttributes},
 		{SessionID: "b", WorkflowID: "session/b", RunID: "r2", WorkflowType: workflows.ResumeSessionName, StartTime: t0.Add(time.Second),

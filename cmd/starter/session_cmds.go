@@ -227,7 +227,7 @@ others from the workflow id, the describe query and the start input (FROM
 					return err
 				}
 				if list == nil {
-					list = []client.SessionSummary{} // JSON: [], not null
+					list = []client.ListedSession{} // JSON: [], not null
 				}
 				return printResult(a, asJSON, list, renderList)
 			})
@@ -239,7 +239,7 @@ others from the workflow id, the describe query and the start input (FROM
 }
 
 // renderList writes running sessions as a table.
-func renderList(w io.Writer, list []client.SessionSummary) error {
+func renderList(w io.Writer, list []client.ListedSession) error {
 	if len(list) == 0 {
 		_, err := fmt.Fprintln(w, "no running sessions")
 		return err
