@@ -27,15 +27,25 @@ import (
 // Activity names, as registered by RegisterActivity(&Activities{...}). They
 // are part of the public contract (docs/API.md).
 const (
-	CreateHandleName  = "CreateHandle"
-	OpenHandleName    = "OpenHandle"
-	ReadSummaryName   = "ReadSummary"
-	RepairAndMarkName = "RepairAndMark"
-	AppendBatchName   = "AppendBatch"
-	StoreSeedName     = "StoreSeed"
-	FlushName         = "Flush"
-	CloseHandleName   = "CloseHandle"
-	StatName          = "Stat"
+	CreateHandleName = "CreateHandle"
+	OpenHandleName   = "OpenHandle"
+	ScanLogName      = "ScanLog"
+	RepairName       = "Repair"
+	AppendBatchName  = "AppendBatch"
+	StoreSeedName    = "StoreSeed"
+	FlushName        = "Flush"
+	CloseHandleName  = "CloseHandle"
+	StatName         = "Stat"
+)
+
+// Earlier activity names, still registered by RegisterLegacyNames so that
+// workflows recorded before the rename (which schedule these types) keep
+// running and replaying.
+const (
+	// LegacyReadSummaryName is the earlier name of ScanLog.
+	LegacyReadSummaryName = "ReadSummary"
+	// LegacyRepairAndMarkName is the earlier name of Repair.
+	LegacyRepairAndMarkName = "RepairAndMark"
 )
 
 // Application error types produced here besides the store's codes

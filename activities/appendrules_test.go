@@ -257,12 +257,12 @@ func TestAppendAcceptsOnlyWhatReadRepairAndResumeAccept(t *testing.T) {
 		// Resume, through the production activities.
 		oh, err := a.OpenHandle(ctx, activities.OpenHandleInput{SessionID: id, Access: jsonl.AccessWrite, HandleID: "r-" + id})
 		require.NoError(t, err, "%s (%s): resume open", id, what)
-		_, err = a.ReadSummary(ctx, activities.HandleInput{Ref: oh.Ref})
+		_, err = a.ScanLog(ctx, activities.HandleInput{Ref: oh.Ref})
 		require.NoError(t, err, "%s (%s): resume summary", id, what)
-		rep, err := a.RepairAndMark(ctx, activities.RepairInput{Ref: oh.Ref, Now: 5})
+		rep, err := a.Repair(ctx, activities.RepairInput{Ref: oh.Ref, Now: 5})
 		require.NoError(t, err, "%s (%s): resume repair", id, what)
-		require.Nil(t, rep.Summary.OpenTurn)
-		require.True(t, rep.Summary.EndsWithMarker)
+		require.Nil(t, rep.Scan.OpenTurn)
+		require.True(t, rep.Scan.EndsWithMarker)
 		require.NoError(t, a.CloseHandle(ctx, activities.HandleInput{Ref: oh.Ref}))
 	}
 	t.Logf("%d cases: %d accepted, %d refused (%d had to be)", cases, accepted, refused, mustRefuse)

@@ -56,9 +56,9 @@ func TestReadSummaryHeartbeatsPerChunk(t *testing.T) {
 	env.RegisterActivity(a)
 	var beats atomic.Int64
 	env.SetOnActivityHeartbeatListener(func(*activity.Info, converter.EncodedValues) { beats.Add(1) })
-	v, err := env.ExecuteActivity(a.ReadSummary, activities.HandleInput{Ref: info.Ref})
+	v, err := env.ExecuteActivity(a.ScanLog, activities.HandleInput{Ref: info.Ref})
 	require.NoError(t, err)
-	var sum activities.LogSummary
+	var sum activities.LogScan
 	require.NoError(t, v.Get(&sum))
 	require.Equal(t, int64(9), sum.EventCount)
 	require.Greater(t, beats.Load(), int64(0), "no heartbeat while reading chunks")

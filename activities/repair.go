@@ -2,12 +2,13 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 )
 
-// RepairInput is the input of RepairAndMark.
+// RepairInput is the input of Repair.
 type RepairInput struct {
 	// Ref is the resume's write handle.
 	Ref jsonl.HandleRef `json:"ref"`
@@ -16,7 +17,7 @@ type RepairInput struct {
 	Now int64 `json:"now"`
 }
 
-// RepairResult reports what RepairAndMark stored.
+// RepairResult reports what Repair stored.
 type RepairResult struct {
 	// Closers is the number of crash closers appended.
 	Closers int `json:"closers"`
@@ -25,17 +26,40 @@ type RepairResult struct {
 	MarkerSeq int64 `json:"markerSeq"`
 	// Appended is the number of events appended (closers + marker).
 	Appended int `json:"appended"`
-	// Summary describes the log after the repair.
-	Summary LogSummary `json:"summary"`
+	// Scan describes the log after the repair. Its JSON key is "scan"; a
+	// result recorded under the earlier key "summary" is read too.
+	Scan LogScan `json:"scan"`
 }
 
-// RepairAndMark performs the crash repair of a resume (FORMAT.md §5.5,
+// UnmarshalJSON reads a RepairResult, accepting the earlier key "summary"
+// for Scan in results recorded before the rename.
+func (r *RepairResult) UnmarshalJSON(b []byte) error {
+	type plain RepairResult
+	var v struct {
+		plain
+		Scan    *LogScan `json:"scan"`
+		Summary *LogScan `json:"summary"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*r = RepairResult(v.plain)
+	switch {
+	case v.Scan != nil:
+		r.Scan = *v.Scan
+	case v.Summary != nil:
+		r.Scan = *v.Summary
+	}
+	return nil
+}
+
+// Repair performs the crash repair of a resume (FORMAT.md §5.5,
 // LIFECYCLE.md §5 step 5) inside the activity: it reads the log through the write handle,
 // computes the interrupted-turn closers and the session/end-seed marker, and
 // appends them as one batch, so the events never pass through history. A
 // retry after success appends nothing: the marker is then the last event and
-// no turn is open.
-func (a *Activities) RepairAndMark(ctx context.Context, in RepairInput) (RepairResult, error) {
+// no turn is open. It is also registered as LegacyRepairAndMarkName.
+func (a *Activities) Repair(ctx context.Context, in RepairInput) (RepairResult, error) {
 	st, err := a.store()
 	if err != nil {
 		return RepairResult{}, err
@@ -47,7 +71,7 @@ func (a *Activities) RepairAndMark(ctx context.Context, in RepairInput) (RepairR
 }
 
 func (a *Activities) repair(ctx context.Context, h *jsonl.Handle, now int64) (RepairResult, error) {
-	sum, sc, last, err := a.summarize(ctx, h)
+	sum, sc, last, err := a.describeLog(ctx, h)
 	if err != nil {
 		return RepairResult{}, err
 	}
@@ -66,7 +90,7 @@ func (a *Activities) repair(ctx context.Context, h *jsonl.Handle, now int64) (Re
 	}
 	res.Appended = len(batch)
 	if len(batch) == 0 {
-		res.Summary = sum
+		res.Scan = sum
 		return res, nil
 	}
 	final := batch[len(batch)-1]
@@ -75,6 +99,6 @@ func (a *Activities) repair(ctx context.Context, h *jsonl.Handle, now int64) (Re
 	sum.LastType = final.Type
 	sum.EndsWithMarker = final.Type == session.TypeEndSeed
 	sum.OpenTurn = nil
-	res.Summary = sum
+	res.Scan = sum
 	return res, nil
 }

@@ -121,7 +121,7 @@ func TestRepairAndMarkStoresOneBatch(t *testing.T) {
 				var suite sdktest.WorkflowTestSuite
 				env := suite.NewTestActivityEnvironment()
 				env.RegisterActivity(a)
-				v, err := env.ExecuteActivity(a.RepairAndMark, activities.RepairInput{Ref: info.Ref, Now: 50_000})
+				v, err := env.ExecuteActivity(a.Repair, activities.RepairInput{Ref: info.Ref, Now: 50_000})
 				require.NoError(t, err)
 				var res activities.RepairResult
 				require.NoError(t, v.Get(&res))

@@ -145,7 +145,7 @@ func TestResumeOfMidTailDamageFailsWithoutTouchingTheLog(t *testing.T) {
 	require.True(t, app.NonRetryable())
 	require.Contains(t, err.Error(), "is followed by a complete valid record at line 4")
 	require.Equal(t, 1, h.count(activities.OpenHandleName), "a corruption is not retried")
-	require.Zero(t, h.count(activities.RepairAndMarkName))
+	require.Zero(t, h.count(activities.RepairName))
 	after, err := os.ReadFile(snap.Path)
 	require.NoError(t, err)
 	require.Equal(t, damaged, after)

@@ -36,7 +36,7 @@ func TestResumeClosesRecordedAndUnrecordedToolCalls(t *testing.T) {
 	})
 	info, h := resumeAndDispose(t, st, "tns")
 	require.Equal(t, int64(9), info.NextSeq)
-	require.Equal(t, 1, h.count(activities.RepairAndMarkName))
+	require.Equal(t, 1, h.count(activities.RepairName))
 	evs := stored(t, st, "tns")
 	requireContiguous(t, evs)
 	require.Equal(t, []string{"turn/start", "step/start", "assistant/message", "tool/call", "tool/result", "tool/result", "step/end", "turn/end", "session/end-seed"}, types(evs))

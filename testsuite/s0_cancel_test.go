@@ -119,7 +119,7 @@ func TestS0_39_AbortDuringCloserAppend(t *testing.T) {
 			h := newHarness(t).withID("s39")
 			writeStored(t, h.store, session.Header{ID: "s39", CreatedAt: 1}, 0, []session.Event{turnStart(t, 0, 1)})
 			h.onStarted = func(name string) {
-				if name == activities.RepairAndMarkName {
+				if name == activities.RepairName {
 					h.abortNow("", r.reason, r.isError)
 				}
 			}
@@ -238,7 +238,7 @@ func TestS0_41_LoopInactiveAfterOpen(t *testing.T) {
 	require.False(t, res.Children[0].WasLive)
 	require.Equal(t, workflows.ErrorInfo{Message: "agent loop is not active", Type: "LoopInactive"}, *res.Children[0].Error)
 	require.Equal(t, 1, h.count(activities.CloseHandleName))
-	require.Equal(t, 0, h.count(activities.RepairAndMarkName), "the resume went on after the deactivation")
+	require.Equal(t, 0, h.count(activities.RepairName), "the resume went on after the deactivation")
 	require.Empty(t, h.hooks.log())
 	requireReleased(t, h.store, "s41")
 	resumeAndDispose(t, h.store, "s41")

@@ -35,12 +35,12 @@ func (l *lifecycle) setAbort(err error) {
 // onCancel handles the root context's cancellation: before live it aborts
 // (with a reason signalled earlier, else `creation aborted`); while live it
 // disposes.
-func (l *lifecycle) onCancel(abortCh, ownerCh workflow.ReceiveChannel) {
+func (l *lifecycle) onCancel(abortChs, ownerChs []workflow.ReceiveChannel) {
 	if l.cancelSeen {
 		return
 	}
 	l.cancelSeen = true
-	l.drainSignals(abortCh, ownerCh)
+	l.drainSignals(abortChs, ownerChs)
 	if l.preLive() {
 		l.setAbort(CreationAbortedError(l.id, ""))
 		return
@@ -48,16 +48,20 @@ func (l *lifecycle) onCancel(abortCh, ownerCh workflow.ReceiveChannel) {
 	l.requestDispose()
 }
 
-func (l *lifecycle) drainSignals(abortCh, ownerCh workflow.ReceiveChannel) {
-	for {
-		var a AbortRequest
-		if !abortCh.ReceiveAsync(&a) {
-			break
+func (l *lifecycle) drainSignals(abortChs, ownerChs []workflow.ReceiveChannel) {
+	for _, abortCh := range abortChs {
+		for {
+			var a AbortRequest
+			if !abortCh.ReceiveAsync(&a) {
+				break
+			}
+			l.onAbort(a)
 		}
-		l.onAbort(a)
 	}
-	for ownerCh.ReceiveAsync(nil) {
-		l.onOwnerUnload()
+	for _, ownerCh := range ownerChs {
+		for ownerCh.ReceiveAsync(nil) {
+			l.onOwnerUnload()
+		}
 	}
 }
 
@@ -81,29 +85,39 @@ func (l *lifecycle) requestDispose() {
 	}
 }
 
-// watch receives the abort and owner-unload signals and the root
-// cancellation for the whole run.
+// watch receives the Abort and OwnerUnload signals (under their current and
+// their legacy names) and the root cancellation for the whole run.
 func (l *lifecycle) watch() {
-	abortCh := workflow.GetSignalChannel(l.ctx, SignalAbort)
-	ownerCh := workflow.GetSignalChannel(l.ctx, SignalOwnerUnload)
+	abortChs := []workflow.ReceiveChannel{
+		workflow.GetSignalChannel(l.ctx, SignalAbort),
+		workflow.GetSignalChannel(l.ctx, LegacySignalAbort),
+	}
+	ownerChs := []workflow.ReceiveChannel{
+		workflow.GetSignalChannel(l.ctx, SignalOwnerUnload),
+		workflow.GetSignalChannel(l.ctx, LegacySignalOwnerUnload),
+	}
 	root := l.ctx
 	workflow.Go(l.dctx, func(gctx workflow.Context) {
 		rootDone := false
 		for {
 			sel := workflow.NewSelector(gctx)
-			sel.AddReceive(abortCh, func(c workflow.ReceiveChannel, _ bool) {
-				var a AbortRequest
-				c.Receive(gctx, &a)
-				l.onAbort(a)
-			})
-			sel.AddReceive(ownerCh, func(c workflow.ReceiveChannel, _ bool) {
-				c.Receive(gctx, nil)
-				l.onOwnerUnload()
-			})
+			for _, abortCh := range abortChs {
+				sel.AddReceive(abortCh, func(c workflow.ReceiveChannel, _ bool) {
+					var a AbortRequest
+					c.Receive(gctx, &a)
+					l.onAbort(a)
+				})
+			}
+			for _, ownerCh := range ownerChs {
+				sel.AddReceive(ownerCh, func(c workflow.ReceiveChannel, _ bool) {
+					c.Receive(gctx, nil)
+					l.onOwnerUnload()
+				})
+			}
 			if !rootDone {
 				sel.AddReceive(root.Done(), func(workflow.ReceiveChannel, bool) {
 					rootDone = true
-					l.onCancel(abortCh, ownerCh)
+					l.onCancel(abortChs, ownerChs)
 				})
 			}
 			sel.Select(gctx)

@@ -87,8 +87,10 @@ func newLifecycle(ctx workflow.Context, id, source string, hooks Hooks, set sett
 
 // register installs the query and update handlers shared by every phase.
 func (l *lifecycle) register() error {
-	if err := workflow.SetQueryHandler(l.ctx, QueryDescribe, l.describe); err != nil {
-		return err
+	for _, name := range []string{QueryDescribe, LegacyQueryDescribe} {
+		if err := workflow.SetQueryHandler(l.ctx, name, l.describe); err != nil {
+			return err
+		}
 	}
 	if err := workflow.SetUpdateHandler(l.ctx, UpdateWaitReady, l.waitReady); err != nil {
 		return err
@@ -290,7 +292,8 @@ func (l *lifecycle) goLive() (DisposeResult, error) {
 	if p := info.ParentWorkflowExecution; p != nil {
 		notice := ReadyNotice{SessionID: l.id, RunID: info.WorkflowExecution.RunID}
 		workflow.Go(l.dctx, func(gctx workflow.Context) {
-			_ = workflow.SignalExternalWorkflow(gctx, p.ID, "", SignalSessionReady, notice).Get(gctx, nil)
+			name := sentName(gctx, SignalSessionReady, LegacySignalSessionReady)
+			_ = workflow.SignalExternalWorkflow(gctx, p.ID, "", name, notice).Get(gctx, nil)
 		})
 	}
 	return l.runLive()

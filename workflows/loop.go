@@ -216,23 +216,28 @@ func SessionLoop(ctx workflow.Context, in SessionLoopInput) (LoopDescription, er
 	}
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	lp := &loop{ctx: ctx, dctx: dctx, in: in, active: true}
-	if err := workflow.SetQueryHandler(ctx, QueryDescribe, func() (LoopDescription, error) { return lp.describe(), nil }); err != nil {
-		return LoopDescription{}, err
+	for _, name := range []string{QueryDescribe, LegacyQueryDescribe} {
+		if err := workflow.SetQueryHandler(ctx, name, func() (LoopDescription, error) { return lp.describe(), nil }); err != nil {
+			return LoopDescription{}, err
+		}
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateStart, lp.handleStartPayload,
 		workflow.UpdateHandlerOptions{Validator: lp.validateStartPayload}); err != nil {
 		return LoopDescription{}, err
 	}
-	readyCh := workflow.GetSignalChannel(ctx, SignalSessionReady)
+	readyChs := []workflow.ReceiveChannel{
+		workflow.GetSignalChannel(ctx, SignalSessionReady),
+		workflow.GetSignalChannel(ctx, LegacySignalSessionReady),
+	}
 	workflow.Go(dctx, func(gctx workflow.Context) {
 		for {
 			var n ReadyNotice
-			readyCh.Receive(gctx, &n)
-			for _, c := range lp.children {
-				if c.SessionID == n.SessionID && c.State == ChildStarting && (c.RunID == "" || c.RunID == n.RunID) {
-					c.State, c.WasLive = ChildLive, true
-				}
+			sel := workflow.NewSelector(gctx)
+			for _, readyCh := range readyChs {
+				sel.AddReceive(readyCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(gctx, &n) })
 			}
+			sel.Select(gctx)
+			lp.onReady(n)
 		}
 	})
 	for _, e := range entries {
@@ -245,6 +250,15 @@ func SessionLoop(ctx workflow.Context, in SessionLoopInput) (LoopDescription, er
 	_ = workflow.Await(ctx, func() bool { return false })
 	lp.deactivate()
 	return lp.describe(), nil
+}
+
+// onReady marks the child a SessionReady notice names live.
+func (lp *loop) onReady(n ReadyNotice) {
+	for _, c := range lp.children {
+		if c.SessionID == n.SessionID && c.State == ChildStarting && (c.RunID == "" || c.RunID == n.RunID) {
+			c.State, c.WasLive = ChildLive, true
+		}
+	}
 }
 
 func (lp *loop) describe() LoopDescription {
@@ -457,7 +471,7 @@ func (lp *loop) deactivate() {
 			continue
 		}
 		if c.started && c.State == ChildStarting {
-			_ = c.future.SignalChildWorkflow(lp.dctx, SignalAbort, abort).Get(lp.dctx, nil)
+			_ = c.future.SignalChildWorkflow(lp.dctx, sentName(lp.dctx, SignalAbort, LegacySignalAbort), abort).Get(lp.dctx, nil)
 		}
 		c.cancel()
 	}

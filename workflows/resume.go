@@ -10,7 +10,7 @@ import (
 
 // ResumeSession is the resume of LIFECYCLE.md §5 as a workflow, run with workflow
 // id session/<id>: it takes write ownership first (a handle id chosen here),
-// reads a bounded summary of the stored log, stores the crash closers and
+// scans the stored log (a bounded description of it), stores the crash closers and
 // the end-seed marker before setup, then runs setup, commit and
 // publication like CreateSession with source "resume" and stays live until
 // disposal. Any failure before live closes the handle (the repair stays
@@ -62,11 +62,12 @@ func (l *lifecycle) prepareResume(ctx workflow.Context, req ResumeSessionRequest
 	}
 	l.handleOpen = true
 	l.header, l.inherited, l.nextSeq = hi.Header, hi.InheritedEventCount, hi.NextSeq
-	// Step 4: read the validated log (a bounded summary of it). A failure
-	// here fails the resume; the summary itself is not kept, because
-	// RepairAndMark below returns the one after the closers are stored.
+	// Step 4: scan the validated log (a bounded description of it). A
+	// failure here fails the resume; the scan itself is not kept, because
+	// Repair below returns the one after the closers are stored.
+	scanLog := sentName(ctx, activities.ScanLogName, activities.LegacyReadSummaryName)
 	err = l.race(func(c workflow.Context) workflow.Future {
-		return workflow.ExecuteActivity(l.storeCtx(c), acts.ReadSummary, activities.HandleInput{Ref: ref})
+		return workflow.ExecuteActivity(l.storeCtx(c), scanLog, activities.HandleInput{Ref: ref})
 	}, nil)
 	if err != nil {
 		return err
@@ -76,17 +77,18 @@ func (l *lifecycle) prepareResume(ctx workflow.Context, req ResumeSessionRequest
 	}
 	// Steps 5-7: closers and marker, stored now, as one batch.
 	var rep activities.RepairResult
-	err = workflow.ExecuteActivity(l.storeCtx(l.dctx), acts.RepairAndMark, activities.RepairInput{
+	repair := sentName(ctx, activities.RepairName, activities.LegacyRepairAndMarkName)
+	err = workflow.ExecuteActivity(l.storeCtx(l.dctx), repair, activities.RepairInput{
 		Ref: ref,
 		Now: workflow.Now(ctx).UnixMilli(),
 	}).Get(l.dctx, &rep)
 	if err != nil {
 		return unwrapActivity(err)
 	}
-	l.header = rep.Summary.Header
-	l.inherited = rep.Summary.InheritedEventCount
-	l.nextSeq = rep.Summary.NextSeq
-	l.lastTurn = rep.Summary.LastTurn
+	l.header = rep.Scan.Header
+	l.inherited = rep.Scan.InheritedEventCount
+	l.nextSeq = rep.Scan.NextSeq
+	l.lastTurn = rep.Scan.LastTurn
 	l.firstLive = l.nextSeq
 	if rep.MarkerSeq >= 0 {
 		l.firstLive = rep.MarkerSeq

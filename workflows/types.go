@@ -13,7 +13,10 @@ const (
 	SessionLoopName   = "SessionLoop"
 )
 
-// Update, query and signal names.
+// Update, query and signal names: one style, the one of the workflow
+// types (PascalCase). The names used before (the Legacy* constants) are still
+// accepted: the workflows register a handler under both, so older clients
+// and recorded histories keep working (docs/API.md: Names).
 const (
 	// UpdateWaitReady returns the live session's SessionInfo, or the failure
 	// of its creation or resume.
@@ -24,16 +27,36 @@ const (
 	UpdateDispose = "Dispose"
 	// QueryDescribe returns a Description (sessions) or a LoopDescription
 	// (SessionLoop).
-	QueryDescribe = "describe"
+	QueryDescribe = "Describe"
 	// SignalAbort carries an AbortRequest: the caller's abort reason.
-	SignalAbort = "abort"
+	SignalAbort = "Abort"
 	// SignalOwnerUnload tells a session that its owner went away.
-	SignalOwnerUnload = "owner-unload"
+	SignalOwnerUnload = "OwnerUnload"
 	// SignalSessionReady is sent by a session to its parent SessionLoop when
 	// it becomes live; it carries a ReadyNotice.
-	SignalSessionReady = "session-ready"
+	SignalSessionReady = "SessionReady"
 	// UpdateStart starts a session as a child of a SessionLoop.
 	UpdateStart = "Start"
+)
+
+// Earlier names of the query and signals, still accepted by the workflows.
+const (
+	// LegacyQueryDescribe is the earlier name of QueryDescribe.
+	//
+	// Deprecated: send QueryDescribe.
+	LegacyQueryDescribe = "describe"
+	// LegacySignalAbort is the earlier name of SignalAbort.
+	//
+	// Deprecated: send SignalAbort.
+	LegacySignalAbort = "abort"
+	// LegacySignalOwnerUnload is the earlier name of SignalOwnerUnload.
+	//
+	// Deprecated: send SignalOwnerUnload.
+	LegacySignalOwnerUnload = "owner-unload"
+	// LegacySignalSessionReady is the earlier name of SignalSessionReady.
+	//
+	// Deprecated: send SignalSessionReady.
+	LegacySignalSessionReady = "session-ready"
 )
 
 // Lifecycle entry types (LIFECYCLE.md §1.3, §6 step 4) and sources.

@@ -53,12 +53,18 @@ type activityInbound struct {
 // ExecuteActivity runs the activity and counts the closers of a repair.
 func (a *activityInbound) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteActivityInput) (any, error) {
 	res, err := a.Next.ExecuteActivity(ctx, in)
-	if err == nil && a.parent.metrics != nil && activity.GetInfo(ctx).ActivityType.Name == activities.RepairAndMarkName {
+	if err == nil && a.parent.metrics != nil && isRepair(activity.GetInfo(ctx).ActivityType.Name) {
 		if r, ok := res.(activities.RepairResult); ok {
 			a.parent.metrics.ClosersAppended(r.Closers)
 		}
 	}
 	return res, err
+}
+
+// isRepair reports whether an activity type is the crash repair, under its
+// current or its earlier name.
+func isRepair(name string) bool {
+	return name == activities.RepairName || name == activities.LegacyRepairAndMarkName
 }
 
 type workflowInbound struct {

@@ -31,16 +31,22 @@ func TestInterceptorCountsRepairClosers(t *testing.T) {
 	other := func(context.Context, activities.RepairInput) (activities.RepairResult, error) {
 		return activities.RepairResult{Closers: 5}, nil
 	}
-	env.RegisterActivityWithOptions(repair, activity.RegisterOptions{Name: activities.RepairAndMarkName})
+	env.RegisterActivityWithOptions(repair, activity.RegisterOptions{Name: "Repair"})
+	env.RegisterActivityWithOptions(repair, activity.RegisterOptions{Name: "RepairAndMark"})
 	env.RegisterActivityWithOptions(other, activity.RegisterOptions{Name: "SomethingElse"})
 
-	_, err = env.ExecuteActivity(activities.RepairAndMarkName, activities.RepairInput{})
+	_, err = env.ExecuteActivity("Repair", activities.RepairInput{})
 	require.NoError(t, err)
-	_, err = env.ExecuteActivity(activities.RepairAndMarkName, activities.RepairInput{})
+	_, err = env.ExecuteActivity("Repair", activities.RepairInput{})
 	require.NoError(t, err)
 	_, err = env.ExecuteActivity("SomethingElse", activities.RepairInput{})
 	require.NoError(t, err)
 	assert.Equal(t, 6.0, testutil.ToFloat64(m.closers))
+	// A repair scheduled under the earlier name by a run recorded before
+	// the rename is counted too.
+	_, err = env.ExecuteActivity("RepairAndMark", activities.RepairInput{})
+	require.NoError(t, err)
+	assert.Equal(t, 9.0, testutil.ToFloat64(m.closers))
 }
 
 // windowSeen runs a stand-in CreateSession under the interceptor built from

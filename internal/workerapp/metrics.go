@@ -70,7 +70,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}),
 		closers: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: MetricClosersAppended,
-			Help: "Crash closers appended by resume repairs (RepairAndMark).",
+			Help: "Crash closers appended by resume repairs (the Repair activity).",
 		}),
 	}
 	for _, c := range []prometheus.Collector{m.fsync, m.bytesWritten, m.tornTails, m.leasesHeld, m.leasesAcquired, m.leasesReleased, m.closers} {

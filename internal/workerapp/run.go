@@ -35,12 +35,16 @@ import (
 // (workflows.CreateSessionWorkflow, workflows.ResumeSessionWorkflow,
 // workflows.SessionLoopWorkflow). tc is the Temporal client the activities
 // use to check a lease's owner (ForfeitDeadOwner); nil keeps every lease.
+// The activities renamed are registered under their earlier names too
+// (activities.RegisterLegacyNames).
 func Register(r worker.Registry, store *jsonl.Store, tc client.Client) {
 	r.RegisterWorkflowWithOptions(workflows.CreateSessionWorkflow, workflow.RegisterOptions{Name: workflows.CreateSessionName})
 	r.RegisterWorkflowWithOptions(workflows.ResumeSessionWorkflow, workflow.RegisterOptions{Name: workflows.ResumeSessionName})
 	r.RegisterWorkflowWithOptions(workflows.LiveSession, workflow.RegisterOptions{Name: workflows.LiveSessionName})
 	r.RegisterWorkflowWithOptions(workflows.SessionLoopWorkflow, workflow.RegisterOptions{Name: workflows.SessionLoopName})
-	r.RegisterActivity(&activities.Activities{Store: store, Temporal: tc})
+	acts := &activities.Activities{Store: store, Temporal: tc}
+	r.RegisterActivity(acts)
+	activities.RegisterLegacyNames(r, acts)
 }
 
 // dialBackoff bounds the wait between attempts to reach the server.

@@ -197,7 +197,7 @@ func TestResumeRepairsCrashedLog(t *testing.T) {
 	require.Nil(t, w.lease(id))
 
 	hist := w.history(wid, run.GetRunID())
-	require.Equal(t, 1, scheduled(hist, activities.RepairAndMarkName))
+	require.Equal(t, 1, scheduled(hist, activities.RepairName))
 	require.Equal(t, []string{
 		"setup", "commit",
 		"publish:session/created", "publish:agent/created", "publish:agent/session-start:resume",

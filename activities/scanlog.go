@@ -22,8 +22,9 @@ type OpenTurnFacts struct {
 	RecordedCalls int `json:"recordedCalls"`
 }
 
-// LogSummary is a bounded description of a stored log: never its events.
-type LogSummary struct {
+// LogScan is a bounded description of a stored log, the result of scanning
+// it: never its events.
+type LogScan struct {
 	// Header is the session header.
 	Header session.Header `json:"header"`
 	// EventCount is the number of events in the log.
@@ -88,8 +89,8 @@ func (a *Activities) scan(ctx context.Context, h *jsonl.Handle, visit func(sessi
 	}
 }
 
-// summarize scans a log into a LogSummary and returns the scanner too.
-func (a *Activities) summarize(ctx context.Context, h *jsonl.Handle) (LogSummary, *session.TurnScanner, *session.Event, error) {
+// describeLog scans a log into a LogScan and returns the scanner too.
+func (a *Activities) describeLog(ctx context.Context, h *jsonl.Handle) (LogScan, *session.TurnScanner, *session.Event, error) {
 	var sc session.TurnScanner
 	n, last, err := a.scan(ctx, h, func(e session.Event) error {
 		if err := sc.Observe(e); err != nil {
@@ -98,9 +99,9 @@ func (a *Activities) summarize(ctx context.Context, h *jsonl.Handle) (LogSummary
 		return nil
 	})
 	if err != nil {
-		return LogSummary{}, nil, nil, err
+		return LogScan{}, nil, nil, err
 	}
-	sum := LogSummary{
+	sum := LogScan{
 		Header:              h.Header(),
 		EventCount:          n,
 		NextSeq:             n,
@@ -124,17 +125,18 @@ func (a *Activities) summarize(ctx context.Context, h *jsonl.Handle) (LogSummary
 	return sum, &sc, last, nil
 }
 
-// ReadSummary reads the whole validated log through the handle (LIFECYCLE.md
-// §5 step 4) and returns a bounded summary of it: header, counts, next seq, last
-// turn, open-turn facts and the stored inherited count. It never returns the
-// events. It heartbeats while it reads.
-func (a *Activities) ReadSummary(ctx context.Context, in HandleInput) (LogSummary, error) {
+// ScanLog reads the whole validated log through the handle (LIFECYCLE.md
+// §5 step 4) and returns a bounded description of it: header, counts, next
+// seq, last turn, open-turn facts and the stored inherited count. It never
+// returns the events. It heartbeats while it reads. It is also registered as
+// LegacyReadSummaryName.
+func (a *Activities) ScanLog(ctx context.Context, in HandleInput) (LogScan, error) {
 	st, err := a.store()
 	if err != nil {
-		return LogSummary{}, err
+		return LogScan{}, err
 	}
-	sum, err := cancellable(a, ctx, func(ctx context.Context) (LogSummary, error) {
-		s, _, _, err := a.summarize(ctx, st.Attach(in.Ref))
+	sum, err := cancellable(a, ctx, func(ctx context.Context) (LogScan, error) {
+		s, _, _, err := a.describeLog(ctx, st.Attach(in.Ref))
 		return s, err
 	})
 	return sum, MapError(err)
