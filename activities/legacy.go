@@ -1,6 +1,10 @@
 package activities
 
-import "go.temporal.io/sdk/activity"
+import (
+	"context"
+
+	"go.temporal.io/sdk/activity"
+)
 
 // ActivityRegistry is the part of a Temporal worker (worker.Worker,
 // worker.Registry, the SDK's test environments) that registers activities.
@@ -14,7 +18,14 @@ type ActivityRegistry interface {
 // the rename, which schedules the earlier types, still finds a worker.
 // Register a itself as well (RegisterActivity(a)), which registers the
 // current names.
+//
+// The earlier names are registered through functions of their own: the SDK
+// maps a function registered under another name to that name wherever a
+// workflow schedules it, so registering a.ScanLog itself as ReadSummary
+// would make every new run schedule ReadSummary again.
 func RegisterLegacyNames(r ActivityRegistry, a *Activities) {
-	r.RegisterActivityWithOptions(a.ScanLog, activity.RegisterOptions{Name: LegacyReadSummaryName})
-	r.RegisterActivityWithOptions(a.Repair, activity.RegisterOptions{Name: LegacyRepairAndMarkName})
+	readSummary := func(ctx context.Context, in HandleInput) (LogScan, error) { return a.ScanLog(ctx, in) }
+	repairAndMark := func(ctx context.Context, in RepairInput) (RepairResult, error) { return a.Repair(ctx, in) }
+	r.RegisterActivityWithOptions(readSummary, activity.RegisterOptions{Name: LegacyReadSummaryName})
+	r.RegisterActivityWithOptions(repairAndMark, activity.RegisterOptions{Name: LegacyRepairAndMarkName})
 }

@@ -237,6 +237,7 @@ func (h *harness) newEnv() *sdktest.TestWorkflowEnvironment {
 	env.RegisterWorkflow(workflows.LiveSession)
 	env.RegisterWorkflow(workflows.SessionLoop)
 	env.RegisterActivity(h.acts)
+	activities.RegisterLegacyNames(env, h.acts) // as workerapp.Register does
 	env.RegisterActivityWithOptions(h.hooks.Setup, activity.RegisterOptions{Name: hookSetup})
 	env.RegisterActivityWithOptions(h.hooks.Commit, activity.RegisterOptions{Name: hookCommit})
 	env.RegisterActivityWithOptions(h.hooks.Publish, activity.RegisterOptions{Name: hookPublish})
