@@ -17,8 +17,8 @@ type createPlan struct {
 	fork   *ForkSeed
 	// eventCount is the session's length once the seed is stored.
 	eventCount int64
-	// seedLen is the seed's length: the seq of its end-seed marker.
-	seedLen int64
+	// firstLiveSeq is the seed's length: the seq of its end-seed marker.
+	firstLiveSeq int64
 }
 
 // planCreate validates a create request before any side effect
@@ -87,7 +87,7 @@ func planCreate(req CreateSessionRequest, set settings, now int64) (createPlan, 
 	case req.Fork != nil:
 		p.fork = req.Fork
 		p.eventCount = req.Fork.Count + 1
-		p.seedLen = req.Fork.Count
+		p.firstLiveSeq = req.Fork.Count
 	case req.Seed != nil:
 		if _, err := session.SnapshotBatch(req.Seed); err != nil {
 			return p, invalidArgument(err.Error())
@@ -115,7 +115,7 @@ func planCreate(req CreateSessionRequest, set settings, now int64) (createPlan, 
 			return p, invalidArgument("inline seed exceeds the batch limit; fork from a stored session instead")
 		}
 		p.eventCount = int64(len(p.suffix))
-		p.seedLen = int64(len(seed))
+		p.firstLiveSeq = int64(len(seed))
 	case p.header.IsSeeded:
 		return p, invalidArgument(session.ErrSeededLacksMarker.Error())
 	}
@@ -196,7 +196,7 @@ func (l *lifecycle) prepareCreate(ctx workflow.Context, req CreateSessionRequest
 	}
 	l.pushDisposeHook()
 	eventCount := plan.eventCount
-	l.firstLive = plan.seedLen
+	l.firstLiveSeq = plan.firstLiveSeq
 	l.lastTurn = session.LastTurn(plan.suffix)
 	// Step 4: setup, commit, the commit point, publication.
 	return l.initialize(eventCount, func(extra []session.Event) error {

@@ -47,7 +47,7 @@ type lifecycle struct {
 	header               session.Header
 	inherited            int64
 	nextSeq              int64
-	firstLive            int64
+	firstLiveSeq         int64
 	lastTurn             int64
 	entries              []LifecycleEntry
 	compErrs             []CompensationError
@@ -310,7 +310,7 @@ func (l *lifecycle) sessionInfo() *SessionInfo {
 		Header:              l.header,
 		InheritedEventCount: l.inherited,
 		NextSeq:             l.nextSeq,
-		FirstLiveSeq:        l.firstLive,
+		FirstLiveSeq:        l.firstLiveSeq,
 		LastTurn:            l.lastTurn,
 		Source:              l.source,
 	}

@@ -226,7 +226,7 @@ func (l *lifecycle) liveState() LiveState {
 		SessionID:           l.id,
 		Handle:              *l.ref,
 		NextSeq:             l.nextSeq,
-		FirstLiveSeq:        l.firstLive,
+		FirstLiveSeq:        l.firstLiveSeq,
 		Source:              l.source,
 		Header:              l.header,
 		InheritedEventCount: l.inherited,
@@ -285,7 +285,7 @@ func LiveSession(ctx workflow.Context, state LiveState) (DisposeResult, error) {
 	l.header = state.Header
 	l.inherited = state.InheritedEventCount
 	l.nextSeq = state.NextSeq
-	l.firstLive = state.FirstLiveSeq
+	l.firstLiveSeq = state.FirstLiveSeq
 	l.lastTurn = state.LastTurn
 	l.entries = append([]LifecycleEntry{}, state.Lifecycle...)
 	l.setPhase(PhaseLive)

@@ -90,8 +90,10 @@ const (
 type LoopChild struct {
 	// SessionID is the session id.
 	SessionID string `json:"sessionId"`
-	// Kind is "create" or "resume".
-	Kind string `json:"kind"`
+	// Mode is "create" or "resume", the mode of the start (the same word
+	// as ConfigStartFailure.Mode). Its JSON is written under "mode" and,
+	// for readers of the earlier name, under "kind" too; either is read.
+	Mode string `json:"mode"`
 	// ConfigID is the configured agent that started it, if any.
 	ConfigID string `json:"configId,omitempty"`
 	// WorkflowID and RunID name the child execution.
@@ -334,10 +336,10 @@ func (lp *loop) start(ctx workflow.Context, req StartRequest, configID string) (
 	})
 	c := &loopChild{LoopChild: LoopChild{SessionID: id, ConfigID: configID, WorkflowID: WorkflowID(id), State: ChildStarting}, cancel: cancel}
 	if req.Create != nil {
-		c.Kind = "create"
+		c.Mode = "create"
 		c.future = workflow.ExecuteChildWorkflow(cctx, CreateSession, *req.Create)
 	} else {
-		c.Kind = "resume"
+		c.Mode = "resume"
 		c.future = workflow.ExecuteChildWorkflow(cctx, ResumeSession, *req.Resume)
 	}
 	lp.children = append(lp.children, c)

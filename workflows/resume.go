@@ -89,9 +89,9 @@ func (l *lifecycle) prepareResume(ctx workflow.Context, req ResumeSessionRequest
 	l.inherited = rep.Scan.InheritedEventCount
 	l.nextSeq = rep.Scan.NextSeq
 	l.lastTurn = rep.Scan.LastTurn
-	l.firstLive = l.nextSeq
+	l.firstLiveSeq = l.nextSeq
 	if rep.MarkerSeq >= 0 {
-		l.firstLive = rep.MarkerSeq
+		l.firstLiveSeq = rep.MarkerSeq
 	}
 	// Step 9: owner and loop still active; then agent options.
 	if err := l.checkAbort(); err != nil {

@@ -407,15 +407,15 @@ func TestRenderSessionAndLoop(t *testing.T) {
 	b.Reset()
 	d := workflows.LoopDescription{
 		Children: []workflows.LoopChild{
-			{SessionID: "a", Kind: "create", ConfigID: "cfg", WorkflowID: "session/a", State: workflows.ChildSettled, WasLive: true},
-			{SessionID: "b", Kind: "resume", WorkflowID: "session/b", State: workflows.ChildSettled,
+			{SessionID: "a", Mode: "create", ConfigID: "cfg", WorkflowID: "session/a", State: workflows.ChildSettled, WasLive: true},
+			{SessionID: "b", Mode: "resume", WorkflowID: "session/b", State: workflows.ChildSettled,
 				Error: &workflows.ErrorInfo{Message: workflows.LoopInactiveText, Type: workflows.ErrTypeLoopInactive}},
 		},
 		ConfigStartFailures: []workflows.ConfigStartFailure{{ConfigID: "cfg2", SessionID: "c", Mode: "resume", Error: workflows.ErrorInfo{Message: `session "c" not found`, Type: "SessionNotFound"}}},
 	}
 	require.NoError(t, renderLoop(&b, "main", d))
 	require.Equal(t, `loop "main" stopped: 2 sessions
-SESSION  KIND    CONFIG  STATE    WAS LIVE  ERROR
+SESSION  MODE    CONFIG  STATE    WAS LIVE  ERROR
 a        create  cfg     settled  true      -
 b        resume  -       settled  false     agent loop is not active (LoopInactive)
 config start failed: agent "cfg2": resume of "c": session "c" not found (SessionNotFound)

@@ -132,13 +132,13 @@ func renderLoop(w io.Writer, id string, d workflows.LoopDescription) error {
 	fmt.Fprintf(w, "loop %q stopped: %d sessions\n", id, len(d.Children))
 	if len(d.Children) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "SESSION\tKIND\tCONFIG\tSTATE\tWAS LIVE\tERROR")
+		fmt.Fprintln(tw, "SESSION\tMODE\tCONFIG\tSTATE\tWAS LIVE\tERROR")
 		for _, c := range d.Children {
 			errText := "-"
 			if c.Error != nil {
 				errText = errorInfoText(*c.Error)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%t\t%s\n", displayText(c.SessionID), c.Kind, displayText(orDash(c.ConfigID)), c.State, c.WasLive, errText)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%t\t%s\n", displayText(c.SessionID), c.Mode, displayText(orDash(c.ConfigID)), c.State, c.WasLive, errText)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -81,14 +81,14 @@ func TestLoopStartAndDeactivation(t *testing.T) {
 	require.Empty(t, final.ConfigStartFailures, "a restore that falls back to create is no failure")
 	require.Empty(t, final.Effects, "no child is live any more")
 	type childView struct {
-		SessionID, Kind, ConfigID string
+		SessionID, Mode, ConfigID string
 		State                     workflows.ChildState
 		WasLive                   bool
 		ErrorType                 string
 	}
 	var got []childView
 	for _, ch := range final.Children {
-		v := childView{SessionID: ch.SessionID, Kind: ch.Kind, ConfigID: ch.ConfigID, State: ch.State, WasLive: ch.WasLive}
+		v := childView{SessionID: ch.SessionID, Mode: ch.Mode, ConfigID: ch.ConfigID, State: ch.State, WasLive: ch.WasLive}
 		if ch.Error != nil {
 			v.ErrorType = ch.Error.Type
 			if ch.SessionID == c {
@@ -98,10 +98,10 @@ func TestLoopStartAndDeactivation(t *testing.T) {
 		got = append(got, v)
 	}
 	require.ElementsMatch(t, []childView{
-		{SessionID: a, Kind: "resume", ConfigID: "cfg", State: workflows.ChildSettled, ErrorType: "SessionNotFound"},
-		{SessionID: a, Kind: "create", ConfigID: "cfg", State: workflows.ChildSettled, WasLive: true},
-		{SessionID: b, Kind: "create", State: workflows.ChildSettled, WasLive: true},
-		{SessionID: c, Kind: "create", State: workflows.ChildSettled, ErrorType: "LoopInactive"},
+		{SessionID: a, Mode: "resume", ConfigID: "cfg", State: workflows.ChildSettled, ErrorType: "SessionNotFound"},
+		{SessionID: a, Mode: "create", ConfigID: "cfg", State: workflows.ChildSettled, WasLive: true},
+		{SessionID: b, Mode: "create", State: workflows.ChildSettled, WasLive: true},
+		{SessionID: c, Mode: "create", State: workflows.ChildSettled, ErrorType: "LoopInactive"},
 	}, got)
 
 	// The loop completed only after every child it started had closed: its
