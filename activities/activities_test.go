@@ -63,7 +63,7 @@ func TestCreateAndOpenAreIdempotent(t *testing.T) {
 	require.False(t, again.Materialized)
 	lease, err := a.Store.LeaseOf(ctx, "c")
 	require.NoError(t, err)
-	require.Equal(t, "h1", lease.Handle)
+	require.Equal(t, "h1", lease.HandleID)
 	require.Equal(t, "session/c", lease.Owner.WorkflowID)
 	_, err = a.AppendBatch(ctx, activities.AppendBatchInput{Ref: first.Ref, Events: []session.Event{ev(t, session.TypeTurnStart, 0, map[string]any{"turn": 1})}})
 	require.NoError(t, err)

@@ -29,11 +29,11 @@ func OwnedText(id string, l *jsonl.Lease) string {
 	if l.Owner.WorkflowID != "" {
 		return fmt.Sprintf("%s: its lease is held by workflow %q run %q (host %q, pid %d, handle %q, since %s); "+
 			"if that workflow still runs, dispose or cancel it; if it has ended, forfeit the lease with `starter unlock --id %s`",
-			msg, l.Owner.WorkflowID, l.Owner.RunID, l.Host, l.PID, l.Handle, acquired, quoteArg(id))
+			msg, l.Owner.WorkflowID, l.Owner.RunID, l.Host, l.PID, l.HandleID, acquired, quoteArg(id))
 	}
 	return fmt.Sprintf("%s: its lease is held by a process without a workflow (host %q, pid %d, handle %q, since %s); "+
 		"if that process has ended, forfeit the lease with `starter log unlock --id %s --force`",
-		msg, l.Host, l.PID, l.Handle, acquired, quoteArg(id))
+		msg, l.Host, l.PID, l.HandleID, acquired, quoteArg(id))
 }
 
 // quoteArg quotes a command-line argument for a POSIX shell when it needs

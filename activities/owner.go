@@ -101,7 +101,7 @@ type LeaseChangedError struct {
 // Error names the lease found.
 func (e *LeaseChangedError) Error() string {
 	return fmt.Sprintf("session %q: the lease changed while its owner was checked (now handle %q of workflow %q); nothing was removed",
-		e.SessionID, e.Now.Handle, e.Now.Owner.WorkflowID)
+		e.SessionID, e.Now.HandleID, e.Now.Owner.WorkflowID)
 }
 
 // Is matches ErrLeaseChanged.
@@ -125,7 +125,7 @@ var _ LeaseStore = (*jsonl.Store)(nil)
 // removed, a session never written erased). A lease taken by another handle
 // after the check survives, and ForfeitLease returns a *LeaseChangedError.
 func ForfeitLease(ctx context.Context, store LeaseStore, id string, lease *jsonl.Lease) error {
-	ref := jsonl.HandleRef{SessionID: id, HandleID: lease.Handle, Access: jsonl.AccessWrite}
+	ref := jsonl.HandleRef{SessionID: id, HandleID: lease.HandleID, Access: jsonl.AccessWrite}
 	if err := store.CloseHandle(ctx, ref); err != nil {
 		return fmt.Errorf("forfeit the lease of session %q: %w", id, err)
 	}
@@ -177,7 +177,7 @@ func (a *Activities) ForfeitDeadOwner(ctx context.Context, in ForfeitInput) (For
 	}
 	owned := func(format string, args ...any) error {
 		msg := fmt.Sprintf("session %q is already owned by an active write handle (handle %q of workflow %q run %q, host %q pid %d): ",
-			in.SessionID, lease.Handle, lease.Owner.WorkflowID, lease.Owner.RunID, lease.Host, lease.PID) + fmt.Sprintf(format, args...)
+			in.SessionID, lease.HandleID, lease.Owner.WorkflowID, lease.Owner.RunID, lease.Host, lease.PID) + fmt.Sprintf(format, args...)
 		return temporal.NewNonRetryableApplicationError(msg, string(jsonl.CodeAlreadyOwned), nil)
 	}
 	if a.Temporal == nil {

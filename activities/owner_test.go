@@ -120,7 +120,7 @@ func TestForfeitDeadOwner(t *testing.T) {
 		res, err := a.ForfeitDeadOwner(ctx, activities.ForfeitInput{SessionID: "s", Self: self})
 		require.NoError(t, err)
 		require.NotNil(t, res.Forfeited)
-		require.Equal(t, "h-old", res.Forfeited.Handle)
+		require.Equal(t, "h-old", res.Forfeited.HandleID)
 		require.Equal(t, old, res.Forfeited.Owner)
 		_, err = a.OpenHandle(ctx, activities.OpenHandleInput{SessionID: "s", Access: jsonl.AccessWrite, HandleID: "h-new", Owner: self})
 		require.NoError(t, err)
@@ -143,7 +143,7 @@ func TestForfeitDeadOwner(t *testing.T) {
 		require.ErrorContains(t, err, "that workflow is running (run r5); dispose or cancel it, then resume")
 		l, err := a.Store.LeaseOf(ctx, "s")
 		require.NoError(t, err)
-		require.Equal(t, "h-old", l.Handle, "the lease is kept")
+		require.Equal(t, "h-old", l.HandleID, "the lease is kept")
 	})
 	t.Run("unknown owner: refused with the way out", func(t *testing.T) {
 		a := newActs(t)

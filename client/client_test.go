@@ -267,7 +267,7 @@ func TestCancelSignalsThenCancels(t *testing.T) {
 		cancel: func(wid, rid string) error { return nil },
 	}
 	require.NoError(t, New(f, Options{}).Cancel(context.Background(), "s1", "user hit stop"))
-	require.Equal(t, []string{"signal session/s1 abort", "cancel session/s1"}, f.recorded())
+	require.Equal(t, []string{"signal session/s1 Abort", "cancel session/s1"}, f.recorded())
 	b, err := json.Marshal(payload)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"reason":"user hit stop","isError":false}`, string(b))
@@ -275,7 +275,7 @@ func TestCancelSignalsThenCancels(t *testing.T) {
 	gone := &fakeTemporal{signal: func(string, string, string, any) error { return serviceerror.NewNotFound("workflow not found") }}
 	err = New(gone, Options{}).Cancel(context.Background(), "s9", "")
 	require.ErrorIs(t, err, ErrNotRunning)
-	require.Equal(t, []string{"signal session/s9 abort"}, gone.recorded(), "no cancel after a failed signal")
+	require.Equal(t, []string{"signal session/s9 Abort"}, gone.recorded(), "no cancel after a failed signal")
 }
 
 func TestDescribe(t *testing.T) {
@@ -293,7 +293,7 @@ func TestDescribe(t *testing.T) {
 
 func TestLoopStartStop(t *testing.T) {
 	ctx := context.Background()
-	final := workflows.LoopDescription{Active: false, Children: []workflows.LoopChild{{SessionID: "a", Kind: "create", State: workflows.ChildSettled}}}
+	final := workflows.LoopDescription{Active: false, Children: []workflows.LoopChild{{SessionID: "a", Mode: "create", State: workflows.ChildSettled}}}
 	running := false
 	f := &fakeTemporal{
 		execute: func(opts temporalclient.StartWorkflowOptions, wf any, _ []any) (temporalclient.WorkflowRun, error) {

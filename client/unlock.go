@@ -35,7 +35,7 @@ func (c *Client) Unlock(ctx context.Context, store activities.LeaseStore, id str
 	owner := lease.Owner
 	if owner.WorkflowID == "" {
 		return nil, &Error{Type: TypeOwnerUnknown, SessionID: id,
-			Message: fmt.Sprintf("session %q: the lease of handle %q names no owning workflow, so Temporal cannot tell whether its owner is gone", id, lease.Handle)}
+			Message: fmt.Sprintf("session %q: the lease of handle %q names no owning workflow, so Temporal cannot tell whether its owner is gone", id, lease.HandleID)}
 	}
 	// The operator path: a workflow id Temporal does not know (Unknown)
 	// counts as gone, as it always did for unlock.

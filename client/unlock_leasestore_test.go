@@ -23,7 +23,7 @@ func (s *recordingLeaseStore) LeaseOf(context.Context, string) (*jsonl.Lease, er
 
 func (s *recordingLeaseStore) CloseHandle(_ context.Context, ref jsonl.HandleRef) error {
 	s.closed = append(s.closed, ref)
-	if s.lease != nil && ref.HandleID == s.lease.Handle {
+	if s.lease != nil && ref.HandleID == s.lease.HandleID {
 		s.lease = nil
 	}
 	return nil
@@ -33,7 +33,7 @@ func (s *recordingLeaseStore) CloseHandle(_ context.Context, ref jsonl.HandleRef
 // close by reference; it closes exactly the checked handle, with write
 // access, once the owner is gone.
 func TestUnlockThroughLeaseStore(t *testing.T) {
-	lease := &jsonl.Lease{Handle: "h-1", Owner: jsonl.Owner{WorkflowID: "session/s1", RunID: "r1"}}
+	lease := &jsonl.Lease{HandleID: "h-1", Owner: jsonl.Owner{WorkflowID: "session/s1", RunID: "r1"}}
 	st := &recordingLeaseStore{lease: lease}
 	var rid string
 	removed, err := New(describing(enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, nil, &rid), Options{}).Unlock(context.Background(), st, "s1")

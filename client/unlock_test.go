@@ -56,7 +56,7 @@ func TestUnlockRefusesWhileOwnerRuns(t *testing.T) {
 	l, err := st.LeaseOf(ctx, "s1")
 	require.NoError(t, err)
 	require.NotNil(t, l, "the lease is kept")
-	require.Equal(t, "h-s1", l.Handle)
+	require.Equal(t, "h-s1", l.HandleID)
 }
 
 func TestUnlockForfeitsWhenOwnerGone(t *testing.T) {
@@ -75,7 +75,7 @@ func TestUnlockForfeitsWhenOwnerGone(t *testing.T) {
 			removed, err := New(describing(f.status, f.err, &rid), Options{}).Unlock(ctx, st, "s1")
 			require.NoError(t, err)
 			require.NotNil(t, removed)
-			require.Equal(t, "h-s1", removed.Handle)
+			require.Equal(t, "h-s1", removed.HandleID)
 			require.Equal(t, jsonl.Owner{WorkflowID: "session/s1", RunID: "run-old"}, removed.Owner)
 			l, err := st.LeaseOf(ctx, "s1")
 			require.NoError(t, err)
@@ -139,7 +139,7 @@ func TestUnlockOtherCases(t *testing.T) {
 		l, err := st.LeaseOf(ctx, "s1")
 		require.NoError(t, err)
 		require.NotNil(t, l)
-		require.Equal(t, "h-next", l.Handle, "the new owner's lease survives")
+		require.Equal(t, "h-next", l.HandleID, "the new owner's lease survives")
 	})
 }
 

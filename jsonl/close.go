@@ -17,7 +17,7 @@ func (s *Store) releaseLease(dir, handle string) error {
 		return err
 	}
 	defer ll.release()
-	if ll.lease.Handle != handle {
+	if ll.lease.HandleID != handle {
 		return nil
 	}
 	return s.dropLease(dir, false)
@@ -137,7 +137,7 @@ func (s *Store) releaseEverywhere(ctx context.Context, id, handle string) []erro
 		if ll == nil {
 			continue
 		}
-		if ll.lease.Handle == handle {
+		if ll.lease.HandleID == handle {
 			sd, err := s.inspectSessionDir(dir)
 			erase := err == nil && sd.generation == ""
 			if err := s.dropLease(dir, erase); err != nil {

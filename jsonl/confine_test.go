@@ -264,7 +264,7 @@ func TestForceUnlockClearsUnreadableLease(t *testing.T) {
 				require.NoError(t, err)
 				require.NotNil(t, removed)
 				require.Contains(t, removed.Unreadable, "corrupt session lease: ")
-				require.Empty(t, removed.Handle)
+				require.Empty(t, removed.HandleID)
 				noSuchFile(t, lease)
 				w := openWrite(t, e.store, "keep")
 				require.NoError(t, w.Close(bg))

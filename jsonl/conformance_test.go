@@ -796,7 +796,7 @@ func TestS1_27_HandleCreatedElsewhereIsUsableByAnotherProcess(t *testing.T) {
 		other := e.newStore(nil)
 		lease, err := other.LeaseOf(bg, h.ID)
 		require.NoError(t, err)
-		require.Equal(t, "h-s1-27", lease.Handle)
+		require.Equal(t, "h-s1-27", lease.HandleID)
 		require.Equal(t, owner, lease.Owner)
 		att := other.Attach(hd.Ref())
 		require.NoError(t, att.Flush(bg))
@@ -827,7 +827,7 @@ func TestS1_28_AppendedEventsSurviveWithoutFlushOrClose(t *testing.T) {
 		requireCode(t, err, jsonl.ErrAlreadyOwned)
 		lease, err := fresh.ForceUnlock(bg, h.ID)
 		require.NoError(t, err)
-		require.Equal(t, hd.Ref().HandleID, lease.Handle)
+		require.Equal(t, hd.Ref().HandleID, lease.HandleID)
 		w := openWrite(t, fresh, h.ID)
 		require.Equal(t, int64(6), w.NextSeq())
 		require.NoError(t, w.Close(bg))
@@ -1946,7 +1946,7 @@ func TestS0_07_WriteOpenWhileOwnedThenAfterClose(t *testing.T) {
 		}
 		lease, err := e.store.LeaseOf(bg, h.ID)
 		require.NoError(t, err)
-		require.Equal(t, live.Ref().HandleID, lease.Handle, "a refused open leaves the lease alone")
+		require.Equal(t, live.Ref().HandleID, lease.HandleID, "a refused open leaves the lease alone")
 
 		require.NoError(t, live.Append(bg, []session.Event{turnStart(t, 2, 2), turnEnd(t, 3, 2)}))
 		require.NoError(t, live.Close(bg))

@@ -68,7 +68,7 @@ func (s *Store) Create(ctx context.Context, h session.Header, opts CreateOptions
 	}
 	if found {
 		if sd.generation == "" && sd.dir == dir {
-			if l, err := s.readLease(sd.dir); err == nil && l != nil && l.Handle == opts.HandleID && l.Pending != nil {
+			if l, err := s.readLease(sd.dir); err == nil && l != nil && l.HandleID == opts.HandleID && l.Pending != nil {
 				return s.registerPending(id, dir, l), nil
 			}
 		}
@@ -116,12 +116,12 @@ func (s *Store) Create(ctx context.Context, h session.Header, opts CreateOptions
 }
 
 func (s *Store) newLease(handle string, owner Owner) Lease {
-	return Lease{Handle: handle, Owner: owner, Host: s.host, PID: s.pid, AcquiredAt: s.now().UnixMilli()}
+	return Lease{HandleID: handle, Owner: owner, Host: s.host, PID: s.pid, AcquiredAt: s.now().UnixMilli()}
 }
 
 func (s *Store) registerPending(id, dir string, l *Lease) *Handle {
 	st := &handleState{
-		ref:       HandleRef{SessionID: id, HandleID: l.Handle, Access: AccessWrite},
+		ref:       HandleRef{SessionID: id, HandleID: l.HandleID, Access: AccessWrite},
 		header:    l.Pending.Header,
 		inherited: l.Pending.InheritedEventCount,
 		dir:       dir,
@@ -139,7 +139,7 @@ func (s *Store) releasePending(dir, handle string) {
 		return
 	}
 	defer ll.release()
-	if ll.lease.Handle == handle {
+	if ll.lease.HandleID == handle {
 		s.dropLease(dir, true)
 	}
 }

@@ -213,7 +213,7 @@ func (s *Store) openWrite(ctx context.Context, id string, opts OpenOptions) (*Ha
 			return nil, err
 		}
 		l, rerr := s.readLease(sd.dir)
-		if rerr != nil || l == nil || l.Handle != opts.HandleID {
+		if rerr != nil || l == nil || l.HandleID != opts.HandleID {
 			return nil, alreadyOwned(id)
 		}
 		// A retried open whose first attempt took the lease: continue.
@@ -284,7 +284,7 @@ func (s *Store) loadFile(st *handleState) error {
 
 func (s *Store) leaseNames(dir, handle string) bool {
 	l, err := s.readLease(dir)
-	return err != nil || (l != nil && l.Handle == handle)
+	return err != nil || (l != nil && l.HandleID == handle)
 }
 
 func (s *Store) writerFor(id string) *handleState {
@@ -358,7 +358,7 @@ func (h *Handle) writer(ctx context.Context, op string) (*handleState, error) {
 	if err != nil {
 		return nil, err
 	}
-	if l == nil || l.Handle != st.ref.HandleID {
+	if l == nil || l.HandleID != st.ref.HandleID {
 		return nil, ownershipLost(id)
 	}
 	nst := &handleState{ref: st.ref, dir: sd.dir, torn: -1, observed: st.observed}
@@ -433,7 +433,7 @@ func (s *Store) withWriterLease(ctx context.Context, st *handleState, fn func() 
 	if ll == nil {
 		return ownershipLost(st.ref.SessionID)
 	}
-	if ll.lease.Handle != st.ref.HandleID {
+	if ll.lease.HandleID != st.ref.HandleID {
 		ll.release()
 		return ownershipLost(st.ref.SessionID)
 	}

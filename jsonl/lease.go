@@ -18,8 +18,11 @@ import (
 
 // Lease is the content of a session's lease file (FORMAT.md §6.1).
 type Lease struct {
-	// Handle is the handle id that owns the session.
-	Handle string `json:"handle"`
+	// HandleID is the id of the handle that owns the session (the
+	// HandleRef.HandleID of its write handle). The lease file carries it
+	// under "handleId" and, for readers of the earlier key, under "handle";
+	// either is read (FORMAT.md §6.1).
+	HandleID string `json:"handleId"`
 	// Owner is the workflow that holds the handle.
 	Owner Owner `json:"owner"`
 	// Host and PID identify the process that acquired the lease.

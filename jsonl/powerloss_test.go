@@ -356,7 +356,7 @@ func (c *plCheck) leaseOf(s *jsonl.Store, id string) string {
 	if l == nil {
 		return ""
 	}
-	return l.Handle
+	return l.HandleID
 }
 
 // checkA checks A on s, a fresh store, lets its lease's owner carry on and
@@ -387,7 +387,7 @@ func (c *plCheck) checkA(s, next *jsonl.Store) {
 		l, err := s.ForceUnlock(ctx, plA)
 		require.NoError(t, err, "%s: ForceUnlock", c.where)
 		require.NotNil(t, l, c.where)
-		require.Equal(t, owner, l.Handle, c.where)
+		require.Equal(t, owner, l.HandleID, c.where)
 		require.Empty(t, c.leaseOf(s, plA), "%s: the lease outlived ForceUnlock", c.where)
 		_, err = s.Open(ctx, plA, jsonl.AccessWrite, jsonl.OpenOptions{HandleID: owner})
 		require.ErrorIs(t, err, jsonl.ErrHandleRevoked, "%s: the forfeited handle must not come back", c.where)

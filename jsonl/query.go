@@ -70,7 +70,7 @@ func (s *Store) snapshot(sd sessionDir) (*Snapshot, error) {
 		if l == nil {
 			return nil, err
 		}
-		return &Snapshot{Header: l.Pending.Header, Revision: "pending:" + l.Handle, Pending: true}, nil
+		return &Snapshot{Header: l.Pending.Header, Revision: "pending:" + l.HandleID, Pending: true}, nil
 	}
 	h, ok, err := s.readHeader(sd.generation)
 	if err != nil || !ok {
@@ -328,7 +328,7 @@ func (s *Store) ForceUnlock(ctx context.Context, id string) (*Lease, error) {
 		// An unreadable lease names no handle id to revoke; whoever holds
 		// it finds no lease at its next mutation and stops.
 		lease = &Lease{Unreadable: ll.bad.Error()}
-	} else if err := s.revoke(id, lease.Handle); err != nil {
+	} else if err := s.revoke(id, lease.HandleID); err != nil {
 		return nil, err
 	}
 	if w := s.writerFor(id); w != nil {

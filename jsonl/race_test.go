@@ -136,7 +136,7 @@ func TestRaceTwoProcessesOpenWrite(t *testing.T) {
 		l, err := s.LeaseOf(ctx, durID)
 		require.NoError(t, err)
 		require.NotNil(t, l)
-		require.Equal(t, winners[0], l.Handle, "round %d: the lease names the winner", round)
+		require.Equal(t, winners[0], l.HandleID, "round %d: the lease names the winner", round)
 		require.NoError(t, s.CloseHandle(ctx, jsonl.HandleRef{SessionID: durID, HandleID: winners[0], Access: jsonl.AccessWrite}))
 	}
 }

@@ -34,11 +34,14 @@ func (s *Store) isRevoked(handle string) (bool, error) {
 	return false, err
 }
 
-// revocationRecord is the content of a revocation file.
+// revocationRecord is the content of a revocation file. The handle id is
+// written under "handleId" and, as in the lease, under the earlier key
+// "handle" too.
 type revocationRecord struct {
-	Handle    string `json:"handle"`
+	HandleID  string `json:"handleId"`
 	SessionID string `json:"sessionId"`
 	RevokedAt int64  `json:"revokedAt"`
+	Handle    string `json:"handle"`
 }
 
 // revoke durably records handle as closed. It is idempotent.
@@ -51,7 +54,7 @@ func (s *Store) revoke(id, handle string) error {
 		return err
 	}
 	path := s.revocationPath(handle)
-	body, _ := json.Marshal(revocationRecord{handle, id, s.now().UnixMilli()})
+	body, _ := json.Marshal(revocationRecord{HandleID: handle, SessionID: id, RevokedAt: s.now().UnixMilli(), Handle: handle})
 	f, err := s.fs.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		if errors.Is(err, fs.ErrExist) {

@@ -187,7 +187,7 @@ func TestResumeKeepsLiveOwner(t *testing.T) {
 	require.Equal(t, []string{activities.OpenHandleName, activities.ForfeitDeadOwnerName, activities.CloseHandleName}, h.startedNames())
 	lease, err := h.store.LeaseOf(context.Background(), "k")
 	require.NoError(t, err)
-	require.Equal(t, "h-old", lease.Handle, "the lease is kept")
+	require.Equal(t, "h-old", lease.HandleID, "the lease is kept")
 }
 
 func TestResumeForfeitTurnedOff(t *testing.T) {

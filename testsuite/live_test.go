@@ -200,7 +200,7 @@ func TestContinueAsNewCarriesHandleAndCursor(t *testing.T) {
 	require.Len(t, stored(t, h.store, "can"), 10)
 	lease, lerr := h.store.LeaseOf(context.Background(), "can")
 	require.NoError(t, lerr)
-	require.Equal(t, state.Handle.HandleID, lease.Handle, "the lease survives continue-as-new")
+	require.Equal(t, state.Handle.HandleID, lease.HandleID, "the lease survives continue-as-new")
 
 	h2 := newHarnessOn(t, h.store).withID("can")
 	ready2 := h2.updateAt(time.Second, "", workflows.UpdateWaitReady)

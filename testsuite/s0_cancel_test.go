@@ -206,7 +206,7 @@ func TestS0_40_CreateFailsAfterAcquiringTheLease(t *testing.T) {
 	require.NotNil(t, leaseDuring, "the create did not take the lease")
 	var in activities.CreateHandleInput
 	h.startedArg(activities.CreateHandleName, 0, &in)
-	require.Equal(t, in.HandleID, leaseDuring.Handle)
+	require.Equal(t, in.HandleID, leaseDuring.HandleID)
 	require.Equal(t, []string{in.HandleID}, h.closedHandles())
 	d := h.describe("")
 	require.Empty(t, d.Lifecycle)

@@ -31,7 +31,7 @@ func (l *lifecycle) forfeitDeadOwner(owned error, open func(workflow.Context) wo
 	}
 	if res.Forfeited != nil {
 		workflow.GetLogger(l.ctx).Info("forfeited the lease of a closed owner", "session", l.id,
-			"handle", res.Forfeited.Handle, "ownerWorkflowId", res.Forfeited.Owner.WorkflowID, "ownerRunId", res.Forfeited.Owner.RunID)
+			"handle", res.Forfeited.HandleID, "ownerWorkflowId", res.Forfeited.Owner.WorkflowID, "ownerRunId", res.Forfeited.Owner.RunID)
 	}
 	return l.race(open, hi)
 }

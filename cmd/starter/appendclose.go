@@ -17,7 +17,7 @@ import (
 func closeAfterAppend(ctx context.Context, a *app, st *jsonl.Store, h *jsonl.Handle, n int64, cerr error) error {
 	id := h.Ref().SessionID
 	l, lerr := st.LeaseOf(ctx, id)
-	if lerr == nil && (l == nil || l.Handle != h.Ref().HandleID) {
+	if lerr == nil && (l == nil || l.HandleID != h.Ref().HandleID) {
 		fmt.Fprintf(a.stderr, "starter: warning: session %q: all %d events are stored and the write lease is released, but closing the handle reported: %v\n", id, n, cerr)
 		_, err := fmt.Fprintf(a.stdout, "appended %d events to session %q\n", n, id)
 		return err

@@ -160,7 +160,7 @@ func describeLease(l *jsonl.Lease) string {
 		return "an unreadable lease (" + l.Unreadable + ")"
 	}
 	return fmt.Sprintf("handle %q, owner workflow %q run %q, host %q pid %d, acquired %s",
-		l.Handle, l.Owner.WorkflowID, l.Owner.RunID, l.Host, l.PID, formatMillis(l.AcquiredAt))
+		l.HandleID, l.Owner.WorkflowID, l.Owner.RunID, l.Host, l.PID, formatMillis(l.AcquiredAt))
 }
 
 // writeJSON writes v as one indented JSON document, keeping '<', '>' and '&'

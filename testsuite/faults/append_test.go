@@ -74,7 +74,7 @@ func TestAppendENOSPCPersistent(t *testing.T) {
 	require.Zero(t, d.PendingEvents)
 	l := e.lease(id)
 	require.NotNil(t, l)
-	require.Equal(t, s.Handle.HandleID, l.Handle)
+	require.Equal(t, s.Handle.HandleID, l.HandleID)
 
 	// The fault is gone: the same seqs append, and disposal works.
 	ffs.Reset()

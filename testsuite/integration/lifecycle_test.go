@@ -77,7 +77,7 @@ func TestCreateAppendDispose(t *testing.T) {
 	require.Equal(t, int64(1), info.LastTurn)
 	lease := w.lease(id)
 	require.NotNil(t, lease)
-	require.Equal(t, info.Handle.HandleID, lease.Handle)
+	require.Equal(t, info.Handle.HandleID, lease.HandleID)
 	require.Equal(t, wid, lease.Owner.WorkflowID)
 	require.Equal(t, run.GetRunID(), lease.Owner.RunID)
 
@@ -163,7 +163,7 @@ func TestResumeRepairsCrashedLog(t *testing.T) {
 	require.Equal(t, int64(7), info.FirstLiveSeq, "the seq of the end-seed marker")
 	require.Equal(t, int64(1), info.LastTurn)
 	require.Equal(t, "/work/project", info.Header.Cwd)
-	require.Equal(t, info.Handle.HandleID, w.lease(id).Handle)
+	require.Equal(t, info.Handle.HandleID, w.lease(id).HandleID)
 
 	// The closers and the marker are stored before setup ran; the torn
 	// record is gone.

@@ -165,7 +165,7 @@ func TestWorkerRestartDuringLiveSession(t *testing.T) {
 	d := w.describe(id)
 	require.Equal(t, workflows.PhaseLive, d.Phase)
 	require.Equal(t, info.Handle, *d.Handle, "the new worker carries on with the same handle")
-	require.Equal(t, info.Handle.HandleID, w.lease(id).Handle)
+	require.Equal(t, info.Handle.HandleID, w.lease(id).HandleID)
 	require.Equal(t, int64(15), w.dispose(id).NextSeq)
 	require.NoError(t, run.Get(w.ctx(), nil))
 
@@ -188,7 +188,7 @@ func TestContinueAsNewKeepsTheSession(t *testing.T) {
 	})
 	info := w.waitReady(id)
 	lease := w.lease(id)
-	require.Equal(t, info.Handle.HandleID, lease.Handle)
+	require.Equal(t, info.Handle.HandleID, lease.HandleID)
 
 	latestRun := func() string {
 		desc, err := w.c.DescribeWorkflow(w.ctx(), wid, "")
@@ -226,7 +226,7 @@ func TestContinueAsNewKeepsTheSession(t *testing.T) {
 	require.Equal(t, info.Handle, *d.Handle)
 	held := w.lease(id)
 	require.NotNil(t, held)
-	require.Equal(t, lease.Handle, held.Handle, "the lease is held across runs")
+	require.Equal(t, lease.HandleID, held.HandleID, "the lease is held across runs")
 
 	require.Equal(t, int64(len(want)), w.dispose(id).NextSeq)
 	final := w.c.GetWorkflow(w.ctx(), wid, "")

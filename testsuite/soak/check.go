@@ -159,7 +159,7 @@ func (r *runner) checkLeases(ctx context.Context) {
 		case err != nil:
 			r.fail("session %s: reading its lease: %v", t.id, err)
 		case l != nil:
-			r.fail("session %s: lease still held after the final dispose: handle %s, owner %+v, pid %d", t.id, l.Handle, l.Owner, l.PID)
+			r.fail("session %s: lease still held after the final dispose: handle %s, owner %+v, pid %d", t.id, l.HandleID, l.Owner, l.PID)
 		}
 	}
 }

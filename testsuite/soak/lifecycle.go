@@ -116,7 +116,7 @@ func (r *runner) leaseReleased(ctx context.Context, id string) error {
 	case err != nil:
 		return fmt.Errorf("reading the lease: %w", err)
 	case l != nil:
-		return fmt.Errorf("lease still held after the dispose: handle %s, owner %+v, pid %d", l.Handle, l.Owner, l.PID)
+		return fmt.Errorf("lease still held after the dispose: handle %s, owner %+v, pid %d", l.HandleID, l.Owner, l.PID)
 	}
 	return nil
 }
