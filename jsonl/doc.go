@@ -32,7 +32,7 @@
 // never rewritten: the only changes ever made to a log are an append at EOF,
 // the truncation of a failed append back to its previous size, and the
 // one-time truncation of a torn suffix by the first mutation of a write
-// handle (or of a damaged suffix by a forced repair, RepairOptions), whose
+// handle (or of a damaged suffix by a forced repair, CutOptions), whose
 // bytes are first copied to a fsynced quarantine file beside the log. Damage
 // followed by complete valid records is not a torn write: a read refuses it
 // as corrupt.

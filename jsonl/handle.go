@@ -33,8 +33,9 @@ type OpenOptions struct {
 	HandleID string
 	// Owner is the workflow that owns a write handle.
 	Owner Owner
-	// Repair configures how a write open treats a damaged log.
-	Repair RepairOptions
+	// Cut configures how a write open cuts a damaged log (FORMAT.md §5.1,
+	// §5.2).
+	Cut CutOptions
 }
 
 // handleState is the in-process view of one handle.
@@ -55,7 +56,7 @@ type handleState struct {
 	leaseFI      os.FileInfo // identity of that lease file
 	torn         int64       // pending truncation offset, -1 when none
 	forced       bool        // the pending cut removes valid records after damage
-	force        bool        // RepairOptions.Force of the open
+	force        bool        // CutOptions.Force of the open
 	recovered    []session.Event
 	primed       []session.Event // validated log serving reads until the first append
 
@@ -220,7 +221,7 @@ func (s *Store) openWrite(ctx context.Context, id string, opts OpenOptions) (*Ha
 	} else {
 		s.metrics.LeaseAcquired()
 	}
-	st, err := s.primeWriter(ctx, id, sd, opts.HandleID, opts.Repair.Force)
+	st, err := s.primeWriter(ctx, id, sd, opts.HandleID, opts.Cut.Force)
 	if err != nil {
 		if rerr := s.releaseLease(sd.dir, opts.HandleID); rerr != nil {
 			return nil, &AggregateError{Message: fmt.Sprintf("session %q: write open failed and its lock release failed", id), Errors: []error{err, rerr}}

@@ -9,8 +9,8 @@ type Metrics interface {
 	Fsync(d time.Duration)
 	// BytesWritten reports bytes appended to log files.
 	BytesWritten(n int)
-	// TornTailRepaired reports one torn or invalid suffix cut off a log.
-	TornTailRepaired()
+	// TornTailCut reports one torn or invalid suffix cut off a log.
+	TornTailCut()
 	// LeaseAcquired and LeaseReleased track write leases held by this store.
 	LeaseAcquired()
 	LeaseReleased()
@@ -20,6 +20,6 @@ type nopMetrics struct{}
 
 func (nopMetrics) Fsync(time.Duration) {}
 func (nopMetrics) BytesWritten(int)    {}
-func (nopMetrics) TornTailRepaired()   {}
+func (nopMetrics) TornTailCut()        {}
 func (nopMetrics) LeaseAcquired()      {}
 func (nopMetrics) LeaseReleased()      {}

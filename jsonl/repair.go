@@ -23,8 +23,9 @@ const quarantineInfix = ".broken-"
 // name is taken by other bytes.
 const maxQuarantineNames = 1000
 
-// RepairOptions configures how a write open treats a damaged log.
-type RepairOptions struct {
+// CutOptions configures how a write open cuts a damaged log: the torn-tail
+// cut, the part of a crash repair the store makes itself.
+type CutOptions struct {
 	// Force accepts a raw log whose damage is followed by complete valid
 	// records (reads refuse it as corrupt: a crash tears only the final
 	// write, so such damage is not a torn tail). The handle then serves the
@@ -46,12 +47,12 @@ type TailCut struct {
 	// bytes: <log name>.broken-<Offset>.
 	Quarantine string `json:"quarantine"`
 	// Forced is set when the removed bytes held complete valid records after
-	// damage (a cut only RepairOptions.Force allows).
+	// damage (a cut only CutOptions.Force allows).
 	Forced bool `json:"forced,omitempty"`
 }
 
 // CutTail performs now the cut a write handle otherwise makes before its
-// next append: the torn (or, with RepairOptions.Force, damaged) suffix of
+// next append: the torn (or, with CutOptions.Force, damaged) suffix of
 // the log is copied to a quarantine file and the log truncated to its last
 // valid record. It returns nil when the log has nothing to cut.
 func (h *Handle) CutTail(ctx context.Context) (*TailCut, error) {
@@ -210,7 +211,7 @@ func (s *Store) repair(st *handleState) (*TailCut, error) {
 		st.torn, st.forced = -1, false
 		st.fi = nil // re-read by the next append
 		st.releaseLog()
-		s.metrics.TornTailRepaired()
+		s.metrics.TornTailCut()
 		if cut.Forced {
 			s.log.Warn(fmt.Sprintf("session-persistence-jsonl: session %q: a forced repair cut the log at its first damage; the %d bytes removed, valid records included, were saved to %s", st.ref.SessionID, cut.Bytes, q),
 				"session", st.ref.SessionID, "path", st.path, "quarantine", q)

@@ -191,7 +191,7 @@ func (e *damageError) Unwrap() []error { return []error{e.issue, ErrDamageNotTor
 
 // ErrDamageNotTorn is matched (errors.Is) by the corruption error of a raw
 // log whose damage is followed by complete valid records: a forced repair
-// (RepairOptions.Force) is the only way to cut it.
+// (CutOptions.Force) is the only way to cut it.
 var ErrDamageNotTorn = errors.New("damage followed by complete valid records is not a torn write")
 
 // lineChunk is the decoding of the complete lines that start in one

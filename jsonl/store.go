@@ -220,7 +220,7 @@ func (s *Store) scanFile(id, path string) (*scanResult, error) {
 }
 
 // scanFileForce is scanFile; with force, a raw log's damage followed by
-// valid records is accepted as a suffix to cut (RepairOptions.Force).
+// valid records is accepted as a suffix to cut (CutOptions.Force).
 func (s *Store) scanFileForce(id, path string, force bool) (*scanResult, error) {
 	r, err := s.readScan(id, path, force)
 	if err != nil {

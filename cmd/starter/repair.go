@@ -46,7 +46,7 @@ it prints what it cut and where the removed bytes were saved.`,
 			ctx := cmd.Context()
 			line := startElapsed(a.stderr, isTerminal(a.stderr), fmt.Sprintf("repairing %q", id), elapsedDelay, time.Second)
 			h, err := st.Open(ctx, id, jsonl.AccessWrite, jsonl.OpenOptions{
-				HandleID: newHandleID(), Owner: newOwner(), Repair: jsonl.RepairOptions{Force: force}})
+				HandleID: newHandleID(), Owner: newOwner(), Cut: jsonl.CutOptions{Force: force}})
 			var appended []session.Event
 			var cut *jsonl.TailCut
 			if err == nil {

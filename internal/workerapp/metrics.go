@@ -87,8 +87,8 @@ func (m *Metrics) Fsync(d time.Duration) { m.fsync.Observe(d.Seconds()) }
 // BytesWritten counts bytes appended to log files.
 func (m *Metrics) BytesWritten(n int) { m.bytesWritten.Add(float64(n)) }
 
-// TornTailRepaired counts one torn or invalid suffix cut off a log.
-func (m *Metrics) TornTailRepaired() { m.tornTails.Inc() }
+// TornTailCut counts one torn or invalid suffix cut off a log.
+func (m *Metrics) TornTailCut() { m.tornTails.Inc() }
 
 // LeaseAcquired counts a write lease taken.
 func (m *Metrics) LeaseAcquired() {

@@ -40,7 +40,7 @@ func TestMetricsRecordStoreEvents(t *testing.T) {
 	m.Fsync(5 * time.Millisecond)
 	m.BytesWritten(100)
 	m.BytesWritten(28)
-	m.TornTailRepaired()
+	m.TornTailCut()
 	m.LeaseAcquired()
 	m.LeaseAcquired()
 	m.LeaseReleased()
