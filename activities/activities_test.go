@@ -95,7 +95,7 @@ func TestLateOpenAfterCloseIsRevoked(t *testing.T) {
 	require.Nil(t, lease)
 }
 
-func TestRepairAndMarkIsIdempotent(t *testing.T) {
+func TestRepairIsIdempotent(t *testing.T) {
 	a := newActs(t)
 	ctx := context.Background()
 	seedSession(t, a, "r", []session.Event{
@@ -229,7 +229,7 @@ func TestWithoutStore(t *testing.T) {
 }
 
 // In an activity context the readers heartbeat and still read everything.
-func TestReadSummaryInActivityEnvironment(t *testing.T) {
+func TestScanLogInActivityEnvironment(t *testing.T) {
 	a := newActs(t)
 	a.HeartbeatInterval = time.Millisecond
 	events := make([]session.Event, 0, 9)

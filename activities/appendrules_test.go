@@ -155,7 +155,7 @@ var mutations = []mutation{
 // valid ones and subtly broken mutations of them, to Append through the
 // AppendBatch activity. Whatever is accepted must read back, yield the
 // repair batch `log repair` computes, and resume through the production
-// activities (OpenHandle, ReadSummary, RepairAndMark); whatever is refused
+// activities (OpenHandle, ScanLog, Repair); whatever is refused
 // is refused as non-retryable InvalidArgument and leaves the log as it was.
 func TestAppendAcceptsOnlyWhatReadRepairAndResumeAccept(t *testing.T) {
 	ctx := context.Background()

@@ -39,7 +39,7 @@ func TestOpenHandleWriteNeedsHandleID(t *testing.T) {
 // A reader heartbeats as it reads its chunks, not only on its timer: with a
 // timer that never fires, a read still heartbeats (the SDK throttles the
 // per-chunk heartbeats, so only their presence is checked).
-func TestReadSummaryHeartbeatsPerChunk(t *testing.T) {
+func TestScanLogHeartbeatsPerChunk(t *testing.T) {
 	a := newActs(t)
 	a.HeartbeatInterval = time.Hour // the timer never fires
 	a.ReadChunk = 2

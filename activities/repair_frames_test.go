@@ -77,12 +77,12 @@ func countZstdFrames(t *testing.T, data []byte) int {
 	return n
 }
 
-// TestRepairAndMarkStoresOneBatch runs the resume's repair activity, as the
+// TestRepairStoresOneBatch runs the resume's repair activity, as the
 // resume workflow schedules it, over a store whose filesystem records every
 // operation, and pins FORMAT.md §5.5: the closers and the end-seed marker are
 // stored as one batch — one Zstandard frame (raw: one write) and one log
 // fsync; with a torn tail, the cut adds exactly one more fsync.
-func TestRepairAndMarkStoresOneBatch(t *testing.T) {
+func TestRepairStoresOneBatch(t *testing.T) {
 	for _, comp := range []jsonl.Compression{jsonl.CompressionNone, jsonl.CompressionZstd} {
 		for _, torn := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/torn=%v", comp, torn), func(t *testing.T) {

@@ -18,7 +18,7 @@ import (
 
 // A summary counts the open turn's pending calls and, among them, those a
 // tool/call recorded; after the repair it reports the end-seed marker last.
-func TestReadSummaryOpenTurnFactsAndMarker(t *testing.T) {
+func TestScanLogOpenTurnFactsAndMarker(t *testing.T) {
 	a := newActs(t)
 	ctx := context.Background()
 	assistant := json.RawMessage(`{"turn":1,"step":1,"message":{"role":"assistant","content":[` +
@@ -52,7 +52,7 @@ func TestReadSummaryOpenTurnFactsAndMarker(t *testing.T) {
 // which the store's append refuses, so it is written into the log file by
 // hand) fails the summary and the repair with a non-retryable
 // InvalidArgument naming the event; nothing is appended.
-func TestSummaryAndRepairRefuseAnUnreadableEvent(t *testing.T) {
+func TestScanAndRepairRefuseAnUnreadableEvent(t *testing.T) {
 	root := t.TempDir()
 	newStore := func() *jsonl.Store {
 		st, err := jsonl.NewStore(jsonl.Options{Root: root, Compression: jsonl.CompressionNone})

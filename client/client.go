@@ -301,19 +301,19 @@ func (c *Client) Dispose(ctx context.Context, id string) (workflows.DisposeResul
 }
 
 // Cancel aborts a session that is not live yet, with reason (empty gives
-// `agent "<id>" creation aborted`), by signalling abort {reason, isError:
+// `agent "<id>" creation aborted`), by signalling Abort {reason, isError:
 // false} and then requesting cancellation; a live session is disposed by the
 // cancellation. It returns once the request is delivered, not once the
 // workflow has closed.
 func (c *Client) Cancel(ctx context.Context, id, reason string) error {
 	wid := workflows.WorkflowID(id)
 	if err := c.c.SignalWorkflow(ctx, wid, "", workflows.SignalAbort, workflows.AbortRequest{Reason: reason}); err != nil {
-		return callError("signal abort to session", id, err)
+		return callError("signal Abort to session", id, err)
 	}
 	return callError("cancel session", id, c.c.CancelWorkflow(ctx, wid, ""))
 }
 
-// Describe returns the describe query of the session's latest run: phase,
+// Describe returns the Describe query of the session's latest run: phase,
 // handle, cursor, lifecycle entries, compensation errors and failure. A
 // closed run is described as well while the server keeps it.
 func (c *Client) Describe(ctx context.Context, id string) (workflows.Description, error) {

@@ -22,7 +22,7 @@ import (
 const (
 	// SourceSearchAttributes: the workflow's search attributes.
 	SourceSearchAttributes = "searchAttributes"
-	// SourceDescribe: the workflow id, the describe query (phase) and the
+	// SourceDescribe: the workflow id, the Describe query (phase) and the
 	// workflow's start input (cwd, when the input carries it).
 	SourceDescribe = "describe"
 )
@@ -32,7 +32,7 @@ const (
 const ListQuery = "WorkflowType IN ('" + workflows.CreateSessionName + "', '" + workflows.ResumeSessionName + "', '" +
 	workflows.LiveSessionName + "') AND ExecutionStatus = 'Running'"
 
-// describeTimeout bounds one describe query of List's fallback, so that a
+// describeTimeout bounds one Describe query of List's fallback, so that a
 // session whose worker is away does not hold the listing.
 const describeTimeout = 5 * time.Second
 
@@ -58,7 +58,7 @@ type ListedSession struct {
 	// Source says where SessionID, Phase and Cwd came from:
 	// SourceSearchAttributes or SourceDescribe.
 	Source string `json:"source"`
-	// Error is why the phase is missing (a describe query that failed).
+	// Error is why the phase is missing (a Describe query that failed).
 	Error string `json:"error,omitempty"`
 }
 
@@ -67,7 +67,7 @@ type ListedSession struct {
 // started or closed a moment ago may be missing or still listed). A session
 // whose workflow carries the SessionId search attribute is read from its
 // search attributes (SessionId, SessionPhase, SessionCwd); otherwise its id
-// comes from the workflow id, its phase from the describe query and its cwd
+// comes from the workflow id, its phase from the Describe query and its cwd
 // from the workflow's start input (Source tells which). A failed describe
 // leaves the phase empty and is reported in Error; only a failed listing
 // fails List.

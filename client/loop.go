@@ -64,7 +64,7 @@ func (c *Client) LoopResult(ctx context.Context, loopID string) (workflows.LoopD
 	return d, callError("wait for loop", loopID, err)
 }
 
-// DescribeLoop returns the describe query of the loop loopID.
+// DescribeLoop returns the Describe query of the loop loopID.
 func (c *Client) DescribeLoop(ctx context.Context, loopID string) (workflows.LoopDescription, error) {
 	var d workflows.LoopDescription
 	v, err := c.c.QueryWorkflow(ctx, LoopWorkflowID(loopID), "", workflows.QueryDescribe)

@@ -10,7 +10,7 @@ import (
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
-// A cancellation of a create during its setup hook, with no abort signal
+// A cancellation of a create during its setup hook, with no Abort signal
 // before it, aborts the create with `agent "<id>" creation aborted` and an
 // empty reason; nothing is published, and the session is erased.
 func TestPlainCancelDuringSetupIsCreationAborted(t *testing.T) {

@@ -2,7 +2,7 @@ package testsuite
 
 // Seed 000, groups "creation and resume cancellation edges" and
 // "configured-start failure edges" (S0-35..S0-45, docs/CONFORMANCE.md)
-// in their Temporal form: a caller's AbortSignal is the abort signal followed by
+// in their Temporal form: a caller's AbortSignal is the Abort signal followed by
 // cancellation; a pre-aborted call is a workflow whose abort is in its first
 // workflow task; the loop's teardown is its cancellation.
 

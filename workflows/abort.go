@@ -127,7 +127,7 @@ func (l *lifecycle) watch() {
 
 // syncCancel makes sure a root cancellation is accounted for before a
 // decision, even if the watcher has not run yet in this workflow task. The
-// watcher accounts for it: an abort or owner-unload signal that arrived in
+// watcher accounts for it: an Abort or OwnerUnload signal that arrived in
 // the same workflow task as the cancellation is already held by the
 // watcher's blocked selector, where a receive from here would not see it,
 // so the decision waits until the watcher has handled that signal and then

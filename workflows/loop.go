@@ -119,7 +119,7 @@ type ConfigStartFailure struct {
 	Error ErrorInfo `json:"error"`
 }
 
-// LoopDescription is the describe query result and the final result of a
+// LoopDescription is the Describe query result and the final result of a
 // SessionLoop.
 type LoopDescription struct {
 	// Active is false once the loop is deactivating.

@@ -302,7 +302,7 @@ type CompensationError struct {
 	Error ErrorInfo `json:"error"`
 }
 
-// Description is the result of the describe query of a session workflow.
+// Description is the result of the Describe query of a session workflow.
 type Description struct {
 	// SessionID is the session id.
 	SessionID string `json:"sessionId"`
@@ -326,7 +326,7 @@ type Description struct {
 	Failure *ErrorInfo `json:"failure,omitempty"`
 }
 
-// AbortRequest is the payload of the abort signal (LIFECYCLE.md §3).
+// AbortRequest is the payload of the Abort signal (LIFECYCLE.md §3).
 type AbortRequest struct {
 	// Reason is the abort reason: an error message when IsError, otherwise
 	// the raw reason.
@@ -396,7 +396,7 @@ type DisposeInput struct {
 	Reason string `json:"reason"`
 }
 
-// ReadyNotice is the payload of the session-ready signal.
+// ReadyNotice is the payload of the SessionReady signal.
 type ReadyNotice struct {
 	// SessionID is the session that became live.
 	SessionID string `json:"sessionId"`

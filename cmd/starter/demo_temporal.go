@@ -249,7 +249,7 @@ func startDemoWorker(ctx context.Context, tc temporalclient.Client, taskQueue, r
 	return r.Stop, nil
 }
 
-// printDescription prints the describe query's phase, handle and cursor.
+// printDescription prints the Describe query's phase, handle and cursor.
 func printDescription(ctx context.Context, w io.Writer, c *client.Client, id string) error {
 	d, err := c.Describe(ctx, id)
 	if err != nil {

@@ -114,7 +114,7 @@ func newCancelCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cancel --id ID [--reason TEXT]",
 		Short: "Abort a session being created or resumed (a live one is disposed)",
-		Long: `Send the abort signal with --reason and cancel the session's workflow. Before
+		Long: `Send the Abort signal with --reason and cancel the session's workflow. Before
 the session is live this aborts its creation or resume (rolled back; the
 failure reads agent "<ID>" creation aborted); a live session is disposed. The
 command returns once the request is delivered.` + lifecycleNote,
@@ -142,7 +142,7 @@ func newDescribeCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "describe --id ID [--json]",
 		Short: "Describe a session's workflow",
-		Long: `Query the session workflow's describe: phase (preparing, setup, committing,
+		Long: `Query the session workflow's Describe query: phase (preparing, setup, committing,
 live, disposing, closed), source, write handle, next seq, pending events,
 published lifecycle entries, and the failure and failed compensations of a
 rolled-back run. --json prints the query result as it is.` + lifecycleNote,
@@ -217,7 +217,7 @@ consistent: a session started or closed a moment ago may be missing or still
 listed), sorted by session id: session id, phase, cwd, workflow type, start
 time of the run. Sessions whose workflow carries the SessionId, SessionPhase
 and SessionCwd search attributes are read from them (FROM "attributes");
-others from the workflow id, the describe query and the start input (FROM
+others from the workflow id, the Describe query and the start input (FROM
 "describe"). --json prints one JSON array.` + lifecycleNote,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

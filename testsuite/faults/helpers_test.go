@@ -199,7 +199,7 @@ func (e *env) requireNothingStored(id string) {
 	}
 }
 
-// requireRolledBack asserts the describe query of a failed run: closed,
+// requireRolledBack asserts the Describe query of a failed run: closed,
 // handle closed, nothing published, no compensation failed, the failure
 // recorded with its type.
 func (e *env) requireRolledBack(id, typ string) {

@@ -390,7 +390,7 @@ func (w *world) awaitCond(what string, cond func() bool) {
 	}
 }
 
-// awaitLive polls the describe query until the session is live.
+// awaitLive polls the Describe query until the session is live.
 func (w *world) awaitLive(id string) {
 	w.t.Helper()
 	w.awaitCond("session "+id+" live", func() bool {

@@ -196,7 +196,7 @@ func recordAbortDuringSetup(t *testing.T, w *world) []fixture {
 	return only("abort-during-setup", workflows.WorkflowID(id), run)
 }
 
-// recordOwnerUnload: the owner-unload signal while the setup hook runs.
+// recordOwnerUnload: the OwnerUnload signal while the setup hook runs.
 func recordOwnerUnload(t *testing.T, w *world) []fixture {
 	id := w.id("rec-unload")
 	w.hooks.blockSetup(id)
