@@ -69,12 +69,9 @@ func (h *Handle) current(ctx context.Context) ([]session.Event, error) {
 		return st.primed, nil
 	}
 	st := h.state()
-	sd, found, err := s.locate(id)
+	sd, err := s.locateStored(id)
 	if err != nil {
 		return nil, err
-	}
-	if !found {
-		return nil, notFound(id)
 	}
 	if sd.generation == "" {
 		if l, err := s.pendingLease(sd); err != nil {

@@ -91,11 +91,8 @@ func parseHeaderLine(line []byte) (session.Header, error) {
 			return h, &versionError{id: stringifyJSON(raw["id"]), version: version}
 		}
 	}
-	if _, ok := raw["sandboxMode"]; ok {
-		return h, errRetiredFields
-	}
-	if _, ok := raw["approvalPolicy"]; ok {
-		return h, errRetiredFields
+	if err := refuseRetiredFields(raw); err != nil {
+		return h, err
 	}
 	for _, k := range headerRequired {
 		if _, ok := raw[k]; !ok {
@@ -107,20 +104,12 @@ func parseHeaderLine(line []byte) (session.Header, error) {
 			return h, errHeaderShape
 		}
 	}
-	var typ string
-	if json.Unmarshal(raw["type"], &typ) != nil || typ != "session" || !isNumber {
+	if !isNumber {
 		return h, errHeaderShape
 	}
 	h.Version = session.FormatVersion
-	if json.Unmarshal(raw["id"], &h.ID) != nil || h.ID == "" {
-		return h, errHeaderShape
-	}
-	var err error
-	if h.CreatedAt, err = session.ParseSafeInt(raw["createdAt"]); err != nil {
-		return h, errHeaderShape
-	}
-	if h.DelegationDepth, err = session.ParseSafeInt(raw["delegationDepth"]); err != nil {
-		return h, errHeaderShape
+	if err := decodeHeaderCore(raw, &h); err != nil {
+		return h, err
 	}
 	if json.Unmarshal(raw["isSeeded"], &h.IsSeeded) != nil || string(bytes.TrimSpace(raw["isSeeded"])) == "null" {
 		return h, errHeaderShape
@@ -129,6 +118,39 @@ func parseHeaderLine(line []byte) (session.Header, error) {
 		return h, err
 	}
 	return h, nil
+}
+
+// refuseRetiredFields refuses a header, of any format, that carries the
+// retired policy fields.
+func refuseRetiredFields(raw map[string]json.RawMessage) error {
+	if _, ok := raw["sandboxMode"]; ok {
+		return errRetiredFields
+	}
+	if _, ok := raw["approvalPolicy"]; ok {
+		return errRetiredFields
+	}
+	return nil
+}
+
+// decodeHeaderCore decodes what every header format requires alike: type
+// "session", a non-empty string id, and createdAt and delegationDepth as
+// non-negative safe integers.
+func decodeHeaderCore(raw map[string]json.RawMessage, h *session.Header) error {
+	var typ string
+	if json.Unmarshal(raw["type"], &typ) != nil || typ != "session" {
+		return errHeaderShape
+	}
+	if json.Unmarshal(raw["id"], &h.ID) != nil || h.ID == "" {
+		return errHeaderShape
+	}
+	var err error
+	if h.CreatedAt, err = session.ParseSafeInt(raw["createdAt"]); err != nil {
+		return errHeaderShape
+	}
+	if h.DelegationDepth, err = session.ParseSafeInt(raw["delegationDepth"]); err != nil {
+		return errHeaderShape
+	}
+	return nil
 }
 
 // finishHeader decodes the optional string fields that every header format

@@ -48,27 +48,14 @@ func generationFile(version int, comp Compression) string {
 // policy fields.
 func parseHeaderV0(raw map[string]json.RawMessage) (session.Header, error) {
 	h := session.Header{Version: session.FormatVersionV0}
-	if _, ok := raw["sandboxMode"]; ok {
-		return h, errRetiredFields
+	if err := refuseRetiredFields(raw); err != nil {
+		return h, err
 	}
-	if _, ok := raw["approvalPolicy"]; ok {
-		return h, errRetiredFields
-	}
-	var typ string
-	if json.Unmarshal(raw["type"], &typ) != nil || typ != "session" {
-		return h, errHeaderShape
-	}
-	if json.Unmarshal(raw["id"], &h.ID) != nil || h.ID == "" {
-		return h, errHeaderShape
-	}
-	var err error
-	if h.CreatedAt, err = session.ParseSafeInt(raw["createdAt"]); err != nil {
-		return h, errHeaderShape
-	}
-	if h.DelegationDepth, err = session.ParseSafeInt(raw["delegationDepth"]); err != nil {
-		return h, errHeaderShape
+	if err := decodeHeaderCore(raw, &h); err != nil {
+		return h, err
 	}
 	if v, ok := raw["seedLength"]; ok {
+		var err error
 		if h.SeedLength, err = session.ParseSafeInt(v); err != nil {
 			return h, errHeaderShape
 		}

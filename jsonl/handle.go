@@ -149,12 +149,9 @@ func (s *Store) Open(ctx context.Context, id string, access Access, opts OpenOpt
 
 func (s *Store) openRead(id, handle string) (*Handle, error) {
 	st := &handleState{ref: HandleRef{SessionID: id, HandleID: handle, Access: AccessRead}, torn: -1}
-	sd, found, err := s.locate(id)
+	sd, err := s.locateStored(id)
 	if err != nil {
 		return nil, err
-	}
-	if !found {
-		return nil, notFound(id)
 	}
 	st.dir = sd.dir
 	if sd.generation == "" {
@@ -197,12 +194,9 @@ func (s *Store) openWrite(ctx context.Context, id string, opts OpenOptions) (*Ha
 		return nil, err
 	}
 	// 2. Locate.
-	sd, found, err := s.locate(id)
+	sd, err := s.locateStored(id)
 	if err != nil {
 		return nil, err
-	}
-	if !found {
-		return nil, notFound(id)
 	}
 	if sd.generation == "" {
 		return nil, alreadyOwned(id) // a pending creator owns it

@@ -52,12 +52,9 @@ func (s *Store) Inspect(ctx context.Context, id string) (*Inspection, error) {
 		return nil, err
 	}
 	defer unlock()
-	sd, found, err := s.locate(id)
+	sd, err := s.locateStored(id)
 	if err != nil {
 		return nil, err
-	}
-	if !found {
-		return nil, notFound(id)
 	}
 	if sd.generation == "" {
 		lease, err := s.pendingLease(sd)

@@ -335,6 +335,19 @@ func (s *Store) checkSessionDir(id, dir string) error {
 	return withSession(s.checkDir("session directory", dir), id)
 }
 
+// locateStored locates a session that must exist: an absent one is
+// ErrNotFound.
+func (s *Store) locateStored(id string) (sessionDir, error) {
+	sd, found, err := s.locate(id)
+	if err != nil {
+		return sd, err
+	}
+	if !found {
+		return sd, notFound(id)
+	}
+	return sd, nil
+}
+
 // locate finds the session directory of id across project directories. It
 // returns found=false when no directory holds a generation or a lease.
 func (s *Store) locate(id string) (sessionDir, bool, error) {

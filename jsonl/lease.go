@@ -70,6 +70,19 @@ func (s *Store) acquireLease(dir string, l Lease) error {
 	return nil
 }
 
+// writeSyncClose writes body to a new file, fsyncs and closes it; the first
+// error is returned, and the file is closed in every case.
+func writeSyncClose(f File, body []byte) error {
+	_, err := f.Write(body)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 // publish writes body to dir/name through an exclusive temp file and a
 // no-overwrite link, then fsyncs the directory.
 func (s *Store) publish(dir, name string, body []byte) error {
@@ -78,13 +91,7 @@ func (s *Store) publish(dir, name string, body []byte) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(body)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	err = writeSyncClose(f, body)
 	if err == nil {
 		err = s.fs.Link(tmp, filepath.Join(dir, name))
 	}

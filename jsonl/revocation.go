@@ -62,13 +62,7 @@ func (s *Store) revoke(id, handle string) error {
 		}
 		return err
 	}
-	_, err = f.Write(body)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	err = writeSyncClose(f, body)
 	if err != nil {
 		_ = s.fs.Remove(path)
 		return err

@@ -42,12 +42,9 @@ func (s *Store) ReadSummary(ctx context.Context, id string) (Summary, bool, erro
 		return Summary{}, false, err
 	}
 	defer unlock()
-	sd, found, err := s.locate(id)
+	sd, err := s.locateStored(id)
 	if err != nil {
 		return Summary{}, false, err
-	}
-	if !found {
-		return Summary{}, false, notFound(id)
 	}
 	sum, ok := s.readSidecar(sd.dir)
 	if !ok {
@@ -66,12 +63,9 @@ func (s *Store) UpdateSummary(ctx context.Context, id string, u SummaryUpdate) e
 		return err
 	}
 	defer unlock()
-	sd, found, err := s.locate(id)
+	sd, err := s.locateStored(id)
 	if err != nil {
 		return err
-	}
-	if !found {
-		return notFound(id)
 	}
 	sum, _, err := s.loadSidecar(sd.dir)
 	if err != nil {

@@ -61,10 +61,7 @@ torn tail (file size minus committed size; the next write cuts it), records
 recovered from a torn zstd frame, and the current lease holder.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := requireID(id); err != nil {
-				return err
-			}
-			st, err := a.openStore(sf)
+			st, err := a.storeFor(sf, id)
 			if err != nil {
 				return err
 			}

@@ -79,6 +79,14 @@ func newLogCmd(a *app) *cobra.Command {
 	return cmd
 }
 
+// storeFor checks the session id of a log command, then opens the store.
+func (a *app) storeFor(sf *storeFlags, id string) (*jsonl.Store, error) {
+	if err := requireID(id); err != nil {
+		return nil, err
+	}
+	return a.openStore(sf)
+}
+
 // openStore resolves the store flags (flag, then environment, then default)
 // and opens the store.
 func (a *app) openStore(sf *storeFlags) (*jsonl.Store, error) {
@@ -307,10 +315,7 @@ writes it, then one event per line. A torn tail is not shown; records recovered
 from a torn zstd frame are. The log is opened for reading and never modified.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := requireID(id); err != nil {
-				return err
-			}
-			st, err := a.openStore(sf)
+			st, err := a.storeFor(sf, id)
 			if err != nil {
 				return err
 			}
@@ -437,10 +442,7 @@ func newLogDeleteCmd(a *app, sf *storeFlags) *cobra.Command {
 write lease is held; deleting an unknown id does nothing.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := requireID(id); err != nil {
-				return err
-			}
-			st, err := a.openStore(sf)
+			st, err := a.storeFor(sf, id)
 			if err != nil {
 				return err
 			}

@@ -36,10 +36,7 @@ a log at its first damage, valid records after it included, before repairing;
 it prints what it cut and where the removed bytes were saved.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := requireID(id); err != nil {
-				return err
-			}
-			st, err := a.openStore(sf)
+			st, err := a.storeFor(sf, id)
 			if err != nil {
 				return err
 			}

@@ -31,10 +31,7 @@ The store is --root DIR (env ` + envRoot + `) with --compression none|zstd (env
 ` + envCompression + `, default zstd).` + lifecycleNote,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := requireID(id); err != nil {
-				return err
-			}
-			st, err := a.openStore(sf)
+			st, err := a.storeFor(sf, id)
 			if err != nil {
 				return err
 			}
