@@ -185,7 +185,7 @@ func (a *Assembler) check(c Chunk, timeMs int64) error {
 		switch {
 		case c.Index < 0:
 			return malformed("tool-call index %d is negative", c.Index)
-		case c.Index > len(a.calls):
+		case c.Index > len(a.calls) || (c.Index == len(a.calls) && c.ID == "" && c.Name == ""):
 			return malformed("tool-call delta for index %d, which was never started (next index is %d)", c.Index, len(a.calls))
 		case c.Index == len(a.calls):
 			if c.ID == "" || c.Name == "" {
