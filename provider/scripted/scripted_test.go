@@ -94,6 +94,24 @@ func TestScriptedStreamsTheDesignExample(t *testing.T) {
 	}
 }
 
+func TestScriptedChunkSizeCountsCharacters(t *testing.T) {
+	p, err := scripted.New(scripted.Responses(scripted.Text("日本語テキスト").WithChunkSize(2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := collect(t, context.Background(), p, conversation("s", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deltas []string
+	for _, c := range got {
+		deltas = append(deltas, c.Delta)
+	}
+	if want := []string{"日本", "語テ", "キス", "ト", ""}; !reflect.DeepEqual(deltas, want) {
+		t.Fatalf("deltas %q, want %q", deltas, want)
+	}
+}
+
 func TestScriptedSelectsByAssistantCount(t *testing.T) {
 	p, err := scripted.New(scripted.Responses(scripted.Text("zero"), scripted.Text("one"), scripted.Text("two")))
 	if err != nil {
@@ -205,8 +223,11 @@ func TestScriptedStallUntilCancel(t *testing.T) {
 	if err := <-result; !errors.Is(err, context.Canceled) {
 		t.Fatalf("error %v, want context.Canceled", err)
 	}
-	// The second call of the response does not stall.
-	got, err := collect(t, context.Background(), p, conversation("s", 0))
+	// The second call of the response does not stall (bounded so that a
+	// regression fails instead of hanging).
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel2()
+	got, err := collect(t, ctx2, p, conversation("s", 0))
 	if err != nil || len(got) != 4 {
 		t.Fatalf("second call: %+v %v", got, err)
 	}
