@@ -414,3 +414,50 @@ func TestScriptedIsSafeForConcurrentUse(t *testing.T) {
 		t.Fatalf("%d failures over %d attempts, want 5 over 20", failures, p.Attempts("s", 0))
 	}
 }
+
+// TestScriptedDocExample runs the example of docs/SCRIPTED.md as the
+// document describes it.
+func TestScriptedDocExample(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/SCRIPTED.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "```json\n")
+	example, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("no json example in docs/SCRIPTED.md")
+	}
+	p := parse(t, example)
+	ctx := context.Background()
+	got, err := collect(t, ctx, p, conversation("s", 0))
+	var pe *provider.Error
+	if len(got) != 2 || got[0].Type != "reasoning" || !errors.As(err, &pe) || !pe.Retryable || pe.Status != 429 {
+		t.Fatalf("first call: %+v %v", got, err)
+	}
+	got, err = collect(t, ctx, p, conversation("s", 0))
+	if err != nil || got[len(got)-1].Finish != "tool-calls" {
+		t.Fatalf("retry: %+v %v", got, err)
+	}
+	a := provider.NewAssembler()
+	for i, c := range got {
+		if err := a.Push(c, int64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []provider.Block{
+		{Type: "reasoning", Text: "The user wants a.txt."},
+		{Type: "text", Text: "Reading it."},
+		{Type: "tool-call", ID: "call-1", Name: "read_file", Arguments: `{"path":"a.txt"}`},
+	}
+	if !reflect.DeepEqual(a.Content(), want) {
+		t.Fatalf("content %+v", a.Content())
+	}
+	got, err = collect(t, ctx, p, conversation("s", 1))
+	if err != nil || got[0].Delta != "a.txt says hello." || got[1].Finish != "stop" {
+		t.Fatalf("second response: %+v %v", got, err)
+	}
+	_, err = collect(t, ctx, p, conversation("s", 2))
+	if !errors.As(err, &pe) || pe.Retryable || pe.Message != "script exhausted: response 2 requested, the script has 2" {
+		t.Fatalf("third call: %v", err)
+	}
+}
