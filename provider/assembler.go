@@ -84,7 +84,6 @@ type Assembler struct {
 	usage           *Usage
 	finish          FinishReason
 	chunks          int
-	lastTime        int64
 	records         [][]byte // closed stream records
 	run             asmRun
 }
@@ -114,7 +113,6 @@ func (a *Assembler) Push(c Chunk, timeMs int64) error {
 		return fmt.Errorf("chunk %d (%q): %w", n, c.Type, err)
 	}
 	a.chunks++
-	a.lastTime = timeMs
 	switch c.Type {
 	case ChunkText, ChunkReasoning:
 		buf := &a.text
