@@ -1,0 +1,203 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/sessionflow/sessionflow/activities"
+	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/provider"
+	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/tool"
+)
+
+// Application error types of the agent activities (besides the store's
+// codes, see activities.MapError).
+const (
+	// ErrTypeProviderRefused is the non-retryable error of a model call the
+	// provider refused; its details hold the *provider.Error. The turn ends
+	// "error".
+	ErrTypeProviderRefused = "ProviderRefused"
+	// ErrTypeProviderUnavailable is the retryable error of a model call that
+	// may succeed when made again (rate limit, server error, a cut stream);
+	// its next retry waits for the provider's RetryAfter when it gave one.
+	ErrTypeProviderUnavailable = "ProviderUnavailable"
+	// ErrTypeUnknownProvider is the non-retryable error of a model call
+	// naming a provider the worker does not offer.
+	ErrTypeUnknownProvider = "UnknownProvider"
+	// ErrTypeInvalidLog is the non-retryable error of an activity whose
+	// input does not match the log (no such message or call at the seqs it
+	// names).
+	ErrTypeInvalidLog = "InvalidLog"
+)
+
+// Tool-result codes of the agent activities.
+const (
+	// CodeAbortedBeforeDispatch is the code of the result EndTurn stores
+	// for a call the turn never dispatched.
+	CodeAbortedBeforeDispatch = "ABORTED_BEFORE_DISPATCH"
+)
+
+// DefaultHeartbeatInterval is how often a running agent activity heartbeats.
+const DefaultHeartbeatInterval = time.Second
+
+// ProgressWindow bounds the text of a ModelProgress heartbeat: the last
+// ProgressWindow bytes of the shown text.
+const ProgressWindow = 4 << 10
+
+// ToolSet is what the activities need of a tool registry; *tool.Registry
+// provides it.
+type ToolSet interface {
+	// Lookup returns the tool called name.
+	Lookup(name string) (tool.Tool, bool)
+	// Specs are the tools offered to the model.
+	Specs() []provider.Tool
+	// Execute runs a call; a failure is an IsError result, never an error.
+	Execute(ctx context.Context, name string, call tool.Call) tool.Result
+}
+
+// Activities are the agent's store-backed activities: CallModel, RunTool
+// and EndTurn. Register a pointer with a worker; the method names are the
+// activity names (CallModelActivity, RunToolActivity, EndTurnActivity).
+type Activities struct {
+	// Store is the session store. A nil Store makes every activity fail with
+	// activities.ErrTypePersistenceNotConfigured.
+	Store *jsonl.Store
+	// Providers are the model providers the worker offers.
+	Providers provider.Set
+	// Tools are the tools offered to the model; nil offers none.
+	Tools ToolSet
+	// System is the system prompt of every model call.
+	System string
+	// HeartbeatInterval is how often activities heartbeat; zero means
+	// DefaultHeartbeatInterval.
+	HeartbeatInterval time.Duration
+	// Now is the clock of stored events' times; nil means time.Now.
+	Now func() time.Time
+}
+
+func (a *Activities) store() (*jsonl.Store, error) {
+	if a == nil || a.Store == nil {
+		return nil, temporal.NewNonRetryableApplicationError("session persistence is not configured", activities.ErrTypePersistenceNotConfigured, nil)
+	}
+	return a.Store, nil
+}
+
+func (a *Activities) interval() time.Duration {
+	if a.HeartbeatInterval > 0 {
+		return a.HeartbeatInterval
+	}
+	return DefaultHeartbeatInterval
+}
+
+// nowMs is the time of a stored event, in Unix milliseconds.
+func (a *Activities) nowMs() int64 {
+	if a.Now != nil {
+		return a.Now().UnixMilli()
+	}
+	return time.Now().UnixMilli()
+}
+
+func (a *Activities) lookup(name string) (tool.Tool, bool) {
+	if a.Tools == nil {
+		return tool.Tool{}, false
+	}
+	return a.Tools.Lookup(name)
+}
+
+// invalidLog is the non-retryable error of an input that does not match
+// the log.
+func invalidLog(format string, args ...any) error {
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), ErrTypeInvalidLog, nil)
+}
+
+// heartbeater records heartbeats every interval until closed, with the
+// latest details set. Heartbeats are recorded under its mutex, so their
+// details never go back in time. Outside an activity it does nothing.
+type heartbeater struct {
+	ctx      context.Context
+	interval time.Duration
+	active   bool
+	mu       sync.Mutex
+	details  any
+	last     time.Time
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+// startHeartbeat starts heartbeating with details (nil for none).
+func (a *Activities) startHeartbeat(ctx context.Context, details any) *heartbeater {
+	hb := &heartbeater{ctx: ctx, interval: a.interval(), active: activity.IsActivity(ctx), details: details,
+		last: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
+	if !hb.active {
+		close(hb.done)
+		return hb
+	}
+	go func() {
+		defer close(hb.done)
+		t := time.NewTicker(hb.interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-hb.stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				hb.mu.Lock()
+				if time.Since(hb.last) >= hb.interval {
+					hb.record()
+				}
+				hb.mu.Unlock()
+			}
+		}
+	}()
+	return hb
+}
+
+// record sends the current details; the caller holds mu.
+func (hb *heartbeater) record() {
+	if hb.details != nil {
+		activity.RecordHeartbeat(hb.ctx, hb.details)
+	} else {
+		activity.RecordHeartbeat(hb.ctx)
+	}
+	hb.last = time.Now()
+}
+
+// update replaces the details and records them when a heartbeat is due.
+func (hb *heartbeater) update(details any) {
+	if !hb.active {
+		return
+	}
+	hb.mu.Lock()
+	defer hb.mu.Unlock()
+	hb.details = details
+	if time.Since(hb.last) >= hb.interval {
+		hb.record()
+	}
+}
+
+// close stops heartbeating and waits for the heartbeat goroutine.
+func (hb *heartbeater) close() {
+	select {
+	case <-hb.stop:
+	default:
+		close(hb.stop)
+	}
+	<-hb.done
+}
+
+// readLog returns a copy of what fn extracts from the log from seq from,
+// read under the write handle's lock after a refresh, and the log's next
+// seq.
+func readLog(ctx context.Context, h *jsonl.Handle, from int64, fn func(tail []session.Event, next int64) error) (int64, error) {
+	return h.Update(ctx, from, func(tail []session.Event, next int64) ([]session.Event, error) {
+		return nil, fn(tail, next)
+	})
+}

@@ -1,0 +1,132 @@
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/sessionflow/sessionflow/provider"
+	"github.com/sessionflow/sessionflow/session"
+)
+
+// storedBlock is a content block as the log stores it. A tool-call block's
+// arguments are the model's raw JSON text (a JSON string); logs written by
+// other harnesses may hold the arguments object itself.
+type storedBlock struct {
+	Type       string          `json:"type"`
+	Text       string          `json:"text,omitempty"`
+	ID         string          `json:"id,omitempty"`
+	Name       string          `json:"name,omitempty"`
+	Arguments  json.RawMessage `json:"arguments,omitempty"`
+	ToolCallID string          `json:"toolCallId,omitempty"`
+	IsError    bool            `json:"isError,omitempty"`
+	Content    []storedBlock   `json:"content,omitempty"`
+}
+
+// block converts a stored block to a provider block.
+func (b storedBlock) block() (provider.Block, error) {
+	out := provider.Block{Type: b.Type, Text: b.Text, ID: b.ID, Name: b.Name, ToolCallID: b.ToolCallID, IsError: b.IsError}
+	args, err := argumentsText(b.Arguments)
+	if err != nil {
+		return provider.Block{}, fmt.Errorf("tool-call block %q: %w", b.ID, err)
+	}
+	out.Arguments = args
+	for _, c := range b.Content {
+		cb, err := c.block()
+		if err != nil {
+			return provider.Block{}, err
+		}
+		out.Content = append(out.Content, cb)
+	}
+	return out, nil
+}
+
+// argumentsText returns a tool call's arguments as JSON text: a JSON string
+// is unquoted, any other value is its own text, absent is "".
+func argumentsText(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", fmt.Errorf("arguments: %w", err)
+		}
+		return s, nil
+	}
+	return string(raw), nil
+}
+
+func blocks(in []storedBlock) ([]provider.Block, error) {
+	out := make([]provider.Block, 0, len(in))
+	for _, b := range in {
+		pb, err := b.block()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, pb)
+	}
+	return out, nil
+}
+
+// Conversation derives the messages sent to a model from log events, in
+// log order: a user/message is a user message; an assistant/message with
+// content (an interrupted anchor included) is an assistant message, its
+// tool-call blocks kept; a tool/result is a user message holding its
+// tool-result block. system/message events are left out (the system prompt
+// is the worker's) and other events carry no message. A message event whose
+// payload cannot be read is an error naming its seq.
+func Conversation(events []session.Event) ([]provider.Message, error) {
+	var out []provider.Message
+	for _, e := range events {
+		switch e.Type {
+		case session.TypeUserMessage:
+			var m struct {
+				Content []storedBlock `json:"content"`
+			}
+			if err := json.Unmarshal(e.Data, &m); err != nil {
+				return nil, fmt.Errorf("conversation: user/message (seq %d): %w", e.Seq, err)
+			}
+			content, err := blocks(m.Content)
+			if err != nil {
+				return nil, fmt.Errorf("conversation: user/message (seq %d): %w", e.Seq, err)
+			}
+			if len(content) > 0 {
+				out = append(out, provider.Message{Role: provider.RoleUser, Content: content})
+			}
+		case session.TypeAssistantMessage:
+			var m struct {
+				Message struct {
+					Content []storedBlock `json:"content"`
+				} `json:"message"`
+			}
+			if err := json.Unmarshal(e.Data, &m); err != nil {
+				return nil, fmt.Errorf("conversation: assistant/message (seq %d): %w", e.Seq, err)
+			}
+			content, err := blocks(m.Message.Content)
+			if err != nil {
+				return nil, fmt.Errorf("conversation: assistant/message (seq %d): %w", e.Seq, err)
+			}
+			if len(content) > 0 {
+				out = append(out, provider.Message{Role: provider.RoleAssistant, Content: content})
+			}
+		case session.TypeToolResult:
+			var m struct {
+				Message struct {
+					Content []storedBlock `json:"content"`
+				} `json:"message"`
+			}
+			if err := json.Unmarshal(e.Data, &m); err != nil {
+				return nil, fmt.Errorf("conversation: tool/result (seq %d): %w", e.Seq, err)
+			}
+			content, err := blocks(m.Message.Content)
+			if err != nil {
+				return nil, fmt.Errorf("conversation: tool/result (seq %d): %w", e.Seq, err)
+			}
+			if len(content) == 0 {
+				return nil, fmt.Errorf("conversation: tool/result (seq %d) has no content", e.Seq)
+			}
+			out = append(out, provider.Message{Role: provider.RoleUser, Content: content})
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,177 @@
+package agent
+
+import (
+	"context"
+
+	"github.com/sessionflow/sessionflow/activities"
+	"github.com/sessionflow/sessionflow/session"
+)
+
+// EndTurn closes turn in.Turn in one batch: first the calls of the
+// assistant/message at in.MessageSeq that have no tool/result, in model
+// order (a call never dispatched, in.Skipped, gets its tool/call and an
+// ABORTED_BEFORE_DISPATCH result; a recorded call gets the result an
+// earlier attempt staged, or the TOOL_OUTCOME_UNKNOWN result), then
+// step/end of in.Step when it is open, then turn/end with in.Reason. It is
+// idempotent: when the log already holds the turn's turn/end it stores
+// nothing.
+func (a *Activities) EndTurn(ctx context.Context, in EndTurnInput) (EndTurnResult, error) {
+	st, err := a.store()
+	if err != nil {
+		return EndTurnResult{}, err
+	}
+	if in.Turn < 1 {
+		return EndTurnResult{}, invalidLog("end of turn %d: turns start at 1", in.Turn)
+	}
+	if in.Reason.Kind == "" {
+		return EndTurnResult{}, invalidLog("end of turn %d: the reason has no kind", in.Turn)
+	}
+	h := st.Attach(in.Ref)
+	// The staged results of recorded calls are read before the locked
+	// update, which must not call the store.
+	staged := map[string]stagedResult{}
+	var step int64
+	if in.MessageSeq >= 0 {
+		var ids []string
+		if _, err := readLog(ctx, h, in.MessageSeq, func(tail []session.Event, _ int64) error {
+			sc, err := scanStep(tail, in.MessageSeq, in.Turn)
+			if err != nil {
+				return err
+			}
+			step = sc.step
+			for _, c := range sc.calls {
+				if _, done := sc.result[c.ID]; !done {
+					if _, recorded := sc.callSeq[c.ID]; recorded {
+						ids = append(ids, c.ID)
+					}
+				}
+			}
+			return nil
+		}); err != nil {
+			return EndTurnResult{}, activities.MapError(err)
+		}
+		for _, id := range ids {
+			r, ok, err := readStaged(ctx, h, stagingKey(in.Turn, step, id))
+			if err != nil {
+				return EndTurnResult{}, err
+			}
+			if ok {
+				staged[id] = r
+			}
+		}
+	}
+	var commitKeys []string
+	next, err := h.Update(ctx, 0, func(tail []session.Event, next int64) ([]session.Event, error) {
+		commitKeys = commitKeys[:0]
+		start, ended, err := turnBounds(tail, in.Turn)
+		if err != nil || ended {
+			return nil, err
+		}
+		if start < 0 {
+			return nil, invalidLog("end of turn %d: the log has no turn/start of it", in.Turn)
+		}
+		var batch []session.Event
+		now := a.nowMs()
+		seq := func() int64 { return next + int64(len(batch)) }
+		if in.MessageSeq >= 0 {
+			if in.MessageSeq <= int64(start) || in.MessageSeq >= next {
+				return nil, invalidLog("end of turn %d: seq %d is not a message of the turn", in.Turn, in.MessageSeq)
+			}
+			sc, err := scanStep(tail[in.MessageSeq:], in.MessageSeq, in.Turn)
+			if err != nil {
+				return nil, err
+			}
+			for _, id := range in.Skipped {
+				if _, _, ok := sc.block(id); !ok {
+					return nil, invalidLog("end of turn %d: the assistant/message at seq %d has no tool call %q", in.Turn, in.MessageSeq, id)
+				}
+			}
+			for _, c := range sc.calls {
+				if _, done := sc.result[c.ID]; done {
+					continue
+				}
+				callSeq, recorded := sc.callSeq[c.ID]
+				if !recorded {
+					pair, err := abortedPair(in.Turn, sc.step, c, seq(), now)
+					if err != nil {
+						return nil, err
+					}
+					batch = append(batch, pair...)
+					continue
+				}
+				e, err := staged[c.ID].event(in.Turn, sc.step, c.ID, callSeq, seq(), now)
+				if err != nil {
+					return nil, err
+				}
+				batch = append(batch, e)
+				if _, ok := staged[c.ID]; ok {
+					commitKeys = append(commitKeys, stagingKey(in.Turn, sc.step, c.ID))
+				}
+			}
+		}
+		if in.Step > 0 && stepOpen(tail[start:], in.Turn, in.Step) {
+			e, err := session.NewEvent(session.TypeStepEnd, seq(), now, session.StepEnd{Turn: in.Turn, Step: in.Step})
+			if err != nil {
+				return nil, err
+			}
+			batch = append(batch, e)
+		}
+		e, err := session.NewEvent(session.TypeTurnEnd, seq(), now, session.TurnEnd{Turn: in.Turn, Reason: in.Reason})
+		if err != nil {
+			return nil, err
+		}
+		return append(batch, e), nil
+	})
+	if err != nil {
+		return EndTurnResult{}, activities.MapError(err)
+	}
+	for _, k := range commitKeys {
+		a.unstage(ctx, h, k)
+	}
+	return EndTurnResult{NextSeq: next}, nil
+}
+
+// turnBounds finds the index of the last turn/start of turn in tail (-1
+// when none) and whether a turn/end of it follows.
+func turnBounds(tail []session.Event, turn int64) (start int, ended bool, err error) {
+	for i := len(tail) - 1; i >= 0; i-- {
+		switch tail[i].Type {
+		case session.TypeTurnEnd:
+			te, err := tail[i].TurnEnd()
+			if err != nil {
+				return -1, false, err
+			}
+			if te.Turn == turn {
+				ended = true
+			}
+		case session.TypeTurnStart:
+			ts, err := tail[i].TurnStart()
+			if err != nil {
+				return -1, false, err
+			}
+			if ts.Turn == turn {
+				return i, ended, nil
+			}
+		}
+	}
+	return -1, ended, nil
+}
+
+// stepOpen reports whether step of turn has a step/start and no step/end
+// after it in events.
+func stepOpen(events []session.Event, turn, step int64) bool {
+	open := false
+	for _, e := range events {
+		switch e.Type {
+		case session.TypeStepStart:
+			if ss, err := e.StepStart(); err == nil && ss.Turn == turn && ss.Step == step {
+				open = true
+			}
+		case session.TypeStepEnd:
+			if se, err := e.StepEnd(); err == nil && se.Turn == turn && se.Step == step {
+				open = false
+			}
+		}
+	}
+	return open
+}

@@ -1,0 +1,23 @@
+package agent
+
+import (
+	"encoding/json"
+
+	"github.com/sessionflow/sessionflow/provider"
+)
+
+// fold is what CallModel needs of a stream assembler: it folds the chunks
+// of one model call into the message content, the interrupted anchor's
+// content, the compact stream record and the shown text.
+type fold interface {
+	Push(c provider.Chunk, timeMs int64)
+	Content() []provider.Block
+	Interrupted() []provider.Block
+	Stream() []json.RawMessage
+	Usage() *provider.Usage
+	Finish() provider.FinishReason
+	ShownText() string
+}
+
+// newFold returns the assembler of one model call.
+var newFold = func() fold { return newChunkFold() }

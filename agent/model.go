@@ -1,0 +1,334 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/sessionflow/sessionflow/activities"
+	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/provider"
+	"github.com/sessionflow/sessionflow/session"
+)
+
+// anchorTimeout bounds the store of an interrupted anchor after the
+// activity was cancelled.
+const anchorTimeout = 30 * time.Second
+
+// assistantMessageID is the deterministic id of the message of (turn, step):
+// a model call stores one message per step.
+func assistantMessageID(turn, step int64) string {
+	return "assistant-" + strconv.FormatInt(turn, 10) + "-" + strconv.FormatInt(step, 10)
+}
+
+// assistantData is the data of an assistant/message this package stores.
+type assistantData struct {
+	Turn        int64             `json:"turn"`
+	Step        int64             `json:"step"`
+	Message     assistantBody     `json:"message"`
+	Stream      []json.RawMessage `json:"stream"`
+	Usage       *provider.Usage   `json:"usage,omitempty"`
+	Interrupted bool              `json:"interrupted,omitempty"`
+}
+
+type assistantBody struct {
+	ID      string           `json:"id"`
+	Role    string           `json:"role"`
+	Content []provider.Block `json:"content"`
+	Source  messageSource    `json:"source"`
+}
+
+type messageSource struct {
+	Provider string `json:"provider"`
+	Model    string `json:"model"`
+}
+
+// storedModelCall is what CallModel reads back from a stored message.
+type storedModelCall struct {
+	seq         int64
+	calls       []CallRef
+	finish      provider.FinishReason
+	usage       *provider.Usage
+	interrupted bool
+}
+
+// findModelCall returns the assistant/message of (turn, step) in tail: the
+// first one after the last step/start of that step.
+func (a *Activities) findModelCall(tail []session.Event, turn, step int64) (*storedModelCall, error) {
+	start := -1
+	for i := len(tail) - 1; i >= 0; i-- {
+		if tail[i].Type != session.TypeStepStart {
+			continue
+		}
+		ss, err := tail[i].StepStart()
+		if err != nil {
+			return nil, err
+		}
+		if ss.Turn == turn && ss.Step == step {
+			start = i
+			break
+		}
+	}
+	if start < 0 {
+		return nil, nil
+	}
+	for _, e := range tail[start+1:] {
+		if e.Type != session.TypeAssistantMessage {
+			continue
+		}
+		m, err := e.AssistantMessage()
+		if err != nil {
+			return nil, err
+		}
+		if m.Turn != turn || m.Step != step {
+			continue
+		}
+		out := &storedModelCall{seq: e.Seq, interrupted: m.Interrupted}
+		for _, c := range m.ToolCalls() {
+			t, _ := a.lookup(c.Name)
+			out.calls = append(out.calls, CallRef{ID: c.ID, Name: c.Name, Parallel: t.Parallel})
+		}
+		if len(m.Usage) > 0 {
+			var u provider.Usage
+			if json.Unmarshal(m.Usage, &u) == nil {
+				out.usage = &u
+			}
+		}
+		out.finish = streamFinish(m.Stream)
+		if out.finish == "" && !m.Interrupted {
+			out.finish = provider.FinishStop
+			if len(out.calls) > 0 {
+				out.finish = provider.FinishToolCalls
+			}
+		}
+		return out, nil
+	}
+	return nil, nil
+}
+
+// streamFinish reads the finish reason from a stored stream record.
+func streamFinish(stream json.RawMessage) provider.FinishReason {
+	var recs []struct {
+		Type  string `json:"type"`
+		Chunk struct {
+			Type   provider.ChunkType    `json:"type"`
+			Finish provider.FinishReason `json:"finish"`
+		} `json:"chunk"`
+	}
+	if json.Unmarshal(stream, &recs) != nil {
+		return ""
+	}
+	for i := len(recs) - 1; i >= 0; i-- {
+		if recs[i].Type == "chunk" && recs[i].Chunk.Type == provider.ChunkFinish {
+			return recs[i].Chunk.Finish
+		}
+	}
+	return ""
+}
+
+func (c *storedModelCall) result(next int64, reused bool) ModelResult {
+	return ModelResult{MessageSeq: c.seq, NextSeq: next, ToolCalls: c.calls, Finish: c.finish, Usage: c.usage, Interrupted: c.interrupted, Reused: reused}
+}
+
+// CallModel performs the model call of step in.Step of turn in.Turn and
+// stores its assistant/message (D33: a model call's message is stored once,
+// at its end). It reads the conversation from the log from in.From, calls
+// the provider with the worker's system prompt and tools, heartbeats
+// ModelProgress while the response streams, and stores one
+// assistant/message at the log's next seq. When the log already holds the
+// step's message (an earlier attempt stored it), it returns that message
+// with Reused set and calls nothing.
+//
+// A cancelled call (the workflow cancelled the activity) stores, when the
+// stream had shown text or reasoning, an interrupted anchor holding it, and
+// returns the cancellation. A provider error becomes a ProviderRefused
+// (non-retryable) or ProviderUnavailable (retryable, after the provider's
+// RetryAfter) application error and stores nothing.
+func (a *Activities) CallModel(ctx context.Context, in ModelInput) (ModelResult, error) {
+	st, err := a.store()
+	if err != nil {
+		return ModelResult{}, err
+	}
+	if in.Turn < 1 || in.Step < 1 {
+		return ModelResult{}, invalidLog("model call of turn %d step %d: turn and step start at 1", in.Turn, in.Step)
+	}
+	h := st.Attach(in.Ref)
+	var (
+		found    *storedModelCall
+		messages []provider.Message
+	)
+	next, err := readLog(ctx, h, in.From, func(tail []session.Event, _ int64) error {
+		var err error
+		if found, err = a.findModelCall(tail, in.Turn, in.Step); err != nil || found != nil {
+			return err
+		}
+		messages, err = Conversation(tail)
+		return err
+	})
+	if err != nil {
+		return ModelResult{}, activities.MapError(err)
+	}
+	if found != nil {
+		return found.result(next, true), nil
+	}
+	p, err := a.Providers.Get(in.Provider)
+	if err != nil {
+		return ModelResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeUnknownProvider, err)
+	}
+	req := provider.Request{
+		Provider: in.Provider, Model: in.Model, System: a.System, ReasoningEffort: in.ReasoningEffort,
+		MaxTokens: in.MaxTokens, SessionID: in.Ref.SessionID, Messages: messages,
+	}
+	if a.Tools != nil {
+		req.Tools = a.Tools.Specs()
+	}
+
+	f := newFold()
+	progress := ModelProgress{Turn: in.Turn, Step: in.Step}
+	hb := a.startHeartbeat(ctx, progress)
+	var streamErr error
+	for c, err := range p.Stream(ctx, req) {
+		if err != nil {
+			streamErr = err
+			break
+		}
+		f.Push(c, a.nowMs())
+		progress = a.progress(progress, f, c)
+		hb.update(progress)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	hb.close()
+
+	if ctx.Err() != nil {
+		return ModelResult{}, a.interrupted(ctx, h, in, f)
+	}
+	if streamErr != nil {
+		return ModelResult{}, providerError(streamErr)
+	}
+	if f.Finish() == "" {
+		return ModelResult{}, temporal.NewApplicationError("model call failed: the stream ended without a finish", ErrTypeProviderUnavailable)
+	}
+	return a.storeMessage(ctx, h, in, f, false)
+}
+
+// progress is the heartbeat detail after chunk c.
+func (a *Activities) progress(p ModelProgress, f fold, c provider.Chunk) ModelProgress {
+	p.Chunks++
+	shown := f.ShownText()
+	p.TextOffset, p.Text = 0, shown
+	if len(shown) > ProgressWindow {
+		cut := len(shown) - ProgressWindow
+		for cut < len(shown) && !utf8.RuneStart(shown[cut]) {
+			cut++
+		}
+		p.TextOffset, p.Text = int64(cut), shown[cut:]
+	}
+	if c.Type == provider.ChunkReasoning && shown == "" {
+		p.Reasoning = true
+	}
+	if shown != "" {
+		p.Reasoning = false
+	}
+	return p
+}
+
+// interrupted handles a model call cancelled mid-stream: a genuine
+// cancellation of the activity (not a timeout or a worker shutdown, after
+// which the call is retried) stores the anchor of what was shown. It
+// returns the cancellation.
+func (a *Activities) interrupted(ctx context.Context, h *jsonl.Handle, in ModelInput, f fold) error {
+	cause := context.Cause(ctx)
+	var canceled *temporal.CanceledError
+	if !errors.As(cause, &canceled) || len(f.Interrupted()) == 0 {
+		return ctx.Err()
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), anchorTimeout)
+	defer cancel()
+	if _, err := a.storeMessage(sctx, h, in, f, true); err != nil {
+		slog.Warn("agent: storing the interrupted anchor of a cancelled model call failed",
+			"session", in.Ref.SessionID, "turn", in.Turn, "step", in.Step, "error", err)
+	}
+	return ctx.Err()
+}
+
+// storeMessage stores the assistant/message of the call (or its interrupted
+// anchor) unless the log already holds the step's message.
+func (a *Activities) storeMessage(ctx context.Context, h *jsonl.Handle, in ModelInput, f fold, interrupted bool) (ModelResult, error) {
+	content := f.Content()
+	if interrupted {
+		content = f.Interrupted()
+	}
+	if content == nil {
+		content = []provider.Block{}
+	}
+	stream := f.Stream()
+	if stream == nil {
+		stream = []json.RawMessage{}
+	}
+	data := assistantData{
+		Turn: in.Turn, Step: in.Step,
+		Message: assistantBody{
+			ID: assistantMessageID(in.Turn, in.Step), Role: provider.RoleAssistant, Content: content,
+			Source: messageSource{Provider: in.Provider, Model: in.Model},
+		},
+		Stream: stream, Usage: f.Usage(), Interrupted: interrupted,
+	}
+	var (
+		stored *storedModelCall
+		reused bool
+	)
+	next, err := h.Update(ctx, in.From, func(tail []session.Event, next int64) ([]session.Event, error) {
+		var err error
+		if stored, err = a.findModelCall(tail, in.Turn, in.Step); err != nil {
+			return nil, err
+		}
+		if stored != nil {
+			reused = true // a concurrent attempt stored it first
+			return nil, nil
+		}
+		e, err := session.NewEvent(session.TypeAssistantMessage, next, a.nowMs(), data)
+		if err != nil {
+			return nil, err
+		}
+		e.SurfaceOp = session.AppendOp()
+		stored = &storedModelCall{seq: next, usage: f.Usage(), interrupted: interrupted, finish: f.Finish()}
+		if !interrupted {
+			for _, b := range content {
+				if b.Type == provider.BlockToolCall {
+					t, _ := a.lookup(b.Name)
+					stored.calls = append(stored.calls, CallRef{ID: b.ID, Name: b.Name, Parallel: t.Parallel})
+				}
+			}
+		} else {
+			stored.finish = ""
+		}
+		return []session.Event{e}, nil
+	})
+	if err != nil {
+		return ModelResult{}, activities.MapError(err)
+	}
+	return stored.result(next, reused), nil
+}
+
+// providerError classifies a failed stream.
+func providerError(err error) error {
+	var pe *provider.Error
+	if !errors.As(err, &pe) {
+		return temporal.NewApplicationErrorWithCause(fmt.Sprintf("model call failed: %v", err), ErrTypeProviderUnavailable, err)
+	}
+	if !pe.Retryable {
+		return temporal.NewNonRetryableApplicationError(pe.Error(), ErrTypeProviderRefused, err, *pe)
+	}
+	return temporal.NewApplicationErrorWithOptions(pe.Error(), ErrTypeProviderUnavailable, temporal.ApplicationErrorOptions{
+		Cause: err, Details: []any{*pe}, NextRetryDelay: pe.RetryAfter,
+	})
+}

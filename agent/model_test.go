@@ -1,0 +1,297 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/sessionflow/sessionflow/agent"
+	"github.com/sessionflow/sessionflow/provider"
+	"github.com/sessionflow/sessionflow/session"
+)
+
+func TestConversation(t *testing.T) {
+	events := []session.Event{
+		ev(t, session.TypeTurnStart, 0, `{"turn":1}`),
+		surface(t, session.TypeSystemMessage, 1, `{"turn":1,"step":1,"message":{"role":"system","content":[{"type":"text","text":"sys"}]}}`),
+		surface(t, session.TypeUserMessage, 2, `{"id":"u","role":"user","content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}}`),
+		ev(t, session.TypeStepStart, 3, `{"turn":1,"step":1}`),
+		surface(t, session.TypeAssistantMessage, 4, `{"turn":1,"step":1,"message":{"id":"a","role":"assistant","content":[{"type":"reasoning","text":"hmm"},{"type":"text","text":"look"},{"type":"tool-call","id":"c1","name":"read_file","arguments":"{\"path\":\"a\"}"},{"type":"tool-call","id":"c2","name":"list_dir","arguments":{"path":"."}}]},"stream":[]}`),
+		ev(t, session.TypeToolCall, 5, `{"turn":1,"step":1,"callId":"c1","name":"read_file","arguments":"{}"}`),
+		surface(t, session.TypeToolResult, 6, `{"turn":1,"step":1,"message":{"id":"r1","role":"user","source":{"kind":"tool","callId":"c1"},"content":[{"type":"tool-result","toolCallId":"c1","isError":true,"content":[{"type":"text","text":"nope"}]}]}}`),
+		surface(t, session.TypeAssistantMessage, 7, `{"turn":1,"step":2,"message":{"role":"assistant","content":[]},"stream":[]}`),
+		surface(t, session.TypeAssistantMessage, 8, `{"turn":1,"step":3,"message":{"role":"assistant","content":[{"type":"text","text":"partial"}]},"stream":[],"interrupted":true}`),
+		ev(t, session.TypeTurnEnd, 9, `{"turn":1,"reason":{"kind":"aborted"}}`),
+	}
+	got, err := agent.Conversation(events)
+	require.NoError(t, err)
+	want := []provider.Message{
+		{Role: "user", Content: []provider.Block{{Type: "text", Text: "hi"}}},
+		{Role: "assistant", Content: []provider.Block{
+			{Type: "reasoning", Text: "hmm"}, {Type: "text", Text: "look"},
+			{Type: "tool-call", ID: "c1", Name: "read_file", Arguments: `{"path":"a"}`},
+			{Type: "tool-call", ID: "c2", Name: "list_dir", Arguments: `{"path":"."}`},
+		}},
+		{Role: "user", Content: []provider.Block{{Type: "tool-result", ToolCallID: "c1", IsError: true, Content: []provider.Block{{Type: "text", Text: "nope"}}}}},
+		{Role: "assistant", Content: []provider.Block{{Type: "text", Text: "partial"}}},
+	}
+	require.Equal(t, want, got)
+
+	_, err = agent.Conversation([]session.Event{surface(t, session.TypeToolResult, 0, `{"turn":1,"step":1,"message":{"id":"r1","role":"user","source":{"kind":"tool","callId":"c1"},"content":[]}}`)})
+	require.ErrorContains(t, err, "tool/result (seq 0) has no content")
+}
+
+// TestCallModelStoresOneMessage: the call reads the conversation from the
+// log, offers the system prompt and the tools, and stores one
+// assistant/message of the documented shape at the next seq.
+func TestCallModelStoresOneMessage(t *testing.T) {
+	var runs atomic.Int64
+	tools := newFakeTools(echoTool("echo", true, true, &runs), echoTool("shell", false, false, &runs))
+	r := toolCalls([3]string{"call-1", "echo", `{"text":"a"}`}, [3]string{"call-2", "shell", `{}`})
+	r.chunks = append([]provider.Chunk{reasoning("think"), usage(7, 3)}, r.chunks...)
+	f := newFixture(t, tools, r)
+
+	res, err := f.callModel(f.acts, f.modelInput(1, 1))
+	require.NoError(t, err)
+	require.Equal(t, agent.ModelResult{
+		MessageSeq: 3, NextSeq: 4,
+		ToolCalls: []agent.CallRef{{ID: "call-1", Name: "echo", Parallel: true}, {ID: "call-2", Name: "shell"}},
+		Finish:    provider.FinishToolCalls, Usage: &provider.Usage{InputTokens: 7, OutputTokens: 3},
+	}, res)
+
+	require.Equal(t, 1, f.prov.calls())
+	req := f.prov.requests[0]
+	require.Equal(t, "be brief", req.System)
+	require.Equal(t, "m1", req.Model)
+	require.Equal(t, f.hd.ID(), req.SessionID)
+	require.Equal(t, []provider.Message{{Role: "user", Content: []provider.Block{{Type: "text", Text: "hello"}}}}, req.Messages)
+	require.Len(t, req.Tools, 2)
+
+	log := f.log()
+	require.Len(t, log, 4)
+	e := log[3]
+	require.Equal(t, session.TypeAssistantMessage, e.Type)
+	require.Equal(t, session.AppendOp(), e.SurfaceOp)
+	require.Empty(t, e.SourceEventSeqs)
+	d := dataOf(t, e)
+	require.EqualValues(t, 1, d["turn"])
+	require.EqualValues(t, 1, d["step"])
+	require.NotContains(t, d, "interrupted")
+	msg := d["message"].(map[string]any)
+	require.Equal(t, "assistant-1-1", msg["id"])
+	require.Equal(t, "assistant", msg["role"])
+	require.Equal(t, map[string]any{"provider": "fake", "model": "m1"}, msg["source"])
+	content, _ := json.Marshal(msg["content"])
+	require.JSONEq(t, `[{"type":"reasoning","text":"think"},{"type":"text","text":"Let me look."},{"type":"tool-call","id":"call-1","name":"echo","arguments":"{\"text\":\"a\"}"},{"type":"tool-call","id":"call-2","name":"shell","arguments":"{}"}]`, string(content))
+	require.NotEmpty(t, d["stream"])
+	require.Equal(t, map[string]any{"inputTokens": 7.0, "outputTokens": 3.0}, d["usage"])
+	am, err := e.AssistantMessage()
+	require.NoError(t, err)
+	require.Len(t, am.ToolCalls(), 2)
+	require.NoError(t, session.CheckAppendable(session.Header{Version: session.FormatVersion}, 3, log[3:]))
+}
+
+// TestCallModelRetryStoresNoSecondMessage: a retried call (on this or
+// another worker) after the message was stored returns it, calls no model
+// and stores nothing; the finish reason survives the round trip.
+func TestCallModelRetryStoresNoSecondMessage(t *testing.T) {
+	r := answer("cut short")
+	r.chunks[len(r.chunks)-1] = finish(provider.FinishMaxTokens)
+	f := newFixture(t, nil, r, answer("second response"))
+	first, err := f.callModel(f.acts, f.modelInput(1, 1))
+	require.NoError(t, err)
+	require.False(t, first.Reused)
+	require.Equal(t, provider.FinishMaxTokens, first.Finish)
+
+	for _, acts := range []*agent.Activities{f.acts, f.actsOn(f.newStore())} {
+		again, err := f.callModel(acts, f.modelInput(1, 1))
+		require.NoError(t, err)
+		require.True(t, again.Reused)
+		again.Reused = false
+		require.Equal(t, first, again)
+	}
+	require.Equal(t, 1, f.prov.calls())
+	require.Equal(t, []string{"turn/start", "user/message", "step/start", "assistant/message"}, types(f.log()))
+
+	// The next step's call is a new call, with the first answer in its
+	// conversation.
+	f.append(ev(t, session.TypeStepStart, 4, `{"turn":1,"step":2}`))
+	second, err := f.callModel(f.acts, f.modelInput(1, 2))
+	require.NoError(t, err)
+	require.Equal(t, int64(5), second.MessageSeq)
+	require.Equal(t, 2, f.prov.calls())
+	require.Equal(t, "assistant", f.prov.requests[1].Messages[1].Role)
+}
+
+// TestCallModelConcurrentAttemptsStoreOneMessage: two attempts racing from
+// two store instances store one message between them.
+func TestCallModelConcurrentAttemptsStoreOneMessage(t *testing.T) {
+	f := newFixture(t, nil, answer("only once"))
+	others := []*agent.Activities{f.acts, f.actsOn(f.newStore()), f.actsOn(f.newStore())}
+	var wg sync.WaitGroup
+	results := make([]agent.ModelResult, len(others))
+	errs := make([]error, len(others))
+	for i, a := range others {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = a.CallModel(bg, f.modelInput(1, 1))
+		}()
+	}
+	wg.Wait()
+	reused := 0
+	for i, r := range results {
+		require.NoError(t, errs[i])
+		require.Equal(t, int64(3), r.MessageSeq)
+		if r.Reused {
+			reused++
+		}
+	}
+	require.Equal(t, len(others)-1, reused, "all but the storing attempt see the stored message")
+	require.Equal(t, []string{"turn/start", "user/message", "step/start", "assistant/message"}, types(f.log()))
+}
+
+// cancelAfter runs CallModel in an activity environment whose context is
+// cancelled with cause once n chunks streamed.
+func cancelAfter(t *testing.T, f *fixture, n int, cause error) error {
+	f.prov.streamed = make(chan provider.Chunk, 100)
+	ctx, cancel := context.WithCancelCause(bg)
+	defer cancel(nil)
+	go func() {
+		for range n {
+			<-f.prov.streamed
+		}
+		cancel(cause)
+	}()
+	_, err := f.env(f.acts, withContext(ctx)).ExecuteActivity(agent.CallModelActivity, f.modelInput(1, 1))
+	return err
+}
+
+// TestCallModelCancelStoresInterruptedAnchor: a cancelled stream that showed
+// text stores the interrupted anchor with the shown text and reasoning and
+// no tool call, and returns the cancellation.
+func TestCallModelCancelStoresInterruptedAnchor(t *testing.T) {
+	f := newFixture(t, nil, response{chunks: []provider.Chunk{reasoning("thinking"), text("Hello "), text("wor"), callChunk(0, "c1", "echo", `{"te`)}, stall: true})
+	err := cancelAfter(t, f, 4, temporal.NewCanceledError())
+	require.Error(t, err)
+	var canceled *temporal.CanceledError
+	require.True(t, errors.As(err, &canceled) || errors.Is(err, context.Canceled), "got %v", err)
+	log := f.log()
+	require.Equal(t, []string{"turn/start", "user/message", "step/start", "assistant/message"}, types(log))
+	d := dataOf(t, log[3])
+	require.Equal(t, true, d["interrupted"])
+	content, _ := json.Marshal(d["message"].(map[string]any)["content"])
+	require.JSONEq(t, `[{"type":"reasoning","text":"thinking"},{"type":"text","text":"Hello wor"}]`, string(content))
+	requireBalancedAfterClosing(t, log)
+
+	// A retry of the cancelled call finds the anchor.
+	res, err := f.callModel(f.acts, f.modelInput(1, 1))
+	require.NoError(t, err)
+	require.True(t, res.Reused)
+	require.True(t, res.Interrupted)
+	require.Empty(t, res.ToolCalls)
+	require.Equal(t, int64(3), res.MessageSeq)
+}
+
+// requireBalancedAfterClosing: closing the open turn as resume would gives
+// a balanced log with no pending call.
+func requireBalancedAfterClosing(t *testing.T, log []session.Event) {
+	t.Helper()
+	ot, open, err := session.ScanOpenTurn(log)
+	require.NoError(t, err)
+	require.True(t, open)
+	require.Empty(t, ot.PendingCalls)
+}
+
+// TestCallModelCancelWithoutShownTextStoresNothing: no text or reasoning
+// shown, or a context ended for another reason than a cancellation (a
+// timeout, a worker shutdown: the call is retried), stores nothing.
+func TestCallModelCancelWithoutShownTextStoresNothing(t *testing.T) {
+	f := newFixture(t, nil, response{chunks: []provider.Chunk{callChunk(0, "c1", "echo", `{}`)}, stall: true})
+	require.Error(t, cancelAfter(t, f, 1, temporal.NewCanceledError()))
+	require.Len(t, f.log(), 3)
+
+	g := newFixture(t, nil, response{chunks: []provider.Chunk{text("Hello")}, stall: true})
+	require.Error(t, cancelAfter(t, g, 1, errors.New("worker shutting down")))
+	require.Len(t, g.log(), 3, "only a cancellation of the activity stores an anchor")
+}
+
+// TestCallModelProviderErrors: refused → non-retryable ProviderRefused with
+// the provider error as details; retryable → ProviderUnavailable with the
+// provider's RetryAfter as the next retry delay; unknown provider →
+// non-retryable; a stream without a finish → retryable. Nothing is stored.
+func TestCallModelProviderErrors(t *testing.T) {
+	refused := &provider.Error{Status: 400, Code: "bad_request", Message: "context too long"}
+	limited := &provider.Error{Retryable: true, Status: 429, Message: "rate limited", RetryAfter: 1500 * time.Millisecond}
+	f := newFixture(t, nil, response{chunks: []provider.Chunk{text("x")}, fail: refused})
+
+	_, err := f.callModel(f.acts, f.modelInput(1, 1))
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, err, &app)
+	require.Equal(t, "ProviderRefused", app.Type())
+	require.True(t, app.NonRetryable())
+	var details provider.Error
+	require.NoError(t, app.Details(&details))
+	require.Equal(t, *refused, details)
+	require.Contains(t, app.Error(), "model call failed (status 400, bad_request): context too long")
+
+	f.prov.responses = []response{{chunks: []provider.Chunk{text("x")}, fail: limited}}
+	_, err = f.callModel(f.acts, f.modelInput(1, 1))
+	require.ErrorAs(t, err, &app)
+	require.Equal(t, "ProviderUnavailable", app.Type())
+	require.False(t, app.NonRetryable())
+	details = provider.Error{}
+	require.Equal(t, 1500*time.Millisecond, app.NextRetryDelay())
+	require.NoError(t, app.Details(&details))
+	require.Equal(t, *limited, details)
+
+	f.prov.responses = []response{{chunks: []provider.Chunk{text("no finish")}}}
+	_, err = f.callModel(f.acts, f.modelInput(1, 1))
+	require.ErrorAs(t, err, &app)
+	require.Equal(t, "ProviderUnavailable", app.Type())
+	require.False(t, app.NonRetryable())
+
+	in := f.modelInput(1, 1)
+	in.Provider = "nobody"
+	_, err = f.callModel(f.acts, in)
+	require.ErrorAs(t, err, &app)
+	require.Equal(t, "UnknownProvider", app.Type())
+	require.True(t, app.NonRetryable())
+	require.Contains(t, app.Error(), `unknown model provider "nobody"`)
+
+	require.Len(t, f.log(), 3)
+}
+
+// TestCallModelHeartbeatsProgress: heartbeats carry ModelProgress (the
+// SDK throttles what reaches the server; the test environment passes the
+// first heartbeat of each throttling window to the listener).
+func TestCallModelHeartbeatsProgress(t *testing.T) {
+	f := newFixture(t, nil, response{chunks: []provider.Chunk{reasoning("plan"), text("Hi"), finish(provider.FinishStop)}})
+	var mu sync.Mutex
+	var beats []agent.ModelProgress
+	env := f.env(f.acts)
+	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, d converter.EncodedValues) {
+		var p agent.ModelProgress
+		if d.HasValues() && d.Get(&p) == nil {
+			mu.Lock()
+			beats = append(beats, p)
+			mu.Unlock()
+		}
+	})
+	f.acts.HeartbeatInterval = time.Nanosecond
+	_, err := env.ExecuteActivity(agent.CallModelActivity, f.modelInput(1, 1))
+	require.NoError(t, err)
+	mu.Lock()
+	defer mu.Unlock()
+	require.NotEmpty(t, beats)
+	require.Equal(t, agent.ModelProgress{Turn: 1, Step: 1, Chunks: 1, Reasoning: true}, beats[0])
+}

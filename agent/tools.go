@@ -1,0 +1,260 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/sessionflow/sessionflow/activities"
+	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/provider"
+	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/tool"
+)
+
+// RunTool runs one tool call of the assistant/message at in.MessageSeq and
+// stores its tool/call and tool/result (D34: tool results are staged and
+// committed in model order).
+//
+//   - A call whose tool/result the log holds is not run again: its outcome
+//     is returned.
+//   - A call without a tool/call gets one, stored immediately before the
+//     tool runs.
+//   - A call with a tool/call but no result is a retry after a crash: a
+//     result the earlier attempt staged is committed; otherwise an
+//     idempotent tool runs again (Reran) and any other gets the
+//     TOOL_OUTCOME_UNKNOWN result resume's closers would write (Unknown).
+//
+// A finished call stages its result durably in the store, then commits,
+// under the handle's write lock, every staged result of the message that is
+// next in model order; a result whose predecessors are still running stays
+// staged and is committed by the last of them to finish. NextSeq is the
+// log's next seq after this activity's commit: the step's next seq is the
+// largest NextSeq of its tool activities. A missing tool or bad arguments
+// are an IsError result, not an activity failure.
+func (a *Activities) RunTool(ctx context.Context, in ToolInput) (ToolOutcome, error) {
+	st, err := a.store()
+	if err != nil {
+		return ToolOutcome{}, err
+	}
+	h := st.Attach(in.Ref)
+	var (
+		block   session.ContentBlock
+		callSeq int64 = -1
+		created bool
+		stored  *session.Event
+		step    int64
+		callIDs []string
+	)
+	next, err := h.Update(ctx, in.MessageSeq, func(tail []session.Event, next int64) ([]session.Event, error) {
+		sc, err := scanStep(tail, in.MessageSeq, in.Turn)
+		if err != nil {
+			return nil, err
+		}
+		if in.Step != 0 && sc.step != in.Step {
+			return nil, invalidLog("the assistant/message at seq %d belongs to step %d, not %d", in.MessageSeq, sc.step, in.Step)
+		}
+		step = sc.step
+		var ok bool
+		if block, _, ok = sc.block(in.CallID); !ok {
+			return nil, invalidLog("the assistant/message at seq %d has no tool call %q", in.MessageSeq, in.CallID)
+		}
+		if in.Name != "" && block.Name != in.Name {
+			return nil, invalidLog("tool call %q of the assistant/message at seq %d calls %q, not %q", in.CallID, in.MessageSeq, block.Name, in.Name)
+		}
+		for _, c := range sc.calls {
+			callIDs = append(callIDs, c.ID)
+		}
+		if r, ok := sc.result[in.CallID]; ok {
+			stored = &r
+			callSeq = -1
+			if s, ok := sc.callSeq[in.CallID]; ok {
+				callSeq = s
+			}
+			return nil, nil
+		}
+		if s, ok := sc.callSeq[in.CallID]; ok {
+			callSeq = s
+			return nil, nil
+		}
+		e, err := toolCallEvent(in.Turn, sc.step, block, next, a.nowMs())
+		if err != nil {
+			return nil, err
+		}
+		callSeq, created = next, true
+		return []session.Event{e}, nil
+	})
+	if err != nil {
+		return ToolOutcome{}, activities.MapError(err)
+	}
+	key := stagingKey(in.Turn, step, in.CallID)
+	if stored != nil {
+		isErr, code := resultOutcome(*stored)
+		a.unstage(ctx, h, key)
+		return ToolOutcome{CallSeq: callSeq, NextSeq: next, IsError: isErr, Code: code, Unknown: code == session.ToolOutcomeUnknown}, nil
+	}
+
+	res, err := a.stagedOrRun(ctx, h, in, block, key, created)
+	if err != nil {
+		return ToolOutcome{}, err
+	}
+	next, err = a.commit(ctx, h, in.Turn, in.MessageSeq, callIDs)
+	if err != nil {
+		return ToolOutcome{}, err
+	}
+	isErr, code := res.outcome()
+	return ToolOutcome{CallSeq: callSeq, NextSeq: next, IsError: isErr, Code: code, Reran: res.Reran, Unknown: res.Unknown}, nil
+}
+
+// stagedOrRun returns the call's staged result, staging it first: the one
+// an earlier attempt staged, or the result of running the tool now, or the
+// outcome-unknown result of a call that must not run again.
+func (a *Activities) stagedOrRun(ctx context.Context, h *jsonl.Handle, in ToolInput, block session.ContentBlock, key string, created bool) (stagedResult, error) {
+	if !created {
+		if r, ok, err := readStaged(ctx, h, key); err != nil || ok {
+			return r, err
+		}
+	}
+	var res stagedResult
+	t, known := a.lookup(block.Name)
+	if !created && !(known && t.Idempotent) {
+		res.Unknown = true
+	} else {
+		r := a.execute(ctx, h, in, block)
+		res.Result, res.Reran = &r, !created
+	}
+	body, err := json.Marshal(res)
+	if err != nil {
+		return stagedResult{}, err
+	}
+	err = h.Stage(ctx, key, body)
+	if errors.Is(err, jsonl.ErrStagedConflict) {
+		// A concurrent attempt staged first: its result stands.
+		r, ok, err := readStaged(ctx, h, key)
+		if err == nil && !ok {
+			err = fmt.Errorf("staged result %q vanished", key)
+		}
+		return r, activities.MapError(err)
+	}
+	if err != nil {
+		return stagedResult{}, activities.MapError(err)
+	}
+	return res, nil
+}
+
+// execute runs the tool, heartbeating while it runs.
+func (a *Activities) execute(ctx context.Context, h *jsonl.Handle, in ToolInput, block session.ContentBlock) tool.Result {
+	args, err := argumentsText(block.Arguments)
+	if err != nil {
+		return errorResult(tool.CodeInvalidArguments, "InvalidArgumentsError", fmt.Sprintf("Error: the arguments of tool call %q cannot be read: %v", block.ID, err))
+	}
+	if a.Tools == nil {
+		return errorResult(tool.CodeNotFound, "ToolNotFoundError", fmt.Sprintf("Error: tool %q is not available", block.Name))
+	}
+	hb := a.startHeartbeat(ctx, nil)
+	defer hb.close()
+	return a.Tools.Execute(ctx, block.Name, tool.Call{
+		SessionID: in.Ref.SessionID, CallID: block.ID, Cwd: h.Header().Cwd, Arguments: json.RawMessage(args),
+	})
+}
+
+// errorResult is an IsError result with one text.
+func errorResult(code, name, text string) tool.Result {
+	return tool.Result{
+		Content: []provider.Block{{Type: provider.BlockText, Text: text}},
+		IsError: true,
+		Error:   &tool.ErrorInfo{Name: name, Code: code},
+	}
+}
+
+// readStaged reads and decodes a staged result.
+func readStaged(ctx context.Context, h *jsonl.Handle, key string) (stagedResult, bool, error) {
+	body, ok, err := h.Staged(ctx, key)
+	if err != nil || !ok {
+		return stagedResult{}, false, activities.MapError(err)
+	}
+	var r stagedResult
+	if err := json.Unmarshal(body, &r); err != nil {
+		return stagedResult{}, false, invalidLog("staged result %q is not readable: %v", key, err)
+	}
+	return r, true, nil
+}
+
+// commit stores, in model order, every staged result of the message at
+// msgSeq that is next: from the first call without a tool/result, each
+// call with a tool/call and a staged result, up to the first call that has
+// neither a result nor a staged one. It then removes the staged results
+// the log holds. It returns the log's next seq.
+func (a *Activities) commit(ctx context.Context, h *jsonl.Handle, turn, msgSeq int64, callIDs []string) (int64, error) {
+	// Staged results are read before the locked update (the update must
+	// not call the store). A result staged after this read by another
+	// attempt is committed by that attempt, which reads after staging.
+	staged := map[string]stagedResult{}
+	var step int64
+	if _, err := readLog(ctx, h, msgSeq, func(tail []session.Event, _ int64) error {
+		sc, err := scanStep(tail, msgSeq, turn)
+		if err != nil {
+			return err
+		}
+		step = sc.step
+		return nil
+	}); err != nil {
+		return 0, activities.MapError(err)
+	}
+	for _, id := range callIDs {
+		r, ok, err := readStaged(ctx, h, stagingKey(turn, step, id))
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			staged[id] = r
+		}
+	}
+	var done []string
+	next, err := h.Update(ctx, msgSeq, func(tail []session.Event, next int64) ([]session.Event, error) {
+		done = done[:0]
+		sc, err := scanStep(tail, msgSeq, turn)
+		if err != nil {
+			return nil, err
+		}
+		var batch []session.Event
+		now := a.nowMs()
+		for _, c := range sc.calls {
+			if _, ok := sc.result[c.ID]; ok {
+				done = append(done, c.ID)
+				continue
+			}
+			r, ok := staged[c.ID]
+			callSeq, recorded := sc.callSeq[c.ID]
+			if !ok || !recorded {
+				break
+			}
+			e, err := r.event(turn, sc.step, c.ID, callSeq, next+int64(len(batch)), now)
+			if err != nil {
+				return nil, err
+			}
+			batch = append(batch, e)
+			done = append(done, c.ID)
+		}
+		return batch, nil
+	})
+	if err != nil {
+		return 0, activities.MapError(err)
+	}
+	for _, id := range done {
+		if _, ok := staged[id]; ok {
+			a.unstage(ctx, h, stagingKey(turn, step, id))
+		}
+	}
+	return next, nil
+}
+
+// unstage removes a committed result's staged copy, best-effort: a copy
+// left behind is never read again, as the log holds the result.
+func (a *Activities) unstage(ctx context.Context, h *jsonl.Handle, key string) {
+	if err := h.Unstage(ctx, key); err != nil {
+		slog.Warn("agent: removing a committed tool result's staged copy failed", "session", h.ID(), "key", key, "error", err)
+	}
+}
