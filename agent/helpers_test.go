@@ -92,8 +92,10 @@ func (p *fakeProvider) calls() int {
 }
 
 // text, reasoning, callChunk, finish and usage build chunks.
-func text(s string) provider.Chunk      { return provider.Chunk{Type: provider.ChunkText, Delta: s} }
-func reasoning(s string) provider.Chunk { return provider.Chunk{Type: provider.ChunkReasoning, Delta: s} }
+func text(s string) provider.Chunk { return provider.Chunk{Type: provider.ChunkText, Delta: s} }
+func reasoning(s string) provider.Chunk {
+	return provider.Chunk{Type: provider.ChunkReasoning, Delta: s}
+}
 func callChunk(i int, id, name, args string) provider.Chunk {
 	return provider.Chunk{Type: provider.ChunkToolCall, Index: i, ID: id, Name: name, Delta: args}
 }
