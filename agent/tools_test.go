@@ -1,0 +1,375 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/sessionflow/sessionflow/agent"
+	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/jsonl/faultfs"
+	"github.com/sessionflow/sessionflow/provider"
+	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/tool"
+)
+
+func (f *fixture) toolInput(msgSeq int64, index int, id, name string) agent.ToolInput {
+	return agent.ToolInput{Ref: f.hd.Ref(), Turn: 1, Step: 1, MessageSeq: msgSeq, CallID: id, Name: name, Index: index}
+}
+
+// stagedFiles lists the staged payloads left in the session directory.
+func (f *fixture) stagedFiles() []string {
+	f.t.Helper()
+	var out []string
+	_ = filepath.WalkDir(f.root, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && filepath.Base(filepath.Dir(path)) == "staged" {
+			out = append(out, path)
+		}
+		return nil
+	})
+	return out
+}
+
+// TestRunToolStoresCallThenResult: the tool/call is stored before the tool
+// runs, the tool runs in the session's cwd with the model's arguments, and
+// its result is stored citing the call; a retry returns the stored outcome
+// without running the tool again.
+func TestRunToolStoresCallThenResult(t *testing.T) {
+	var runs atomic.Int64
+	var f *fixture
+	echo := echoTool("echo", true, true, &runs)
+	run := echo.Run
+	echo.Run = func(ctx context.Context, call tool.Call) (tool.Result, error) {
+		log := f.log()
+		require.Equal(t, session.TypeToolCall, log[len(log)-1].Type, "the tool/call is stored before the tool runs")
+		require.Equal(t, f.cwd, call.Cwd)
+		require.Equal(t, "c1", call.CallID)
+		require.JSONEq(t, `{"text":"a"}`, string(call.Arguments))
+		return run(ctx, call)
+	}
+	f = newFixture(t, newFakeTools(echo), toolCalls([3]string{"c1", "echo", `{"text":"a"}`}))
+	res, err := f.callModel(f.acts, f.modelInput(1, 1))
+	require.NoError(t, err)
+
+	out, err := f.runTool(f.acts, f.toolInput(res.MessageSeq, 0, "c1", "echo"))
+	require.NoError(t, err)
+	require.Equal(t, agent.ToolOutcome{CallSeq: 4, NextSeq: 6}, out)
+	log := f.log()
+	require.Equal(t, []string{"tool/call", "tool/result"}, types(log[4:]))
+	call, err := log[4].ToolCall()
+	require.NoError(t, err)
+	require.Equal(t, session.ToolCall{Turn: 1, Step: 1, CallID: "c1", Name: "echo", Arguments: `{"text":"a"}`}, call)
+	require.Equal(t, []int64{4}, log[5].SourceEventSeqs)
+	require.Equal(t, session.AppendOp(), log[5].SurfaceOp)
+	require.JSONEq(t, fmt.Sprintf(`{"turn":1,"step":1,"message":{"id":"tool-result-1-1-c1","role":"user","source":{"kind":"tool","callId":"c1"},"content":[{"type":"tool-result","toolCallId":"c1","isError":false,"content":[{"type":"text","text":"echo:a@%s"}]}]}}`, filepath.Base(f.cwd)), string(log[5].Data))
+	require.Empty(t, f.stagedFiles(), "a committed result is unstaged")
+
+	for _, acts := range []*agent.Activities{f.acts, f.actsOn(f.newStore())} {
+		again, err := f.runTool(acts, f.toolInput(res.MessageSeq, 0, "c1", "echo"))
+		require.NoError(t, err)
+		require.Equal(t, out, again)
+	}
+	require.Equal(t, int64(1), runs.Load())
+	require.Len(t, f.log(), 6)
+}
+
+// TestRunToolRetryAfterCallStored: a retry that finds the tool/call but no
+// result runs an idempotent tool again and gives any other tool the
+// TOOL_OUTCOME_UNKNOWN result, exactly as resume's closers write it.
+func TestRunToolRetryAfterCallStored(t *testing.T) {
+	var idem, shell atomic.Int64
+	tools := newFakeTools(echoTool("read", true, true, &idem), echoTool("shell", false, false, &shell))
+	f := newFixture(t, tools, toolCalls([3]string{"c1", "read", `{"text":"x"}`}, [3]string{"c2", "shell", `{"text":"rm"}`}))
+	res, err := f.callModel(f.acts, f.modelInput(1, 1))
+	require.NoError(t, err)
+	// The first attempts crashed after storing their tool/calls.
+	f.append(
+		ev(t, session.TypeToolCall, 4, `{"turn":1,"step":1,"callId":"c1","name":"read","arguments":"{\"text\":\"x\"}"}`),
+		ev(t, session.TypeToolCall, 5, `{"turn":1,"step":1,"callId":"c2","name":"shell","arguments":"{\"text\":\"rm\"}"}`),
+	)
+
+	out, err := f.runTool(f.acts, f.toolInput(res.MessageSeq, 0, "c1", "read"))
+	require.NoError(t, err)
+	require.Equal(t, agent.ToolOutcome{CallSeq: 4, NextSeq: 7, Reran: true}, out)
+	require.Equal(t, int64(1), idem.Load())
+
+	closers, err := session.InterruptedTurnClosers(f.log())
+	require.NoError(t, err)
+	out, err = f.runTool(f.acts, f.toolInput(res.MessageSeq, 1, "c2", "shell"))
+	require.NoError(t, err)
+	require.Equal(t, agent.ToolOutcome{CallSeq: 5, NextSeq: 8, IsError: true, Code: "TOOL_OUTCOME_UNKNOWN", Unknown: true}, out)
+	require.Equal(t, int64(0), shell.Load(), "a non-idempotent tool is never re-run blindly")
+	log := f.log()
+	requireSameResult(t, closers[0], log[7])
+	r, err := log[7].ToolResult()
+	require.NoError(t, err)
+	require.Equal(t, "interrupted-tool-result-c2-7", r.Message.ID)
+	require.Equal(t, "The tool call was interrupted after it was recorded, but no result was durably recorded. Its outcome is unknown. Decide whether to retry from the tool semantics: retry only if the operation is read-only or idempotent; if it may have side effects, first verify external state or ask the user. Do not retry blindly.", r.Message.Content[0].Content[0].Text)
+}
+
+// TestRunToolStagedResultCommittedByRetry: an attempt that staged its
+// result and failed to commit it leaves the result to its retry, which
+// commits it without running the tool again.
+func TestRunToolStagedResultCommittedByRetry(t *testing.T) {
+	for _, idempotent := range []bool{false, true} {
+		t.Run(fmt.Sprintf("idempotent=%v", idempotent), func(t *testing.T) {
+			var runs atomic.Int64
+			ffs := faultfs.New(nil)
+			shell := echoTool("shell", false, idempotent, &runs)
+			run := shell.Run
+			shell.Run = func(ctx context.Context, call tool.Call) (tool.Result, error) {
+				// The next write of the log (the commit) fails.
+				ffs.Add(faultfs.Rule{Index: -1, Op: faultfs.OpWrite, PathContains: "session.v3.jsonl", Err: syscall.EIO, Times: 1})
+				return run(ctx, call)
+			}
+			f := newFixture(t, newFakeTools(shell), toolCalls([3]string{"c1", "shell", `{"text":"once"}`}))
+			res, err := f.callModel(f.acts, f.modelInput(1, 1))
+			require.NoError(t, err)
+			faulty, err := jsonl.NewStore(jsonl.Options{Root: f.root, Compression: jsonl.CompressionNone, FS: ffs})
+			require.NoError(t, err)
+
+			_, err = f.runTool(f.actsOn(faulty), f.toolInput(res.MessageSeq, 0, "c1", "shell"))
+			var app *temporal.ApplicationError
+			require.ErrorAs(t, err, &app)
+			require.False(t, app.NonRetryable(), "a failed commit is retried")
+			require.Equal(t, []string{"tool/call"}, types(f.log()[4:]))
+			require.Len(t, f.stagedFiles(), 1)
+
+			out, err := f.runTool(f.actsOn(f.newStore()), f.toolInput(res.MessageSeq, 0, "c1", "shell"))
+			require.NoError(t, err)
+			require.Equal(t, agent.ToolOutcome{CallSeq: 4, NextSeq: 6}, out, "the staged result is committed, not a re-run's")
+			require.Equal(t, int64(1), runs.Load())
+			r, err := f.log()[5].ToolResult()
+			require.NoError(t, err)
+			require.Equal(t, "shell:once@"+filepath.Base(f.cwd), r.Message.Content[0].Content[0].Text)
+			require.Empty(t, f.stagedFiles())
+		})
+	}
+}
+
+// gateTool blocks each call until its gate (by call id) is closed.
+func gateTool(gates map[string]chan struct{}) tool.Tool {
+	return tool.Tool{
+		Name: "gate", Schema: json.RawMessage(`{"type":"object"}`), Parallel: true, Idempotent: true,
+		Run: func(ctx context.Context, call tool.Call) (tool.Result, error) {
+			select {
+			case <-gates[call.CallID]:
+			case <-ctx.Done():
+				return tool.Result{}, ctx.Err()
+			}
+			return tool.Result{Content: []provider.Block{{Type: "text", Text: "done " + call.CallID}}}, nil
+		},
+	}
+}
+
+// requireResultsInModelOrder asserts that the log's tool/results follow
+// the tool/calls and come in model order, each citing its call.
+func requireResultsInModelOrder(t *testing.T, log []session.Event, ids []string) {
+	t.Helper()
+	callSeq := map[string]int64{}
+	var order []string
+	for _, e := range log {
+		switch e.Type {
+		case session.TypeToolCall:
+			c, err := e.ToolCall()
+			require.NoError(t, err)
+			callSeq[c.CallID] = e.Seq
+		case session.TypeToolResult:
+			r, err := e.ToolResult()
+			require.NoError(t, err)
+			id := r.Message.Source.CallID
+			require.Equal(t, []int64{callSeq[id]}, e.SourceEventSeqs)
+			require.False(t, r.Message.Content[0].IsError, "%s: %v", id, r.Message.Content)
+			order = append(order, id)
+		}
+	}
+	require.Equal(t, ids, order)
+}
+
+// TestRunToolParallelResultsInModelOrder: calls finishing out of order, in
+// two worker processes, are stored in model order: a finished call whose
+// predecessor still runs stays staged, and the last to finish commits the
+// rest.
+func TestRunToolParallelResultsInModelOrder(t *testing.T) {
+	ids := []string{"c0", "c1", "c2", "c3"}
+	gates := map[string]chan struct{}{}
+	var calls [][3]string
+	for _, id := range ids {
+		gates[id] = make(chan struct{})
+		calls = append(calls, [3]string{id, "gate", `{}`})
+	}
+	f := newFixture(t, newFakeTools(gateTool(gates)), toolCalls(calls...))
+	res, err := f.callModel(f.acts, f.modelInput(1, 1))
+	require.NoError(t, err)
+	workers := []*agent.Activities{f.actsOn(f.newStore()), f.actsOn(f.newStore())}
+	type result struct {
+		out agent.ToolOutcome
+		err error
+	}
+	done := map[string]chan result{}
+	for i, id := range ids {
+		done[id] = make(chan result, 1)
+		go func() {
+			out, err := workers[i%2].RunTool(bg, f.toolInput(res.MessageSeq, i, id, "gate"))
+			done[id] <- result{out, err}
+		}()
+	}
+	require.Eventually(t, func() bool { return len(f.log()) == 8 }, 5*time.Second, time.Millisecond, "every call stores its tool/call before running")
+	for _, id := range []string{"c3", "c1", "c2"} {
+		close(gates[id])
+		r := <-done[id]
+		require.NoError(t, r.err)
+		require.Equal(t, int64(8), r.out.NextSeq, "%s waits for c0", id)
+		require.Equal(t, []string{"tool/call", "tool/call", "tool/call", "tool/call"}, types(f.log()[4:]))
+	}
+	require.Len(t, f.stagedFiles(), 3)
+	close(gates["c0"])
+	r := <-done["c0"]
+	require.NoError(t, r.err)
+	require.Equal(t, int64(12), r.out.NextSeq)
+	log := f.log()
+	require.Len(t, log, 12)
+	requireResultsInModelOrder(t, log, ids)
+	require.Empty(t, f.stagedFiles())
+}
+
+// TestRunToolConcurrentFromTwoStores: ten parallel calls finishing in
+// random order from two store instances, each call also retried once
+// concurrently, store one tool/call and one result per call, results in
+// model order.
+func TestRunToolConcurrentFromTwoStores(t *testing.T) {
+	var runs atomic.Int64
+	slow := tool.Tool{Name: "slow", Schema: json.RawMessage(`{"type":"object"}`), Parallel: true, Idempotent: true,
+		Run: func(_ context.Context, call tool.Call) (tool.Result, error) {
+			runs.Add(1)
+			var a struct {
+				Ms int `json:"ms"`
+			}
+			_ = json.Unmarshal(call.Arguments, &a)
+			time.Sleep(time.Duration(a.Ms) * time.Millisecond)
+			return tool.Result{Content: []provider.Block{{Type: "text", Text: "ok"}}}, nil
+		}}
+	var calls [][3]string
+	var ids []string
+	for i := range 10 {
+		id := fmt.Sprintf("k%d", i)
+		ids = append(ids, id)
+		calls = append(calls, [3]string{id, "slow", fmt.Sprintf(`{"ms":%d}`, (i*7)%10)})
+	}
+	f := newFixture(t, newFakeTools(slow), toolCalls(calls...))
+	res, err := f.callModel(f.acts, f.modelInput(1, 1))
+	require.NoError(t, err)
+	workers := []*agent.Activities{f.actsOn(f.newStore()), f.actsOn(f.newStore())}
+	var wg sync.WaitGroup
+	var maxNext atomic.Int64
+	errs := make(chan error, 20)
+	for i, id := range ids {
+		for attempt := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				out, err := workers[(i+attempt)%2].RunTool(bg, f.toolInput(res.MessageSeq, i, id, "slow"))
+				errs <- err
+				for {
+					m := maxNext.Load()
+					if out.NextSeq <= m || maxNext.CompareAndSwap(m, out.NextSeq) {
+						break
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	log := f.log()
+	require.Len(t, log, 4+20)
+	require.Equal(t, int64(len(log)), maxNext.Load(), "the largest NextSeq of the step's tool activities is the log's next seq")
+	requireResultsInModelOrder(t, log, ids)
+	requireBalancedAfterClosing(t, log)
+}
+
+// TestRunToolMissingToolAndBadArguments: a call of an unknown tool or with
+// arguments that are not JSON is an IsError result, not an activity
+// failure.
+func TestRunToolMissingToolAndBadArguments(t *testing.T) {
+	var runs atomic.Int64
+	f := newFixture(t, newFakeTools(echoTool("echo", true, true, &runs)),
+		toolCalls([3]string{"c1", "nope", `{}`}, [3]string{"c2", "echo", `not json`}))
+	res, err := f.callModel(f.acts, f.modelInput(1, 1))
+	require.NoError(t, err)
+	out, err := f.runTool(f.acts, f.toolInput(res.MessageSeq, 0, "c1", "nope"))
+	require.NoError(t, err)
+	require.Equal(t, agent.ToolOutcome{CallSeq: 4, NextSeq: 6, IsError: true, Code: "TOOL_NOT_FOUND"}, out)
+	out, err = f.runTool(f.acts, f.toolInput(res.MessageSeq, 1, "c2", "echo"))
+	require.NoError(t, err)
+	require.Equal(t, agent.ToolOutcome{CallSeq: 6, NextSeq: 8, IsError: true, Code: "INVALID_ARGUMENTS"}, out)
+	require.Equal(t, int64(0), runs.Load())
+	log := f.log()
+	for _, i := range []int{5, 7} {
+		r, err := log[i].ToolResult()
+		require.NoError(t, err)
+		require.True(t, r.Message.Content[0].IsError)
+		require.NotNil(t, r.Error)
+	}
+
+	// An input that names no call of the message is a non-retryable error.
+	_, err = f.runTool(f.acts, f.toolInput(res.MessageSeq, 2, "c9", "echo"))
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, err, &app)
+	require.Equal(t, "InvalidLog", app.Type())
+	require.True(t, app.NonRetryable())
+}
+
+// TestWholeTurnLeavesBalancedLog: model call with two tools, their results,
+// a second step answering, and the end of the turn leave a log resume
+// accepts as balanced; the second model call sees the results in model
+// order.
+func TestWholeTurnLeavesBalancedLog(t *testing.T) {
+	var runs atomic.Int64
+	f := newFixture(t, newFakeTools(echoTool("echo", true, true, &runs)),
+		toolCalls([3]string{"c1", "echo", `{"text":"1"}`}, [3]string{"c2", "echo", `{"text":"2"}`}), answer("all done"))
+	res, err := f.callModel(f.acts, f.modelInput(1, 1))
+	require.NoError(t, err)
+	var next int64
+	for i, c := range res.ToolCalls {
+		out, err := f.runTool(f.acts, f.toolInput(res.MessageSeq, i, c.ID, c.Name))
+		require.NoError(t, err)
+		next = max(next, out.NextSeq)
+	}
+	f.append(ev(t, session.TypeStepEnd, next, `{"turn":1,"step":1}`), ev(t, session.TypeStepStart, next+1, `{"turn":1,"step":2}`))
+	res2, err := f.callModel(f.acts, f.modelInput(1, 2))
+	require.NoError(t, err)
+	require.Equal(t, provider.FinishStop, res2.Finish)
+	msgs := f.prov.requests[1].Messages
+	require.Len(t, msgs, 4)
+	require.Equal(t, "c1", msgs[2].Content[0].ToolCallID)
+	require.Equal(t, "c2", msgs[3].Content[0].ToolCallID)
+	_, err = f.endTurn(f.acts, agent.EndTurnInput{Ref: f.hd.Ref(), Turn: 1, Step: 2, MessageSeq: res2.MessageSeq, Reason: session.TurnEndReason{Kind: "completed"}})
+	require.NoError(t, err)
+	log := f.log()
+	requireBalanced(t, log)
+	require.NoError(t, f.hd.Close(bg))
+	// A resume's write open validates the whole log.
+	re, err := f.newStore().Open(bg, f.hd.ID(), jsonl.AccessWrite, jsonl.OpenOptions{HandleID: "resume", Owner: jsonl.Owner{WorkflowID: "w"}})
+	require.NoError(t, err)
+	events, err := re.Read(bg, 0, -1)
+	require.NoError(t, err)
+	_, open, err := session.ScanOpenTurn(events)
+	require.NoError(t, err)
+	require.False(t, open)
+	require.Equal(t, []string{"turn/start", "user/message", "step/start", "assistant/message", "tool/call", "tool/result",
+		"tool/call", "tool/result", "step/end", "step/start", "assistant/message", "step/end", "turn/end"}, types(events))
+}
