@@ -123,6 +123,12 @@ func (a *Activities) stagedOrRun(ctx context.Context, h *jsonl.Handle, in ToolIn
 		res.Unknown = true
 	} else {
 		r := a.execute(ctx, h, in, block)
+		if ctx.Err() != nil {
+			// The attempt was cancelled or timed out while the tool ran:
+			// its result is not the tool's outcome. A retry finds the
+			// tool/call and decides by the tool's class.
+			return stagedResult{}, ctx.Err()
+		}
 		res.Result, res.Reran = &r, !created
 	}
 	body, err := json.Marshal(res)

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -372,4 +373,35 @@ func TestWholeTurnLeavesBalancedLog(t *testing.T) {
 	require.False(t, open)
 	require.Equal(t, []string{"turn/start", "user/message", "step/start", "assistant/message", "tool/call", "tool/result",
 		"tool/call", "tool/result", "step/end", "step/start", "assistant/message", "step/end", "turn/end"}, types(events))
+}
+
+// TestRunToolCancelledAttemptStoresNoResult: a tool whose attempt ends
+// (timed out, cancelled) while it runs gets no result from that attempt;
+// the retry decides by the tool's class.
+func TestRunToolCancelledAttemptStoresNoResult(t *testing.T) {
+	started := make(chan struct{})
+	var runs atomic.Int64
+	block := tool.Tool{Name: "shell", Schema: json.RawMessage(`{"type":"object"}`),
+		Run: func(ctx context.Context, _ tool.Call) (tool.Result, error) {
+			if runs.Add(1) == 1 {
+				close(started)
+				<-ctx.Done()
+				return tool.Result{}, ctx.Err()
+			}
+			return tool.Result{Content: []provider.Block{{Type: "text", Text: "ran"}}}, nil
+		}}
+	f := newFixture(t, newFakeTools(block), toolCalls([3]string{"c1", "shell", `{}`}))
+	res, err := f.callModel(f.acts, f.modelInput(1, 1))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancelCause(bg)
+	go func() { <-started; cancel(errors.New("heartbeat timed out")) }()
+	_, err = f.env(f.acts, withContext(ctx)).ExecuteActivity(agent.RunToolActivity, f.toolInput(res.MessageSeq, 0, "c1", "shell"))
+	require.Error(t, err)
+	require.Equal(t, []string{"tool/call"}, types(f.log()[4:]))
+	require.Empty(t, f.stagedFiles())
+
+	out, err := f.runTool(f.acts, f.toolInput(res.MessageSeq, 0, "c1", "shell"))
+	require.NoError(t, err)
+	require.True(t, out.Unknown, "a non-idempotent tool is not re-run")
+	require.Equal(t, int64(1), runs.Load())
 }
