@@ -188,3 +188,28 @@ func TestStagedFilesAreNotDamage(t *testing.T) {
 		require.NoError(t, err)
 	})
 }
+
+// TestStagedFilesSurviveMigration: a staging directory beside a v0 log
+// neither stops its migration nor the write open that migrates it, and
+// stays readable under its documented name (FORMAT.md §6.7).
+func TestStagedFilesSurviveMigration(t *testing.T) {
+	e := newEnv(t, jsonl.CompressionNone, nil)
+	old := writeLogFile(t, e.root, "s", "session.jsonl", `{"type":"session","version":0,"id":"s","createdAt":5,"delegationDepth":0}`+"\n"+turn0)
+	staged := filepath.Join(filepath.Dir(old), "staged")
+	writeFile(t, filepath.Join(staged, sha256Hex("1/1/call-1")[:32]), []byte("payload"))
+	writeFile(t, filepath.Join(staged, "session.0123456789ab.tmp"), []byte("partial"))
+	res, err := e.store.Migrate(bg, "s", jsonl.MigrateOptions{})
+	require.NoError(t, err)
+	require.Equal(t, int64(1), res.Events)
+	hd := openWrite(t, e.newStore(nil), "s")
+	body, ok, err := hd.Staged(bg, "1/1/call-1")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "payload", string(body))
+	require.NoError(t, hd.Append(bg, []session.Event{turnEnd(t, 1, 1)}))
+	require.NoError(t, hd.Close(bg))
+	rows, err := e.newStore(nil).List(bg)
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	require.Nil(t, rows[0].Problem)
+}
