@@ -405,3 +405,32 @@ func TestRunToolCancelledAttemptStoresNoResult(t *testing.T) {
 	require.True(t, out.Unknown, "a non-idempotent tool is not re-run")
 	require.Equal(t, int64(1), runs.Load())
 }
+
+// TestWorkflowDeathMidStepIsClosedByResume: when the workflow dies with a
+// result staged behind a call whose attempt crashed, resume's closers close
+// both recorded calls as outcome unknown, and the log they produce is
+// accepted by the store.
+func TestWorkflowDeathMidStepIsClosedByResume(t *testing.T) {
+	var runs atomic.Int64
+	f := newFixture(t, newFakeTools(echoTool("echo", true, true, &runs)),
+		toolCalls([3]string{"c0", "echo", `{}`}, [3]string{"c1", "echo", `{}`}, [3]string{"c2", "echo", `{}`}))
+	res, err := f.callModel(f.acts, f.modelInput(1, 1))
+	require.NoError(t, err)
+	f.append(ev(t, session.TypeToolCall, 4, `{"turn":1,"step":1,"callId":"c0","name":"echo","arguments":"{}"}`))
+	out, err := f.runTool(f.acts, f.toolInput(res.MessageSeq, 1, "c1", "echo"))
+	require.NoError(t, err)
+	require.Equal(t, int64(6), out.NextSeq, "c1 waits behind c0")
+	log := f.log()
+	closers, err := session.InterruptedTurnClosers(log)
+	require.NoError(t, err)
+	require.Equal(t, []string{"tool/result", "tool/result", "tool/result", "step/end", "turn/end"}, types(closers))
+	var codes []string
+	for _, c := range closers[:3] {
+		r, err := c.ToolResult()
+		require.NoError(t, err)
+		codes = append(codes, r.Error.Code)
+	}
+	require.Equal(t, []string{"TOOL_OUTCOME_UNKNOWN", "TOOL_OUTCOME_UNKNOWN", "TOOL_NOT_STARTED"}, codes)
+	f.append(closers...)
+	requireBalanced(t, f.log())
+}
