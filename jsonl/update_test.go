@@ -211,3 +211,27 @@ func messageID(e session.Event) string {
 	_ = json.Unmarshal(e.Data, &m)
 	return m.ID
 }
+
+// TestUpdateAfterTornTail: an Update whose write first cuts a torn tail
+// keeps serving exactly what the file holds afterwards.
+func TestUpdateAfterTornTail(t *testing.T) {
+	eachCompression(t, func(t *testing.T, comp jsonl.Compression) {
+		e := newEnv(t, comp, nil)
+		path := e.writeLog(header("torn", "/w"), lines(t, completedTurn(t, 0, 1)...))
+		appendFile(t, path, tornTail(t, comp, `{"type":"turn/start","seq":6,"ti`, turnStart(t, 6, 2)))
+		hd := openWrite(t, e.store, "torn")
+		next, err := hd.Update(bg, 4, func(tail []session.Event, next int64) ([]session.Event, error) {
+			require.Equal(t, []int64{4, 5}, seqs(tail))
+			return []session.Event{turnStart(t, next, 2)}, nil
+		})
+		require.NoError(t, err)
+		require.Equal(t, int64(7), next)
+		want := lines(t, readAll(t, e.newStore(nil), "torn")...)
+		require.Len(t, want, 7)
+		_, err = hd.Update(bg, 0, func(tail []session.Event, _ int64) ([]session.Event, error) {
+			require.Equal(t, want, lines(t, tail...))
+			return nil, nil
+		})
+		require.NoError(t, err)
+	})
+}
