@@ -169,8 +169,11 @@ func (a *Activities) CallModel(ctx context.Context, in ModelInput) (ModelResult,
 		if found, err = a.findModelCall(tail, in.Turn, in.Step); err != nil || found != nil {
 			return err
 		}
-		messages, err = Conversation(tail)
-		return err
+		if messages, err = Conversation(tail); err != nil {
+			// The log will read the same on every attempt.
+			return invalidLog("%v", err)
+		}
+		return nil
 	})
 	if err != nil {
 		return ModelResult{}, activities.MapError(err)

@@ -295,3 +295,19 @@ func TestCallModelHeartbeatsProgress(t *testing.T) {
 	require.NotEmpty(t, beats)
 	require.Equal(t, agent.ModelProgress{Turn: 1, Step: 1, Chunks: 1, Reasoning: true}, beats[0])
 }
+
+// TestCallModelUnreadableConversation: a message event the conversation
+// cannot be derived from is a non-retryable InvalidLog error naming it.
+func TestCallModelUnreadableConversation(t *testing.T) {
+	f := newFixture(t, nil, answer("never"))
+	f.append(
+		surface(t, session.TypeUserMessage, 3, `{"id":"u-2","role":"user","content":"not blocks","source":{"kind":"user"}}`),
+	)
+	_, err := f.callModel(f.acts, f.modelInput(1, 1))
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, err, &app)
+	require.Equal(t, "InvalidLog", app.Type())
+	require.True(t, app.NonRetryable())
+	require.Contains(t, app.Error(), "conversation: user/message (seq 3)")
+	require.Equal(t, 0, f.prov.calls())
+}
