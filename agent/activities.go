@@ -50,8 +50,8 @@ const DefaultHeartbeatInterval = time.Second
 // ProgressWindow bytes of the shown text.
 const ProgressWindow = 4 << 10
 
-// ToolSet is what the activities need of a tool registry; *tool.Registry
-// provides it.
+// ToolSet is what the activities need of a tool registry: *tool.Registry
+// (a worker's registry of its tools, built-ins included).
 type ToolSet interface {
 	// Lookup returns the tool called name.
 	Lookup(name string) (tool.Tool, bool)
@@ -60,6 +60,8 @@ type ToolSet interface {
 	// Execute runs a call; a failure is an IsError result, never an error.
 	Execute(ctx context.Context, name string, call tool.Call) tool.Result
 }
+
+var _ ToolSet = (*tool.Registry)(nil)
 
 // Activities are the agent's store-backed activities: CallModel, RunTool
 // and EndTurn. Register a pointer with a worker; the method names are the

@@ -121,47 +121,11 @@ func toolCalls(calls ...[3]string) response {
 	return r
 }
 
-// fakeTools is an in-test tool set with the registry's contract: a missing
-// tool or arguments that are not a JSON object are IsError results.
-type fakeTools struct{ tools map[string]tool.Tool }
-
-func newFakeTools(ts ...tool.Tool) *fakeTools {
-	f := &fakeTools{tools: map[string]tool.Tool{}}
-	for _, t := range ts {
-		f.tools[t.Name] = t
-	}
-	return f
-}
-
-func (f *fakeTools) Lookup(name string) (tool.Tool, bool) { t, ok := f.tools[name]; return t, ok }
-
-func (f *fakeTools) Specs() []provider.Tool {
-	var out []provider.Tool
-	for _, t := range f.tools {
-		out = append(out, provider.Tool{Name: t.Name, Description: t.Description, Schema: t.Schema})
-	}
-	return out
-}
-
-func (f *fakeTools) Execute(ctx context.Context, name string, call tool.Call) tool.Result {
-	t, ok := f.tools[name]
-	if !ok {
-		return tool.Result{IsError: true, Content: []provider.Block{{Type: "text", Text: fmt.Sprintf("Error: unknown tool %q", name)}},
-			Error: &tool.ErrorInfo{Name: "ToolNotFoundError", Code: tool.CodeNotFound}}
-	}
-	if len(call.Arguments) == 0 {
-		call.Arguments = json.RawMessage(`{}`)
-	}
-	var obj map[string]any
-	if err := json.Unmarshal(call.Arguments, &obj); err != nil {
-		return tool.Result{IsError: true, Content: []provider.Block{{Type: "text", Text: "Error: invalid arguments: " + err.Error()}},
-			Error: &tool.ErrorInfo{Name: "InvalidArgumentsError", Code: tool.CodeInvalidArguments}}
-	}
-	r, err := t.Run(ctx, call)
-	if err != nil {
-		return tool.Result{IsError: true, Content: []provider.Block{{Type: "text", Text: "Error: " + err.Error()}},
-			Error: &tool.ErrorInfo{Name: "ToolError", Code: tool.CodeFailed}}
-	}
+// newTools is a registry of the given tools.
+func newTools(t *testing.T, ts ...tool.Tool) *tool.Registry {
+	t.Helper()
+	r, err := tool.NewRegistry(ts...)
+	require.NoError(t, err)
 	return r
 }
 

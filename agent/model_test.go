@@ -55,7 +55,7 @@ func TestConversation(t *testing.T) {
 // assistant/message of the documented shape at the next seq.
 func TestCallModelStoresOneMessage(t *testing.T) {
 	var runs atomic.Int64
-	tools := newFakeTools(echoTool("echo", true, true, &runs), echoTool("shell", false, false, &runs))
+	tools := newTools(t, echoTool("echo", true, true, &runs), echoTool("shell", false, false, &runs))
 	r := toolCalls([3]string{"call-1", "echo", `{"text":"a"}`}, [3]string{"call-2", "shell", `{}`})
 	r.chunks = append([]provider.Chunk{reasoning("think"), usage(7, 3)}, r.chunks...)
 	f := newFixture(t, tools, r)

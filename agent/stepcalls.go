@@ -135,7 +135,7 @@ func toolResultEvent(turn, step int64, callID string, callSeq, seq, t int64, r t
 		},
 	}
 	if r.IsError {
-		te := session.ToolError{Name: "ToolError", Code: tool.CodeFailed}
+		te := session.ToolError{Name: tool.NameFailed, Code: tool.CodeFailed}
 		if r.Error != nil {
 			te.Name, te.Code = r.Error.Name, r.Error.Code
 			if r.Error.Reason != "" {
@@ -190,11 +190,8 @@ func abortedPair(turn, step int64, c session.ContentBlock, seq, t int64) ([]sess
 	if err != nil {
 		return nil, err
 	}
-	res, err := toolResultEvent(turn, step, c.ID, seq, seq+1, t, tool.Result{
-		Content: []provider.Block{{Type: provider.BlockText, Text: abortedBeforeDispatchText}},
-		IsError: true,
-		Error:   &tool.ErrorInfo{Name: "AbortError", Code: CodeAbortedBeforeDispatch},
-	})
+	res, err := toolResultEvent(turn, step, c.ID, seq, seq+1, t,
+		tool.ErrorResult(tool.NameAborted, CodeAbortedBeforeDispatch, abortedBeforeDispatchText))
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/jsonl"
-	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/tool"
 )
@@ -154,25 +153,16 @@ func (a *Activities) stagedOrRun(ctx context.Context, h *jsonl.Handle, in ToolIn
 func (a *Activities) execute(ctx context.Context, h *jsonl.Handle, in ToolInput, block session.ContentBlock) tool.Result {
 	args, err := argumentsText(block.Arguments)
 	if err != nil {
-		return errorResult(tool.CodeInvalidArguments, "InvalidArgumentsError", fmt.Sprintf("Error: the arguments of tool call %q cannot be read: %v", block.ID, err))
+		return tool.ErrorResult(tool.NameInvalidArguments, tool.CodeInvalidArguments, fmt.Sprintf("Error: the arguments of tool call %q cannot be read: %v", block.ID, err))
 	}
 	if a.Tools == nil {
-		return errorResult(tool.CodeNotFound, "ToolNotFoundError", fmt.Sprintf("Error: tool %q is not available", block.Name))
+		return tool.ErrorResult(tool.NameNotFound, tool.CodeNotFound, fmt.Sprintf("Error: tool %q not found; available tools: none", block.Name))
 	}
 	hb := a.startHeartbeat(ctx, nil)
 	defer hb.close()
 	return a.Tools.Execute(ctx, block.Name, tool.Call{
 		SessionID: in.Ref.SessionID, CallID: block.ID, Cwd: h.Header().Cwd, Arguments: json.RawMessage(args),
 	})
-}
-
-// errorResult is an IsError result with one text.
-func errorResult(code, name, text string) tool.Result {
-	return tool.Result{
-		Content: []provider.Block{{Type: provider.BlockText, Text: text}},
-		IsError: true,
-		Error:   &tool.ErrorInfo{Name: name, Code: code},
-	}
 }
 
 // readStaged reads and decodes a staged result.

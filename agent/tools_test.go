@@ -58,7 +58,7 @@ func TestRunToolStoresCallThenResult(t *testing.T) {
 		require.JSONEq(t, `{"text":"a"}`, string(call.Arguments))
 		return run(ctx, call)
 	}
-	f = newFixture(t, newFakeTools(echo), toolCalls([3]string{"c1", "echo", `{"text":"a"}`}))
+	f = newFixture(t, newTools(t, echo), toolCalls([3]string{"c1", "echo", `{"text":"a"}`}))
 	res, err := f.callModel(f.acts, f.modelInput(1, 1))
 	require.NoError(t, err)
 
@@ -89,7 +89,7 @@ func TestRunToolStoresCallThenResult(t *testing.T) {
 // TOOL_OUTCOME_UNKNOWN result, exactly as resume's closers write it.
 func TestRunToolRetryAfterCallStored(t *testing.T) {
 	var idem, shell atomic.Int64
-	tools := newFakeTools(echoTool("read", true, true, &idem), echoTool("shell", false, false, &shell))
+	tools := newTools(t, echoTool("read", true, true, &idem), echoTool("shell", false, false, &shell))
 	f := newFixture(t, tools, toolCalls([3]string{"c1", "read", `{"text":"x"}`}, [3]string{"c2", "shell", `{"text":"rm"}`}))
 	res, err := f.callModel(f.acts, f.modelInput(1, 1))
 	require.NoError(t, err)
@@ -133,7 +133,7 @@ func TestRunToolStagedResultCommittedByRetry(t *testing.T) {
 				ffs.Add(faultfs.Rule{Index: -1, Op: faultfs.OpWrite, PathContains: "session.v3.jsonl", Err: syscall.EIO, Times: 1})
 				return run(ctx, call)
 			}
-			f := newFixture(t, newFakeTools(shell), toolCalls([3]string{"c1", "shell", `{"text":"once"}`}))
+			f := newFixture(t, newTools(t, shell), toolCalls([3]string{"c1", "shell", `{"text":"once"}`}))
 			res, err := f.callModel(f.acts, f.modelInput(1, 1))
 			require.NoError(t, err)
 			faulty, err := jsonl.NewStore(jsonl.Options{Root: f.root, Compression: jsonl.CompressionNone, FS: ffs})
@@ -209,7 +209,7 @@ func TestRunToolParallelResultsInModelOrder(t *testing.T) {
 		gates[id] = make(chan struct{})
 		calls = append(calls, [3]string{id, "gate", `{}`})
 	}
-	f := newFixture(t, newFakeTools(gateTool(gates)), toolCalls(calls...))
+	f := newFixture(t, newTools(t, gateTool(gates)), toolCalls(calls...))
 	res, err := f.callModel(f.acts, f.modelInput(1, 1))
 	require.NoError(t, err)
 	workers := []*agent.Activities{f.actsOn(f.newStore()), f.actsOn(f.newStore())}
@@ -267,7 +267,7 @@ func TestRunToolConcurrentFromTwoStores(t *testing.T) {
 		ids = append(ids, id)
 		calls = append(calls, [3]string{id, "slow", fmt.Sprintf(`{"ms":%d}`, (i*7)%10)})
 	}
-	f := newFixture(t, newFakeTools(slow), toolCalls(calls...))
+	f := newFixture(t, newTools(t, slow), toolCalls(calls...))
 	res, err := f.callModel(f.acts, f.modelInput(1, 1))
 	require.NoError(t, err)
 	workers := []*agent.Activities{f.actsOn(f.newStore()), f.actsOn(f.newStore())}
@@ -307,7 +307,7 @@ func TestRunToolConcurrentFromTwoStores(t *testing.T) {
 // failure.
 func TestRunToolMissingToolAndBadArguments(t *testing.T) {
 	var runs atomic.Int64
-	f := newFixture(t, newFakeTools(echoTool("echo", true, true, &runs)),
+	f := newFixture(t, newTools(t, echoTool("echo", true, true, &runs)),
 		toolCalls([3]string{"c1", "nope", `{}`}, [3]string{"c2", "echo", `not json`}))
 	res, err := f.callModel(f.acts, f.modelInput(1, 1))
 	require.NoError(t, err)
@@ -340,7 +340,7 @@ func TestRunToolMissingToolAndBadArguments(t *testing.T) {
 // order.
 func TestWholeTurnLeavesBalancedLog(t *testing.T) {
 	var runs atomic.Int64
-	f := newFixture(t, newFakeTools(echoTool("echo", true, true, &runs)),
+	f := newFixture(t, newTools(t, echoTool("echo", true, true, &runs)),
 		toolCalls([3]string{"c1", "echo", `{"text":"1"}`}, [3]string{"c2", "echo", `{"text":"2"}`}), answer("all done"))
 	res, err := f.callModel(f.acts, f.modelInput(1, 1))
 	require.NoError(t, err)
@@ -390,7 +390,7 @@ func TestRunToolCancelledAttemptStoresNoResult(t *testing.T) {
 			}
 			return tool.Result{Content: []provider.Block{{Type: "text", Text: "ran"}}}, nil
 		}}
-	f := newFixture(t, newFakeTools(block), toolCalls([3]string{"c1", "shell", `{}`}))
+	f := newFixture(t, newTools(t, block), toolCalls([3]string{"c1", "shell", `{}`}))
 	res, err := f.callModel(f.acts, f.modelInput(1, 1))
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancelCause(bg)
@@ -412,7 +412,7 @@ func TestRunToolCancelledAttemptStoresNoResult(t *testing.T) {
 // accepted by the store.
 func TestWorkflowDeathMidStepIsClosedByResume(t *testing.T) {
 	var runs atomic.Int64
-	f := newFixture(t, newFakeTools(echoTool("echo", true, true, &runs)),
+	f := newFixture(t, newTools(t, echoTool("echo", true, true, &runs)),
 		toolCalls([3]string{"c0", "echo", `{}`}, [3]string{"c1", "echo", `{}`}, [3]string{"c2", "echo", `{}`}))
 	res, err := f.callModel(f.acts, f.modelInput(1, 1))
 	require.NoError(t, err)
@@ -433,4 +433,52 @@ func TestWorkflowDeathMidStepIsClosedByResume(t *testing.T) {
 	require.Equal(t, []string{"TOOL_OUTCOME_UNKNOWN", "TOOL_OUTCOME_UNKNOWN", "TOOL_NOT_STARTED"}, codes)
 	f.append(closers...)
 	requireBalanced(t, f.log())
+}
+
+// TestBuiltinToolsInTheSessionCwd: the built-in tools run in the session
+// header's cwd; a path that leaves it is an OUTSIDE_CWD result with the
+// tool's meta kept only on success.
+func TestBuiltinToolsInTheSessionCwd(t *testing.T) {
+	f := newFixture(t, newTools(t, tool.Builtins(tool.BuiltinOptions{})...),
+		toolCalls([3]string{"r1", "read_file", `{"path":"notes.txt"}`}, [3]string{"r2", "read_file", `{"path":"../outside.txt"}`},
+			[3]string{"w1", "write_file", `{"path":"out.txt","content":"written"}`}))
+	require.NoError(t, os.WriteFile(filepath.Join(f.cwd, "notes.txt"), []byte("line one\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(filepath.Dir(f.cwd), "outside.txt"), []byte("secret\n"), 0o600))
+	res, err := f.callModel(f.acts, f.modelInput(1, 1))
+	require.NoError(t, err)
+	require.Equal(t, []agent.CallRef{{ID: "r1", Name: "read_file", Parallel: true}, {ID: "r2", Name: "read_file", Parallel: true}, {ID: "w1", Name: "write_file"}}, res.ToolCalls)
+	require.Len(t, f.prov.requests[0].Tools, 3)
+	for i, c := range res.ToolCalls {
+		_, err := f.runTool(f.acts, f.toolInput(res.MessageSeq, i, c.ID, c.Name))
+		require.NoError(t, err)
+	}
+	log := f.log()
+	requireResultsInModelOrderAllowErrors(t, log, []string{"r1", "r2", "w1"})
+	r1, err := log[5].ToolResult()
+	require.NoError(t, err)
+	require.Contains(t, r1.Message.Content[0].Content[0].Text, "line one")
+	require.NotEmpty(t, r1.Meta)
+	r2, err := log[7].ToolResult()
+	require.NoError(t, err)
+	require.True(t, r2.Message.Content[0].IsError)
+	require.Equal(t, "OUTSIDE_CWD", r2.Error.Code)
+	require.NotContains(t, r2.Message.Content[0].Content[0].Text, "secret")
+	written, err := os.ReadFile(filepath.Join(f.cwd, "out.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "written", string(written))
+}
+
+// requireResultsInModelOrderAllowErrors is requireResultsInModelOrder for
+// results that may be errors.
+func requireResultsInModelOrderAllowErrors(t *testing.T, log []session.Event, ids []string) {
+	t.Helper()
+	var order []string
+	for _, e := range log {
+		if e.Type == session.TypeToolResult {
+			r, err := e.ToolResult()
+			require.NoError(t, err)
+			order = append(order, r.Message.Source.CallID)
+		}
+	}
+	require.Equal(t, ids, order)
 }
