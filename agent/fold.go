@@ -6,18 +6,20 @@ import (
 	"github.com/sessionflow/sessionflow/provider"
 )
 
-// fold is what CallModel needs of a stream assembler: it folds the chunks
-// of one model call into the message content, the interrupted anchor's
-// content, the compact stream record and the shown text.
+// fold is what CallModel needs of a stream assembler (provider.Assembler):
+// it folds the chunks of one model call into the message content, the
+// interrupted anchor's content, the compact stream record and the shown
+// text.
 type fold interface {
-	Push(c provider.Chunk, timeMs int64)
+	Push(c provider.Chunk, timeMs int64) error
 	Content() []provider.Block
 	Interrupted() []provider.Block
 	Stream() []json.RawMessage
 	Usage() *provider.Usage
 	Finish() provider.FinishReason
 	ShownText() string
+	ShownTail(maxBytes int) (offset int, tail string)
 }
 
 // newFold returns the assembler of one model call.
-var newFold = func() fold { return newChunkFold() }
+func newFold() fold { return provider.NewAssembler() }

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -202,7 +201,12 @@ func (a *Activities) CallModel(ctx context.Context, in ModelInput) (ModelResult,
 			streamErr = err
 			break
 		}
-		f.Push(c, a.nowMs())
+		if err := f.Push(c, a.nowMs()); err != nil {
+			// The provider broke its own stream: retrying the same
+			// provider is not expected to do better.
+			streamErr = &provider.Error{Message: err.Error()}
+			break
+		}
 		progress = a.progress(progress, f, c)
 		hb.update(progress)
 		if ctx.Err() != nil {
@@ -226,15 +230,9 @@ func (a *Activities) CallModel(ctx context.Context, in ModelInput) (ModelResult,
 // progress is the heartbeat detail after chunk c.
 func (a *Activities) progress(p ModelProgress, f fold, c provider.Chunk) ModelProgress {
 	p.Chunks++
-	shown := f.ShownText()
-	p.TextOffset, p.Text = 0, shown
-	if len(shown) > ProgressWindow {
-		cut := len(shown) - ProgressWindow
-		for cut < len(shown) && !utf8.RuneStart(shown[cut]) {
-			cut++
-		}
-		p.TextOffset, p.Text = int64(cut), shown[cut:]
-	}
+	off, tail := f.ShownTail(ProgressWindow)
+	p.TextOffset, p.Text = int64(off), tail
+	shown := tail
 	if c.Type == provider.ChunkReasoning && shown == "" {
 		p.Reasoning = true
 	}

@@ -311,3 +311,16 @@ func TestCallModelUnreadableConversation(t *testing.T) {
 	require.Contains(t, app.Error(), "conversation: user/message (seq 3)")
 	require.Equal(t, 0, f.prov.calls())
 }
+
+// TestCallModelMalformedStream: a stream the assembler refuses (a provider
+// bug) is a non-retryable ProviderRefused error and stores nothing.
+func TestCallModelMalformedStream(t *testing.T) {
+	f := newFixture(t, nil, response{chunks: []provider.Chunk{text("a"), {Type: provider.ChunkToolCall, Index: 3, Delta: "{"}, finish(provider.FinishStop)}})
+	_, err := f.callModel(f.acts, f.modelInput(1, 1))
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, err, &app)
+	require.Equal(t, "ProviderRefused", app.Type())
+	require.True(t, app.NonRetryable())
+	require.Contains(t, app.Error(), "malformed model stream")
+	require.Len(t, f.log(), 3)
+}
