@@ -29,7 +29,8 @@ import (
 // A finished call stages its result durably in the store, then commits,
 // under the handle's write lock, every staged result of the message that is
 // next in model order; a result whose predecessors are still running stays
-// staged and is committed by the last of them to finish. NextSeq is the
+// staged and is committed by the last of them to finish. The message's last
+// call, finishing after all the others, is committed without staging. NextSeq is the
 // log's next seq after this activity's commit: the step's next seq is the
 // largest NextSeq of its tool activities. A missing tool or bad arguments
 // are an IsError result, not an activity failure.
@@ -95,9 +96,28 @@ func (a *Activities) RunTool(ctx context.Context, in ToolInput) (ToolOutcome, er
 		return ToolOutcome{CallSeq: callSeq, NextSeq: next, IsError: isErr, Code: code, Unknown: code == session.ToolOutcomeUnknown}, nil
 	}
 
-	res, err := a.stagedOrRun(ctx, h, in, block, key, created)
+	res, staged, err := a.stagedOrRun(ctx, h, in, block, key, created)
 	if err != nil {
 		return ToolOutcome{}, err
+	}
+	if !staged {
+		// The last call of the message, after all the others: nothing can
+		// wait behind it, so it is committed without staging.
+		done, other, n, err := a.commitLast(ctx, h, in, res)
+		if err != nil {
+			return ToolOutcome{}, err
+		}
+		if other != nil {
+			isErr, code := resultOutcome(*other)
+			return ToolOutcome{CallSeq: callSeq, NextSeq: n, IsError: isErr, Code: code, Unknown: code == session.ToolOutcomeUnknown}, nil
+		}
+		if done {
+			isErr, code := res.outcome()
+			return ToolOutcome{CallSeq: callSeq, NextSeq: n, IsError: isErr, Code: code, Reran: res.Reran, Unknown: res.Unknown}, nil
+		}
+		if res, err = a.stage(ctx, h, key, res); err != nil {
+			return ToolOutcome{}, err
+		}
 	}
 	next, err = a.commit(ctx, h, in.Turn, in.MessageSeq, callIDs)
 	if err != nil {
@@ -107,29 +127,32 @@ func (a *Activities) RunTool(ctx context.Context, in ToolInput) (ToolOutcome, er
 	return ToolOutcome{CallSeq: callSeq, NextSeq: next, IsError: isErr, Code: code, Reran: res.Reran, Unknown: res.Unknown}, nil
 }
 
-// stagedOrRun returns the call's staged result, staging it first: the one
-// an earlier attempt staged, or the result of running the tool now, or the
+// stagedOrRun returns the call's result: the one an earlier attempt staged
+// (staged is then true), or the result of running the tool now, or the
 // outcome-unknown result of a call that must not run again.
-func (a *Activities) stagedOrRun(ctx context.Context, h *jsonl.Handle, in ToolInput, block session.ContentBlock, key string, created bool) (stagedResult, error) {
+func (a *Activities) stagedOrRun(ctx context.Context, h *jsonl.Handle, in ToolInput, block session.ContentBlock, key string, created bool) (res stagedResult, staged bool, err error) {
 	if !created {
 		if r, ok, err := readStaged(ctx, h, key); err != nil || ok {
-			return r, err
+			return r, ok, err
 		}
 	}
-	var res stagedResult
 	t, known := a.lookup(block.Name)
 	if !created && !(known && t.Idempotent) {
-		res.Unknown = true
-	} else {
-		r := a.execute(ctx, h, in, block)
-		if ctx.Err() != nil {
-			// The attempt was cancelled or timed out while the tool ran:
-			// its result is not the tool's outcome. A retry finds the
-			// tool/call and decides by the tool's class.
-			return stagedResult{}, ctx.Err()
-		}
-		res.Result, res.Reran = &r, !created
+		return stagedResult{Unknown: true}, false, nil
 	}
+	r := a.execute(ctx, h, in, block)
+	if ctx.Err() != nil {
+		// The attempt was cancelled or timed out while the tool ran: its
+		// result is not the tool's outcome. A retry finds the tool/call
+		// and decides by the tool's class.
+		return stagedResult{}, false, ctx.Err()
+	}
+	return stagedResult{Result: &r, Reran: !created}, false, nil
+}
+
+// stage stages res under key durably and returns the staged result: res,
+// or the result a concurrent attempt staged first.
+func (a *Activities) stage(ctx context.Context, h *jsonl.Handle, key string, res stagedResult) (stagedResult, error) {
 	body, err := json.Marshal(res)
 	if err != nil {
 		return stagedResult{}, err
@@ -147,6 +170,44 @@ func (a *Activities) stagedOrRun(ctx context.Context, h *jsonl.Handle, in ToolIn
 		return stagedResult{}, activities.MapError(err)
 	}
 	return res, nil
+}
+
+// commitLast stores res directly when the call is the message's last and
+// every call before it has its result: no result can be waiting behind it,
+// so staging would only cost a durable write. done reports that it stored
+// res; other is the call's result when another attempt stored it first.
+func (a *Activities) commitLast(ctx context.Context, h *jsonl.Handle, in ToolInput, res stagedResult) (done bool, other *session.Event, next int64, err error) {
+	next, err = h.Update(ctx, in.MessageSeq, func(tail []session.Event, next int64) ([]session.Event, error) {
+		done, other = false, nil
+		sc, err := scanStep(tail, in.MessageSeq, in.Turn)
+		if err != nil {
+			return nil, err
+		}
+		if r, ok := sc.result[in.CallID]; ok {
+			other = &r
+			return nil, nil
+		}
+		_, idx, _ := sc.block(in.CallID)
+		callSeq, recorded := sc.callSeq[in.CallID]
+		if idx != len(sc.calls)-1 || !recorded {
+			return nil, nil
+		}
+		for _, c := range sc.calls[:idx] {
+			if _, ok := sc.result[c.ID]; !ok {
+				return nil, nil
+			}
+		}
+		e, err := res.event(in.Turn, sc.step, in.CallID, callSeq, next, a.nowMs())
+		if err != nil {
+			return nil, err
+		}
+		done = true
+		return []session.Event{e}, nil
+	})
+	if err != nil {
+		return false, nil, 0, activities.MapError(err)
+	}
+	return done, other, next, nil
 }
 
 // execute runs the tool, heartbeating while it runs.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -133,7 +134,9 @@ func TestRunToolStagedResultCommittedByRetry(t *testing.T) {
 				ffs.Add(faultfs.Rule{Index: -1, Op: faultfs.OpWrite, PathContains: "session.v3.jsonl", Err: syscall.EIO, Times: 1})
 				return run(ctx, call)
 			}
-			f := newFixture(t, newTools(t, shell), toolCalls([3]string{"c1", "shell", `{"text":"once"}`}))
+			// c1 is not the message's last call, so its result is staged
+			// before the commit.
+			f := newFixture(t, newTools(t, shell), toolCalls([3]string{"c1", "shell", `{"text":"once"}`}, [3]string{"c2", "shell", `{}`}))
 			res, err := f.callModel(f.acts, f.modelInput(1, 1))
 			require.NoError(t, err)
 			faulty, err := jsonl.NewStore(jsonl.Options{Root: f.root, Compression: jsonl.CompressionNone, FS: ffs})
@@ -149,6 +152,7 @@ func TestRunToolStagedResultCommittedByRetry(t *testing.T) {
 			out, err := f.runTool(f.actsOn(f.newStore()), f.toolInput(res.MessageSeq, 0, "c1", "shell"))
 			require.NoError(t, err)
 			require.Equal(t, agent.ToolOutcome{CallSeq: 4, NextSeq: 6}, out, "the staged result is committed, not a re-run's")
+			require.Equal(t, []string{"tool/call", "tool/result"}, types(f.log()[4:]))
 			require.Equal(t, int64(1), runs.Load())
 			r, err := f.log()[5].ToolResult()
 			require.NoError(t, err)
@@ -156,6 +160,47 @@ func TestRunToolStagedResultCommittedByRetry(t *testing.T) {
 			require.Empty(t, f.stagedFiles())
 		})
 	}
+}
+
+// TestRunToolLastCallCommitsWithoutStaging: the last call of a message,
+// after all the others, is committed directly: nothing is staged, and a
+// commit that fails leaves the retry to decide by the tool's class.
+func TestRunToolLastCallCommitsWithoutStaging(t *testing.T) {
+	var runs atomic.Int64
+	ffs := faultfs.New(nil)
+	shell := echoTool("shell", false, false, &runs)
+	run := shell.Run
+	shell.Run = func(ctx context.Context, call tool.Call) (tool.Result, error) {
+		if call.CallID == "c2" {
+			ffs.Add(faultfs.Rule{Index: -1, Op: faultfs.OpWrite, PathContains: "session.v3.jsonl", Err: syscall.EIO, Times: 1})
+		}
+		return run(ctx, call)
+	}
+	f := newFixture(t, newTools(t, shell), toolCalls([3]string{"c1", "shell", `{}`}, [3]string{"c2", "shell", `{}`}))
+	res, err := f.callModel(f.acts, f.modelInput(1, 1))
+	require.NoError(t, err)
+	faulty, err := jsonl.NewStore(jsonl.Options{Root: f.root, Compression: jsonl.CompressionNone, FS: ffs})
+	require.NoError(t, err)
+	acts := f.actsOn(faulty)
+
+	out, err := f.runTool(acts, f.toolInput(res.MessageSeq, 0, "c1", "shell"))
+	require.NoError(t, err)
+	require.Equal(t, agent.ToolOutcome{CallSeq: 4, NextSeq: 6}, out)
+	ffs.Reset()
+	_, err = f.runTool(acts, f.toolInput(res.MessageSeq, 1, "c2", "shell"))
+	require.Error(t, err)
+	var staged bool
+	for _, r := range ffs.Records() {
+		staged = staged || strings.Contains(r.Path, string(filepath.Separator)+"staged")
+	}
+	require.False(t, staged, "the last call touches no staging file:\n%s", ffs)
+	require.Equal(t, []string{"tool/call", "tool/result", "tool/call"}, types(f.log()[4:]))
+
+	out, err = f.runTool(f.acts, f.toolInput(res.MessageSeq, 1, "c2", "shell"))
+	require.NoError(t, err)
+	require.Equal(t, agent.ToolOutcome{CallSeq: 6, NextSeq: 8, IsError: true, Code: "TOOL_OUTCOME_UNKNOWN", Unknown: true}, out)
+	require.Equal(t, int64(2), runs.Load())
+	require.Empty(t, f.stagedFiles())
 }
 
 // gateTool blocks each call until its gate (by call id) is closed.
