@@ -134,8 +134,10 @@ type heartbeater struct {
 
 // startHeartbeat starts heartbeating with details (nil for none).
 func (a *Activities) startHeartbeat(ctx context.Context, details any) *heartbeater {
+	// last starts at the zero time: the first update is recorded at once,
+	// so a watcher sees a stream's first chunk without waiting.
 	hb := &heartbeater{ctx: ctx, interval: a.interval(), active: activity.IsActivity(ctx), details: details,
-		last: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
+		stop: make(chan struct{}), done: make(chan struct{})}
 	if !hb.active {
 		close(hb.done)
 		return hb

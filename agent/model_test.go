@@ -271,9 +271,10 @@ func TestCallModelProviderErrors(t *testing.T) {
 	require.Len(t, f.log(), 3)
 }
 
-// TestCallModelHeartbeatsProgress: heartbeats carry ModelProgress (the
-// SDK throttles what reaches the server; the test environment passes the
-// first heartbeat of each throttling window to the listener).
+// TestCallModelHeartbeatsProgress: heartbeats carry ModelProgress, the
+// first chunk's at once (the SDK throttles what reaches the server; the test
+// environment passes the first heartbeat of each throttling window to the
+// listener, and the window is 30 s here).
 func TestCallModelHeartbeatsProgress(t *testing.T) {
 	f := newFixture(t, nil, response{chunks: []provider.Chunk{reasoning("plan"), text("Hi"), finish(provider.FinishStop)}})
 	var mu sync.Mutex
@@ -287,13 +288,14 @@ func TestCallModelHeartbeatsProgress(t *testing.T) {
 			mu.Unlock()
 		}
 	})
-	f.acts.HeartbeatInterval = time.Nanosecond
+	// The first chunk is recorded at once; the next heartbeat would be due
+	// after an hour.
+	f.acts.HeartbeatInterval = time.Hour
 	_, err := env.ExecuteActivity(agent.CallModelActivity, f.modelInput(1, 1))
 	require.NoError(t, err)
 	mu.Lock()
 	defer mu.Unlock()
-	require.NotEmpty(t, beats)
-	require.Equal(t, agent.ModelProgress{Turn: 1, Step: 1, Chunks: 1, Reasoning: true}, beats[0])
+	require.Equal(t, []agent.ModelProgress{{Turn: 1, Step: 1, Chunks: 1, Reasoning: true}}, beats)
 }
 
 // TestCallModelUnreadableConversation: a message event the conversation

@@ -119,12 +119,16 @@ func (a *Activities) RunTool(ctx context.Context, in ToolInput) (ToolOutcome, er
 			return ToolOutcome{}, err
 		}
 	}
-	next, err = a.commit(ctx, h, in.Turn, in.MessageSeq, callIDs)
+	next, mine, err := a.commit(ctx, h, in.Turn, in.MessageSeq, callIDs, in.CallID)
 	if err != nil {
 		return ToolOutcome{}, err
 	}
 	isErr, code := res.outcome()
-	return ToolOutcome{CallSeq: callSeq, NextSeq: next, IsError: isErr, Code: code, Reran: res.Reran, Unknown: res.Unknown}, nil
+	if mine != nil {
+		// The log's result stands, whichever attempt stored it.
+		isErr, code = resultOutcome(*mine)
+	}
+	return ToolOutcome{CallSeq: callSeq, NextSeq: next, IsError: isErr, Code: code, Reran: res.Reran, Unknown: code == session.ToolOutcomeUnknown}, nil
 }
 
 // stagedOrRun returns the call's result: the one an earlier attempt staged
@@ -161,10 +165,15 @@ func (a *Activities) stage(ctx context.Context, h *jsonl.Handle, key string, res
 	if errors.Is(err, jsonl.ErrStagedConflict) {
 		// A concurrent attempt staged first: its result stands.
 		r, ok, err := readStaged(ctx, h, key)
-		if err == nil && !ok {
-			err = fmt.Errorf("staged result %q vanished", key)
+		if err != nil {
+			return stagedResult{}, err
 		}
-		return r, activities.MapError(err)
+		if !ok {
+			// It was committed and unstaged meanwhile: the log holds it,
+			// and the commit that follows finds it there.
+			return res, nil
+		}
+		return r, nil
 	}
 	if err != nil {
 		return stagedResult{}, activities.MapError(err)
@@ -244,7 +253,7 @@ func readStaged(ctx context.Context, h *jsonl.Handle, key string) (stagedResult,
 // call with a tool/call and a staged result, up to the first call that has
 // neither a result nor a staged one. It then removes the staged results
 // the log holds. It returns the log's next seq.
-func (a *Activities) commit(ctx context.Context, h *jsonl.Handle, turn, msgSeq int64, callIDs []string) (int64, error) {
+func (a *Activities) commit(ctx context.Context, h *jsonl.Handle, turn, msgSeq int64, callIDs []string, mine string) (int64, *session.Event, error) {
 	// Staged results are read before the locked update (the update must
 	// not call the store). A result staged after this read by another
 	// attempt is committed by that attempt, which reads after staging.
@@ -258,20 +267,23 @@ func (a *Activities) commit(ctx context.Context, h *jsonl.Handle, turn, msgSeq i
 		step = sc.step
 		return nil
 	}); err != nil {
-		return 0, activities.MapError(err)
+		return 0, nil, activities.MapError(err)
 	}
 	for _, id := range callIDs {
 		r, ok, err := readStaged(ctx, h, stagingKey(turn, step, id))
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		if ok {
 			staged[id] = r
 		}
 	}
-	var done []string
+	var (
+		done   []string
+		stored *session.Event
+	)
 	next, err := h.Update(ctx, msgSeq, func(tail []session.Event, next int64) ([]session.Event, error) {
-		done = done[:0]
+		done, stored = done[:0], nil
 		sc, err := scanStep(tail, msgSeq, turn)
 		if err != nil {
 			return nil, err
@@ -279,8 +291,11 @@ func (a *Activities) commit(ctx context.Context, h *jsonl.Handle, turn, msgSeq i
 		var batch []session.Event
 		now := a.nowMs()
 		for _, c := range sc.calls {
-			if _, ok := sc.result[c.ID]; ok {
+			if r, ok := sc.result[c.ID]; ok {
 				done = append(done, c.ID)
+				if c.ID == mine {
+					stored = &r
+				}
 				continue
 			}
 			r, ok := staged[c.ID]
@@ -294,18 +309,21 @@ func (a *Activities) commit(ctx context.Context, h *jsonl.Handle, turn, msgSeq i
 			}
 			batch = append(batch, e)
 			done = append(done, c.ID)
+			if c.ID == mine {
+				stored = &batch[len(batch)-1]
+			}
 		}
 		return batch, nil
 	})
 	if err != nil {
-		return 0, activities.MapError(err)
+		return 0, nil, activities.MapError(err)
 	}
 	for _, id := range done {
 		if _, ok := staged[id]; ok {
 			a.unstage(ctx, h, stagingKey(turn, step, id))
 		}
 	}
-	return next, nil
+	return next, stored, nil
 }
 
 // unstage removes a committed result's staged copy, best-effort: a copy
