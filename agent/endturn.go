@@ -87,6 +87,9 @@ func (a *Activities) EndTurn(ctx context.Context, in EndTurnInput) (EndTurnResul
 				}
 			}
 			for _, c := range sc.calls {
+				if sc.closed {
+					break // the step ended: its calls were settled
+				}
 				if _, done := sc.result[c.ID]; done {
 					continue
 				}

@@ -25,6 +25,9 @@ type stepCalls struct {
 	calls      []session.ContentBlock
 	callSeq    map[string]int64
 	result     map[string]session.Event
+	// closed reports that the message's step has ended (or another step or
+	// turn began): nothing may be stored for its calls any more.
+	closed bool
 }
 
 // scanStep reads the calls of the assistant/message at tail[0] (seq
@@ -44,6 +47,7 @@ func scanStep(tail []session.Event, msgSeq, turn int64) (*stepCalls, error) {
 	for _, e := range tail[1:] {
 		switch e.Type {
 		case session.TypeStepEnd, session.TypeTurnEnd, session.TypeAssistantMessage, session.TypeStepStart, session.TypeTurnStart:
+			sc.closed = true
 			return sc, nil
 		case session.TypeToolCall:
 			c, err := e.ToolCall()

@@ -75,6 +75,9 @@ func (a *Activities) RunTool(ctx context.Context, in ToolInput) (ToolOutcome, er
 			}
 			return nil, nil
 		}
+		if sc.closed {
+			return nil, invalidLog("tool call %q of the assistant/message at seq %d has no result and its step is closed", in.CallID, in.MessageSeq)
+		}
 		if s, ok := sc.callSeq[in.CallID]; ok {
 			callSeq = s
 			return nil, nil
@@ -198,7 +201,7 @@ func (a *Activities) commitLast(ctx context.Context, h *jsonl.Handle, in ToolInp
 		}
 		_, idx, _ := sc.block(in.CallID)
 		callSeq, recorded := sc.callSeq[in.CallID]
-		if idx != len(sc.calls)-1 || !recorded {
+		if idx != len(sc.calls)-1 || !recorded || sc.closed {
 			return nil, nil
 		}
 		for _, c := range sc.calls[:idx] {
@@ -291,6 +294,14 @@ func (a *Activities) commit(ctx context.Context, h *jsonl.Handle, turn, msgSeq i
 		var batch []session.Event
 		now := a.nowMs()
 		for _, c := range sc.calls {
+			if sc.closed {
+				// The step ended without this call's result (the turn's
+				// end closed it): store nothing after it.
+				if r, ok := sc.result[mine]; ok {
+					stored = &r
+				}
+				break
+			}
 			if r, ok := sc.result[c.ID]; ok {
 				done = append(done, c.ID)
 				if c.ID == mine {

@@ -527,3 +527,22 @@ func requireResultsInModelOrderAllowErrors(t *testing.T, log []session.Event, id
 	}
 	require.Equal(t, ids, order)
 }
+
+// TestRunToolAfterItsStepClosed: a late attempt of a call whose step and
+// turn were closed without its result stores nothing after them.
+func TestRunToolAfterItsStepClosed(t *testing.T) {
+	var runs atomic.Int64
+	f := newFixture(t, newTools(t, echoTool("echo", true, true, &runs)), toolCalls([3]string{"c1", "echo", `{}`}))
+	res, err := f.callModel(f.acts, f.modelInput(1, 1))
+	require.NoError(t, err)
+	_, err = f.endTurn(f.acts, agent.EndTurnInput{Ref: f.hd.Ref(), Turn: 1, Step: 1, MessageSeq: -1, Reason: session.TurnEndReason{Kind: "error", Error: json.RawMessage(`{"message":"x"}`)}})
+	require.NoError(t, err)
+	before := types(f.log())
+	_, err = f.runTool(f.acts, f.toolInput(res.MessageSeq, 0, "c1", "echo"))
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, err, &app)
+	require.Equal(t, "InvalidLog", app.Type())
+	require.Contains(t, app.Error(), `tool call "c1" of the assistant/message at seq 3 has no result and its step is closed`)
+	require.Equal(t, before, types(f.log()))
+	require.Equal(t, int64(0), runs.Load())
+}
