@@ -30,10 +30,12 @@ import (
 // under the handle's write lock, every staged result of the message that is
 // next in model order; a result whose predecessors are still running stays
 // staged and is committed by the last of them to finish. The message's last
-// call, finishing after all the others, is committed without staging. NextSeq is the
-// log's next seq after this activity's commit: the step's next seq is the
-// largest NextSeq of its tool activities. A missing tool or bad arguments
-// are an IsError result, not an activity failure.
+// call, finishing after all the others, is committed without staging.
+// NextSeq is the log's next seq after this activity's commit: the step's
+// next seq is the largest NextSeq of its tool activities. A missing tool or
+// bad arguments are an IsError result, not an activity failure. A call whose
+// step was closed without its result is a non-retryable InvalidLog error
+// and stores nothing.
 func (a *Activities) RunTool(ctx context.Context, in ToolInput) (ToolOutcome, error) {
 	st, err := a.store()
 	if err != nil {
