@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/jsonl/crashfs"
 	"github.com/sessionflow/sessionflow/jsonl/faultfs"
 	"github.com/sessionflow/sessionflow/session"
 )
@@ -212,4 +213,54 @@ func TestStagedFilesSurviveMigration(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
 	require.Nil(t, rows[0].Problem)
+}
+
+// TestStagePowerLoss: a power loss at any operation of a Stage leaves the
+// payload absent or whole, never partial; once Stage returned nil it
+// survives any power loss, as does the payload staged before it.
+func TestStagePowerLoss(t *testing.T) {
+	body := []byte(strings.Repeat(`{"result":"staged payload"}`, 50))
+	policies := []crashfs.Policy{{Mode: crashfs.LoseVolatile}, {Mode: crashfs.KeepVolatile}, {Mode: crashfs.Mixed, Seed: 1}, {Mode: crashfs.Mixed, Seed: 2}}
+	for i := 0; ; i++ {
+		finished := false
+		for _, pol := range policies {
+			dir := t.TempDir()
+			fsys, err := crashfs.New(dir)
+			require.NoError(t, err)
+			root := filepath.Join(dir, "store")
+			st, err := jsonl.NewStore(jsonl.Options{Root: root, Compression: jsonl.CompressionNone, FS: fsys, Logger: durQuiet})
+			require.NoError(t, err)
+			hd := create(t, st, header("pl", "/w"))
+			require.NoError(t, hd.Append(bg, []session.Event{turnStart(t, 0, 1)}))
+			require.NoError(t, hd.Stage(bg, "first", []byte("one")))
+			fsys.CrashAt(fsys.Count() + i)
+			err = hd.Stage(bg, "second", body)
+			acked := err == nil
+			finished = acked && !fsys.Crashed()
+			_, err = fsys.PowerLoss(pol)
+			require.NoError(t, err)
+
+			after, err := jsonl.NewStore(jsonl.Options{Root: root, Compression: jsonl.CompressionNone, Logger: durQuiet})
+			require.NoError(t, err)
+			h := after.Attach(hd.Ref())
+			got, ok, err := h.Staged(bg, "first")
+			require.NoError(t, err, "crash at %d, %s", i, pol)
+			require.True(t, ok, "crash at %d, %s: an acknowledged staging was lost", i, pol)
+			require.Equal(t, "one", string(got))
+			got, ok, err = h.Staged(bg, "second")
+			require.NoError(t, err, "crash at %d, %s", i, pol)
+			if acked {
+				require.True(t, ok, "crash at %d, %s: an acknowledged staging was lost", i, pol)
+			}
+			if ok {
+				require.Equal(t, string(body), string(got), "crash at %d, %s: a partial payload under its name", i, pol)
+			}
+			// A retry after the crash stages it.
+			require.NoError(t, h.Stage(bg, "second", body), "crash at %d, %s", i, pol)
+		}
+		if finished {
+			require.Greater(t, i, 5, "the sweep must have crashed inside Stage")
+			return
+		}
+	}
 }
