@@ -82,6 +82,8 @@ func (l *lifecycle) onOwnerUnload() {
 func (l *lifecycle) requestDispose() {
 	if l.phase == PhaseLive {
 		l.disposeWanted = true
+		// A running turn ends first, aborted with cause "disposed".
+		l.cancelTurn(l.agent.turn, CauseDisposed)
 	}
 }
 

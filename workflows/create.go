@@ -191,6 +191,7 @@ func (l *lifecycle) prepareCreate(ctx workflow.Context, req CreateSessionRequest
 	if err := validateAgentOptions(req.AgentOptions); err != nil {
 		return err
 	}
+	l.agent.options = req.AgentOptions
 	if err := l.checkAbort(); err != nil {
 		return err
 	}

@@ -78,6 +78,9 @@ type lifecycle struct {
 	// decodedAppends holds the Append requests the validator decoded, by
 	// update id, until their handler takes them.
 	decodedAppends map[string]AppendRequest
+
+	// agent is the agent loop (turn.go).
+	agent agentLoop
 }
 
 func newLifecycle(ctx workflow.Context, id, source string, hooks Hooks, set settings) *lifecycle {
@@ -101,6 +104,9 @@ func (l *lifecycle) register() error {
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(l.ctx, UpdateDispose, l.handleDispose,
 		workflow.UpdateHandlerOptions{Validator: l.validateDispose}); err != nil {
+		return err
+	}
+	if err := l.registerAgent(); err != nil {
 		return err
 	}
 	l.watch()

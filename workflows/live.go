@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"slices"
+
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -31,6 +33,9 @@ func LifecycleDisposedError(id string) error {
 func (l *lifecycle) validateAppend(req AppendRequest) error {
 	if l.phase != PhaseLive || l.disposeWanted {
 		return l.notLive()
+	}
+	if t := l.agent.turn; t != nil {
+		return TurnRunningError(l.id, t.summary.Turn)
 	}
 	if len(req.Events) == 0 {
 		return invalidArgument("append batch must not be empty")
@@ -190,7 +195,7 @@ func (l *lifecycle) runLive() (DisposeResult, error) {
 	for {
 		l.syncCancel()
 		_ = workflow.Await(l.dctx, func() bool {
-			if l.disposeWanted || l.flushDue || (l.ctx.Err() != nil && !l.cancelSeen) {
+			if l.disposeWanted || l.flushDue || (l.ctx.Err() != nil && !l.cancelSeen) || l.turnDue() {
 				return true
 			}
 			return l.canDue() && (len(l.pending) > 0 || workflow.AllHandlersFinished(l.dctx))
@@ -202,11 +207,13 @@ func (l *lifecycle) runLive() (DisposeResult, error) {
 		case l.flushDue || (l.canDue() && len(l.pending) > 0):
 			l.flushDue = false
 			_ = l.flushOnce()
+		case l.turnDue():
+			l.runTurn()
 		case l.canDue() && workflow.AllHandlersFinished(l.dctx):
 			// Let updates delivered in this workflow task reach their
 			// handlers before deciding: a new coroutine runs after them.
 			l.yield()
-			if len(l.pending) == 0 && !l.disposeWanted && workflow.AllHandlersFinished(l.dctx) {
+			if len(l.pending) == 0 && !l.disposeWanted && !l.turnDue() && workflow.AllHandlersFinished(l.dctx) {
 				return DisposeResult{}, workflow.NewContinueAsNewError(l.ctx, LiveSession, l.liveState())
 			}
 		}
@@ -234,6 +241,9 @@ func (l *lifecycle) liveState() LiveState {
 		Lifecycle:           append([]LifecycleEntry{}, l.entries...),
 		DisposeActivity:     l.hooks.DisposeActivity,
 		Options:             l.options,
+		AgentOptions:        l.agent.options,
+		Inbox:               l.agent.inbox.state(),
+		RecentTurns:         slices.Clone(l.agent.recent),
 	}
 }
 
@@ -288,6 +298,9 @@ func LiveSession(ctx workflow.Context, state LiveState) (DisposeResult, error) {
 	l.firstLiveSeq = state.FirstLiveSeq
 	l.lastTurn = state.LastTurn
 	l.entries = append([]LifecycleEntry{}, state.Lifecycle...)
+	l.agent.options = state.AgentOptions
+	l.agent.inbox.restore(state.Inbox)
+	l.agent.recent = slices.Clone(state.RecentTurns)
 	l.setPhase(PhaseLive)
 	l.ready = l.sessionInfo()
 	if err := l.register(); err != nil {

@@ -107,12 +107,19 @@ func (l *lifecycle) retry() *temporal.RetryPolicy {
 
 // validateAgentOptions applies LIFECYCLE.md §4 step 4.
 func validateAgentOptions(o *AgentOptions) error {
-	if o == nil || o.MaxTokens == nil {
+	if o == nil {
 		return nil
 	}
-	v := *o.MaxTokens
-	if v < 1 || v > session.MaxSafeInteger || v != float64(int64(v)) {
-		return temporal.NewNonRetryableApplicationError(MaxTokensText, ErrTypeTypeError, nil)
+	for _, c := range []struct {
+		v    *float64
+		text string
+	}{{o.MaxTokens, MaxTokensText}, {o.MaxSteps, MaxStepsText}, {o.MaxParallelToolCalls, MaxParallelToolCallsText}} {
+		if c.v == nil {
+			continue
+		}
+		if v := *c.v; v < 1 || v > session.MaxSafeInteger || v != float64(int64(v)) {
+			return temporal.NewNonRetryableApplicationError(c.text, ErrTypeTypeError, nil)
+		}
 	}
 	return nil
 }

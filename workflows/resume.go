@@ -100,6 +100,7 @@ func (l *lifecycle) prepareResume(ctx workflow.Context, req ResumeSessionRequest
 	if err := validateAgentOptions(req.AgentOptions); err != nil {
 		return err
 	}
+	l.agent.options = req.AgentOptions
 	l.pushDisposeHook()
 	return l.initialize(l.nextSeq, func(extra []session.Event) error {
 		l.lastTurn = max(l.lastTurn, session.LastTurn(extra))

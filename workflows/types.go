@@ -138,6 +138,14 @@ type AgentOptions struct {
 	ReasoningEffort string `json:"reasoningEffort,omitempty"`
 	// MaxTokens, when present, must be a positive safe integer.
 	MaxTokens *float64 `json:"maxTokens,omitempty"`
+	// MaxSteps, when present, must be a positive safe integer: the step
+	// limit of a turn (default DefaultMaxSteps); a turn that would open
+	// one more step ends "blocked".
+	MaxSteps *float64 `json:"maxSteps,omitempty"`
+	// MaxParallelToolCalls, when present, must be a positive safe integer:
+	// the rolling pool of parallel-safe tool calls of a step (default
+	// DefaultMaxParallelToolCalls; 1 is serial).
+	MaxParallelToolCalls *float64 `json:"maxParallelToolCalls,omitempty"`
 }
 
 // Hooks names optional activities registered by the embedding application.
@@ -250,6 +258,12 @@ type LiveState struct {
 	DisposeActivity string `json:"disposeActivity,omitempty"`
 	// Options tunes the workflow.
 	Options *Options `json:"options,omitempty"`
+	// AgentOptions are the agent's route and limits.
+	AgentOptions *AgentOptions `json:"agentOptions,omitempty"`
+	// Inbox holds the pending inputs of the agent loop.
+	Inbox *InboxState `json:"inbox,omitempty"`
+	// RecentTurns are the latest turns LoopState lists.
+	RecentTurns []TurnSummary `json:"recentTurns,omitempty"`
 }
 
 // LifecycleEntry is one published lifecycle event.

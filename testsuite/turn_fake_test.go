@@ -1,0 +1,338 @@
+package testsuite
+
+// A fake of the agent activities (CallModel, RunTool, EndTurn) for the
+// loop's workflow tests: registered under the activity names, it stores
+// the events the real activities store (an assistant/message per model
+// call, a tool/call and tool/result per tool call, the turn's closers)
+// through the session's write handle, from a script of responses, so the
+// workflow's interleavings can be held and released exactly.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/sessionflow/sessionflow/agent"
+	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/provider"
+	"github.com/sessionflow/sessionflow/session"
+)
+
+// fakeResponse is one scripted model call.
+type fakeResponse struct {
+	text   string
+	calls  []agent.CallRef
+	finish provider.FinishReason
+	// refuse makes the call fail as refused by the provider.
+	refuse *provider.Error
+	// hold blocks the call until release is closed (or the activity is
+	// cancelled: then the shown text is stored as an interrupted anchor).
+	hold    bool
+	release chan struct{}
+}
+
+// fakeTool is a scripted tool: it runs for d (wall clock), or until its
+// release channel is closed when hold is set.
+type fakeTool struct {
+	d       time.Duration
+	hold    bool
+	release chan struct{}
+}
+
+type fakeAgent struct {
+	t  *testing.T
+	st *jsonl.Store
+
+	mu        sync.Mutex
+	responses []*fakeResponse
+	calls     int
+	models    []agent.ModelInput
+	tools     map[string]*fakeTool
+	inFlight  map[string]bool
+	// starts records, for each tool call started, the calls in flight at
+	// its start; ends records the order calls finished.
+	starts   []toolStart
+	ends     []string
+	maxConc  int
+	modelRun chan struct{}
+}
+
+type toolStart struct {
+	id      string
+	running []string
+}
+
+func newFakeAgent(h *harness, responses ...*fakeResponse) *fakeAgent {
+	f := &fakeAgent{t: h.t, st: h.store, responses: responses, tools: map[string]*fakeTool{}, inFlight: map[string]bool{}}
+	for _, r := range responses {
+		if r.hold && r.release == nil {
+			r.release = make(chan struct{})
+		}
+	}
+	h.env.RegisterActivityWithOptions(f.CallModel, activity.RegisterOptions{Name: agent.CallModelActivity})
+	h.env.RegisterActivityWithOptions(f.RunTool, activity.RegisterOptions{Name: agent.RunToolActivity})
+	h.env.RegisterActivityWithOptions(f.EndTurn, activity.RegisterOptions{Name: agent.EndTurnActivity})
+	return f
+}
+
+// store appends the events build returns at the log's cursor, under the
+// fake's lock (the fake's activities run concurrently).
+func (f *fakeAgent) store(ctx context.Context, ref jsonl.HandleRef, build func(h *jsonl.Handle, seq int64) ([]session.Event, error)) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h := f.st.Attach(ref)
+	evs, err := build(h, h.NextSeq())
+	if err != nil {
+		return 0, err
+	}
+	if len(evs) > 0 {
+		if err := h.Append(ctx, evs); err != nil {
+			return 0, err
+		}
+	}
+	return h.NextSeq(), nil
+}
+
+func (f *fakeAgent) assistant(seq int64, in agent.ModelInput, content []map[string]any, interrupted bool) (session.Event, error) {
+	data := map[string]any{
+		"turn": in.Turn, "step": in.Step,
+		"message": map[string]any{"id": fmt.Sprintf("a-%d-%d", in.Turn, in.Step), "role": "assistant", "content": content,
+			"source": map[string]any{"provider": in.Provider, "model": in.Model}},
+		"stream": []any{},
+	}
+	if interrupted {
+		data["interrupted"] = true
+	}
+	e, err := session.NewEvent(session.TypeAssistantMessage, seq, seq, data)
+	e.SurfaceOp = session.AppendOp()
+	return e, err
+}
+
+// CallModel plays the next scripted response.
+func (f *fakeAgent) CallModel(ctx context.Context, in agent.ModelInput) (agent.ModelResult, error) {
+	f.mu.Lock()
+	if f.calls >= len(f.responses) {
+		f.mu.Unlock()
+		return agent.ModelResult{}, temporal.NewNonRetryableApplicationError("script exhausted", "ProviderRefused", nil,
+			provider.Error{Message: "script exhausted", Code: "SCRIPT_EXHAUSTED"})
+	}
+	r := f.responses[f.calls]
+	f.calls++
+	f.models = append(f.models, in)
+	f.mu.Unlock()
+	if r.refuse != nil {
+		return agent.ModelResult{}, temporal.NewNonRetryableApplicationError(r.refuse.Error(), "ProviderRefused", nil, *r.refuse)
+	}
+	if r.hold {
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+	wait:
+		for {
+			select {
+			case <-r.release:
+				break wait
+			case <-ctx.Done():
+				// The test environment has resolved the cancelled
+				// activity already; nothing is stored after that.
+				return agent.ModelResult{}, ctx.Err()
+			case <-tick.C:
+				activity.RecordHeartbeat(ctx, agent.ModelProgress{Turn: in.Turn, Step: in.Step, Text: r.text})
+			}
+		}
+	}
+	content := []map[string]any{}
+	if r.text != "" {
+		content = append(content, map[string]any{"type": "text", "text": r.text})
+	}
+	for _, c := range r.calls {
+		content = append(content, map[string]any{"type": "tool-call", "id": c.ID, "name": c.Name, "arguments": "{}"})
+	}
+	var msgSeq int64
+	next, err := f.store(ctx, in.Ref, func(_ *jsonl.Handle, seq int64) ([]session.Event, error) {
+		msgSeq = seq
+		e, err := f.assistant(seq, in, content, false)
+		return []session.Event{e}, err
+	})
+	if err != nil {
+		return agent.ModelResult{}, err
+	}
+	finish := r.finish
+	if finish == "" {
+		finish = provider.FinishStop
+		if len(r.calls) > 0 {
+			finish = provider.FinishToolCalls
+		}
+	}
+	return agent.ModelResult{MessageSeq: msgSeq, NextSeq: next, ToolCalls: r.calls, Finish: finish}, nil
+}
+
+func toolCallEvent(seq, turn, step int64, id, name string) (session.Event, error) {
+	return session.NewEvent(session.TypeToolCall, seq, seq, session.ToolCall{Turn: turn, Step: step, CallID: id, Name: name, Arguments: "{}"})
+}
+
+func toolResultEvent(seq, turn, step int64, id, text string, callSeq int64, errInfo map[string]string) (session.Event, error) {
+	data := map[string]any{
+		"turn": turn, "step": step,
+		"message": map[string]any{"id": "r-" + id, "role": "user", "source": map[string]any{"kind": "tool", "callId": id},
+			"content": []any{map[string]any{"type": "tool-result", "toolCallId": id, "isError": errInfo != nil,
+				"content": []any{map[string]any{"type": "text", "text": text}}}}},
+	}
+	if errInfo != nil {
+		data["error"] = errInfo
+	}
+	e, err := session.NewEvent(session.TypeToolResult, seq, seq, data)
+	e.SurfaceOp = session.AppendOp()
+	e.SourceEventSeqs = []int64{callSeq}
+	return e, err
+}
+
+// RunTool stores the call, runs the scripted tool and stores its result.
+func (f *fakeAgent) RunTool(ctx context.Context, in agent.ToolInput) (agent.ToolOutcome, error) {
+	var callSeq int64
+	_, err := f.store(ctx, in.Ref, func(_ *jsonl.Handle, seq int64) ([]session.Event, error) {
+		callSeq = seq
+		e, err := toolCallEvent(seq, in.Turn, in.Step, in.CallID, in.Name)
+		return []session.Event{e}, err
+	})
+	if err != nil {
+		return agent.ToolOutcome{}, err
+	}
+	f.mu.Lock()
+	var running []string
+	for id := range f.inFlight {
+		running = append(running, id)
+	}
+	f.inFlight[in.CallID] = true
+	f.maxConc = max(f.maxConc, len(f.inFlight))
+	f.starts = append(f.starts, toolStart{id: in.CallID, running: running})
+	tl := f.tools[in.Name]
+	f.mu.Unlock()
+	if tl != nil {
+		if tl.hold {
+			<-tl.release
+		} else {
+			time.Sleep(tl.d)
+		}
+	}
+	f.mu.Lock()
+	delete(f.inFlight, in.CallID)
+	f.ends = append(f.ends, in.CallID)
+	f.mu.Unlock()
+	next, err := f.store(ctx, in.Ref, func(_ *jsonl.Handle, seq int64) ([]session.Event, error) {
+		e, err := toolResultEvent(seq, in.Turn, in.Step, in.CallID, "ok "+in.CallID, callSeq, nil)
+		return []session.Event{e}, err
+	})
+	return agent.ToolOutcome{CallSeq: callSeq, NextSeq: next}, err
+}
+
+// EndTurn stores the skipped pairs, the step's end and the turn's end.
+func (f *fakeAgent) EndTurn(ctx context.Context, in agent.EndTurnInput) (agent.EndTurnResult, error) {
+	next, err := f.store(ctx, in.Ref, func(h *jsonl.Handle, seq int64) ([]session.Event, error) {
+		var out []session.Event
+		add := func(e session.Event, err error) error {
+			out = append(out, e)
+			return err
+		}
+		for _, id := range in.Skipped {
+			callSeq := seq + int64(len(out))
+			if err := add(toolCallEvent(callSeq, in.Turn, in.Step, id, "skipped")); err != nil {
+				return nil, err
+			}
+			if err := add(toolResultEvent(seq+int64(len(out)), in.Turn, in.Step, id, "Error: tool call aborted before dispatch", callSeq,
+				map[string]string{"name": "AbortError", "code": "ABORTED_BEFORE_DISPATCH"})); err != nil {
+				return nil, err
+			}
+		}
+		if in.Step > 0 {
+			if err := add(session.NewEvent(session.TypeStepEnd, seq+int64(len(out)), 0, session.StepEnd{Turn: in.Turn, Step: in.Step})); err != nil {
+				return nil, err
+			}
+		}
+		return out, add(session.NewEvent(session.TypeTurnEnd, seq+int64(len(out)), 0, session.TurnEnd{Turn: in.Turn, Reason: in.Reason}))
+	})
+	return agent.EndTurnResult{NextSeq: next}, err
+}
+
+// turnEnds returns the reasons of the stored turn/end events, in order.
+func turnEnds(t *testing.T, evs []session.Event) []session.TurnEndReason {
+	t.Helper()
+	var out []session.TurnEndReason
+	for _, e := range evs {
+		if e.Type == session.TypeTurnEnd {
+			te, err := e.TurnEnd()
+			require.NoError(t, err)
+			out = append(out, te.Reason)
+		}
+	}
+	return out
+}
+
+// requireBalanced checks that the log's turns and steps nest: every
+// turn/start is closed by a turn/end, every step/start by a step/end
+// inside its turn, and every tool/call is answered by a tool/result of
+// its call id before its step ends.
+func requireBalanced(t *testing.T, evs []session.Event) {
+	t.Helper()
+	requireContiguous(t, evs)
+	turn, step := int64(0), int64(0)
+	pending := map[string]bool{}
+	for _, e := range evs {
+		switch e.Type {
+		case session.TypeTurnStart:
+			require.Zero(t, turn, "turn/start@%d inside turn %d", e.Seq, turn)
+			ts, err := e.TurnStart()
+			require.NoError(t, err)
+			turn = ts.Turn
+		case session.TypeStepStart:
+			require.NotZero(t, turn, "step/start@%d outside a turn", e.Seq)
+			require.Zero(t, step, "step/start@%d inside step %d", e.Seq, step)
+			ss, err := e.StepStart()
+			require.NoError(t, err)
+			step = ss.Step
+		case session.TypeStepEnd:
+			require.NotZero(t, step, "step/end@%d outside a step", e.Seq)
+			require.Empty(t, pending, "step/end@%d with unanswered calls", e.Seq)
+			step = 0
+		case session.TypeTurnEnd:
+			require.NotZero(t, turn, "turn/end@%d outside a turn", e.Seq)
+			require.Zero(t, step, "turn/end@%d inside step %d", e.Seq, step)
+			turn = 0
+		case session.TypeToolCall:
+			tc, err := e.ToolCall()
+			require.NoError(t, err)
+			pending[tc.CallID] = true
+		case session.TypeToolResult:
+			tr, err := e.ToolResult()
+			require.NoError(t, err)
+			require.True(t, pending[tr.Message.Source.CallID], "tool/result@%d without its call", e.Seq)
+			delete(pending, tr.Message.Source.CallID)
+		}
+	}
+	require.Zero(t, turn, "the last turn is open")
+}
+
+// userTexts returns the texts of the stored user/message events.
+func userTexts(t *testing.T, evs []session.Event) []string {
+	t.Helper()
+	var out []string
+	for _, e := range evs {
+		if e.Type != session.TypeUserMessage {
+			continue
+		}
+		var m struct {
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		}
+		require.NoError(t, json.Unmarshal(e.Data, &m))
+		out = append(out, m.Content[0].Text)
+	}
+	return out
+}

@@ -1,0 +1,478 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/sessionflow/sessionflow/activities"
+	"github.com/sessionflow/sessionflow/agent"
+	"github.com/sessionflow/sessionflow/provider"
+	"github.com/sessionflow/sessionflow/session"
+)
+
+// The agent loop of a live session (docs/LIFECYCLE.md, Turns). A turn runs
+// in the live phase's main coroutine: turn/start, then steps (step/start,
+// the inputs the step claims as user/message events, the model activity,
+// the tool activities of its tool calls), then turn/end. The workflow
+// stores the events it builds itself (turn/start, step/start,
+// user/message, step/end between steps, inbox splices) with AppendBatch at
+// explicit seqs; the agent activities store what they produce and report
+// the log's next seq, which the workflow follows. Nothing proportional to
+// the conversation travels through history beyond the claimed inputs.
+
+// errTypeProviderRefused is the type of the model activity's error for a
+// call the provider refused: the turn ends "error".
+const errTypeProviderRefused = "ProviderRefused"
+
+// codeUnknown is the code of a turn error that is not a provider's.
+const codeUnknown = "UNKNOWN"
+
+// agentLoop is the loop's state in the lifecycle.
+type agentLoop struct {
+	options *AgentOptions
+	inbox   inbox
+	turn    *turnRun
+	recent  []TurnSummary
+
+	versioned bool
+	version   workflow.Version
+}
+
+// turnRun is the running turn.
+type turnRun struct {
+	summary TurnSummary
+	step    int64
+	// cause is the cancel's cause once the turn is cancelled.
+	cause string
+	// cancel cancels the model activity; cancelCh wakes the tool pool.
+	cancel   workflow.CancelFunc
+	cancelCh workflow.Channel
+	done     bool
+}
+
+// llmFailure is the error of a turn that ended "error".
+type llmFailure struct {
+	Message string `json:"message"`
+	Code    string `json:"code"`
+	Status  int    `json:"status,omitempty"`
+}
+
+// agentTurns reports whether this run takes the agent loop's command
+// paths (the agent-turns version), recording the marker the first time.
+func (l *lifecycle) agentTurns() bool {
+	a := &l.agent
+	if !a.versioned {
+		a.version = workflow.GetVersion(l.dctx, agentTurnsChange, workflow.DefaultVersion, 1)
+		a.versioned = true
+	}
+	return a.version >= 1
+}
+
+// turnDue reports whether a turn should start: a waking input is pending
+// and no accepted append waits to be stored before it.
+func (l *lifecycle) turnDue() bool {
+	a := &l.agent
+	return a.turn == nil && a.inbox.wake && len(l.pending) == 0 && !l.disposeWanted && l.phase == PhaseLive
+}
+
+func (l *lifecycle) maxSteps() int64 {
+	if o := l.agent.options; o != nil && o.MaxSteps != nil {
+		return int64(*o.MaxSteps)
+	}
+	return DefaultMaxSteps
+}
+
+func (l *lifecycle) maxParallelToolCalls() int {
+	if o := l.agent.options; o != nil && o.MaxParallelToolCalls != nil {
+		return int(min(*o.MaxParallelToolCalls, 1<<20))
+	}
+	return DefaultMaxParallelToolCalls
+}
+
+// cancelTurn cancels t with cause, once.
+func (l *lifecycle) cancelTurn(t *turnRun, cause string) {
+	if t == nil || t.done || t.cause != "" {
+		return
+	}
+	t.cause = cause
+	t.cancel()
+	t.cancelCh.SendAsync(true)
+}
+
+// turnFailure is a storage failure that leaves the turn open: the session
+// is disposed and a resume closes the turn (turn/end interrupted).
+type turnFailure struct{ err error }
+
+// runTurn runs one turn to its end. A storage failure of the workflow's own
+// events or of EndTurn disposes the session.
+func (l *lifecycle) runTurn() {
+	a := &l.agent
+	if a.inbox.len() == 0 || !l.agentTurns() {
+		a.inbox.wake = false
+		return
+	}
+	a.inbox.wake = false
+	tctx, cancel := workflow.WithCancel(l.dctx)
+	t := &turnRun{
+		summary:  TurnSummary{Turn: l.lastTurn + 1, StartSeq: l.nextSeq, Claimed: []string{}},
+		cancel:   cancel,
+		cancelCh: workflow.NewBufferedChannel(l.dctx, 1),
+	}
+	a.turn = t
+	end, err := l.turnSteps(tctx, t)
+	if err == nil {
+		var res agent.EndTurnResult
+		err = unwrapActivity(workflow.ExecuteActivity(l.storeCtx(l.dctx), agent.EndTurnActivity, end).Get(l.dctx, &res))
+		if err == nil {
+			l.nextSeq = max(l.nextSeq, res.NextSeq)
+		}
+	}
+	if err != nil {
+		workflow.GetLogger(l.ctx).Error("turn failed to store; disposing the session", "session", l.id, "turn", t.summary.Turn, "error", errorMessage(err))
+		end.Reason = session.TurnEndReason{Kind: TurnEndStoreFailed}
+		l.disposeWanted = true
+	}
+	reason := end.Reason
+	t.summary.Reason = &reason
+	t.summary.EndSeq = l.nextSeq
+	t.summary.Steps = t.step
+	t.done = true
+	a.turn = nil
+	a.recent = append(a.recent, t.summary)
+	if n := len(a.recent); n > recentTurns {
+		a.recent = slices.Clone(a.recent[n-recentTurns:])
+	}
+	if reason.Kind != session.TurnEndAborted {
+		// Inputs that arrived during the turn start the next one; after
+		// a cancel only a waking input sent since does.
+		a.inbox.wake = a.inbox.len() > 0
+	}
+}
+
+// TurnEndStoreFailed is the reason LoopState reports for a turn whose
+// events could not be stored; its turn/end is not stored (the session is
+// disposed, and a resume closes the turn as interrupted).
+const TurnEndStoreFailed = "store-failed"
+
+// claim removes the inputs a step claims: at the start of a turn every
+// next-step input and the first next-turn input; later, the next-step
+// inputs. It returns them and the deletion splice of the stored ones.
+func (l *lifecycle) claim(first bool, seq, now int64) ([]PendingInput, []session.Event, error) {
+	b := &l.agent.inbox
+	stored := b.storedNextStep()
+	claimed := b.nextStep
+	b.nextStep = nil
+	if first && len(b.nextTurn) > 0 {
+		claimed = append(claimed, b.nextTurn[0])
+		b.nextTurn = slices.Clone(b.nextTurn[1:])
+	}
+	if stored == 0 {
+		return claimed, nil, nil
+	}
+	e, err := session.NewEvent(session.TypeInboxSpliced, seq, now, inboxSplice{
+		Target: TargetNextStep, Start: 0, RemovedCount: int64(stored), Inserted: []json.RawMessage{},
+	})
+	return claimed, []session.Event{e}, err
+}
+
+// turnSteps runs the turn's steps and returns how to end it.
+func (l *lifecycle) turnSteps(tctx workflow.Context, t *turnRun) (agent.EndTurnInput, error) {
+	turn := t.summary.Turn
+	end := agent.EndTurnInput{Ref: *l.ref, Turn: turn, MessageSeq: -1}
+	var batch []session.Event
+	add := func(typ string, v any, surface bool) error {
+		e, err := session.NewEvent(typ, l.nextSeq+int64(len(batch)), workflow.Now(l.dctx).UnixMilli(), v)
+		if err != nil {
+			return err
+		}
+		if surface {
+			e.SurfaceOp = session.AppendOp()
+		}
+		batch = append(batch, e)
+		return nil
+	}
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := l.storeTurnBatch(batch)
+		batch = nil
+		return err
+	}
+	if err := add(session.TypeTurnStart, session.TurnStart{Turn: turn}, false); err != nil {
+		return end, err
+	}
+	var reason *session.TurnEndReason
+	openStep := int64(0)
+steps:
+	for {
+		if t.cause != "" {
+			reason = abortedReason(t.cause)
+			break
+		}
+		step := t.step + 1
+		if step > l.maxSteps() {
+			reason = &session.TurnEndReason{Kind: session.TurnEndBlocked}
+			break
+		}
+		claimed, splice, err := l.claim(step == 1, l.nextSeq+int64(len(batch)), workflow.Now(l.dctx).UnixMilli())
+		if err != nil {
+			return end, err
+		}
+		batch = append(batch, splice...)
+		if step == 1 && len(claimed) == 0 {
+			// Nothing to say: the turn spends no model call.
+			reason = &session.TurnEndReason{Kind: session.TurnEndCompleted}
+			break
+		}
+		if reason != nil && len(claimed) == 0 {
+			break
+		}
+		if openStep > 0 {
+			if err := add(session.TypeStepEnd, session.StepEnd{Turn: turn, Step: openStep}, false); err != nil {
+				return end, err
+			}
+		}
+		if err := add(session.TypeStepStart, session.StepStart{Turn: turn, Step: step}, false); err != nil {
+			return end, err
+		}
+		for _, p := range claimed {
+			if err := add(session.TypeUserMessage, p.Message, true); err != nil {
+				return end, err
+			}
+			t.summary.Claimed = append(t.summary.Claimed, p.ID)
+		}
+		if err := flush(); err != nil {
+			return end, err
+		}
+		t.step, openStep = step, step
+		end.Step = step
+		if t.cause != "" {
+			reason = abortedReason(t.cause)
+			break
+		}
+		res, err := l.callModel(tctx, turn, step)
+		if err != nil {
+			reason = l.modelFailure(t, err)
+			break
+		}
+		l.nextSeq = max(l.nextSeq, res.NextSeq)
+		var stepEnd *session.TurnEndReason
+		switch {
+		case res.Finish == provider.FinishMaxTokens:
+			stepEnd = &session.TurnEndReason{Kind: session.TurnEndMaxTokens}
+		case len(res.ToolCalls) == 0:
+			stepEnd = &session.TurnEndReason{Kind: session.TurnEndCompleted}
+		default:
+			out := l.runTools(t, step, res)
+			if out.aborted {
+				end.MessageSeq, end.Skipped = res.MessageSeq, out.skipped
+			}
+			if out.err != nil && t.cause == "" {
+				reason = &session.TurnEndReason{Kind: session.TurnEndError, Error: failureJSON(llmFailure{Message: errorMessage(out.err), Code: codeUnknown})}
+				break steps
+			}
+		}
+		// max-tokens is sticky: a later step that completes does not
+		// downgrade the turn's outcome.
+		if reason == nil || reason.Kind != session.TurnEndMaxTokens {
+			reason = stepEnd
+		}
+		if t.cause != "" {
+			reason = abortedReason(t.cause)
+			break
+		}
+		if reason != nil && len(l.agent.inbox.nextStep) == 0 {
+			break
+		}
+	}
+	if err := flush(); err != nil {
+		return end, err
+	}
+	end.Step = openStep
+	end.Reason = *reason
+	return end, nil
+}
+
+// storeTurnBatch stores workflow-built events, in batches within the
+// batch limit.
+func (l *lifecycle) storeTurnBatch(events []session.Event) error {
+	for len(events) > 0 {
+		take, size := 0, 0
+		for take < len(events) {
+			n, err := batchBytes(events[take : take+1])
+			if err != nil {
+				return err
+			}
+			if take > 0 && size+n > l.set.maxBatchBytes {
+				break
+			}
+			size += n
+			take++
+		}
+		var res activities.AppendResult
+		err := workflow.ExecuteActivity(l.storeCtx(l.dctx), acts.AppendBatch,
+			activities.AppendBatchInput{Ref: *l.ref, Events: events[:take]}).Get(l.dctx, &res)
+		if err != nil {
+			return unwrapActivity(err)
+		}
+		l.nextSeq = res.NextSeq
+		if tl := session.LastTurn(events[:take]); tl > 0 {
+			l.lastTurn = tl
+		}
+		events = events[take:]
+	}
+	return nil
+}
+
+func abortedReason(cause string) *session.TurnEndReason {
+	r, _ := session.MarshalData(map[string]string{"kind": cause})
+	return &session.TurnEndReason{Kind: session.TurnEndAborted, Reason: r}
+}
+
+func failureJSON(f llmFailure) json.RawMessage {
+	b, _ := session.MarshalData(f)
+	return b
+}
+
+// modelCtx returns ctx with the model activity's options: it heartbeats
+// while streaming and is waited for when cancelled, so its interrupted
+// anchor is stored before the turn ends. A refused call is not retried.
+func (l *lifecycle) modelCtx(ctx workflow.Context) workflow.Context {
+	rp := l.retry()
+	rp.NonRetryableErrorTypes = append(rp.NonRetryableErrorTypes, errTypeProviderRefused)
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           l.set.taskQueue,
+		StartToCloseTimeout: l.set.timeout,
+		HeartbeatTimeout:    l.set.heartbeat,
+		WaitForCancellation: true,
+		RetryPolicy:         rp,
+	})
+}
+
+func (l *lifecycle) callModel(tctx workflow.Context, turn, step int64) (agent.ModelResult, error) {
+	in := agent.ModelInput{Ref: *l.ref, Turn: turn, Step: step}
+	if o := l.agent.options; o != nil {
+		in.Provider, in.Model, in.ReasoningEffort = o.Provider, o.Model, o.ReasoningEffort
+		if o.MaxTokens != nil {
+			in.MaxTokens = int64(*o.MaxTokens)
+		}
+	}
+	var res agent.ModelResult
+	err := workflow.ExecuteActivity(l.modelCtx(tctx), agent.CallModelActivity, in).Get(l.dctx, &res)
+	return res, err
+}
+
+// modelFailure is the end of a turn whose model activity failed: aborted
+// when the turn was cancelled, else error (the provider's failure for a
+// refused call, UNKNOWN otherwise).
+func (l *lifecycle) modelFailure(t *turnRun, err error) *session.TurnEndReason {
+	if t.cause != "" || temporal.IsCanceledError(err) {
+		cause := t.cause
+		if cause == "" {
+			cause = CauseUser
+		}
+		return abortedReason(cause)
+	}
+	err = unwrapActivity(err)
+	f := llmFailure{Message: errorMessage(err), Code: codeUnknown}
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) && app.Type() == errTypeProviderRefused {
+		var pe provider.Error
+		if app.HasDetails() && app.Details(&pe) == nil {
+			if pe.Message != "" {
+				f.Message = pe.Message
+			}
+			f.Code, f.Status = pe.Code, pe.Status
+		}
+		if f.Code == "" {
+			f.Code = errTypeProviderRefused
+		}
+	}
+	return &session.TurnEndReason{Kind: session.TurnEndError, Error: failureJSON(f)}
+}
+
+// toolCtx returns ctx with the tool activities' options. They run in a
+// disconnected context: a started call drains when the turn is cancelled.
+func (l *lifecycle) toolCtx() workflow.Context {
+	return workflow.WithActivityOptions(l.dctx, workflow.ActivityOptions{
+		TaskQueue:           l.set.taskQueue,
+		StartToCloseTimeout: l.set.timeout,
+		HeartbeatTimeout:    l.set.heartbeat,
+		RetryPolicy:         l.retry(),
+	})
+}
+
+// toolsOutcome is how a step's tool calls ended.
+type toolsOutcome struct {
+	aborted bool
+	skipped []string
+	err     error
+}
+
+// runTools runs the step's tool calls in model order: an exclusive call
+// (not parallel-safe) runs alone, once every earlier call has finished;
+// consecutive parallel-safe calls run in a rolling pool of
+// maxParallelToolCalls. A cancel stops dispatching; the started calls
+// drain and the undispatched ones are returned as skipped. A failed tool
+// activity (its store failed) stops dispatching too; the started calls
+// drain and the step fails with that error.
+func (l *lifecycle) runTools(t *turnRun, step int64, res agent.ModelResult) toolsOutcome {
+	calls := res.ToolCalls
+	limit := l.maxParallelToolCalls()
+	var out toolsOutcome
+	aborted := t.cause != ""
+	sel := workflow.NewSelector(l.dctx)
+	sel.AddReceive(t.cancelCh, func(c workflow.ReceiveChannel, _ bool) {
+		c.ReceiveAsync(nil)
+		aborted = true
+	})
+	next, inFlight, exclusive := 0, 0, false
+	ctx := l.toolCtx()
+	for {
+		for !aborted && out.err == nil && !exclusive && next < len(calls) && inFlight < limit {
+			c := calls[next]
+			if !c.Parallel && inFlight > 0 {
+				break
+			}
+			f := workflow.ExecuteActivity(ctx, agent.RunToolActivity, agent.ToolInput{
+				Ref: *l.ref, Turn: t.summary.Turn, Step: step, MessageSeq: res.MessageSeq,
+				CallID: c.ID, Name: c.Name, Index: next,
+			})
+			parallel := c.Parallel
+			inFlight++
+			next++
+			exclusive = !parallel
+			sel.AddFuture(f, func(f workflow.Future) {
+				var o agent.ToolOutcome
+				err := f.Get(l.dctx, &o)
+				inFlight--
+				if !parallel {
+					exclusive = false
+				}
+				if err != nil {
+					if out.err == nil {
+						out.err = unwrapActivity(err)
+					}
+					return
+				}
+				l.nextSeq = max(l.nextSeq, o.NextSeq)
+			})
+		}
+		if inFlight == 0 {
+			break
+		}
+		sel.Select(l.dctx)
+	}
+	if aborted || t.cause != "" {
+		out.aborted = true
+		for _, c := range calls[next:] {
+			out.skipped = append(out.skipped, c.ID)
+		}
+	}
+	return out
+}

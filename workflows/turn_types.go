@@ -1,0 +1,201 @@
+package workflows
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/sessionflow/sessionflow/session"
+)
+
+// Update and query names of the agent loop of a live session.
+const (
+	// UpdateFollowup queues a user message for the next turn and wakes the
+	// loop; it takes an InputRequest and returns an InputResult.
+	UpdateFollowup = "Followup"
+	// UpdateSteer queues a user message for the next step (of the running
+	// turn, or of a new turn when idle) and wakes the loop.
+	UpdateSteer = "Steer"
+	// UpdateInject queues a user message for the next step without waking
+	// the loop; while idle it is stored as an agent/inbox/spliced event.
+	UpdateInject = "Inject"
+	// UpdateCancel aborts the running turn (a CancelRequest); it returns a
+	// CancelResult once the turn has ended.
+	UpdateCancel = "Cancel"
+	// QueryLoopState returns the loop's LoopState.
+	QueryLoopState = "LoopState"
+)
+
+// ErrTypeTurnRunning is the type of the refusal of an Append while a turn
+// runs (or is about to start).
+const ErrTypeTurnRunning = "TurnRunning"
+
+// ErrTypeInboxFull is the type of the refusal of an input when the loop
+// already holds MaxPendingInputs pending inputs.
+const ErrTypeInboxFull = "InboxFull"
+
+// Defaults and bounds of the agent loop.
+const (
+	// DefaultMaxSteps is the default step limit of a turn.
+	DefaultMaxSteps = 100
+	// DefaultMaxParallelToolCalls is the default size of the rolling pool
+	// of parallel-safe tool calls of a step.
+	DefaultMaxParallelToolCalls = 10
+	// MaxPendingInputs bounds the inputs the loop holds for later turns and
+	// steps.
+	MaxPendingInputs = 256
+	// MaxMessageIDLength bounds a client-chosen message id, in bytes.
+	MaxMessageIDLength = 256
+	// recentTurns is the number of ended turns LoopState lists.
+	recentTurns = 16
+)
+
+// Inbox targets, as stored on agent/inbox/spliced.
+const (
+	TargetNextTurn = "next-turn"
+	TargetNextStep = "next-step"
+)
+
+// Loop states reported by LoopState.
+const (
+	LoopIdle    = "idle"
+	LoopRunning = "running"
+)
+
+// Cancel causes. CauseDisposed is used by disposal only.
+const (
+	CauseUser     = "user"
+	CauseParent   = "parent"
+	CauseDisposed = "disposed"
+)
+
+// agentTurnsChange names the versioned change that added the agent loop:
+// the first turn (or idle inject) of a run records its marker.
+const agentTurnsChange = "agent-turns"
+
+// InputRequest is the argument of Followup, Steer and Inject: one user
+// message.
+type InputRequest struct {
+	// MessageID is the message's id; empty lets the workflow choose
+	// "msg-<update id>". It must be unique among the pending inputs.
+	MessageID string `json:"messageId,omitempty"`
+	// Content is a non-empty string (one text block) or a non-empty array
+	// of content blocks (JSON objects with a string "type"), stored as
+	// given.
+	Content json.RawMessage `json:"content"`
+	// Source is the message's source object; default {"kind":"user"}.
+	Source json.RawMessage `json:"source,omitempty"`
+}
+
+// InputResult is the result of Followup, Steer and Inject.
+type InputResult struct {
+	// MessageID is the id of the queued message; LoopState lists it under
+	// the turn that claims it.
+	MessageID string `json:"messageId"`
+	// Target is "next-turn" or "next-step".
+	Target string `json:"target"`
+	// SplicedSeq is the seq of the agent/inbox/spliced event of an idle
+	// Inject; -1 when nothing was stored.
+	SplicedSeq int64 `json:"splicedSeq"`
+	// Turn is the running turn when the input was queued, 0 when idle.
+	Turn int64 `json:"turn"`
+}
+
+// CancelRequest is the argument of Cancel.
+type CancelRequest struct {
+	// Cause is "user" or "parent"; it is recorded as the aborted turn's
+	// reason {kind: cause}.
+	Cause string `json:"cause"`
+	// KeepInbox keeps the pending inputs; by default a cancel of a running
+	// turn discards them.
+	KeepInbox bool `json:"keepInbox,omitempty"`
+}
+
+// CancelResult is the result of Cancel.
+type CancelResult struct {
+	// Cancelled reports that a turn was running and is now ended; false
+	// when the loop was idle (a no-op).
+	Cancelled bool `json:"cancelled"`
+	// Turn is the cancelled turn.
+	Turn int64 `json:"turn,omitempty"`
+	// Reason is how it ended (aborted, unless it had ended otherwise
+	// before the cancel reached it).
+	Reason *session.TurnEndReason `json:"reason,omitempty"`
+	// Discarded lists the ids of the pending inputs the cancel discarded.
+	Discarded []string `json:"discarded,omitempty"`
+}
+
+// PendingInputs lists the ids of the inputs waiting, by target.
+type PendingInputs struct {
+	NextTurn []string `json:"nextTurn"`
+	NextStep []string `json:"nextStep"`
+}
+
+// TurnSummary describes one turn of the loop.
+type TurnSummary struct {
+	// Turn is the turn number.
+	Turn int64 `json:"turn"`
+	// StartSeq is the seq of its turn/start.
+	StartSeq int64 `json:"startSeq"`
+	// EndSeq is the seq after its turn/end (the log's next seq then); 0
+	// while it runs.
+	EndSeq int64 `json:"endSeq,omitempty"`
+	// Steps is the number of steps opened so far.
+	Steps int64 `json:"steps"`
+	// Claimed lists the ids of the inputs the turn claimed, in order.
+	Claimed []string `json:"claimed"`
+	// Reason is how the turn ended; nil while it runs.
+	Reason *session.TurnEndReason `json:"reason,omitempty"`
+}
+
+// LoopState is the result of the LoopState query.
+type LoopState struct {
+	// State is "idle" or "running".
+	State string `json:"state"`
+	// Turn and Step are the running turn and its open step (0 when idle).
+	Turn int64 `json:"turn"`
+	Step int64 `json:"step"`
+	// Pending lists the inputs waiting.
+	Pending PendingInputs `json:"pending"`
+	// LastTurn is the last turn number stored.
+	LastTurn int64 `json:"lastTurn"`
+	// NextSeq is the workflow's stored cursor.
+	NextSeq int64 `json:"nextSeq"`
+	// Recent lists the latest turns of this session's loop, oldest first,
+	// the running one last (at most 16 ended ones).
+	Recent []TurnSummary `json:"recent"`
+}
+
+// PendingInput is one queued input, as carried across continue-as-new.
+type PendingInput struct {
+	// Message is the user message (the data of its user/message event).
+	Message json.RawMessage `json:"message"`
+	// ID is the message's id.
+	ID string `json:"id"`
+	// Stored reports that an agent/inbox/spliced event holds it (an idle
+	// Inject), so its claim is stored as a deletion splice.
+	Stored bool `json:"stored,omitempty"`
+}
+
+// InboxState is the loop's pending inputs, carried across
+// continue-as-new.
+type InboxState struct {
+	NextTurn []PendingInput `json:"nextTurn,omitempty"`
+	NextStep []PendingInput `json:"nextStep,omitempty"`
+	// Wake reports that a waking input is pending.
+	Wake bool `json:"wake,omitempty"`
+}
+
+// TurnRunningError is the refusal of an Append while turn runs.
+func TurnRunningError(id string, turn int64) error {
+	return temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("agent %s is running turn %d; append between turns", quoteID(id), turn), ErrTypeTurnRunning, nil)
+}
+
+// MaxStepsText is the error text of an invalid maxSteps.
+const MaxStepsText = "agent maxSteps must be a positive safe integer"
+
+// MaxParallelToolCallsText is the error text of an invalid
+// maxParallelToolCalls.
+const MaxParallelToolCallsText = "agent maxParallelToolCalls must be a positive safe integer"
