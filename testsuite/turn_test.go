@@ -343,6 +343,11 @@ func TestTurnCancelSkipsUndispatchedCalls(t *testing.T) {
 	fu.ok(t)
 	disp.ok(t)
 	require.Equal(t, workflows.LoopRunning, mid.State, "the started call drains before the turn ends")
+	require.Equal(t, []workflows.CallState{
+		{ID: "c1", Name: "slow", Index: 0, State: "running"},
+		{ID: "c2", Name: "read", Index: 1, State: "skipped"},
+		{ID: "c3", Name: "read", Index: 2, State: "skipped"},
+	}, mid.Calls)
 	var cr workflows.CancelResult
 	cancel.decode(t, &cr)
 	require.Equal(t, "aborted", cr.Reason.Kind)

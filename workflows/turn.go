@@ -52,6 +52,8 @@ type turnRun struct {
 	cancel   workflow.CancelFunc
 	cancelCh workflow.Channel
 	done     bool
+	// calls are the running step's tool calls.
+	calls []CallState
 }
 
 // llmFailure is the error of a turn that ended "error".
@@ -249,7 +251,7 @@ steps:
 		if err := flush(); err != nil {
 			return end, err
 		}
-		t.step, openStep = step, step
+		t.step, openStep, t.calls = step, step, nil
 		end.Step = step
 		if t.cause != "" {
 			reason = abortedReason(t.cause)
@@ -430,9 +432,18 @@ func (l *lifecycle) runTools(t *turnRun, step int64, res agent.ModelResult) tool
 	sel.AddReceive(t.cancelCh, func(c workflow.ReceiveChannel, _ bool) {
 		c.ReceiveAsync(nil)
 		aborted = true
+		for i := range t.calls {
+			if t.calls[i].State == CallPending {
+				t.calls[i].State = CallSkipped
+			}
+		}
 	})
 	next, inFlight, exclusive := 0, 0, false
 	ctx := l.toolCtx()
+	t.calls = make([]CallState, len(calls))
+	for i, c := range calls {
+		t.calls[i] = CallState{ID: c.ID, Name: c.Name, Index: i, State: CallPending}
+	}
 	for {
 		for !aborted && out.err == nil && !exclusive && next < len(calls) && inFlight < limit {
 			c := calls[next]
@@ -443,7 +454,8 @@ func (l *lifecycle) runTools(t *turnRun, step int64, res agent.ModelResult) tool
 				Ref: *l.ref, Turn: t.summary.Turn, Step: step, MessageSeq: res.MessageSeq,
 				CallID: c.ID, Name: c.Name, Index: next,
 			})
-			parallel := c.Parallel
+			parallel, idx := c.Parallel, next
+			t.calls[idx].State = CallRunning
 			inFlight++
 			next++
 			exclusive = !parallel
@@ -455,11 +467,13 @@ func (l *lifecycle) runTools(t *turnRun, step int64, res agent.ModelResult) tool
 					exclusive = false
 				}
 				if err != nil {
+					t.calls[idx].State = CallFailed
 					if out.err == nil {
 						out.err = unwrapActivity(err)
 					}
 					return
 				}
+				t.calls[idx].State, t.calls[idx].IsError, t.calls[idx].Code = CallDone, o.IsError, o.Code
 				l.nextSeq = max(l.nextSeq, o.NextSeq)
 			})
 		}
@@ -470,8 +484,9 @@ func (l *lifecycle) runTools(t *turnRun, step int64, res agent.ModelResult) tool
 	}
 	if aborted || t.cause != "" {
 		out.aborted = true
-		for _, c := range calls[next:] {
+		for i, c := range calls[next:] {
 			out.skipped = append(out.skipped, c.ID)
+			t.calls[next+i].State = CallSkipped
 		}
 	}
 	return out

@@ -91,6 +91,7 @@ func (l *lifecycle) loopState() (LoopState, error) {
 		cur.Claimed = slices.Clone(cur.Claimed)
 		cur.Steps = t.step
 		s.Recent = append(s.Recent, cur)
+		s.Calls = slices.Clone(t.calls)
 	}
 	return s, nil
 }

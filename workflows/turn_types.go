@@ -165,6 +165,33 @@ type LoopState struct {
 	// Recent lists the latest turns of this session's loop, oldest first,
 	// the running one last (at most 16 ended ones).
 	Recent []TurnSummary `json:"recent"`
+	// Calls are the tool calls of the running step, in model order, once
+	// its model call returned them.
+	Calls []CallState `json:"calls,omitempty"`
+}
+
+// Tool call states reported by LoopState.
+const (
+	CallPending = "pending"
+	CallRunning = "running"
+	CallDone    = "done"
+	CallFailed  = "failed"
+	CallSkipped = "skipped"
+)
+
+// CallState is one tool call of the running step.
+type CallState struct {
+	// ID and Name are the model's call id and the tool's name.
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Index is the call's position in model order.
+	Index int `json:"index"`
+	// State is "pending", "running", "done", "failed" (its activity
+	// failed) or "skipped" (not dispatched before a cancel).
+	State string `json:"state"`
+	// IsError and Code classify a done call's result.
+	IsError bool   `json:"isError,omitempty"`
+	Code    string `json:"code,omitempty"`
 }
 
 // PendingInput is one queued input, as carried across continue-as-new.
