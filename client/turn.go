@@ -1,0 +1,360 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"slices"
+	"time"
+
+	"go.temporal.io/sdk/converter"
+
+	"github.com/sessionflow/sessionflow/agent"
+	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/workflows"
+)
+
+// ErrTurnRunning: `agent "<id>" is running turn N; append between turns`:
+// an Append while the session's agent runs a turn.
+var ErrTurnRunning = &Error{Type: workflows.ErrTypeTurnRunning}
+
+// ErrInboxFull: the session's agent holds workflows.MaxPendingInputs
+// inputs already.
+var ErrInboxFull = &Error{Type: workflows.ErrTypeInboxFull}
+
+// Followup queues a user message for the agent's next turn and wakes it
+// (the Followup update). It returns once the message is queued, with its
+// id; WatchTurn follows the turn that claims it.
+func (c *Client) Followup(ctx context.Context, id string, req workflows.InputRequest) (workflows.InputResult, error) {
+	return c.input(ctx, id, workflows.UpdateFollowup, req)
+}
+
+// Steer queues a user message for the next step of the running turn (or
+// of a new turn when idle) and wakes the agent (the Steer update).
+func (c *Client) Steer(ctx context.Context, id string, req workflows.InputRequest) (workflows.InputResult, error) {
+	return c.input(ctx, id, workflows.UpdateSteer, req)
+}
+
+// Inject queues a user message for the next step without waking the agent
+// (the Inject update). While idle the message is stored at once as an
+// agent/inbox/spliced event (InputResult.SplicedSeq).
+func (c *Client) Inject(ctx context.Context, id string, req workflows.InputRequest) (workflows.InputResult, error) {
+	return c.input(ctx, id, workflows.UpdateInject, req)
+}
+
+func (c *Client) input(ctx context.Context, id, name string, req workflows.InputRequest) (workflows.InputResult, error) {
+	var res workflows.InputResult
+	err := c.update(ctx, id, name, &res, req)
+	return res, callError(name+" to session", id, err)
+}
+
+// CancelTurn cancels the agent's running turn with cause "user" or
+// "parent" (the Cancel update) and returns once the turn has ended
+// (turn/end {aborted}); while idle it does nothing (Cancelled false).
+// Unless keepInbox, the pending inputs are discarded.
+func (c *Client) CancelTurn(ctx context.Context, id, cause string, keepInbox bool) (workflows.CancelResult, error) {
+	var res workflows.CancelResult
+	err := c.update(ctx, id, workflows.UpdateCancel, &res, workflows.CancelRequest{Cause: cause, KeepInbox: keepInbox})
+	return res, callError("cancel the turn of session", id, err)
+}
+
+// LoopState returns the agent loop's state (the LoopState query).
+func (c *Client) LoopState(ctx context.Context, id string) (workflows.LoopState, error) {
+	var s workflows.LoopState
+	v, err := c.c.QueryWorkflow(ctx, workflows.WorkflowID(id), "", workflows.QueryLoopState)
+	if err == nil {
+		err = v.Get(&s)
+	}
+	return s, callError("query the loop state of session", id, err)
+}
+
+// EventReader reads a session's stored events [from, to) (to -1 for the
+// end). StoreReader reads them from a store root.
+type EventReader interface {
+	ReadEvents(ctx context.Context, id string, from, to int64) ([]session.Event, error)
+}
+
+// StoreReader returns an EventReader over st, through read handles.
+func StoreReader(st *jsonl.Store) EventReader { return storeReader{st} }
+
+type storeReader struct{ st *jsonl.Store }
+
+// ReadEvents opens a read handle and reads [from, to).
+func (r storeReader) ReadEvents(ctx context.Context, id string, from, to int64) ([]session.Event, error) {
+	h, err := r.st.Open(ctx, id, jsonl.AccessRead, jsonl.OpenOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close(ctx)
+	n := int64(-1)
+	if to >= 0 {
+		n = to - from
+	}
+	return h.Read(ctx, from, n)
+}
+
+// Turn progress kinds.
+const (
+	// ProgressQueued: the message waits for a turn.
+	ProgressQueued = "queued"
+	// ProgressStarted: the turn that claimed the message started.
+	ProgressStarted = "started"
+	// ProgressText: streamed text of the running model call (Text is the
+	// delta since the previous one).
+	ProgressText = "text"
+	// ProgressReasoning: the model is reasoning (no text yet).
+	ProgressReasoning = "reasoning"
+	// ProgressToolStarted and ProgressToolFinished: a tool call of the
+	// running step was dispatched, or finished (Call).
+	ProgressToolStarted  = "tool-started"
+	ProgressToolFinished = "tool-finished"
+	// ProgressEnded: the turn ended (Summary; Events when an EventReader
+	// is set).
+	ProgressEnded = "ended"
+)
+
+// TurnProgress is one observation of a watched turn.
+type TurnProgress struct {
+	// Kind is one of the Progress* constants.
+	Kind string `json:"kind"`
+	// Turn and Step locate it (Step 0 outside a step).
+	Turn int64 `json:"turn,omitempty"`
+	Step int64 `json:"step,omitempty"`
+	// Text is the new streamed text of a ProgressText.
+	Text string `json:"text,omitempty"`
+	// Gap reports that text streamed between two polls fell out of the
+	// heartbeat's window: Text follows a gap.
+	Gap bool `json:"gap,omitempty"`
+	// Call is the tool call of a tool progress.
+	Call *workflows.CallState `json:"call,omitempty"`
+	// Summary is the ended turn.
+	Summary *workflows.TurnSummary `json:"summary,omitempty"`
+	// Events are the ended turn's stored events [StartSeq, EndSeq).
+	Events []session.Event `json:"events,omitempty"`
+}
+
+// WatchOptions tune WatchTurn.
+type WatchOptions struct {
+	// Interval is the poll interval; default 200 ms.
+	Interval time.Duration
+	// Events, when set, reads the ended turn's events.
+	Events EventReader
+}
+
+// WatchTurn follows the turn that claims message messageID of session id
+// (the id Followup returned) until it ends: it polls the LoopState query and
+// the workflow's pending activities (the model activity's heartbeat details
+// are an agent.ModelProgress) and yields the streamed text, the tool calls
+// started and finished, and finally the turn's summary and, with
+// opts.Events, its stored events. An error ends the sequence.
+func (c *Client) WatchTurn(ctx context.Context, id, messageID string, opts WatchOptions) iter.Seq2[TurnProgress, error] {
+	if opts.Interval <= 0 {
+		opts.Interval = 200 * time.Millisecond
+	}
+	return func(yield func(TurnProgress, error) bool) {
+		w := turnWatch{c: c, id: id, msg: messageID, opts: opts, calls: map[string]string{}}
+		for {
+			done, err := w.poll(ctx, yield)
+			if err != nil {
+				yield(TurnProgress{}, err)
+				return
+			}
+			if done {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				yield(TurnProgress{}, ctx.Err())
+				return
+			case <-time.After(opts.Interval):
+			}
+		}
+	}
+}
+
+// turnWatch is the state of one WatchTurn.
+type turnWatch struct {
+	c    *Client
+	id   string
+	msg  string
+	opts WatchOptions
+
+	queued  bool
+	turn    int64
+	started bool
+	// shown is how much of the (turn, step)'s text was yielded.
+	textStep int64
+	shown    int64
+	// calls holds the last state yielded per call id of the current step.
+	callStep int64
+	calls    map[string]string
+	stopped  bool
+}
+
+// poll makes one observation; it reports whether the turn ended or the
+// consumer stopped.
+func (w *turnWatch) poll(ctx context.Context, yield func(TurnProgress, error) bool) (bool, error) {
+	emit := func(p TurnProgress) bool {
+		if w.stopped {
+			return false
+		}
+		if !yield(p, nil) {
+			w.stopped = true
+		}
+		return !w.stopped
+	}
+	st, err := w.c.LoopState(ctx, w.id)
+	if err != nil {
+		return false, err
+	}
+	i := slices.IndexFunc(st.Recent, func(s workflows.TurnSummary) bool { return slices.Contains(s.Claimed, w.msg) })
+	if i < 0 {
+		if !slices.Contains(st.Pending.NextTurn, w.msg) && !slices.Contains(st.Pending.NextStep, w.msg) {
+			return false, &Error{Type: TypeInvalidInput, SessionID: w.id,
+				Message: fmt.Sprintf("message %q of session %q is neither pending nor claimed by a recent turn (discarded by a cancel, or older than the recent turns)", w.msg, w.id)}
+		}
+		if !w.queued {
+			w.queued = true
+			return !emit(TurnProgress{Kind: ProgressQueued}), nil
+		}
+		return false, nil
+	}
+	sum := st.Recent[i]
+	w.turn = sum.Turn
+	if !w.started {
+		w.started = true
+		if !emit(TurnProgress{Kind: ProgressStarted, Turn: sum.Turn}) {
+			return true, nil
+		}
+	}
+	if sum.Reason == nil && st.Turn == sum.Turn {
+		if !w.toolProgress(st, emit) {
+			return true, nil
+		}
+		if !w.textProgress(ctx, emit) {
+			return true, nil
+		}
+		return false, nil
+	}
+	if sum.Reason == nil {
+		return false, nil
+	}
+	end := TurnProgress{Kind: ProgressEnded, Turn: sum.Turn, Summary: &sum}
+	if w.opts.Events != nil {
+		evs, err := w.opts.Events.ReadEvents(ctx, w.id, sum.StartSeq, sum.EndSeq)
+		if err != nil {
+			return false, fmt.Errorf("read the events of turn %d of session %q: %w", sum.Turn, w.id, err)
+		}
+		end.Events = evs
+	}
+	emit(end)
+	return true, nil
+}
+
+// toolProgress yields the tool calls of the running step whose state
+// changed.
+func (w *turnWatch) toolProgress(st workflows.LoopState, emit func(TurnProgress) bool) bool {
+	if st.Step != w.callStep {
+		w.callStep, w.calls = st.Step, map[string]string{}
+	}
+	for _, call := range st.Calls {
+		prev := w.calls[call.ID]
+		if prev == call.State {
+			continue
+		}
+		w.calls[call.ID] = call.State
+		c := call
+		switch call.State {
+		case workflows.CallRunning:
+			if !emit(TurnProgress{Kind: ProgressToolStarted, Turn: st.Turn, Step: st.Step, Call: &c}) {
+				return false
+			}
+		case workflows.CallDone, workflows.CallFailed, workflows.CallSkipped:
+			if prev == "" || prev == workflows.CallPending {
+				if call.State != workflows.CallSkipped {
+					started := c
+					started.State = workflows.CallRunning
+					if !emit(TurnProgress{Kind: ProgressToolStarted, Turn: st.Turn, Step: st.Step, Call: &started}) {
+						return false
+					}
+				}
+			}
+			if !emit(TurnProgress{Kind: ProgressToolFinished, Turn: st.Turn, Step: st.Step, Call: &c}) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// textProgress yields the text the running model call streamed since the
+// last poll, from its heartbeat details.
+func (w *turnWatch) textProgress(ctx context.Context, emit func(TurnProgress) bool) bool {
+	p, ok, err := w.c.modelProgress(ctx, w.id)
+	if err != nil || !ok || p.Turn != w.turn {
+		return true
+	}
+	if p.Step != w.textStep {
+		w.textStep, w.shown = p.Step, 0
+	}
+	if p.Reasoning && p.Text == "" && w.shown == 0 {
+		return emit(TurnProgress{Kind: ProgressReasoning, Turn: p.Turn, Step: p.Step})
+	}
+	end := p.TextOffset + int64(len(p.Text))
+	if end <= w.shown {
+		return true
+	}
+	from := w.shown - p.TextOffset
+	gap := from < 0
+	if gap {
+		from = 0
+	}
+	w.shown = end
+	return emit(TurnProgress{Kind: ProgressText, Turn: p.Turn, Step: p.Step, Text: p.Text[from:], Gap: gap})
+}
+
+// modelProgress reads the heartbeat details of the session's pending model
+// activity.
+func (c *Client) modelProgress(ctx context.Context, id string) (agent.ModelProgress, bool, error) {
+	var p agent.ModelProgress
+	d, err := c.c.DescribeWorkflow(ctx, workflows.WorkflowID(id), "")
+	if err != nil {
+		return p, false, callError("describe the workflow of session", id, err)
+	}
+	if d.RawResponse == nil {
+		return p, false, nil
+	}
+	for _, pa := range d.RawResponse.GetPendingActivities() {
+		if pa.GetActivityType().GetName() != agent.CallModelActivity || pa.GetHeartbeatDetails() == nil {
+			continue
+		}
+		if err := converter.GetDefaultDataConverter().FromPayloads(pa.GetHeartbeatDetails(), &p); err != nil {
+			return p, false, fmt.Errorf("decode the model progress of session %q: %w", id, err)
+		}
+		return p, true, nil
+	}
+	return p, false, nil
+}
+
+// AnswerText returns the text of the last assistant/message of events
+// (an ended turn's), or "".
+func AnswerText(events []session.Event) string {
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].Type != session.TypeAssistantMessage {
+			continue
+		}
+		m, err := events[i].AssistantMessage()
+		if err != nil {
+			return ""
+		}
+		var text string
+		for _, b := range m.Message.Content {
+			if b.Type == session.BlockText {
+				text += b.Text
+			}
+		}
+		return text
+	}
+	return ""
+}

@@ -1,0 +1,133 @@
+package client
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/sessionflow/sessionflow/agent"
+	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/workflows"
+)
+
+// watchScript answers LoopState with states in turn (the last one
+// repeats) and DescribeWorkflow with the model progress of the same poll.
+func watchScript(t *testing.T, states []workflows.LoopState, progress []*agent.ModelProgress) *fakeTemporal {
+	i := 0
+	return &fakeTemporal{
+		query: func(wid, _, q string) (converter.EncodedValue, error) {
+			require.Equal(t, "session/w1", wid)
+			require.Equal(t, workflows.QueryLoopState, q)
+			s := states[min(i, len(states)-1)]
+			i++
+			return fakeValue{s}, nil
+		},
+		describe: func(wid, _ string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
+			resp := &workflowservice.DescribeWorkflowExecutionResponse{}
+			if p := progress[min(i-1, len(progress)-1)]; p != nil {
+				details, err := converter.GetDefaultDataConverter().ToPayloads(*p)
+				require.NoError(t, err)
+				resp.PendingActivities = []*workflowpb.PendingActivityInfo{
+					{ActivityType: &commonpb.ActivityType{Name: agent.RunToolActivity}, State: enumspb.PENDING_ACTIVITY_STATE_STARTED},
+					{ActivityType: &commonpb.ActivityType{Name: agent.CallModelActivity}, HeartbeatDetails: details},
+				}
+			}
+			return resp, nil
+		},
+	}
+}
+
+type sliceReader struct {
+	evs       []session.Event
+	from, to  int64
+	readCalls int
+}
+
+func (r *sliceReader) ReadEvents(_ context.Context, id string, from, to int64) ([]session.Event, error) {
+	r.readCalls++
+	r.from, r.to = from, to
+	return r.evs, nil
+}
+
+func TestWatchTurnYieldsTextToolsAndEnd(t *testing.T) {
+	running := func(step int64, calls ...workflows.CallState) workflows.LoopState {
+		return workflows.LoopState{State: "running", Turn: 3, Step: step, Calls: calls,
+			Recent: []workflows.TurnSummary{{Turn: 2, Claimed: []string{"old"}}, {Turn: 3, StartSeq: 10, Claimed: []string{"m1"}, Steps: step}}}
+	}
+	ended := workflows.LoopState{State: "idle", Recent: []workflows.TurnSummary{{Turn: 3, StartSeq: 10, EndSeq: 20, Claimed: []string{"m1"},
+		Reason: &session.TurnEndReason{Kind: "completed"}}}}
+	states := []workflows.LoopState{
+		{State: "running", Turn: 2, Pending: workflows.PendingInputs{NextTurn: []string{"m1"}}},
+		running(1),
+		running(1),
+		running(1),
+		running(1, workflows.CallState{ID: "c1", Name: "read_file", State: "running"}, workflows.CallState{ID: "c2", Name: "write_file", Index: 1, State: "pending"}),
+		running(1, workflows.CallState{ID: "c1", Name: "read_file", State: "done"}, workflows.CallState{ID: "c2", Name: "write_file", Index: 1, State: "done", IsError: true}),
+		running(2),
+		ended,
+	}
+	progress := []*agent.ModelProgress{
+		nil,
+		{Turn: 3, Step: 1, Reasoning: true},
+		{Turn: 3, Step: 1, Chunks: 2, Text: "Hel"},
+		{Turn: 3, Step: 1, Chunks: 3, Text: "Hello"},
+		nil,
+		nil,
+		// The window moved past what was shown: a gap.
+		{Turn: 3, Step: 2, Chunks: 9, TextOffset: 4, Text: "done."},
+		nil,
+	}
+	f := watchScript(t, states, progress)
+	r := &sliceReader{evs: []session.Event{{Type: "turn/start", Seq: 10}}}
+	var got []TurnProgress
+	for p, err := range New(f, Options{}).WatchTurn(context.Background(), "w1", "m1", WatchOptions{Interval: time.Millisecond, Events: r}) {
+		require.NoError(t, err)
+		got = append(got, p)
+	}
+	kinds := make([]string, len(got))
+	for i, p := range got {
+		kinds[i] = p.Kind
+	}
+	require.Equal(t, []string{"queued", "started", "reasoning", "text", "text", "tool-started", "tool-finished", "tool-started", "tool-finished", "text", "ended"}, kinds)
+	require.Equal(t, "Hel", got[3].Text)
+	require.Equal(t, "lo", got[4].Text)
+	require.Equal(t, "c1", got[5].Call.ID)
+	require.Equal(t, "c1", got[6].Call.ID)
+	require.Equal(t, "done", got[6].Call.State)
+	require.Equal(t, "c2", got[7].Call.ID)
+	require.Equal(t, "running", got[7].Call.State, "a call seen only done is reported started first")
+	require.True(t, got[8].Call.IsError)
+	require.Equal(t, TurnProgress{Kind: "text", Turn: 3, Step: 2, Text: "done.", Gap: true}, got[9])
+	require.Equal(t, int64(20), got[10].Summary.EndSeq)
+	require.Equal(t, r.evs, got[10].Events)
+	require.Equal(t, [2]int64{10, 20}, [2]int64{r.from, r.to})
+}
+
+func TestWatchTurnUnknownMessage(t *testing.T) {
+	f := watchScript(t, []workflows.LoopState{{State: "idle"}}, []*agent.ModelProgress{nil})
+	var errs []error
+	for _, err := range New(f, Options{}).WatchTurn(context.Background(), "w1", "gone", WatchOptions{Interval: time.Millisecond}) {
+		errs = append(errs, err)
+	}
+	require.Len(t, errs, 1)
+	require.ErrorIs(t, errs[0], ErrInvalidInput)
+	require.EqualError(t, errs[0], `message "gone" of session "w1" is neither pending nor claimed by a recent turn (discarded by a cancel, or older than the recent turns)`)
+}
+
+func TestAnswerText(t *testing.T) {
+	msg := func(seq int64, text string) session.Event {
+		e, err := session.NewEvent("assistant/message", seq, 1, map[string]any{"turn": 1, "step": 1, "stream": []any{},
+			"message": map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": text}}}})
+		require.NoError(t, err)
+		return e
+	}
+	require.Equal(t, "second", AnswerText([]session.Event{msg(0, "first"), msg(1, "second")}))
+	require.Equal(t, "", AnswerText(nil))
+}
