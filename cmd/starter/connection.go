@@ -148,6 +148,7 @@ func newLifecycleCmds(a *app) []*cobra.Command {
 		newAppendCmd(a),
 		newDisposeCmd(a),
 		newCancelCmd(a),
+		newTurnCmd(a),
 		newDescribeCmd(a),
 		newListCmd(a),
 		newLoopCmd(a),

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sessionflow/sessionflow/client"
+	"github.com/sessionflow/sessionflow/workflows"
+)
+
+func newTurnCmd(a *app) *cobra.Command {
+	var id, prompt, messageID string
+	var asJSON bool
+	var conn *connFlags
+	sf := &storeFlags{}
+	cmd := &cobra.Command{
+		Use:   "turn --id ID --prompt TEXT [--json]",
+		Short: "Send a prompt to a live session's agent and follow its turn",
+		Long: `Queue --prompt as the next turn's user message (the Followup update) and follow
+the turn that claims it: the answer's text as it streams (from the model
+activity's heartbeats), one line per tool call started and finished, and how
+the turn ended. With the store root (--root DIR or $` + envRoot + `, on the
+worker's machine) the turn's stored events are read at its end: the rest of
+the answer that streamed between two polls is printed, and --json includes
+the events.
+
+--json prints one JSON object per line: {"kind":"queued"|"started"|"text"|
+"reasoning"|"tool-started"|"tool-finished"|"ended", "turn", "step", "text",
+"gap", "call", "summary", "events"}.` + lifecycleNote,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := requireID(id); err != nil {
+				return err
+			}
+			if prompt == "" {
+				return usageErrorf("--prompt is required")
+			}
+			var reader client.EventReader
+			if sf.root != "" || a.getenv(envRoot) != "" {
+				st, err := a.openStore(sf)
+				if err != nil {
+					return err
+				}
+				reader = client.StoreReader(st)
+			}
+			return a.withClient(cmd, conn, func(ctx context.Context, c *client.Client) error {
+				content, _ := json.Marshal(prompt)
+				in, err := c.Followup(ctx, id, workflows.InputRequest{MessageID: messageID, Content: content})
+				if err != nil {
+					return err
+				}
+				return followTurn(ctx, a.stdout, c, id, in.MessageID, reader, asJSON)
+			})
+		},
+	}
+	conn = addConnFlags(cmd)
+	cmd.Flags().StringVar(&id, "id", "", "session id (required)")
+	cmd.Flags().StringVar(&prompt, "prompt", "", "the user message (required)")
+	cmd.Flags().StringVar(&messageID, "message-id", "", "the message's id (default: chosen by the session)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the progress as JSON lines")
+	cmd.Flags().StringVar(&sf.root, "root", "", "store root, to read the turn's events (default $"+envRoot+")")
+	cmd.Flags().StringVar(&sf.compression, "compression", "", "encoding of the root: none or zstd (default $"+envCompression+", else zstd)")
+	return cmd
+}
+
+// followTurn prints the progress of the turn that claims messageID.
+func followTurn(ctx context.Context, w io.Writer, c *client.Client, id, messageID string, reader client.EventReader, asJSON bool) error {
+	var shown strings.Builder // the text printed for the current step
+	step := int64(-1)
+	midLine := false
+	newline := func() {
+		if midLine {
+			fmt.Fprintln(w)
+			midLine = false
+		}
+	}
+	for p, err := range c.WatchTurn(ctx, id, messageID, client.WatchOptions{Events: reader}) {
+		if err != nil {
+			newline()
+			return err
+		}
+		if asJSON {
+			b, err := json.Marshal(p)
+			if err != nil {
+				return err
+			}
+			if _, err := fmt.Fprintf(w, "%s\n", b); err != nil {
+				return err
+			}
+			continue
+		}
+		switch p.Kind {
+		case client.ProgressText:
+			if p.Step != step {
+				newline()
+				step = p.Step
+				shown.Reset()
+			}
+			if p.Gap {
+				fmt.Fprint(w, "…")
+				shown.Reset()
+			}
+			fmt.Fprint(w, p.Text)
+			shown.WriteString(p.Text)
+			midLine = true
+		case client.ProgressToolStarted:
+			newline()
+			fmt.Fprintf(w, "→ %s (%s)\n", p.Call.Name, p.Call.ID)
+		case client.ProgressToolFinished:
+			newline()
+			mark, code := "✓", ""
+			switch {
+			case p.Call.State == workflows.CallSkipped:
+				mark = "⊘ skipped"
+			case p.Call.State == workflows.CallFailed:
+				mark = "✗ failed"
+			case p.Call.IsError:
+				mark, code = "✗", " "+p.Call.Code
+			}
+			fmt.Fprintf(w, "%s %s (%s)%s\n", mark, p.Call.Name, p.Call.ID, code)
+		case client.ProgressEnded:
+			if p.Events != nil {
+				// The answer's text that streamed after the last poll (all
+				// of it when its step streamed nothing).
+				answer, rest := client.AnswerText(p.Events), ""
+				if step != p.Summary.Steps || shown.Len() == 0 {
+					rest = answer
+				} else if i := strings.LastIndex(answer, shown.String()); i >= 0 {
+					rest = answer[i+shown.Len():]
+				}
+				fmt.Fprint(w, rest)
+				midLine = midLine || rest != ""
+			}
+			newline()
+			fmt.Fprintf(w, "turn %d %s\n", p.Summary.Turn, describeReason(p.Summary))
+		}
+	}
+	return nil
+}
+
+// describeReason renders a turn's end.
+func describeReason(s *workflows.TurnSummary) string {
+	r := s.Reason
+	switch {
+	case r == nil:
+		return "running"
+	case len(r.Error) > 0:
+		var f struct {
+			Message string `json:"message"`
+			Code    string `json:"code"`
+		}
+		_ = json.Unmarshal(r.Error, &f)
+		return fmt.Sprintf("%s: %s (%s)", r.Kind, f.Message, f.Code)
+	case len(r.Reason) > 0:
+		return fmt.Sprintf("%s (%s)", r.Kind, r.Reason)
+	}
+	return r.Kind
+}

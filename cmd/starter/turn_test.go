@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	temporalclient "go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/sessionflow/sessionflow/agent"
+	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/workflows"
+)
+
+// turnTemporal answers Followup, LoopState (states in turn, the last
+// repeating) and DescribeWorkflow (the model progress of the same poll).
+type turnTemporal struct {
+	temporalclient.Client
+	t        *testing.T
+	states   []workflows.LoopState
+	progress []*agent.ModelProgress
+	polls    int
+	followup workflows.InputRequest
+}
+
+func (f *turnTemporal) Close() {}
+
+type doneUpdate struct {
+	temporalclient.WorkflowUpdateHandle
+	v any
+}
+
+func (u doneUpdate) Get(_ context.Context, ptr any) error { return jsonValue{u.v}.Get(ptr) }
+
+func (f *turnTemporal) UpdateWorkflow(_ context.Context, o temporalclient.UpdateWorkflowOptions) (temporalclient.WorkflowUpdateHandle, error) {
+	if o.WorkflowID != "session/s1" || o.UpdateName != workflows.UpdateFollowup {
+		return nil, errors.New("unexpected update " + o.UpdateName)
+	}
+	f.followup = o.Args[0].(workflows.InputRequest)
+	return doneUpdate{v: workflows.InputResult{MessageID: "m1", Target: "next-turn", SplicedSeq: -1}}, nil
+}
+
+func (f *turnTemporal) QueryWorkflow(_ context.Context, _, _, q string, _ ...any) (converter.EncodedValue, error) {
+	if q != workflows.QueryLoopState {
+		return nil, errors.New("unexpected query " + q)
+	}
+	s := f.states[min(f.polls, len(f.states)-1)]
+	f.polls++
+	return jsonValue{s}, nil
+}
+
+func (f *turnTemporal) DescribeWorkflow(context.Context, string, string) (*temporalclient.WorkflowExecutionDescription, error) {
+	resp := &workflowservice.DescribeWorkflowExecutionResponse{}
+	if p := f.progress[min(f.polls-1, len(f.progress)-1)]; p != nil {
+		d, err := converter.GetDefaultDataConverter().ToPayloads(*p)
+		require.NoError(f.t, err)
+		resp.PendingActivities = []*workflowpb.PendingActivityInfo{{ActivityType: &commonpb.ActivityType{Name: agent.CallModelActivity}, HeartbeatDetails: d}}
+	}
+	return &temporalclient.WorkflowExecutionDescription{RawResponse: resp}, nil
+}
+
+func turnFixture(t *testing.T, root string) *turnTemporal {
+	t.Helper()
+	st, err := jsonl.NewStore(jsonl.Options{Root: root, Compression: jsonl.CompressionNone})
+	require.NoError(t, err)
+	ctx := context.Background()
+	h, err := st.Create(ctx, session.Header{Version: session.FormatVersion, ID: "s1", CreatedAt: 1}, jsonl.CreateOptions{HandleID: "fixture"})
+	require.NoError(t, err)
+	mk := func(typ string, seq int64, v any) session.Event {
+		e, err := session.NewEvent(typ, seq, 1, v)
+		require.NoError(t, err)
+		return e
+	}
+	answer := map[string]any{"turn": 1, "step": 2, "stream": []any{},
+		"message": map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": "Hello world"}}}}
+	require.NoError(t, h.Append(ctx, []session.Event{
+		mk("turn/start", 0, map[string]any{"turn": 1}),
+		mk("step/start", 1, map[string]any{"turn": 1, "step": 2}),
+		mk("assistant/message", 2, answer),
+		mk("step/end", 3, map[string]any{"turn": 1, "step": 2}),
+		mk("turn/end", 4, map[string]any{"turn": 1, "reason": map[string]any{"kind": "completed"}}),
+	}))
+	require.NoError(t, h.Close(ctx))
+	running := func(step int64, calls ...workflows.CallState) workflows.LoopState {
+		return workflows.LoopState{State: "running", Turn: 1, Step: step, Calls: calls,
+			Recent: []workflows.TurnSummary{{Turn: 1, Claimed: []string{"m1"}, Steps: step}}}
+	}
+	return &turnTemporal{t: t,
+		states: []workflows.LoopState{
+			running(1, workflows.CallState{ID: "c1", Name: "read_file", State: "running"}),
+			running(1, workflows.CallState{ID: "c1", Name: "read_file", State: "done", IsError: true, Code: "OUTSIDE_CWD"}),
+			running(2),
+			{State: "idle", Recent: []workflows.TurnSummary{{Turn: 1, StartSeq: 0, EndSeq: 5, Steps: 2, Claimed: []string{"m1"},
+				Reason: &session.TurnEndReason{Kind: "completed"}}}},
+		},
+		progress: []*agent.ModelProgress{nil, nil, {Turn: 1, Step: 2, Text: "Hello"}, nil},
+	}
+}
+
+func TestTurnCommandPrintsStreamToolsAndRest(t *testing.T) {
+	isolateEnv(t)
+	root := t.TempDir()
+	f := turnFixture(t, root)
+	stubDial(t, f)
+	r := mustOK(t, runCLI(t, "", "turn", "--id", "s1", "--prompt", "hi there", "--root", root, "--compression", "none"))
+	require.Equal(t, "→ read_file (c1)\n✗ read_file (c1) OUTSIDE_CWD\nHello world\nturn 1 completed\n", r.stdout)
+	require.JSONEq(t, `"hi there"`, string(f.followup.Content))
+}
+
+func TestTurnCommandJSON(t *testing.T) {
+	isolateEnv(t)
+	root := t.TempDir()
+	f := turnFixture(t, root)
+	stubDial(t, f)
+	r := mustOK(t, runCLI(t, "", "turn", "--id", "s1", "--prompt", "x", "--json", "--root", root, "--compression", "none"))
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	var kinds []string
+	var last struct {
+		Kind   string          `json:"kind"`
+		Events []session.Event `json:"events"`
+	}
+	for _, l := range lines {
+		require.NoError(t, json.Unmarshal([]byte(l), &last))
+		kinds = append(kinds, last.Kind)
+	}
+	require.Equal(t, []string{"started", "tool-started", "tool-finished", "text", "ended"}, kinds)
+	require.Len(t, last.Events, 5)
+}
+
+func TestTurnCommandInputErrors(t *testing.T) {
+	isolateEnv(t)
+	mustFail(t, runCLI(t, "", "turn", "--prompt", "x"), 1, "--id is required")
+	mustFail(t, runCLI(t, "", "turn", "--id", "a"), 1, "--prompt is required")
+}
