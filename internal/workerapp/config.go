@@ -46,6 +46,9 @@ const (
 	EnvStopTimeout                = "SESSIONFLOW_STOP_TIMEOUT"
 	EnvStickyTimeout              = "SESSIONFLOW_STICKY_TIMEOUT"
 	EnvIdentity                   = "SESSIONFLOW_WORKER_IDENTITY"
+	EnvProviderScript             = "SESSIONFLOW_PROVIDER_SCRIPT"
+	EnvSystemPrompt               = "SESSIONFLOW_SYSTEM_PROMPT"
+	EnvEnableRunCommand           = "SESSIONFLOW_ENABLE_RUN_COMMAND"
 )
 
 // Config configures Run.
@@ -89,6 +92,9 @@ type Config struct {
 	// Identity is the worker identity; empty takes the SDK default
 	// (pid@host).
 	Identity string
+	// Agent configures the agent activities (model and tool calls of the
+	// sessions' turns).
+	Agent AgentConfig
 
 	// Client, when set, is used instead of dialing Connection; Run does not
 	// close it, and SDK metrics are those of that client.
@@ -172,6 +178,8 @@ type Flags struct {
 	format                                             string
 	appendWindow, stopTimeout, identity, stickyTimeout string
 	maxConcurrentActivities, maxConcurrentWorkflowTask int
+	providerScript, systemPrompt                       string
+	enableRunCommand                                   bool
 }
 
 // AddFlags defines the worker's flags on fs.
@@ -189,6 +197,9 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.stopTimeout, "stop-timeout", DefaultStopTimeout.String(), "how long shutdown waits for running activities (env "+EnvStopTimeout+")")
 	fs.StringVar(&f.stickyTimeout, "sticky-timeout", "0s", "how long a workflow task waits on this worker's sticky queue before any worker may take it, 0 = SDK default 5s (env "+EnvStickyTimeout+")")
 	fs.StringVar(&f.identity, "identity", "", "worker identity, default pid@host (env "+EnvIdentity+")")
+	fs.StringVar(&f.providerScript, "provider-script", "", "JSON script of the scripted model provider, offered as provider \"scripted\" (env "+EnvProviderScript+")")
+	fs.StringVar(&f.systemPrompt, "system-prompt", "", "system prompt of every model call (env "+EnvSystemPrompt+")")
+	fs.BoolVar(&f.enableRunCommand, "enable-run-command", false, "offer the run_command tool (runs sh -c in the session's cwd) (env "+EnvEnableRunCommand+")")
 	return f
 }
 
@@ -262,6 +273,12 @@ func (f *Flags) Config(environ []string) (Config, error) {
 	}
 	if cfg.MaxConcurrentWorkflowTasks, err = pickCount(pick("max-concurrent-workflow-tasks", EnvMaxConcurrentWorkflowTasks, strconv.Itoa(f.maxConcurrentWorkflowTask))); err != nil {
 		return Config{}, err
+	}
+	cfg.Agent.ProviderScript, _ = pick("provider-script", EnvProviderScript, f.providerScript)
+	cfg.Agent.SystemPrompt, _ = pick("system-prompt", EnvSystemPrompt, f.systemPrompt)
+	runCommand, src := pick("enable-run-command", EnvEnableRunCommand, strconv.FormatBool(f.enableRunCommand))
+	if cfg.Agent.EnableRunCommand, err = strconv.ParseBool(runCommand); err != nil {
+		return Config{}, fmt.Errorf("%s: %q is not a boolean", src, runCommand)
 	}
 	// An empty metrics address is meaningful (off), so a set but empty
 	// variable counts here.
