@@ -419,7 +419,8 @@ func (lp *loop) resumeRequest(e configEntry) StartRequest {
 }
 
 func (lp *loop) agentOptions(cfg AgentConfig) *AgentOptions {
-	return &AgentOptions{Provider: cfg.Provider, Model: cfg.Model, ReasoningEffort: cfg.ReasoningEffort, MaxTokens: cfg.MaxTokens}
+	return &AgentOptions{Provider: cfg.Provider, Model: cfg.Model, ReasoningEffort: cfg.ReasoningEffort, MaxTokens: cfg.MaxTokens,
+		MaxParallelToolCalls: lp.in.MaxParallelToolCalls}
 }
 
 // startConfigured starts one configured agent (LIFECYCLE.md §11.3).
