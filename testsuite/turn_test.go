@@ -581,3 +581,33 @@ func TestTurnContinueAsNewCarriesInbox(t *testing.T) {
 	require.Equal(t, []string{"one", "carried", "two"}, userTexts(t, evs))
 	require.Equal(t, int64(2), fa2.models[0].Turn)
 }
+
+// Continue-as-new suggested during a turn waits for the turn to end.
+func TestTurnContinueAsNewWaitsForTheTurn(t *testing.T) {
+	h := newHarness(t).withID("tw")
+	first := &fakeResponse{text: "long", hold: true}
+	newFakeAgent(h, first)
+	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	fu := h.updateAt(2*time.Second, "", workflows.UpdateFollowup, prompt("one"))
+	h.atStarted(2*time.Second, agent.CallModelActivity, func() { h.env.SetContinueAsNewSuggested(true) })
+	var mid workflows.LoopState
+	h.at(3*time.Second, func() {
+		mid = h.loopState()
+		close(first.release)
+	})
+	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "tw", AgentOptions: route()})
+	err := h.env.GetWorkflowError()
+	ready.ok(t)
+	fu.ok(t)
+	require.Equal(t, workflows.LoopRunning, mid.State, "still running after the suggestion")
+	var can *workflow.ContinueAsNewError
+	require.True(t, errors.As(err, &can), "want continue-as-new, got %v", err)
+	var state workflows.LiveState
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &state))
+	evs := stored(t, h.store, "tw")
+	requireBalanced(t, evs)
+	require.Equal(t, int64(len(evs)), state.NextSeq)
+	require.Equal(t, []string{"completed"}, reasonKinds(turnEnds(t, evs)))
+	require.Len(t, state.RecentTurns, 1)
+	require.Nil(t, state.Inbox)
+}
