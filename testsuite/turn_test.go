@@ -8,6 +8,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -610,4 +611,31 @@ func TestTurnContinueAsNewWaitsForTheTurn(t *testing.T) {
 	require.Equal(t, []string{"completed"}, reasonKinds(turnEnds(t, evs)))
 	require.Len(t, state.RecentTurns, 1)
 	require.Nil(t, state.Inbox)
+}
+
+// The pending inputs are bounded in bytes too: they are carried across
+// continue-as-new.
+func TestTurnInboxBytesBounded(t *testing.T) {
+	h := newHarness(t).withID("tx")
+	newFakeAgent(h)
+	big := func(i int) workflows.InputRequest {
+		return promptID("b"+strconv.Itoa(i), strings.Repeat(strconv.Itoa(i), 300<<10))
+	}
+	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	var ok []*result
+	for i := range 3 {
+		ok = append(ok, h.updateAt(2*time.Second, "", workflows.UpdateInject, big(i)))
+	}
+	full := h.updateAt(2*time.Second, "", workflows.UpdateInject, big(3))
+	disp := h.updateAt(3*time.Second, "", workflows.UpdateDispose)
+	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "tx", Options: &workflows.Options{MaxBatchBytes: 1 << 20}})
+	require.NoError(t, h.env.GetWorkflowError())
+	ready.ok(t)
+	disp.ok(t)
+	for _, r := range ok {
+		r.ok(t)
+	}
+	app := requireMessage(t, full.rejection(t), `agent "tx" holds 921864 bytes of pending inputs; a message of 307288 bytes would exceed 1048576; wait for a turn to claim them`)
+	require.Equal(t, "InboxFull", app.Type())
+	require.Len(t, stored(t, h.store, "tx"), 3)
 }

@@ -47,6 +47,18 @@ func (b *inbox) restore(s *InboxState) {
 
 func (b *inbox) len() int { return len(b.nextTurn) + len(b.nextStep) }
 
+// bytes is the encoded size of the pending messages.
+func (b *inbox) bytes() int {
+	n := 0
+	for _, p := range b.nextTurn {
+		n += len(p.Message)
+	}
+	for _, p := range b.nextStep {
+		n += len(p.Message)
+	}
+	return n
+}
+
 func (b *inbox) has(id string) bool {
 	in := func(l []PendingInput) bool {
 		return slices.ContainsFunc(l, func(p PendingInput) bool { return p.ID == id })
@@ -226,6 +238,11 @@ func (l *lifecycle) validateInput(ctx workflow.Context, k inputKind, in converte
 	if l.agent.inbox.len() >= MaxPendingInputs {
 		return temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("agent %s holds %d pending inputs; wait for a turn to claim them", quoteID(l.id), MaxPendingInputs), ErrTypeInboxFull, nil)
+	}
+	if n := l.agent.inbox.bytes(); n+len(p.Message) > MaxPendingInputBytes {
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("agent %s holds %d bytes of pending inputs; a message of %d bytes would exceed %d; wait for a turn to claim them",
+				quoteID(l.id), n, len(p.Message), MaxPendingInputBytes), ErrTypeInboxFull, nil)
 	}
 	return nil
 }

@@ -45,6 +45,9 @@ const (
 	// MaxPendingInputs bounds the inputs the loop holds for later turns and
 	// steps.
 	MaxPendingInputs = 256
+	// MaxPendingInputBytes bounds the encoded size of the pending inputs
+	// together: they are carried across continue-as-new.
+	MaxPendingInputBytes = 1 << 20
 	// MaxMessageIDLength bounds a client-chosen message id, in bytes.
 	MaxMessageIDLength = 256
 	// recentTurns is the number of ended turns LoopState lists.
