@@ -41,6 +41,12 @@ type LogScan struct {
 	OpenTurn *OpenTurnFacts `json:"openTurn,omitempty"`
 	// InheritedEventCount is the fork cut recorded in storage.
 	InheritedEventCount int64 `json:"inheritedEventCount"`
+	// Inbox holds the agent's pending inputs replayed from the log's
+	// agent/inbox/spliced events after the inherited prefix; nil when none.
+	Inbox *PendingInbox `json:"inbox,omitempty"`
+	// InboxOmitted counts pending inputs left out because together they
+	// exceed MaxInboxBytes.
+	InboxOmitted int `json:"inboxOmitted,omitempty"`
 }
 
 // StatInput is the input of Stat.
@@ -92,10 +98,12 @@ func (a *Activities) scan(ctx context.Context, h *jsonl.Handle, visit func(sessi
 // describeLog scans a log into a LogScan and returns the scanner too.
 func (a *Activities) describeLog(ctx context.Context, h *jsonl.Handle) (LogScan, *session.TurnScanner, *session.Event, error) {
 	var sc session.TurnScanner
+	inbox := inboxFold{inherited: h.InheritedEventCount()}
 	n, last, err := a.scan(ctx, h, func(e session.Event) error {
 		if err := sc.Observe(e); err != nil {
 			return asInvalid(fmt.Errorf("session %q: event %d: %w", h.ID(), e.Seq, err))
 		}
+		inbox.observe(e)
 		return nil
 	})
 	if err != nil {
@@ -108,6 +116,7 @@ func (a *Activities) describeLog(ctx context.Context, h *jsonl.Handle) (LogScan,
 		LastTurn:            sc.LastTurn(),
 		InheritedEventCount: h.InheritedEventCount(),
 	}
+	sum.Inbox, sum.InboxOmitted = inbox.result()
 	if last != nil {
 		sum.NextSeq = last.Seq + 1
 		sum.LastType = last.Type

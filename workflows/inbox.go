@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/session"
 )
 
@@ -68,14 +69,45 @@ func (b *inbox) has(id string) bool {
 
 // storedNextStep counts the next-step inputs held by stored splices: the
 // length of the stored next-step list.
-func (b *inbox) storedNextStep() int {
+func (b *inbox) storedNextStep() int { return storedCount(b.nextStep) }
+
+// storedCount counts the inputs of l held by stored splices. They precede
+// the others: they come from a resume (which runs before any input
+// arrives) or from an idle Inject, and a turn claims every next-step input.
+func storedCount(l []PendingInput) int {
 	n := 0
-	for _, p := range b.nextStep {
+	for _, p := range l {
 		if p.Stored {
 			n++
 		}
 	}
 	return n
+}
+
+// restoreStored makes the inputs a resume replayed from the log's splices
+// pending; they wait for a waking input, as before the crash.
+func (b *inbox) restoreStored(p *activities.PendingInbox) {
+	if p == nil {
+		return
+	}
+	n := 0
+	conv := func(msgs []json.RawMessage) []PendingInput {
+		var out []PendingInput
+		for _, m := range msgs {
+			n++
+			var head struct {
+				ID string `json:"id"`
+			}
+			_ = json.Unmarshal(m, &head)
+			if head.ID == "" || b.has(head.ID) || slices.ContainsFunc(out, func(q PendingInput) bool { return q.ID == head.ID }) {
+				head.ID = fmt.Sprintf("stored-%d", n)
+			}
+			out = append(out, PendingInput{ID: head.ID, Message: m, Stored: true})
+		}
+		return out
+	}
+	b.nextTurn = conv(p.NextTurn)
+	b.nextStep = conv(p.NextStep)
 }
 
 // clear discards every pending input and returns their ids.

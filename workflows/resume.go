@@ -89,6 +89,8 @@ func (l *lifecycle) prepareResume(ctx workflow.Context, req ResumeSessionRequest
 	l.inherited = rep.Scan.InheritedEventCount
 	l.nextSeq = rep.Scan.NextSeq
 	l.lastTurn = rep.Scan.LastTurn
+	// The agent's inputs still pending in the log wait for a waking input.
+	l.agent.inbox.restoreStored(rep.Scan.Inbox)
 	l.firstLiveSeq = l.nextSeq
 	if rep.MarkerSeq >= 0 {
 		l.firstLiveSeq = rep.MarkerSeq

@@ -165,20 +165,31 @@ const TurnEndStoreFailed = "store-failed"
 // inputs. It returns them and the deletion splice of the stored ones.
 func (l *lifecycle) claim(first bool, seq, now int64) ([]PendingInput, []session.Event, error) {
 	b := &l.agent.inbox
-	stored := b.storedNextStep()
+	var splices []session.Event
+	remove := func(target string, n int) error {
+		if n == 0 {
+			return nil
+		}
+		e, err := session.NewEvent(session.TypeInboxSpliced, seq+int64(len(splices)), now, inboxSplice{
+			Target: target, Start: 0, RemovedCount: int64(n), Inserted: []json.RawMessage{},
+		})
+		splices = append(splices, e)
+		return err
+	}
 	claimed := b.nextStep
 	b.nextStep = nil
+	if err := remove(TargetNextStep, storedCount(claimed)); err != nil {
+		return nil, nil, err
+	}
 	if first && len(b.nextTurn) > 0 {
-		claimed = append(claimed, b.nextTurn[0])
+		p := b.nextTurn[0]
+		claimed = append(claimed, p)
 		b.nextTurn = slices.Clone(b.nextTurn[1:])
+		if err := remove(TargetNextTurn, storedCount([]PendingInput{p})); err != nil {
+			return nil, nil, err
+		}
 	}
-	if stored == 0 {
-		return claimed, nil, nil
-	}
-	e, err := session.NewEvent(session.TypeInboxSpliced, seq, now, inboxSplice{
-		Target: TargetNextStep, Start: 0, RemovedCount: int64(stored), Inserted: []json.RawMessage{},
-	})
-	return claimed, []session.Event{e}, err
+	return claimed, splices, nil
 }
 
 // turnSteps runs the turn's steps and returns how to end it.
