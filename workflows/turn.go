@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -27,6 +28,11 @@ import (
 // errTypeProviderRefused is the type of the model activity's error for a
 // call the provider refused: the turn ends "error".
 const errTypeProviderRefused = "ProviderRefused"
+
+// modelHeartbeatTimeout bounds the model activity's heartbeat timeout: a
+// cancel reaches a heartbeating activity within about 80% of it, and a
+// Cancel answers once the interrupted call has stored what it showed.
+const modelHeartbeatTimeout = 3 * time.Second
 
 // codeUnknown is the code of a turn error that is not a provider's.
 const codeUnknown = "UNKNOWN"
@@ -361,7 +367,7 @@ func (l *lifecycle) modelCtx(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:           l.set.taskQueue,
 		StartToCloseTimeout: l.set.timeout,
-		HeartbeatTimeout:    l.set.heartbeat,
+		HeartbeatTimeout:    min(l.set.heartbeat, modelHeartbeatTimeout),
 		WaitForCancellation: true,
 		RetryPolicy:         rp,
 	})
