@@ -25,11 +25,28 @@ type createInput struct {
 	id, cwd, parent, seedFile string
 	forkThrough               int64
 	fork                      bool
+	route                     routeFlags
+}
+
+// routeFlags are the agent's model route (--provider, --model).
+type routeFlags struct{ provider, model string }
+
+// options returns the agent options of the route, nil when neither is set.
+func (r routeFlags) options() *workflows.AgentOptions {
+	if r.provider == "" && r.model == "" {
+		return nil
+	}
+	return &workflows.AgentOptions{Provider: r.provider, Model: r.model}
+}
+
+func (r *routeFlags) add(fs *pflag.FlagSet) {
+	fs.StringVar(&r.provider, "provider", "", "the agent's model provider (as the worker offers it, e.g. scripted), for turns (starter turn)")
+	fs.StringVar(&r.model, "model", "", "the agent's model, for turns")
 }
 
 // request builds the CreateSession request; the seed file is read here.
 func (in createInput) request() (workflows.CreateSessionRequest, error) {
-	req := workflows.CreateSessionRequest{SessionID: in.id, Meta: &workflows.SessionMeta{Cwd: in.cwd, ParentSession: in.parent}}
+	req := workflows.CreateSessionRequest{SessionID: in.id, Meta: &workflows.SessionMeta{Cwd: in.cwd, ParentSession: in.parent}, AgentOptions: in.route.options()}
 	if in.fork {
 		req.Fork = &workflows.ForkSeed{ParentSessionID: in.parent, Count: in.forkThrough + 1}
 		req.Meta.IsSeeded = true
@@ -163,11 +180,13 @@ batch limit); with --parent they are the inherited prefix.` + lifecycleNote,
 	fs.Int64Var(&in.forkThrough, "fork-through", 0, "fork the parent through this seq (needs --parent)")
 	fs.StringVar(&in.seedFile, "seed", "", "JSONL file of the first events")
 	fs.BoolVar(&asJSON, "json", false, "print the live session as JSON")
+	in.route.add(fs)
 	return cmd
 }
 
 func newResumeCmd(a *app) *cobra.Command {
 	var id string
+	var route routeFlags
 	var asJSON, keepDeadOwner bool
 	var conn *connFlags
 	cmd := &cobra.Command{
@@ -184,7 +203,7 @@ continues the log. A running workflow of the same id fails with: session
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withID(cmd, conn, id, func(ctx context.Context, c *client.Client) error {
 				line := startElapsed(a.stderr, isTerminal(a.stderr), fmt.Sprintf("resuming %q (reading and repairing its log)", id), elapsedDelay, time.Second)
-				req := workflows.ResumeSessionRequest{}
+				req := workflows.ResumeSessionRequest{AgentOptions: route.options()}
 				if keepDeadOwner {
 					forfeit := false
 					req.ForfeitDeadOwner = &forfeit
@@ -202,6 +221,7 @@ continues the log. A running workflow of the same id fails with: session
 	cmd.Flags().StringVar(&id, "id", "", "session id (required)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the live session as JSON")
 	cmd.Flags().BoolVar(&keepDeadOwner, "keep-dead-owner", false, "refuse instead of forfeiting the lease of an owner Temporal reports closed")
+	route.add(cmd.Flags())
 	return cmd
 }
 

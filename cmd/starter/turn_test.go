@@ -140,3 +140,26 @@ func TestTurnCommandInputErrors(t *testing.T) {
 	mustFail(t, runCLI(t, "", "turn", "--prompt", "x"), 1, "--id is required")
 	mustFail(t, runCLI(t, "", "turn", "--id", "a"), 1, "--prompt is required")
 }
+
+// create and resume take the agent's route for turns.
+func TestCreateAndResumeRoute(t *testing.T) {
+	var in createInput
+	cmd := newCreateCmd(&app{})
+	require.NoError(t, cmd.Flags().Parse([]string{"--provider", "scripted", "--model", "m1"}))
+	in.id, in.route.provider, in.route.model = "s1", "scripted", "m1"
+	req, err := in.request()
+	require.NoError(t, err)
+	require.Equal(t, &workflows.AgentOptions{Provider: "scripted", Model: "m1"}, req.AgentOptions)
+	p, _ := cmd.Flags().GetString("provider")
+	require.Equal(t, "scripted", p)
+
+	in.route = routeFlags{}
+	req, err = in.request()
+	require.NoError(t, err)
+	require.Nil(t, req.AgentOptions, "no route, no agent options")
+
+	rcmd := newResumeCmd(&app{})
+	require.NoError(t, rcmd.Flags().Parse([]string{"--provider", "x", "--model", "y"}))
+	m, _ := rcmd.Flags().GetString("model")
+	require.Equal(t, "y", m)
+}
