@@ -6,8 +6,8 @@ import (
 	"github.com/sessionflow/sessionflow/session"
 )
 
-// MaxInboxBytes bounds the pending inputs a LogSummary carries: beyond it
-// the summary omits them (InboxOmitted) rather than carry them through
+// MaxInboxBytes bounds the pending inputs a LogScan carries: beyond it
+// the scan omits them (InboxOmitted) rather than carry them through
 // workflow history.
 const MaxInboxBytes = 1 << 20
 

@@ -29,12 +29,12 @@ func splice(target string, start, removed int, inserted ...string) map[string]an
 	return d
 }
 
-func summaryOf(t *testing.T, a *activities.Activities, id string, events []session.Event) activities.LogSummary {
+func scanOf(t *testing.T, a *activities.Activities, id string, events []session.Event) activities.LogScan {
 	t.Helper()
 	seedSession(t, a, id, events)
 	info, err := a.OpenHandle(context.Background(), activities.OpenHandleInput{SessionID: id, Access: jsonl.AccessWrite, HandleID: "w-" + id})
 	require.NoError(t, err)
-	sum, err := a.ReadSummary(context.Background(), activities.HandleInput{Ref: info.Ref})
+	sum, err := a.ScanLog(context.Background(), activities.HandleInput{Ref: info.Ref})
 	require.NoError(t, err)
 	return sum
 }
@@ -50,12 +50,12 @@ func messageIDs(t *testing.T, msgs []json.RawMessage) []string {
 	return out
 }
 
-// The summary replays the log's inbox splices into the pending inputs:
+// The scan replays the log's inbox splices into the pending inputs:
 // insertions, a claim's pure deletion, an edit in the middle, both
 // targets; a splice of another shape is ignored.
-func TestSummaryReplaysInboxSplices(t *testing.T) {
+func TestScanReplaysInboxSplices(t *testing.T) {
 	a := newActs(t)
-	sum := summaryOf(t, a, "ib", []session.Event{
+	sum := scanOf(t, a, "ib", []session.Event{
 		ev(t, session.TypeInboxSpliced, 0, splice("next-step", 0, 0, "a", "b")),
 		ev(t, session.TypeTurnStart, 1, map[string]any{"turn": 1}),
 		ev(t, session.TypeInboxSpliced, 2, splice("next-step", 0, 2)),
@@ -70,19 +70,19 @@ func TestSummaryReplaysInboxSplices(t *testing.T) {
 	require.Equal(t, []string{"q"}, messageIDs(t, sum.Inbox.NextTurn))
 	require.Zero(t, sum.InboxOmitted)
 
-	empty := summaryOf(t, a, "none", []session.Event{ev(t, session.TypeTurnStart, 0, map[string]any{"turn": 1})})
+	empty := scanOf(t, a, "none", []session.Event{ev(t, session.TypeTurnStart, 0, map[string]any{"turn": 1})})
 	require.Nil(t, empty.Inbox)
 }
 
 // Pending inputs beyond MaxInboxBytes are counted, not carried.
-func TestSummaryOmitsAnOversizedInbox(t *testing.T) {
+func TestScanOmitsAnOversizedInbox(t *testing.T) {
 	a := newActs(t)
 	big := func(seq int64, id string) session.Event {
 		m := userMsg(id)
 		m["content"] = []any{map[string]any{"type": "text", "text": strings.Repeat("x", 600<<10)}}
 		return ev(t, session.TypeInboxSpliced, seq, map[string]any{"target": "next-step", "start": seq, "inserted": []any{m}})
 	}
-	sum := summaryOf(t, a, "big", []session.Event{big(0, "a"), big(1, "b")})
+	sum := scanOf(t, a, "big", []session.Event{big(0, "a"), big(1, "b")})
 	require.Nil(t, sum.Inbox)
 	require.Equal(t, 2, sum.InboxOmitted)
 }

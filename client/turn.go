@@ -109,7 +109,7 @@ const (
 	// running step was dispatched, or finished (Call).
 	ProgressToolStarted  = "tool-started"
 	ProgressToolFinished = "tool-finished"
-	// ProgressEnded: the turn ended (Summary; Events when an EventReader
+	// ProgressEnded: the turn ended (Info; Events when an EventReader
 	// is set).
 	ProgressEnded = "ended"
 )
@@ -128,8 +128,8 @@ type TurnProgress struct {
 	Gap bool `json:"gap,omitempty"`
 	// Call is the tool call of a tool progress.
 	Call *workflows.CallState `json:"call,omitempty"`
-	// Summary is the ended turn.
-	Summary *workflows.TurnSummary `json:"summary,omitempty"`
+	// Info is the ended turn.
+	Info *workflows.TurnInfo `json:"info,omitempty"`
 	// Events are the ended turn's stored events [StartSeq, EndSeq).
 	Events []session.Event `json:"events,omitempty"`
 }
@@ -146,7 +146,7 @@ type WatchOptions struct {
 // (the id Followup returned) until it ends: it polls the LoopState query and
 // the workflow's pending activities (the model activity's heartbeat details
 // are an agent.ModelProgress) and yields the streamed text, the tool calls
-// started and finished, and finally the turn's summary and, with
+// started and finished, and finally the ended turn (TurnInfo) and, with
 // opts.Events, its stored events. An error ends the sequence.
 func (c *Client) WatchTurn(ctx context.Context, id, messageID string, opts WatchOptions) iter.Seq2[TurnProgress, error] {
 	if opts.Interval <= 0 {
@@ -208,11 +208,10 @@ func (w *turnWatch) poll(ctx context.Context, yield func(TurnProgress, error) bo
 	if err != nil {
 		return false, err
 	}
-	i := slices.IndexFunc(st.Recent, func(s workflows.TurnSummary) bool { return slices.Contains(s.Claimed, w.msg) })
+	i := slices.IndexFunc(st.Recent, func(s workflows.TurnInfo) bool { return slices.Contains(s.Claimed, w.msg) })
 	if i < 0 {
 		if !slices.Contains(st.Pending.NextTurn, w.msg) && !slices.Contains(st.Pending.NextStep, w.msg) {
-			return false, &Error{Type: TypeInvalidInput, SessionID: w.id,
-				Message: fmt.Sprintf("message %q of session %q is neither pending nor claimed by a recent turn (discarded by a cancel, or older than the recent turns)", w.msg, w.id)}
+			return false, invalidArgument(w.id, "message %q of session %q is neither pending nor claimed by a recent turn (discarded by a cancel, or older than the recent turns)", w.msg, w.id)
 		}
 		if !w.queued {
 			w.queued = true
@@ -240,7 +239,7 @@ func (w *turnWatch) poll(ctx context.Context, yield func(TurnProgress, error) bo
 	if sum.Reason == nil {
 		return false, nil
 	}
-	end := TurnProgress{Kind: ProgressEnded, Turn: sum.Turn, Summary: &sum}
+	end := TurnProgress{Kind: ProgressEnded, Turn: sum.Turn, Info: &sum}
 	if w.opts.Events != nil {
 		evs, err := w.opts.Events.ReadEvents(ctx, w.id, sum.StartSeq, sum.EndSeq)
 		if err != nil {

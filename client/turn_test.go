@@ -59,9 +59,9 @@ func (r *sliceReader) ReadEvents(_ context.Context, id string, from, to int64) (
 func TestWatchTurnYieldsTextToolsAndEnd(t *testing.T) {
 	running := func(step int64, calls ...workflows.CallState) workflows.LoopState {
 		return workflows.LoopState{State: "running", Turn: 3, Step: step, Calls: calls,
-			Recent: []workflows.TurnSummary{{Turn: 2, Claimed: []string{"old"}}, {Turn: 3, StartSeq: 10, Claimed: []string{"m1"}, Steps: step}}}
+			Recent: []workflows.TurnInfo{{Turn: 2, Claimed: []string{"old"}}, {Turn: 3, StartSeq: 10, Claimed: []string{"m1"}, Steps: step}}}
 	}
-	ended := workflows.LoopState{State: "idle", Recent: []workflows.TurnSummary{{Turn: 3, StartSeq: 10, EndSeq: 20, Claimed: []string{"m1"},
+	ended := workflows.LoopState{State: "idle", Recent: []workflows.TurnInfo{{Turn: 3, StartSeq: 10, EndSeq: 20, Claimed: []string{"m1"},
 		Reason: &session.TurnEndReason{Kind: "completed"}}}}
 	states := []workflows.LoopState{
 		{State: "running", Turn: 2, Pending: workflows.PendingInputs{NextTurn: []string{"m1"}}},
@@ -105,7 +105,7 @@ func TestWatchTurnYieldsTextToolsAndEnd(t *testing.T) {
 	require.Equal(t, "running", got[7].Call.State, "a call seen only done is reported started first")
 	require.True(t, got[8].Call.IsError)
 	require.Equal(t, TurnProgress{Kind: "text", Turn: 3, Step: 2, Text: "done.", Gap: true}, got[9])
-	require.Equal(t, int64(20), got[10].Summary.EndSeq)
+	require.Equal(t, int64(20), got[10].Info.EndSeq)
 	require.Equal(t, r.evs, got[10].Events)
 	require.Equal(t, [2]int64{10, 20}, [2]int64{r.from, r.to})
 }
@@ -117,7 +117,7 @@ func TestWatchTurnUnknownMessage(t *testing.T) {
 		errs = append(errs, err)
 	}
 	require.Len(t, errs, 1)
-	require.ErrorIs(t, errs[0], ErrInvalidInput)
+	require.ErrorIs(t, errs[0], ErrInvalidArgument)
 	require.EqualError(t, errs[0], `message "gone" of session "w1" is neither pending nor claimed by a recent turn (discarded by a cancel, or older than the recent turns)`)
 }
 

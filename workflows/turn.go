@@ -42,7 +42,7 @@ type agentLoop struct {
 	options *AgentOptions
 	inbox   inbox
 	turn    *turnRun
-	recent  []TurnSummary
+	recent  []TurnInfo
 
 	versioned bool
 	version   workflow.Version
@@ -50,7 +50,7 @@ type agentLoop struct {
 
 // turnRun is the running turn.
 type turnRun struct {
-	summary TurnSummary
+	summary TurnInfo
 	step    int64
 	// cause is the cancel's cause once the turn is cancelled.
 	cause string
@@ -126,7 +126,7 @@ func (l *lifecycle) runTurn() {
 	a.inbox.wake = false
 	tctx, cancel := workflow.WithCancel(l.dctx)
 	t := &turnRun{
-		summary:  TurnSummary{Turn: l.lastTurn + 1, StartSeq: l.nextSeq, Claimed: []string{}},
+		summary:  TurnInfo{Turn: l.lastTurn + 1, StartSeq: l.nextSeq, Claimed: []string{}},
 		cancel:   cancel,
 		cancelCh: workflow.NewBufferedChannel(l.dctx, 1),
 	}

@@ -83,7 +83,7 @@ func (l *lifecycle) loopState() (LoopState, error) {
 		Recent:   slices.Clone(a.recent),
 	}
 	if s.Recent == nil {
-		s.Recent = []TurnSummary{}
+		s.Recent = []TurnInfo{}
 	}
 	if t := a.turn; t != nil {
 		s.State, s.Turn, s.Step = LoopRunning, t.summary.Turn, t.step

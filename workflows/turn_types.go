@@ -135,8 +135,8 @@ type PendingInputs struct {
 	NextStep []string `json:"nextStep"`
 }
 
-// TurnSummary describes one turn of the loop.
-type TurnSummary struct {
+// TurnInfo describes one turn of the loop.
+type TurnInfo struct {
 	// Turn is the turn number.
 	Turn int64 `json:"turn"`
 	// StartSeq is the seq of its turn/start.
@@ -167,7 +167,7 @@ type LoopState struct {
 	NextSeq int64 `json:"nextSeq"`
 	// Recent lists the latest turns of this session's loop, oldest first,
 	// the running one last (at most 16 ended ones).
-	Recent []TurnSummary `json:"recent"`
+	Recent []TurnInfo `json:"recent"`
 	// Calls are the tool calls of the running step, in model order, once
 	// its model call returned them.
 	Calls []CallState `json:"calls,omitempty"`

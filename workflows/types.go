@@ -263,7 +263,7 @@ type LiveState struct {
 	// Inbox holds the pending inputs of the agent loop.
 	Inbox *InboxState `json:"inbox,omitempty"`
 	// RecentTurns are the latest turns LoopState lists.
-	RecentTurns []TurnSummary `json:"recentTurns,omitempty"`
+	RecentTurns []TurnInfo `json:"recentTurns,omitempty"`
 }
 
 // LifecycleEntry is one published lifecycle event.

@@ -31,7 +31,7 @@ the events.
 
 --json prints one JSON object per line: {"kind":"queued"|"started"|"text"|
 "reasoning"|"tool-started"|"tool-finished"|"ended", "turn", "step", "text",
-"gap", "call", "summary", "events"}.` + lifecycleNote,
+"gap", "call", "info", "events"}.` + lifecycleNote,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireID(id); err != nil {
@@ -128,7 +128,7 @@ func followTurn(ctx context.Context, w io.Writer, c *client.Client, id, messageI
 				// The answer's text that streamed after the last poll (all
 				// of it when its step streamed nothing).
 				answer, rest := client.AnswerText(p.Events), ""
-				if step != p.Summary.Steps || shown.Len() == 0 {
+				if step != p.Info.Steps || shown.Len() == 0 {
 					rest = answer
 				} else if i := strings.LastIndex(answer, shown.String()); i >= 0 {
 					rest = answer[i+shown.Len():]
@@ -137,14 +137,14 @@ func followTurn(ctx context.Context, w io.Writer, c *client.Client, id, messageI
 				midLine = midLine || rest != ""
 			}
 			newline()
-			fmt.Fprintf(w, "turn %d %s\n", p.Summary.Turn, describeReason(p.Summary))
+			fmt.Fprintf(w, "turn %d %s\n", p.Info.Turn, describeReason(p.Info))
 		}
 	}
 	return nil
 }
 
 // describeReason renders a turn's end.
-func describeReason(s *workflows.TurnSummary) string {
+func describeReason(s *workflows.TurnInfo) string {
 	r := s.Reason
 	switch {
 	case r == nil:

@@ -91,14 +91,14 @@ func turnFixture(t *testing.T, root string) *turnTemporal {
 	require.NoError(t, h.Close(ctx))
 	running := func(step int64, calls ...workflows.CallState) workflows.LoopState {
 		return workflows.LoopState{State: "running", Turn: 1, Step: step, Calls: calls,
-			Recent: []workflows.TurnSummary{{Turn: 1, Claimed: []string{"m1"}, Steps: step}}}
+			Recent: []workflows.TurnInfo{{Turn: 1, Claimed: []string{"m1"}, Steps: step}}}
 	}
 	return &turnTemporal{t: t,
 		states: []workflows.LoopState{
 			running(1, workflows.CallState{ID: "c1", Name: "read_file", State: "running"}),
 			running(1, workflows.CallState{ID: "c1", Name: "read_file", State: "done", IsError: true, Code: "OUTSIDE_CWD"}),
 			running(2),
-			{State: "idle", Recent: []workflows.TurnSummary{{Turn: 1, StartSeq: 0, EndSeq: 5, Steps: 2, Claimed: []string{"m1"},
+			{State: "idle", Recent: []workflows.TurnInfo{{Turn: 1, StartSeq: 0, EndSeq: 5, Steps: 2, Claimed: []string{"m1"},
 				Reason: &session.TurnEndReason{Kind: "completed"}}}},
 		},
 		progress: []*agent.ModelProgress{nil, nil, {Turn: 1, Step: 2, Text: "Hello"}, nil},
