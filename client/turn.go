@@ -153,7 +153,7 @@ func (c *Client) WatchTurn(ctx context.Context, id, messageID string, opts Watch
 		opts.Interval = 200 * time.Millisecond
 	}
 	return func(yield func(TurnProgress, error) bool) {
-		w := turnWatch{c: c, id: id, msg: messageID, opts: opts, calls: map[string]string{}}
+		w := turnWatch{c: c, id: id, msg: messageID, opts: opts, calls: map[string]string{}, reported: map[string]string{}}
 		for {
 			done, err := w.poll(ctx, yield)
 			if err != nil {
@@ -189,6 +189,8 @@ type turnWatch struct {
 	// calls holds the last state yielded per call id of the current step.
 	callStep int64
 	calls    map[string]string
+	// reported holds, per "step/call id", the last state yielded.
+	reported map[string]string
 	stopped  bool
 }
 
@@ -246,10 +248,65 @@ func (w *turnWatch) poll(ctx context.Context, yield func(TurnProgress, error) bo
 			return false, fmt.Errorf("read the events of turn %d of session %q: %w", sum.Turn, w.id, err)
 		}
 		end.Events = evs
+		// Tool calls that started and finished between two polls.
+		if !w.replayCalls(evs, emit) {
+			return true, nil
+		}
 	}
 	emit(end)
 	return true, nil
 }
+
+// replayCalls yields, from the ended turn's events, the tool progress the
+// polls missed: a call that ran between two polls.
+func (w *turnWatch) replayCalls(evs []session.Event, emit func(TurnProgress) bool) bool {
+	names := map[string]string{}
+	for _, e := range evs {
+		switch e.Type {
+		case session.TypeToolCall:
+			c, err := e.ToolCall()
+			if err != nil {
+				continue
+			}
+			names[fmt.Sprintf("%d/%s", c.Step, c.CallID)] = c.Name
+		case session.TypeToolResult:
+			r, err := e.ToolResult()
+			if err != nil {
+				continue
+			}
+			key := fmt.Sprintf("%d/%s", r.Step, r.Message.Source.CallID)
+			prev := w.reported[key]
+			if prev == workflows.CallDone || prev == workflows.CallFailed || prev == workflows.CallSkipped {
+				continue
+			}
+			call := workflows.CallState{ID: r.Message.Source.CallID, Name: names[key], State: workflows.CallDone}
+			if len(r.Message.Content) > 0 {
+				call.IsError = r.Message.Content[0].IsError
+			}
+			if r.Error != nil {
+				call.Code = r.Error.Code
+			}
+			if call.Code == codeAbortedBeforeDispatch {
+				call.State = workflows.CallSkipped
+			} else if prev != workflows.CallRunning {
+				started := call
+				started.State, started.IsError, started.Code = workflows.CallRunning, false, ""
+				if !emit(TurnProgress{Kind: ProgressToolStarted, Turn: r.Turn, Step: r.Step, Call: &started}) {
+					return false
+				}
+			}
+			w.reported[key] = call.State
+			if !emit(TurnProgress{Kind: ProgressToolFinished, Turn: r.Turn, Step: r.Step, Call: &call}) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// codeAbortedBeforeDispatch is the code of the result of a call a cancel
+// kept from running.
+const codeAbortedBeforeDispatch = "ABORTED_BEFORE_DISPATCH"
 
 // toolProgress yields the tool calls of the running step whose state
 // changed.
@@ -263,6 +320,7 @@ func (w *turnWatch) toolProgress(st workflows.LoopState, emit func(TurnProgress)
 			continue
 		}
 		w.calls[call.ID] = call.State
+		w.reported[fmt.Sprintf("%d/%s", st.Step, call.ID)] = call.State
 		c := call
 		switch call.State {
 		case workflows.CallRunning:

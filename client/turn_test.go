@@ -131,3 +131,54 @@ func TestAnswerText(t *testing.T) {
 	require.Equal(t, "second", AnswerText([]session.Event{msg(0, "first"), msg(1, "second")}))
 	require.Equal(t, "", AnswerText(nil))
 }
+
+// Tool calls that ran between two polls are yielded from the ended turn's
+// events, once.
+func TestWatchTurnReplaysMissedToolCalls(t *testing.T) {
+	mk := func(typ string, seq int64, v any) session.Event {
+		e, err := session.NewEvent(typ, seq, 1, v)
+		require.NoError(t, err)
+		return e
+	}
+	result := func(seq int64, id string, code string) session.Event {
+		d := map[string]any{"turn": 1, "step": 1, "message": map[string]any{"id": "r" + id, "role": "user",
+			"source":  map[string]any{"kind": "tool", "callId": id},
+			"content": []any{map[string]any{"type": "tool-result", "toolCallId": id, "isError": code != "", "content": []any{}}}}}
+		if code != "" {
+			d["error"] = map[string]any{"name": "E", "code": code}
+		}
+		return mk("tool/result", seq, d)
+	}
+	evs := []session.Event{
+		mk("tool/call", 0, map[string]any{"turn": 1, "step": 1, "callId": "c1", "name": "read_file", "arguments": "{}"}),
+		result(1, "c1", ""),
+		mk("tool/call", 2, map[string]any{"turn": 1, "step": 1, "callId": "c2", "name": "read_file", "arguments": "{}"}),
+		result(3, "c2", "OUTSIDE_CWD"),
+		mk("tool/call", 4, map[string]any{"turn": 1, "step": 1, "callId": "c3", "name": "write_file", "arguments": "{}"}),
+		result(5, "c3", "ABORTED_BEFORE_DISPATCH"),
+	}
+	states := []workflows.LoopState{
+		{State: "running", Turn: 1, Step: 1, Recent: []workflows.TurnInfo{{Turn: 1, Claimed: []string{"m1"}}},
+			Calls: []workflows.CallState{{ID: "c1", Name: "read_file", State: "running"}}},
+		{State: "idle", Recent: []workflows.TurnInfo{{Turn: 1, EndSeq: 6, Claimed: []string{"m1"}, Reason: &session.TurnEndReason{Kind: "aborted"}}}},
+	}
+	f := watchScript(t, states, []*agent.ModelProgress{nil})
+	var got []string
+	for p, err := range New(f, Options{}).WatchTurn(context.Background(), "w1", "m1", WatchOptions{Interval: time.Millisecond, Events: &sliceReader{evs: evs}}) {
+		require.NoError(t, err)
+		s := p.Kind
+		if p.Call != nil {
+			s += " " + p.Call.ID + " " + p.Call.Name + " " + p.Call.State + " " + p.Call.Code
+		}
+		got = append(got, s)
+	}
+	require.Equal(t, []string{
+		"started",
+		"tool-started c1 read_file running ",
+		"tool-finished c1 read_file done ",
+		"tool-started c2 read_file running ",
+		"tool-finished c2 read_file done OUTSIDE_CWD",
+		"tool-finished c3 write_file skipped ABORTED_BEFORE_DISPATCH",
+		"ended",
+	}, got)
+}
