@@ -32,6 +32,8 @@ type fakeResponse struct {
 	finish provider.FinishReason
 	// refuse makes the call fail as refused by the provider.
 	refuse *provider.Error
+	// err makes the call fail with err.
+	err error
 	// hold blocks the call until release is closed (or the activity is
 	// cancelled: then the shown text is stored as an interrupted anchor).
 	hold    bool
@@ -127,6 +129,9 @@ func (f *fakeAgent) CallModel(ctx context.Context, in agent.ModelInput) (agent.M
 	f.calls++
 	f.models = append(f.models, in)
 	f.mu.Unlock()
+	if r.err != nil {
+		return agent.ModelResult{}, r.err
+	}
 	if r.refuse != nil {
 		return agent.ModelResult{}, temporal.NewNonRetryableApplicationError(r.refuse.Error(), "ProviderRefused", nil, *r.refuse)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sessionflow/sessionflow/activities"
@@ -696,4 +697,23 @@ func TestTurnS0_32_InjectSurvivesWedgedOwner(t *testing.T) {
 	require.Equal(t, `{"target":"next-step","start":0,"removedCount":1,"inserted":[]}`, string(after[9].Data))
 	require.Equal(t, []string{"first", "later", "second"}, userTexts(t, after))
 	requireReleased(t, h.store, "t32")
+}
+
+// Any other failure of the model activity ends the turn "error" with the
+// activity error's type as the code.
+func TestTurnModelActivityFailure(t *testing.T) {
+	h := newHarness(t).withID("tf")
+	newFakeAgent(h, &fakeResponse{err: temporal.NewNonRetryableApplicationError(`unknown model provider "nope"`, "UnknownProvider", nil)})
+	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	fu := h.updateAt(2*time.Second, "", workflows.UpdateFollowup, prompt("one"))
+	h.waitFor(2*time.Second, "turn 1 ended", h.turnsEnded(1))
+	disp := h.updateAt(3*time.Second, "", workflows.UpdateDispose)
+	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "tf", AgentOptions: route()})
+	require.NoError(t, h.env.GetWorkflowError())
+	ready.ok(t)
+	fu.ok(t)
+	disp.ok(t)
+	evs := stored(t, h.store, "tf")
+	requireBalanced(t, evs)
+	require.Equal(t, `{"turn":1,"reason":{"kind":"error","error":{"message":"unknown model provider \"nope\"","code":"UnknownProvider"}}}`, string(evs[len(evs)-1].Data))
 }

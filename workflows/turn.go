@@ -292,7 +292,7 @@ steps:
 				end.MessageSeq, end.Skipped = res.MessageSeq, out.skipped
 			}
 			if out.err != nil && t.cause == "" {
-				reason = &session.TurnEndReason{Kind: session.TurnEndError, Error: failureJSON(llmFailure{Message: errorMessage(out.err), Code: codeUnknown})}
+				reason = &session.TurnEndReason{Kind: session.TurnEndError, Error: failureJSON(activityFailure(out.err))}
 				break steps
 			}
 		}
@@ -387,8 +387,9 @@ func (l *lifecycle) callModel(tctx workflow.Context, turn, step int64) (agent.Mo
 }
 
 // modelFailure is the end of a turn whose model activity failed: aborted
-// when the turn was cancelled, else error (the provider's failure for a
-// refused call, UNKNOWN otherwise).
+// when the turn was cancelled, else error: the provider's message and code
+// for a refused call; else the activity error's type as the code, UNKNOWN
+// when it has none (a timeout).
 func (l *lifecycle) modelFailure(t *turnRun, err error) *session.TurnEndReason {
 	if t.cause != "" || temporal.IsCanceledError(err) {
 		cause := t.cause
@@ -398,7 +399,7 @@ func (l *lifecycle) modelFailure(t *turnRun, err error) *session.TurnEndReason {
 		return abortedReason(cause)
 	}
 	err = unwrapActivity(err)
-	f := llmFailure{Message: errorMessage(err), Code: codeUnknown}
+	f := activityFailure(err)
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) && app.Type() == errTypeProviderRefused {
 		var pe provider.Error
@@ -413,6 +414,19 @@ func (l *lifecycle) modelFailure(t *turnRun, err error) *session.TurnEndReason {
 		}
 	}
 	return &session.TurnEndReason{Kind: session.TurnEndError, Error: failureJSON(f)}
+}
+
+// activityFailure describes a failed activity: its message, and its
+// application error type (UnknownProvider, ProviderUnavailable after the
+// last attempt, a store code, ...) as the code, UNKNOWN without one (a
+// timeout).
+func activityFailure(err error) llmFailure {
+	err = unwrapActivity(err)
+	f := llmFailure{Message: errorMessage(err), Code: codeUnknown}
+	if t := errorType(err); t != "" {
+		f.Code = t
+	}
+	return f
 }
 
 // toolCtx returns ctx with the tool activities' options. They run in a
