@@ -60,10 +60,9 @@ type fakeAgent struct {
 	inFlight  map[string]bool
 	// starts records, for each tool call started, the calls in flight at
 	// its start; ends records the order calls finished.
-	starts   []toolStart
-	ends     []string
-	maxConc  int
-	modelRun chan struct{}
+	starts  []toolStart
+	ends    []string
+	maxConc int
 }
 
 type toolStart struct {

@@ -111,10 +111,6 @@ func (l *lifecycle) cancelTurn(t *turnRun, cause string) {
 	t.cancelCh.SendAsync(true)
 }
 
-// turnFailure is a storage failure that leaves the turn open: the session
-// is disposed and a resume closes the turn (turn/end interrupted).
-type turnFailure struct{ err error }
-
 // runTurn runs one turn to its end. A storage failure of the workflow's own
 // events or of EndTurn disposes the session.
 func (l *lifecycle) runTurn() {
