@@ -46,6 +46,8 @@ type fakeTool struct {
 	d       time.Duration
 	hold    bool
 	release chan struct{}
+	// fail makes the activity fail (its store failed) after the call.
+	fail error
 }
 
 type fakeAgent struct {
@@ -229,6 +231,9 @@ func (f *fakeAgent) RunTool(ctx context.Context, in agent.ToolInput) (agent.Tool
 	delete(f.inFlight, in.CallID)
 	f.ends = append(f.ends, in.CallID)
 	f.mu.Unlock()
+	if tl != nil && tl.fail != nil {
+		return agent.ToolOutcome{}, tl.fail
+	}
 	next, err := f.store(ctx, in.Ref, func(_ *jsonl.Handle, seq int64) ([]session.Event, error) {
 		e, err := toolResultEvent(seq, in.Turn, in.Step, in.CallID, "ok "+in.CallID, callSeq, nil)
 		return []session.Event{e}, err

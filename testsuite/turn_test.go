@@ -717,3 +717,37 @@ func TestTurnModelActivityFailure(t *testing.T) {
 	requireBalanced(t, evs)
 	require.Equal(t, `{"turn":1,"reason":{"kind":"error","error":{"message":"unknown model provider \"nope\"","code":"UnknownProvider"}}}`, string(evs[len(evs)-1].Data))
 }
+
+// A tool activity that fails (its store failed) stops dispatching; the
+// started calls drain and the turn ends "error" with the activity's error;
+// nothing is fabricated for the undispatched calls.
+func TestTurnToolActivityFailure(t *testing.T) {
+	h := newHarness(t).withID("tg")
+	calls := []agent.CallRef{{ID: "c1", Name: "bad", Parallel: true}, {ID: "c2", Name: "slow", Parallel: true}, {ID: "c3", Name: "write"}}
+	fa := newFakeAgent(h, &fakeResponse{calls: calls})
+	fa.tools["bad"] = &fakeTool{fail: temporal.NewNonRetryableApplicationError("disk full", "IOError", nil)}
+	fa.tools["slow"] = &fakeTool{d: 300 * time.Millisecond}
+	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	fu := h.updateAt(2*time.Second, "", workflows.UpdateFollowup, prompt("go"))
+	h.waitFor(2*time.Second, "turn 1 ended", h.turnsEnded(1))
+	disp := h.updateAt(3*time.Second, "", workflows.UpdateDispose)
+	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "tg", AgentOptions: route()})
+	require.NoError(t, h.env.GetWorkflowError())
+	ready.ok(t)
+	fu.ok(t)
+	disp.ok(t)
+	require.Equal(t, 2, h.count(agent.RunToolActivity), "c3 is not dispatched")
+	require.Equal(t, []string{"c1", "c2"}, sortedCopy(fa.ends), "the started calls drained")
+	var end agent.EndTurnInput
+	h.startedArg(agent.EndTurnActivity, 0, &end)
+	require.Empty(t, end.Skipped)
+	require.Equal(t, int64(1), end.Step)
+	require.Equal(t, "error", end.Reason.Kind)
+	require.JSONEq(t, `{"message":"disk full","code":"IOError"}`, string(end.Reason.Error))
+}
+
+func sortedCopy(s []string) []string {
+	out := slices.Clone(s)
+	slices.Sort(out)
+	return out
+}
