@@ -1,5 +1,21 @@
 package workerapp
 
+import (
+	"fmt"
+
+	"go.temporal.io/sdk/worker"
+
+	"github.com/sessionflow/sessionflow/agent"
+	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/provider"
+	"github.com/sessionflow/sessionflow/provider/scripted"
+	"github.com/sessionflow/sessionflow/tool"
+)
+
+// ScriptedProvider is the provider name under which --provider-script
+// offers the scripted provider.
+const ScriptedProvider = "scripted"
+
 // AgentConfig configures the agent activities a worker registers.
 type AgentConfig struct {
 	// ProviderScript is the path of a scripted provider's JSON script; when
@@ -9,4 +25,43 @@ type AgentConfig struct {
 	SystemPrompt string
 	// EnableRunCommand offers the run_command tool.
 	EnableRunCommand bool
+	// Providers are more providers an embedding application offers, by
+	// name.
+	Providers provider.Set
+	// Tools are more tools an embedding application offers, beside the
+	// built-in ones.
+	Tools []tool.Tool
+}
+
+// AgentActivities builds the agent activities of cfg over store: the
+// providers (the scripted one from ProviderScript, and cfg.Providers),
+// the built-in tools (run_command when enabled) and cfg.Tools, and the
+// system prompt.
+func AgentActivities(store *jsonl.Store, cfg AgentConfig) (*agent.Activities, error) {
+	providers := provider.Set{}
+	for name, p := range cfg.Providers {
+		providers[name] = p
+	}
+	if cfg.ProviderScript != "" {
+		if _, ok := providers[ScriptedProvider]; ok {
+			return nil, fmt.Errorf("provider %q is given twice: by --provider-script and by the embedding application", ScriptedProvider)
+		}
+		p, err := scripted.Load(cfg.ProviderScript)
+		if err != nil {
+			return nil, fmt.Errorf("--provider-script: %w", err)
+		}
+		providers[ScriptedProvider] = p
+	}
+	tools := append(tool.Builtins(tool.BuiltinOptions{RunCommand: cfg.EnableRunCommand}), cfg.Tools...)
+	reg, err := tool.NewRegistry(tools...)
+	if err != nil {
+		return nil, fmt.Errorf("the agent's tools: %w", err)
+	}
+	return &agent.Activities{Store: store, Providers: providers, Tools: reg, System: cfg.SystemPrompt}, nil
+}
+
+// RegisterAgent registers the agent activities (CallModel, RunTool,
+// EndTurn) on r.
+func RegisterAgent(r worker.Registry, acts *agent.Activities) {
+	r.RegisterActivity(acts)
 }

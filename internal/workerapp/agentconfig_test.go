@@ -1,9 +1,18 @@
 package workerapp
 
 import (
+	"io/fs"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sessionflow/sessionflow/agent"
+	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/provider"
+	"github.com/sessionflow/sessionflow/provider/scripted"
+	"github.com/sessionflow/sessionflow/tool"
 )
 
 func TestParseArgsAgentFlags(t *testing.T) {
@@ -22,4 +31,45 @@ func TestParseArgsAgentFlags(t *testing.T) {
 
 	_, err = ParseArgs(nil, []string{EnvEnableRunCommand + "=maybe"})
 	require.EqualError(t, err, `SESSIONFLOW_ENABLE_RUN_COMMAND: "maybe" is not a boolean`)
+}
+
+func TestAgentActivities(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "script.json")
+	require.NoError(t, os.WriteFile(script, []byte(`{"responses":[{"text":"hi"}]}`), 0o644))
+	st, err := jsonl.NewStore(jsonl.Options{Root: t.TempDir()})
+	require.NoError(t, err)
+
+	acts, err := AgentActivities(st, AgentConfig{ProviderScript: script, SystemPrompt: "be brief"})
+	require.NoError(t, err)
+	require.Same(t, st, acts.Store)
+	require.Equal(t, "be brief", acts.System)
+	_, err = acts.Providers.Get("scripted")
+	require.NoError(t, err)
+	names := func(a *agent.Activities) []string {
+		var out []string
+		for _, s := range a.Tools.Specs() {
+			out = append(out, s.Name)
+		}
+		return out
+	}
+	require.Equal(t, []string{"list_dir", "read_file", "write_file"}, names(acts))
+
+	acts, err = AgentActivities(st, AgentConfig{EnableRunCommand: true})
+	require.NoError(t, err)
+	require.Equal(t, []string{"list_dir", "read_file", "run_command", "write_file"}, names(acts))
+	_, err = acts.Providers.Get("scripted")
+	require.ErrorIs(t, err, provider.ErrUnknownProvider, "no script, no scripted provider")
+
+	bad := filepath.Join(dir, "bad.json")
+	require.NoError(t, os.WriteFile(bad, []byte(`{"responses":[{"txt":"hi"}]}`), 0o644))
+	_, err = AgentActivities(st, AgentConfig{ProviderScript: bad})
+	require.ErrorIs(t, err, scripted.ErrInvalidScript)
+	require.ErrorContains(t, err, "--provider-script: "+bad)
+
+	_, err = AgentActivities(st, AgentConfig{ProviderScript: filepath.Join(dir, "absent.json")})
+	require.ErrorIs(t, err, fs.ErrNotExist)
+
+	_, err = AgentActivities(st, AgentConfig{Tools: []tool.Tool{tool.Builtins(tool.BuiltinOptions{})[0]}})
+	require.ErrorContains(t, err, "the agent's tools: ")
 }

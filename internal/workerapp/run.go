@@ -129,6 +129,11 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		},
 	})
 	Register(w, store, c)
+	agentActs, err := AgentActivities(store, cfg.Agent)
+	if err != nil {
+		return err
+	}
+	RegisterAgent(w, agentActs)
 	if cfg.Register != nil {
 		cfg.Register(w)
 	}
