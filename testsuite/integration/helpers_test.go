@@ -199,6 +199,8 @@ type world struct {
 	comp      jsonl.Compression
 	hooks     *hooks
 	store     *jsonl.Store
+	// agent configures the agent activities of the world's workers.
+	agent workerapp.AgentConfig
 
 	mu      sync.Mutex
 	started []string // workflow ids
@@ -265,6 +267,7 @@ func (w *world) startWorker() *workerapp.Running {
 	cfg.StopTimeout = 10 * time.Second
 	cfg.Identity = clientIdentity
 	cfg.Register = w.hooks.register
+	cfg.Agent = w.agent
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	r, err := workerapp.Start(ctx, cfg, discardLogger())

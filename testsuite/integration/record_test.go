@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/sessionflow/sessionflow/internal/workerapp"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/workflows"
@@ -45,7 +46,9 @@ type recordPath struct {
 	// continueAsNew runs the path on the continue-as-new server.
 	continueAsNew bool
 	comp          jsonl.Compression
-	run           func(t *testing.T, w *world) []fixture
+	// agent, when set, configures the worker's agent activities.
+	agent func(t *testing.T) workerapp.AgentConfig
+	run   func(t *testing.T, w *world) []fixture
 }
 
 var recordPaths = []recordPath{
@@ -403,6 +406,9 @@ func TestRecordHistories(t *testing.T) {
 					comp = jsonl.CompressionZstd
 				}
 				w := newWorld(t, srv, comp)
+				if p.agent != nil {
+					w.agent = p.agent(t)
+				}
 				w.startWorker()
 				for _, f := range p.run(t, w) {
 					mu.Lock()
