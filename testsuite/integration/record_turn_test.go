@@ -73,7 +73,7 @@ func recordTurnTools(t *testing.T, w *world) []fixture {
 		end = p
 	}
 	require.Equal(t, sfclient.ProgressEnded, end.Kind)
-	require.Equal(t, "completed", end.Summary.Reason.Kind)
+	require.Equal(t, "completed", end.Info.Reason.Kind)
 	require.Equal(t, "Done: alpha.", sfclient.AnswerText(end.Events))
 	require.Contains(t, kinds, sfclient.ProgressToolFinished)
 	b, err := os.ReadFile(filepath.Join(cwd, "b.txt"))
