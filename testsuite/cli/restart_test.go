@@ -70,6 +70,8 @@ type env struct {
 	identity             string
 	workerLog            *syncBuffer
 	taskQueue, namespace string
+	// workerArgs are more flags of the worker.
+	workerArgs []string
 }
 
 func newEnv(t *testing.T) *env {
@@ -102,6 +104,7 @@ func (e *env) startWorker(ephemeral bool) {
 	if ephemeral {
 		args = append(args, "--dev-ephemeral")
 	}
+	args = append(args, e.workerArgs...)
 	e.workerLog = &syncBuffer{}
 	e.worker = exec.Command(bin.worker, args...)
 	e.worker.Stdout, e.worker.Stderr = e.workerLog, e.workerLog
