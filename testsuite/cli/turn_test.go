@@ -38,7 +38,7 @@ func TestStarterTurn(t *testing.T) {
 	out = e.mustStarter("", "turn", "--id", "t1", "--prompt", "again", "--json", "--root", e.root, "--compression", "none")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	var last struct {
-		Kind    string `json:"kind"`
+		Kind string `json:"kind"`
 		Info struct {
 			Turn int64 `json:"turn"`
 		} `json:"info"`
