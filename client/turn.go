@@ -306,7 +306,7 @@ func (w *turnWatch) replayCalls(evs []session.Event, emit func(TurnProgress) boo
 
 // codeAbortedBeforeDispatch is the code of the result of a call a cancel
 // kept from running.
-const codeAbortedBeforeDispatch = "ABORTED_BEFORE_DISPATCH"
+const codeAbortedBeforeDispatch = agent.CodeAbortedBeforeDispatch
 
 // toolProgress yields the tool calls of the running step whose state
 // changed.

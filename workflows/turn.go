@@ -27,7 +27,7 @@ import (
 
 // errTypeProviderRefused is the type of the model activity's error for a
 // call the provider refused: the turn ends "error".
-const errTypeProviderRefused = "ProviderRefused"
+const errTypeProviderRefused = agent.ErrTypeProviderRefused
 
 // modelHeartbeatTimeout bounds the model activity's heartbeat timeout: a
 // cancel reaches a heartbeating activity within about 80% of it, and a
