@@ -6,6 +6,7 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -35,6 +36,7 @@ func init() {
 		recordPath{name: "turn-cancel", agent: scriptedAgent(
 			scripted.Response{Text: "partial answer", ChunkSize: 4, Stall: &scripted.Stall{AfterChunks: 2}},
 		), run: recordTurnCancel},
+		recordPath{name: "turn-continue-as-new", continueAsNew: true, agent: scriptedAgent(scripted.Text("all read")), run: recordTurnContinueAsNew},
 	)
 }
 
@@ -191,4 +193,54 @@ func TestTurnCancelDrainsToolsOnServer(t *testing.T) {
 	require.Equal(t, "c2", r2.Message.Source.CallID)
 	require.Equal(t, "ABORTED_BEFORE_DISPATCH", r2.Error.Code)
 	require.Equal(t, `{"turn":1,"reason":{"kind":"aborted","reason":{"kind":"parent"}}}`, string(evs[9].Data))
+}
+
+// recordTurnContinueAsNew: idle Injects (each stored as a splice) until the
+// server suggests continue-as-new; the run continues as LiveSession
+// carrying them; a Followup's turn there claims them all (one deletion
+// splice) with the followup; Dispose.
+func recordTurnContinueAsNew(t *testing.T, w *world) []fixture {
+	id := w.id("rec-turn-can")
+	wid := workflows.WorkflowID(id)
+	run := w.create(workflows.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute})
+	w.awaitLive(id)
+	latest := func() string {
+		desc, err := w.c.DescribeWorkflow(w.ctx(), wid, "")
+		require.NoError(t, err)
+		return desc.RawResponse.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+	}
+	c := w.client()
+	n := 0
+	for ; latest() == run.GetRunID(); n++ {
+		require.Less(t, n, canHistoryLimit, "the run never continued as new")
+		res, err := c.Inject(w.ctx(), id, workflows.InputRequest{MessageID: fmt.Sprintf("i%d", n), Content: json.RawMessage(`"note"`)})
+		require.NoError(t, err)
+		require.Equal(t, int64(n), res.SplicedSeq)
+	}
+	require.Positive(t, n)
+	w.awaitLive(id)
+	st, err := c.LoopState(w.ctx(), id)
+	require.NoError(t, err)
+	require.Len(t, st.Pending.NextStep, n, "the injects crossed continue-as-new")
+	in, err := c.Followup(w.ctx(), id, workflows.InputRequest{MessageID: "f1", Content: json.RawMessage(`"go"`)})
+	require.NoError(t, err)
+	var end sfclient.TurnProgress
+	for p, err := range c.WatchTurn(w.ctx(), id, in.MessageID, sfclient.WatchOptions{Interval: 20 * time.Millisecond}) {
+		require.NoError(t, err)
+		end = p
+	}
+	require.Equal(t, "completed", end.Info.Reason.Kind)
+	require.Len(t, end.Info.Claimed, n+1)
+	w.dispose(id)
+	evs := readAll(t, w, id)
+	types := eventTypes(evs)
+	require.Equal(t, []string{"turn/start", "agent/inbox/spliced", "step/start"}, types[n:n+3])
+	require.Equal(t, fmt.Sprintf(`{"target":"next-step","start":0,"removedCount":%d,"inserted":[]}`, n), string(evs[n+1].Data))
+	require.Equal(t, []string{"assistant/message", "step/end", "turn/end"}, types[len(types)-3:])
+	runs := w.runs(wid, run.GetRunID())
+	require.Len(t, runs, 2, "one continue-as-new")
+	return []fixture{
+		{name: "turn-continue-as-new", workflowID: wid, runID: runs[0]},
+		{name: "turn-continue-as-new-live", workflowID: wid, runID: runs[1]},
+	}
 }
