@@ -43,8 +43,9 @@ type TimedChunk struct {
 // has its own arguments buffer.
 type asmBlock struct {
 	kind       ChunkType
-	start, end int // text/reasoning: byte range in the kind's buffer
-	call       int // tool-call: index into Assembler.calls
+	start, end int    // text/reasoning: byte range in the kind's buffer
+	call       int    // tool-call: index into Assembler.calls
+	signature  string // reasoning: the signature that ended the block
 }
 
 // asmCall is one tool call under assembly.
@@ -75,7 +76,10 @@ type asmRun struct {
 // of another kind in between (a reasoning or tool-call chunk) closes it.
 // Usage chunks do not close a block. An empty text or reasoning delta that
 // does not continue an open block of its kind closes the open block and
-// starts none (it is kept in the stream record).
+// starts none (it is kept in the stream record). A reasoning chunk with a
+// signature ends the open reasoning block (or is a block of its own, possibly
+// with empty text): the block gets the signature, and the next reasoning
+// delta starts a new block, so separately signed blocks never merge.
 type Assembler struct {
 	text, reasoning []byte
 	blocks          []asmBlock
@@ -102,7 +106,8 @@ func malformed(format string, args ...any) error {
 // leaving the Assembler unchanged, a chunk that cannot follow the ones
 // before it: any chunk after the finish chunk; an unknown chunk type; a
 // delta that is not valid UTF-8; a text or reasoning chunk carrying fields of
-// another kind; a tool-call chunk for an index never started, or starting an
+// another kind, or a signature on a chunk that is not reasoning; a
+// tool-call chunk for an index never started, or starting an
 // index out of order, or without an id and name on its first chunk, or with
 // an id or name that differs from its first chunk's, or reusing another
 // call's id; a usage chunk without usage or with negative or unsafe counts;
@@ -118,6 +123,19 @@ func (a *Assembler) Push(c Chunk, timeMs int64) error {
 		buf := &a.text
 		if c.Type == ChunkReasoning {
 			buf = &a.reasoning
+		}
+		if c.Signature != "" {
+			// A signed reasoning chunk ends its block: it continues the open
+			// reasoning block, or is a block of its own, and closes it.
+			if a.open < 0 || a.blocks[a.open].kind != ChunkReasoning {
+				a.blocks = append(a.blocks, asmBlock{kind: ChunkReasoning, start: len(*buf), end: len(*buf)})
+				a.open = len(a.blocks) - 1
+			}
+			*buf = append(*buf, c.Delta...)
+			a.blocks[a.open].end = len(*buf)
+			a.blocks[a.open].signature = c.Signature
+			a.open = -1
+			break
 		}
 		if a.open >= 0 && a.blocks[a.open].kind == c.Type {
 			start := len(*buf)
@@ -171,13 +189,19 @@ func (a *Assembler) check(c Chunk, timeMs int64) error {
 	if !utf8.ValidString(c.Delta) || !utf8.ValidString(c.ID) || !utf8.ValidString(c.Name) {
 		return malformed("a delta, id or name that is not valid UTF-8")
 	}
+	if !utf8.ValidString(c.Signature) {
+		return malformed("a signature that is not valid UTF-8")
+	}
 	switch c.Type {
 	case ChunkText, ChunkReasoning:
 		if c.Index != 0 || c.ID != "" || c.Name != "" || c.Usage != nil || c.Finish != "" {
 			return malformed("a %s chunk may carry only a delta", c.Type)
 		}
+		if c.Signature != "" && c.Type != ChunkReasoning {
+			return malformed("only a reasoning chunk may carry a signature")
+		}
 	case ChunkToolCall:
-		if c.Usage != nil || c.Finish != "" {
+		if c.Usage != nil || c.Finish != "" || c.Signature != "" {
 			return malformed("a tool-call chunk may carry only index, id, name and delta")
 		}
 		switch {
@@ -207,7 +231,7 @@ func (a *Assembler) check(c Chunk, timeMs int64) error {
 		if c.Usage == nil {
 			return malformed("a usage chunk without usage")
 		}
-		if c.Index != 0 || c.ID != "" || c.Name != "" || c.Delta != "" || c.Finish != "" {
+		if c.Index != 0 || c.ID != "" || c.Name != "" || c.Delta != "" || c.Signature != "" || c.Finish != "" {
 			return malformed("a usage chunk may carry only usage")
 		}
 		u := c.Usage
@@ -222,7 +246,7 @@ func (a *Assembler) check(c Chunk, timeMs int64) error {
 		default:
 			return malformed("unknown finish reason %q", c.Finish)
 		}
-		if c.Index != 0 || c.ID != "" || c.Name != "" || c.Delta != "" || c.Usage != nil {
+		if c.Index != 0 || c.ID != "" || c.Name != "" || c.Delta != "" || c.Signature != "" || c.Usage != nil {
 			return malformed("a finish chunk may carry only the finish reason")
 		}
 	default:
@@ -291,7 +315,7 @@ func (a *Assembler) block(b asmBlock) Block {
 	case ChunkText:
 		return Block{Type: BlockText, Text: string(a.text[b.start:b.end])}
 	case ChunkReasoning:
-		return Block{Type: BlockReasoning, Text: string(a.reasoning[b.start:b.end])}
+		return Block{Type: BlockReasoning, Text: string(a.reasoning[b.start:b.end]), Signature: b.signature}
 	}
 	c := &a.calls[b.call]
 	return Block{Type: BlockToolCall, ID: c.id, Name: c.name, Arguments: string(c.args)}
@@ -429,6 +453,10 @@ func appendChunkRecord(dst []byte, c Chunk, timeMs int64) []byte {
 	if c.Delta != "" {
 		dst = append(dst, `,"delta":`...)
 		dst = appendJSONString(dst, []byte(c.Delta))
+	}
+	if c.Signature != "" {
+		dst = append(dst, `,"signature":`...)
+		dst = appendJSONString(dst, []byte(c.Signature))
 	}
 	if u := c.Usage; u != nil {
 		dst = append(dst, `,"usage":{"inputTokens":`...)

@@ -37,6 +37,11 @@ type Block struct {
 	Type string `json:"type"`
 	// Text is the text of a text or reasoning block.
 	Text string `json:"text,omitempty"`
+	// Signature is the opaque signature a provider attached to a reasoning
+	// block (Anthropic's thinking signature). A provider that requires its
+	// reasoning sent back on later calls verifies it; it is passed back
+	// verbatim and never shown.
+	Signature string `json:"signature,omitempty"`
 	// ID is the call id of a tool-call block.
 	ID string `json:"id,omitempty"`
 	// Name is the tool name of a tool-call block.
@@ -123,6 +128,10 @@ type Chunk struct {
 	// Delta is the text or reasoning delta, or a piece of a tool call's
 	// arguments.
 	Delta string `json:"delta,omitempty"`
+	// Signature, on a reasoning chunk, is the signature of the reasoning
+	// block it ends: the block becomes Block.Signature and the next
+	// reasoning delta starts a new block.
+	Signature string `json:"signature,omitempty"`
 	// Usage is set on a usage chunk.
 	Usage *Usage `json:"usage,omitempty"`
 	// Finish is set on the finish chunk.
