@@ -1,0 +1,134 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+
+	"github.com/sessionflow/sessionflow/provider"
+)
+
+// Codes of the failures this package detects itself, in provider.Error.Code.
+// Failures the service reports carry the service's error type instead
+// (e.g. "rate_limit_error", "overloaded_error", "authentication_error").
+const (
+	// CodeStreamCut: the stream ended before message_stop. Retryable.
+	CodeStreamCut = "stream_cut"
+	// CodeConnection: the connection failed. Retryable.
+	CodeConnection = "connection"
+	// CodeMalformedEvent: an event's data is not the JSON the API
+	// documents, or the events contradict each other. Not retryable.
+	CodeMalformedEvent = "malformed_event"
+	// CodeInvalidRequest: the request cannot be expressed in the Messages
+	// API. Not retryable; no call is made.
+	CodeInvalidRequest = "invalid_request"
+)
+
+// maxBodyText bounds the part of an error body without a message that goes
+// into provider.Error.Message.
+const maxBodyText = 300
+
+// retryableTypes are the error types of an error event that a later call
+// may not meet.
+var retryableTypes = map[string]bool{
+	string(sdk.ErrorTypeOverloadedError): true,
+	string(sdk.ErrorTypeAPIError):        true,
+	string(sdk.ErrorTypeRateLimitError):  true,
+	string(sdk.ErrorTypeTimeoutError):    true,
+}
+
+// failure converts an error of the SDK's stream into a *provider.Error.
+func (p *Provider) failure(err error) *provider.Error {
+	var apiErr *sdk.Error
+	if errors.As(err, &apiErr) {
+		return p.apiFailure(apiErr)
+	}
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	if errors.As(err, &syntax) || errors.As(err, &typ) {
+		return &provider.Error{Code: CodeMalformedEvent, Message: p.redact("an event's data does not decode: " + err.Error())}
+	}
+	if strings.HasPrefix(err.Error(), "received error while streaming: ") {
+		// An error event whose data is not JSON.
+		return &provider.Error{Code: CodeMalformedEvent, Message: p.redact("an error event's data does not decode: " + truncate(err.Error(), maxBodyText))}
+	}
+	return &provider.Error{Retryable: true, Code: CodeConnection, Message: p.redact(err.Error())}
+}
+
+// apiFailure classifies an error response or an error event.
+func (p *Provider) apiFailure(e *sdk.Error) *provider.Error {
+	typ := string(e.Type())
+	msg := e.Message
+	if msg == "" {
+		if raw := strings.TrimSpace(e.RawJSON()); raw != "" {
+			msg = truncate(raw, maxBodyText)
+		} else {
+			msg = http.StatusText(e.StatusCode)
+		}
+	}
+	out := &provider.Error{Code: typ, Message: p.redact(msg)}
+	if e.StatusCode >= 200 && e.StatusCode < 300 {
+		// An error event in a stream whose response was a success.
+		out.Retryable = retryableTypes[typ]
+		return out
+	}
+	out.Status = e.StatusCode
+	out.Retryable = e.StatusCode == http.StatusRequestTimeout || e.StatusCode == http.StatusTooManyRequests || e.StatusCode >= 500
+	if out.Retryable && e.Response != nil {
+		out.RetryAfter = retryAfter(e.Response.Header, time.Now())
+	}
+	return out
+}
+
+// retryAfter reads the delay a response asks for: retry-after-ms
+// (milliseconds), else retry-after (seconds, or an HTTP date). 0 when
+// neither is set, valid and positive.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	if v := h.Get("retry-after-ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 && ms < float64(24*time.Hour/time.Millisecond) {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	v := h.Get("retry-after")
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		if s > 0 && s < float64(24*time.Hour/time.Second) {
+			return time.Duration(s * float64(time.Second))
+		}
+		return 0
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// truncate cuts s to at most n bytes at a character boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// malformedEvent is the error of events that contradict each other.
+func malformedEvent(format string, args ...any) *provider.Error {
+	return &provider.Error{Code: CodeMalformedEvent, Message: fmt.Sprintf(format, args...)}
+}
+
+// invalidRequest is the error of a request the API cannot be given.
+func invalidRequest(format string, args ...any) *provider.Error {
+	return &provider.Error{Code: CodeInvalidRequest, Message: fmt.Sprintf(format, args...)}
+}
