@@ -10,7 +10,8 @@
 // *provider.Error classified for the caller's retry policy (see Stream). The
 // SDK's own retries are off: the caller retries.
 //
-// The API key is sent only in the x-api-key header. It never appears in an
+// The API key is sent only in the x-api-key header, with the SDK's
+// anthropic-version header. It never appears in an
 // error, a chunk or a log line: the package logs nothing, and every error
 // text is scrubbed of the key before it is returned.
 package anthropic
@@ -95,9 +96,15 @@ func New(cfg Config) (*Provider, error) {
 	opts := []option.RequestOption{
 		option.WithoutEnvironmentDefaults(),
 		option.WithBaseURL(base),
-		option.WithAPIKey(cfg.APIKey),
+		// The key goes in x-api-key, the header the Messages API documents
+		// for API keys and the one compatible endpoints check (the SDK's
+		// WithAPIKey sends it as a bearer token).
+		option.WithHeader("x-api-key", cfg.APIKey),
 		// The caller retries (as activity retries, honouring RetryAfter).
 		option.WithMaxRetries(0),
+		// No SDK spans: they would carry request details to whatever
+		// tracer provider the process registered.
+		option.WithoutOpenTelemetry(),
 	}
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))

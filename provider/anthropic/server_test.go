@@ -183,3 +183,19 @@ func canonical(t *testing.T, raw []byte) string {
 }
 
 func containsKey(s string) bool { return strings.Contains(s, testKey) }
+
+func mustUnmarshal(t *testing.T, raw []byte, v any) {
+	t.Helper()
+	if err := json.Unmarshal(raw, v); err != nil {
+		t.Fatalf("%v: %s", err, raw)
+	}
+}
+
+func mustMarshal(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
