@@ -55,10 +55,6 @@ func (p *Provider) failure(err error) *provider.Error {
 	if errors.As(err, &syntax) || errors.As(err, &typ) {
 		return &provider.Error{Code: CodeMalformedEvent, Message: p.redact("an event's data does not decode: " + err.Error())}
 	}
-	if strings.HasPrefix(err.Error(), "received error while streaming: ") {
-		// An error event whose data is not JSON.
-		return &provider.Error{Code: CodeMalformedEvent, Message: p.redact("an error event's data does not decode: " + truncate(err.Error(), maxBodyText))}
-	}
 	return &provider.Error{Retryable: true, Code: CodeConnection, Message: p.redact(err.Error())}
 }
 
@@ -76,6 +72,11 @@ func (p *Provider) apiFailure(e *sdk.Error) *provider.Error {
 	out := &provider.Error{Code: typ, Message: p.redact(msg)}
 	if e.StatusCode >= 200 && e.StatusCode < 300 {
 		// An error event in a stream whose response was a success.
+		if typ == "" {
+			out.Code = CodeMalformedEvent
+			out.Message = p.redact("an error event's data is not an API error: " + truncate(strings.TrimSpace(e.RawJSON()), maxBodyText))
+			return out
+		}
 		out.Retryable = retryableTypes[typ]
 		return out
 	}
