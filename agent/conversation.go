@@ -14,6 +14,7 @@ import (
 type storedBlock struct {
 	Type       string          `json:"type"`
 	Text       string          `json:"text,omitempty"`
+	Signature  string          `json:"signature,omitempty"`
 	ID         string          `json:"id,omitempty"`
 	Name       string          `json:"name,omitempty"`
 	Arguments  json.RawMessage `json:"arguments,omitempty"`
@@ -24,7 +25,7 @@ type storedBlock struct {
 
 // block converts a stored block to a provider block.
 func (b storedBlock) block() (provider.Block, error) {
-	out := provider.Block{Type: b.Type, Text: b.Text, ID: b.ID, Name: b.Name, ToolCallID: b.ToolCallID, IsError: b.IsError}
+	out := provider.Block{Type: b.Type, Text: b.Text, Signature: b.Signature, ID: b.ID, Name: b.Name, ToolCallID: b.ToolCallID, IsError: b.IsError}
 	args, err := argumentsText(b.Arguments)
 	if err != nil {
 		return provider.Block{}, fmt.Errorf("tool-call block %q: %w", b.ID, err)
