@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -324,5 +325,36 @@ func TestNewAndFromEnv(t *testing.T) {
 	}
 	if got := f.requests()[0].Header.Get("x-api-key"); got != "env-key" {
 		t.Fatalf("x-api-key %q, want the environment's", got)
+	}
+}
+
+// countingTransport counts the requests it carries.
+type countingTransport struct {
+	n    atomic.Int64
+	next http.RoundTripper
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.next.RoundTrip(r)
+}
+
+func TestConfigHTTPClientAndMaxTokens(t *testing.T) {
+	f := newFakeAPI(t, streamOf(okStream()...))
+	tr := &countingTransport{next: http.DefaultTransport}
+	p, err := anthropic.New(anthropic.Config{APIKey: testKey, BaseURL: f.srv.URL, MaxTokens: 777, HTTPClient: &http.Client{Transport: tr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := collect(t, p, simpleRequest()); err != nil {
+		t.Fatal(err)
+	}
+	if tr.n.Load() != 1 {
+		t.Fatalf("the configured client carried %d requests, want 1", tr.n.Load())
+	}
+	var body map[string]any
+	mustUnmarshal(t, f.requests()[0].Body, &body)
+	if body["max_tokens"] != float64(777) {
+		t.Fatalf("max_tokens %v, want the configured default 777", body["max_tokens"])
 	}
 }

@@ -62,6 +62,13 @@ func TestStreamThinkingTextAndParallelToolCalls(t *testing.T) {
 	if a.Finish() != provider.FinishToolCalls || !reflect.DeepEqual(a.Usage(), want[10].Usage) {
 		t.Fatalf("finish %q usage %+v", a.Finish(), a.Usage())
 	}
+	replayed, err := provider.ReplayStream(a.Stream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(replayed, chunks) {
+		t.Fatalf("the stored stream record replays as\n %+v\nnot\n %+v", replayed, chunks)
+	}
 	if n := len(f.requests()); n != 1 {
 		t.Fatalf("%d requests, want 1", n)
 	}
