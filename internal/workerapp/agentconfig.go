@@ -25,6 +25,8 @@ type AgentConfig struct {
 	SystemPrompt string
 	// EnableRunCommand offers the run_command tool.
 	EnableRunCommand bool
+	// Anthropic configures the Anthropic provider (--anthropic).
+	Anthropic AnthropicConfig
 	// Providers are more providers an embedding application offers, by
 	// name.
 	Providers provider.Set
@@ -51,6 +53,9 @@ func AgentActivities(store *jsonl.Store, cfg AgentConfig) (*agent.Activities, er
 			return nil, fmt.Errorf("--provider-script: %w", err)
 		}
 		providers[ScriptedProvider] = p
+	}
+	if err := addAnthropic(providers, cfg.Anthropic); err != nil {
+		return nil, err
 	}
 	tools := append(tool.Builtins(tool.BuiltinOptions{RunCommand: cfg.EnableRunCommand}), cfg.Tools...)
 	reg, err := tool.NewRegistry(tools...)

@@ -180,6 +180,7 @@ type Flags struct {
 	maxConcurrentActivities, maxConcurrentWorkflowTask int
 	providerScript, systemPrompt                       string
 	enableRunCommand                                   bool
+	anthropic                                          *anthropicFlags
 }
 
 // AddFlags defines the worker's flags on fs.
@@ -200,6 +201,7 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.providerScript, "provider-script", "", "JSON script of the scripted model provider, offered as provider \"scripted\" (env "+EnvProviderScript+")")
 	fs.StringVar(&f.systemPrompt, "system-prompt", "", "system prompt of every model call (env "+EnvSystemPrompt+")")
 	fs.BoolVar(&f.enableRunCommand, "enable-run-command", false, "offer the run_command tool (runs sh -c in the session's cwd) (env "+EnvEnableRunCommand+")")
+	f.anthropic = addAnthropicFlags(fs)
 	return f
 }
 
@@ -279,6 +281,9 @@ func (f *Flags) Config(environ []string) (Config, error) {
 	runCommand, src := pick("enable-run-command", EnvEnableRunCommand, strconv.FormatBool(f.enableRunCommand))
 	if cfg.Agent.EnableRunCommand, err = strconv.ParseBool(runCommand); err != nil {
 		return Config{}, fmt.Errorf("%s: %q is not a boolean", src, runCommand)
+	}
+	if cfg.Agent.Anthropic, err = f.anthropic.config(env, pick); err != nil {
+		return Config{}, err
 	}
 	// An empty metrics address is meaningful (off), so a set but empty
 	// variable counts here.
