@@ -54,14 +54,14 @@ func TestAnthropicKeyIsRedactedInTheConfig(t *testing.T) {
 	cfg, err := ParseArgs([]string{"--anthropic"}, []string{"ANTHROPIC_API_KEY=" + testAnthropicKey})
 	require.NoError(t, err)
 	require.Equal(t, Secret(testAnthropicKey), cfg.Agent.Anthropic.APIKey)
-	js, err := json.Marshal(cfg.Agent)
+	js, err := json.Marshal(cfg.Agent.Anthropic)
 	require.NoError(t, err)
 	var logs bytes.Buffer
 	slog.New(slog.NewJSONHandler(&logs, nil)).Info("config", "agent", cfg.Agent, "key", cfg.Agent.Anthropic.APIKey)
 	slog.New(slog.NewTextHandler(&logs, nil)).Info("config", "agent", cfg.Agent, "key", cfg.Agent.Anthropic.APIKey)
 	for _, s := range []string{
 		fmt.Sprintf("%v", cfg.Agent), fmt.Sprintf("%+v", cfg.Agent), fmt.Sprintf("%#v", cfg.Agent),
-		fmt.Sprintf("%s", cfg.Agent.Anthropic.APIKey), string(js), logs.String(),
+		fmt.Sprint(cfg.Agent.Anthropic.APIKey), string(js), logs.String(),
 	} {
 		require.NotContains(t, s, testAnthropicKey)
 		require.Contains(t, s, "[redacted]")
