@@ -1,0 +1,186 @@
+package openai
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+
+	"github.com/sessionflow/sessionflow/provider"
+)
+
+// maxBodyMessage bounds the message taken from an error body the service
+// did not shape as {"error": {...}} (a proxy's HTML page, say).
+const maxBodyMessage = 512
+
+// classify maps a failure of the SDK's stream to a provider error. res is
+// the HTTP response, nil when none arrived.
+func (p *Provider) classify(err error, res *http.Response) *provider.Error {
+	var apiErr *sdk.Error
+	if errors.As(err, &apiErr) {
+		e := statusError(apiErr.StatusCode, apiErr.Response)
+		e.Code = apiErr.Code
+		if e.Code == "" {
+			e.Code = apiErr.Type
+		}
+		if apiErr.Message != "" {
+			e.Message = apiErr.Message
+			return e
+		}
+		// Not shaped {"error": {...}}: vLLM's {"message", "type", "code"},
+		// a proxy's page. The SDK keeps the body on the response.
+		bodyMessage(e, apiErr.Response)
+		return e
+	}
+	if res != nil && res.StatusCode >= 400 {
+		// The SDK returns its decoding error for a body it cannot decode;
+		// the status and the body are still the service's answer.
+		e := statusError(res.StatusCode, res)
+		bodyMessage(e, res)
+		return e
+	}
+	var streamErr *ssestream.StreamError
+	if errors.As(err, &streamErr) {
+		return eventError(streamErr.Event.Data)
+	}
+	if res == nil {
+		return &provider.Error{Retryable: true, Code: CodeConnection, Message: err.Error()}
+	}
+	var syntaxErr *json.SyntaxError
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &syntaxErr) || errors.As(err, &typeErr) {
+		return &provider.Error{Retryable: true, Code: CodeMalformedChunk,
+			Message: "a streamed chunk is not valid JSON: " + err.Error()}
+	}
+	return &provider.Error{Retryable: true, Code: CodeStreamInterrupted,
+		Message: "the stream broke before the response was finished: " + err.Error()}
+}
+
+// bodyMessage sets e's message (and code, when e has none) from an error
+// body that is not {"error": {...}}: a JSON object's "message" or "detail"
+// (and "code" or "type"), else the body's text, at most maxBodyMessage bytes.
+func bodyMessage(e *provider.Error, res *http.Response) {
+	if res == nil || res.Body == nil {
+		return
+	}
+	b, _ := io.ReadAll(io.LimitReader(res.Body, maxBodyMessage))
+	var obj struct {
+		Message, Detail, Type string
+		Code                  json.RawMessage
+	}
+	if json.Unmarshal(b, &obj) == nil {
+		if m := cmp.Or(obj.Message, obj.Detail); m != "" {
+			e.Message = m
+		}
+		var code string
+		_ = json.Unmarshal(obj.Code, &code)
+		e.Code = cmp.Or(e.Code, code, obj.Type)
+		return
+	}
+	if s := strings.TrimSpace(strings.ToValidUTF8(string(b), "")); s != "" {
+		e.Message = s
+	}
+}
+
+// statusError is the error for an HTTP status: 408, 409, 429 and 5xx are
+// retryable, after the delay the response asks for.
+func statusError(status int, res *http.Response) *provider.Error {
+	e := &provider.Error{Status: status, Retryable: retryableStatus(status), Message: http.StatusText(status)}
+	if e.Message == "" {
+		e.Message = "HTTP status " + strconv.Itoa(status)
+	}
+	if e.Retryable && res != nil {
+		e.RetryAfter = retryAfter(res.Header, time.Now())
+	}
+	return e
+}
+
+func retryableStatus(status int) bool {
+	return status == http.StatusRequestTimeout || status == http.StatusConflict ||
+		status == http.StatusTooManyRequests || status >= 500
+}
+
+// retryAfter reads the delay a response asks for: retry-after-ms
+// (milliseconds, OpenAI's), else retry-after (seconds or an HTTP date). 0
+// when neither gives a positive delay.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	if d, ok := parseDelay(h.Get("retry-after-ms"), time.Millisecond); ok {
+		return d
+	}
+	v := strings.TrimSpace(h.Get("retry-after"))
+	if d, ok := parseDelay(v, time.Second); ok {
+		return d
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+func parseDelay(v string, unit time.Duration) (time.Duration, bool) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || math.IsNaN(f) || f <= 0 {
+		return 0, false
+	}
+	if f >= float64(math.MaxInt64)/float64(unit) {
+		return time.Duration(math.MaxInt64), true
+	}
+	return time.Duration(f * float64(unit)), true
+}
+
+// eventError maps an error event inside a stream, {"error": {"message",
+// "code", "type"}} or {"error": "text"}. A numeric code of a client error
+// other than 408, 409 and 429 is a refusal; anything else failed on the
+// service's side and is retryable.
+func eventError(data []byte) *provider.Error {
+	var ev struct {
+		Error json.RawMessage `json:"error"`
+	}
+	_ = json.Unmarshal(data, &ev)
+	e := &provider.Error{Retryable: true, Message: "the service reported an error in the stream"}
+	var text string
+	if json.Unmarshal(ev.Error, &text) == nil {
+		if text != "" {
+			e.Message = text
+		}
+		return e
+	}
+	var obj struct {
+		Message string          `json:"message"`
+		Code    json.RawMessage `json:"code"`
+		Type    string          `json:"type"`
+	}
+	if json.Unmarshal(ev.Error, &obj) != nil {
+		return e
+	}
+	if obj.Message != "" {
+		e.Message = obj.Message
+	}
+	e.Code = obj.Type
+	var code string
+	var num int
+	switch {
+	case json.Unmarshal(obj.Code, &code) == nil && code != "":
+		e.Code = code
+	case json.Unmarshal(obj.Code, &num) == nil && num >= 400 && num < 600:
+		e.Status = num
+		e.Retryable = retryableStatus(num)
+	}
+	return e
+}
+
+// redact removes the API key from s.
+func (p *Provider) redact(s string) string {
+	if p.key == "" || !strings.Contains(s, p.key) {
+		return s
+	}
+	return strings.ReplaceAll(s, p.key, "[redacted]")
+}
