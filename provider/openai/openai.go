@@ -123,8 +123,8 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Provider streams model calls from a Chat Completions endpoint. It is safe
-// for concurrent use.
+// Provider streams model calls from a Chat Completions endpoint. Make one
+// with New or FromEnv; it is safe for concurrent use.
 type Provider struct {
 	chat      sdk.ChatCompletionService
 	key       string
@@ -271,7 +271,11 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request) iter.Seq2[p
 func (p *Provider) failed(req provider.Request, e *provider.Error) *provider.Error {
 	e.Message = p.redact(e.Message)
 	e.Code = p.redact(e.Code)
-	p.log.Warn("model call failed", "provider", req.Provider, "baseURL", p.baseURL, "model", req.Model,
+	model := req.Model
+	if model == "" {
+		model = p.model
+	}
+	p.log.Warn("model call failed", "provider", req.Provider, "baseURL", p.baseURL, "model", model,
 		"retryable", e.Retryable, "status", e.Status, "code", e.Code, "error", e.Message)
 	return e
 }
