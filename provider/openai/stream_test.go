@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -356,4 +357,42 @@ func TestLogsCarryNoKey(t *testing.T) {
 		t.Fatalf("no debug line logged: %q", logs.String())
 	}
 	noKey(t, "the log", logs.String())
+}
+
+func TestUsageOnTheFinishChunkAndRepeatedUsageKeepsTheLast(t *testing.T) {
+	// vLLM's continuous usage stats put usage on every chunk; Ollama puts it
+	// on the chunk with the finish reason.
+	svc := newService(t, func(w http.ResponseWriter, r *http.Request) {
+		streamHeaders(w)
+		sse(w,
+			`{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}],`+
+				`"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}`,
+			`{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"b"},"finish_reason":"stop"}],`+
+				`"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}`,
+			"[DONE]")
+	})
+	got := collect(context.Background(), svc.provider(t, nil), simpleRequest())
+	wantChunks(t, got, text("a"), text("b"), usage(provider.Usage{InputTokens: 5, OutputTokens: 2}), finish(provider.FinishStop))
+}
+
+func TestACutCallThenItsRetry(t *testing.T) {
+	// The provider keeps no state between calls: the retry of a cut call
+	// streams the whole response again.
+	var calls atomic.Int32
+	svc := newService(t, func(w http.ResponseWriter, r *http.Request) {
+		n := calls.Add(1)
+		streamHeaders(w)
+		sse(w, chunk(`{"tool_calls":[{"index":0,"id":"call_1","function":{"name":"read_file","arguments":"{\"pa"}}]}`, ""))
+		if n == 1 {
+			panic(http.ErrAbortHandler)
+		}
+		sse(w, chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"th\":\"a\"}"}}]}`, ""), chunk(`{}`, "tool_calls"), "[DONE]")
+	})
+	p := svc.provider(t, nil)
+	first := collect(context.Background(), p, simpleRequest())
+	if pe := providerError(t, first.err); !pe.Retryable {
+		t.Fatalf("the cut is not retryable: %#v", pe)
+	}
+	wantChunks(t, collect(context.Background(), p, simpleRequest()),
+		toolCall(0, "call_1", "read_file", `{"pa`), toolCall(0, "", "", `th":"a"}`), finish(provider.FinishToolCalls))
 }
