@@ -26,8 +26,8 @@
 // repeat. A chunk that is JSON but breaks the protocol (a tool call without a
 // name) is not retryable (CodeProtocolViolation): the service would answer
 // the same way again. The SDK's own retries are off: the caller retries, and
-// honours the service's delay there. The API key never appears in an error,
-// a log line or a chunk.
+// honours the service's delay there. The API key never appears in an error
+// or a log line, even when the service echoes it back.
 package openai
 
 import (

@@ -15,7 +15,8 @@ import (
 )
 
 // reasoningFields are the delta fields compatible services stream reasoning
-// in: reasoning_content (DeepSeek, vLLM) and reasoning (OpenRouter, Ollama).
+// in, in order of preference: reasoning_content (DeepSeek, vLLM) and
+// reasoning (OpenRouter, Ollama, newer vLLM).
 var reasoningFields = [...]string{"reasoning_content", "reasoning"}
 
 // decoder maps the chunks of one stream to provider chunks. Text, reasoning
@@ -48,8 +49,11 @@ func (d *decoder) chunk(c sdk.ChatCompletionChunk) ([]provider.Chunk, *provider.
 		}
 		delta := choice.Delta
 		for _, f := range reasoningFields {
+			// Some services send both fields with the same text: the first
+			// that has text counts.
 			if r := stringField(delta.JSON.ExtraFields[f].Raw()); r != "" {
 				out = append(out, provider.Chunk{Type: provider.ChunkReasoning, Delta: r})
+				break
 			}
 		}
 		if delta.Content != "" {

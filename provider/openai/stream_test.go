@@ -93,11 +93,12 @@ func TestStreamsReasoningField(t *testing.T) {
 		streamHeaders(w)
 		sse(w,
 			chunk(`{"role":"assistant","reasoning":"hmm"}`, ""),
+			chunk(`{"reasoning":" yes","reasoning_content":" yes"}`, ""), // both: once
 			chunk(`{"content":"ok"}`, "stop"),
 			"[DONE]")
 	})
 	got := collect(context.Background(), svc.provider(t, nil), simpleRequest())
-	wantChunks(t, got, reasoning("hmm"), text("ok"), finish(provider.FinishStop))
+	wantChunks(t, got, reasoning("hmm"), reasoning(" yes"), text("ok"), finish(provider.FinishStop))
 }
 
 func TestStreamsParallelToolCallsInterleavedByIndex(t *testing.T) {
