@@ -65,8 +65,9 @@ func (p *Provider) classify(err error, res *http.Response) *provider.Error {
 }
 
 // bodyMessage sets e's message (and code, when e has none) from an error
-// body that is not {"error": {...}}: a JSON object's "message" or "detail"
-// (and "code" or "type"), else the body's text, at most maxBodyMessage bytes.
+// body that is not {"error": {...}}: a JSON object's "message", "detail" or
+// "error" text (and "code" or "type"), else the body's text, at most
+// maxBodyMessage bytes.
 func bodyMessage(e *provider.Error, res *http.Response) {
 	if res == nil || res.Body == nil {
 		return
@@ -74,13 +75,14 @@ func bodyMessage(e *provider.Error, res *http.Response) {
 	b, _ := io.ReadAll(io.LimitReader(res.Body, maxBodyMessage))
 	var obj struct {
 		Message, Detail, Type string
-		Code                  json.RawMessage
+		Code, Error           json.RawMessage
 	}
 	if json.Unmarshal(b, &obj) == nil {
-		if m := cmp.Or(obj.Message, obj.Detail); m != "" {
+		var text, code string
+		_ = json.Unmarshal(obj.Error, &text)
+		if m := cmp.Or(obj.Message, obj.Detail, text); m != "" {
 			e.Message = m
 		}
-		var code string
 		_ = json.Unmarshal(obj.Code, &code)
 		e.Code = cmp.Or(e.Code, code, obj.Type)
 		return

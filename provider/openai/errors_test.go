@@ -69,6 +69,8 @@ func TestHTTPFailures(t *testing.T) {
 		{name: "400 vLLM shape", status: 400,
 			body: `{"object":"error","message":"max_tokens is too large","type":"BadRequestError","param":null,"code":400}`,
 			code: "BadRequestError", msg: "max_tokens is too large"},
+		{name: "404 error text", status: 404, body: `{"error":"model 'x' not found, try pulling it first"}`,
+			msg: "model 'x' not found, try pulling it first"},
 		{name: "422 detail", status: 422, body: `{"detail":"Field required"}`, msg: "Field required"},
 	}
 	for _, tc := range cases {
