@@ -34,6 +34,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"log/slog"
 	"net/http"
@@ -279,3 +280,13 @@ func (p *Provider) failed(req provider.Request, e *provider.Error) *provider.Err
 		"retryable", e.Retryable, "status", e.Status, "code", e.Code, "error", e.Message)
 	return e
 }
+
+// String describes the provider by its base URL (credentials removed).
+func (p Provider) String() string { return "openai provider at " + p.baseURL }
+
+// Format writes String for every verb, so that no formatting of a Provider
+// or of a pointer to one prints its fields (the API key among them).
+func (p Provider) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, p.String()) }
+
+// LogValue logs a Provider as its String.
+func (p Provider) LogValue() slog.Value { return slog.StringValue(p.String()) }

@@ -1,12 +1,15 @@
 package openai_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/sessionflow/sessionflow/provider"
@@ -235,5 +238,26 @@ func TestNewIgnoresTheEnvironment(t *testing.T) {
 	wantChunks(t, collect(context.Background(), p, simpleRequest()), text("ok"), finish(provider.FinishStop))
 	if r := svc.requests()[0]; r.Auth != "" {
 		t.Fatalf("Authorization %q taken from the environment", r.Auth)
+	}
+}
+
+func TestFormattingAProviderShowsNoKey(t *testing.T) {
+	p, err := openai.New(openai.Config{BaseURL: "https://user:pw@api.example.com/v1", APIKey: testKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	slog.New(slog.NewTextHandler(&logs, nil)).Info("x", "provider", p, "set", provider.Set{"a": p})
+	slog.New(slog.NewJSONHandler(&logs, nil)).Info("x", "provider", p)
+	out := fmt.Sprint(p, *p) + logs.String()
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%d", "%x", "%q"} {
+		out += fmt.Sprintf(verb, p) + fmt.Sprintf(verb, *p)
+	}
+	noKey(t, "formatting", out)
+	if strings.Contains(out, "pw@") {
+		t.Fatalf("the base URL's password shows: %s", out)
+	}
+	if got := p.String(); got != "openai provider at https://user:xxxxx@api.example.com/v1" {
+		t.Fatalf("String() = %q", got)
 	}
 }
