@@ -27,6 +27,9 @@ type AgentConfig struct {
 	EnableRunCommand bool
 	// Anthropic configures the Anthropic provider (--anthropic).
 	Anthropic AnthropicConfig
+	// OpenAI configures the OpenAI-compatible providers (--openai,
+	// --openai-compatible).
+	OpenAI OpenAIConfig
 	// Providers are more providers an embedding application offers, by
 	// name.
 	Providers provider.Set
@@ -36,9 +39,9 @@ type AgentConfig struct {
 }
 
 // AgentActivities builds the agent activities of cfg over store: the
-// providers (the scripted one from ProviderScript, and cfg.Providers),
-// the built-in tools (run_command when enabled) and cfg.Tools, and the
-// system prompt.
+// providers (cfg.Providers, the scripted one from ProviderScript, and those
+// of cfg.Anthropic and cfg.OpenAI), the built-in tools (run_command when
+// enabled) and cfg.Tools, and the system prompt.
 func AgentActivities(store *jsonl.Store, cfg AgentConfig) (*agent.Activities, error) {
 	providers := provider.Set{}
 	for name, p := range cfg.Providers {
@@ -55,6 +58,9 @@ func AgentActivities(store *jsonl.Store, cfg AgentConfig) (*agent.Activities, er
 		providers[ScriptedProvider] = p
 	}
 	if err := addAnthropic(providers, cfg.Anthropic); err != nil {
+		return nil, err
+	}
+	if err := addOpenAI(providers, cfg.OpenAI); err != nil {
 		return nil, err
 	}
 	tools := append(tool.Builtins(tool.BuiltinOptions{RunCommand: cfg.EnableRunCommand}), cfg.Tools...)

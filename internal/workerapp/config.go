@@ -181,6 +181,7 @@ type Flags struct {
 	providerScript, systemPrompt                       string
 	enableRunCommand                                   bool
 	anthropic                                          *anthropicFlags
+	openai                                             *openAIFlags
 }
 
 // AddFlags defines the worker's flags on fs.
@@ -202,6 +203,7 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.systemPrompt, "system-prompt", "", "system prompt of every model call (env "+EnvSystemPrompt+")")
 	fs.BoolVar(&f.enableRunCommand, "enable-run-command", false, "offer the run_command tool (runs sh -c in the session's cwd) (env "+EnvEnableRunCommand+")")
 	f.anthropic = addAnthropicFlags(fs)
+	f.openai = addOpenAIFlags(fs)
 	return f
 }
 
@@ -283,6 +285,9 @@ func (f *Flags) Config(environ []string) (Config, error) {
 		return Config{}, fmt.Errorf("%s: %q is not a boolean", src, runCommand)
 	}
 	if cfg.Agent.Anthropic, err = f.anthropic.config(env, pick); err != nil {
+		return Config{}, err
+	}
+	if cfg.Agent.OpenAI, err = f.openai.config(env, pick); err != nil {
 		return Config{}, err
 	}
 	// An empty metrics address is meaningful (off), so a set but empty
