@@ -57,7 +57,7 @@ func (p *Provider) classify(err error, res *http.Response) *provider.Error {
 	var syntaxErr *json.SyntaxError
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &syntaxErr) || errors.As(err, &typeErr) {
-		return &provider.Error{Retryable: true, Code: CodeMalformedChunk,
+		return &provider.Error{Code: CodeMalformedChunk,
 			Message: "a streamed chunk is not valid JSON: " + err.Error()}
 	}
 	return &provider.Error{Retryable: true, Code: CodeStreamInterrupted,

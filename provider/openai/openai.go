@@ -21,11 +21,11 @@
 // header; any other refused request (400, 401, 403, 404, ...) is not
 // retryable and carries the service's message and code. A stream that ends
 // before the service said it was done (no finish reason and no [DONE]) is
-// retryable (CodeStreamInterrupted), and so is a chunk that is not JSON
-// (CodeMalformedChunk): both are damage in transit that a new call does not
-// repeat. A chunk that is JSON but breaks the protocol (a tool call without a
-// name) is not retryable (CodeProtocolViolation): the service would answer
-// the same way again. The SDK's own retries are off: the caller retries, and
+// retryable (CodeStreamInterrupted). A chunk that is not JSON
+// (CodeMalformedChunk) or that breaks the protocol (a tool call without a
+// name, CodeProtocolViolation) is not: the event stream decoder only reads
+// whole events, so a cut connection is a cut, never a broken chunk, and a
+// service that sent a broken chunk would answer the same way again. The SDK's own retries are off: the caller retries, and
 // honours the service's delay there. The API key never appears in an error
 // or a log line, even when the service echoes it back.
 package openai
@@ -74,7 +74,7 @@ const (
 	// CodeStreamInterrupted: the stream broke or ended before the service
 	// finished the response. Retryable.
 	CodeStreamInterrupted = "stream_interrupted"
-	// CodeMalformedChunk: a streamed chunk was not JSON. Retryable.
+	// CodeMalformedChunk: a streamed chunk was not JSON. Not retryable.
 	CodeMalformedChunk = "malformed_chunk"
 	// CodeProtocolViolation: a streamed chunk was JSON but could not be
 	// followed (a tool call without a name). Not retryable.

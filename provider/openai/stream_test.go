@@ -241,14 +241,33 @@ func TestDoneMarkerInsideContentDoesNotCountAsDone(t *testing.T) {
 	}
 }
 
-func TestMalformedChunkIsRetryable(t *testing.T) {
+func TestStreamCutMidChunkIsACutNotAMalformedChunk(t *testing.T) {
+	for _, clean := range []bool{false, true} {
+		svc := newService(t, func(w http.ResponseWriter, r *http.Request) {
+			streamHeaders(w)
+			sse(w, chunk(`{"content":"ok"}`, ""))
+			fmt.Fprint(w, `data: {"id":"chatcmpl-1","choices":[{"index":0,"delta":{"content":"x"`)
+			w.(http.Flusher).Flush()
+			if !clean {
+				panic(http.ErrAbortHandler)
+			}
+		})
+		got := collect(context.Background(), svc.provider(t, nil), simpleRequest())
+		pe := providerError(t, got.err)
+		if !pe.Retryable || pe.Code != "stream_interrupted" {
+			t.Fatalf("clean end %v: error = %#v, want a retryable stream_interrupted", clean, pe)
+		}
+	}
+}
+
+func TestMalformedChunkIsNotRetryable(t *testing.T) {
 	svc := newService(t, func(w http.ResponseWriter, r *http.Request) {
 		streamHeaders(w)
 		sse(w, chunk(`{"content":"ok"}`, ""), `{"id":"chatcmpl-1","choices":[{"index":0,"delta":{"content":"x"`, "[DONE]")
 	})
 	got := collect(context.Background(), svc.provider(t, nil), simpleRequest())
 	pe := providerError(t, got.err)
-	if !pe.Retryable || pe.Code != "malformed_chunk" || !strings.HasPrefix(pe.Message, "a streamed chunk is not valid JSON: ") {
+	if pe.Retryable || pe.Code != "malformed_chunk" || !strings.HasPrefix(pe.Message, "a streamed chunk is not valid JSON: ") {
 		t.Fatalf("error = %#v", pe)
 	}
 	if len(got.chunks) != 1 {
