@@ -2,6 +2,7 @@ package workerapp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -95,6 +96,10 @@ func TestParseArgsOpenAIFlags(t *testing.T) {
 	}}, cfg.Agent.OpenAI)
 	require.NotContains(t, fmt.Sprintf("%v %+v %#v", cfg, cfg.Agent, cfg.Agent.OpenAI), workerTestKey)
 	require.NotContains(t, fmt.Sprintf("%v %+v %#v", cfg, cfg.Agent, cfg.Agent.OpenAI), "sk-local")
+	js, err := json.Marshal(cfg.Agent.OpenAI)
+	require.NoError(t, err)
+	require.NotContains(t, string(js), workerTestKey)
+	require.NotContains(t, string(js), "sk-local")
 
 	// The agent activities offer them, each with its own key; a compatible
 	// endpoint without key-env gets none.
