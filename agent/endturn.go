@@ -9,9 +9,10 @@ import (
 
 // EndTurn closes turn in.Turn in one batch: first the calls of the
 // assistant/message at in.MessageSeq that have no tool/result, in model
-// order (a call never dispatched, in.Skipped, gets its tool/call and an
-// ABORTED_BEFORE_DISPATCH result; a recorded call gets the result an
-// earlier attempt staged, or the TOOL_OUTCOME_UNKNOWN result), then
+// order (a call never dispatched gets its tool/call and an
+// ABORTED_BEFORE_DISPATCH result, or the max-tokens result when
+// in.MaxTokens; a recorded call gets the result an earlier attempt staged,
+// or the TOOL_OUTCOME_UNKNOWN result), then
 // step/end of in.Step when it is open, then turn/end with in.Reason. It is
 // idempotent: when the log already holds the turn's turn/end it stores
 // nothing.
@@ -27,42 +28,13 @@ func (a *Activities) EndTurn(ctx context.Context, in EndTurnInput) (EndTurnResul
 		return EndTurnResult{}, invalidLog("end of turn %d: the reason has no kind", in.Turn)
 	}
 	h := st.Attach(in.Ref)
-	// The staged results of recorded calls are read before the locked
-	// update, which must not call the store.
-	staged := map[string]stagedResult{}
-	var step int64
-	if in.MessageSeq >= 0 {
-		var ids []string
-		if _, err := readLog(ctx, h, in.MessageSeq, func(tail []session.Event, _ int64) error {
-			sc, err := scanStep(tail, in.MessageSeq, in.Turn)
-			if err != nil {
-				return err
-			}
-			step = sc.step
-			for _, c := range sc.calls {
-				if _, done := sc.result[c.ID]; !done {
-					if _, recorded := sc.callSeq[c.ID]; recorded {
-						ids = append(ids, c.ID)
-					}
-				}
-			}
-			return nil
-		}); err != nil {
-			return EndTurnResult{}, activities.MapError(err)
-		}
-		for _, id := range ids {
-			r, ok, err := readStaged(ctx, h, stagingKey(in.Turn, step, id))
-			if err != nil {
-				return EndTurnResult{}, err
-			}
-			if ok {
-				staged[id] = r
-			}
-		}
+	staged, err := a.stagedOf(ctx, h, in.Turn, in.MessageSeq)
+	if err != nil {
+		return EndTurnResult{}, err
 	}
 	var commitKeys []string
 	next, err := h.Update(ctx, 0, func(tail []session.Event, next int64) ([]session.Event, error) {
-		commitKeys = commitKeys[:0]
+		commitKeys = nil
 		start, ended, err := turnBounds(tail, in.Turn)
 		if err != nil || ended {
 			return nil, err
@@ -70,48 +42,18 @@ func (a *Activities) EndTurn(ctx context.Context, in EndTurnInput) (EndTurnResul
 		if start < 0 {
 			return nil, invalidLog("end of turn %d: the log has no turn/start of it", in.Turn)
 		}
-		var batch []session.Event
 		now := a.nowMs()
-		seq := func() int64 { return next + int64(len(batch)) }
+		var batch []session.Event
 		if in.MessageSeq >= 0 {
 			if in.MessageSeq <= int64(start) || in.MessageSeq >= next {
 				return nil, invalidLog("end of turn %d: seq %d is not a message of the turn", in.Turn, in.MessageSeq)
 			}
-			sc, err := scanStep(tail[in.MessageSeq:], in.MessageSeq, in.Turn)
+			batch, commitKeys, err = closingEvents(tail[in.MessageSeq:], in.Turn, in.MessageSeq, in.Skipped, in.MaxTokens, staged, next, now)
 			if err != nil {
 				return nil, err
 			}
-			for _, id := range in.Skipped {
-				if _, _, ok := sc.block(id); !ok {
-					return nil, invalidLog("end of turn %d: the assistant/message at seq %d has no tool call %q", in.Turn, in.MessageSeq, id)
-				}
-			}
-			for _, c := range sc.calls {
-				if sc.closed {
-					break // the step ended: its calls were settled
-				}
-				if _, done := sc.result[c.ID]; done {
-					continue
-				}
-				callSeq, recorded := sc.callSeq[c.ID]
-				if !recorded {
-					pair, err := abortedPair(in.Turn, sc.step, c, seq(), now)
-					if err != nil {
-						return nil, err
-					}
-					batch = append(batch, pair...)
-					continue
-				}
-				e, err := staged[c.ID].event(in.Turn, sc.step, c.ID, callSeq, seq(), now)
-				if err != nil {
-					return nil, err
-				}
-				batch = append(batch, e)
-				if _, ok := staged[c.ID]; ok {
-					commitKeys = append(commitKeys, stagingKey(in.Turn, sc.step, c.ID))
-				}
-			}
 		}
+		seq := func() int64 { return next + int64(len(batch)) }
 		if in.Step > 0 && stepOpen(tail[start:], in.Turn, in.Step) {
 			e, err := session.NewEvent(session.TypeStepEnd, seq(), now, session.StepEnd{Turn: in.Turn, Step: in.Step})
 			if err != nil {

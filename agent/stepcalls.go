@@ -187,19 +187,18 @@ func toolCallEvent(turn, step int64, c session.ContentBlock, seq, t int64) (sess
 	return session.NewEvent(session.TypeToolCall, seq, t, session.ToolCall{Turn: turn, Step: step, CallID: c.ID, Name: c.Name, Arguments: args})
 }
 
-// abortedPair builds the tool/call and the aborted-before-dispatch
-// tool/result of an undispatched call at seq and seq+1.
-func abortedPair(turn, step int64, c session.ContentBlock, seq, t int64) ([]session.Event, error) {
+// notRunPair builds the tool/call and the result res of a call that was
+// never run, at seq and seq+1.
+func notRunPair(turn, step int64, c session.ContentBlock, seq, t int64, res tool.Result) ([]session.Event, error) {
 	call, err := toolCallEvent(turn, step, c, seq, t)
 	if err != nil {
 		return nil, err
 	}
-	res, err := toolResultEvent(turn, step, c.ID, seq, seq+1, t,
-		tool.ErrorResult(tool.NameAborted, CodeAbortedBeforeDispatch, abortedBeforeDispatchText))
+	r, err := toolResultEvent(turn, step, c.ID, seq, seq+1, t, res)
 	if err != nil {
 		return nil, err
 	}
-	return []session.Event{call, res}, nil
+	return []session.Event{call, r}, nil
 }
 
 // resultOutcome classifies a stored tool/result.

@@ -12,6 +12,8 @@ const (
 	CallModelActivity = "CallModel"
 	RunToolActivity   = "RunTool"
 	EndTurnActivity   = "EndTurn"
+	// CloseCallsActivity closes a step's calls without a result (D48).
+	CloseCallsActivity = "CloseCalls"
 )
 
 // CallRef names one tool call the model requested.
@@ -116,6 +118,10 @@ type EndTurnInput struct {
 	MessageSeq int64 `json:"messageSeq"`
 	// Skipped are the undispatched call ids, in model order.
 	Skipped []string `json:"skipped,omitempty"`
+	// MaxTokens reports that the message at MessageSeq finished at its
+	// token limit: its undispatched calls get the MAX_TOKENS_NOT_RUN
+	// result instead of ABORTED_BEFORE_DISPATCH (D48).
+	MaxTokens bool `json:"maxTokens,omitempty"`
 	// Reason is the turn's end reason.
 	Reason session.TurnEndReason `json:"reason"`
 }

@@ -141,8 +141,8 @@ func TestRealTurnRefused(t *testing.T) {
 	require.Equal(t, 1, h.count(agent.CallModelActivity), "a refused call is not retried")
 }
 
-// max-tokens ends the step without running its tool calls; the step limit
-// ends a turn blocked.
+// max-tokens ends the step without running its tool calls (EndTurn closes
+// them); the step limit ends a turn blocked.
 func TestRealTurnMaxTokensAndStepLimit(t *testing.T) {
 	h := newHarness(t).withID("rm")
 	call := func(id string) scripted.Response {
@@ -167,8 +167,9 @@ func TestRealTurnMaxTokensAndStepLimit(t *testing.T) {
 	fu2.ok(t)
 	disp.ok(t)
 	evs := stored(t, h.store, "rm")
-	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message", "step/end", "turn/end",
-		"turn/start", "step/start", "user/message", "assistant/message", "tool/call", "tool/result", "step/end", "turn/end"}, types(evs))
+	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message", "tool/call", "tool/result", "step/end", "turn/end",
+		"turn/start", "step/start", "user/message", "assistant/message", "tool/call", "tool/result", "step/end", "turn/end"}, types(evs),
+		"the cut call is closed, not run (D48)")
 	require.Equal(t, []string{"max-tokens", "blocked"}, reasonKinds(turnEnds(t, evs)))
 	require.Zero(t, h.count(agent.RunToolActivity)-1, "only turn 2's call ran")
 }

@@ -720,7 +720,8 @@ func TestTurnModelActivityFailure(t *testing.T) {
 
 // A tool activity that fails (its store failed) stops dispatching; the
 // started calls drain and the turn ends "error" with the activity's error;
-// nothing is fabricated for the undispatched calls.
+// EndTurn is given the step's message and its undispatched calls to close
+// (D48).
 func TestTurnToolActivityFailure(t *testing.T) {
 	h := newHarness(t).withID("tg")
 	calls := []agent.CallRef{{ID: "c1", Name: "bad", Parallel: true}, {ID: "c2", Name: "slow", Parallel: true}, {ID: "c3", Name: "write"}}
@@ -740,7 +741,8 @@ func TestTurnToolActivityFailure(t *testing.T) {
 	require.Equal(t, []string{"c1", "c2"}, sortedCopy(fa.ends), "the started calls drained")
 	var end agent.EndTurnInput
 	h.startedArg(agent.EndTurnActivity, 0, &end)
-	require.Empty(t, end.Skipped)
+	require.Equal(t, []string{"c3"}, end.Skipped)
+	require.Equal(t, int64(3), end.MessageSeq)
 	require.Equal(t, int64(1), end.Step)
 	require.Equal(t, "error", end.Reason.Kind)
 	require.JSONEq(t, `{"message":"disk full","code":"IOError"}`, string(end.Reason.Error))

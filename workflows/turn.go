@@ -277,9 +277,18 @@ steps:
 		}
 		l.nextSeq = max(l.nextSeq, res.NextSeq)
 		var stepEnd *session.TurnEndReason
+		// cut is the max-tokens message whose calls were not run and are
+		// still to close (-1: none).
+		cut := int64(-1)
 		switch {
 		case res.Finish == provider.FinishMaxTokens:
 			stepEnd = &session.TurnEndReason{Kind: session.TurnEndMaxTokens}
+			if len(res.ToolCalls) > 0 && l.closesCalls() {
+				// The calls are not run (D41) but closed (D48): by EndTurn
+				// when the turn ends here, else before the next step.
+				cut = res.MessageSeq
+				end.MessageSeq, end.MaxTokens = res.MessageSeq, true
+			}
 		case len(res.ToolCalls) == 0:
 			stepEnd = &session.TurnEndReason{Kind: session.TurnEndCompleted}
 		default:
@@ -289,6 +298,10 @@ steps:
 			}
 			if out.err != nil && t.cause == "" {
 				reason = &session.TurnEndReason{Kind: session.TurnEndError, Error: failureJSON(activityFailure(out.err))}
+				if l.closesCalls() {
+					// EndTurn closes the failed and the undispatched calls.
+					end.MessageSeq, end.Skipped = res.MessageSeq, out.skipped
+				}
 				break steps
 			}
 		}
@@ -303,6 +316,14 @@ steps:
 		}
 		if reason != nil && len(l.agent.inbox.nextStep) == 0 {
 			break
+		}
+		if cut >= 0 {
+			// Another step follows: its model request must not hold the
+			// cut message's calls without results.
+			if err := l.closeCalls(turn, cut, true); err != nil {
+				return end, err
+			}
+			end.MessageSeq, end.MaxTokens = -1, false
 		}
 	}
 	if err := flush(); err != nil {
@@ -449,7 +470,8 @@ type toolsOutcome struct {
 // maxParallelToolCalls. A cancel stops dispatching; the started calls
 // drain and the undispatched ones are returned as skipped. A failed tool
 // activity (its store failed) stops dispatching too; the started calls
-// drain and the step fails with that error.
+// drain, the undispatched ones are returned as skipped and the step fails
+// with that error.
 func (l *lifecycle) runTools(t *turnRun, step int64, res agent.ModelResult) toolsOutcome {
 	calls := res.ToolCalls
 	limit := l.maxParallelToolCalls()
@@ -509,8 +531,8 @@ func (l *lifecycle) runTools(t *turnRun, step int64, res agent.ModelResult) tool
 		}
 		sel.Select(l.dctx)
 	}
-	if aborted || t.cause != "" {
-		out.aborted = true
+	if aborted || t.cause != "" || out.err != nil {
+		out.aborted = aborted || t.cause != ""
 		for i, c := range calls[next:] {
 			out.skipped = append(out.skipped, c.ID)
 			t.calls[next+i].State = CallSkipped
