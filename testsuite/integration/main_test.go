@@ -80,6 +80,7 @@ func run(m *testing.M) int {
 	}
 	shared = s
 	code := m.Run()
+	removeBinaries()
 	s.stop()
 	canMu.Lock()
 	if canServer != nil {
