@@ -162,6 +162,15 @@ func TestCrashMidToolNotIdempotent(t *testing.T) {
 	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message", "tool/call"}, eventTypes(before))
 
 	w.startProc(workerBin, args...)
+	// A second run of the command would block until the release: fail as
+	// soon as it shows instead of waiting for the turn.
+	runs := filepath.Join(cwd, "runs.txt")
+	require.True(t, awaitCtx(w.ctx(), func() bool {
+		st, err := w.client().LoopState(w.ctx(), id)
+		require.NoError(t, err)
+		return lines(t, runs) > 1 || st.State == "idle"
+	}))
+	require.Equal(t, 1, lines(t, runs), "the command was run again")
 	end := w.watchEnd(id, in.MessageID)
 	require.Equal(t, "completed", end.Info.Reason.Kind)
 	require.Equal(t, "after the crash", sfclient.AnswerText(end.Events))
