@@ -48,6 +48,9 @@ type recordPath struct {
 	comp          jsonl.Compression
 	// agent, when set, configures the worker's agent activities.
 	agent func(t *testing.T) workerapp.AgentConfig
+	// processes makes the path run its own worker processes instead of the
+	// in-process worker.
+	processes bool
 	run   func(t *testing.T, w *world) []fixture
 }
 
@@ -409,7 +412,9 @@ func TestRecordHistories(t *testing.T) {
 				if p.agent != nil {
 					w.agent = p.agent(t)
 				}
-				w.startWorker()
+				if !p.processes {
+					w.startWorker()
+				}
 				for _, f := range p.run(t, w) {
 					mu.Lock()
 					require.False(t, produced[f.name], "fixture %s recorded twice", f.name)
