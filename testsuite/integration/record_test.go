@@ -51,7 +51,7 @@ type recordPath struct {
 	// processes makes the path run its own worker processes instead of the
 	// in-process worker.
 	processes bool
-	run   func(t *testing.T, w *world) []fixture
+	run       func(t *testing.T, w *world) []fixture
 }
 
 var recordPaths = []recordPath{
