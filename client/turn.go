@@ -286,7 +286,7 @@ func (w *turnWatch) replayCalls(evs []session.Event, emit func(TurnProgress) boo
 			if r.Error != nil {
 				call.Code = r.Error.Code
 			}
-			if call.Code == codeAbortedBeforeDispatch {
+			if call.Code == codeAbortedBeforeDispatch || call.Code == codeMaxTokensNotRun {
 				call.State = workflows.CallSkipped
 			} else if prev != workflows.CallRunning {
 				started := call
@@ -307,6 +307,10 @@ func (w *turnWatch) replayCalls(evs []session.Event, emit func(TurnProgress) boo
 // codeAbortedBeforeDispatch is the code of the result of a call a cancel
 // kept from running.
 const codeAbortedBeforeDispatch = agent.CodeAbortedBeforeDispatch
+
+// codeMaxTokensNotRun is the code of the result of a call of a response cut
+// at its token limit: it was never run.
+const codeMaxTokensNotRun = agent.CodeMaxTokensNotRun
 
 // toolProgress yields the tool calls of the running step whose state
 // changed.

@@ -156,11 +156,13 @@ func TestWatchTurnReplaysMissedToolCalls(t *testing.T) {
 		result(3, "c2", "OUTSIDE_CWD"),
 		mk("tool/call", 4, map[string]any{"turn": 1, "step": 1, "callId": "c3", "name": "write_file", "arguments": "{}"}),
 		result(5, "c3", "ABORTED_BEFORE_DISPATCH"),
+		mk("tool/call", 6, map[string]any{"turn": 1, "step": 1, "callId": "c4", "name": "list_dir", "arguments": "{"}),
+		result(7, "c4", "MAX_TOKENS_NOT_RUN"),
 	}
 	states := []workflows.LoopState{
 		{State: "running", Turn: 1, Step: 1, Recent: []workflows.TurnInfo{{Turn: 1, Claimed: []string{"m1"}}},
 			Calls: []workflows.CallState{{ID: "c1", Name: "read_file", State: "running"}}},
-		{State: "idle", Recent: []workflows.TurnInfo{{Turn: 1, EndSeq: 6, Claimed: []string{"m1"}, Reason: &session.TurnEndReason{Kind: "aborted"}}}},
+		{State: "idle", Recent: []workflows.TurnInfo{{Turn: 1, EndSeq: 8, Claimed: []string{"m1"}, Reason: &session.TurnEndReason{Kind: "aborted"}}}},
 	}
 	f := watchScript(t, states, []*agent.ModelProgress{nil})
 	var got []string
@@ -179,6 +181,7 @@ func TestWatchTurnReplaysMissedToolCalls(t *testing.T) {
 		"tool-started c2 read_file running ",
 		"tool-finished c2 read_file done OUTSIDE_CWD",
 		"tool-finished c3 write_file skipped ABORTED_BEFORE_DISPATCH",
+		"tool-finished c4 list_dir skipped MAX_TOKENS_NOT_RUN",
 		"ended",
 	}, got)
 }
