@@ -141,11 +141,12 @@ func TestCrashMidToolNotIdempotent(t *testing.T) {
 	w := newWorld(t, shared, jsonl.CompressionZstd)
 	cwd := t.TempDir()
 	// The command outlives the killed worker (run_command puts it in its
-	// own process group) until the test releases it.
+	// own process group) until the test releases it, or for at most a
+	// minute.
 	t.Cleanup(func() { _ = os.WriteFile(filepath.Join(cwd, "release"), nil, 0o644) })
 	script := scriptFile(t,
 		scripted.Response{ToolCalls: []scripted.Call{{ID: "c1", Name: "run_command",
-			Arguments: `{"command":"echo run >> runs.txt; while [ ! -e release ]; do sleep 0.1; done; echo released"}`}}},
+			Arguments: `{"command":"echo run >> runs.txt; for i in $(seq 600); do [ -e release ] && break; sleep 0.1; done; echo released"}`}}},
 		scripted.Text("after the crash"),
 	)
 	args := []string{"--provider-script", script, "--enable-run-command", "--log-level", "warn"}
@@ -268,7 +269,7 @@ func TestCrashWorkflowDiesMidTurn(t *testing.T) {
 	t.Cleanup(func() { _ = os.WriteFile(filepath.Join(cwd, "release"), nil, 0o644) })
 	script := scriptFile(t,
 		scripted.Response{Text: "running", ToolCalls: []scripted.Call{
-			{ID: "c1", Name: "run_command", Arguments: `{"command":"echo run >> runs.txt; while [ ! -e release ]; do sleep 0.1; done"}`},
+			{ID: "c1", Name: "run_command", Arguments: `{"command":"echo run >> runs.txt; for i in $(seq 600); do [ -e release ] && break; sleep 0.1; done"}`},
 			{ID: "c2", Name: "list_dir", Arguments: `{}`},
 		}},
 	)
