@@ -79,7 +79,9 @@ func goodTurn(t *testing.T, missing func(l *turnLog, callSeq int64)) *turnLog {
 	return l
 }
 
-func notFound(l *turnLog, seq int64) { l.result("x", seq, `Error: tool "erase_disk" not found`, "TOOL_NOT_FOUND") }
+func notFound(l *turnLog, seq int64) {
+	l.result("x", seq, `Error: tool "erase_disk" not found`, "TOOL_NOT_FOUND")
+}
 
 // The turn check passes the logs the loop stores (the missing tool's one
 // run, or its outcome-unknown result after a retry) and reports each
@@ -139,7 +141,7 @@ func TestCheckTurnLog(t *testing.T) {
 			return renumber(t, append(append(evs[:6:6], evs[5]), evs[6:]...))
 		}, `a second tool/result@6 for call "w" of turn 1`},
 		{"a turn ended by an error", func(t *testing.T, evs []session.Event) []session.Event {
-			l := &turnLog{t: t, events: evs[:len(evs)-1:len(evs)-1]}
+			l := &turnLog{t: t, events: evs[: len(evs)-1 : len(evs)-1]}
 			l.add(session.TypeTurnEnd, map[string]any{"turn": 1, "reason": map[string]any{"kind": "error", "error": map[string]any{"message": "boom"}}})
 			return l.events
 		}, `turn 1 ended "error": {"reason":{"error":{"message":"boom"},"kind":"error"},"turn":1}`},
