@@ -229,9 +229,13 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 		if !cfg.Eager {
 			recovery = ", " + r.awaitProgress(ctx, before, killed)
 		}
-		r.progress("kill %d/%d: worker %d killed after %v, polling again after %v%s; acked=%d, lifecycles done=%d, check ok=%v",
+		turns := ""
+		if len(r.turnSessions) > 0 {
+			turns = fmt.Sprintf(", turns ended=%d", r.turnsEnded())
+		}
+		r.progress("kill %d/%d: worker %d killed after %v, polling again after %v%s; acked=%d, lifecycles done=%d%s, check ok=%v",
 			k, cfg.Kills, pid, interval.Round(time.Millisecond), polling.Round(time.Millisecond), recovery, acked,
-			len(r.cycledSessions(false)), len(r.snapshotFailures()) == 0)
+			len(r.cycledSessions(false)), turns, len(r.snapshotFailures()) == 0)
 	}
 	close(stop)
 	if loopErr != nil {

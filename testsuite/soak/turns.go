@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	temporalclient "go.temporal.io/sdk/client"
@@ -68,8 +69,9 @@ func (r *runner) writeTurnScript() (string, error) {
 type turnSession struct {
 	id  string
 	cwd string
-	// ended counts the turns seen ended; requested the followups accepted.
-	ended, requested int
+	// ended counts the turns seen ended (read by the progress lines while
+	// the loop runs).
+	ended atomic.Int64
 }
 
 // createTurnSessions creates the turn sessions, each with its own cwd.
@@ -94,6 +96,15 @@ func (r *runner) createTurnSessions(ctx context.Context) error {
 	return nil
 }
 
+// turnsEnded returns the number of turns the turn loops saw ended.
+func (r *runner) turnsEnded() int64 {
+	var n int64
+	for _, t := range r.turnSessions {
+		n += t.ended.Load()
+	}
+	return n
+}
+
 // turnLoop asks t's agent for one turn after another until stop closes,
 // each time waiting until the turn that claimed the message has ended.
 func (r *runner) turnLoop(ctx context.Context, t *turnSession, stop <-chan struct{}) {
@@ -105,14 +116,13 @@ func (r *runner) turnLoop(ctx context.Context, t *turnSession, stop <-chan struc
 			}
 			return
 		}
-		t.requested++
 		if err := r.awaitTurnEnd(ctx, t.id, msgID); err != nil {
 			if ctx.Err() == nil {
 				r.fail("turn session %s: %v", t.id, err)
 			}
 			return
 		}
-		t.ended++
+		t.ended.Add(1)
 	}
 }
 
@@ -359,8 +369,8 @@ func (r *runner) checkTurns(ctx context.Context, final bool) TurnFigures {
 		for _, b := range bad {
 			r.fail("turn session %s (final=%v): %s", t.id, final, b)
 		}
-		if final && fig.Turns < t.ended {
-			r.fail("turn session %s: %d turns ended in the log, %d seen ended", t.id, fig.Turns, t.ended)
+		if ended := int(t.ended.Load()); final && fig.Turns < ended {
+			r.fail("turn session %s: %d turns ended in the log, %d seen ended", t.id, fig.Turns, ended)
 		}
 		all.Turns += fig.Turns
 		all.ModelCalls += fig.ModelCalls
