@@ -173,6 +173,9 @@ type Summary struct {
 	// Turns are the figures of the turn sessions' logs at the end (zero
 	// without Config.Turns).
 	Turns TurnFigures
+	// AgentRetries counts the agent activities of the turn sessions that
+	// needed another attempt.
+	AgentRetries AgentRetries
 	// Elapsed is the duration of the run.
 	Elapsed time.Duration
 }
@@ -182,8 +185,8 @@ func (s Summary) String() string {
 	line := fmt.Sprintf("soak: kills=%d sessions=%d acked=%d lost=%d duplicates=%d unresumable=%d",
 		s.Kills, s.Sessions, s.Acked, s.Lost, s.Duplicates, s.Unresumable)
 	if s.Turns != (TurnFigures{}) {
-		line += fmt.Sprintf(" turns=%d model-calls=%d tool-calls=%d outcome-unknown=%d",
-			s.Turns.Turns, s.Turns.ModelCalls, s.Turns.ToolCalls, s.Turns.OutcomeUnknown)
+		line += fmt.Sprintf(" turns=%d model-calls=%d tool-calls=%d outcome-unknown=%d retried-model=%d retried-tool=%d",
+			s.Turns.Turns, s.Turns.ModelCalls, s.Turns.ToolCalls, s.Turns.OutcomeUnknown, s.AgentRetries.Model, s.AgentRetries.Tool)
 	}
 	return line
 }

@@ -249,6 +249,12 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 
 	r.check(ctx, true)
 	r.checkTurns(ctx, true)
+	if len(r.turnSessions) > 0 {
+		if sum.AgentRetries, err = r.agentRetries(ctx); err != nil {
+			r.fail("counting the retried agent activities: %v", err)
+		}
+		r.progress("agent activities retried after a kill: %d model calls, %d tool calls", sum.AgentRetries.Model, sum.AgentRetries.Tool)
+	}
 	r.checkTaskTimeouts(ctx)
 	sum.Unresumable = r.disposeAndResume(ctx)
 	sum.Unresumable += r.resumeCycled(ctx)

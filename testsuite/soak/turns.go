@@ -14,8 +14,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	temporalclient "go.temporal.io/sdk/client"
 
+	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/session"
@@ -378,4 +380,52 @@ func (r *runner) checkTurns(ctx context.Context, final bool) TurnFigures {
 		all.OutcomeUnknown += fig.OutcomeUnknown
 	}
 	return all
+}
+
+// AgentRetries counts the agent activities of the turn sessions that ran
+// more than one attempt (the earlier ones lost with a killed worker), from
+// the workflows' histories.
+type AgentRetries struct {
+	// Model and Tool count the CallModel and RunTool activities retried.
+	Model, Tool int
+}
+
+// agentRetries reads every run of every turn session's workflow, newest
+// first along the continue-as-new chain, and counts the agent activities
+// whose last started attempt was not the first.
+func (r *runner) agentRetries(ctx context.Context) (AgentRetries, error) {
+	var n AgentRetries
+	for _, t := range r.turnSessions {
+		runID := ""
+		for {
+			it := r.tc.GetWorkflowHistory(ctx, workflows.WorkflowID(t.id), runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+			scheduled := map[int64]string{}
+			previous := ""
+			for it.HasNext() {
+				e, err := it.Next()
+				if err != nil {
+					return n, fmt.Errorf("the history of session %s: %w", t.id, err)
+				}
+				if a := e.GetWorkflowExecutionStartedEventAttributes(); a != nil {
+					previous = a.GetContinuedExecutionRunId()
+				}
+				if a := e.GetActivityTaskScheduledEventAttributes(); a != nil {
+					scheduled[e.GetEventId()] = a.GetActivityType().GetName()
+				}
+				if a := e.GetActivityTaskStartedEventAttributes(); a != nil && a.GetAttempt() > 1 {
+					switch scheduled[a.GetScheduledEventId()] {
+					case agent.CallModelActivity:
+						n.Model++
+					case agent.RunToolActivity:
+						n.Tool++
+					}
+				}
+			}
+			if previous == "" {
+				break
+			}
+			runID = previous
+		}
+	}
+	return n, nil
 }
