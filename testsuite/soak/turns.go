@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -322,7 +321,7 @@ func checkTurnLog(events []session.Event, final bool) (TurnFigures, []string) {
 				add("tool/result@%d: the idempotent %s call %q got TOOL_OUTCOME_UNKNOWN instead of a re-run", e.Seq, tc.Name, k.id)
 			case code == session.ToolOutcomeUnknown:
 				fig.OutcomeUnknown++
-			case tc.Name == "read_file" && (code != "" || !strings.Contains(text, TurnNotes)):
+			case tc.Name == "read_file" && (code != "" || text != TurnNotes):
 				add("tool/result@%d: read_file of turn %d read %q (code %q), not the notes the turn wrote", e.Seq, turn, text, code)
 			case tc.Name == "write_file" && code != "":
 				add("tool/result@%d: write_file of turn %d failed: %s %q", e.Seq, turn, code, text)
