@@ -53,6 +53,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.WorkflowTaskTimeout, "workflow-task-timeout", 0, "workflow task timeout of the sessions the client starts, 0 = the server's default 10s")
 	fs.DurationVar(&cfg.StickyTimeout, "sticky-timeout", 0, "the worker's sticky schedule-to-start timeout, 0 = the SDK's default 5s")
 	fs.IntVar(&cfg.ContinueAsNewEvents, "continue-as-new-events", 0, "history length at which the server suggests continue-as-new, 0 = the server's default 4096")
+	fs.IntVar(&cfg.Turns, "turns", 0, "number of sessions whose agent runs turns (scripted model with tool calls, built-in tools in a temporary cwd, run_command off) during the kills")
 	fs.StringVar(&compression, "compression", string(jsonl.CompressionNone), "store encoding: none or zstd")
 	fs.StringVar(&cfg.Dir, "dir", "", "working directory (server state, store, logs); default a temporary one")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the temporary working directory")

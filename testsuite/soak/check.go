@@ -114,6 +114,22 @@ func (r *runner) disposeAndResume(ctx context.Context) int {
 	return unresumable
 }
 
+// resumeTurnSessions disposes every turn session (idle once its loop
+// ended), then resumes and disposes it again; it returns the number that
+// could not be resumed.
+func (r *runner) resumeTurnSessions(ctx context.Context) int {
+	var ts []*tracked
+	for _, t := range r.turnSessions {
+		if err := r.dispose(ctx, t.id); err != nil {
+			r.fail("turn session %s: final dispose: %v", t.id, err)
+		}
+		ts = append(ts, newTracked(t.id))
+	}
+	unresumable := r.resumeAndDispose(ctx, ts, "turn session")
+	r.progress("%d turn sessions disposed, resumed and disposed again (%d unresumable)", len(ts), unresumable)
+	return unresumable
+}
+
 // dispose disposes a live session and waits until its workflow has closed.
 func (r *runner) dispose(ctx context.Context, id string) error {
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -153,13 +169,20 @@ func (r *runner) checkTaskTimeouts(ctx context.Context) {
 
 // checkLeases checks that no session's lease outlives its closed workflow.
 func (r *runner) checkLeases(ctx context.Context) {
+	ids := make([]string, 0, len(r.sessions)+len(r.turnSessions))
 	for _, t := range append(r.sessions[:len(r.sessions):len(r.sessions)], r.cycledSessions(true)...) {
-		l, err := r.reader.LeaseOf(ctx, t.id)
+		ids = append(ids, t.id)
+	}
+	for _, t := range r.turnSessions {
+		ids = append(ids, t.id)
+	}
+	for _, id := range ids {
+		l, err := r.reader.LeaseOf(ctx, id)
 		switch {
 		case err != nil:
-			r.fail("session %s: reading its lease: %v", t.id, err)
+			r.fail("session %s: reading its lease: %v", id, err)
 		case l != nil:
-			r.fail("session %s: lease still held after the final dispose: handle %s, owner %+v, pid %d", t.id, l.HandleID, l.Owner, l.PID)
+			r.fail("session %s: lease still held after the final dispose: handle %s, owner %+v, pid %d", id, l.HandleID, l.Owner, l.PID)
 		}
 	}
 }

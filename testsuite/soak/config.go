@@ -95,6 +95,11 @@ type Config struct {
 	// suggestContinueAsNew), so that kills also land around the sessions'
 	// continues-as-new; 0 keeps the server's default (4096).
 	ContinueAsNewEvents int
+	// Turns is the number of sessions whose agent runs turns, one after
+	// another, while the worker is killed: each turn writes, reads and lists
+	// files in the session's cwd and calls a tool the worker lacks, through
+	// the worker's scripted provider (run_command stays off). 0 runs none.
+	Turns int
 	// Progress receives progress lines; nil discards them.
 	Progress io.Writer
 }
@@ -165,14 +170,25 @@ type Summary struct {
 	// Failures describes every invariant failure (including the ones
 	// counted above), in the order found.
 	Failures []string
+	// Turns are the figures of the turn sessions' logs at the end (zero
+	// without Config.Turns).
+	Turns TurnFigures
+	// AgentRetries counts the agent activities of the turn sessions that
+	// needed another attempt.
+	AgentRetries AgentRetries
 	// Elapsed is the duration of the run.
 	Elapsed time.Duration
 }
 
 // String returns the summary line.
 func (s Summary) String() string {
-	return fmt.Sprintf("soak: kills=%d sessions=%d acked=%d lost=%d duplicates=%d unresumable=%d",
+	line := fmt.Sprintf("soak: kills=%d sessions=%d acked=%d lost=%d duplicates=%d unresumable=%d",
 		s.Kills, s.Sessions, s.Acked, s.Lost, s.Duplicates, s.Unresumable)
+	if s.Turns != (TurnFigures{}) {
+		line += fmt.Sprintf(" turns=%d model-calls=%d tool-calls=%d outcome-unknown=%d retried-model=%d retried-tool=%d",
+			s.Turns.Turns, s.Turns.ModelCalls, s.Turns.ToolCalls, s.Turns.OutcomeUnknown, s.AgentRetries.Model, s.AgentRetries.Tool)
+	}
+	return line
 }
 
 // OK reports whether the soak found nothing wrong.

@@ -61,6 +61,11 @@ type runner struct {
 
 	worker *workerProc
 	gen    int
+
+	// script is the worker's provider script (turn sessions only);
+	// turnSessions are the sessions of the turn loops.
+	script       string
+	turnSessions []*turnSession
 }
 
 func (r *runner) fail(format string, args ...any) {
@@ -142,12 +147,20 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 		return sum, fmt.Errorf("soak: opening the store for read: %w", err)
 	}
 
+	if cfg.Turns > 0 {
+		if r.script, err = r.writeTurnScript(); err != nil {
+			return sum, err
+		}
+	}
 	if err := r.startWorker(ctx); err != nil {
 		return sum, err
 	}
 	defer r.stopWorker()
 
 	if err := r.createSessions(ctx); err != nil {
+		return sum, err
+	}
+	if err := r.createTurnSessions(ctx); err != nil {
 		return sum, err
 	}
 
@@ -170,6 +183,13 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 			defer wg.Done()
 			r.lifecycleLoop(appendCtx, loop, rand.New(rand.NewSource(seed)), stop)
 		}(i, cfg.Seed-int64(i)-1)
+	}
+	for _, t := range r.turnSessions {
+		wg.Add(1)
+		go func(t *turnSession) {
+			defer wg.Done()
+			r.turnLoop(appendCtx, t, stop)
+		}(t)
 	}
 
 	var loopErr error
@@ -204,13 +224,18 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 		}
 		polling := time.Since(killed)
 		acked := r.check(ctx, false)
+		r.checkTurns(ctx, false)
 		recovery := ""
 		if !cfg.Eager {
 			recovery = ", " + r.awaitProgress(ctx, before, killed)
 		}
-		r.progress("kill %d/%d: worker %d killed after %v, polling again after %v%s; acked=%d, lifecycles done=%d, check ok=%v",
+		turns := ""
+		if len(r.turnSessions) > 0 {
+			turns = fmt.Sprintf(", turns ended=%d", r.turnsEnded())
+		}
+		r.progress("kill %d/%d: worker %d killed after %v, polling again after %v%s; acked=%d, lifecycles done=%d%s, check ok=%v",
 			k, cfg.Kills, pid, interval.Round(time.Millisecond), polling.Round(time.Millisecond), recovery, acked,
-			len(r.cycledSessions(false)), len(r.snapshotFailures()) == 0)
+			len(r.cycledSessions(false)), turns, len(r.snapshotFailures()) == 0)
 	}
 	close(stop)
 	if loopErr != nil {
@@ -223,11 +248,20 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 	}
 
 	r.check(ctx, true)
+	r.checkTurns(ctx, true)
+	if len(r.turnSessions) > 0 {
+		if sum.AgentRetries, err = r.agentRetries(ctx); err != nil {
+			r.fail("counting the retried agent activities: %v", err)
+		}
+		r.progress("agent activities retried after a kill: %d model calls, %d tool calls", sum.AgentRetries.Model, sum.AgentRetries.Tool)
+	}
 	r.checkTaskTimeouts(ctx)
 	sum.Unresumable = r.disposeAndResume(ctx)
 	sum.Unresumable += r.resumeCycled(ctx)
+	sum.Unresumable += r.resumeTurnSessions(ctx)
 	r.checkLeases(ctx)
 	r.check(ctx, true)
+	sum.Turns = r.checkTurns(ctx, true)
 	return r.finish(sum), nil
 }
 
@@ -255,7 +289,7 @@ func (r *runner) awaitProgress(ctx context.Context, before []int, killed time.Ti
 // finish fills the counts of the summary.
 func (r *runner) finish(sum Summary) Summary {
 	sum.Lifecycles = len(r.cycledSessions(false))
-	sum.Sessions = len(r.sessions) + sum.Lifecycles
+	sum.Sessions = len(r.sessions) + sum.Lifecycles + len(r.turnSessions)
 	for _, t := range append(r.sessions[:len(r.sessions):len(r.sessions)], r.cycledSessions(true)...) {
 		t.mu.Lock()
 		sum.Acked += int64(len(t.acked))

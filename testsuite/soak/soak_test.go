@@ -27,6 +27,7 @@ var (
 	taskTimeout   = flag.Duration("soak.workflow-task-timeout", 3*time.Second, "workflow task timeout of the sessions, 0 = the server's default")
 	stickyTimeout = flag.Duration("soak.sticky-timeout", 2*time.Second, "the worker's sticky schedule-to-start timeout, 0 = the SDK's default")
 	canEvents     = flag.Int("soak.continue-as-new-events", 400, "history length at which the server suggests continue-as-new, 0 = the server's default")
+	turns         = flag.Int("soak.turns", 2, "number of sessions whose agent runs turns (scripted model, built-in tools) during the kills, 0 for none")
 )
 
 // lineWriter logs every line written to it through t.Log.
@@ -66,14 +67,19 @@ func TestSoak(t *testing.T) {
 		Kills: *kills, Sessions: *sessions, Lifecycles: *cycles, Seed: *seed,
 		MinInterval: *minIv, MaxInterval: *maxIv, Batch: *batch,
 		WorkflowTaskTimeout: *taskTimeout, StickyTimeout: *stickyTimeout, ContinueAsNewEvents: *canEvents,
-		Progress: &lineWriter{t: t},
+		Turns: *turns, Progress: &lineWriter{t: t},
 	})
 	t.Log(sum)
 	t.Logf("took %v", sum.Elapsed.Round(time.Second))
 	require.NoError(t, err)
 	require.Empty(t, sum.Failures)
 	require.Equal(t, *kills, sum.Kills)
-	require.Equal(t, *sessions+sum.Lifecycles, sum.Sessions)
+	require.Equal(t, *sessions+sum.Lifecycles+*turns, sum.Sessions)
+	if *turns > 0 {
+		require.GreaterOrEqual(t, sum.Turns.Turns, *turns, "every turn session ran turns during the kills")
+		require.Equal(t, 2*sum.Turns.Turns, sum.Turns.ModelCalls, "two steps per turn, one assistant/message each")
+		require.Equal(t, 4*sum.Turns.Turns, sum.Turns.ToolCalls, "four tool calls per turn")
+	}
 	if *cycles > 0 {
 		require.Positive(t, sum.Lifecycles, "sessions were created, disposed and resumed during the kills")
 	}

@@ -62,6 +62,9 @@ func (r *runner) startWorker(ctx context.Context) error {
 		"--task-queue", r.cfg.TaskQueue, "--metrics-address", "",
 		"--identity", identity, "--log-level", "warn",
 		"--sticky-timeout", r.cfg.StickyTimeout.String())
+	if r.script != "" {
+		cmd.Args = append(cmd.Args, "--provider-script", r.script)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
