@@ -417,3 +417,26 @@ func TestRegisterRefusesANameTheRegistryHoldsAndAddsNothing(t *testing.T) {
 		t.Errorf("registry = %v after a refused Register", names)
 	}
 }
+
+func TestStdioServerKilledBetweenCallsIsRestartedBeforeTheNextCall(t *testing.T) {
+	var log syncBuffer
+	_, r := startBridge(t, mcptool.Config{Servers: map[string]mcptool.ServerConfig{"srv": stdioServer(t, t.TempDir())}}, testOptions(&log))
+	first := servingPid(t, r)
+	var pid int
+	for _, c := range first {
+		pid = pid*10 + int(c-'0')
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(log.String(), "MCP server exited (signal: killed); restarting it") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the killed server's exit was not noticed:\n%s", log.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if second := servingPid(t, r); second == first {
+		t.Fatalf("whoami answered from the killed pid %s", first)
+	}
+}

@@ -139,3 +139,19 @@ func TestStartRefusesNamesThatCollideOrDoNotFit(t *testing.T) {
 		t.Errorf("an overlong name: %v", err)
 	}
 }
+
+func TestAJSONRPCErrorFailsTheCallAndKeepsTheConnection(t *testing.T) {
+	var log syncBuffer
+	srv := newTestServer(t.TempDir())
+	url, _ := httpServer(t, srv, "secret")
+	_, r := startBridge(t, mcptool.Config{Servers: map[string]mcptool.ServerConfig{
+		"srv": {URL: url, Headers: map[string]string{"Authorization": "Bearer secret"}},
+	}}, testOptions(&log))
+	srv.RemoveTools("put")
+	wantError(t, execute(t, r, "srv__put", `{}`), "TOOL_FAILED",
+		`Error: tool "srv__put" failed: MCP server "srv" answered the call with an error: unknown tool "put"`)
+	wantOK(t, execute(t, r, "srv__echo", `{"text":"still here"}`), "echo: still here")
+	if strings.Contains(log.String(), "restarting it") {
+		t.Errorf("a JSON-RPC error restarted the server:\n%s", log.String())
+	}
+}
