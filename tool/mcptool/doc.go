@@ -32,4 +32,8 @@
 // connection attempt and fails with ErrServerDown when that fails too.
 // Cancelling a call's context cancels the request on the server
 // (notifications/cancelled). Close stops every server.
+//
+// The tools are listed once, at Start: a restarted server is expected to
+// offer the same tools, and a tool it no longer offers fails its calls with
+// the server's error (list-changed notifications are not followed).
 package mcptool
