@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -318,7 +320,8 @@ func TestCloseStopsTheServersAndLaterCallsFail(t *testing.T) {
 	var log syncBuffer
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	b, err := mcptool.Start(ctx, mcptool.Config{Servers: map[string]mcptool.ServerConfig{"srv": stdioServer(t, t.TempDir())}}, testOptions(&log))
+	dir := t.TempDir()
+	b, err := mcptool.Start(ctx, mcptool.Config{Servers: map[string]mcptool.ServerConfig{"srv": stdioServer(t, dir)}}, testOptions(&log))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,9 +334,17 @@ func TestCloseStopsTheServersAndLaterCallsFail(t *testing.T) {
 	// A call still running when the bridge closes must not hold Close.
 	inFlight := make(chan tool.Result, 1)
 	go func() {
-		inFlight <- r.Execute(context.Background(), "srv__sleep", tool.Call{Arguments: json.RawMessage(`{}`)})
+		inFlight <- r.Execute(context.Background(), "srv__sleep", tool.Call{Arguments: json.RawMessage(`{"child":"close"}`)})
 	}()
-	time.Sleep(200 * time.Millisecond)
+	childFile := filepath.Join(dir, "child-close")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(childFile); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the sleep call did not start its child process")
+		}
+	}
 
 	closed := make(chan error, 1)
 	go func() { closed <- b.Close() }()
@@ -353,13 +364,12 @@ func TestCloseStopsTheServersAndLaterCallsFail(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the call in flight at Close did not end")
 	}
-	var n int
-	for _, c := range pid {
-		n = n*10 + int(c-'0')
+	requireGone(t, "the server", pid)
+	child, err := os.ReadFile(childFile)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := syscall.Kill(n, 0); !errors.Is(err, syscall.ESRCH) {
-		t.Errorf("server process %d still exists after Close (kill 0: %v)", n, err)
-	}
+	requireGone(t, "the server's child", string(child))
 	wantError(t, execute(t, r, "srv__echo", `{"text":"x"}`), "TOOL_FAILED",
 		`Error: tool "srv__echo" failed: mcptool: bridge closed: MCP server "srv" is stopped`)
 	if err := b.Close(); err != nil {
@@ -438,5 +448,27 @@ func TestStdioServerKilledBetweenCallsIsRestartedBeforeTheNextCall(t *testing.T)
 	}
 	if second := servingPid(t, r); second == first {
 		t.Fatalf("whoami answered from the killed pid %s", first)
+	}
+}
+
+// requireGone fails unless process pid is gone (or a zombie waiting for
+// its new parent to reap it) within a few seconds.
+func requireGone(t *testing.T, what, pid string) {
+	t.Helper()
+	n, err := strconv.Atoi(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := syscall.Kill(n, 0)
+		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", n))
+		if errors.Is(err, syscall.ESRCH) || strings.Contains(string(stat), ") Z ") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s (pid %d) still runs after Close: %s", what, n, stat)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

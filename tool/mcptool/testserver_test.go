@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -112,6 +114,14 @@ func newTestServer(dir string) *mcp.Server {
 		Description: "Block until cancelled.",
 		InputSchema: objectSchema,
 	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if tag := textArg(req, "child"); tag != "" {
+			// A process of the server's own, as a server run by npx has.
+			child := exec.Command("sleep", "120")
+			if err := child.Start(); err != nil {
+				return nil, err
+			}
+			_ = os.WriteFile(filepath.Join(dir, "child-"+tag), []byte(strconv.Itoa(child.Process.Pid)), 0o644)
+		}
 		select {
 		case <-ctx.Done():
 			_ = os.WriteFile(filepath.Join(dir, "cancelled-"+textArg(req, "tag")), nil, 0o644)
