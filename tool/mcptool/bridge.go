@@ -197,8 +197,8 @@ func (b *Bridge) Register(r *tool.Registry) error {
 }
 
 // Close stops every server (a stdio server gets its stdin closed, then
-// SIGTERM, then SIGKILL, each after Options.TerminateTimeout) and waits for
-// them. Calls in flight fail; later calls fail with ErrClosed. It returns the
+// SIGTERM, each after Options.TerminateTimeout, then its process group gets
+// SIGKILL) and waits for them. Calls in flight fail; later calls fail with ErrClosed. It returns the
 // first error of stopping a server and is idempotent.
 func (b *Bridge) Close() error {
 	b.closeOnce.Do(func() {
