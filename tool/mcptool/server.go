@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -140,6 +141,10 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 		}
 		cmd.Stderr = &stderrLog{log: s.log}
 		cmd.WaitDelay = s.opts.TerminateTimeout
+		// Its own process group: a terminal's Ctrl-C reaches the worker,
+		// which stops the server in order, and the processes the server
+		// started end with it.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		c.cmd = cmd
 		transport = &mcp.CommandTransport{Command: cmd, TerminateDuration: s.opts.TerminateTimeout}
 	}
@@ -155,6 +160,10 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 	go func() {
 		werr := sess.Wait()
 		c.exit = s.describeExit(c, werr)
+		if c.cmd != nil {
+			// The processes the server started end with it.
+			_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+		}
 		close(c.dead)
 	}()
 	return c, nil
@@ -179,6 +188,8 @@ func (s *server) stop(c *conn) error {
 	if c.cmd == nil {
 		return fmt.Errorf("MCP server %q: the connection did not close within %s", s.name, grace)
 	}
+	s.log.Warn("MCP server did not stop in time; killing its process group", "after", grace)
+	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
 	_ = c.cmd.Process.Kill()
 	<-c.dead
 	return nil
