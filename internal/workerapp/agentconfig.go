@@ -36,6 +36,9 @@ type AgentConfig struct {
 	// Tools are more tools an embedding application offers, beside the
 	// built-in ones.
 	Tools []tool.Tool
+	// MCPConfig is the path of the MCP servers' configuration file
+	// (--mcp-config); StartMCP adds their tools to Tools.
+	MCPConfig string
 }
 
 // AgentActivities builds the agent activities of cfg over store: the

@@ -182,6 +182,7 @@ type Flags struct {
 	enableRunCommand                                   bool
 	anthropic                                          *anthropicFlags
 	openai                                             *openAIFlags
+	mcp                                                *mcpFlags
 }
 
 // AddFlags defines the worker's flags on fs.
@@ -204,6 +205,7 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 	fs.BoolVar(&f.enableRunCommand, "enable-run-command", false, "offer the run_command tool (runs sh -c in the session's cwd) (env "+EnvEnableRunCommand+")")
 	f.anthropic = addAnthropicFlags(fs)
 	f.openai = addOpenAIFlags(fs)
+	f.mcp = addMCPFlags(fs)
 	return f
 }
 
@@ -288,6 +290,9 @@ func (f *Flags) Config(environ []string) (Config, error) {
 		return Config{}, err
 	}
 	if cfg.Agent.OpenAI, err = f.openai.config(env, pick); err != nil {
+		return Config{}, err
+	}
+	if cfg.Agent.MCPConfig, err = f.mcp.config(pick); err != nil {
 		return Config{}, err
 	}
 	// An empty metrics address is meaningful (off), so a set but empty

@@ -129,7 +129,12 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		},
 	})
 	Register(w, store, c)
-	agentActs, err := AgentActivities(store, cfg.Agent)
+	agentCfg, stopMCP, err := StartMCP(ctx, cfg.Agent, logger)
+	if err != nil {
+		return err
+	}
+	defer stopMCP()
+	agentActs, err := AgentActivities(store, agentCfg)
 	if err != nil {
 		return err
 	}
