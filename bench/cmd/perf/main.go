@@ -3,14 +3,20 @@
 //
 //	go run ./bench/cmd/perf -out docs/PERFORMANCE.md
 //
+// The turn measurements alone, their section of the report and their charts:
+//
+//	go run ./bench/cmd/perf -turns-only -svg docs -out docs/PERFORMANCE.md
+//
 // Run it from the module root. It waits for the machine's 1-minute load
 // average to drop below -max-load (up to -load-wait) before measuring.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/signal"
 	"runtime/pprof"
@@ -47,7 +53,27 @@ func run() error {
 	flag.IntVar(&cfg.SessionflowMaxAppends, "sessionflow-max-appends", cfg.SessionflowMaxAppends, "cap of the sessionflow side of the entity comparison")
 	flag.BoolVar(&cfg.Store, "store", cfg.Store, "run the store benchmarks (go test ./jsonl -bench)")
 	flag.Int64Var(&cfg.StoreBenchSize, "store-benchsize", cfg.StoreBenchSize, "size of the store open benchmarks' logs")
+	flag.BoolVar(&cfg.Turns.Enabled, "turns", cfg.Turns.Enabled, "run the turn measurements (sessionflow against the agent-sample pattern)")
+	flag.BoolVar(&cfg.TurnsOnly, "turns-only", false, "run only the turn measurements; with -out, replace the turn section of that report and keep the rest")
+	svgDir := flag.String("svg", "", "write the turn charts ("+bench.HistoryChart+", "+bench.TimeChart+") into this directory")
+	turnsLong := flag.Bool("turns-long", false, fmt.Sprintf("run %d turns on one sessionflow session (default %d)", bench.LongSessionTurns, cfg.Turns.SessionTurns))
+	turnSizes := flag.String("turn-sizes", "10,100,1000,10000", "conversation lengths (messages) of the turn measurements")
+	turnChunks := flag.String("turn-chunks", "10,100000", "response lengths (chunks) whose history per turn is compared")
+	flag.IntVar(&cfg.Turns.SessionTurns, "session-turns", cfg.Turns.SessionTurns, "turns on one sessionflow session")
+	flag.IntVar(&cfg.Turns.Turns, "turns-measured", cfg.Turns.Turns, "measured turns per point")
+	flag.IntVar(&cfg.Turns.MessageBytes, "turn-message-bytes", cfg.Turns.MessageBytes, "text bytes per message of a built conversation")
+	flag.IntVar(&cfg.Turns.GrowBatch, "grow-batch", cfg.Turns.GrowBatch, "messages each turn of the sample's growth run adds")
 	flag.Parse()
+	if *turnsLong {
+		cfg.Turns.SessionTurns = bench.LongSessionTurns
+	}
+	var err error
+	if cfg.Turns.Sizes, err = intList("-turn-sizes", *turnSizes, 1); err != nil {
+		return err
+	}
+	if cfg.Turns.Chunks, err = intList("-turn-chunks", *turnChunks, 1); err != nil {
+		return err
+	}
 	cfg.HistorySizes = nil
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -78,7 +104,27 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	if *svgDir != "" {
+		if res.Turns == nil {
+			return fmt.Errorf("-svg: no turn measurements in this run")
+		}
+		files, err := bench.WriteCharts(*svgDir, res.Turns)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(os.Stderr, "perf: wrote", strings.Join(files, ", "))
+	}
 	report := bench.Report(res)
+	if cfg.TurnsOnly {
+		report = bench.TurnsReport(res.Turns)
+		if *out != "" {
+			old, err := os.ReadFile(*out)
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("reading the report: %w", err)
+			}
+			report = bench.SpliceTurns(string(old), report)
+		}
+	}
 	if *out == "" {
 		_, err = os.Stdout.WriteString(report)
 		return err
@@ -88,6 +134,19 @@ func run() error {
 	}
 	fmt.Fprintln(os.Stderr, "perf: wrote", *out)
 	return nil
+}
+
+// intList parses a comma-separated list of integers of at least least.
+func intList(name, s string, least int) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < least {
+			return nil, fmt.Errorf("%s: bad value %q", name, f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // waitLoad polls the load average until it is below limit or wait has
