@@ -218,7 +218,10 @@ func SpliceTurns(report, section string) string {
 	if i := strings.Index(report, "## What the workflow profiles showed"); i >= 0 {
 		return report[:i] + section + "\n" + report[i:]
 	}
-	if report != "" && !strings.HasSuffix(report, "\n") {
+	if report == "" {
+		return section
+	}
+	if !strings.HasSuffix(report, "\n") {
 		report += "\n"
 	}
 	return report + "\n" + section

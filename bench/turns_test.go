@@ -1,0 +1,114 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionflow/sessionflow/provider"
+)
+
+// smokeTurns are the turn measurements of the smoke test: two short
+// conversations, two response lengths, and a growth run whose turns add
+// enough messages to reach the payload limit in a few turns.
+func smokeTurns() TurnsConfig {
+	cfg := DefaultTurnsConfig()
+	cfg.Sizes = []int{10, 400}
+	cfg.Chunks = []int{10, 1000}
+	cfg.Turns = 2
+	cfg.Warmup = 0
+	cfg.SessionTurns = 3
+	cfg.GrowBatch = 5000
+	cfg.GrowMaxMessages = 100_000
+	return cfg
+}
+
+// checkSmokeTurns checks the turn measurements of the smoke test.
+func checkSmokeTurns(t *testing.T, tr *TurnResults) {
+	t.Helper()
+	require.NotNil(t, tr)
+	small, ok := tr.Point(PatternSample, 10, 10)
+	require.True(t, ok, "the sample ran at 10 messages: %+v", tr.BySize[PatternSample])
+	large, ok := tr.Point(PatternSample, 400, 10)
+	require.True(t, ok, "the sample ran at 400 messages")
+	require.Equal(t, 2, small.Measured)
+	require.Positive(t, small.Time.Median)
+	// 390 more messages of 100 bytes of text travel in the model
+	// activity's input: at least 39,000 more bytes per turn.
+	require.Greater(t, large.HistoryBytes, small.HistoryBytes+39_000, "the sample's history per turn grows with the conversation")
+	long, ok := tr.Point(PatternSample, 10, 1000)
+	require.True(t, ok)
+	require.Greater(t, long.HistoryBytes, small.HistoryBytes+990*4, "the sample's history per turn carries the response")
+
+	g := tr.Grow
+	require.Positive(t, g.Turns)
+	require.Positive(t, g.FailedAt, "the growth run ends at a limit: %s", g.Outcome)
+	require.Greater(t, g.FailedAt, g.Messages)
+	require.Contains(t, g.Outcome, "exceeds size limit")
+
+	charts, err := Charts(tr)
+	require.NoError(t, err)
+	for _, name := range []string{HistoryChart, TimeChart} {
+		require.Contains(t, string(charts[name]), "<svg", name)
+		require.Contains(t, string(charts[name]), PatternSample, name)
+	}
+	report := TurnsReport(tr)
+	require.True(t, strings.HasPrefix(report, TurnsBegin))
+	require.True(t, strings.HasSuffix(report, TurnsEnd+"\n"))
+	require.Contains(t, report, "| agent sample: its run ends at the history or payload limit | turn ")
+}
+
+func TestSpliceTurnsReplacesOnlyTheTurnSection(t *testing.T) {
+	old := "# Performance\n\nintro\n\n" + TurnsBegin + "\nold figures\n" + TurnsEnd + "\n\n## What the workflow profiles showed\n\nnotes\n"
+	got := SpliceTurns(old, TurnsBegin+"\nnew figures\n"+TurnsEnd+"\n")
+	require.Equal(t, "# Performance\n\nintro\n\n"+TurnsBegin+"\nnew figures\n"+TurnsEnd+"\n\n## What the workflow profiles showed\n\nnotes\n", got)
+
+	// A report without the section gets it before the profiles' notes.
+	got = SpliceTurns("# P\n\n## What the workflow profiles showed\n\nnotes\n", "S\n")
+	require.Equal(t, "# P\n\nS\n\n## What the workflow profiles showed\n\nnotes\n", got)
+	require.Equal(t, "S\n", SpliceTurns("", "S\n"))
+}
+
+func TestChartsPlotEveryMeasuredPoint(t *testing.T) {
+	tr := &TurnResults{BySize: map[string][]TurnPoint{
+		PatternSessionflow: {{Messages: 10, HistoryBytes: 5000, Time: Stats{Median: 12 * time.Millisecond}}, {Messages: 1000, HistoryBytes: 5001, Time: Stats{Median: 14 * time.Millisecond}}},
+		PatternSample:      {{Messages: 10, HistoryBytes: 4000, Time: Stats{Median: 8 * time.Millisecond}}, {Messages: 1000, Err: "payload limit"}},
+	}}
+	require.Len(t, chartSeries(tr, PatternSessionflow, func(p TurnPoint) float64 { return float64(p.HistoryBytes) }), 2)
+	require.Len(t, chartSeries(tr, PatternSample, func(p TurnPoint) float64 { return float64(p.HistoryBytes) }), 1, "a failed point is not drawn")
+	charts, err := Charts(tr)
+	require.NoError(t, err)
+	require.Contains(t, string(charts[TimeChart]), PatternSessionflow)
+	_, err = Charts(&TurnResults{})
+	require.ErrorContains(t, err, "no pattern has points to draw")
+}
+
+func TestConversationAndAssembly(t *testing.T) {
+	c := Conversation(3, 40)
+	require.Len(t, c, 3)
+	require.Equal(t, []string{provider.RoleUser, provider.RoleAssistant, provider.RoleUser}, []string{c[0].Role, c[1].Role, c[2].Role})
+	require.Len(t, c[2].Content[0].Text, 40)
+	require.True(t, strings.HasPrefix(c[2].Content[0].Text, "message 2: "))
+
+	var a assembly
+	for _, ch := range []provider.Chunk{
+		{Type: provider.ChunkReasoning, Delta: "think"},
+		{Type: provider.ChunkText, Delta: "Hel"}, {Type: provider.ChunkText, Delta: "lo"},
+		{Type: provider.ChunkToolCall, Index: 1, ID: "c2", Name: "b", Delta: "{}"},
+		{Type: provider.ChunkToolCall, Index: 0, ID: "c1", Name: "a", Delta: `{"x"`}, {Type: provider.ChunkToolCall, Index: 0, Delta: ":1}"},
+		{Type: provider.ChunkUsage, Usage: &provider.Usage{OutputTokens: 3}},
+		{Type: provider.ChunkFinish, Finish: provider.FinishToolCalls},
+	} {
+		a.push(ch)
+	}
+	require.Equal(t, []provider.Block{
+		{Type: provider.BlockReasoning, Text: "think"},
+		{Type: provider.BlockText, Text: "Hello"},
+		{Type: provider.BlockToolCall, ID: "c1", Name: "a", Arguments: `{"x":1}`},
+		{Type: provider.BlockToolCall, ID: "c2", Name: "b", Arguments: "{}"},
+	}, a.content())
+	require.Equal(t, provider.FinishToolCalls, a.finish)
+	require.Equal(t, int64(3), a.usage.OutputTokens)
+}
