@@ -1,13 +1,17 @@
 package bench
 
 import (
+	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider"
+	"github.com/sessionflow/sessionflow/session"
 )
 
 // smokeTurns are the turn measurements of the smoke test: two short
@@ -111,4 +115,45 @@ func TestConversationAndAssembly(t *testing.T) {
 	}, a.content())
 	require.Equal(t, provider.FinishToolCalls, a.finish)
 	require.Equal(t, int64(3), a.usage.OutputTokens)
+}
+
+func TestWriteConversationLogStoresCompletedTurns(t *testing.T) {
+	ctx := context.Background()
+	st, err := jsonl.NewStore(jsonl.Options{Root: t.TempDir(), Compression: jsonl.CompressionNone})
+	require.NoError(t, err)
+	next, size, err := WriteConversationLog(ctx, st, "conv", 5, 30, "m")
+	require.NoError(t, err)
+	// Two whole turns of six events, then a turn holding only the fifth
+	// message.
+	require.Equal(t, int64(15), next)
+	require.Positive(t, size)
+
+	h, err := st.Open(ctx, "conv", jsonl.AccessRead, jsonl.OpenOptions{})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, h.Close(ctx)) }()
+	evs, err := h.Read(ctx, 0, -1)
+	require.NoError(t, err)
+	var types []string
+	var texts []string
+	for _, ev := range evs {
+		types = append(types, ev.Type)
+		var d struct {
+			Content []provider.Block `json:"content"`
+			Message struct {
+				Content []provider.Block `json:"content"`
+			} `json:"message"`
+		}
+		require.NoError(t, json.Unmarshal(ev.Data, &d))
+		for _, b := range append(d.Content, d.Message.Content...) {
+			texts = append(texts, b.Text)
+		}
+	}
+	turn := []string{session.TypeTurnStart, session.TypeUserMessage, session.TypeStepStart, session.TypeAssistantMessage, session.TypeStepEnd, session.TypeTurnEnd}
+	want := append(append(append([]string{}, turn...), turn...), session.TypeTurnStart, session.TypeUserMessage, session.TypeTurnEnd)
+	require.Equal(t, want, types)
+	var conv []string
+	for _, m := range Conversation(5, 30) {
+		conv = append(conv, m.Content[0].Text)
+	}
+	require.Equal(t, conv, texts, "the log holds the messages of Conversation, in order")
 }
