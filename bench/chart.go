@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -46,6 +47,31 @@ func chartSeries(tr *TurnResults, pattern string, value func(TurnPoint) float64)
 	return xys
 }
 
+// byteTicks are log-scale ticks labelled in decimal byte units.
+type byteTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (byteTicks) Ticks(lo, hi float64) []plot.Tick {
+	ticks := plot.LogTicks{Prec: -1}.Ticks(lo, hi)
+	for i, t := range ticks {
+		if t.Label != "" {
+			ticks[i].Label = decimalBytes(t.Value)
+		}
+	}
+	return ticks
+}
+
+// decimalBytes labels a byte count in B, kB, MB or GB (powers of 1000).
+func decimalBytes(v float64) string {
+	units := []string{"B", "kB", "MB", "GB"}
+	i := 0
+	for v >= 1000 && i < len(units)-1 {
+		v /= 1000
+		i++
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64) + " " + units[i]
+}
+
 // Charts renders the two SVG charts of the turn measurements, by file name.
 func Charts(tr *TurnResults) (map[string][]byte, error) {
 	out := map[string][]byte{}
@@ -68,12 +94,16 @@ func Charts(tr *TurnResults) (map[string][]byte, error) {
 		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
 		if s.logY {
 			p.Y.Scale = plot.LogScale{}
-			p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+			p.Y.Tick.Marker = byteTicks{}
 		} else {
 			p.Y.Min = 0
 		}
+		p.Title.Padding = vg.Points(8)
 		p.Legend.Top = true
 		p.Legend.Left = true
+		p.Legend.XOffs = vg.Points(60)
+		p.Legend.YOffs = -vg.Points(30)
+		p.Legend.Padding = vg.Points(2)
 		p.Add(plotter.NewGrid())
 		drawn := 0
 		for _, pattern := range []string{PatternSessionflow, PatternSample} {

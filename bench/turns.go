@@ -169,13 +169,25 @@ type TurnResults struct {
 	LoadAfter  float64
 }
 
-// Point returns pattern's point at messages and chunks, if measured.
-func (r *TurnResults) Point(pattern string, messages, chunks int) (TurnPoint, bool) {
-	for _, set := range []map[string][]TurnPoint{r.BySize, r.ByChunks} {
-		for _, p := range set[pattern] {
-			if p.Messages == messages && p.Chunks == chunks && p.Err == "" {
-				return p, true
-			}
+// Point returns pattern's point of the size measurements at messages, if
+// measured.
+func (r *TurnResults) Point(pattern string, messages int) (TurnPoint, bool) {
+	return find(r.BySize[pattern], messages, r.Config.ResponseChunks)
+}
+
+// ChunkPoint returns pattern's point of the response-length measurements
+// at chunks, if measured.
+func (r *TurnResults) ChunkPoint(pattern string, chunks int) (TurnPoint, bool) {
+	if len(r.Config.Sizes) == 0 {
+		return TurnPoint{}, false
+	}
+	return find(r.ByChunks[pattern], r.Config.Sizes[0], chunks)
+}
+
+func find(points []TurnPoint, messages, chunks int) (TurnPoint, bool) {
+	for _, p := range points {
+		if p.Messages == messages && p.Chunks == chunks && p.Err == "" {
+			return p, true
 		}
 	}
 	return TurnPoint{}, false

@@ -33,16 +33,16 @@ func smokeTurns() TurnsConfig {
 func checkSmokeTurns(t *testing.T, tr *TurnResults) {
 	t.Helper()
 	require.NotNil(t, tr)
-	small, ok := tr.Point(PatternSample, 10, 10)
+	small, ok := tr.Point(PatternSample, 10)
 	require.True(t, ok, "the sample ran at 10 messages: %+v", tr.BySize[PatternSample])
-	large, ok := tr.Point(PatternSample, 400, 10)
+	large, ok := tr.Point(PatternSample, 400)
 	require.True(t, ok, "the sample ran at 400 messages")
 	require.Equal(t, 2, small.Measured)
 	require.Positive(t, small.Time.Median)
 	// 390 more messages of 100 bytes of text travel in the model
 	// activity's input: at least 39,000 more bytes per turn.
 	require.Greater(t, large.HistoryBytes, small.HistoryBytes+39_000, "the sample's history per turn grows with the conversation")
-	long, ok := tr.Point(PatternSample, 10, 1000)
+	long, ok := tr.ChunkPoint(PatternSample, 1000)
 	require.True(t, ok)
 	require.Greater(t, long.HistoryBytes, small.HistoryBytes+990*4, "the sample's history per turn carries the response")
 

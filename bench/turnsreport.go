@@ -62,23 +62,23 @@ func TurnsReport(tr *TurnResults) string {
 		return r, math.Abs(r-1) <= 0.05
 	}
 	sf := PatternSessionflow
-	if a, ok := tr.Point(sf, lo, cfg.ResponseChunks); ok {
-		if z, ok := tr.Point(sf, hi, cfg.ResponseChunks); ok {
+	if a, ok := tr.Point(sf, lo); ok {
+		if z, ok := tr.Point(sf, hi); ok {
 			r, good := within(a, z)
 			p("| sessionflow: history of one turn equal within 5%% for %d and %d messages | %d vs %d bytes (%.3fx) | %s |\n", lo, hi, a.HistoryBytes, z.HistoryBytes, r, met(good))
 		}
 	}
 	if len(cfg.Chunks) >= 2 {
 		c0, c1 := cfg.Chunks[0], cfg.Chunks[len(cfg.Chunks)-1]
-		if a, ok := tr.Point(sf, lo, c0); ok {
-			if z, ok := tr.Point(sf, lo, c1); ok {
+		if a, ok := tr.ChunkPoint(sf, c0); ok {
+			if z, ok := tr.ChunkPoint(sf, c1); ok {
 				r, good := within(a, z)
 				p("| sessionflow: history of one turn equal within 5%% for responses of %d and %d chunks | %d vs %d bytes (%.3fx) | %s |\n", c0, c1, a.HistoryBytes, z.HistoryBytes, r, met(good))
 			}
 		}
 	}
-	if a, ok := tr.Point(PatternSample, lo, cfg.ResponseChunks); ok {
-		if z, ok := tr.Point(PatternSample, hi, cfg.ResponseChunks); ok {
+	if a, ok := tr.Point(PatternSample, lo); ok {
+		if z, ok := tr.Point(PatternSample, hi); ok {
 			p("| agent sample: history of one turn grows with the conversation | %d vs %d bytes (%.0fx) for %d and %d messages | %s |\n",
 				a.HistoryBytes, z.HistoryBytes, float64(z.HistoryBytes)/float64(a.HistoryBytes), lo, hi, met(z.HistoryBytes > 2*a.HistoryBytes))
 		}
@@ -97,8 +97,8 @@ func TurnsReport(tr *TurnResults) string {
 		p("| sessionflow: %d turns in one session, continue-as-new carrying only the cursor | %d turns, %d runs, largest run %s | %s |\n",
 			max(cfg.SessionTurns, LongSessionTurns), l.Turns, l.Runs, kib(float64(l.MaxRunBytes)), verdict)
 	}
-	if a, ok := tr.Point(sf, lo, cfg.ResponseChunks); ok {
-		if z, ok := tr.Point(PatternSample, lo, cfg.ResponseChunks); ok {
+	if a, ok := tr.Point(sf, lo); ok {
+		if z, ok := tr.Point(PatternSample, lo); ok {
 			r := float64(a.Time.Median) / float64(z.Time.Median)
 			p("| time per turn at %d messages <= 1.5x the sample's | %s vs %s (%.2fx) | %s |\n", lo, ms(a.Time.Median), ms(z.Time.Median), r, met(r <= 1.5))
 		}
@@ -107,8 +107,8 @@ func TurnsReport(tr *TurnResults) string {
 		if n < 1000 {
 			continue
 		}
-		a, ok1 := tr.Point(sf, n, cfg.ResponseChunks)
-		z, ok2 := tr.Point(PatternSample, n, cfg.ResponseChunks)
+		a, ok1 := tr.Point(sf, n)
+		z, ok2 := tr.Point(PatternSample, n)
 		switch {
 		case ok1 && ok2:
 			r := float64(a.Time.Median) / float64(z.Time.Median)
@@ -126,7 +126,9 @@ func TurnsReport(tr *TurnResults) string {
 	p("| messages | sessionflow history/turn | sample history/turn | ratio | sessionflow events/turn | sample events/turn | sessionflow time/turn (median, p90) | sample time/turn (median, p90) | time ratio |\n")
 	p("|---|---|---|---|---|---|---|---|---|\n")
 	for _, n := range cfg.Sizes {
-		p("| %d | %s |\n", n, turnRow(tr, n, cfg.ResponseChunks))
+		a, ok1 := tr.Point(PatternSessionflow, n)
+		z, ok2 := tr.Point(PatternSample, n)
+		p("| %d | %s |\n", n, turnRow(a, ok1, z, ok2))
 	}
 	p("\n")
 	if len(cfg.Chunks) > 0 {
@@ -135,7 +137,9 @@ func TurnsReport(tr *TurnResults) string {
 		p("| chunks | sessionflow history/turn | sample history/turn | ratio | sessionflow events/turn | sample events/turn | sessionflow time/turn (median, p90) | sample time/turn (median, p90) | time ratio |\n")
 		p("|---|---|---|---|---|---|---|---|---|\n")
 		for _, c := range cfg.Chunks {
-			p("| %d | %s |\n", c, turnRow(tr, lo, c))
+			a, ok1 := tr.ChunkPoint(PatternSessionflow, c)
+			z, ok2 := tr.ChunkPoint(PatternSample, c)
+			p("| %d | %s |\n", c, turnRow(a, ok1, z, ok2))
 		}
 		p("\n")
 	}
@@ -178,10 +182,8 @@ func TurnsReport(tr *TurnResults) string {
 }
 
 // turnRow renders the cells of one size or response length for both
-// patterns.
-func turnRow(tr *TurnResults, n, chunks int) string {
-	a, ok1 := tr.Point(PatternSessionflow, n, chunks)
-	z, ok2 := tr.Point(PatternSample, n, chunks)
+// patterns: a of sessionflow and z of the sample, when measured.
+func turnRow(a TurnPoint, ok1 bool, z TurnPoint, ok2 bool) string {
 	cell := func(ok bool, v string) string {
 		if !ok {
 			return "-"
