@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -93,12 +94,97 @@ type TurnPoint struct {
 	// Time is the duration of a turn, from the request until its end is
 	// seen by the client.
 	Time Stats
+	// Parts are where a turn's time went, by part (an activity type from
+	// its scheduling to its completion, or the workflow tasks from their
+	// scheduling to their completion), in order of first occurrence.
+	Parts []TurnPart
 	// Measured is the number of measured turns.
 	Measured int
 	// Ended is why the turns stopped before Turns were measured; Err is
 	// why none could be measured. Both are empty when every turn ran.
 	Ended string
 	Err   string
+}
+
+// TurnPart is one part of a turn's time: Count occurrences in a turn
+// taking Median in all (medians over the measured turns).
+type TurnPart struct {
+	Name   string
+	Count  int
+	Median time.Duration
+}
+
+// workflowTasks names the workflow tasks among a turn's parts.
+const workflowTasks = "workflow tasks"
+
+// turnParts returns the time a turn's events spent per activity type
+// (scheduled to completed) and in workflow tasks (scheduled to
+// completed), in order of first occurrence.
+func turnParts(evs []*historypb.HistoryEvent) []TurnPart {
+	type open struct {
+		name string
+		at   time.Time
+	}
+	scheduled := map[int64]open{}
+	var parts []TurnPart
+	add := func(name string, d time.Duration) {
+		for i := range parts {
+			if parts[i].Name == name {
+				parts[i].Count++
+				parts[i].Median += d
+				return
+			}
+		}
+		parts = append(parts, TurnPart{Name: name, Count: 1, Median: d})
+	}
+	for _, ev := range evs {
+		at := ev.GetEventTime().AsTime()
+		switch ev.GetEventType() {
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+			scheduled[ev.GetEventId()] = open{ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName(), at}
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED:
+			scheduled[ev.GetEventId()] = open{workflowTasks, at}
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+			if o, ok := scheduled[ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()]; ok {
+				add(o.name, at.Sub(o.at))
+			}
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+			if o, ok := scheduled[ev.GetWorkflowTaskCompletedEventAttributes().GetScheduledEventId()]; ok {
+				add(o.name, at.Sub(o.at))
+			}
+		}
+	}
+	return parts
+}
+
+// medianParts returns, per part, the median count and time over turns.
+func medianParts(turns [][]TurnPart) []TurnPart {
+	var out []TurnPart
+	for _, t := range turns {
+		for _, p := range t {
+			if !slices.ContainsFunc(out, func(q TurnPart) bool { return q.Name == p.Name }) {
+				out = append(out, TurnPart{Name: p.Name})
+			}
+		}
+	}
+	for i := range out {
+		var counts []int
+		var times []time.Duration
+		for _, t := range turns {
+			var c int
+			var d time.Duration
+			for _, p := range t {
+				if p.Name == out[i].Name {
+					c, d = p.Count, p.Median
+				}
+			}
+			counts = append(counts, c)
+			times = append(times, d)
+		}
+		out[i].Count = medianInt(counts)
+		out[i].Median = summarize(times).Median
+	}
+	return out
 }
 
 // LongRun is sessionflow's long run: many turns on one session.
@@ -254,26 +340,26 @@ func turnCost(evs []*historypb.HistoryEvent, from int) (events, bytes int) {
 
 // measuredTurn runs one turn of d and returns its duration and what it
 // added to its run's history.
-func (e *env) measuredTurn(ctx context.Context, d turnDriver, prompt string) (time.Duration, int, int, error) {
+func (e *env) measuredTurn(ctx context.Context, d turnDriver, prompt string) (time.Duration, int, int, []TurnPart, error) {
 	runID, evs, err := e.quiet(ctx, d.workflowID())
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, nil, err
 	}
 	from := len(evs)
 	t0 := time.Now()
 	if err := d.turn(ctx, prompt); err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, nil, err
 	}
 	el := time.Since(t0)
 	if _, _, err := e.quiet(ctx, d.workflowID()); err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, nil, err
 	}
 	after, _, err := e.history(ctx, d.workflowID(), runID)
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, nil, err
 	}
 	events, bytes := turnCost(after, from)
-	return el, events, bytes, nil
+	return el, events, bytes, turnParts(after[min(from, len(after)):]), nil
 }
 
 // point opens a conversation of n messages for d and measures its turns.
@@ -288,9 +374,10 @@ func (e *env) point(ctx context.Context, d turnDriver, pattern, name string, n, 
 	var (
 		times          []time.Duration
 		events, bytess []int
+		parts          [][]TurnPart
 	)
 	for i := 0; i < cfg.Warmup+cfg.Turns; i++ {
-		el, ev, b, err := e.measuredTurn(ctx, d, messageText(n+2*i, cfg.MessageBytes))
+		el, ev, b, pp, err := e.measuredTurn(ctx, d, messageText(n+2*i, cfg.MessageBytes))
 		if err != nil {
 			msg := fmt.Sprintf("turn %d (messages before it: %d) failed: %v", i+1, n+2*i, err)
 			if evs, _, herr := e.history(ctx, d.workflowID(), ""); herr == nil {
@@ -307,9 +394,11 @@ func (e *env) point(ctx context.Context, d turnDriver, pattern, name string, n, 
 			times = append(times, el)
 			events = append(events, ev)
 			bytess = append(bytess, b)
+			parts = append(parts, pp)
 		}
 	}
 	p.Measured = len(times)
+	p.Parts = medianParts(parts)
 	p.Time = summarize(times)
 	p.HistoryEvents = medianInt(events)
 	p.HistoryBytes = medianInt(bytess)
@@ -444,7 +533,7 @@ func (e *env) longRun(ctx context.Context, d turnDriver, tr *TurnResults) error 
 	t0 := time.Now()
 	l.Outcome = fmt.Sprintf("%d turns completed", cfg.SessionTurns)
 	for i := 0; i < cfg.SessionTurns; i++ {
-		el, _, b, err := e.measuredTurn(ctx, d, messageText(2*i, cfg.MessageBytes))
+		el, _, b, _, err := e.measuredTurn(ctx, d, messageText(2*i, cfg.MessageBytes))
 		if err != nil {
 			l.Outcome = fmt.Sprintf("turn %d failed: %v", i+1, err)
 			break

@@ -8,6 +8,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider"
@@ -38,6 +42,8 @@ func checkSmokeTurns(t *testing.T, tr *TurnResults) {
 	large, ok := tr.Point(PatternSample, 400)
 	require.True(t, ok, "the sample ran at 400 messages")
 	require.Equal(t, 2, small.Measured)
+	require.Equal(t, []string{workflowTasks, SampleModelActivityName}, partNames(small.Parts))
+	require.Equal(t, 1, small.Parts[1].Count, "one model activity per turn")
 	require.Positive(t, small.Time.Median)
 	// 390 more messages of 100 bytes of text travel in the model
 	// activity's input: at least 39,000 more bytes per turn.
@@ -62,6 +68,14 @@ func checkSmokeTurns(t *testing.T, tr *TurnResults) {
 	require.True(t, strings.HasPrefix(report, TurnsBegin))
 	require.True(t, strings.HasSuffix(report, TurnsEnd+"\n"))
 	require.Contains(t, report, "| agent sample: its run ends at the history or payload limit | turn ")
+}
+
+func partNames(parts []TurnPart) []string {
+	var out []string
+	for _, p := range parts {
+		out = append(out, p.Name)
+	}
+	return out
 }
 
 func TestSpliceTurnsReplacesOnlyTheTurnSection(t *testing.T) {
@@ -156,4 +170,29 @@ func TestWriteConversationLogStoresCompletedTurns(t *testing.T) {
 		conv = append(conv, m.Content[0].Text)
 	}
 	require.Equal(t, conv, texts, "the log holds the messages of Conversation, in order")
+}
+
+func TestTurnPartsTimeActivitiesAndWorkflowTasks(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(ms int) *timestamppb.Timestamp {
+		return timestamppb.New(t0.Add(time.Duration(ms) * time.Millisecond))
+	}
+	evs := []*historypb.HistoryEvent{
+		{EventId: 1, EventType: enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, EventTime: at(0)},
+		{EventId: 3, EventType: enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, EventTime: at(3),
+			Attributes: &historypb.HistoryEvent_WorkflowTaskCompletedEventAttributes{WorkflowTaskCompletedEventAttributes: &historypb.WorkflowTaskCompletedEventAttributes{ScheduledEventId: 1}}},
+		{EventId: 4, EventType: enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, EventTime: at(3),
+			Attributes: &historypb.HistoryEvent_ActivityTaskScheduledEventAttributes{ActivityTaskScheduledEventAttributes: &historypb.ActivityTaskScheduledEventAttributes{ActivityType: &commonpb.ActivityType{Name: "CallModel"}}}},
+		{EventId: 6, EventType: enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, EventTime: at(13),
+			Attributes: &historypb.HistoryEvent_ActivityTaskCompletedEventAttributes{ActivityTaskCompletedEventAttributes: &historypb.ActivityTaskCompletedEventAttributes{ScheduledEventId: 4}}},
+		{EventId: 7, EventType: enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, EventTime: at(13)},
+		{EventId: 9, EventType: enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, EventTime: at(15),
+			Attributes: &historypb.HistoryEvent_WorkflowTaskCompletedEventAttributes{WorkflowTaskCompletedEventAttributes: &historypb.WorkflowTaskCompletedEventAttributes{ScheduledEventId: 7}}},
+	}
+	got := turnParts(evs)
+	require.Equal(t, []TurnPart{{Name: workflowTasks, Count: 2, Median: 5 * time.Millisecond}, {Name: "CallModel", Count: 1, Median: 10 * time.Millisecond}}, got)
+
+	m := medianParts([][]TurnPart{got, {{Name: "CallModel", Count: 1, Median: 30 * time.Millisecond}}, {{Name: "CallModel", Count: 1, Median: 20 * time.Millisecond}, {Name: workflowTasks, Count: 2, Median: 7 * time.Millisecond}}})
+	require.Equal(t, []TurnPart{{Name: workflowTasks, Count: 2, Median: 5 * time.Millisecond}, {Name: "CallModel", Count: 1, Median: 20 * time.Millisecond}}, m,
+		"a part missing from a turn counts as zero there")
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -131,6 +132,7 @@ func TurnsReport(tr *TurnResults) string {
 		p("| %d | %s |\n", n, turnRow(a, ok1, z, ok2))
 	}
 	p("\n")
+	writeParts(&b, tr, lo)
 	if len(cfg.Chunks) > 0 {
 		p("### History per turn against the response's length\n\n")
 		p("Conversation of %d messages; responses of N chunks of %d bytes.\n\n", lo, cfg.ChunkBytes)
@@ -179,6 +181,59 @@ func TurnsReport(tr *TurnResults) string {
 	}
 	p("%s\n", TurnsEnd)
 	return b.String()
+}
+
+// writeParts renders where the time of a turn goes at n messages, for both
+// patterns.
+func writeParts(b *strings.Builder, tr *TurnResults, n int) {
+	a, ok1 := tr.Point(PatternSessionflow, n)
+	z, ok2 := tr.Point(PatternSample, n)
+	if !ok1 && !ok2 {
+		return
+	}
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	p("Where the time of a turn goes at %d messages (medians over the measured turns, from the\n", n)
+	p("history's event times: an activity from its scheduling to its completion, a workflow task\n")
+	p("likewise; the rest is the client's requests, the server's hand-overs and the client seeing the end):\n\n")
+	p("| part | sessionflow | agent sample |\n|---|---|---|\n")
+	var names []string
+	for _, pt := range append(append([]TurnPart{}, a.Parts...), z.Parts...) {
+		if !slices.Contains(names, pt.Name) {
+			names = append(names, pt.Name)
+		}
+	}
+	cell := func(pt TurnPoint, ok bool, name string) string {
+		if !ok {
+			return "-"
+		}
+		for _, q := range pt.Parts {
+			if q.Name == name {
+				return fmt.Sprintf("%d x, %s", q.Count, ms(q.Median))
+			}
+		}
+		return "-"
+	}
+	rest := func(pt TurnPoint, ok bool) string {
+		if !ok {
+			return "-"
+		}
+		d := pt.Time.Median
+		for _, q := range pt.Parts {
+			d -= q.Median
+		}
+		return "about " + ms(d)
+	}
+	for _, name := range names {
+		p("| %s | %s | %s |\n", name, cell(a, ok1, name), cell(z, ok2, name))
+	}
+	p("| rest | %s | %s |\n", rest(a, ok1), rest(z, ok2))
+	total := func(pt TurnPoint, ok bool) string {
+		if !ok {
+			return "-"
+		}
+		return ms(pt.Time.Median)
+	}
+	p("| the turn | %s | %s |\n\n", total(a, ok1), total(z, ok2))
 }
 
 // turnRow renders the cells of one size or response length for both
