@@ -93,14 +93,16 @@ func (a *SampleActivities) Model(ctx context.Context, in SampleModelInput) (Samp
 	if err != nil {
 		return SampleModelResult{}, temporal.NewNonRetryableApplicationError(err.Error(), "ProviderRefused", err)
 	}
-	var asm assembly
+	asm := provider.NewAssembler()
 	for ch, err := range p.Stream(ctx, provider.Request{Provider: in.Provider, Model: in.Model, Messages: in.Messages}) {
 		if err != nil {
 			return SampleModelResult{}, fmt.Errorf("model call: %w", err)
 		}
-		asm.push(ch)
+		if err := asm.Push(ch, time.Now().UnixMilli()); err != nil {
+			return SampleModelResult{}, temporal.NewNonRetryableApplicationError(err.Error(), "ProviderRefused", err)
+		}
 	}
-	return SampleModelResult{Message: provider.Message{Role: provider.RoleAssistant, Content: asm.content()}, Finish: asm.finish, Usage: asm.usage}, nil
+	return SampleModelResult{Message: provider.Message{Role: provider.RoleAssistant, Content: asm.Content()}, Finish: asm.Finish(), Usage: asm.Usage()}, nil
 }
 
 // RegisterSample registers the agent-sample workflow and its model activity
@@ -162,51 +164,6 @@ func SampleWorkflow(ctx workflow.Context, st SampleState) (int, error) {
 	}
 	st.Runs++
 	return 0, workflow.NewContinueAsNewError(ctx, SampleWorkflowName, st)
-}
-
-// assembly folds a model stream into message content: one reasoning block,
-// one text block and the tool calls in model order.
-type assembly struct {
-	reasoning, text []byte
-	calls           []provider.Block
-	finish          provider.FinishReason
-	usage           *provider.Usage
-}
-
-func (a *assembly) push(ch provider.Chunk) {
-	switch ch.Type {
-	case provider.ChunkText:
-		a.text = append(a.text, ch.Delta...)
-	case provider.ChunkReasoning:
-		a.reasoning = append(a.reasoning, ch.Delta...)
-	case provider.ChunkToolCall:
-		for len(a.calls) <= ch.Index {
-			a.calls = append(a.calls, provider.Block{Type: provider.BlockToolCall})
-		}
-		c := &a.calls[ch.Index]
-		if ch.ID != "" {
-			c.ID = ch.ID
-		}
-		if ch.Name != "" {
-			c.Name = ch.Name
-		}
-		c.Arguments += ch.Delta
-	case provider.ChunkUsage:
-		a.usage = ch.Usage
-	case provider.ChunkFinish:
-		a.finish = ch.Finish
-	}
-}
-
-func (a *assembly) content() []provider.Block {
-	var out []provider.Block
-	if len(a.reasoning) > 0 {
-		out = append(out, provider.Block{Type: provider.BlockReasoning, Text: string(a.reasoning)})
-	}
-	if len(a.text) > 0 {
-		out = append(out, provider.Block{Type: provider.BlockText, Text: string(a.text)})
-	}
-	return append(out, a.calls...)
 }
 
 // sampleTimeout bounds one turn update of the sample.

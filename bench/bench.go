@@ -196,7 +196,12 @@ func start(ctx context.Context, cfg Config, logf func(string, ...any)) (*env, er
 	wcfg.Compression = jsonl.CompressionNone
 	wcfg.MetricsAddress = ""
 	wcfg.StopTimeout = 10 * time.Second
-	providers := turnProviders(cfg.Turns)
+	providers, err := turnProviders(cfg.Turns)
+	if err != nil {
+		_ = ds.Stop()
+		_ = os.RemoveAll(root)
+		return nil, err
+	}
 	wcfg.Register = func(r worker.Registry) {
 		Register(r)
 		RegisterSample(r, providers)

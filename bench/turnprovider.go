@@ -1,44 +1,33 @@
 package bench
 
 import (
-	"context"
-	"iter"
+	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/sessionflow/sessionflow/provider"
+	"github.com/sessionflow/sessionflow/provider/scripted"
 )
-
-// fixedProvider answers every call at once with the same text, streamed in
-// chunks of chunkBytes bytes: a model without latency.
-type fixedProvider struct {
-	chunks, chunkBytes int
-}
-
-func (p fixedProvider) Stream(ctx context.Context, req provider.Request) iter.Seq2[provider.Chunk, error] {
-	delta := strings.Repeat("x", max(1, p.chunkBytes))
-	return func(yield func(provider.Chunk, error) bool) {
-		for i := 0; i < p.chunks; i++ {
-			if !yield(provider.Chunk{Type: provider.ChunkText, Delta: delta}, nil) {
-				return
-			}
-		}
-		if !yield(provider.Chunk{Type: provider.ChunkUsage, Usage: &provider.Usage{InputTokens: int64(len(req.Messages)), OutputTokens: int64(p.chunks)}}, nil) {
-			return
-		}
-		yield(provider.Chunk{Type: provider.ChunkFinish, Finish: provider.FinishStop}, nil)
-	}
-}
 
 // providerName is the provider that answers with responses of chunks
 // chunks.
-func providerName(chunks int) string { return "bench-" + itoa(chunks) }
+func providerName(chunks int) string { return "bench-" + strconv.Itoa(chunks) }
 
-// turnProviders returns the providers of the turn measurements: one per
-// response length.
-func turnProviders(cfg TurnsConfig) provider.Set {
+// turnProviders returns the providers of the turn measurements: one
+// scripted provider per response length, answering every call at once
+// (no delay) with chunks text deltas of cfg.ChunkBytes bytes.
+func turnProviders(cfg TurnsConfig) (provider.Set, error) {
 	set := provider.Set{}
 	for _, c := range append([]int{cfg.ResponseChunks}, cfg.Chunks...) {
-		set[providerName(c)] = fixedProvider{chunks: c, chunkBytes: cfg.ChunkBytes}
+		p, err := scripted.New(scripted.Script{Loop: true, Responses: []scripted.Response{{
+			Text:      strings.Repeat("x", c*max(1, cfg.ChunkBytes)),
+			ChunkSize: max(1, cfg.ChunkBytes),
+			Usage:     &provider.Usage{InputTokens: 1, OutputTokens: int64(c)},
+		}}})
+		if err != nil {
+			return nil, fmt.Errorf("the scripted provider of %d chunks: %w", c, err)
+		}
+		set[providerName(c)] = p
 	}
-	return set
+	return set, nil
 }

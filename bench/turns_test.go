@@ -103,32 +103,12 @@ func TestChartsPlotEveryMeasuredPoint(t *testing.T) {
 	require.ErrorContains(t, err, "no pattern has points to draw")
 }
 
-func TestConversationAndAssembly(t *testing.T) {
+func TestConversation(t *testing.T) {
 	c := Conversation(3, 40)
 	require.Len(t, c, 3)
 	require.Equal(t, []string{provider.RoleUser, provider.RoleAssistant, provider.RoleUser}, []string{c[0].Role, c[1].Role, c[2].Role})
 	require.Len(t, c[2].Content[0].Text, 40)
 	require.True(t, strings.HasPrefix(c[2].Content[0].Text, "message 2: "))
-
-	var a assembly
-	for _, ch := range []provider.Chunk{
-		{Type: provider.ChunkReasoning, Delta: "think"},
-		{Type: provider.ChunkText, Delta: "Hel"}, {Type: provider.ChunkText, Delta: "lo"},
-		{Type: provider.ChunkToolCall, Index: 1, ID: "c2", Name: "b", Delta: "{}"},
-		{Type: provider.ChunkToolCall, Index: 0, ID: "c1", Name: "a", Delta: `{"x"`}, {Type: provider.ChunkToolCall, Index: 0, Delta: ":1}"},
-		{Type: provider.ChunkUsage, Usage: &provider.Usage{OutputTokens: 3}},
-		{Type: provider.ChunkFinish, Finish: provider.FinishToolCalls},
-	} {
-		a.push(ch)
-	}
-	require.Equal(t, []provider.Block{
-		{Type: provider.BlockReasoning, Text: "think"},
-		{Type: provider.BlockText, Text: "Hello"},
-		{Type: provider.BlockToolCall, ID: "c1", Name: "a", Arguments: `{"x":1}`},
-		{Type: provider.BlockToolCall, ID: "c2", Name: "b", Arguments: "{}"},
-	}, a.content())
-	require.Equal(t, provider.FinishToolCalls, a.finish)
-	require.Equal(t, int64(3), a.usage.OutputTokens)
 }
 
 func TestWriteConversationLogStoresCompletedTurns(t *testing.T) {
