@@ -133,6 +133,9 @@ func TurnsReport(tr *TurnResults) string {
 	}
 	p("\n")
 	writeParts(&b, tr, lo)
+	if hi != lo {
+		writeParts(&b, tr, hi)
+	}
 	if len(cfg.Chunks) > 0 {
 		p("### History per turn against the response's length\n\n")
 		p("Conversation of %d messages; responses of N chunks of %d bytes.\n\n", lo, cfg.ChunkBytes)
