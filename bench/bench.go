@@ -202,6 +202,7 @@ func start(ctx context.Context, cfg Config, logf func(string, ...any)) (*env, er
 		_ = os.RemoveAll(root)
 		return nil, err
 	}
+	wcfg.Agent.Providers = providers
 	wcfg.Register = func(r worker.Registry) {
 		Register(r)
 		RegisterSample(r, providers)

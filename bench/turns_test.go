@@ -13,6 +13,7 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/session"
@@ -51,6 +52,19 @@ func checkSmokeTurns(t *testing.T, tr *TurnResults) {
 	long, ok := tr.ChunkPoint(PatternSample, 1000)
 	require.True(t, ok)
 	require.Greater(t, long.HistoryBytes, small.HistoryBytes+990*4, "the sample's history per turn carries the response")
+
+	require.Empty(t, tr.Missing)
+	fs, ok := tr.Point(PatternSessionflow, 10)
+	require.True(t, ok, "sessionflow ran at 10 messages: %+v", tr.BySize[PatternSessionflow])
+	fl, ok := tr.Point(PatternSessionflow, 400)
+	require.True(t, ok, "sessionflow ran at 400 messages: %+v", tr.BySize[PatternSessionflow])
+	require.InEpsilon(t, fs.HistoryBytes, fl.HistoryBytes, 0.05, "sessionflow's history per turn does not grow with the conversation")
+	require.Contains(t, partNames(fs.Parts), agent.CallModelActivity)
+	fc, ok := tr.ChunkPoint(PatternSessionflow, 1000)
+	require.True(t, ok)
+	require.InEpsilon(t, fs.HistoryBytes, fc.HistoryBytes, 0.05, "sessionflow's history per turn does not grow with the response")
+	require.Equal(t, 3, tr.Long.Turns, tr.Long.Outcome)
+	require.Equal(t, 6, tr.Long.Messages)
 
 	g := tr.Grow
 	require.Positive(t, g.Turns)
