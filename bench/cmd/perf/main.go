@@ -13,6 +13,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -63,6 +64,8 @@ func run() error {
 	flag.IntVar(&cfg.Turns.Turns, "turns-measured", cfg.Turns.Turns, "measured turns per point")
 	flag.IntVar(&cfg.Turns.MessageBytes, "turn-message-bytes", cfg.Turns.MessageBytes, "text bytes per message of a built conversation")
 	flag.IntVar(&cfg.Turns.GrowBatch, "grow-batch", cfg.Turns.GrowBatch, "messages each turn of the sample's growth run adds")
+	turnsSave := flag.String("turns-save", "", "with -turns-only: also save the turn measurements as JSON in this file")
+	turnsFrom := flag.String("turns-from", "", "with -turns-only: measure nothing, render the turn section and charts from measurements saved by -turns-save")
 	flag.Parse()
 	if *turnsLong {
 		cfg.Turns.SessionTurns = bench.LongSessionTurns
@@ -87,6 +90,21 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	if *turnsFrom != "" {
+		if !cfg.TurnsOnly {
+			return errors.New("-turns-from needs -turns-only")
+		}
+		b, err := os.ReadFile(*turnsFrom)
+		if err != nil {
+			return fmt.Errorf("reading the saved measurements: %w", err)
+		}
+		var tr bench.TurnResults
+		if err := json.Unmarshal(b, &tr); err != nil {
+			return fmt.Errorf("decoding %s: %w", *turnsFrom, err)
+		}
+		return output(&bench.Results{Config: cfg, Turns: &tr}, true, *svgDir, *out)
+	}
+
 	waitLoad(ctx, *maxLoad, *loadWait)
 
 	if *cpuprofile != "" {
@@ -104,35 +122,50 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if *svgDir != "" {
+	if *turnsSave != "" && res.Turns != nil {
+		b, err := json.MarshalIndent(res.Turns, "", "  ")
+		if err != nil {
+			return fmt.Errorf("encoding the turn measurements: %w", err)
+		}
+		if err := os.WriteFile(*turnsSave, b, 0o644); err != nil {
+			return fmt.Errorf("saving the turn measurements: %w", err)
+		}
+	}
+	return output(res, cfg.TurnsOnly, *svgDir, *out)
+}
+
+// output writes the charts into svgDir (when set) and the report to out
+// (stdout when empty); turnsOnly replaces only the turn section of out.
+func output(res *bench.Results, turnsOnly bool, svgDir, out string) error {
+	if svgDir != "" {
 		if res.Turns == nil {
 			return fmt.Errorf("-svg: no turn measurements in this run")
 		}
-		files, err := bench.WriteCharts(*svgDir, res.Turns)
+		files, err := bench.WriteCharts(svgDir, res.Turns)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintln(os.Stderr, "perf: wrote", strings.Join(files, ", "))
 	}
 	report := bench.Report(res)
-	if cfg.TurnsOnly {
+	if turnsOnly {
 		report = bench.TurnsReport(res.Turns)
-		if *out != "" {
-			old, err := os.ReadFile(*out)
+		if out != "" {
+			old, err := os.ReadFile(out)
 			if err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("reading the report: %w", err)
 			}
 			report = bench.SpliceTurns(string(old), report)
 		}
 	}
-	if *out == "" {
-		_, err = os.Stdout.WriteString(report)
+	if out == "" {
+		_, err := os.Stdout.WriteString(report)
 		return err
 	}
-	if err := os.WriteFile(*out, []byte(report), 0o644); err != nil {
+	if err := os.WriteFile(out, []byte(report), 0o644); err != nil {
 		return fmt.Errorf("writing the report: %w", err)
 	}
-	fmt.Fprintln(os.Stderr, "perf: wrote", *out)
+	fmt.Fprintln(os.Stderr, "perf: wrote", out)
 	return nil
 }
 
