@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"image/color"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -106,10 +107,16 @@ func Charts(tr *TurnResults) (map[string][]byte, error) {
 		p.Legend.Padding = vg.Points(2)
 		p.Add(plotter.NewGrid())
 		drawn := 0
+		xmin, xmax, ymax := math.Inf(1), 0.0, 0.0
+		ymin := math.Inf(1)
 		for _, pattern := range []string{PatternSessionflow, PatternSample} {
 			xys := chartSeries(tr, pattern, s.value)
 			if len(xys) == 0 {
 				continue
+			}
+			for _, xy := range xys {
+				xmin, xmax = math.Min(xmin, xy.X), math.Max(xmax, xy.X)
+				ymin, ymax = math.Min(ymin, xy.Y), math.Max(ymax, xy.Y)
 			}
 			line, points, err := plotter.NewLinePoints(xys)
 			if err != nil {
@@ -127,6 +134,14 @@ func Charts(tr *TurnResults) (map[string][]byte, error) {
 		}
 		if drawn == 0 {
 			return nil, fmt.Errorf("%s: no pattern has points to draw", s.file)
+		}
+		// Room around the points on the log axes, so that the end labels
+		// and the markers stay inside the canvas.
+		p.X.Min, p.X.Max = xmin/1.5, xmax*1.5
+		if s.logY && ymin > 0 {
+			p.Y.Min, p.Y.Max = ymin/1.5, ymax*1.5
+		} else {
+			p.Y.Max = ymax * 1.1
 		}
 		c := vgsvg.New(6*vg.Inch, 4*vg.Inch)
 		p.Draw(draw.New(c))

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	_ "embed"
 	"fmt"
 	"math"
 	"runtime"
@@ -10,6 +11,12 @@ import (
 
 	"github.com/sessionflow/sessionflow/internal/devserver"
 )
+
+// turnNotes is the analysis of the turn measurements, kept with the
+// harness so that a regenerated section keeps it.
+//
+//go:embed notes/turns.md
+var turnNotes string
 
 // Markers around the turn section of the report: TurnsCommand's run
 // replaces what lies between them and keeps the rest of the file.
@@ -181,6 +188,9 @@ func TurnsReport(tr *TurnResults) string {
 		p("| %d | %d | %d | %s (%d events) | %d B | %d B | %s, %s | %s | %s | %s |\n\n", l.Turns, l.Messages, l.Runs, kib(float64(l.MaxRunBytes)), l.MaxRunEvents,
 			l.FirstTurnBytes, l.LastTurnBytes, ms(l.Time.Median), ms(l.Time.P90), ms(l.FirstTime), ms(l.LastTime), l.Elapsed.Round(time.Second))
 		p("How it ended: %s\n\n", mdEscape(l.Outcome))
+	}
+	if notes := strings.TrimSpace(turnNotes); notes != "" {
+		p("%s\n\n", notes)
 	}
 	p("%s\n", TurnsEnd)
 	return b.String()
