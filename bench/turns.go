@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -292,21 +291,15 @@ type turnDriver interface {
 	close(ctx context.Context) error
 }
 
-// runPos is a position in a workflow's history: the run and its number of
-// events.
-type runPos struct {
-	runID  string
-	events int
-}
-
 // quiet returns the latest run of workflowID and its history once it is
 // at rest: closed, or without a pending workflow task or activity.
 func (e *env) quiet(ctx context.Context, workflowID string) (string, []*historypb.HistoryEvent, error) {
 	for i := 0; ; i++ {
-		d, err := e.tc.DescribeWorkflowExecution(ctx, workflowID, "")
+		desc, err := e.tc.DescribeWorkflow(ctx, workflowID, "")
 		if err != nil {
 			return "", nil, fmt.Errorf("describing %s: %w", workflowID, err)
 		}
+		d := desc.RawResponse
 		info := d.GetWorkflowExecutionInfo()
 		if info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING || (d.GetPendingWorkflowTask() == nil && len(d.GetPendingActivities()) == 0) {
 			runID := info.GetExecution().GetRunId()
@@ -650,5 +643,3 @@ func (s *sampleDriver) close(ctx context.Context) error {
 	_ = s.e.tc.TerminateWorkflow(ctx, s.wid, "", "bench: sample ended")
 	return nil
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }
