@@ -19,6 +19,7 @@ import (
 	"time"
 
 	temporalclient "go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/internal/devserver"
@@ -67,6 +68,10 @@ type Config struct {
 	Store          bool
 	ModuleDir      string
 	StoreBenchSize int64
+	// Turns sizes the turn measurements; TurnsOnly runs only them (no
+	// store benchmarks, no other workflow measurement).
+	Turns     TurnsConfig
+	TurnsOnly bool
 	// Progress receives progress lines; nil discards them.
 	Progress io.Writer
 }
@@ -89,6 +94,7 @@ func DefaultConfig() Config {
 		Store:                 true,
 		ModuleDir:             ".",
 		StoreBenchSize:        100 << 20,
+		Turns:                 DefaultTurnsConfig(),
 	}
 }
 
@@ -113,7 +119,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 		}
 	}
 	res := &Results{Config: cfg, Started: time.Now(), LoadBefore: LoadAverage()}
-	if cfg.Store {
+	if cfg.Store && !cfg.TurnsOnly {
 		logf("store benchmarks (go test ./jsonl -bench)")
 		st, err := RunStoreBenchmarks(ctx, cfg.ModuleDir, cfg.StoreBenchSize)
 		if err != nil {
@@ -136,6 +142,15 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 		{"appends per second", e.appendRates},
 		{"resume history vs log size", e.resumeHistory},
 		{"entity workflow vs sessionflow", e.entityComparison},
+	}
+	if cfg.TurnsOnly {
+		steps = steps[:0]
+	}
+	if cfg.Turns.Enabled || cfg.TurnsOnly {
+		steps = append(steps, struct {
+			name string
+			fn   func(context.Context, *Results) error
+		}{"turns: sessionflow vs the agent-sample pattern", e.turns})
 	}
 	for _, s := range steps {
 		logf("%s", s.name)
@@ -181,7 +196,17 @@ func start(ctx context.Context, cfg Config, logf func(string, ...any)) (*env, er
 	wcfg.Compression = jsonl.CompressionNone
 	wcfg.MetricsAddress = ""
 	wcfg.StopTimeout = 10 * time.Second
-	wcfg.Register = Register
+	providers, err := turnProviders(cfg.Turns)
+	if err != nil {
+		_ = ds.Stop()
+		_ = os.RemoveAll(root)
+		return nil, err
+	}
+	wcfg.Agent.Providers = providers
+	wcfg.Register = func(r worker.Registry) {
+		Register(r)
+		RegisterSample(r, providers)
+	}
 	started := make(chan struct{})
 	wcfg.OnStarted = func(workerapp.Started) { close(started) }
 	wctx, cancel := context.WithCancel(context.Background())

@@ -24,6 +24,7 @@ func TestSmoke(t *testing.T) {
 	cfg.EntityMaxAppends = 3
 	cfg.Store = false
 	cfg.ModuleDir = ".."
+	cfg.Turns = smokeTurns()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	res, err := Run(ctx, cfg)
@@ -47,8 +48,11 @@ func TestSmoke(t *testing.T) {
 	require.Equal(t, 3, res.SessionflowSameLoad.Appends)
 	require.Positive(t, res.SessionflowSameLoad.HistoryBytes)
 
+	checkSmokeTurns(t, res.Turns)
+
 	report := Report(res)
 	require.Contains(t, report, Command)
+	require.Contains(t, report, TurnsBegin)
 	require.Contains(t, report, "## The history-bound alternative")
 	require.True(t, strings.HasPrefix(report, "# Performance\n"))
 }

@@ -67,6 +67,8 @@ type Results struct {
 	// workflow with sessionflow on the same appends.
 	Entity              EntityResult
 	SessionflowSameLoad EntityResult
+	// Turns holds the turn measurements, nil when not run.
+	Turns *TurnResults
 }
 
 // AppendRate is the rate of single-event Append updates on one session.

@@ -101,6 +101,9 @@ func Report(res *Results) string {
 		writeStore(&b, st)
 	}
 	writeWorkflows(&b, res)
+	if res.Turns != nil {
+		p("%s\n", TurnsReport(res.Turns))
+	}
 	if notes := strings.TrimSpace(workflowNotes); notes != "" {
 		p("%s\n", notes)
 	}

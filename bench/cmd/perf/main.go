@@ -3,14 +3,21 @@
 //
 //	go run ./bench/cmd/perf -out docs/PERFORMANCE.md
 //
+// The turn measurements alone, their section of the report and their charts:
+//
+//	go run ./bench/cmd/perf -turns-only -svg docs -out docs/PERFORMANCE.md
+//
 // Run it from the module root. It waits for the machine's 1-minute load
 // average to drop below -max-load (up to -load-wait) before measuring.
 package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/signal"
 	"runtime/pprof"
@@ -47,7 +54,29 @@ func run() error {
 	flag.IntVar(&cfg.SessionflowMaxAppends, "sessionflow-max-appends", cfg.SessionflowMaxAppends, "cap of the sessionflow side of the entity comparison")
 	flag.BoolVar(&cfg.Store, "store", cfg.Store, "run the store benchmarks (go test ./jsonl -bench)")
 	flag.Int64Var(&cfg.StoreBenchSize, "store-benchsize", cfg.StoreBenchSize, "size of the store open benchmarks' logs")
+	flag.BoolVar(&cfg.Turns.Enabled, "turns", cfg.Turns.Enabled, "run the turn measurements (sessionflow against the agent-sample pattern)")
+	flag.BoolVar(&cfg.TurnsOnly, "turns-only", false, "run only the turn measurements; with -out, replace the turn section of that report and keep the rest")
+	svgDir := flag.String("svg", "", "write the turn charts ("+bench.HistoryChart+", "+bench.TimeChart+") into this directory")
+	turnsLong := flag.Bool("turns-long", false, fmt.Sprintf("run %d turns on one sessionflow session (default %d)", bench.LongSessionTurns, cfg.Turns.SessionTurns))
+	turnSizes := flag.String("turn-sizes", "10,100,1000,10000", "conversation lengths (messages) of the turn measurements")
+	turnChunks := flag.String("turn-chunks", "10,100000", "response lengths (chunks) whose history per turn is compared")
+	flag.IntVar(&cfg.Turns.SessionTurns, "session-turns", cfg.Turns.SessionTurns, "turns on one sessionflow session")
+	flag.IntVar(&cfg.Turns.Turns, "turns-measured", cfg.Turns.Turns, "measured turns per point")
+	flag.IntVar(&cfg.Turns.MessageBytes, "turn-message-bytes", cfg.Turns.MessageBytes, "text bytes per message of a built conversation")
+	flag.IntVar(&cfg.Turns.GrowBatch, "grow-batch", cfg.Turns.GrowBatch, "messages each turn of the sample's growth run adds")
+	turnsSave := flag.String("turns-save", "", "with -turns-only: also save the turn measurements as JSON in this file")
+	turnsFrom := flag.String("turns-from", "", "with -turns-only: measure nothing, render the turn section and charts from measurements saved by -turns-save")
 	flag.Parse()
+	if *turnsLong {
+		cfg.Turns.SessionTurns = bench.LongSessionTurns
+	}
+	var err error
+	if cfg.Turns.Sizes, err = intList("-turn-sizes", *turnSizes, 1); err != nil {
+		return err
+	}
+	if cfg.Turns.Chunks, err = intList("-turn-chunks", *turnChunks, 1); err != nil {
+		return err
+	}
 	cfg.HistorySizes = nil
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -60,6 +89,21 @@ func run() error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+
+	if *turnsFrom != "" {
+		if !cfg.TurnsOnly {
+			return errors.New("-turns-from needs -turns-only")
+		}
+		b, err := os.ReadFile(*turnsFrom)
+		if err != nil {
+			return fmt.Errorf("reading the saved measurements: %w", err)
+		}
+		var tr bench.TurnResults
+		if err := json.Unmarshal(b, &tr); err != nil {
+			return fmt.Errorf("decoding %s: %w", *turnsFrom, err)
+		}
+		return output(&bench.Results{Config: cfg, Turns: &tr}, true, *svgDir, *out)
+	}
 
 	waitLoad(ctx, *maxLoad, *loadWait)
 
@@ -78,16 +122,64 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	if *turnsSave != "" && res.Turns != nil {
+		b, err := json.MarshalIndent(res.Turns, "", "  ")
+		if err != nil {
+			return fmt.Errorf("encoding the turn measurements: %w", err)
+		}
+		if err := os.WriteFile(*turnsSave, b, 0o644); err != nil {
+			return fmt.Errorf("saving the turn measurements: %w", err)
+		}
+	}
+	return output(res, cfg.TurnsOnly, *svgDir, *out)
+}
+
+// output writes the charts into svgDir (when set) and the report to out
+// (stdout when empty); turnsOnly replaces only the turn section of out.
+func output(res *bench.Results, turnsOnly bool, svgDir, out string) error {
+	if svgDir != "" {
+		if res.Turns == nil {
+			return fmt.Errorf("-svg: no turn measurements in this run")
+		}
+		files, err := bench.WriteCharts(svgDir, res.Turns)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(os.Stderr, "perf: wrote", strings.Join(files, ", "))
+	}
 	report := bench.Report(res)
-	if *out == "" {
-		_, err = os.Stdout.WriteString(report)
+	if turnsOnly {
+		report = bench.TurnsReport(res.Turns)
+		if out != "" {
+			old, err := os.ReadFile(out)
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("reading the report: %w", err)
+			}
+			report = bench.SpliceTurns(string(old), report)
+		}
+	}
+	if out == "" {
+		_, err := os.Stdout.WriteString(report)
 		return err
 	}
-	if err := os.WriteFile(*out, []byte(report), 0o644); err != nil {
+	if err := os.WriteFile(out, []byte(report), 0o644); err != nil {
 		return fmt.Errorf("writing the report: %w", err)
 	}
-	fmt.Fprintln(os.Stderr, "perf: wrote", *out)
+	fmt.Fprintln(os.Stderr, "perf: wrote", out)
 	return nil
+}
+
+// intList parses a comma-separated list of integers of at least least.
+func intList(name, s string, least int) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < least {
+			return nil, fmt.Errorf("%s: bad value %q", name, f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // waitLoad polls the load average until it is below limit or wait has

@@ -1,0 +1,91 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/workflows"
+)
+
+// loopPoll is the pause between two LoopState queries while a turn runs.
+const loopPoll = time.Millisecond
+
+// sessionflowDriver returns the driver of sessionflow's turns.
+func (e *env) sessionflowDriver() (turnDriver, error) {
+	return &flowDriver{e: e}, nil
+}
+
+// flowDriver runs turns of a live sessionflow session: client.Followup,
+// then client.LoopState every loopPoll until the turn that claimed the
+// message has ended.
+type flowDriver struct {
+	e   *env
+	id  string
+	wid string
+}
+
+func (f *flowDriver) workflowID() string { return f.wid }
+
+func (f *flowDriver) open(ctx context.Context, name string, n, chunks int) error {
+	f.id = "turns-" + name
+	opts := &workflows.AgentOptions{Provider: providerName(chunks), Model: "bench"}
+	if n > 0 {
+		if _, _, err := WriteConversationLog(ctx, f.e.store, f.id, n, f.e.cfg.Turns.MessageBytes, "bench"); err != nil {
+			return err
+		}
+		s, err := f.e.sf.Resume(ctx, f.id, workflows.ResumeSessionRequest{AgentOptions: opts})
+		if err != nil {
+			return fmt.Errorf("resuming %s: %w", f.id, err)
+		}
+		f.wid = s.WorkflowID
+		return nil
+	}
+	s, err := f.e.sf.Create(ctx, workflows.CreateSessionRequest{SessionID: f.id, Meta: &workflows.SessionMeta{Cwd: "/bench"}, AgentOptions: opts})
+	if err != nil {
+		return fmt.Errorf("creating %s: %w", f.id, err)
+	}
+	f.wid = s.WorkflowID
+	return nil
+}
+
+func (f *flowDriver) turn(ctx context.Context, prompt string) error {
+	content, err := json.Marshal(prompt)
+	if err != nil {
+		return err
+	}
+	uctx, cancel := context.WithTimeout(ctx, sampleTimeout)
+	defer cancel()
+	in, err := f.e.sf.Followup(uctx, f.id, workflows.InputRequest{Content: content})
+	if err != nil {
+		return fmt.Errorf("followup: %w", err)
+	}
+	for {
+		st, err := f.e.sf.LoopState(uctx, f.id)
+		if err != nil {
+			return fmt.Errorf("loop state: %w", err)
+		}
+		for _, t := range st.Recent {
+			if !slices.Contains(t.Claimed, in.MessageID) || t.Reason == nil {
+				continue
+			}
+			if t.Reason.Kind != session.TurnEndCompleted {
+				return fmt.Errorf("turn %d ended %s", t.Turn, t.Reason.Kind)
+			}
+			return nil
+		}
+		select {
+		case <-uctx.Done():
+			return fmt.Errorf("waiting for the turn of %s: %w", in.MessageID, uctx.Err())
+		case <-time.After(loopPoll):
+		}
+	}
+}
+
+func (f *flowDriver) close(ctx context.Context) error {
+	_, err := f.e.sf.Dispose(ctx, f.id)
+	return err
+}
