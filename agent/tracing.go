@@ -208,9 +208,22 @@ func conventionMessages(msgs []provider.Message) []map[string]any {
 				parts = append(parts, map[string]any{"type": "tool_call_response", "id": b.ToolCallID, "response": b.Content})
 			}
 		}
-		out = append(out, map[string]any{"role": m.Role, "parts": parts})
+		role := m.Role
+		if len(m.Content) > 0 && allToolResults(m.Content) {
+			role = "tool"
+		}
+		out = append(out, map[string]any{"role": role, "parts": parts})
 	}
 	return out
+}
+
+func allToolResults(blocks []provider.Block) bool {
+	for _, b := range blocks {
+		if b.Type != provider.BlockToolResult {
+			return false
+		}
+	}
+	return true
 }
 
 // validJSON returns s when it is JSON, else s as a JSON string.
