@@ -240,3 +240,47 @@ func TestTurnTraceAcrossWorkerRestart(t *testing.T) {
 		}
 	}
 }
+
+// TestTurnTraceContentOptIn: a worker started with TraceContent records
+// the prompt and the answer on the model call's span (gen_ai.input.messages,
+// gen_ai.output.messages).
+func TestTurnTraceContentOptIn(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, shared, jsonl.CompressionNone)
+	exp := tracetest.NewInMemoryExporter()
+	p, err := scripted.New(scripted.Responses(scripted.Text("the plain answer")))
+	require.NoError(t, err)
+	tr, err := tracing.New(context.Background(), tracing.Options{Exporter: exp})
+	require.NoError(t, err)
+	cfg := workerapp.DefaultConfig()
+	cfg.Client, cfg.TaskQueue, cfg.StoreRoot, cfg.Compression = w.c, w.taskQueue, w.root, w.comp
+	cfg.MetricsAddress, cfg.Identity, cfg.Register = "", clientIdentity, w.hooks.register
+	cfg.Agent = workerapp.AgentConfig{Providers: provider.Set{"scripted": p}}
+	cfg.Tracing, cfg.TraceContent = tr, true
+	r, err := workerapp.Start(w.ctx(), cfg, discardLogger())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Stop() })
+
+	id := w.id("trace-content")
+	run := w.create(workflows.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute})
+	w.awaitLive(id)
+	c := w.client()
+	in, err := c.Followup(w.ctx(), id, workflows.InputRequest{Content: json.RawMessage(`"the plain prompt"`)})
+	require.NoError(t, err)
+	for _, err := range c.WatchTurn(w.ctx(), id, in.MessageID, sfclient.WatchOptions{Interval: 50 * time.Millisecond}) {
+		require.NoError(t, err)
+	}
+	w.dispose(id)
+	require.NoError(t, run.Get(w.ctx(), nil))
+	chats := newSpanTree(exp).named("chat m1")
+	require.Len(t, chats, 1)
+	a := map[string]string{}
+	for _, kv := range chats[0].Attributes {
+		a[string(kv.Key)] = kv.Value.Emit()
+	}
+	require.Contains(t, a["gen_ai.input.messages"], "the plain prompt")
+	require.Contains(t, a["gen_ai.output.messages"], "the plain answer")
+	turns := newSpanTree(exp).named("invoke_agent sessionflow")
+	require.Len(t, turns, 1)
+	require.False(t, turns[0].Parent.IsValid(), "an untraced client's turn is the root of its trace")
+}
