@@ -147,6 +147,10 @@ func New(ctx context.Context, opts Options) (*Tracing, error) {
 	if t.tracer, err = temporalotel.NewTracer(temporalotel.TracerOptions{
 		Tracer:         tp.Tracer("temporal-sdk-go"),
 		SpanContextKey: spanContextKey{},
+		// Watching a turn polls queries many times a second: each poll
+		// would be a trace of its own, and a replay re-creates the
+		// handler's span.
+		DisableQueryTracing: true,
 	}); err != nil {
 		return nil, fmt.Errorf("the Temporal tracer: %w", err)
 	}

@@ -102,7 +102,9 @@ type Config struct {
 	TraceContent bool
 	// Tracing, when set, is the tracing the worker uses (Run does not shut
 	// it down); nil builds it from the OTEL_EXPORTER_OTLP_* environment
-	// (tracing.New) and flushes it when Run returns.
+	// (tracing.New) and flushes it when Run returns. A dialed client gets
+	// its client interceptors; with Client set, Run puts the tracing
+	// interceptor on the worker instead, so Client must not carry it.
 	Tracing *tracing.Tracing
 
 	// Client, when set, is used instead of dialing Connection; Run does not

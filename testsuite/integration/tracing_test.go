@@ -4,6 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +16,9 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	collectorpb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/proto"
 
 	sfclient "github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/internal/tracing"
@@ -221,6 +227,8 @@ func TestTurnTraceAcrossWorkerRestart(t *testing.T) {
 	require.Equal(t, 2, failed, "the runs the stopped worker cut short")
 	require.Equal(t, 2, ok)
 	require.Len(t, startSpans, 2, "each tool call was scheduled once; both of its attempts are its children")
+	require.Empty(t, st.named("HandleQuery:LoopState"), "queries are not traced")
+	require.Empty(t, st.named("QueryWorkflow:LoopState"), "queries are not traced")
 	require.Len(t, st.named("StartActivity:EndTurn"), 1)
 	require.Equal(t, []string{turn.Name, root.Name}, st.path(st.named("StartActivity:EndTurn")[0]))
 
@@ -283,4 +291,66 @@ func TestTurnTraceContentOptIn(t *testing.T) {
 	turns := newSpanTree(exp).named("invoke_agent sessionflow")
 	require.Len(t, turns, 1)
 	require.False(t, turns[0].Parent.IsValid(), "an untraced client's turn is the root of its trace")
+}
+
+// TestWorkerExportsOverOTLP: a worker configured only by
+// OTEL_EXPORTER_OTLP_ENDPOINT exports a turn's spans over OTLP/HTTP, and
+// stopping it flushes the spans still batched.
+func TestWorkerExportsOverOTLP(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		names []string
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var req collectorpb.ExportTraceServiceRequest
+		if err := proto.Unmarshal(body, &req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, rs := range req.GetResourceSpans() {
+			for _, ss := range rs.GetScopeSpans() {
+				for _, s := range ss.GetSpans() {
+					names = append(names, s.GetName())
+				}
+			}
+		}
+	}))
+	defer srv.Close()
+	// Not parallel: the variable reaches every worker this process starts.
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", srv.URL)
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "60000")
+	w := newWorld(t, shared, jsonl.CompressionNone)
+	p, err := scripted.New(scripted.Responses(scripted.Text("exported")))
+	require.NoError(t, err)
+	cfg := workerapp.DefaultConfig()
+	cfg.Client, cfg.TaskQueue, cfg.StoreRoot, cfg.Compression = w.c, w.taskQueue, w.root, w.comp
+	cfg.MetricsAddress, cfg.Identity, cfg.Register = "", clientIdentity, w.hooks.register
+	cfg.Agent = workerapp.AgentConfig{Providers: provider.Set{"scripted": p}}
+	r, err := workerapp.Start(w.ctx(), cfg, discardLogger())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Stop() })
+
+	id := w.id("trace-otlp")
+	run := w.create(workflows.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute})
+	w.awaitLive(id)
+	c := w.client()
+	in, err := c.Followup(w.ctx(), id, workflows.InputRequest{Content: json.RawMessage(`"hi"`)})
+	require.NoError(t, err)
+	for _, err := range c.WatchTurn(w.ctx(), id, in.MessageID, sfclient.WatchOptions{Interval: 50 * time.Millisecond}) {
+		require.NoError(t, err)
+	}
+	w.dispose(id)
+	require.NoError(t, run.Get(w.ctx(), nil))
+	mu.Lock()
+	require.Empty(t, names, "spans wait in the batch until the schedule delay or a flush")
+	mu.Unlock()
+	require.NoError(t, r.Stop())
+	mu.Lock()
+	defer mu.Unlock()
+	require.Contains(t, names, "chat m1")
+	require.Contains(t, names, "invoke_agent sessionflow")
+	require.Contains(t, names, "RunActivity:CallModel")
 }
