@@ -199,7 +199,7 @@ func TestTurnTraceAcrossWorkerRestart(t *testing.T) {
 	require.True(t, inExp2, "the worker that ended the turn exported its span")
 	ta := map[string]string{}
 	for _, kv := range turn.Attributes {
-		ta[string(kv.Key)] = kv.Value.Emit()
+		ta[string(kv.Key)] = kv.Value.String()
 	}
 	require.Equal(t, "completed", ta["sessionflow.turn.end_reason"])
 	require.Equal(t, "2", ta["sessionflow.turn.steps"])
@@ -243,7 +243,7 @@ func TestTurnTraceAcrossWorkerRestart(t *testing.T) {
 	}
 	for _, s := range st.all {
 		for _, kv := range s.Attributes {
-			v := kv.Value.Emit()
+			v := kv.Value.String()
 			require.False(t, strings.Contains(v, "secret prompt") || strings.Contains(v, "confidential"), fmt.Sprintf("span %q attribute %s holds content", s.Name, kv.Key))
 		}
 	}
@@ -284,7 +284,7 @@ func TestTurnTraceContentOptIn(t *testing.T) {
 	require.Len(t, chats, 1)
 	a := map[string]string{}
 	for _, kv := range chats[0].Attributes {
-		a[string(kv.Key)] = kv.Value.Emit()
+		a[string(kv.Key)] = kv.Value.String()
 	}
 	require.Contains(t, a["gen_ai.input.messages"], "the plain prompt")
 	require.Contains(t, a["gen_ai.output.messages"], "the plain answer")
