@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
@@ -81,6 +82,13 @@ type Activities struct {
 	HeartbeatInterval time.Duration
 	// Now is the clock of stored events' times; nil means time.Now.
 	Now func() time.Time
+	// TracerProvider provides the tracer of the model and tool call spans;
+	// nil means otel.GetTracerProvider().
+	TracerProvider trace.TracerProvider
+	// TraceContent records prompts, responses, tool arguments and results
+	// on the spans (gen_ai.input.messages, gen_ai.output.messages,
+	// gen_ai.tool.call.arguments, gen_ai.tool.call.result); off by default.
+	TraceContent bool
 }
 
 func (a *Activities) store() (*jsonl.Store, error) {

@@ -150,7 +150,9 @@ func (c *storedModelCall) result(next int64, reused bool) ModelResult {
 // returns the cancellation. A provider error becomes a ProviderRefused
 // (non-retryable) or ProviderUnavailable (retryable, after the provider's
 // RetryAfter) application error and stores nothing.
-func (a *Activities) CallModel(ctx context.Context, in ModelInput) (ModelResult, error) {
+func (a *Activities) CallModel(ctx context.Context, in ModelInput) (res ModelResult, err error) {
+	ctx, span := a.startChat(ctx, in)
+	defer func() { endChat(span, res, err) }()
 	st, err := a.store()
 	if err != nil {
 		return ModelResult{}, err
@@ -191,6 +193,7 @@ func (a *Activities) CallModel(ctx context.Context, in ModelInput) (ModelResult,
 	if a.Tools != nil {
 		req.Tools = a.Tools.Specs()
 	}
+	a.traceRequest(ctx, req)
 
 	f := newFold()
 	progress := ModelProgress{Turn: in.Turn, Step: in.Step}
@@ -224,6 +227,7 @@ func (a *Activities) CallModel(ctx context.Context, in ModelInput) (ModelResult,
 	if f.Finish() == "" {
 		return ModelResult{}, temporal.NewApplicationError("model call failed: the stream ended without a finish", ErrTypeProviderUnavailable)
 	}
+	a.traceResponse(ctx, f.Content(), f.Finish())
 	return a.storeMessage(ctx, h, in, f, false)
 }
 

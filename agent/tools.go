@@ -36,7 +36,9 @@ import (
 // bad arguments are an IsError result, not an activity failure. A call whose
 // step was closed without its result is a non-retryable InvalidLog error
 // and stores nothing.
-func (a *Activities) RunTool(ctx context.Context, in ToolInput) (ToolOutcome, error) {
+func (a *Activities) RunTool(ctx context.Context, in ToolInput) (out ToolOutcome, err error) {
+	ctx, span := a.startTool(ctx, in)
+	defer func() { endTool(span, out, err) }()
 	st, err := a.store()
 	if err != nil {
 		return ToolOutcome{}, err
@@ -235,9 +237,11 @@ func (a *Activities) execute(ctx context.Context, h *jsonl.Handle, in ToolInput,
 	}
 	hb := a.startHeartbeat(ctx, nil)
 	defer hb.close()
-	return a.Tools.Execute(ctx, block.Name, tool.Call{
+	res := a.Tools.Execute(ctx, block.Name, tool.Call{
 		SessionID: in.Ref.SessionID, CallID: block.ID, Cwd: h.Header().Cwd, Arguments: json.RawMessage(args),
 	})
+	a.traceToolRun(ctx, args, res)
+	return res
 }
 
 // readStaged reads and decodes a staged result.

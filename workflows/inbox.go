@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sessionflow/sessionflow/activities"
+	"github.com/sessionflow/sessionflow/internal/tracing"
 	"github.com/sessionflow/sessionflow/session"
 )
 
@@ -301,6 +302,7 @@ func (l *lifecycle) handleInput(ctx workflow.Context, k inputKind, in converter.
 	if err != nil {
 		return InputResult{}, err
 	}
+	p.Trace = tracing.HeaderCarrier(ctx)
 	a := &l.agent
 	res := InputResult{MessageID: p.ID, Target: k.target, SplicedSeq: -1}
 	if a.turn != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/agent"
+	"github.com/sessionflow/sessionflow/internal/tracing"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/session"
 )
@@ -58,6 +59,8 @@ type turnRun struct {
 	cancel   workflow.CancelFunc
 	cancelCh workflow.Channel
 	done     bool
+	// span is the turn's trace span (nil when not traced).
+	span *tracing.WorkflowSpan
 	// calls are the running step's tool calls.
 	calls []CallState
 }
@@ -126,11 +129,12 @@ func (l *lifecycle) runTurn() {
 		cancel:   cancel,
 		cancelCh: workflow.NewBufferedChannel(l.dctx, 1),
 	}
+	tctx = l.startTurnSpan(tctx, t)
 	a.turn = t
 	end, err := l.turnSteps(tctx, t)
 	if err == nil {
 		var res agent.EndTurnResult
-		err = unwrapActivity(workflow.ExecuteActivity(l.storeCtx(l.dctx), agent.EndTurnActivity, end).Get(l.dctx, &res))
+		err = unwrapActivity(workflow.ExecuteActivity(t.span.Context(l.storeCtx(l.dctx)), agent.EndTurnActivity, end).Get(l.dctx, &res))
 		if err == nil {
 			l.nextSeq = max(l.nextSeq, res.NextSeq)
 		}
@@ -141,6 +145,7 @@ func (l *lifecycle) runTurn() {
 		l.disposeWanted = true
 	}
 	reason := end.Reason
+	l.endTurnSpan(t, reason)
 	t.summary.Reason = &reason
 	t.summary.EndSeq = l.nextSeq
 	t.summary.Steps = t.step
@@ -351,7 +356,7 @@ func (l *lifecycle) storeTurnBatch(events []session.Event) error {
 			take++
 		}
 		var res activities.AppendResult
-		err := workflow.ExecuteActivity(l.storeCtx(l.dctx), acts.AppendBatch,
+		err := workflow.ExecuteActivity(l.turnTraced(l.storeCtx(l.dctx)), acts.AppendBatch,
 			activities.AppendBatchInput{Ref: *l.ref, Events: events[:take]}).Get(l.dctx, &res)
 		if err != nil {
 			return unwrapActivity(err)
@@ -488,7 +493,7 @@ func (l *lifecycle) runTools(t *turnRun, step int64, res agent.ModelResult) tool
 		}
 	})
 	next, inFlight, exclusive := 0, 0, false
-	ctx := l.toolCtx()
+	ctx := t.span.Context(l.toolCtx())
 	t.calls = make([]CallState, len(calls))
 	for i, c := range calls {
 		t.calls[i] = CallState{ID: c.ID, Name: c.Name, Index: i, State: CallPending}

@@ -206,6 +206,10 @@ type PendingInput struct {
 	// Stored reports that an agent/inbox/spliced event holds it (an idle
 	// Inject), so its claim is stored as a deletion splice.
 	Stored bool `json:"stored,omitempty"`
+	// Trace is the trace context of the update that queued it (empty when
+	// the caller was not traced): the parent of the span of the turn it
+	// starts.
+	Trace map[string]string `json:"trace,omitempty"`
 }
 
 // InboxState is the loop's pending inputs, carried across

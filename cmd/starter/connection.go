@@ -17,6 +17,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/internal/temporalconn"
+	"github.com/sessionflow/sessionflow/internal/tracing"
 )
 
 // Connection defaults and the environment variable of the task queue; the
@@ -122,6 +123,18 @@ func (a *app) withClientOptions(cmd *cobra.Command, cf *connFlags, co client.Opt
 		ctx, cancel = context.WithTimeout(ctx, cf.timeout)
 		defer cancel()
 	}
+	tr, err := tracing.New(ctx, tracing.Options{LookupEnv: appEnv{getenv: a.getenv}.LookupEnv, ServiceName: "sessionflow-starter"})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// Flush the command's spans, bounded so that an unreachable
+		// collector does not hold the command.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = tr.Shutdown(sctx)
+	}()
+	opts.Interceptors = append(opts.Interceptors, tr.ClientInterceptors()...)
 	tc, err := dialTemporal(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("connect to Temporal at %s (namespace %s): %w", conn.Profile.Address, conn.Profile.Namespace, err)

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/sessionflow/sessionflow/internal/temporalconn"
+	"github.com/sessionflow/sessionflow/internal/tracing"
 	"github.com/sessionflow/sessionflow/jsonl"
 )
 
@@ -49,6 +50,7 @@ const (
 	EnvProviderScript             = "SESSIONFLOW_PROVIDER_SCRIPT"
 	EnvSystemPrompt               = "SESSIONFLOW_SYSTEM_PROMPT"
 	EnvEnableRunCommand           = "SESSIONFLOW_ENABLE_RUN_COMMAND"
+	EnvTraceContent               = "SESSIONFLOW_TRACE_CONTENT"
 )
 
 // Config configures Run.
@@ -95,6 +97,15 @@ type Config struct {
 	// Agent configures the agent activities (model and tool calls of the
 	// sessions' turns).
 	Agent AgentConfig
+	// TraceContent records prompts, responses, tool arguments and results
+	// on the model and tool call spans (off by default).
+	TraceContent bool
+	// Tracing, when set, is the tracing the worker uses (Run does not shut
+	// it down); nil builds it from the OTEL_EXPORTER_OTLP_* environment
+	// (tracing.New) and flushes it when Run returns. A dialed client gets
+	// its client interceptors; with Client set, Run puts the tracing
+	// interceptor on the worker instead, so Client must not carry it.
+	Tracing *tracing.Tracing
 
 	// Client, when set, is used instead of dialing Connection; Run does not
 	// close it, and SDK metrics are those of that client.
@@ -179,7 +190,7 @@ type Flags struct {
 	appendWindow, stopTimeout, identity, stickyTimeout string
 	maxConcurrentActivities, maxConcurrentWorkflowTask int
 	providerScript, systemPrompt                       string
-	enableRunCommand                                   bool
+	enableRunCommand, traceContent                     bool
 	anthropic                                          *anthropicFlags
 	openai                                             *openAIFlags
 	mcp                                                *mcpFlags
@@ -206,6 +217,7 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 	f.anthropic = addAnthropicFlags(fs)
 	f.openai = addOpenAIFlags(fs)
 	f.mcp = addMCPFlags(fs)
+	fs.BoolVar(&f.traceContent, "trace-content", false, "record prompts, responses, tool arguments and results in trace spans (env "+EnvTraceContent+")")
 	return f
 }
 
@@ -294,6 +306,10 @@ func (f *Flags) Config(environ []string) (Config, error) {
 	}
 	if cfg.Agent.MCPConfig, err = f.mcp.config(pick); err != nil {
 		return Config{}, err
+	}
+	traceContent, src := pick("trace-content", EnvTraceContent, strconv.FormatBool(f.traceContent))
+	if cfg.TraceContent, err = strconv.ParseBool(traceContent); err != nil {
+		return Config{}, fmt.Errorf("%s: %q is not a boolean", src, traceContent)
 	}
 	// An empty metrics address is meaningful (off), so a set but empty
 	// variable counts here.

@@ -25,6 +25,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/internal/temporalconn"
+	"github.com/sessionflow/sessionflow/internal/tracing"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/workflows"
 )
@@ -91,14 +92,30 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		metricsAddr = addr
 	}
 
+	tr := cfg.Tracing
+	if tr == nil {
+		if tr, err = tracing.New(ctx, tracing.Options{ServiceName: "sessionflow-worker"}); err != nil {
+			return err
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			if err := tr.Shutdown(sctx); err != nil {
+				logger.Warn("flushing traces", "error", err)
+			}
+		}()
+	}
+
 	c := cfg.Client
+	clientTraced := false
 	address, namespace := cfg.Connection.Address, cfg.Connection.Namespace
 	if c == nil {
-		c, err = dial(ctx, cfg.Connection, cfg.Identity, sdkMetrics, logger)
+		c, err = dial(ctx, cfg.Connection, cfg.Identity, sdkMetrics, tr.ClientInterceptors(), logger)
 		if err != nil {
 			return err
 		}
 		defer c.Close()
+		clientTraced = true
 	}
 
 	store, err := jsonl.NewStore(jsonl.Options{
@@ -120,7 +137,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		WorkerStopTimeout:                      cfg.StopTimeout,
 		StickyScheduleToStartTimeout:           cfg.StickyTimeout,
 		Identity:                               cfg.Identity,
-		Interceptors:                           []interceptor.WorkerInterceptor{newWorkerInterceptor(cfg, metrics)},
+		Interceptors:                           append(tr.WorkerInterceptors(clientTraced), newWorkerInterceptor(cfg, metrics)),
 		OnFatalError: func(err error) {
 			select {
 			case fatal <- err:
@@ -138,6 +155,8 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	agentActs.TracerProvider = tr.TracerProvider()
+	agentActs.TraceContent = cfg.TraceContent
 	RegisterAgent(w, agentActs)
 	if cfg.Register != nil {
 		cfg.Register(w)
@@ -167,11 +186,12 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 
 // dial connects a client, retrying with backoff until the server answers or
 // ctx ends.
-func dial(ctx context.Context, conn envconfig.ClientConfigProfile, identity string, metrics client.MetricsHandler, logger *slog.Logger) (client.Client, error) {
+func dial(ctx context.Context, conn envconfig.ClientConfigProfile, identity string, metrics client.MetricsHandler, icpts []interceptor.ClientInterceptor, logger *slog.Logger) (client.Client, error) {
 	opts, err := temporalconn.ClientOptions(conn)
 	if err != nil {
 		return nil, err
 	}
+	opts.Interceptors = append(opts.Interceptors, icpts...)
 	opts.Logger = log.NewStructuredLogger(logger)
 	opts.MetricsHandler = metrics
 	opts.Identity = identity
