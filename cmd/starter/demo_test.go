@@ -105,10 +105,22 @@ func TestDemoOnEmbeddedServer(t *testing.T) {
 	require.Equal(t, "completed", end.Reason.Kind)
 }
 
-// The demo refuses --model until the real providers exist, with a clear
-// error and before starting anything.
-func TestDemoRealProvidersRefused(t *testing.T) {
-	r := runCLI(t, "", "demo", "--provider", "openai", "--model", "gpt-4o-mini")
-	require.Equal(t, 1, r.code)
-	require.Contains(t, r.stderr, "real providers need the openai and anthropic model providers")
+// The demo's real-service route is checked before anything starts: a
+// provider the worker does not offer, a missing key or model.
+func TestDemoRealProviderRoute(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	t.Setenv("OPENAI_API_KEY", "")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--provider", "openai", "--model", "gpt-4o-mini"}, "real providers need a provider the worker offers: the OpenAI-compatible provider is not in this worker yet"},
+		{[]string{"--provider", "anthropic", "--model", "claude-sonnet-4-5"}, "--provider anthropic needs ANTHROPIC_API_KEY in the environment"},
+		{[]string{"--model", "claude-sonnet-4-5"}, "--model needs ANTHROPIC_API_KEY or OPENAI_API_KEY in the environment"},
+		{[]string{"--provider", "anthropic"}, "--provider anthropic needs --model"},
+	} {
+		r := runCLI(t, "", append([]string{"demo"}, c.args...)...)
+		require.Equal(t, 1, r.code, c.args)
+		require.Contains(t, r.stderr, c.want)
+	}
 }

@@ -208,3 +208,28 @@ func TestChatLeavesOnDoubleCtrlC(t *testing.T) {
 	var exit *exec.ExitError
 	require.False(t, errors.As(term.err, &exit))
 }
+
+// Input that is not a terminal is read line by line: each prompt's turn is
+// followed to its end before the next line is read, and the end of the
+// input leaves, disposing the session.
+func TestChatReadsPipedInput(t *testing.T) {
+	e := newEnv(t)
+	script := filepath.Join(t.TempDir(), "script.json")
+	require.NoError(t, os.WriteFile(script, []byte(`{"responses":[{"text":"Hello there","chunkSize":3},{"text":"Still here"}]}`), 0o644))
+	e.workerArgs = []string{"--provider-script", script}
+	e.startWorker(true)
+
+	out := e.mustStarter("hi\n/history\nagain", "chat", "--id", "p1", "--provider", "scripted", "--model", "m1", "--root", e.root, "--compression", "none")
+	for _, want := range []string{
+		`session "p1" created`,
+		"Hello there\n[turn 1 completed]\n",
+		"you: hi\nassistant: Hello there\n",
+		"Still here\n[turn 2 completed]\n",
+		`session "p1" disposed`,
+	} {
+		require.Contains(t, out, want)
+	}
+	evs := e.stored("p1")
+	requireContiguous(t, evs)
+	require.Equal(t, session.TypeTurnEnd, evs[len(evs)-1].Type)
+}
