@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -77,8 +78,22 @@ func (v *turnView) show(ctx context.Context, p client.TurnProgress) {
 		if p.Info.EndSeq > v.ch.cursor {
 			v.ch.cursor = p.Info.EndSeq
 		}
-		fmt.Fprintf(w, "[turn %d %s]\n", p.Info.Turn, describeReason(p.Info))
+		fmt.Fprintf(w, "[turn %d %s]\n", p.Info.Turn, chatReason(p.Info))
 	}
+}
+
+// chatReason renders a turn's end: "completed", "aborted by user",
+// "error: message (code)", ...
+func chatReason(s *workflows.TurnInfo) string {
+	if r := s.Reason; r != nil && r.Kind == session.TurnEndAborted && len(r.Reason) > 0 {
+		var cause struct {
+			Kind string `json:"kind"`
+		}
+		if json.Unmarshal(r.Reason, &cause) == nil && cause.Kind != "" {
+			return "aborted by " + cause.Kind
+		}
+	}
+	return describeReason(s)
 }
 
 // finishSteps prints, from the stored assistant messages of turn's steps

@@ -335,8 +335,9 @@ func runTemporalDemo(ctx context.Context, a *app, df *demoFlags) (err error) {
 	// have finished after its worker died, which is why it is not re-run.
 	time.Sleep(3 * time.Second)
 	if b, err := os.ReadFile(filepath.Join(cwd, "test-report.txt")); err == nil {
-		fmt.Fprintf(a.stdout, "test-report.txt, written by the orphaned command after its worker died: %q (%d line, not run twice)\n",
-			strings.TrimSpace(string(b)), strings.Count(string(b), "\n"))
+		runs := strings.Count(string(b), "\n")
+		fmt.Fprintf(a.stdout, "test-report.txt holds %d line(s): the command ran %d time(s); the first run went on after its worker died (its shell has its own process group): %q\n",
+			runs, runs, strings.TrimSpace(string(b)))
 	} else {
 		fmt.Fprintln(a.stdout, "test-report.txt does not exist: the command died with its worker")
 	}
@@ -386,11 +387,14 @@ func explainCrashes(w io.Writer, evs []session.Event, killedInStream bool) error
 			if err != nil {
 				return err
 			}
-			code := "ok"
-			if r.Error != nil {
-				code = r.Error.Code
+			switch {
+			case r.Error != nil && r.Error.Code == session.ToolOutcomeUnknown:
+				fmt.Fprintf(w, "tool call %s: not run again on the next worker (the tool is not idempotent); tool/result seq %d: TOOL_OUTCOME_UNKNOWN\n", r.Message.Source.CallID, e.Seq)
+			case r.Error != nil:
+				fmt.Fprintf(w, "tool call %s: tool/result seq %d: %s\n", r.Message.Source.CallID, e.Seq, r.Error.Code)
+			default:
+				fmt.Fprintf(w, "tool call %s: run again on the next worker (the tool is idempotent); tool/result seq %d: ok\n", r.Message.Source.CallID, e.Seq)
 			}
-			fmt.Fprintf(w, "tool call %s (run_command, not idempotent): not re-run; tool/result seq %d: %s\n", r.Message.Source.CallID, e.Seq, code)
 		}
 	}
 	if killedInStream && messages != 1 {

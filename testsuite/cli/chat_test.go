@@ -124,7 +124,7 @@ func TestChatOnATerminal(t *testing.T) {
 	term.expect("Thin")
 	term.typeKeys("\x03")
 	term.expect("^C cancelling the turn")
-	term.expect("[turn 2 aborted ({\"kind\":\"user\"})]")
+	term.expect("[turn 2 aborted by user]")
 
 	term.expect("> ")
 	term.typeKeys("/inject remember the number 7\r")
