@@ -155,6 +155,20 @@ func (ch *chat) run(ctx context.Context, cwd string, route routeFlags) error {
 	}
 	fmt.Fprintln(ch.w, "type a prompt; /help lists the commands; Ctrl-C cancels a turn, Ctrl-C at the prompt leaves")
 	for {
+		if len(ch.queue) > 0 {
+			// Turns the chat follows before it prompts (a running turn it
+			// attached to).
+			msg := ch.queue[0]
+			ch.queue = ch.queue[1:]
+			if err := ch.follow(ctx, msg); err != nil {
+				var leave *leaveRequest
+				if errors.As(err, &leave) {
+					return ch.leave(ctx, leave.dispose)
+				}
+				fmt.Fprintf(ch.w, "error: %v\n", err)
+			}
+			continue
+		}
 		line, err := ch.in.readLine(ctx)
 		if err == nil {
 			err = ch.handle(ctx, strings.TrimSpace(line), false)
@@ -189,6 +203,12 @@ func (ch *chat) open(ctx context.Context, cwd string, route routeFlags) error {
 		fmt.Fprintf(ch.w, "attached to live session %q (%d turns, agent %s)\n", ch.id, st.LastTurn, st.State)
 		if route.provider != "" || route.model != "" {
 			fmt.Fprintln(ch.w, "note: --provider and --model apply when a session is created or resumed; the live session keeps its route")
+		}
+		// A turn already running is followed like one of the chat's own.
+		if n := len(st.Recent); st.State == "running" && n > 0 && st.Recent[n-1].Reason == nil && len(st.Recent[n-1].Claimed) > 0 {
+			running := st.Recent[n-1]
+			ch.cursor = running.StartSeq
+			ch.queue = append(ch.queue, running.Claimed[0])
 		}
 		return nil
 	case err != nil && !errors.As(err, &nf):

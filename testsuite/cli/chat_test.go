@@ -233,3 +233,56 @@ func TestChatReadsPipedInput(t *testing.T) {
 	requireContiguous(t, evs)
 	require.Equal(t, session.TypeTurnEnd, evs[len(evs)-1].Type)
 }
+
+// The chat attaches to a live session (following a turn already running),
+// /detach leaves it live, and a stored session that is not live is
+// resumed.
+func TestChatAttachesAndResumes(t *testing.T) {
+	e := newEnv(t)
+	script := filepath.Join(t.TempDir(), "script.json")
+	require.NoError(t, os.WriteFile(script, []byte(`{"responses":[
+		{"text":"Hello there"},
+		{"text":"A slow answer, streamed.","chunkSize":2,"delayMs":250},
+		{"text":"Back again."}
+	]}`), 0o644))
+	e.workerArgs = []string{"--provider-script", script}
+	e.startWorker(true)
+	e.mustStarter("", "create", "--id", "m1", "--provider", "scripted", "--model", "m1")
+	e.mustStarter("", "turn", "--id", "m1", "--prompt", "hi")
+
+	// A turn runs when the chat attaches: the chat follows it to its end.
+	turnDone := make(chan error, 1)
+	go func() {
+		_, err := e.starter("", "turn", "--id", "m1", "--prompt", "slowly")
+		turnDone <- err
+	}()
+	tc, err := client.Dial(client.Options{HostPort: fmt.Sprintf("127.0.0.1:%d", e.port), Namespace: e.namespace})
+	require.NoError(t, err)
+	defer tc.Close()
+	require.Eventually(t, func() bool {
+		v, err := tc.QueryWorkflow(context.Background(), workflows.WorkflowID("m1"), "", workflows.QueryLoopState)
+		var st workflows.LoopState
+		return err == nil && v.Get(&st) == nil && st.State == "running"
+	}, 60*time.Second, 50*time.Millisecond)
+	out := e.mustStarter("/detach\n", "chat", "--id", "m1", "--root", e.root, "--compression", "none")
+	require.NoError(t, <-turnDone)
+	for _, want := range []string{
+		`attached to live session "m1" (2 turns, agent running)`,
+		"A slow answer, streamed.\n[turn 2 completed]\n",
+		`detached; session "m1" stays live`,
+	} {
+		require.Contains(t, out, want)
+	}
+	require.Contains(t, e.mustStarter("", "describe", "--id", "m1", "--json"), `"phase": "live"`)
+
+	e.mustStarter("", "dispose", "--id", "m1")
+	// A resume takes the route again.
+	out = e.mustStarter("again\n/quit\n", "chat", "--id", "m1", "--provider", "scripted", "--model", "m1", "--root", e.root, "--compression", "none")
+	for _, want := range []string{
+		`session "m1" resumed`,
+		"Back again.\n[turn 3 completed]\n",
+		`session "m1" disposed`,
+	} {
+		require.Contains(t, out, want)
+	}
+}
