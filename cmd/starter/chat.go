@@ -123,7 +123,8 @@ type chat struct {
 	lastInterrupt time.Time
 }
 
-// errLeave ends the chat; dispose says whether the session is disposed.
+// leaveRequest ends the chat; dispose says whether the session is
+// disposed.
 type leaveRequest struct{ dispose bool }
 
 func (l *leaveRequest) Error() string { return "leave" }
@@ -170,16 +171,22 @@ func (ch *chat) run(ctx context.Context, cwd string, route routeFlags) error {
 			continue
 		}
 		line, err := ch.in.readLine(ctx)
-		if err == nil {
-			err = ch.handle(ctx, strings.TrimSpace(line), false)
+		if err != nil {
+			// Ctrl-C or Ctrl-D at the prompt, the end of the input, SIGTERM;
+			// an input that cannot be read any more leaves too.
+			if !errors.Is(err, errInterrupted) && !errors.Is(err, io.EOF) && ctx.Err() == nil {
+				fmt.Fprintf(ch.w, "error: read the input: %v\n", err)
+			}
+			return ch.leave(ctx, true)
 		}
+		err = ch.handle(ctx, strings.TrimSpace(line), false)
 		var leave *leaveRequest
 		switch {
 		case err == nil:
 			continue
 		case errors.As(err, &leave):
 			return ch.leave(ctx, leave.dispose)
-		case errors.Is(err, errInterrupted), errors.Is(err, io.EOF), ctx.Err() != nil:
+		case ctx.Err() != nil:
 			return ch.leave(ctx, true)
 		default:
 			// A failed command (a refused prompt, a lost connection) is

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -168,7 +169,7 @@ func (ch *chat) toolLine(evs []session.Event, call *workflows.CallState) string 
 	}
 	head := "⚙ " + call.Name
 	if call0 != nil {
-		head += " " + clip(oneLine(call0.Arguments), maxArgsShown)
+		head += " " + clip(argsLine(call0.Arguments), maxArgsShown)
 	} else {
 		head += " (" + call.ID + ")"
 	}
@@ -238,7 +239,7 @@ func (ch *chat) history(ctx context.Context) error {
 			case b.Type == "text":
 				fmt.Fprintf(ch.w, "assistant: %s\n", clip(oneLine(b.Text), maxTextShown))
 			case b.Type == "tool-call":
-				line := "⚙ " + b.Name + " " + clip(oneLine(b.Arguments), maxArgsShown)
+				line := "⚙ " + b.Name + " " + clip(argsLine(b.Arguments), maxArgsShown)
 				if r, ok := results[b.ID]; ok {
 					line += " → " + blockSummary(r)
 				}
@@ -267,6 +268,16 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// argsLine renders tool-call arguments on one line: compact JSON, or the
+// model's text with its whitespace folded when it is not JSON.
+func argsLine(args string) string {
+	var b bytes.Buffer
+	if json.Compact(&b, []byte(args)) == nil {
+		return b.String()
+	}
+	return oneLine(args)
 }
 
 // oneLine folds whitespace runs with newlines into single spaces.
