@@ -125,3 +125,11 @@ func TestDemoRealProviderRoute(t *testing.T) {
 		require.Contains(t, r.stderr, c.want)
 	}
 }
+
+// The demo's workers do not inherit Temporal or sessionflow settings, and
+// do inherit the model services' variables.
+func TestDemoWorkerEnv(t *testing.T) {
+	require.Equal(t, []string{"PATH=/bin", "ANTHROPIC_API_KEY=k", "OPENAI_BASE_URL=http://x"}, demoWorkerEnv([]string{
+		"PATH=/bin", "TEMPORAL_API_KEY=secret", "SESSIONFLOW_ANTHROPIC=true", "ANTHROPIC_API_KEY=k", "OPENAI_BASE_URL=http://x", "TEMPORAL_ADDRESS=far:7233",
+	}))
+}

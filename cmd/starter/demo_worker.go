@@ -133,6 +133,7 @@ func startWorkerProcess(ctx context.Context, tc temporalclient.Client, bin, addr
 	full := append([]string{"--" + temporalconn.FlagAddress, address, "--" + temporalconn.FlagNamespace, namespace,
 		"--task-queue", taskQueue, "--identity", identity, "--metrics-address", "", "--log-level", "error"}, args...)
 	w := &demoWorker{cmd: exec.Command(bin, full...), identity: identity, log: &workerOutput{}, exited: make(chan struct{})}
+	w.cmd.Env = demoWorkerEnv(os.Environ())
 	w.cmd.Stdout, w.cmd.Stderr = w.log, w.log
 	w.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := w.cmd.Start(); err != nil {
@@ -153,6 +154,22 @@ func startWorkerProcess(ctx context.Context, tc temporalclient.Client, bin, addr
 		return nil, err
 	}
 	return w, nil
+}
+
+// demoWorkerEnv is the environment of the demo's workers: the caller's,
+// less the Temporal and sessionflow settings (a TEMPORAL_API_KEY would turn
+// TLS on against the embedded server, SESSIONFLOW_ANTHROPIC would ask for a
+// key): the demo's flags configure them. The model services' variables
+// (ANTHROPIC_*, OPENAI_*) pass.
+func demoWorkerEnv(environ []string) []string {
+	out := make([]string, 0, len(environ))
+	for _, kv := range environ {
+		if strings.HasPrefix(kv, "TEMPORAL_") || strings.HasPrefix(kv, "SESSIONFLOW_") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
 }
 
 // pid is the worker's process id.
