@@ -55,6 +55,11 @@ Every event is written by the workflows and the agent's activities; the demo
 only sends the prompt, kills and starts workers, disposes the session and
 prints the final log.
 
+With --model (and ANTHROPIC_API_KEY or OPENAI_API_KEY, or --provider) the
+same story runs against the real model service: a system prompt asks the
+model to run the same command; whether it streams text before the call (the
+first kill) is up to it.
+
 The first run on a machine builds the Temporal CLI dev server from tools/
 (about 6 minutes on 2 cores); later runs start in seconds (the worker build
 is then a link from Go's build cache).`,
