@@ -198,10 +198,10 @@ func (ch *chat) run(ctx context.Context, cwd string, route routeFlags) error {
 
 // open attaches to the live session, or resumes or creates it.
 func (ch *chat) open(ctx context.Context, cwd string, route routeFlags) error {
-	d, err := ch.c.Temporal().DescribeWorkflowExecution(ctx, workflows.WorkflowID(ch.id), "")
+	d, err := ch.c.Temporal().DescribeWorkflow(ctx, workflows.WorkflowID(ch.id), "")
 	var nf *serviceerror.NotFound
 	switch {
-	case err == nil && d.GetWorkflowExecutionInfo().GetStatus() == enums.WORKFLOW_EXECUTION_STATUS_RUNNING:
+	case err == nil && d.RawResponse.GetWorkflowExecutionInfo().GetStatus() == enums.WORKFLOW_EXECUTION_STATUS_RUNNING:
 		st, err := ch.c.LoopState(ctx, ch.id)
 		if err != nil {
 			return err
