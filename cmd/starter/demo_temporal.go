@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -79,9 +78,6 @@ is then a link from Go's build cache).`,
 	return cmd
 }
 
-// errRealProviders: the demo cannot run against the named real service.
-var errRealProviders = errors.New("real providers need a provider the worker offers")
-
 // demoSystemPrompt asks a real model to play the demo's part.
 const demoSystemPrompt = "You are a coding agent in a demo of crash recovery. When asked to run the test suite, " +
 	"say in one short sentence that you will run it, then call run_command with exactly this command: " +
@@ -115,7 +111,10 @@ func demoRoute(a *app, df *demoFlags) (provider, model string, workerArgs []stri
 		}
 		return provider, df.model, []string{"--anthropic", "--system-prompt", demoSystemPrompt}, nil
 	case "openai":
-		return "", "", nil, fmt.Errorf("%w: the OpenAI-compatible provider is not in this worker yet; use --provider anthropic with ANTHROPIC_API_KEY, or the scripted model", errRealProviders)
+		if a.getenv("OPENAI_API_KEY") == "" {
+			return "", "", nil, usageErrorf("--provider openai needs OPENAI_API_KEY in the environment (OPENAI_BASE_URL for another endpoint)")
+		}
+		return provider, df.model, []string{"--openai", "--system-prompt", demoSystemPrompt}, nil
 	}
 	return "", "", nil, usageErrorf("--provider must be anthropic or openai, got %q", provider)
 }

@@ -115,7 +115,8 @@ func TestDemoRealProviderRoute(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--provider", "openai", "--model", "gpt-4o-mini"}, "real providers need a provider the worker offers: the OpenAI-compatible provider is not in this worker yet"},
+		{[]string{"--provider", "openai", "--model", "gpt-4o-mini"}, "--provider openai needs OPENAI_API_KEY in the environment"},
+		{[]string{"--provider", "mistral", "--model", "m"}, "--provider must be anthropic or openai, got \"mistral\""},
 		{[]string{"--provider", "anthropic", "--model", "claude-sonnet-4-5"}, "--provider anthropic needs ANTHROPIC_API_KEY in the environment"},
 		{[]string{"--model", "claude-sonnet-4-5"}, "--model needs ANTHROPIC_API_KEY or OPENAI_API_KEY in the environment"},
 		{[]string{"--provider", "anthropic"}, "--provider anthropic needs --model"},
