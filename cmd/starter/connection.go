@@ -162,6 +162,7 @@ func newLifecycleCmds(a *app) []*cobra.Command {
 		newDisposeCmd(a),
 		newCancelCmd(a),
 		newTurnCmd(a),
+		newChatCmd(a),
 		newDescribeCmd(a),
 		newListCmd(a),
 		newLoopCmd(a),

@@ -51,23 +51,31 @@ func TestLogDemo(t *testing.T) {
 }
 
 // TestDemoOnEmbeddedServer runs `starter demo` end to end: the embedded dev
-// server, an in-process worker, the crash, the refused resume (dead owners kept), the
-// resume that forfeits the dead owner's lease, and the dispose.
+// server, worker processes built from ./worker, a turn whose model call is
+// interrupted by a SIGKILL of its worker (re-run on the next worker) and
+// whose run_command call is interrupted by a SIGKILL of the next one (not
+// re-run: TOOL_OUTCOME_UNKNOWN), the dispose and the final log.
 func TestDemoOnEmbeddedServer(t *testing.T) {
 	root := t.TempDir()
 	r := mustOK(t, runCLI(t, "", "demo", "--root", root, "--compression", "none"))
 	for _, want := range []string{
 		"phase live",
-		"lifecycle [session/created agent/created agent/session-start{startup}]",
-		"resume: session ",
-		"is already owned by an active write handle",
-		"is not running: forfeited the lease",
-		"lifecycle [session/created agent/created agent/session-start{resume}]",
-		"10 tool/result TOOL_OUTCOME_UNKNOWN",
-		"11 tool/result TOOL_NOT_STARTED",
-		"14 session/end-seed",
+		"worker 1 (pid ",
+		"!! SIGKILL worker 1 (pid ",
+		"while the model streams its answer",
+		"worker 2 (pid ",
+		"→ run_command (call-1) running",
+		"!! SIGKILL worker 2 (pid ",
+		"worker 3 (pid ",
+		"← run_command (call-1) finished TOOL_OUTCOME_UNKNOWN",
+		"turn 1 completed",
+		"model call of step 1: re-run on the next worker (idempotent); one assistant/message stored (seq 3)",
+		"tool call call-1: not run again on the next worker (the tool is not idempotent); tool/result seq 5: TOOL_OUTCOME_UNKNOWN",
+		"test-report.txt holds 1 line(s): the command ran 1 time(s)",
 		"disposed; no lease held",
-		"15 events, seqs 0..14 contiguous",
+		"5 tool/result TOOL_OUTCOME_UNKNOWN\n",
+		"10 turn/end\n",
+		"11 events, seqs 0..10 contiguous",
 	} {
 		require.Contains(t, r.stdout, want)
 	}
@@ -80,7 +88,49 @@ func TestDemoOnEmbeddedServer(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, in.TornBytes)
 	require.Nil(t, in.Lease)
-	require.Len(t, in.Events, 15)
-	last := in.Events[len(in.Events)-1]
-	require.Equal(t, session.TypeEndSeed, last.Type)
+	var types []string
+	for _, e := range in.Events {
+		types = append(types, e.Type)
+	}
+	require.Equal(t, []string{
+		session.TypeTurnStart, session.TypeStepStart, session.TypeUserMessage,
+		session.TypeAssistantMessage, session.TypeToolCall, session.TypeToolResult, session.TypeStepEnd,
+		session.TypeStepStart, session.TypeAssistantMessage, session.TypeStepEnd, session.TypeTurnEnd,
+	}, types)
+	res, err := in.Events[5].ToolResult()
+	require.NoError(t, err)
+	require.NotNil(t, res.Error)
+	require.Equal(t, "TOOL_OUTCOME_UNKNOWN", res.Error.Code)
+	end, err := in.Events[10].TurnEnd()
+	require.NoError(t, err)
+	require.Equal(t, "completed", end.Reason.Kind)
+}
+
+// The demo's real-service route is checked before anything starts: a
+// provider the worker does not offer, a missing key or model.
+func TestDemoRealProviderRoute(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	t.Setenv("OPENAI_API_KEY", "")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--provider", "openai", "--model", "gpt-4o-mini"}, "--provider openai needs OPENAI_API_KEY in the environment"},
+		{[]string{"--provider", "mistral", "--model", "m"}, "--provider must be anthropic or openai, got \"mistral\""},
+		{[]string{"--provider", "anthropic", "--model", "claude-sonnet-4-5"}, "--provider anthropic needs ANTHROPIC_API_KEY in the environment"},
+		{[]string{"--model", "claude-sonnet-4-5"}, "--model needs ANTHROPIC_API_KEY or OPENAI_API_KEY in the environment"},
+		{[]string{"--provider", "anthropic"}, "--provider anthropic needs --model"},
+	} {
+		r := runCLI(t, "", append([]string{"demo"}, c.args...)...)
+		require.Equal(t, 1, r.code, c.args)
+		require.Contains(t, r.stderr, c.want)
+	}
+}
+
+// The demo's workers do not inherit Temporal or sessionflow settings, and
+// do inherit the model services' variables.
+func TestDemoWorkerEnv(t *testing.T) {
+	require.Equal(t, []string{"PATH=/bin", "ANTHROPIC_API_KEY=k", "OPENAI_BASE_URL=http://x"}, demoWorkerEnv([]string{
+		"PATH=/bin", "TEMPORAL_API_KEY=secret", "SESSIONFLOW_ANTHROPIC=true", "ANTHROPIC_API_KEY=k", "OPENAI_BASE_URL=http://x", "TEMPORAL_ADDRESS=far:7233",
+	}))
 }

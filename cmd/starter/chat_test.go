@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/workflows"
+)
+
+// Input that is not a terminal is read line by line; a last line without a
+// newline is a line; then io.EOF.
+func TestChatInputPlainLines(t *testing.T) {
+	ci := newChatInput(strings.NewReader("one\r\n\ntwo\nthree"), &bytes.Buffer{})
+	require.False(t, ci.terminal)
+	ctx := context.Background()
+	var lines []string
+	for {
+		line, err := ci.readLine(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		lines = append(lines, line)
+	}
+	require.Equal(t, []string{"one", "", "two", "three"}, lines)
+	_, err := ci.readLine(ctx)
+	require.ErrorIs(t, err, io.EOF, "the end of the input stays the answer")
+}
+
+// SIGINT while the chat waits for a line is errInterrupted; so is a
+// Ctrl-C byte the prompt's editor receives.
+func TestChatInputInterrupt(t *testing.T) {
+	r, w := io.Pipe()
+	defer w.Close()
+	ci := newChatInput(r, &bytes.Buffer{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := ci.readLine(context.Background())
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	ci.interrupt()
+	require.ErrorIs(t, <-done, errInterrupted)
+
+	go func() { _, _ = w.Write([]byte("ab\x03")) }()
+	buf := make([]byte, 8)
+	n, err := editorReader{ci}.Read(buf)
+	require.NoError(t, err)
+	require.Equal(t, "ab\x03", string(buf[:n]))
+	require.True(t, ci.sawCtrlC)
+}
+
+// Lines typed during a turn arrive in pieces; takeLines returns the
+// complete ones and keeps the rest.
+func TestChatInputTakeLines(t *testing.T) {
+	ci := newChatInput(strings.NewReader(""), &bytes.Buffer{})
+	require.Empty(t, ci.takeLines([]byte("/ste")))
+	require.Equal(t, []string{"/steer go on", "next"}, ci.takeLines([]byte("er go on\r\nnext\npart")))
+	require.Equal(t, "part", string(ci.pending))
+}
+
+func TestChatRendering(t *testing.T) {
+	ok := []session.ToolResultContent{{Type: "tool-result", Content: []session.TextContent{{Type: "text", Text: "alpha\n"}}}}
+	require.Equal(t, "ok (6 bytes)", resultSummary(ok, nil))
+	failed := []session.ToolResultContent{{Type: "tool-result", IsError: true, Content: []session.TextContent{{Type: "text", Text: "Error: \"../x\" is outside the working directory\nmore"}}}}
+	require.Equal(t, `error: "../x" is outside the working directory`, resultSummary(failed, &session.ToolError{Code: "OUTSIDE_CWD"}))
+	require.Equal(t, "error: TOOL_OUTCOME_UNKNOWN", resultSummary([]session.ToolResultContent{{IsError: true}}, &session.ToolError{Code: "TOOL_OUTCOME_UNKNOWN"}))
+
+	require.Equal(t, "abc", clip("abc", 3))
+	require.Equal(t, "ab…", clip("abcd", 3))
+	require.Equal(t, `{"a":1}`, argsLine("{\n  \"a\": 1\n}"))
+	require.Equal(t, "not json", argsLine("not\n  json"))
+
+	user, _ := json.Marshal(map[string]string{"kind": "user"})
+	require.Equal(t, "aborted by user", chatReason(&workflows.TurnInfo{Reason: &session.TurnEndReason{Kind: "aborted", Reason: user}}))
+	require.Equal(t, "completed", chatReason(&workflows.TurnInfo{Reason: &session.TurnEndReason{Kind: "completed"}}))
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// openAIDemoServer speaks the Chat Completions event stream the way the
+// demo's story needs a model to: a request without a tool message streams
+// a sentence slowly and then the run_command call; one with a tool message
+// answers. It records each request's system message and tool message.
+type openAIDemoServer struct {
+	mu       sync.Mutex
+	requests int
+	systems  []string
+	results  []string
+}
+
+func (s *openAIDemoServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	var req struct {
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil || r.Header.Get("Authorization") != "Bearer test-key" {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	system, result := "", ""
+	for _, m := range req.Messages {
+		switch m.Role {
+		case "system":
+			system = string(m.Content)
+		case "tool":
+			result = string(m.Content)
+		}
+	}
+	s.mu.Lock()
+	s.requests++
+	s.systems = append(s.systems, system)
+	s.results = append(s.results, result)
+	s.mu.Unlock()
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	send := func(delta, finish string) {
+		fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":%s}]}\n\n", delta, finish)
+		w.(http.Flusher).Flush()
+	}
+	if result != "" {
+		send(`{"role":"assistant","content":"The outcome of the test run is unknown; I will not run it again."}`, "null")
+		send(`{}`, `"stop"`)
+		fmt.Fprint(w, "data: [DONE]\n\n")
+		return
+	}
+	for _, word := range strings.Fields("I will run the test suite now, it takes a few seconds.") {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-time.After(300 * time.Millisecond):
+		}
+		delta, _ := json.Marshal(map[string]string{"content": word + " "})
+		send(string(delta), "null")
+	}
+	args, _ := json.Marshal(`{"command":"sleep 3 && echo '42 tests passed' >> test-report.txt"}`)
+	send(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"run_command","arguments":`+string(args)+`}}]}`, "null")
+	send(`{}`, `"tool_calls"`)
+	fmt.Fprint(w, "data: [DONE]\n\n")
+}
+
+// TestDemoOnOpenAI runs `starter demo --model` with OPENAI_API_KEY set,
+// against an in-process server speaking Chat Completions (OPENAI_BASE_URL,
+// inherited by the worker processes): the same story through the
+// OpenAI-compatible provider.
+func TestDemoOnOpenAI(t *testing.T) {
+	srv := &openAIDemoServer{}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	t.Setenv("OPENAI_API_KEY", "test-key")
+	t.Setenv("OPENAI_BASE_URL", hs.URL+"/v1")
+
+	r := mustOK(t, runCLI(t, "", "demo", "--root", t.TempDir(), "--compression", "none", "--model", "gpt-demo"))
+	for _, want := range []string{
+		"its agent on openai model gpt-demo",
+		"!! SIGKILL worker 1 (pid ",
+		"!! SIGKILL worker 2 (pid ",
+		"← run_command (call_1) finished TOOL_OUTCOME_UNKNOWN",
+		"The outcome of the test run is unknown; I will not run it again.",
+		"turn 1 completed",
+		"model call of step 1: re-run on the next worker (idempotent); one assistant/message stored (seq 3)",
+		"tool call call_1: not run again on the next worker (the tool is not idempotent); tool/result seq 5: TOOL_OUTCOME_UNKNOWN",
+		"11 events, seqs 0..10 contiguous",
+	} {
+		require.Contains(t, r.stdout, want)
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	require.Equal(t, 3, srv.requests, "the killed stream, its re-run, the answer")
+	for _, sys := range srv.systems {
+		var text string
+		require.NoError(t, json.Unmarshal([]byte(sys), &text), sys)
+		require.Contains(t, text, "sleep 3 && echo '42 tests passed' >> test-report.txt")
+	}
+	require.Equal(t, "", srv.results[0])
+	require.Equal(t, "", srv.results[1])
+	require.Contains(t, srv.results[2], "Its outcome is unknown")
+}

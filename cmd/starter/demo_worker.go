@@ -1,0 +1,192 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	temporalclient "go.temporal.io/sdk/client"
+
+	"github.com/sessionflow/sessionflow/internal/readiness"
+	"github.com/sessionflow/sessionflow/internal/temporalconn"
+)
+
+// envWorkerBinary names a built worker binary for the demo.
+const envWorkerBinary = "SESSIONFLOW_WORKER_BINARY"
+
+// mainModule is the module path whose ./worker the demo builds.
+const mainModule = "github.com/sessionflow/sessionflow"
+
+// errNoWorkerBinary: the demo found no worker binary and no checkout to
+// build one from.
+var errNoWorkerBinary = errors.New("no worker binary")
+
+// locateWorker returns the worker binary of the demo: the given path, or
+// ./worker of the sessionflow checkout (found upward from the working
+// directory, then from this file's source directory) built with `go build`
+// into dir; the Go build cache makes later builds a link.
+func locateWorker(ctx context.Context, given, dir string, progress io.Writer) (string, error) {
+	if given != "" {
+		p, err := exec.LookPath(given)
+		if err != nil {
+			return "", fmt.Errorf("worker binary %q: %w", given, err)
+		}
+		return filepath.Abs(p)
+	}
+	var starts []string
+	if wd, err := os.Getwd(); err == nil {
+		starts = append(starts, wd)
+	}
+	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
+		starts = append(starts, filepath.Dir(file))
+	}
+	for _, s := range starts {
+		root, ok := findModuleRoot(s)
+		if !ok {
+			continue
+		}
+		out := filepath.Join(dir, "worker")
+		fmt.Fprintf(progress, "building the worker: go build ./worker in %s…\n", root)
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./worker")
+		cmd.Dir = root
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			return "", fmt.Errorf("go build ./worker: %w\n%s", err, stderr.String())
+		}
+		return out, nil
+	}
+	return "", fmt.Errorf("%w: run the demo inside a sessionflow checkout, or pass --worker BIN (or set %s)", errNoWorkerBinary, envWorkerBinary)
+}
+
+// findModuleRoot walks up from dir to the directory whose go.mod declares
+// the sessionflow module.
+func findModuleRoot(dir string) (string, bool) {
+	for {
+		if declaresModule(filepath.Join(dir, "go.mod"), mainModule) {
+			return dir, true
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", false
+		}
+		dir = parent
+	}
+}
+
+func declaresModule(gomod, module string) bool {
+	f, err := os.Open(gomod)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "module "); ok {
+			return strings.Trim(strings.TrimSpace(rest), `"`) == module
+		}
+	}
+	return false
+}
+
+// demoWorker is a worker process of the demo.
+type demoWorker struct {
+	cmd      *exec.Cmd
+	identity string
+	log      *workerOutput
+	exited   chan struct{}
+	err      error
+}
+
+// workerOutput collects a process's output.
+type workerOutput struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *workerOutput) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *workerOutput) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// startWorkerProcess starts the worker binary in its own process group with
+// args and waits until it polls the task queue under identity.
+func startWorkerProcess(ctx context.Context, tc temporalclient.Client, bin, address, namespace, taskQueue, identity string, args []string) (*demoWorker, error) {
+	full := append([]string{"--" + temporalconn.FlagAddress, address, "--" + temporalconn.FlagNamespace, namespace,
+		"--task-queue", taskQueue, "--identity", identity, "--metrics-address", "", "--log-level", "error"}, args...)
+	w := &demoWorker{cmd: exec.Command(bin, full...), identity: identity, log: &workerOutput{}, exited: make(chan struct{})}
+	w.cmd.Env = demoWorkerEnv(os.Environ())
+	w.cmd.Stdout, w.cmd.Stderr = w.log, w.log
+	w.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := w.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start the worker %s: %w", bin, err)
+	}
+	go func() {
+		w.err = w.cmd.Wait()
+		close(w.exited)
+	}()
+	err := readiness.Wait(ctx, readiness.Options{
+		What:    "worker " + identity,
+		Exited:  w.exited,
+		ExitErr: func() error { return w.err },
+		Log:     w.log.String,
+	}, readiness.TaskQueuePolled(tc, taskQueue, identity))
+	if err != nil {
+		w.kill()
+		return nil, err
+	}
+	return w, nil
+}
+
+// demoWorkerEnv is the environment of the demo's workers: the caller's,
+// less the Temporal and sessionflow settings (a TEMPORAL_API_KEY would turn
+// TLS on against the embedded server, SESSIONFLOW_ANTHROPIC would ask for a
+// key): the demo's flags configure them. The model services' variables
+// (ANTHROPIC_*, OPENAI_*) pass.
+func demoWorkerEnv(environ []string) []string {
+	out := make([]string, 0, len(environ))
+	for _, kv := range environ {
+		if strings.HasPrefix(kv, "TEMPORAL_") || strings.HasPrefix(kv, "SESSIONFLOW_") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// pid is the worker's process id.
+func (w *demoWorker) pid() int { return w.cmd.Process.Pid }
+
+// kill sends SIGKILL to the worker's process group and waits for it.
+func (w *demoWorker) kill() {
+	_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
+	<-w.exited
+}
+
+// stop asks the worker to stop (SIGTERM), then kills it after 15 s.
+func (w *demoWorker) stop() {
+	_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-w.exited:
+	case <-time.After(15 * time.Second):
+		w.kill()
+	}
+}
