@@ -11,7 +11,7 @@ import (
 )
 
 // CodeMaxTokensNotRun is the code of the result stored for a tool call of a
-// model response that finished at its token limit (D41: such calls are
+// model response that finished at its token limit (D35: such calls are
 // never run, their arguments may be cut off).
 const CodeMaxTokensNotRun = "MAX_TOKENS_NOT_RUN"
 

@@ -137,7 +137,7 @@ func (c *storedModelCall) result(next int64, reused bool) ModelResult {
 }
 
 // CallModel performs the model call of step in.Step of turn in.Turn and
-// stores its assistant/message (D33: a model call's message is stored once,
+// stores its assistant/message (D28: a model call's message is stored once,
 // at its end). It reads the conversation from the log from in.From, calls
 // the provider with the worker's system prompt and tools, heartbeats
 // ModelProgress while the response streams, and stores one

@@ -14,7 +14,7 @@ import (
 )
 
 // RunTool runs one tool call of the assistant/message at in.MessageSeq and
-// stores its tool/call and tool/result (D34: tool results are staged and
+// stores its tool/call and tool/result (D29: tool results are staged and
 // committed in model order).
 //
 //   - A call whose tool/result the log holds is not run again: its outcome

@@ -12,7 +12,7 @@ const (
 	CallModelActivity = "CallModel"
 	RunToolActivity   = "RunTool"
 	EndTurnActivity   = "EndTurn"
-	// CloseCallsActivity closes a step's calls without a result (D48).
+	// CloseCallsActivity closes a step's calls without a result (D40).
 	CloseCallsActivity = "CloseCalls"
 )
 
@@ -120,7 +120,7 @@ type EndTurnInput struct {
 	Skipped []string `json:"skipped,omitempty"`
 	// MaxTokens reports that the message at MessageSeq finished at its
 	// token limit: its undispatched calls get the MAX_TOKENS_NOT_RUN
-	// result instead of ABORTED_BEFORE_DISPATCH (D48).
+	// result instead of ABORTED_BEFORE_DISPATCH (D40).
 	MaxTokens bool `json:"maxTokens,omitempty"`
 	// Reason is the turn's end reason.
 	Reason session.TurnEndReason `json:"reason"`

@@ -169,7 +169,7 @@ func TestRealTurnMaxTokensAndStepLimit(t *testing.T) {
 	evs := stored(t, h.store, "rm")
 	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message", "tool/call", "tool/result", "step/end", "turn/end",
 		"turn/start", "step/start", "user/message", "assistant/message", "tool/call", "tool/result", "step/end", "turn/end"}, types(evs),
-		"the cut call is closed, not run (D48)")
+		"the cut call is closed, not run (D40)")
 	require.Equal(t, []string{"max-tokens", "blocked"}, reasonKinds(turnEnds(t, evs)))
 	require.Zero(t, h.count(agent.RunToolActivity)-1, "only turn 2's call ran")
 }

@@ -721,7 +721,7 @@ func TestTurnModelActivityFailure(t *testing.T) {
 // A tool activity that fails (its store failed) stops dispatching; the
 // started calls drain and the turn ends "error" with the activity's error;
 // EndTurn is given the step's message and its undispatched calls to close
-// (D48).
+// (D40).
 func TestTurnToolActivityFailure(t *testing.T) {
 	h := newHarness(t).withID("tg")
 	calls := []agent.CallRef{{ID: "c1", Name: "bad", Parallel: true}, {ID: "c2", Name: "slow", Parallel: true}, {ID: "c3", Name: "write"}}

@@ -289,7 +289,7 @@ steps:
 		case res.Finish == provider.FinishMaxTokens:
 			stepEnd = &session.TurnEndReason{Kind: session.TurnEndMaxTokens}
 			if len(res.ToolCalls) > 0 && res.MessageSeq >= 0 && l.closesCalls() {
-				// The calls are not run (D41) but closed (D48): by EndTurn
+				// The calls are not run (D35) but closed (D40): by EndTurn
 				// when the turn ends here, else before the next step.
 				cut = res.MessageSeq
 				end.MessageSeq, end.MaxTokens = res.MessageSeq, true

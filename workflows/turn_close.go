@@ -7,7 +7,7 @@ import (
 )
 
 // closeCallsChange names the versioned change that closes the tool calls a
-// step leaves without a result (D48): a max-tokens step's calls (at the
+// step leaves without a result (D40): a max-tokens step's calls (at the
 // turn's end through EndTurn, or before the next step through CloseCalls)
 // and the calls of a step whose tool activity failed (through EndTurn).
 const closeCallsChange = "close-unresolved-calls"
