@@ -79,17 +79,7 @@ func TestRealTurnMCPTools(t *testing.T) {
 	require.NoError(t, b.Register(reg))
 	h.env.RegisterActivity(&agent.Activities{Store: h.store, Providers: provider.Set{"scripted": p}, Tools: reg, HeartbeatInterval: 20 * time.Millisecond})
 
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.updateAt(2*time.Second, "", workflows.UpdateFollowup, prompt("take notes"))
-	h.waitFor(2*time.Second, "turn 1 ended", h.turnsEnded(1))
-	disp := h.updateAt(3*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "rmcp", AgentOptions: route(), Meta: &workflows.SessionMeta{Cwd: t.TempDir()}})
-	require.NoError(t, h.env.GetWorkflowError())
-	ready.ok(t)
-	fu.ok(t)
-	disp.ok(t)
-
-	evs := stored(t, h.store, "rmcp")
+	evs := h.runTurns(workflows.CreateSessionRequest{SessionID: "rmcp", AgentOptions: route(), Meta: &workflows.SessionMeta{Cwd: t.TempDir()}}, prompt("take notes"))
 	requireBalanced(t, evs)
 	type res struct {
 		id, text, code string

@@ -166,18 +166,8 @@ func TestOpenAITurnRetriesACutStreamAndARateLimit(t *testing.T) {
 	h := newHarnessOn(t, newStore(t, jsonl.CompressionNone)).withID("oa")
 	var logs syncBuffer
 	useOpenAIAgent(h, srv.URL+"/v1", &logs)
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.updateAt(2*time.Second, "", workflows.UpdateFollowup, prompt("what is in a.txt?"))
-	h.waitFor(2*time.Second, "turn 1 ended", h.turnsEnded(1))
-	disp := h.updateAt(3*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "oa",
-		AgentOptions: &workflows.AgentOptions{Provider: "deepseek", Model: "deepseek-chat"}, Meta: &workflows.SessionMeta{Cwd: cwd}})
-	require.NoError(t, h.env.GetWorkflowError())
-	ready.ok(t)
-	fu.ok(t)
-	disp.ok(t)
-
-	evs := stored(t, h.store, "oa")
+	evs := h.runTurns(workflows.CreateSessionRequest{SessionID: "oa",
+		AgentOptions: &workflows.AgentOptions{Provider: "deepseek", Model: "deepseek-chat"}, Meta: &workflows.SessionMeta{Cwd: cwd}}, prompt("what is in a.txt?"))
 	requireBalanced(t, evs)
 	var assistants []session.AssistantMessage
 	var results []string
@@ -232,17 +222,8 @@ func TestOpenAITurnRefusedEndsInError(t *testing.T) {
 	h := newHarnessOn(t, newStore(t, jsonl.CompressionNone)).withID("or")
 	var logs syncBuffer
 	useOpenAIAgent(h, srv.URL+"/v1", &logs)
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.updateAt(2*time.Second, "", workflows.UpdateFollowup, prompt("hi"))
-	h.waitFor(2*time.Second, "turn 1 ended", h.turnsEnded(1))
-	disp := h.updateAt(3*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "or",
-		AgentOptions: &workflows.AgentOptions{Provider: "deepseek", Model: "deepseek-chat"}})
-	require.NoError(t, h.env.GetWorkflowError())
-	ready.ok(t)
-	fu.ok(t)
-	disp.ok(t)
-	evs := stored(t, h.store, "or")
+	evs := h.runTurns(workflows.CreateSessionRequest{SessionID: "or",
+		AgentOptions: &workflows.AgentOptions{Provider: "deepseek", Model: "deepseek-chat"}}, prompt("hi"))
 	requireBalanced(t, evs)
 	require.Equal(t, []string{"turn/start", "step/start", "user/message", "step/end", "turn/end"}, types(evs))
 	te, err := evs[4].TurnEnd()

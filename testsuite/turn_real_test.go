@@ -46,16 +46,7 @@ func assistantOf(t *testing.T, e session.Event) session.AssistantMessage {
 func TestRealTurnPlain(t *testing.T) {
 	h := newHarness(t).withID("rp")
 	useRealAgent(h, scripted.Text("Hello there").WithChunkSize(4).WithUsage(10, 3))
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.updateAt(2*time.Second, "", workflows.UpdateFollowup, promptID("m1", "hi"))
-	h.waitFor(2*time.Second, "turn 1 ended", h.turnsEnded(1))
-	disp := h.updateAt(3*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "rp", AgentOptions: route()})
-	require.NoError(t, h.env.GetWorkflowError())
-	ready.ok(t)
-	fu.ok(t)
-	disp.ok(t)
-	evs := stored(t, h.store, "rp")
+	evs := h.runTurns(workflows.CreateSessionRequest{SessionID: "rp", AgentOptions: route()}, promptID("m1", "hi"))
 	requireBalanced(t, evs)
 	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message", "step/end", "turn/end"}, types(evs))
 	m := assistantOf(t, evs[3])
@@ -82,16 +73,7 @@ func TestRealTurnTools(t *testing.T) {
 		}},
 		scripted.Text("done"),
 	)
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.updateAt(2*time.Second, "", workflows.UpdateFollowup, prompt("work"))
-	h.waitFor(2*time.Second, "turn 1 ended", h.turnsEnded(1))
-	disp := h.updateAt(3*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "rt", AgentOptions: route(), Meta: &workflows.SessionMeta{Cwd: cwd}})
-	require.NoError(t, h.env.GetWorkflowError())
-	ready.ok(t)
-	fu.ok(t)
-	disp.ok(t)
-	evs := stored(t, h.store, "rt")
+	evs := h.runTurns(workflows.CreateSessionRequest{SessionID: "rt", AgentOptions: route(), Meta: &workflows.SessionMeta{Cwd: cwd}}, prompt("work"))
 	requireBalanced(t, evs)
 	var results []string
 	for _, e := range evs {
@@ -120,16 +102,7 @@ func TestRealTurnTools(t *testing.T) {
 func TestRealTurnRefused(t *testing.T) {
 	h := newHarness(t).withID("rr")
 	useRealAgent(h)
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.updateAt(2*time.Second, "", workflows.UpdateFollowup, prompt("hi"))
-	h.waitFor(2*time.Second, "turn 1 ended", h.turnsEnded(1))
-	disp := h.updateAt(3*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "rr", AgentOptions: route()})
-	require.NoError(t, h.env.GetWorkflowError())
-	ready.ok(t)
-	fu.ok(t)
-	disp.ok(t)
-	evs := stored(t, h.store, "rr")
+	evs := h.runTurns(workflows.CreateSessionRequest{SessionID: "rr", AgentOptions: route()}, prompt("hi"))
 	requireBalanced(t, evs)
 	require.Equal(t, []string{"turn/start", "step/start", "user/message", "step/end", "turn/end"}, types(evs))
 	te, err := evs[4].TurnEnd()
@@ -154,18 +127,7 @@ func TestRealTurnMaxTokensAndStepLimit(t *testing.T) {
 	one := 1.0
 	opts.MaxSteps = &one
 	cwd := t.TempDir()
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.updateAt(2*time.Second, "", workflows.UpdateFollowup, prompt("one"))
-	h.waitFor(2*time.Second, "turn 1 ended", h.turnsEnded(1))
-	fu2 := h.updateAt(3*time.Second, "", workflows.UpdateFollowup, prompt("two"))
-	h.waitFor(3*time.Second, "turn 2 ended", h.turnsEnded(2))
-	disp := h.updateAt(4*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "rm", AgentOptions: opts, Meta: &workflows.SessionMeta{Cwd: cwd}})
-	require.NoError(t, h.env.GetWorkflowError())
-	ready.ok(t)
-	fu.ok(t)
-	fu2.ok(t)
-	disp.ok(t)
+	h.runTurns(workflows.CreateSessionRequest{SessionID: "rm", AgentOptions: opts, Meta: &workflows.SessionMeta{Cwd: cwd}}, prompt("one"), prompt("two"))
 	evs := stored(t, h.store, "rm")
 	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message", "tool/call", "tool/result", "step/end", "turn/end",
 		"turn/start", "step/start", "user/message", "assistant/message", "tool/call", "tool/result", "step/end", "turn/end"}, types(evs),

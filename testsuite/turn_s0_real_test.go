@@ -233,59 +233,12 @@ func mustJSON(t *testing.T, v any) []byte {
 // wedged; a resume finds the message pending and the next turn claims it,
 // with its deletion splice, before the followup, and the model sees it.
 func TestRealTurnS0_32_InjectSurvivesWedgedOwner(t *testing.T) {
-	h := newHarness(t).withID("r32")
-	useRealAgentTools(h, nil, scripted.Text("one"))
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.updateAt(2*time.Second, "", workflows.UpdateFollowup, promptID("f1", "first"))
-	h.waitFor(2*time.Second, "turn 1 ended", h.turnsEnded(1))
-	inj := h.updateAt(3*time.Second, "", workflows.UpdateInject, promptID("i1", "later"))
-	var idle, resumed workflows.LoopState
-	var after []session.Event
-	h.at(4*time.Second, func() {
-		lease, err := h.store.ForceUnlock(context.Background(), "r32")
-		require.NoError(t, err)
-		require.NotNil(t, lease)
-
-		h2 := newHarnessOn(t, h.store).withID("r32")
+	after := injectAcrossWedgedOwner(newHarness(t).withID("r32"), "r32",
+		func(h *harness) { useRealAgentTools(h, nil, scripted.Text("one")) },
 		// Response 1: the conversation then holds one assistant message.
-		useRealAgentTools(h2, nil, scripted.Text("unused"), scripted.Text("two"))
-		ready2 := h2.updateAt(time.Second, "", workflows.UpdateWaitReady)
-		h2.at(2*time.Second, func() { idle = h2.loopState() })
-		fu2 := h2.updateAt(3*time.Second, "", workflows.UpdateFollowup, promptID("f2", "second"))
-		h2.waitFor(3*time.Second, "turn 2 ended", h2.turnsEnded(1))
-		h2.at(4*time.Second, func() { resumed = h2.loopState() })
-		disp2 := h2.updateAt(5*time.Second, "", workflows.UpdateDispose)
-		h2.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "r32", AgentOptions: route()})
-		require.NoError(t, h2.env.GetWorkflowError())
-		ready2.ok(t)
-		fu2.ok(t)
-		disp2.ok(t)
-		after = stored(t, h.store, "r32")
-	})
-	h.at(5*time.Second, h.env.CancelWorkflow)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "r32", AgentOptions: route()})
-	require.NoError(t, h.env.GetWorkflowError())
-	ready.ok(t)
-	fu.ok(t)
-	inj.ok(t)
-
-	require.Equal(t, workflows.LoopIdle, idle.State)
-	require.Equal(t, []string{"i1"}, idle.Pending.NextStep, "the stored inject is pending after the resume")
-	require.Empty(t, idle.Recent, "nothing woke the agent")
-	require.Len(t, resumed.Recent, 1)
-	require.Equal(t, []string{"i1", "f2"}, resumed.Recent[0].Claimed)
-	requireBalanced(t, after)
-	require.Equal(t, []string{
-		"turn/start", "step/start", "user/message", "assistant/message", "step/end", "turn/end",
-		"agent/inbox/spliced", "session/end-seed",
-		"turn/start", "agent/inbox/spliced", "step/start", "user/message", "user/message", "assistant/message", "step/end", "turn/end",
-	}, types(after))
-	require.Equal(t, `{"turn":2}`, string(after[8].Data))
-	require.Equal(t, `{"target":"next-step","start":0,"removedCount":1,"inserted":[]}`, string(after[9].Data))
-	require.Equal(t, []string{"first", "later", "second"}, userTexts(t, after))
+		func(h *harness) { useRealAgentTools(h, nil, scripted.Text("unused"), scripted.Text("two")) })
 	require.Equal(t, []session.ContentBlock{{Type: "text", Text: "one"}}, assistantOf(t, after[3]).Message.Content)
 	require.Equal(t, []session.ContentBlock{{Type: "text", Text: "two"}}, assistantOf(t, after[13]).Message.Content)
-	requireReleased(t, h.store, "r32")
 }
 
 // S0-33 with real turns: a turn with a tool call in a cwd, dispose; a

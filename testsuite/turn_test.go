@@ -4,7 +4,6 @@ package testsuite
 // LoopState query, turns and steps, tool calls, and the turn's ends.
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -123,15 +122,8 @@ func TestTurnToolsPoolAndBarrier(t *testing.T) {
 	opts := route()
 	two := 2.0
 	opts.MaxParallelToolCalls = &two
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.updateAt(2*time.Second, "", workflows.UpdateFollowup, prompt("go"))
-	h.waitFor(2*time.Second, "turn 1 ended", h.turnsEnded(1))
-	disp := h.updateAt(3*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "tt", AgentOptions: opts})
-	require.NoError(t, h.env.GetWorkflowError())
-	ready.ok(t)
-	fu.ok(t)
-	disp.ok(t)
+	evs := h.runTurns(workflows.CreateSessionRequest{SessionID: "tt", AgentOptions: opts}, prompt("go"))
+	requireBalanced(t, evs)
 
 	// Every call dispatched once, with its model-order index.
 	byIndex := make([]string, h.count(agent.RunToolActivity))
@@ -159,8 +151,6 @@ func TestTurnToolsPoolAndBarrier(t *testing.T) {
 		require.Less(t, slices.Index(fa.ends, id), slices.Index(fa.ends, "c4"))
 	}
 
-	evs := stored(t, h.store, "tt")
-	requireBalanced(t, evs)
 	require.Equal(t, []string{"completed"}, reasonKinds(turnEnds(t, evs)))
 	n := 0
 	for _, e := range evs {
@@ -374,18 +364,7 @@ func TestTurnCancelSkipsUndispatchedCalls(t *testing.T) {
 func TestTurnProviderRefused(t *testing.T) {
 	h := newHarness(t).withID("tr")
 	newFakeAgent(h, &fakeResponse{refuse: &provider.Error{Status: 400, Code: "invalid_request", Message: "bad request"}}, &fakeResponse{text: "fine"})
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.updateAt(2*time.Second, "", workflows.UpdateFollowup, prompt("one"))
-	h.waitFor(2*time.Second, "turn 1 ended", h.turnsEnded(1))
-	fu2 := h.updateAt(3*time.Second, "", workflows.UpdateFollowup, prompt("two"))
-	h.waitFor(3*time.Second, "turn 2 ended", h.turnsEnded(2))
-	disp := h.updateAt(4*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "tr", AgentOptions: route()})
-	require.NoError(t, h.env.GetWorkflowError())
-	ready.ok(t)
-	fu.ok(t)
-	fu2.ok(t)
-	disp.ok(t)
+	h.runTurns(workflows.CreateSessionRequest{SessionID: "tr", AgentOptions: route()}, prompt("one"), prompt("two"))
 	require.Equal(t, 2, h.count(agent.CallModelActivity), "a refused call is not retried")
 	evs := stored(t, h.store, "tr")
 	requireBalanced(t, evs)
@@ -432,16 +411,7 @@ func TestTurnStepLimitBlocked(t *testing.T) {
 	opts := route()
 	two := 2.0
 	opts.MaxSteps = &two
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.updateAt(2*time.Second, "", workflows.UpdateFollowup, prompt("loop"))
-	h.waitFor(2*time.Second, "turn 1 ended", h.turnsEnded(1))
-	disp := h.updateAt(3*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "tb", AgentOptions: opts})
-	require.NoError(t, h.env.GetWorkflowError())
-	ready.ok(t)
-	fu.ok(t)
-	disp.ok(t)
-	evs := stored(t, h.store, "tb")
+	evs := h.runTurns(workflows.CreateSessionRequest{SessionID: "tb", AgentOptions: opts}, prompt("loop"))
 	requireBalanced(t, evs)
 	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message", "tool/call", "tool/result",
 		"step/end", "step/start", "assistant/message", "tool/call", "tool/result", "step/end", "turn/end"}, types(evs))
@@ -647,56 +617,9 @@ func TestTurnInboxBytesBounded(t *testing.T) {
 // resume finds the message pending (no synthetic turn, nothing woken) and
 // the next turn claims it, with its deletion splice, before the followup.
 func TestTurnS0_32_InjectSurvivesWedgedOwner(t *testing.T) {
-	h := newHarness(t).withID("t32")
-	newFakeAgent(h, &fakeResponse{text: "one"})
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.updateAt(2*time.Second, "", workflows.UpdateFollowup, promptID("f1", "first"))
-	h.waitFor(2*time.Second, "turn 1 ended", h.turnsEnded(1))
-	inj := h.updateAt(3*time.Second, "", workflows.UpdateInject, promptID("i1", "later"))
-	var resumed, idle workflows.LoopState
-	var after []session.Event
-	h.at(4*time.Second, func() {
-		lease, err := h.store.ForceUnlock(context.Background(), "t32")
-		require.NoError(t, err)
-		require.NotNil(t, lease)
-
-		h2 := newHarnessOn(t, h.store).withID("t32")
-		newFakeAgent(h2, &fakeResponse{text: "two"})
-		ready2 := h2.updateAt(time.Second, "", workflows.UpdateWaitReady)
-		h2.at(2*time.Second, func() { idle = h2.loopState() })
-		fu2 := h2.updateAt(3*time.Second, "", workflows.UpdateFollowup, promptID("f2", "second"))
-		h2.waitFor(3*time.Second, "turn 2 ended", h2.turnsEnded(1))
-		h2.at(4*time.Second, func() { resumed = h2.loopState() })
-		disp2 := h2.updateAt(5*time.Second, "", workflows.UpdateDispose)
-		h2.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "t32", AgentOptions: route()})
-		require.NoError(t, h2.env.GetWorkflowError())
-		ready2.ok(t)
-		fu2.ok(t)
-		disp2.ok(t)
-		after = stored(t, h.store, "t32")
-	})
-	h.at(5*time.Second, h.env.CancelWorkflow)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "t32", AgentOptions: route()})
-	require.NoError(t, h.env.GetWorkflowError())
-	ready.ok(t)
-	fu.ok(t)
-	inj.ok(t)
-
-	require.Equal(t, workflows.LoopIdle, idle.State)
-	require.Equal(t, []string{"i1"}, idle.Pending.NextStep, "the stored inject is pending after the resume")
-	require.Empty(t, idle.Recent, "nothing woke the agent")
-	require.Len(t, resumed.Recent, 1)
-	require.Equal(t, []string{"i1", "f2"}, resumed.Recent[0].Claimed)
-	requireBalanced(t, after)
-	require.Equal(t, []string{
-		"turn/start", "step/start", "user/message", "assistant/message", "step/end", "turn/end",
-		"agent/inbox/spliced", "session/end-seed",
-		"turn/start", "agent/inbox/spliced", "step/start", "user/message", "user/message", "assistant/message", "step/end", "turn/end",
-	}, types(after))
-	require.Equal(t, `{"turn":2}`, string(after[8].Data))
-	require.Equal(t, `{"target":"next-step","start":0,"removedCount":1,"inserted":[]}`, string(after[9].Data))
-	require.Equal(t, []string{"first", "later", "second"}, userTexts(t, after))
-	requireReleased(t, h.store, "t32")
+	injectAcrossWedgedOwner(newHarness(t).withID("t32"), "t32",
+		func(h *harness) { newFakeAgent(h, &fakeResponse{text: "one"}) },
+		func(h *harness) { newFakeAgent(h, &fakeResponse{text: "two"}) })
 }
 
 // Any other failure of the model activity ends the turn "error" with the
@@ -704,16 +627,7 @@ func TestTurnS0_32_InjectSurvivesWedgedOwner(t *testing.T) {
 func TestTurnModelActivityFailure(t *testing.T) {
 	h := newHarness(t).withID("tf")
 	newFakeAgent(h, &fakeResponse{err: temporal.NewNonRetryableApplicationError(`unknown model provider "nope"`, "UnknownProvider", nil)})
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.updateAt(2*time.Second, "", workflows.UpdateFollowup, prompt("one"))
-	h.waitFor(2*time.Second, "turn 1 ended", h.turnsEnded(1))
-	disp := h.updateAt(3*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "tf", AgentOptions: route()})
-	require.NoError(t, h.env.GetWorkflowError())
-	ready.ok(t)
-	fu.ok(t)
-	disp.ok(t)
-	evs := stored(t, h.store, "tf")
+	evs := h.runTurns(workflows.CreateSessionRequest{SessionID: "tf", AgentOptions: route()}, prompt("one"))
 	requireBalanced(t, evs)
 	require.Equal(t, `{"turn":1,"reason":{"kind":"error","error":{"message":"unknown model provider \"nope\"","code":"UnknownProvider"}}}`, string(evs[len(evs)-1].Data))
 }
@@ -728,15 +642,7 @@ func TestTurnToolActivityFailure(t *testing.T) {
 	fa := newFakeAgent(h, &fakeResponse{calls: calls})
 	fa.tools["bad"] = &fakeTool{fail: temporal.NewNonRetryableApplicationError("disk full", "IOError", nil)}
 	fa.tools["slow"] = &fakeTool{d: 300 * time.Millisecond}
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.updateAt(2*time.Second, "", workflows.UpdateFollowup, prompt("go"))
-	h.waitFor(2*time.Second, "turn 1 ended", h.turnsEnded(1))
-	disp := h.updateAt(3*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "tg", AgentOptions: route()})
-	require.NoError(t, h.env.GetWorkflowError())
-	ready.ok(t)
-	fu.ok(t)
-	disp.ok(t)
+	h.runTurns(workflows.CreateSessionRequest{SessionID: "tg", AgentOptions: route()}, prompt("go"))
 	require.Equal(t, 2, h.count(agent.RunToolActivity), "c3 is not dispatched")
 	require.Equal(t, []string{"c1", "c2"}, sortedCopy(fa.ends), "the started calls drained")
 	var end agent.EndTurnInput
