@@ -113,12 +113,9 @@ func (b *inbox) restoreStored(p *activities.PendingInbox) {
 
 // clear discards every pending input and returns their ids.
 func (b *inbox) clear() []string {
-	var ids []string
-	for _, p := range append(slices.Clone(b.nextStep), b.nextTurn...) {
-		ids = append(ids, p.ID)
-	}
+	out := append(ids(b.nextStep), ids(b.nextTurn)...)
 	b.nextTurn, b.nextStep, b.wake = nil, nil, false
-	return ids
+	return out
 }
 
 // ids lists the ids of l.
