@@ -20,7 +20,6 @@ import (
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/session"
-	"github.com/sessionflow/sessionflow/tool"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -104,13 +103,8 @@ func TestUnansweredToolCalls(t *testing.T) {
 // tools and a strict provider over a script of responses.
 func useStrictAgent(h *harness, hold chan struct{}, responses ...scripted.Response) (*strictProvider, *agent.Activities) {
 	h.t.Helper()
-	sp, err := scripted.New(scripted.Responses(responses...))
-	require.NoError(h.t, err)
-	p := &strictProvider{next: sp, hold: hold}
-	reg, err := tool.NewRegistry(tool.Builtins(tool.BuiltinOptions{})...)
-	require.NoError(h.t, err)
-	acts := &agent.Activities{Store: h.store, Providers: provider.Set{"scripted": p}, Tools: reg, HeartbeatInterval: 20 * time.Millisecond}
-	return p, acts
+	p := &strictProvider{next: scriptedProvider(h.t, responses...), hold: hold}
+	return p, agentActivities(h, provider.Set{"scripted": p})
 }
 
 // requireCallsAnswered asserts that every tool-call block of every stored

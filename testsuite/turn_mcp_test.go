@@ -14,7 +14,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/session"
@@ -65,19 +64,16 @@ func TestRealTurnMCPTools(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, b.Close()) })
 
 	h := newHarness(t).withID("rmcp")
-	p, err := scripted.New(scripted.Responses(
+	acts := agentActivities(h, provider.Set{"scripted": scriptedProvider(t,
 		scripted.Response{ToolCalls: []scripted.Call{
 			{ID: "c1", Name: "notes__note", Arguments: `{"text":"a"}`},
 			{ID: "c2", Name: "notes__crash", Arguments: `{}`},
 		}},
 		scripted.Response{ToolCalls: []scripted.Call{{ID: "c3", Name: "notes__note", Arguments: `{"text":"b"}`}}},
 		scripted.Text("done"),
-	))
-	require.NoError(t, err)
-	reg, err := tool.NewRegistry(tool.Builtins(tool.BuiltinOptions{})...)
-	require.NoError(t, err)
-	require.NoError(t, b.Register(reg))
-	h.env.RegisterActivity(&agent.Activities{Store: h.store, Providers: provider.Set{"scripted": p}, Tools: reg, HeartbeatInterval: 20 * time.Millisecond})
+	)})
+	require.NoError(t, b.Register(acts.Tools.(*tool.Registry)))
+	h.env.RegisterActivity(acts)
 
 	evs := h.runTurns(workflows.CreateSessionRequest{SessionID: "rmcp", AgentOptions: route(), Meta: &workflows.SessionMeta{Cwd: t.TempDir()}}, prompt("take notes"))
 	requireBalanced(t, evs)

@@ -17,16 +17,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/provider/openai"
 	"github.com/sessionflow/sessionflow/session"
-	"github.com/sessionflow/sessionflow/tool"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -95,14 +92,7 @@ func useOpenAIAgent(h *harness, baseURL string, logs *syncBuffer) {
 	h.t.Helper()
 	p, err := openai.New(openai.Config{BaseURL: baseURL, APIKey: openAITestKey, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	require.NoError(h.t, err)
-	reg, err := tool.NewRegistry(tool.Builtins(tool.BuiltinOptions{})...)
-	require.NoError(h.t, err)
-	h.env.RegisterActivity(&agent.Activities{
-		Store:             h.store,
-		Providers:         provider.Set{"deepseek": p},
-		Tools:             reg,
-		HeartbeatInterval: 20 * time.Millisecond,
-	})
+	h.env.RegisterActivity(agentActivities(h, provider.Set{"deepseek": p}))
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent writers.

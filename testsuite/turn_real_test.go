@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -16,25 +15,8 @@ import (
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/session"
-	"github.com/sessionflow/sessionflow/tool"
 	"github.com/sessionflow/sessionflow/workflows"
 )
-
-// useRealAgent registers the agent activities over the harness's store,
-// with a scripted provider playing responses.
-func useRealAgent(h *harness, responses ...scripted.Response) {
-	h.t.Helper()
-	p, err := scripted.New(scripted.Responses(responses...))
-	require.NoError(h.t, err)
-	reg, err := tool.NewRegistry(tool.Builtins(tool.BuiltinOptions{})...)
-	require.NoError(h.t, err)
-	h.env.RegisterActivity(&agent.Activities{
-		Store:             h.store,
-		Providers:         provider.Set{"scripted": p},
-		Tools:             reg,
-		HeartbeatInterval: 20 * time.Millisecond,
-	})
-}
 
 func assistantOf(t *testing.T, e session.Event) session.AssistantMessage {
 	t.Helper()
@@ -45,7 +27,7 @@ func assistantOf(t *testing.T, e session.Event) session.AssistantMessage {
 
 func TestRealTurnPlain(t *testing.T) {
 	h := newHarness(t).withID("rp")
-	useRealAgent(h, scripted.Text("Hello there").WithChunkSize(4).WithUsage(10, 3))
+	useRealAgentTools(h, nil, scripted.Text("Hello there").WithChunkSize(4).WithUsage(10, 3))
 	evs := h.runTurns(workflows.CreateSessionRequest{SessionID: "rp", AgentOptions: route()}, promptID("m1", "hi"))
 	requireBalanced(t, evs)
 	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message", "step/end", "turn/end"}, types(evs))
@@ -64,7 +46,7 @@ func TestRealTurnTools(t *testing.T) {
 	cwd := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(cwd, "a.txt"), []byte("alpha\n"), 0o644))
 	h := newHarness(t).withID("rt")
-	useRealAgent(h,
+	useRealAgentTools(h, nil,
 		scripted.Response{ToolCalls: []scripted.Call{
 			{ID: "c1", Name: "read_file", Arguments: `{"path":"a.txt"}`},
 			{ID: "c2", Name: "list_dir", Arguments: `{}`},
@@ -101,7 +83,7 @@ func TestRealTurnTools(t *testing.T) {
 // provider's text, and nothing of the call is stored.
 func TestRealTurnRefused(t *testing.T) {
 	h := newHarness(t).withID("rr")
-	useRealAgent(h)
+	useRealAgentTools(h, nil)
 	evs := h.runTurns(workflows.CreateSessionRequest{SessionID: "rr", AgentOptions: route()}, prompt("hi"))
 	requireBalanced(t, evs)
 	require.Equal(t, []string{"turn/start", "step/start", "user/message", "step/end", "turn/end"}, types(evs))
@@ -122,7 +104,7 @@ func TestRealTurnMaxTokensAndStepLimit(t *testing.T) {
 		return scripted.Response{ToolCalls: []scripted.Call{{ID: id, Name: "list_dir", Arguments: `{}`}}}
 	}
 	cut := scripted.Response{Text: "cut", ToolCalls: []scripted.Call{{ID: "x", Name: "list_dir"}}, Finish: provider.FinishMaxTokens}
-	useRealAgent(h, cut, call("c1"), call("c2"))
+	useRealAgentTools(h, nil, cut, call("c1"), call("c2"))
 	opts := route()
 	one := 1.0
 	opts.MaxSteps = &one

@@ -3,11 +3,16 @@ package testsuite
 import (
 	"context"
 	"strconv"
+	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionflow/sessionflow/agent"
+	"github.com/sessionflow/sessionflow/provider"
+	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/tool"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -94,4 +99,28 @@ func injectAcrossWedgedOwner(h *harness, id string, owner, resumer func(*harness
 	require.Equal(t, []string{"first", "later", "second"}, userTexts(t, after))
 	requireReleased(t, h.store, id)
 	return after
+}
+
+// agentActivities returns the agent activities over the harness's store,
+// offering providers and the built-in tools plus extra.
+func agentActivities(h *harness, providers provider.Set, extra ...tool.Tool) *agent.Activities {
+	h.t.Helper()
+	reg, err := tool.NewRegistry(append(tool.Builtins(tool.BuiltinOptions{}), extra...)...)
+	require.NoError(h.t, err)
+	return &agent.Activities{Store: h.store, Providers: providers, Tools: reg, HeartbeatInterval: 20 * time.Millisecond}
+}
+
+// scriptedProvider returns a scripted provider playing responses.
+func scriptedProvider(t *testing.T, responses ...scripted.Response) *scripted.Provider {
+	t.Helper()
+	p, err := scripted.New(scripted.Responses(responses...))
+	require.NoError(t, err)
+	return p
+}
+
+// useRealAgentTools registers the agent activities over the harness's
+// store with a scripted provider and the built-in tools plus extra.
+func useRealAgentTools(h *harness, extra []tool.Tool, responses ...scripted.Response) {
+	h.t.Helper()
+	h.env.RegisterActivity(agentActivities(h, provider.Set{"scripted": scriptedProvider(h.t, responses...)}, extra...))
 }

@@ -16,28 +16,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionflow/sessionflow/agent"
-	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/tool"
 	"github.com/sessionflow/sessionflow/workflows"
 )
-
-// useRealAgentTools registers the agent activities over the harness's
-// store with a scripted provider and the built-in tools plus extra.
-func useRealAgentTools(h *harness, extra []tool.Tool, responses ...scripted.Response) {
-	h.t.Helper()
-	p, err := scripted.New(scripted.Responses(responses...))
-	require.NoError(h.t, err)
-	reg, err := tool.NewRegistry(append(tool.Builtins(tool.BuiltinOptions{}), extra...)...)
-	require.NoError(h.t, err)
-	h.env.RegisterActivity(&agent.Activities{
-		Store:             h.store,
-		Providers:         provider.Set{"scripted": p},
-		Tools:             reg,
-		HeartbeatInterval: 20 * time.Millisecond,
-	})
-}
 
 // stallTool is an exclusive, non-idempotent tool that reports on started
 // when it runs (its tool/call is stored by then) and blocks until its
