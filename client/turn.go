@@ -153,7 +153,7 @@ func (c *Client) WatchTurn(ctx context.Context, id, messageID string, opts Watch
 		opts.Interval = 200 * time.Millisecond
 	}
 	return func(yield func(TurnProgress, error) bool) {
-		w := turnWatch{c: c, id: id, msg: messageID, opts: opts, calls: map[string]string{}, reported: map[string]string{}}
+		w := turnWatch{c: c, id: id, msg: messageID, opts: opts, reported: map[string]string{}}
 		for {
 			done, err := w.poll(ctx, yield)
 			if err != nil {
@@ -186,10 +186,7 @@ type turnWatch struct {
 	// shown is how much of the (turn, step)'s text was yielded.
 	textStep int64
 	shown    int64
-	// calls holds the last state yielded per call id of the current step.
-	callStep int64
-	calls    map[string]string
-	// reported holds, per "step/call id", the last state yielded.
+	// reported holds the last state yielded per call (callKey).
 	reported map[string]string
 	stopped  bool
 }
@@ -268,13 +265,13 @@ func (w *turnWatch) replayCalls(evs []session.Event, emit func(TurnProgress) boo
 			if err != nil {
 				continue
 			}
-			names[fmt.Sprintf("%d/%s", c.Step, c.CallID)] = c.Name
+			names[callKey(c.Step, c.CallID)] = c.Name
 		case session.TypeToolResult:
 			r, err := e.ToolResult()
 			if err != nil {
 				continue
 			}
-			key := fmt.Sprintf("%d/%s", r.Step, r.Message.Source.CallID)
+			key := callKey(r.Step, r.Message.Source.CallID)
 			prev := w.reported[key]
 			if prev == workflows.CallDone || prev == workflows.CallFailed || prev == workflows.CallSkipped {
 				continue
@@ -286,7 +283,7 @@ func (w *turnWatch) replayCalls(evs []session.Event, emit func(TurnProgress) boo
 			if r.Error != nil {
 				call.Code = r.Error.Code
 			}
-			if call.Code == codeAbortedBeforeDispatch || call.Code == codeMaxTokensNotRun {
+			if call.Code == agent.CodeAbortedBeforeDispatch || call.Code == agent.CodeMaxTokensNotRun {
 				call.State = workflows.CallSkipped
 			} else if prev != workflows.CallRunning {
 				started := call
@@ -304,27 +301,19 @@ func (w *turnWatch) replayCalls(evs []session.Event, emit func(TurnProgress) boo
 	return true
 }
 
-// codeAbortedBeforeDispatch is the code of the result of a call a cancel
-// kept from running.
-const codeAbortedBeforeDispatch = agent.CodeAbortedBeforeDispatch
-
-// codeMaxTokensNotRun is the code of the result of a call of a response cut
-// at its token limit: it was never run.
-const codeMaxTokensNotRun = agent.CodeMaxTokensNotRun
+// callKey names a tool call of a turn: its step and call id.
+func callKey(step int64, id string) string { return fmt.Sprintf("%d/%s", step, id) }
 
 // toolProgress yields the tool calls of the running step whose state
 // changed.
 func (w *turnWatch) toolProgress(st workflows.LoopState, emit func(TurnProgress) bool) bool {
-	if st.Step != w.callStep {
-		w.callStep, w.calls = st.Step, map[string]string{}
-	}
 	for _, call := range st.Calls {
-		prev := w.calls[call.ID]
+		key := callKey(st.Step, call.ID)
+		prev := w.reported[key]
 		if prev == call.State {
 			continue
 		}
-		w.calls[call.ID] = call.State
-		w.reported[fmt.Sprintf("%d/%s", st.Step, call.ID)] = call.State
+		w.reported[key] = call.State
 		c := call
 		switch call.State {
 		case workflows.CallRunning:
