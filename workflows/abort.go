@@ -90,14 +90,8 @@ func (l *lifecycle) requestDispose() {
 // watch receives the Abort and OwnerUnload signals (under their current and
 // their legacy names) and the root cancellation for the whole run.
 func (l *lifecycle) watch() {
-	abortChs := []workflow.ReceiveChannel{
-		workflow.GetSignalChannel(l.ctx, SignalAbort),
-		workflow.GetSignalChannel(l.ctx, LegacySignalAbort),
-	}
-	ownerChs := []workflow.ReceiveChannel{
-		workflow.GetSignalChannel(l.ctx, SignalOwnerUnload),
-		workflow.GetSignalChannel(l.ctx, LegacySignalOwnerUnload),
-	}
+	abortChs := signalChannels(l.ctx, SignalAbort, LegacySignalAbort)
+	ownerChs := signalChannels(l.ctx, SignalOwnerUnload, LegacySignalOwnerUnload)
 	root := l.ctx
 	workflow.Go(l.dctx, func(gctx workflow.Context) {
 		rootDone := false

@@ -227,10 +227,7 @@ func SessionLoop(ctx workflow.Context, in SessionLoopInput) (LoopDescription, er
 		workflow.UpdateHandlerOptions{Validator: lp.validateStartPayload}); err != nil {
 		return LoopDescription{}, err
 	}
-	readyChs := []workflow.ReceiveChannel{
-		workflow.GetSignalChannel(ctx, SignalSessionReady),
-		workflow.GetSignalChannel(ctx, LegacySignalSessionReady),
-	}
+	readyChs := signalChannels(ctx, SignalSessionReady, LegacySignalSessionReady)
 	workflow.Go(dctx, func(gctx workflow.Context) {
 		for {
 			var n ReadyNotice

@@ -16,3 +16,13 @@ func sentName(ctx workflow.Context, name, legacy string) string {
 	}
 	return name
 }
+
+// signalChannels returns the channels of a signal received under each of
+// names (its current and its legacy name).
+func signalChannels(ctx workflow.Context, names ...string) []workflow.ReceiveChannel {
+	chs := make([]workflow.ReceiveChannel, len(names))
+	for i, n := range names {
+		chs[i] = workflow.GetSignalChannel(ctx, n)
+	}
+	return chs
+}
