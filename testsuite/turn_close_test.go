@@ -10,7 +10,6 @@ import (
 	"iter"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
@@ -181,20 +180,7 @@ func TestTurnMaxTokensCallsClosedBeforeNextStep(t *testing.T) {
 	cut := scripted.Response{Text: "cut", ToolCalls: []scripted.Call{{ID: "x", Name: "list_dir", Arguments: `{}`}}, Finish: provider.FinishMaxTokens}
 	p, acts := useStrictAgent(h, hold, cut, scripted.Text("rest"))
 	h.env.RegisterActivity(acts)
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.updateAt(2*time.Second, "", workflows.UpdateFollowup, prompt("one"))
-	h.atStarted(2*time.Second, agent.CallModelActivity, func() {})
-	steer := h.updateAt(3*time.Second, "", workflows.UpdateSteer, prompt("more"))
-	h.at(3*time.Second, func() { close(hold) })
-	h.waitFor(3*time.Second, "turn 1 ended", h.turnsEnded(1))
-	disp := h.updateAt(4*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "ms", AgentOptions: route(), Meta: &workflows.SessionMeta{Cwd: t.TempDir()}})
-	require.NoError(t, h.env.GetWorkflowError())
-	ready.ok(t)
-	fu.ok(t)
-	steer.ok(t)
-	disp.ok(t)
-	evs := stored(t, h.store, "ms")
+	evs := h.runSteeredTurn(workflows.CreateSessionRequest{SessionID: "ms", AgentOptions: route(), Meta: &workflows.SessionMeta{Cwd: t.TempDir()}}, hold)
 	requireBalanced(t, evs)
 	requireCallsAnswered(t, evs)
 	require.Empty(t, p.refused)

@@ -40,6 +40,28 @@ func (h *harness) runTurns(req workflows.CreateSessionRequest, inputs ...workflo
 	return stored(h.t, h.store, req.SessionID)
 }
 
+// runSteeredTurn creates the session of req and, once it is ready, sends
+// a Followup ("one") at 2 s; while its model call is held, a Steer
+// ("more") at 3 s, and then closes release to let the call return. It
+// waits for the turn's end, disposes the session, requires every update
+// to succeed and returns the stored log.
+func (h *harness) runSteeredTurn(req workflows.CreateSessionRequest, release chan struct{}) []session.Event {
+	h.t.Helper()
+	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	fu := h.updateAt(2*time.Second, "", workflows.UpdateFollowup, prompt("one"))
+	h.atStarted(2*time.Second, agent.CallModelActivity, func() {})
+	steer := h.updateAt(3*time.Second, "", workflows.UpdateSteer, prompt("more"))
+	h.at(3*time.Second, func() { close(release) })
+	h.waitFor(3*time.Second, "turn 1 ended", h.turnsEnded(1))
+	disp := h.updateAt(4*time.Second, "", workflows.UpdateDispose)
+	h.env.ExecuteWorkflow(workflows.CreateSession, req)
+	require.NoError(h.t, h.env.GetWorkflowError())
+	for _, r := range []*result{ready, fu, steer, disp} {
+		r.ok(h.t)
+	}
+	return stored(h.t, h.store, req.SessionID)
+}
+
 // injectAcrossWedgedOwner runs S0-32 on session id: turn 1 ("first")
 // completes under the owner, an idle Inject ("later", id i1) is stored,
 // the owner is wedged (its lease forfeited) and a resume, whose agent
