@@ -8,6 +8,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,9 +21,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
 
 	"github.com/sessionflow/sessionflow/internal/readiness"
 	"github.com/sessionflow/sessionflow/internal/temporalconn"
+	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // binaries are the worker binaries built once for the package's crash
@@ -170,6 +173,19 @@ func attemptsOf(hist *historypb.History, name string) []int32 {
 		}
 	}
 	return out
+}
+
+// startTurn creates the session of req, waits until it is live and sends
+// a Followup of text (message id "m1").
+func (w *world) startTurn(req workflows.CreateSessionRequest, text string) (client.WorkflowRun, workflows.InputResult) {
+	w.t.Helper()
+	run := w.create(req)
+	w.awaitLive(req.SessionID)
+	b, err := json.Marshal(text)
+	require.NoError(w.t, err)
+	in, err := w.client().Followup(w.ctx(), req.SessionID, workflows.InputRequest{MessageID: "m1", Content: b})
+	require.NoError(w.t, err)
+	return run, in
 }
 
 // awaitCtx polls cond every 50 ms until it holds or ctx ends.

@@ -42,11 +42,8 @@ func recordTurnCrash(t *testing.T, w *world) []fixture {
 	proc := w.startProc(crashBin, "--provider-script", script)
 	id := w.id("rec-turn-crash")
 	wid := workflows.WorkflowID(id)
-	run := w.create(workflows.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Options: crashOptions, Meta: &workflows.SessionMeta{Cwd: cwd}})
-	w.awaitLive(id)
+	run, in := w.startTurn(workflows.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Options: crashOptions, Meta: &workflows.SessionMeta{Cwd: cwd}}, "count")
 	c := w.client()
-	in, err := c.Followup(w.ctx(), id, workflows.InputRequest{MessageID: "m1", Content: json.RawMessage(`"count"`)})
-	require.NoError(t, err)
 	for p, err := range c.WatchTurn(w.ctx(), id, in.MessageID, sfclient.WatchOptions{Interval: 20 * time.Millisecond}) {
 		require.NoError(t, err)
 		if p.Kind == sfclient.ProgressText {
@@ -98,18 +95,15 @@ func init() {
 func recordTurnMaxTokensSteer(t *testing.T, w *world) []fixture {
 	id := w.id("rec-turn-maxtokens")
 	wid := workflows.WorkflowID(id)
-	run := w.create(workflows.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Meta: &workflows.SessionMeta{Cwd: t.TempDir()}})
-	w.awaitLive(id)
+	run, in := w.startTurn(workflows.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Meta: &workflows.SessionMeta{Cwd: t.TempDir()}}, "list")
 	c := w.client()
-	in, err := c.Followup(w.ctx(), id, workflows.InputRequest{MessageID: "m1", Content: json.RawMessage(`"list"`)})
-	require.NoError(t, err)
 	for p, err := range c.WatchTurn(w.ctx(), id, in.MessageID, sfclient.WatchOptions{Interval: 20 * time.Millisecond}) {
 		require.NoError(t, err)
 		if p.Kind == sfclient.ProgressText {
 			break
 		}
 	}
-	_, err = c.Steer(w.ctx(), id, workflows.InputRequest{MessageID: "m2", Content: json.RawMessage(`"go on"`)})
+	_, err := c.Steer(w.ctx(), id, workflows.InputRequest{MessageID: "m2", Content: json.RawMessage(`"go on"`)})
 	require.NoError(t, err)
 	end := w.watchEnd(id, in.MessageID)
 	require.Equal(t, "max-tokens", end.Info.Reason.Kind)
