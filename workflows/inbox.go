@@ -203,7 +203,7 @@ func inputContent(name string, raw json.RawMessage) (json.RawMessage, error) {
 		if text == "" {
 			return nil, invalidArgument(name + ": content must not be empty")
 		}
-		return session.MarshalData([]textBlock{{Type: session.BlockText, Text: text}})
+		return session.MarshalData([]session.TextContent{{Type: session.BlockText, Text: text}})
 	}
 	var blocks []json.RawMessage
 	if canon[0] != '[' || json.Unmarshal(canon, &blocks) != nil {
@@ -337,12 +337,6 @@ func (l *lifecycle) handleInput(ctx workflow.Context, k inputKind, in converter.
 		a.inbox.wake = true
 	}
 	return res, nil
-}
-
-// textBlock is a text content block.
-type textBlock struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
 }
 
 // inboxSplice is the data of an agent/inbox/spliced event.
