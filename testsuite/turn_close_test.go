@@ -130,7 +130,7 @@ func requireCallsAnswered(t *testing.T, evs []session.Event) {
 	require.Empty(t, open, "tool calls without results")
 }
 
-// notRun asserts the max-tokens result of call id at evs[i] (its tool/call
+// requireMaxTokensResult asserts the max-tokens result of call id at evs[i] (its tool/call
 // at i-1).
 func requireMaxTokensResult(t *testing.T, evs []session.Event, i int, id string) {
 	t.Helper()
