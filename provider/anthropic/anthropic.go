@@ -22,7 +22,6 @@ import (
 	"iter"
 	"net/http"
 	"os"
-	"strings"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -166,12 +165,4 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request) iter.Seq2[p
 		yield(provider.Chunk{}, &provider.Error{Retryable: true, Code: CodeStreamCut,
 			Message: "the stream ended before message_stop"})
 	}
-}
-
-// redact removes the API key from s.
-func (p *Provider) redact(s string) string {
-	if p.key == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, p.key, "[redacted]")
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -44,22 +43,30 @@ var retryableTypes = map[string]bool{
 	string(sdk.ErrorTypeTimeoutError):    true,
 }
 
-// failure converts an error of the SDK's stream into a *provider.Error.
+// failure converts an error of the SDK's stream into a *provider.Error
+// whose message does not hold the API key.
 func (p *Provider) failure(err error) *provider.Error {
+	e := classify(err)
+	e.Message = provider.Redact(e.Message, p.key)
+	return e
+}
+
+// classify converts an error of the SDK's stream into a *provider.Error.
+func classify(err error) *provider.Error {
 	var apiErr *sdk.Error
 	if errors.As(err, &apiErr) {
-		return p.apiFailure(apiErr)
+		return apiFailure(apiErr)
 	}
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	if errors.As(err, &syntax) || errors.As(err, &typ) {
-		return &provider.Error{Code: CodeMalformedEvent, Message: p.redact("an event's data does not decode: " + err.Error())}
+		return &provider.Error{Code: CodeMalformedEvent, Message: "an event's data does not decode: " + err.Error()}
 	}
-	return &provider.Error{Retryable: true, Code: CodeConnection, Message: p.redact(err.Error())}
+	return &provider.Error{Retryable: true, Code: CodeConnection, Message: err.Error()}
 }
 
 // apiFailure classifies an error response or an error event.
-func (p *Provider) apiFailure(e *sdk.Error) *provider.Error {
+func apiFailure(e *sdk.Error) *provider.Error {
 	typ := string(e.Type())
 	msg := e.Message
 	if msg == "" {
@@ -69,12 +76,12 @@ func (p *Provider) apiFailure(e *sdk.Error) *provider.Error {
 			msg = http.StatusText(e.StatusCode)
 		}
 	}
-	out := &provider.Error{Code: typ, Message: p.redact(msg)}
+	out := &provider.Error{Code: typ, Message: msg}
 	if e.StatusCode >= 200 && e.StatusCode < 300 {
 		// An error event in a stream whose response was a success.
 		if typ == "" {
 			out.Code = CodeMalformedEvent
-			out.Message = p.redact("an error event's data is not an API error: " + truncate(strings.TrimSpace(e.RawJSON()), maxBodyText))
+			out.Message = "an error event's data is not an API error: " + truncate(strings.TrimSpace(e.RawJSON()), maxBodyText)
 			return out
 		}
 		out.Retryable = retryableTypes[typ]
@@ -83,34 +90,9 @@ func (p *Provider) apiFailure(e *sdk.Error) *provider.Error {
 	out.Status = e.StatusCode
 	out.Retryable = e.StatusCode == http.StatusRequestTimeout || e.StatusCode == http.StatusTooManyRequests || e.StatusCode >= 500
 	if out.Retryable && e.Response != nil {
-		out.RetryAfter = retryAfter(e.Response.Header, time.Now())
+		out.RetryAfter = provider.RetryAfter(e.Response.Header, time.Now())
 	}
 	return out
-}
-
-// retryAfter reads the delay a response asks for: retry-after-ms
-// (milliseconds), else retry-after (seconds, or an HTTP date). 0 when
-// neither is set, valid and positive.
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	if v := h.Get("retry-after-ms"); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 && ms < float64(24*time.Hour/time.Millisecond) {
-			return time.Duration(ms * float64(time.Millisecond))
-		}
-	}
-	v := h.Get("retry-after")
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s > 0 && s < float64(24*time.Hour/time.Second) {
-			return time.Duration(s * float64(time.Second))
-		}
-		return 0
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
 }
 
 // truncate cuts s to at most n bytes at a character boundary.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -100,7 +99,7 @@ func statusError(status int, res *http.Response) *provider.Error {
 		e.Message = "HTTP status " + strconv.Itoa(status)
 	}
 	if e.Retryable && res != nil {
-		e.RetryAfter = retryAfter(res.Header, time.Now())
+		e.RetryAfter = provider.RetryAfter(res.Header, time.Now())
 	}
 	return e
 }
@@ -108,34 +107,6 @@ func statusError(status int, res *http.Response) *provider.Error {
 func retryableStatus(status int) bool {
 	return status == http.StatusRequestTimeout || status == http.StatusConflict ||
 		status == http.StatusTooManyRequests || status >= 500
-}
-
-// retryAfter reads the delay a response asks for: retry-after-ms
-// (milliseconds, OpenAI's), else retry-after (seconds or an HTTP date). 0
-// when neither gives a positive delay.
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	if d, ok := parseDelay(h.Get("retry-after-ms"), time.Millisecond); ok {
-		return d
-	}
-	v := strings.TrimSpace(h.Get("retry-after"))
-	if d, ok := parseDelay(v, time.Second); ok {
-		return d
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
-}
-
-func parseDelay(v string, unit time.Duration) (time.Duration, bool) {
-	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-	if err != nil || math.IsNaN(f) || f <= 0 {
-		return 0, false
-	}
-	if f >= float64(math.MaxInt64)/float64(unit) {
-		return time.Duration(math.MaxInt64), true
-	}
-	return time.Duration(f * float64(unit)), true
 }
 
 // eventError maps an error event inside a stream, {"error": {"message",
@@ -177,12 +148,4 @@ func eventError(data []byte) *provider.Error {
 		e.Retryable = retryableStatus(num)
 	}
 	return e
-}
-
-// redact removes the API key from s.
-func (p *Provider) redact(s string) string {
-	if p.key == "" || !strings.Contains(s, p.key) {
-		return s
-	}
-	return strings.ReplaceAll(s, p.key, "[redacted]")
 }

@@ -270,8 +270,8 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request) iter.Seq2[p
 
 // failed redacts the key from e, logs it and returns it.
 func (p *Provider) failed(req provider.Request, e *provider.Error) *provider.Error {
-	e.Message = p.redact(e.Message)
-	e.Code = p.redact(e.Code)
+	e.Message = provider.Redact(e.Message, p.key)
+	e.Code = provider.Redact(e.Code, p.key)
 	model := req.Model
 	if model == "" {
 		model = p.model
