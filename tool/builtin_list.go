@@ -49,19 +49,11 @@ func listDir(cwd string, a listDirArgs, maxBytes, maxEntries int) (Result, error
 	if shownPath == "" {
 		shownPath = "."
 	}
-	rel, err := localPath(cwd, a.Path)
-	if err != nil {
-		return Result{}, err
-	}
-	root, err := openCwd(cwd)
+	root, rel, info, err := statInCwd(cwd, a.Path, shownPath)
 	if err != nil {
 		return Result{}, err
 	}
 	defer root.Close()
-	info, err := root.Stat(rel)
-	if err != nil {
-		return Result{}, escapeError(shownPath, err)
-	}
 	if !info.IsDir() {
 		return Result{}, fmt.Errorf("%q is not a directory; use read_file to read a file", shownPath)
 	}

@@ -59,19 +59,11 @@ func readFileTool(opts BuiltinOptions) Tool {
 }
 
 func readFile(cwd string, a readFileArgs, maxBytes int) (Result, error) {
-	rel, err := localPath(cwd, a.Path)
-	if err != nil {
-		return Result{}, err
-	}
-	root, err := openCwd(cwd)
+	root, rel, info, err := statInCwd(cwd, a.Path, a.Path)
 	if err != nil {
 		return Result{}, err
 	}
 	defer root.Close()
-	info, err := root.Stat(rel)
-	if err != nil {
-		return Result{}, escapeError(a.Path, err)
-	}
 	if info.IsDir() {
 		return Result{}, fmt.Errorf("%q is a directory, not a file; use list_dir to see its entries", a.Path)
 	}

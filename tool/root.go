@@ -22,6 +22,26 @@ func openCwd(cwd string) (*os.Root, error) {
 	return root, nil
 }
 
+// statInCwd opens cwd as a root and stats the model's path p inside it,
+// naming p as shown in its errors. It returns the root, which the caller
+// closes, the path relative to it and the file's information.
+func statInCwd(cwd, p, shown string) (*os.Root, string, fs.FileInfo, error) {
+	rel, err := localPath(cwd, p)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	root, err := openCwd(cwd)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	info, err := root.Stat(rel)
+	if err != nil {
+		root.Close()
+		return nil, "", nil, escapeError(shown, err)
+	}
+	return root, rel, info, nil
+}
+
 // localPath turns a path the model gave into a path relative to cwd. A
 // relative path must stay inside cwd lexically; an absolute path is accepted
 // only when it lies inside cwd. Symbolic links are checked by os.Root when
