@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -166,5 +167,5 @@ func (b *cappedBuffer) Write(p []byte) (int, error) {
 func (b *cappedBuffer) text() (string, int64, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return toValidUTF8(b.buf), b.total, b.total > int64(len(b.buf))
+	return strings.ToValidUTF8(string(b.buf), "\uFFFD"), b.total, b.total > int64(len(b.buf))
 }

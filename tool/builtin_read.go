@@ -166,8 +166,3 @@ func validPrefix(s string, n int) string {
 	}
 	return s[:n]
 }
-
-// toValidUTF8 returns b as a string, invalid sequences replaced by U+FFFD.
-func toValidUTF8(b []byte) string {
-	return strings.ToValidUTF8(string(b), "\uFFFD")
-}
