@@ -239,10 +239,8 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request) iter.Seq2[p
 				yield(provider.Chunk{}, p.failed(req, err))
 				return
 			}
-			for _, c := range chunks {
-				if !yield(c, nil) {
-					return
-				}
+			if !yieldAll(chunks, yield) {
+				return
 			}
 		}
 		if ctx.Err() != nil {
@@ -258,14 +256,22 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request) iter.Seq2[p
 			yield(provider.Chunk{}, p.failed(req, err))
 			return
 		}
-		for _, c := range chunks {
-			if !yield(c, nil) {
-				return
-			}
+		if !yieldAll(chunks, yield) {
+			return
 		}
 		p.log.DebugContext(ctx, "model call finished", "provider", req.Provider, "model", string(params.Model),
 			"finish", string(chunks[len(chunks)-1].Finish))
 	}
+}
+
+// yieldAll yields cs in order and reports whether the consumer wants more.
+func yieldAll(cs []provider.Chunk, yield func(provider.Chunk, error) bool) bool {
+	for _, c := range cs {
+		if !yield(c, nil) {
+			return false
+		}
+	}
+	return true
 }
 
 // failed redacts the key from e, logs it and returns it.
