@@ -254,24 +254,30 @@ func validateResponse(r Response) error {
 	}
 	n := chunkCount(r)
 	if f := r.Fail; f != nil {
+		if err := checkInjected("fail", "failure", f.AfterChunks, f.Attempts, n); err != nil {
+			return err
+		}
 		switch {
-		case f.AfterChunks < 0 || f.AfterChunks >= n:
-			return fmt.Errorf("fail.afterChunks %d is outside 0..%d (the response streams %d chunks and the failure comes before its finish chunk)", f.AfterChunks, n-1, n)
 		case f.Status < 0:
 			return fmt.Errorf("fail.status %d is negative", f.Status)
 		case f.RetryAfterMs < 0:
 			return fmt.Errorf("fail.retryAfterMs %d is negative", f.RetryAfterMs)
-		case f.Attempts < 0:
-			return fmt.Errorf("fail.attempts %d is negative", f.Attempts)
 		}
 	}
 	if st := r.Stall; st != nil {
-		switch {
-		case st.AfterChunks < 0 || st.AfterChunks >= n:
-			return fmt.Errorf("stall.afterChunks %d is outside 0..%d (the response streams %d chunks and the stall comes before its finish chunk)", st.AfterChunks, n-1, n)
-		case st.Attempts < 0:
-			return fmt.Errorf("stall.attempts %d is negative", st.Attempts)
-		}
+		return checkInjected("stall", "stall", st.AfterChunks, st.Attempts, n)
+	}
+	return nil
+}
+
+// checkInjected checks the afterChunks and attempts of a response's field
+// (its failure or stall, what) against the n chunks the response streams.
+func checkInjected(field, what string, afterChunks, attempts, n int) error {
+	switch {
+	case afterChunks < 0 || afterChunks >= n:
+		return fmt.Errorf("%s.afterChunks %d is outside 0..%d (the response streams %d chunks and the %s comes before its finish chunk)", field, afterChunks, n-1, n, what)
+	case attempts < 0:
+		return fmt.Errorf("%s.attempts %d is negative", field, attempts)
 	}
 	return nil
 }
