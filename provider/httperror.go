@@ -8,15 +8,15 @@ import (
 	"time"
 )
 
-// maxRetryAfter bounds the delay RetryAfter accepts as a number of seconds
-// or milliseconds: a longer one is not a delay a caller can wait for, so it
-// counts as none.
+// maxRetryAfter bounds the delay RetryAfter accepts, as a number or as a
+// date: a longer one is not a delay a caller can wait for, so it counts as
+// none.
 const maxRetryAfter = 24 * time.Hour
 
 // RetryAfter reads the delay an HTTP response asks for before the next call:
 // retry-after-ms (milliseconds), else retry-after (seconds, or an HTTP date
 // after now). It is 0 when neither gives a positive delay, or when the
-// number given is a day or more.
+// delay given is a day or more.
 func RetryAfter(h http.Header, now time.Time) time.Duration {
 	if d, ok := parseDelay(h.Get("retry-after-ms"), time.Millisecond); ok {
 		return d
@@ -25,7 +25,7 @@ func RetryAfter(h http.Header, now time.Time) time.Duration {
 	if d, ok := parseDelay(v, time.Second); ok {
 		return d
 	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+	if t, err := http.ParseTime(v); err == nil && t.After(now) && t.Sub(now) < maxRetryAfter {
 		return t.Sub(now)
 	}
 	return 0
