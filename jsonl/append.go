@@ -139,17 +139,7 @@ func (h *Handle) Append(ctx context.Context, events []session.Event) error {
 				return err
 			}
 		}
-		if err := session.CheckContiguous(id, st.cursor, batch); err != nil {
-			return &Error{Code: CodeSeqMismatch, SessionID: id, Message: err.Error(), Err: err}
-		}
-		// What is accepted must stay readable, repairable and resumable.
-		if err := session.CheckAppendable(st.header, st.cursor, batch); err != nil {
-			return invalidArgument(id, err)
-		}
-		if err := ctx.Err(); err != nil {
-			return context.Cause(ctx)
-		}
-		return s.write(st, batch)
+		return s.appendChecked(ctx, st, batch)
 	})
 	if err != nil {
 		return err
@@ -188,9 +178,31 @@ func (s *Store) alreadyStored(st *handleState, batch []session.Event) (bool, err
 	return true, nil
 }
 
+// appendChecked validates batch as the continuation of the log (its seqs
+// and FORMAT.md §1.5, §4.6) and writes it. The caller holds the lease and
+// has refreshed the handle.
+func (s *Store) appendChecked(ctx context.Context, st *handleState, batch []session.Event) error {
+	id := st.ref.SessionID
+	if err := session.CheckContiguous(id, st.cursor, batch); err != nil {
+		return &Error{Code: CodeSeqMismatch, SessionID: id, Message: err.Error(), Err: err}
+	}
+	// What is accepted must stay readable, repairable and resumable.
+	if err := session.CheckAppendable(st.header, st.cursor, batch); err != nil {
+		return invalidArgument(id, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return context.Cause(ctx)
+	}
+	return s.write(st, batch)
+}
+
 // write performs one append mutation under the lease: pending repair first,
-// then materialization or an append with rollback.
+// then materialization or an append with rollback. When the handle held the
+// whole log in memory before, it holds the log with the batch afterwards,
+// so the next operation need not re-read the file.
 func (s *Store) write(st *handleState, batch []session.Event) error {
+	prior := st.primed
+	known := int64(len(prior)) == st.cursor && (prior != nil || !st.materialized)
 	body, err := encodeBatch(batch)
 	if err != nil {
 		return invalidArgument(st.ref.SessionID, err)
@@ -212,6 +224,9 @@ func (s *Store) write(st *handleState, batch []session.Event) error {
 	}
 	st.cursor += int64(len(batch))
 	st.primed = nil
+	if known && st.fi != nil {
+		st.primed = append(prior[:len(prior):len(prior)], batch...)
+	}
 	st.observed = max(st.observed, st.cursor)
 	return nil
 }

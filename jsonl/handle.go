@@ -58,7 +58,7 @@ type handleState struct {
 	forced       bool        // the pending cut removes valid records after damage
 	force        bool        // CutOptions.Force of the open
 	recovered    []session.Event
-	primed       []session.Event // validated log serving reads until the first append
+	primed       []session.Event // the validated log held in memory; appends extend it
 
 	observed  int64
 	closed    atomic.Bool

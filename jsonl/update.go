@@ -85,22 +85,8 @@ func (h *Handle) Update(ctx context.Context, from int64, fn UpdateFunc) (int64, 
 		if err != nil {
 			return invalidArgument(id, err)
 		}
-		if err := session.CheckContiguous(id, st.cursor, batch); err != nil {
-			return &Error{Code: CodeSeqMismatch, SessionID: id, Message: err.Error(), Err: err}
-		}
-		if err := session.CheckAppendable(st.header, st.cursor, batch); err != nil {
-			return invalidArgument(id, err)
-		}
-		if err := ctx.Err(); err != nil {
-			return context.Cause(ctx)
-		}
-		if err := s.write(st, batch); err != nil {
+		if err := s.appendChecked(ctx, st, batch); err != nil {
 			return err
-		}
-		// The log is what was read plus the batch: keep serving it from
-		// memory instead of re-reading the file at the next operation.
-		if st.fi != nil {
-			st.primed = append(events[:len(events):len(events)], batch...)
 		}
 		next, wrote = st.cursor, true
 		return nil
