@@ -126,23 +126,27 @@ func invalidLog(format string, args ...any) error {
 	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), ErrTypeInvalidLog, nil)
 }
 
-// heartbeater records heartbeats every interval until closed, with the
-// latest details set. Heartbeats are recorded under its mutex, so their
-// details never go back in time. Outside an activity it does nothing.
+// heartbeater records heartbeats every interval until closed, each with
+// the details its details function returns then. Heartbeats are recorded
+// under its mutex, and the state that function reads changes only inside
+// step, under the same mutex, so details are computed only for heartbeats
+// actually sent and never go back in time. Outside an activity it does
+// nothing.
 type heartbeater struct {
 	ctx      context.Context
 	interval time.Duration
 	active   bool
 	mu       sync.Mutex
-	details  any
+	details  func() any
 	last     time.Time
 	stop     chan struct{}
 	done     chan struct{}
 }
 
-// startHeartbeat starts heartbeating with details (nil for none).
-func (a *Activities) startHeartbeat(ctx context.Context, details any) *heartbeater {
-	// last starts at the zero time: the first update is recorded at once,
+// startHeartbeat starts heartbeating with the details returned by details
+// (nil for none).
+func (a *Activities) startHeartbeat(ctx context.Context, details func() any) *heartbeater {
+	// last starts at the zero time: the first step is recorded at once,
 	// so a watcher sees a stream's first chunk without waiting.
 	hb := &heartbeater{ctx: ctx, interval: a.interval(), active: activity.IsActivity(ctx), details: details,
 		stop: make(chan struct{}), done: make(chan struct{})}
@@ -175,24 +179,26 @@ func (a *Activities) startHeartbeat(ctx context.Context, details any) *heartbeat
 // record sends the current details; the caller holds mu.
 func (hb *heartbeater) record() {
 	if hb.details != nil {
-		activity.RecordHeartbeat(hb.ctx, hb.details)
+		activity.RecordHeartbeat(hb.ctx, hb.details())
 	} else {
 		activity.RecordHeartbeat(hb.ctx)
 	}
 	hb.last = time.Now()
 }
 
-// update replaces the details and records them when a heartbeat is due.
-func (hb *heartbeater) update(details any) {
-	if !hb.active {
-		return
-	}
+// step runs fn, which may change what the details function reads, under
+// the mutex, and then records a heartbeat when one is due. It returns fn's
+// error.
+func (hb *heartbeater) step(fn func() error) error {
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
-	hb.details = details
-	if time.Since(hb.last) >= hb.interval {
+	if err := fn(); err != nil {
+		return err
+	}
+	if hb.active && time.Since(hb.last) >= hb.interval {
 		hb.record()
 	}
+	return nil
 }
 
 // close stops heartbeating and waits for the heartbeat goroutine.

@@ -17,7 +17,7 @@ type fold interface {
 	Stream() []json.RawMessage
 	Usage() *provider.Usage
 	Finish() provider.FinishReason
-	ShownText() string
+	ShownLen() int
 	ShownTail(maxBytes int) (offset int, tail string)
 }
 

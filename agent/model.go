@@ -197,21 +197,27 @@ func (a *Activities) CallModel(ctx context.Context, in ModelInput) (res ModelRes
 
 	f := newFold()
 	progress := ModelProgress{Turn: in.Turn, Step: in.Step}
-	hb := a.startHeartbeat(ctx, progress)
+	// The fold and progress change only inside hb.step; the shown tail is
+	// copied only for a heartbeat that is sent.
+	hb := a.startHeartbeat(ctx, func() any { return withShownTail(progress, f) })
 	var streamErr error
 	for c, err := range p.Stream(ctx, req) {
 		if err != nil {
 			streamErr = err
 			break
 		}
-		if err := f.Push(c, a.nowMs()); err != nil {
+		if err := hb.step(func() error {
+			if err := f.Push(c, a.nowMs()); err != nil {
+				return err
+			}
+			progress = a.progress(progress, f, c)
+			return nil
+		}); err != nil {
 			// The provider broke its own stream: retrying the same
 			// provider is not expected to do better.
 			streamErr = &provider.Error{Message: err.Error()}
 			break
 		}
-		progress = a.progress(progress, f, c)
-		hb.update(progress)
 		if ctx.Err() != nil {
 			break
 		}
@@ -231,18 +237,24 @@ func (a *Activities) CallModel(ctx context.Context, in ModelInput) (res ModelRes
 	return a.storeMessage(ctx, h, in, f, false)
 }
 
-// progress is the heartbeat detail after chunk c.
+// progress is the heartbeat detail after chunk c, without its text (see
+// withShownTail).
 func (a *Activities) progress(p ModelProgress, f fold, c provider.Chunk) ModelProgress {
 	p.Chunks++
-	off, tail := f.ShownTail(ProgressWindow)
-	p.TextOffset, p.Text = int64(off), tail
-	shown := tail
-	if c.Type == provider.ChunkReasoning && shown == "" {
+	shown := f.ShownLen() > 0
+	if c.Type == provider.ChunkReasoning && !shown {
 		p.Reasoning = true
 	}
-	if shown != "" {
+	if shown {
 		p.Reasoning = false
 	}
+	return p
+}
+
+// withShownTail is p with the last ProgressWindow bytes of the shown text.
+func withShownTail(p ModelProgress, f fold) ModelProgress {
+	off, tail := f.ShownTail(ProgressWindow)
+	p.TextOffset, p.Text = int64(off), tail
 	return p
 }
 

@@ -20,14 +20,14 @@ func TestProgressWindow(t *testing.T) {
 	p := ModelProgress{Turn: 2, Step: 3}
 	c := provider.Chunk{Type: provider.ChunkReasoning, Delta: "plan"}
 	f.Push(c, 1)
-	p = a.progress(p, f, c)
+	p = withShownTail(a.progress(p, f, c), f)
 	require.Equal(t, ModelProgress{Turn: 2, Step: 3, Chunks: 1, Reasoning: true}, p)
 	for i := range 300 {
 		s := strings.Repeat(string(rune('a'+i%26)), 20) + "é"
 		shown.WriteString(s)
 		c := provider.Chunk{Type: provider.ChunkText, Delta: s}
 		f.Push(c, int64(i))
-		p = a.progress(p, f, c)
+		p = withShownTail(a.progress(p, f, c), f)
 		full := shown.String()
 		require.False(t, p.Reasoning)
 		require.True(t, utf8.ValidString(p.Text))
