@@ -126,7 +126,7 @@ func (a *Activities) RunTool(ctx context.Context, in ToolInput) (out ToolOutcome
 			return ToolOutcome{}, err
 		}
 	}
-	next, mine, err := a.commit(ctx, h, in.Turn, in.MessageSeq, callIDs, in.CallID)
+	next, mine, err := a.commit(ctx, h, in.Turn, step, in.MessageSeq, callIDs, in.CallID)
 	if err != nil {
 		return ToolOutcome{}, err
 	}
@@ -258,26 +258,15 @@ func readStaged(ctx context.Context, h *jsonl.Handle, key string) (stagedResult,
 }
 
 // commit stores, in model order, every staged result of the message at
-// msgSeq that is next: from the first call without a tool/result, each
+// msgSeq (of step step) that is next: from the first call without a tool/result, each
 // call with a tool/call and a staged result, up to the first call that has
 // neither a result nor a staged one. It then removes the staged results
 // the log holds. It returns the log's next seq.
-func (a *Activities) commit(ctx context.Context, h *jsonl.Handle, turn, msgSeq int64, callIDs []string, mine string) (int64, *session.Event, error) {
+func (a *Activities) commit(ctx context.Context, h *jsonl.Handle, turn, step, msgSeq int64, callIDs []string, mine string) (int64, *session.Event, error) {
 	// Staged results are read before the locked update (the update must
 	// not call the store). A result staged after this read by another
 	// attempt is committed by that attempt, which reads after staging.
 	staged := map[string]stagedResult{}
-	var step int64
-	if _, err := readLog(ctx, h, msgSeq, func(tail []session.Event, _ int64) error {
-		sc, err := scanStep(tail, msgSeq, turn)
-		if err != nil {
-			return err
-		}
-		step = sc.step
-		return nil
-	}); err != nil {
-		return 0, nil, activities.MapError(err)
-	}
 	for _, id := range callIDs {
 		r, ok, err := readStaged(ctx, h, stagingKey(turn, step, id))
 		if err != nil {
