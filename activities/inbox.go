@@ -64,13 +64,15 @@ func (f *inboxFold) observe(e session.Event) {
 // result returns the pending inputs, nil when none, and the count of
 // messages omitted because they exceed MaxInboxBytes.
 func (f *inboxFold) result() (*PendingInbox, int) {
-	n, size := 0, 0
-	for _, m := range append(append([]json.RawMessage{}, f.nextTurn...), f.nextStep...) {
-		n++
-		size += len(m)
-	}
+	n := len(f.nextTurn) + len(f.nextStep)
 	if n == 0 {
 		return nil, 0
+	}
+	size := 0
+	for _, l := range [][]json.RawMessage{f.nextTurn, f.nextStep} {
+		for _, m := range l {
+			size += len(m)
+		}
 	}
 	if size > MaxInboxBytes {
 		return nil, n
