@@ -1,6 +1,9 @@
 package jsonl_test
 
 import (
+	"context"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sync"
@@ -78,4 +81,46 @@ func TestWriteHandleKeepsLogAcrossAppends(t *testing.T) {
 		require.NoError(t, err)
 		require.Greater(t, fsys.count(), before)
 	})
+}
+
+// BenchmarkUpdateAfterAppend appends one ~256-byte event and then runs an
+// Update that reads the last event, per operation, on a log of 4096 events:
+// the pattern of a live session, whose appends and agent steps alternate.
+func BenchmarkUpdateAfterAppend(b *testing.B) {
+	for _, comp := range []jsonl.Compression{jsonl.CompressionNone, jsonl.CompressionZstd} {
+		b.Run(string(comp), func(b *testing.B) {
+			h, _ := benchWriter(b, comp)
+			rng := rand.New(rand.NewPCG(1, 2))
+			const prefix = 4096
+			events := make([]session.Event, prefix+b.N)
+			for i := range events {
+				events[i] = benchEvent(b, rng, int64(i), 256)
+			}
+			ctx := context.Background()
+			for i := 0; i < prefix; i += 256 {
+				if err := h.Append(ctx, events[i:i+256]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if _, err := h.Update(ctx, 0, func([]session.Event, int64) ([]session.Event, error) { return nil, nil }); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				seq := int64(prefix + i)
+				if err := h.Append(ctx, events[seq:seq+1]); err != nil {
+					b.Fatal(err)
+				}
+				_, err := h.Update(ctx, seq, func(tail []session.Event, next int64) ([]session.Event, error) {
+					if len(tail) != 1 || next != seq+1 {
+						return nil, fmt.Errorf("tail of %d events, next %d", len(tail), next)
+					}
+					return nil, nil
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
