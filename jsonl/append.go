@@ -225,7 +225,9 @@ func (s *Store) write(st *handleState, batch []session.Event) error {
 	st.cursor += int64(len(batch))
 	st.primed = nil
 	if known && st.fi != nil {
-		st.primed = append(prior[:len(prior):len(prior)], batch...)
+		// In place: whoever reads primed does so under the session's
+		// slot and copies it or caps its capacity (Read, Update).
+		st.primed = append(prior, batch...)
 	}
 	st.observed = max(st.observed, st.cursor)
 	return nil
