@@ -79,55 +79,50 @@ func blocks(in []storedBlock) ([]provider.Block, error) {
 func Conversation(events []session.Event) ([]provider.Message, error) {
 	var out []provider.Message
 	for _, e := range events {
+		var role string
 		switch e.Type {
-		case session.TypeUserMessage:
-			var m struct {
-				Content []storedBlock `json:"content"`
-			}
-			if err := json.Unmarshal(e.Data, &m); err != nil {
-				return nil, fmt.Errorf("conversation: user/message (seq %d): %w", e.Seq, err)
-			}
-			content, err := blocks(m.Content)
-			if err != nil {
-				return nil, fmt.Errorf("conversation: user/message (seq %d): %w", e.Seq, err)
-			}
-			if len(content) > 0 {
-				out = append(out, provider.Message{Role: provider.RoleUser, Content: content})
-			}
+		case session.TypeUserMessage, session.TypeToolResult:
+			role = provider.RoleUser
 		case session.TypeAssistantMessage:
-			var m struct {
-				Message struct {
-					Content []storedBlock `json:"content"`
-				} `json:"message"`
-			}
-			if err := json.Unmarshal(e.Data, &m); err != nil {
-				return nil, fmt.Errorf("conversation: assistant/message (seq %d): %w", e.Seq, err)
-			}
-			content, err := blocks(m.Message.Content)
-			if err != nil {
-				return nil, fmt.Errorf("conversation: assistant/message (seq %d): %w", e.Seq, err)
-			}
-			if len(content) > 0 {
-				out = append(out, provider.Message{Role: provider.RoleAssistant, Content: content})
-			}
-		case session.TypeToolResult:
-			var m struct {
-				Message struct {
-					Content []storedBlock `json:"content"`
-				} `json:"message"`
-			}
-			if err := json.Unmarshal(e.Data, &m); err != nil {
-				return nil, fmt.Errorf("conversation: tool/result (seq %d): %w", e.Seq, err)
-			}
-			content, err := blocks(m.Message.Content)
-			if err != nil {
-				return nil, fmt.Errorf("conversation: tool/result (seq %d): %w", e.Seq, err)
-			}
-			if len(content) == 0 {
+			role = provider.RoleAssistant
+		default:
+			continue
+		}
+		content, err := messageContent(e)
+		if err != nil {
+			return nil, fmt.Errorf("conversation: %s (seq %d): %w", e.Type, e.Seq, err)
+		}
+		if len(content) == 0 {
+			if e.Type == session.TypeToolResult {
 				return nil, fmt.Errorf("conversation: tool/result (seq %d) has no content", e.Seq)
 			}
-			out = append(out, provider.Message{Role: provider.RoleUser, Content: content})
+			continue
 		}
+		out = append(out, provider.Message{Role: role, Content: content})
 	}
 	return out, nil
+}
+
+// messageContent decodes the content blocks of a message event: a
+// user/message holds them at "content", an assistant/message and a
+// tool/result at "message.content".
+func messageContent(e session.Event) ([]provider.Block, error) {
+	if e.Type == session.TypeUserMessage {
+		var m struct {
+			Content []storedBlock `json:"content"`
+		}
+		if err := json.Unmarshal(e.Data, &m); err != nil {
+			return nil, err
+		}
+		return blocks(m.Content)
+	}
+	var m struct {
+		Message struct {
+			Content []storedBlock `json:"content"`
+		} `json:"message"`
+	}
+	if err := json.Unmarshal(e.Data, &m); err != nil {
+		return nil, err
+	}
+	return blocks(m.Message.Content)
 }
