@@ -37,19 +37,23 @@ func TestAttachedHandleConcurrentReads(t *testing.T) {
 		var materialized bool
 		var header session.Header
 		wg.Go(func() {
-			next, materialized, header = att.NextSeq(), att.Materialized(), att.Header()
+			// Materialized first: once it is true the load has happened,
+			// so what is read after it must be the loaded state.
+			materialized = att.Materialized()
+			next, header = att.NextSeq(), att.Header()
 		})
 		wg.Wait()
 		for i := range got {
 			require.NoError(t, errs[i], "round %d reader %d", round, i)
 			durRequireEvents(t, durSeqEvents(t, 0, 4), got[i])
 		}
-		// The accessors saw the state before or after the load, never a mix.
+		// Each accessor saw the state before or after the load; one that
+		// saw it loaded is never followed by one that saw it unloaded.
 		if materialized {
 			require.Equal(t, int64(4), next, "round %d", round)
 			require.Equal(t, durID, header.ID, "round %d", round)
 		} else {
-			require.Zero(t, next, "round %d", round)
+			require.Contains(t, []int64{0, 4}, next, "round %d", round)
 		}
 		require.Equal(t, int64(4), att.NextSeq())
 		require.True(t, att.Materialized())
