@@ -1,0 +1,176 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	temporalclient "go.temporal.io/sdk/client"
+
+	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/workflows"
+)
+
+// EntityResult is one side of the entity comparison.
+type EntityResult struct {
+	// Appends and Events are what was acknowledged.
+	Appends int
+	Events  int
+	// Runs is the number of runs of the workflow id (continue-as-new
+	// generations + 1); CANAtAppend the acknowledged appends before the
+	// first continue-as-new, 0 if none.
+	Runs        int
+	CANAtAppend int
+	// HistoryEvents and HistoryBytes sum every run's history.
+	HistoryEvents int
+	HistoryBytes  int
+	// PerAppend is the mean latency of an append.
+	PerAppend time.Duration
+	// Outcome says how the drive ended: the failure, or the cap reached.
+	Outcome string
+}
+
+// BytesPerEvent is the history bytes per appended event.
+func (r EntityResult) BytesPerEvent() float64 {
+	if r.Events == 0 {
+		return 0
+	}
+	return float64(r.HistoryBytes) / float64(r.Events)
+}
+
+// batch returns cfg.EntityBatch events from seq.
+func (e *env) batch(seq int64) ([]session.Event, error) {
+	out := make([]session.Event, e.cfg.EntityBatch)
+	for i := range out {
+		ev, err := event(seq+int64(i), e.cfg.EntityEventBytes)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = ev
+	}
+	return out, nil
+}
+
+// entityComparison drives the entity workflow until it fails or reaches
+// the cap, then sessionflow with as many appends.
+func (e *env) entityComparison(ctx context.Context, res *Results) error {
+	const wid = "entity-1"
+	run, err := e.tc.ExecuteWorkflow(ctx, temporalclient.StartWorkflowOptions{ID: wid, TaskQueue: taskQueue}, EntityWorkflowName, EntityState{})
+	if err != nil {
+		return fmt.Errorf("starting the entity: %w", err)
+	}
+	firstRun := run.GetRunID()
+	var (
+		r     EntityResult
+		total time.Duration
+		seq   int64
+	)
+	r.Outcome = fmt.Sprintf("cap of %d appends reached", e.cfg.EntityMaxAppends)
+	for r.Appends < e.cfg.EntityMaxAppends {
+		evs, err := e.batch(seq)
+		if err != nil {
+			return err
+		}
+		uctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		t0 := time.Now()
+		h, err := e.tc.UpdateWorkflow(uctx, temporalclient.UpdateWorkflowOptions{
+			WorkflowID:   wid,
+			UpdateName:   workflows.UpdateAppend,
+			Args:         []any{workflows.AppendRequest{Events: evs}},
+			WaitForStage: temporalclient.WorkflowUpdateStageCompleted,
+		})
+		var out workflows.AppendResult
+		if err == nil {
+			err = h.Get(uctx, &out)
+		}
+		d := time.Since(t0)
+		cancel()
+		if err != nil {
+			r.Outcome = fmt.Sprintf("append %d failed: %v", r.Appends+1, err)
+			break
+		}
+		if h.RunID() != firstRun && r.CANAtAppend == 0 {
+			r.CANAtAppend = r.Appends
+		}
+		total += d
+		r.Appends++
+		seq += int64(len(evs))
+		if out.NextSeq != seq {
+			return fmt.Errorf("entity holds %d events, %d appended", out.NextSeq, seq)
+		}
+	}
+	r.Events = int(seq)
+	if r.Appends > 0 {
+		r.PerAppend = total / time.Duration(r.Appends)
+	}
+	// End it: done when it still answers, else terminate.
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	_ = e.tc.SignalWorkflow(sctx, wid, "", EntitySignalDone, nil)
+	cancel()
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err = e.tc.GetWorkflow(wctx, wid, "").Get(wctx, nil)
+	cancel()
+	if err != nil {
+		_ = e.tc.TerminateWorkflow(ctx, wid, "", "bench: entity stuck")
+	}
+	runs, hev, hb, last, err := e.chain(ctx, wid, firstRun)
+	if err != nil {
+		return err
+	}
+	r.Runs, r.HistoryEvents, r.HistoryBytes = runs, hev, hb
+	r.Outcome += "; last run: " + describeEnd(last)
+	res.Entity = r
+	e.log("  entity: %d appends, %d events, %d runs, CAN at %d, %.0f history B/event, %s per append; %s",
+		r.Appends, r.Events, r.Runs, r.CANAtAppend, r.BytesPerEvent(), r.PerAppend, r.Outcome)
+
+	// sessionflow, same appends.
+	sr, err := e.sessionflowSameLoad(ctx, max(1, min(r.Appends, e.cfg.SessionflowMaxAppends)))
+	if err != nil {
+		return err
+	}
+	res.SessionflowSameLoad = sr
+	e.log("  sessionflow: %d appends, %d runs, %.0f history B/event, %s per append",
+		sr.Appends, sr.Runs, sr.BytesPerEvent(), sr.PerAppend)
+	return nil
+}
+
+func (e *env) sessionflowSameLoad(ctx context.Context, appends int) (EntityResult, error) {
+	const id = "same-load"
+	info, err := e.sf.Create(ctx, e.createReq(id, 0))
+	if err != nil {
+		return EntityResult{}, err
+	}
+	var (
+		r     EntityResult
+		total time.Duration
+	)
+	seq := info.NextSeq
+	for r.Appends < appends {
+		evs, err := e.batch(seq)
+		if err != nil {
+			return r, err
+		}
+		t0 := time.Now()
+		if _, err := e.sf.Append(ctx, id, evs); err != nil {
+			return r, fmt.Errorf("append %d: %w", r.Appends+1, err)
+		}
+		total += time.Since(t0)
+		r.Appends++
+		seq += int64(len(evs))
+	}
+	r.Events = int(seq - info.NextSeq)
+	r.PerAppend = total / time.Duration(r.Appends)
+	if _, err := e.sf.Dispose(ctx, id); err != nil {
+		return r, fmt.Errorf("dispose: %w", err)
+	}
+	runs, hev, hb, last, err := e.chain(ctx, info.WorkflowID, info.RunID)
+	if err != nil {
+		return r, err
+	}
+	r.Runs, r.HistoryEvents, r.HistoryBytes = runs, hev, hb
+	r.Outcome = "completed, " + describeEnd(last)
+	if runs > 1 {
+		r.Outcome += fmt.Sprintf(" (continued as new %d times, carrying only the cursor)", runs-1)
+	}
+	return r, nil
+}
