@@ -40,25 +40,37 @@ func (e *env) history(ctx context.Context, workflowID, runID string) ([]*history
 	return evs, bytes, nil
 }
 
-// chain sums the histories of a workflow id's runs, from runID along its
-// continue-as-new links. It returns the runs, events and bytes and the last
-// run's history.
-func (e *env) chain(ctx context.Context, workflowID, runID string) (runs, events, bytes int, last []*historypb.HistoryEvent, err error) {
+// eachRun calls fn with the history and encoded bytes of every run of a
+// workflow id, from runID along its continue-as-new links.
+func (e *env) eachRun(ctx context.Context, workflowID, runID string, fn func(evs []*historypb.HistoryEvent, bytes int)) error {
 	for runID != "" {
 		evs, b, err := e.history(ctx, workflowID, runID)
 		if err != nil {
-			return 0, 0, 0, nil, err
+			return err
 		}
-		runs++
-		events += len(evs)
-		bytes += b
-		last = evs
+		fn(evs, b)
 		runID = ""
 		if n := len(evs); n > 0 {
 			if a := evs[n-1].GetWorkflowExecutionContinuedAsNewEventAttributes(); a != nil {
 				runID = a.GetNewExecutionRunId()
 			}
 		}
+	}
+	return nil
+}
+
+// chain sums the histories of a workflow id's runs, from runID along its
+// continue-as-new links. It returns the runs, events and bytes and the last
+// run's history.
+func (e *env) chain(ctx context.Context, workflowID, runID string) (runs, events, bytes int, last []*historypb.HistoryEvent, err error) {
+	err = e.eachRun(ctx, workflowID, runID, func(evs []*historypb.HistoryEvent, b int) {
+		runs++
+		events += len(evs)
+		bytes += b
+		last = evs
+	})
+	if err != nil {
+		return 0, 0, 0, nil, err
 	}
 	return runs, events, bytes, last, nil
 }

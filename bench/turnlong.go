@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	historypb "go.temporal.io/api/history/v1"
 )
 
 // growSample drives one sample workflow, each turn adding GrowBatch
@@ -108,20 +110,9 @@ func (e *env) longRun(ctx context.Context, d turnDriver, tr *TurnResults) error 
 	if err := d.close(ctx); err != nil {
 		return err
 	}
-	for runID := first; runID != ""; {
-		evs, b, err := e.history(ctx, d.workflowID(), runID)
-		if err != nil {
-			return err
-		}
+	return e.eachRun(ctx, d.workflowID(), first, func(evs []*historypb.HistoryEvent, b int) {
 		l.Runs++
 		l.MaxRunBytes = max(l.MaxRunBytes, b)
 		l.MaxRunEvents = max(l.MaxRunEvents, len(evs))
-		runID = ""
-		if n := len(evs); n > 0 {
-			if a := evs[n-1].GetWorkflowExecutionContinuedAsNewEventAttributes(); a != nil {
-				runID = a.GetNewExecutionRunId()
-			}
-		}
-	}
-	return nil
+	})
 }
