@@ -162,8 +162,6 @@ type TurnResults struct {
 	// Long is sessionflow's long run; Grow the sample's growth run.
 	Long LongRun
 	Grow GrowRun
-	// Missing names what could not be measured and why.
-	Missing []string
 	// Started, Elapsed and the 1-minute load averages before and after
 	// the turn measurements.
 	Started    time.Time
@@ -206,17 +204,12 @@ func (e *env) turns(ctx context.Context, res *Results) error {
 		tr.Elapsed = time.Since(tr.Started)
 		tr.LoadAfter = LoadAverage()
 	}()
-	drivers := map[string]turnDriver{PatternSample: &sampleDriver{e: e}}
-	if d, err := e.sessionflowDriver(); err != nil {
-		tr.Missing = append(tr.Missing, fmt.Sprintf("sessionflow turns: %v", err))
-	} else {
-		drivers[PatternSessionflow] = d
-	}
-	for _, pattern := range []string{PatternSessionflow, PatternSample} {
-		d, ok := drivers[pattern]
-		if !ok {
-			continue
-		}
+	drivers := []struct {
+		pattern string
+		d       turnDriver
+	}{{PatternSessionflow, &flowDriver{e: e}}, {PatternSample, &sampleDriver{e: e}}}
+	for _, dr := range drivers {
+		pattern, d := dr.pattern, dr.d
 		for _, n := range cfg.Sizes {
 			p := e.point(ctx, d, pattern, fmt.Sprintf("size-%d", n), n, cfg.ResponseChunks)
 			e.log("  %s, %d messages: %d history bytes (%d events) per turn, %s per turn%s", pattern, n, p.HistoryBytes, p.HistoryEvents, ms(p.Time.Median), errSuffix(p))
@@ -233,12 +226,10 @@ func (e *env) turns(ctx context.Context, res *Results) error {
 		return fmt.Errorf("the sample's growth run: %w", err)
 	}
 	e.log("  sample growth: %d turns, %d messages, %d runs; %s", tr.Grow.Turns, tr.Grow.Messages, tr.Grow.Runs, tr.Grow.Outcome)
-	if d, ok := drivers[PatternSessionflow]; ok {
-		if err := e.longRun(ctx, d, tr); err != nil {
-			return fmt.Errorf("the long sessionflow run: %w", err)
-		}
-		e.log("  sessionflow long run: %d turns, %d runs, largest run %d bytes; %s", tr.Long.Turns, tr.Long.Runs, tr.Long.MaxRunBytes, tr.Long.Outcome)
+	if err := e.longRun(ctx, drivers[0].d, tr); err != nil {
+		return fmt.Errorf("the long sessionflow run: %w", err)
 	}
+	e.log("  sessionflow long run: %d turns, %d runs, largest run %d bytes; %s", tr.Long.Turns, tr.Long.Runs, tr.Long.MaxRunBytes, tr.Long.Outcome)
 	return nil
 }
 

@@ -14,11 +14,6 @@ import (
 // loopPoll is the pause between two LoopState queries while a turn runs.
 const loopPoll = time.Millisecond
 
-// sessionflowDriver returns the driver of sessionflow's turns.
-func (e *env) sessionflowDriver() (turnDriver, error) {
-	return &flowDriver{e: e}, nil
-}
-
 // flowDriver runs turns of a live sessionflow session: client.Followup,
 // then client.LoopState every loopPoll until the turn that claimed the
 // message has ended.

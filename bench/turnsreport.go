@@ -55,14 +55,6 @@ func TurnsReport(tr *TurnResults) string {
 		tr.Started.UTC().Format("2006-01-02 15:04 MST"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), devserver.CLIVersion, tr.LoadBefore)
 	p("before and %.2f after (other work shares the machine); %s in all.\n\n", tr.LoadAfter, tr.Elapsed.Round(time.Second))
 
-	if len(tr.Missing) > 0 {
-		p("**Not measured in this run:**\n\n")
-		for _, m := range tr.Missing {
-			p("- %s\n", mdEscape(m))
-		}
-		p("\n")
-	}
-
 	lo, hi := cfg.Sizes[0], cfg.Sizes[len(cfg.Sizes)-1]
 	p("### Targets\n\n| target | result | |\n|---|---|---|\n")
 	within := func(a, b TurnPoint) (float64, bool) {
