@@ -123,14 +123,7 @@ func TurnsReport(tr *TurnResults) string {
 	p("![History bytes per turn against the conversation's length](%s)\n\n", HistoryChart)
 	p("![Time per turn against the conversation's length](%s)\n\n", TimeChart)
 	p("Responses of %d chunks. Ratios are sessionflow over the sample.\n\n", cfg.ResponseChunks)
-	p("| messages | sessionflow history/turn | sample history/turn | ratio | sessionflow events/turn | sample events/turn | sessionflow time/turn (median, p90) | sample time/turn (median, p90) | time ratio |\n")
-	p("|---|---|---|---|---|---|---|---|---|\n")
-	for _, n := range cfg.Sizes {
-		a, ok1 := tr.Point(PatternSessionflow, n)
-		z, ok2 := tr.Point(PatternSample, n)
-		p("| %d | %s |\n", n, turnRow(a, ok1, z, ok2))
-	}
-	p("\n")
+	writeComparison(&b, "messages", cfg.Sizes, tr.Point)
 	writeParts(&b, tr, lo)
 	if hi != lo {
 		writeParts(&b, tr, hi)
@@ -138,14 +131,7 @@ func TurnsReport(tr *TurnResults) string {
 	if len(cfg.Chunks) > 0 {
 		p("### History per turn against the response's length\n\n")
 		p("Conversation of %d messages; responses of N chunks of %d bytes.\n\n", lo, cfg.ChunkBytes)
-		p("| chunks | sessionflow history/turn | sample history/turn | ratio | sessionflow events/turn | sample events/turn | sessionflow time/turn (median, p90) | sample time/turn (median, p90) | time ratio |\n")
-		p("|---|---|---|---|---|---|---|---|---|\n")
-		for _, c := range cfg.Chunks {
-			a, ok1 := tr.ChunkPoint(PatternSessionflow, c)
-			z, ok2 := tr.ChunkPoint(PatternSample, c)
-			p("| %d | %s |\n", c, turnRow(a, ok1, z, ok2))
-		}
-		p("\n")
+		writeComparison(&b, "chunks", cfg.Chunks, tr.ChunkPoint)
 	}
 	for _, pattern := range []string{PatternSessionflow, PatternSample} {
 		for _, set := range []map[string][]TurnPoint{tr.BySize, tr.ByChunks} {
@@ -239,6 +225,20 @@ func writeParts(b *strings.Builder, tr *TurnResults, n int) {
 		return ms(pt.Time.Median)
 	}
 	p("| the turn | %s | %s |\n\n", total(a, ok1), total(z, ok2))
+}
+
+// writeComparison renders the table of both patterns over keys (the
+// conversation or the response lengths), point finding a pattern's point at
+// a key.
+func writeComparison(b *strings.Builder, key string, keys []int, point func(pattern string, k int) (TurnPoint, bool)) {
+	fmt.Fprintf(b, "| %s | sessionflow history/turn | sample history/turn | ratio | sessionflow events/turn | sample events/turn | sessionflow time/turn (median, p90) | sample time/turn (median, p90) | time ratio |\n", key)
+	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	for _, k := range keys {
+		a, ok1 := point(PatternSessionflow, k)
+		z, ok2 := point(PatternSample, k)
+		fmt.Fprintf(b, "| %d | %s |\n", k, turnRow(a, ok1, z, ok2))
+	}
+	b.WriteString("\n")
 }
 
 // turnRow renders the cells of one size or response length for both
