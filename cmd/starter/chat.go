@@ -75,18 +75,14 @@ the call's arguments and result size, and /history works.` + lifecycleNote,
 			} else if abs, err := filepath.Abs(cwd); err == nil {
 				cwd = abs
 			}
-			var reader client.EventReader
-			if sf.root == "" && a.getenv(envRoot) == "" {
+			if !a.hasRoot(sf) {
 				if fi, err := os.Stat(defaultChatRoot); err == nil && fi.IsDir() {
 					sf.root = defaultChatRoot
 				}
 			}
-			if sf.root != "" || a.getenv(envRoot) != "" {
-				st, err := a.openStore(sf)
-				if err != nil {
-					return err
-				}
-				reader = client.StoreReader(st)
+			reader, err := a.optionalReader(sf)
+			if err != nil {
+				return err
 			}
 			// The chat answers SIGINT itself: it cancels the running turn.
 			cmd.SetContext(context.WithoutCancel(cmd.Context()))
@@ -101,8 +97,7 @@ the call's arguments and result size, and /history works.` + lifecycleNote,
 	fs.StringVar(&id, "id", "", "session id (required)")
 	fs.StringVar(&cwd, "cwd", "", "working directory of a session the chat creates (default: the current directory)")
 	route.add(fs)
-	fs.StringVar(&sf.root, "root", "", "store root, to show tool arguments and results and the history (default $"+envRoot+", else "+defaultChatRoot+" when it exists)")
-	fs.StringVar(&sf.compression, "compression", "", "encoding of the root: none or zstd (default $"+envCompression+", else zstd)")
+	sf.addRoot(fs, "store root, to show tool arguments and results and the history (default $"+envRoot+", else "+defaultChatRoot+" when it exists)")
 	return cmd
 }
 

@@ -27,7 +27,7 @@ forfeits the dead owner's lease, repairs the log as a resume does (the torn
 record is cut, the interrupted turn is closed) and prints the final log.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if sf.root == "" && a.getenv(envRoot) == "" {
+			if !a.hasRoot(sf) {
 				dir, err := os.MkdirTemp("", "sessionflow-demo-")
 				if err != nil {
 					return err

@@ -61,8 +61,7 @@ func newLogCmd(a *app) *cobra.Command {
 		RunE:  groupRunE,
 	}
 	pf := cmd.PersistentFlags()
-	pf.StringVar(&sf.root, "root", "", "store root directory (default $"+envRoot+")")
-	pf.StringVar(&sf.compression, "compression", "", "encoding of the root: none or zstd (default $"+envCompression+", else zstd)")
+	sf.addRoot(pf, "store root directory (default $"+envRoot+")")
 	pf.StringVar(&sf.format, "format", "", "log format of new sessions: v3, or v0 to share the root with the published DeepSeek Harness (default $"+envFormat+", else v3)")
 	cmd.AddCommand(
 		newLogListCmd(a, sf),

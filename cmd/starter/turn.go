@@ -40,13 +40,9 @@ the events.
 			if prompt == "" {
 				return usageErrorf("--prompt is required")
 			}
-			var reader client.EventReader
-			if sf.root != "" || a.getenv(envRoot) != "" {
-				st, err := a.openStore(sf)
-				if err != nil {
-					return err
-				}
-				reader = client.StoreReader(st)
+			reader, err := a.optionalReader(sf)
+			if err != nil {
+				return err
 			}
 			return a.withClient(cmd, conn, func(ctx context.Context, c *client.Client) error {
 				content, _ := json.Marshal(prompt)
@@ -63,8 +59,7 @@ the events.
 	cmd.Flags().StringVar(&prompt, "prompt", "", "the user message (required)")
 	cmd.Flags().StringVar(&messageID, "message-id", "", "the message's id (default: chosen by the session)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the progress as JSON lines")
-	cmd.Flags().StringVar(&sf.root, "root", "", "store root, to read the turn's events (default $"+envRoot+")")
-	cmd.Flags().StringVar(&sf.compression, "compression", "", "encoding of the root: none or zstd (default $"+envCompression+", else zstd)")
+	sf.addRoot(cmd.Flags(), "store root, to read the turn's events (default $"+envRoot+")")
 	return cmd
 }
 

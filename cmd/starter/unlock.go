@@ -68,8 +68,7 @@ The store is --root DIR (env ` + envRoot + `) with --compression none|zstd (env
 	conn = addConnFlags(cmd)
 	cmd.Flags().StringVar(&id, "id", "", "session id (required)")
 	cmd.Flags().BoolVar(&force, "force", false, "remove the lease without checking its owner through Temporal")
-	cmd.Flags().StringVar(&sf.root, "root", "", "store root directory (default $"+envRoot+")")
-	cmd.Flags().StringVar(&sf.compression, "compression", "", "encoding of the root: none or zstd (default $"+envCompression+", else zstd)")
+	sf.addRoot(cmd.Flags(), "store root directory (default $"+envRoot+")")
 	return cmd
 }
 
