@@ -7,10 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -20,10 +17,7 @@ import (
 // sentence slowly and then the run_command call; one with a tool result
 // answers. It records each request's system prompt and tool results.
 type anthropicDemoServer struct {
-	mu       sync.Mutex
-	requests int
-	systems  []string
-	results  []string
+	demoModelRequests
 }
 
 func (s *anthropicDemoServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -44,17 +38,15 @@ func (s *anthropicDemoServer) ServeHTTP(w http.ResponseWriter, r *http.Request) 
 			result = string(m.Content)
 		}
 	}
-	s.mu.Lock()
-	s.requests++
 	var system []struct {
 		Text string `json:"text"`
 	}
 	_ = json.Unmarshal(req.System, &system)
+	var texts []string
 	for _, b := range system {
-		s.systems = append(s.systems, b.Text)
+		texts = append(texts, b.Text)
 	}
-	s.results = append(s.results, result)
-	s.mu.Unlock()
+	s.record(result, texts...)
 
 	w.Header().Set("Content-Type", "text/event-stream")
 	flusher := w.(http.Flusher)
@@ -73,14 +65,11 @@ func (s *anthropicDemoServer) ServeHTTP(w http.ResponseWriter, r *http.Request) 
 		send(`{"type":"message_stop"}`)
 		return
 	}
-	for _, word := range strings.Fields("I will run the test suite now, it takes a few seconds.") {
-		select {
-		case <-r.Context().Done():
-			return
-		case <-time.After(300 * time.Millisecond):
-		}
-		delta, _ := json.Marshal(word + " ")
+	if !streamDemoSentence(r.Context(), func(word string) {
+		delta, _ := json.Marshal(word)
 		send(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":` + string(delta) + `}}`)
+	}) {
+		return
 	}
 	send(`{"type":"content_block_stop","index":0}`)
 	send(`{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":"run_command","input":{}}}`)
@@ -105,27 +94,7 @@ func TestDemoOnAnthropic(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "")
 
 	r := mustOK(t, runCLI(t, "", "demo", "--root", t.TempDir(), "--compression", "none", "--model", "claude-demo"))
-	for _, want := range []string{
-		"its agent on anthropic model claude-demo",
-		"!! SIGKILL worker 1 (pid ",
-		"!! SIGKILL worker 2 (pid ",
-		"← run_command (toolu_1) finished TOOL_OUTCOME_UNKNOWN",
-		"The outcome of the test run is unknown; I will not run it again.",
-		"turn 1 completed",
-		"model call of step 1: re-run on the next worker (idempotent); one assistant/message stored (seq 3)",
-		"tool call toolu_1: not run again on the next worker (the tool is not idempotent); tool/result seq 5: TOOL_OUTCOME_UNKNOWN",
-		"11 events, seqs 0..10 contiguous",
-	} {
-		require.Contains(t, r.stdout, want)
-	}
-	srv.mu.Lock()
-	defer srv.mu.Unlock()
-	require.Equal(t, 3, srv.requests, "the killed stream, its re-run, the answer")
-	require.Len(t, srv.systems, 3)
-	for _, sys := range srv.systems {
+	for _, sys := range requireDemoStory(t, r.stdout, &srv.demoModelRequests, "anthropic", "claude-demo", "toolu_1") {
 		require.Contains(t, sys, "sleep 3 && echo '42 tests passed' >> test-report.txt")
 	}
-	require.Equal(t, "", srv.results[0])
-	require.Equal(t, "", srv.results[1])
-	require.Contains(t, srv.results[2], "Its outcome is unknown")
 }

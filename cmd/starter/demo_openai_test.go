@@ -6,10 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -19,10 +16,7 @@ import (
 // a sentence slowly and then the run_command call; one with a tool message
 // answers. It records each request's system message and tool message.
 type openAIDemoServer struct {
-	mu       sync.Mutex
-	requests int
-	systems  []string
-	results  []string
+	demoModelRequests
 }
 
 func (s *openAIDemoServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -46,11 +40,7 @@ func (s *openAIDemoServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			result = string(m.Content)
 		}
 	}
-	s.mu.Lock()
-	s.requests++
-	s.systems = append(s.systems, system)
-	s.results = append(s.results, result)
-	s.mu.Unlock()
+	s.record(result, system)
 
 	w.Header().Set("Content-Type", "text/event-stream")
 	send := func(delta, finish string) {
@@ -63,14 +53,11 @@ func (s *openAIDemoServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, "data: [DONE]\n\n")
 		return
 	}
-	for _, word := range strings.Fields("I will run the test suite now, it takes a few seconds.") {
-		select {
-		case <-r.Context().Done():
-			return
-		case <-time.After(300 * time.Millisecond):
-		}
-		delta, _ := json.Marshal(map[string]string{"content": word + " "})
+	if !streamDemoSentence(r.Context(), func(word string) {
+		delta, _ := json.Marshal(map[string]string{"content": word})
 		send(string(delta), "null")
+	}) {
+		return
 	}
 	args, _ := json.Marshal(`{"command":"sleep 3 && echo '42 tests passed' >> test-report.txt"}`)
 	send(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"run_command","arguments":`+string(args)+`}}]}`, "null")
@@ -91,28 +78,9 @@ func TestDemoOnOpenAI(t *testing.T) {
 	t.Setenv("OPENAI_BASE_URL", hs.URL+"/v1")
 
 	r := mustOK(t, runCLI(t, "", "demo", "--root", t.TempDir(), "--compression", "none", "--model", "gpt-demo"))
-	for _, want := range []string{
-		"its agent on openai model gpt-demo",
-		"!! SIGKILL worker 1 (pid ",
-		"!! SIGKILL worker 2 (pid ",
-		"← run_command (call_1) finished TOOL_OUTCOME_UNKNOWN",
-		"The outcome of the test run is unknown; I will not run it again.",
-		"turn 1 completed",
-		"model call of step 1: re-run on the next worker (idempotent); one assistant/message stored (seq 3)",
-		"tool call call_1: not run again on the next worker (the tool is not idempotent); tool/result seq 5: TOOL_OUTCOME_UNKNOWN",
-		"11 events, seqs 0..10 contiguous",
-	} {
-		require.Contains(t, r.stdout, want)
-	}
-	srv.mu.Lock()
-	defer srv.mu.Unlock()
-	require.Equal(t, 3, srv.requests, "the killed stream, its re-run, the answer")
-	for _, sys := range srv.systems {
+	for _, sys := range requireDemoStory(t, r.stdout, &srv.demoModelRequests, "openai", "gpt-demo", "call_1") {
 		var text string
 		require.NoError(t, json.Unmarshal([]byte(sys), &text), sys)
 		require.Contains(t, text, "sleep 3 && echo '42 tests passed' >> test-report.txt")
 	}
-	require.Equal(t, "", srv.results[0])
-	require.Equal(t, "", srv.results[1])
-	require.Contains(t, srv.results[2], "Its outcome is unknown")
 }

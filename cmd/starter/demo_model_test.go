@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// demoModelRequests records what the demo's model servers were sent: the
+// number of requests and, per request, its system prompt and its tool
+// result ("" when none).
+type demoModelRequests struct {
+	mu       sync.Mutex
+	requests int
+	systems  []string
+	results  []string
+}
+
+// record adds one request's system prompts and tool result.
+func (s *demoModelRequests) record(result string, systems ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests++
+	s.systems = append(s.systems, systems...)
+	s.results = append(s.results, result)
+}
+
+// streamDemoSentence sends the words of the demo model's first sentence
+// slowly (the workers are killed while it streams); false when ctx ends
+// first.
+func streamDemoSentence(ctx context.Context, send func(word string)) bool {
+	for _, word := range strings.Fields("I will run the test suite now, it takes a few seconds.") {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(300 * time.Millisecond):
+		}
+		send(word + " ")
+	}
+	return true
+}
+
+// requireDemoStory checks the demo's output on a real provider's model
+// (provider answering as model, the tool call named callID) and what the
+// model server was sent: the killed stream, its re-run and the answer, the
+// last carrying TOOL_OUTCOME_UNKNOWN's explanation. It returns the system
+// prompts for the caller to check.
+func requireDemoStory(t *testing.T, stdout string, srv *demoModelRequests, provider, model, callID string) []string {
+	t.Helper()
+	for _, want := range []string{
+		"its agent on " + provider + " model " + model,
+		"!! SIGKILL worker 1 (pid ",
+		"!! SIGKILL worker 2 (pid ",
+		"← run_command (" + callID + ") finished TOOL_OUTCOME_UNKNOWN",
+		"The outcome of the test run is unknown; I will not run it again.",
+		"turn 1 completed",
+		"model call of step 1: re-run on the next worker (idempotent); one assistant/message stored (seq 3)",
+		"tool call " + callID + ": not run again on the next worker (the tool is not idempotent); tool/result seq 5: TOOL_OUTCOME_UNKNOWN",
+		"11 events, seqs 0..10 contiguous",
+	} {
+		require.Contains(t, stdout, want)
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	require.Equal(t, 3, srv.requests, "the killed stream, its re-run, the answer")
+	require.Len(t, srv.systems, 3)
+	require.Equal(t, "", srv.results[0])
+	require.Equal(t, "", srv.results[1])
+	require.Contains(t, srv.results[2], "Its outcome is unknown")
+	return append([]string(nil), srv.systems...)
+}
