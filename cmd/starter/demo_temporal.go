@@ -17,6 +17,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/internal/devserver"
+	"github.com/sessionflow/sessionflow/internal/procgroup"
 	"github.com/sessionflow/sessionflow/internal/randhex"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
@@ -199,7 +200,7 @@ func runTemporalDemo(ctx context.Context, a *app, df *demoFlags) (err error) {
 	workerArgs := append([]string{"--store-root", df.root, "--compression", string(comp), "--provider-script", script,
 		"--enable-run-command", "--sticky-timeout", "1s"}, routeArgs...)
 	workers := 0
-	var current *demoWorker
+	var current *procgroup.Process
 	start := func() error {
 		workers++
 		w, err := startWorkerProcess(ctx, tc, bin, address, namespace, taskQueue, fmt.Sprintf("demo-worker-%d", workers), workerArgs)
@@ -207,16 +208,16 @@ func runTemporalDemo(ctx context.Context, a *app, df *demoFlags) (err error) {
 			return err
 		}
 		current = w
-		fmt.Fprintf(a.stdout, "worker %d (pid %d) polls task queue %s\n", workers, w.pid(), taskQueue)
+		fmt.Fprintf(a.stdout, "worker %d (pid %d) polls task queue %s\n", workers, w.Pid(), taskQueue)
 		return nil
 	}
 	kill := func(when string) {
-		fmt.Fprintf(a.stdout, "\n!! SIGKILL worker %d (pid %d) %s\n", workers, current.pid(), when)
-		current.kill()
+		fmt.Fprintf(a.stdout, "\n!! SIGKILL worker %d (pid %d) %s\n", workers, current.Pid(), when)
+		current.Kill()
 	}
 	defer func() {
 		if current != nil {
-			current.stop()
+			current.Stop(15 * time.Second)
 		}
 	}()
 	out.step("start worker process 1: the scripted model, the built-in tools and run_command")

@@ -13,11 +13,10 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"syscall"
-	"time"
 
 	temporalclient "go.temporal.io/sdk/client"
 
+	"github.com/sessionflow/sessionflow/internal/procgroup"
 	"github.com/sessionflow/sessionflow/internal/readiness"
 	"github.com/sessionflow/sessionflow/internal/temporalconn"
 )
@@ -100,15 +99,6 @@ func declaresModule(gomod, module string) bool {
 	return false
 }
 
-// demoWorker is a worker process of the demo.
-type demoWorker struct {
-	cmd      *exec.Cmd
-	identity string
-	log      *workerOutput
-	exited   chan struct{}
-	err      error
-}
-
 // workerOutput collects a process's output.
 type workerOutput struct {
 	mu  sync.Mutex
@@ -129,31 +119,28 @@ func (b *workerOutput) String() string {
 
 // startWorkerProcess starts the worker binary in its own process group with
 // args and waits until it polls the task queue under identity.
-func startWorkerProcess(ctx context.Context, tc temporalclient.Client, bin, address, namespace, taskQueue, identity string, args []string) (*demoWorker, error) {
+func startWorkerProcess(ctx context.Context, tc temporalclient.Client, bin, address, namespace, taskQueue, identity string, args []string) (*procgroup.Process, error) {
 	full := append([]string{"--" + temporalconn.FlagAddress, address, "--" + temporalconn.FlagNamespace, namespace,
 		"--task-queue", taskQueue, "--identity", identity, "--metrics-address", "", "--log-level", "error"}, args...)
-	w := &demoWorker{cmd: exec.Command(bin, full...), identity: identity, log: &workerOutput{}, exited: make(chan struct{})}
-	w.cmd.Env = demoWorkerEnv(os.Environ())
-	w.cmd.Stdout, w.cmd.Stderr = w.log, w.log
-	w.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := w.cmd.Start(); err != nil {
+	log := &workerOutput{}
+	cmd := exec.Command(bin, full...)
+	cmd.Env = demoWorkerEnv(os.Environ())
+	cmd.Stdout, cmd.Stderr = log, log
+	p, err := procgroup.Start(cmd, nil)
+	if err != nil {
 		return nil, fmt.Errorf("start the worker %s: %w", bin, err)
 	}
-	go func() {
-		w.err = w.cmd.Wait()
-		close(w.exited)
-	}()
-	err := readiness.Wait(ctx, readiness.Options{
+	err = readiness.Wait(ctx, readiness.Options{
 		What:    "worker " + identity,
-		Exited:  w.exited,
-		ExitErr: func() error { return w.err },
-		Log:     w.log.String,
+		Exited:  p.Exited(),
+		ExitErr: p.Err,
+		Log:     log.String,
 	}, readiness.TaskQueuePolled(tc, taskQueue, identity))
 	if err != nil {
-		w.kill()
+		p.Kill()
 		return nil, err
 	}
-	return w, nil
+	return p, nil
 }
 
 // demoWorkerEnv is the environment of the demo's workers: the caller's,
@@ -170,23 +157,4 @@ func demoWorkerEnv(environ []string) []string {
 		out = append(out, kv)
 	}
 	return out
-}
-
-// pid is the worker's process id.
-func (w *demoWorker) pid() int { return w.cmd.Process.Pid }
-
-// kill sends SIGKILL to the worker's process group and waits for it.
-func (w *demoWorker) kill() {
-	_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
-	<-w.exited
-}
-
-// stop asks the worker to stop (SIGTERM), then kills it after 15 s.
-func (w *demoWorker) stop() {
-	_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-w.exited:
-	case <-time.After(15 * time.Second):
-		w.kill()
-	}
 }

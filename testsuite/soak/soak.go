@@ -207,11 +207,11 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 			break
 		}
 		select {
-		case <-r.worker.exited:
+		case <-r.worker.Exited():
 			r.fail("worker %s exited before it was killed (see %s)", r.worker.identity, filepath.Join(r.dir, "worker.log"))
 		default:
 		}
-		pid := r.worker.cmd.Process.Pid
+		pid := r.worker.Pid()
 		before := make([]int, len(r.sessions))
 		for i, t := range r.sessions {
 			before[i] = t.count()

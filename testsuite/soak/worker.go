@@ -8,9 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/sessionflow/sessionflow/internal/procgroup"
 	"github.com/sessionflow/sessionflow/internal/readiness"
 	"github.com/sessionflow/sessionflow/internal/temporalconn"
 )
@@ -41,9 +41,8 @@ func (r *runner) buildWorker(ctx context.Context) (string, error) {
 
 // workerProc is a running worker process.
 type workerProc struct {
-	cmd      *exec.Cmd
+	*procgroup.Process
 	identity string
-	exited   chan struct{}
 }
 
 // startWorker starts a worker process in its own process group and waits
@@ -66,17 +65,12 @@ func (r *runner) startWorker(ctx context.Context) error {
 		cmd.Args = append(cmd.Args, "--provider-script", r.script)
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	p, err := procgroup.Start(cmd, func() { logf.Close() })
+	if err != nil {
 		logf.Close()
 		return fmt.Errorf("soak: starting the worker: %w", err)
 	}
-	w := &workerProc{cmd: cmd, identity: identity, exited: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		logf.Close()
-		close(w.exited)
-	}()
+	w := &workerProc{Process: p, identity: identity}
 	r.worker = w
 	return r.awaitPolling(ctx, w)
 }
@@ -87,7 +81,7 @@ func (r *runner) awaitPolling(ctx context.Context, w *workerProc) error {
 	logPath := filepath.Join(r.dir, "worker.log")
 	err := readiness.Wait(ctx, readiness.Options{
 		What:   "soak worker " + w.identity,
-		Exited: w.exited,
+		Exited: w.Exited(),
 		Log: func() string {
 			b, err := os.ReadFile(logPath)
 			if err != nil {
@@ -108,8 +102,7 @@ func (r *runner) killWorker() {
 	if w == nil {
 		return
 	}
-	_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
-	<-w.exited
+	w.Kill()
 	r.worker = nil
 }
 
@@ -119,12 +112,6 @@ func (r *runner) stopWorker() {
 	if w == nil {
 		return
 	}
-	_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-w.exited:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
-		<-w.exited
-	}
+	w.Stop(10 * time.Second)
 	r.worker = nil
 }
