@@ -65,10 +65,9 @@ func addAnthropicFlags(fs *flag.FlagSet) *anthropicFlags {
 // when the flag was not given, the variable's.
 func (f *anthropicFlags) config(env temporalconn.Env, pick func(flagName, envName, flagValue string) (string, string)) (AnthropicConfig, error) {
 	var cfg AnthropicConfig
-	enabled, src := pick("anthropic", EnvAnthropic, strconv.FormatBool(f.enabled))
 	var err error
-	if cfg.Enabled, err = strconv.ParseBool(enabled); err != nil {
-		return AnthropicConfig{}, fmt.Errorf("%s: %q is not a boolean", src, enabled)
+	if cfg.Enabled, err = pickBool(pick("anthropic", EnvAnthropic, strconv.FormatBool(f.enabled))); err != nil {
+		return AnthropicConfig{}, err
 	}
 	if !cfg.Enabled {
 		return AnthropicConfig{}, nil

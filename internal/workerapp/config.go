@@ -294,9 +294,8 @@ func (f *Flags) Config(environ []string) (Config, error) {
 	}
 	cfg.Agent.ProviderScript, _ = pick("provider-script", EnvProviderScript, f.providerScript)
 	cfg.Agent.SystemPrompt, _ = pick("system-prompt", EnvSystemPrompt, f.systemPrompt)
-	runCommand, src := pick("enable-run-command", EnvEnableRunCommand, strconv.FormatBool(f.enableRunCommand))
-	if cfg.Agent.EnableRunCommand, err = strconv.ParseBool(runCommand); err != nil {
-		return Config{}, fmt.Errorf("%s: %q is not a boolean", src, runCommand)
+	if cfg.Agent.EnableRunCommand, err = pickBool(pick("enable-run-command", EnvEnableRunCommand, strconv.FormatBool(f.enableRunCommand))); err != nil {
+		return Config{}, err
 	}
 	if cfg.Agent.Anthropic, err = f.anthropic.config(env, pick); err != nil {
 		return Config{}, err
@@ -307,9 +306,8 @@ func (f *Flags) Config(environ []string) (Config, error) {
 	if cfg.Agent.MCPConfig, err = f.mcp.config(pick); err != nil {
 		return Config{}, err
 	}
-	traceContent, src := pick("trace-content", EnvTraceContent, strconv.FormatBool(f.traceContent))
-	if cfg.TraceContent, err = strconv.ParseBool(traceContent); err != nil {
-		return Config{}, fmt.Errorf("%s: %q is not a boolean", src, traceContent)
+	if cfg.TraceContent, err = pickBool(pick("trace-content", EnvTraceContent, strconv.FormatBool(f.traceContent))); err != nil {
+		return Config{}, err
 	}
 	// An empty metrics address is meaningful (off), so a set but empty
 	// variable counts here.
@@ -332,6 +330,14 @@ func pickDuration(v, src string) (time.Duration, error) {
 		return 0, fmt.Errorf("%s: %s is negative", src, v)
 	}
 	return d, nil
+}
+
+func pickBool(v, src string) (bool, error) {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("%s: %q is not a boolean", src, v)
+	}
+	return b, nil
 }
 
 func pickCount(v, src string) (int, error) {

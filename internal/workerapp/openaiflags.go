@@ -83,10 +83,9 @@ func addOpenAIFlags(fs *flag.FlagSet) *openAIFlags {
 func (f *openAIFlags) config(env temporalconn.Env, pick func(flagName, envName, flagValue string) (string, string)) (OpenAIConfig, error) {
 	getenv := func(k string) string { v, _ := env.LookupEnv(k); return v }
 	var cfg OpenAIConfig
-	enabled, src := pick("openai", EnvOpenAI, strconv.FormatBool(f.enabled))
 	var err error
-	if cfg.Enabled, err = strconv.ParseBool(enabled); err != nil {
-		return OpenAIConfig{}, fmt.Errorf("%s: %q is not a boolean", src, enabled)
+	if cfg.Enabled, err = pickBool(pick("openai", EnvOpenAI, strconv.FormatBool(f.enabled))); err != nil {
+		return OpenAIConfig{}, err
 	}
 	names := map[string]bool{}
 	if cfg.Enabled {
