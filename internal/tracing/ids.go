@@ -48,14 +48,10 @@ func (g *idGenerator) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) 
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var tid trace.TraceID
-	var sid trace.SpanID
 	for !tid.IsValid() {
 		_, _ = g.rnd.Read(tid[:])
 	}
-	for !sid.IsValid() {
-		_, _ = g.rnd.Read(sid[:])
-	}
-	return tid, sid
+	return tid, g.randomSpanID()
 }
 
 // NewSpanID returns a new span id in traceID.
@@ -65,6 +61,11 @@ func (g *idGenerator) NewSpanID(ctx context.Context, traceID trace.TraceID) trac
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	return g.randomSpanID()
+}
+
+// randomSpanID returns a valid random span id; g.mu is held.
+func (g *idGenerator) randomSpanID() trace.SpanID {
 	var sid trace.SpanID
 	for !sid.IsValid() {
 		_, _ = g.rnd.Read(sid[:])
