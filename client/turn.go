@@ -205,6 +205,11 @@ func (w *turnWatch) poll(ctx context.Context, yield func(TurnProgress, error) bo
 	}
 	st, err := w.c.LoopState(ctx, w.id)
 	if err != nil {
+		// A query no worker answered in time (a worker restarting) is
+		// asked again at the next interval while the watch's context lives.
+		if ctx.Err() == nil && unanswered(err) {
+			return false, nil
+		}
 		return false, err
 	}
 	i := slices.IndexFunc(st.Recent, func(s workflows.TurnInfo) bool { return slices.Contains(s.Claimed, w.msg) })

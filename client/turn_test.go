@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/converter"
@@ -108,6 +109,41 @@ func TestWatchTurnYieldsTextToolsAndEnd(t *testing.T) {
 	require.Equal(t, int64(20), got[10].Info.EndSeq)
 	require.Equal(t, r.evs, got[10].Events)
 	require.Equal(t, [2]int64{10, 20}, [2]int64{r.from, r.to})
+}
+
+// TestWatchTurnAsksAgainWhenNoWorkerAnswers: a LoopState query that times
+// out (no worker polls while one restarts) does not end the watch; the next
+// answered query goes on with it. Any other query failure ends it.
+func TestWatchTurnAsksAgainWhenNoWorkerAnswers(t *testing.T) {
+	ended := workflows.LoopState{State: "idle", Recent: []workflows.TurnInfo{{Turn: 1, Claimed: []string{"m1"},
+		Reason: &session.TurnEndReason{Kind: "completed"}}}}
+	answers := []error{context.DeadlineExceeded, serviceerror.NewDeadlineExceeded("query timed out"), nil}
+	i := 0
+	f := &fakeTemporal{query: func(_, _, _ string) (converter.EncodedValue, error) {
+		err := answers[min(i, len(answers)-1)]
+		i++
+		if err != nil {
+			return nil, err
+		}
+		return fakeValue{ended}, nil
+	}}
+	var kinds []string
+	for p, err := range New(f, Options{}).WatchTurn(context.Background(), "w1", "m1", WatchOptions{Interval: time.Millisecond}) {
+		require.NoError(t, err)
+		kinds = append(kinds, p.Kind)
+	}
+	require.Equal(t, []string{"started", "ended"}, kinds)
+	require.Equal(t, 3, i)
+
+	f = &fakeTemporal{query: func(_, _, _ string) (converter.EncodedValue, error) {
+		return nil, serviceerror.NewNotFound("workflow not found")
+	}}
+	var errs []error
+	for _, err := range New(f, Options{}).WatchTurn(context.Background(), "w1", "m1", WatchOptions{Interval: time.Millisecond}) {
+		errs = append(errs, err)
+	}
+	require.Len(t, errs, 1)
+	require.ErrorContains(t, errs[0], "workflow not found")
 }
 
 func TestWatchTurnUnknownMessage(t *testing.T) {
