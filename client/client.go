@@ -59,6 +59,12 @@ type Options struct {
 	// workflow tasks are small, so a few seconds suffice and shorten the
 	// stall of a session whose worker crashed.
 	WorkflowTaskTimeout time.Duration
+	// Router, when set, spreads the session and loop workflows over
+	// several shards (store roots, each served by its own task queue):
+	// Create, Resume and LoopStart start on the task queue of the shard
+	// the router picks for the id, or of the shard an OnShard call option
+	// names, instead of TaskQueue (docs/API.md, Shards).
+	Router *Router
 }
 
 // Client drives sessionflow sessions over a Temporal client. It is safe for
@@ -112,10 +118,10 @@ type AppendResult = workflows.AppendResult
 // run is allowed after a closed one, a running one refuses the start with an
 // error. (WorkflowExecutionErrorWhenAlreadyStarted matters to the loop's
 // ExecuteWorkflow; update-with-start fails a refused start by itself.)
-func (c *Client) startOptions(workflowID string) temporalclient.StartWorkflowOptions {
+func (c *Client) startOptions(workflowID, taskQueue string) temporalclient.StartWorkflowOptions {
 	return temporalclient.StartWorkflowOptions{
 		ID:                                       workflowID,
-		TaskQueue:                                c.opts.TaskQueue,
+		TaskQueue:                                taskQueue,
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
@@ -133,12 +139,15 @@ func (c *Client) startOptions(workflowID string) temporalclient.StartWorkflowOpt
 // The start and WaitReady travel in one update-with-start request, so the
 // update reaches the run with its first workflow task: one round trip, and
 // the same history whatever the timing of the worker.
-func (c *Client) Create(ctx context.Context, req workflows.CreateSessionRequest) (*Session, error) {
+//
+// With Options.Router the session starts on its shard's task queue (see
+// ShardOf); OnShard picks the shard explicitly.
+func (c *Client) Create(ctx context.Context, req workflows.CreateSessionRequest, opts ...CallOption) (*Session, error) {
 	if req.SessionID == "" {
 		return nil, invalidArgument("", "create: the session id is required")
 	}
 	req.Options = c.withSearchAttributes(ctx, req.Options)
-	return c.startReady(ctx, req.SessionID, workflows.CreateSessionName, req)
+	return c.startReady(ctx, req.SessionID, workflows.CreateSessionName, req, opts)
 }
 
 // Resume starts a ResumeSession workflow for the stored session id (the
@@ -146,8 +155,9 @@ func (c *Client) Create(ctx context.Context, req workflows.CreateSessionRequest)
 // waits until the session is live: its crash repair is stored and its owner
 // holds the write lease. A running execution of the id fails with
 // ErrAlreadyExists; an unknown id with the store's SessionNotFound
-// (jsonl.ErrNotFound).
-func (c *Client) Resume(ctx context.Context, id string, req workflows.ResumeSessionRequest) (*Session, error) {
+// (jsonl.ErrNotFound). With Options.Router it starts on the session's
+// shard, as Create does.
+func (c *Client) Resume(ctx context.Context, id string, req workflows.ResumeSessionRequest, opts ...CallOption) (*Session, error) {
 	if id == "" {
 		return nil, invalidArgument("", "resume: the session id is required")
 	}
@@ -158,7 +168,7 @@ func (c *Client) Resume(ctx context.Context, id string, req workflows.ResumeSess
 		return nil, invalidArgument(id, "resume of session %q: the request names session %q", id, req.ResumeSessionID)
 	}
 	req.Options = c.withSearchAttributes(ctx, req.Options)
-	return c.startReady(ctx, id, workflows.ResumeSessionName, req)
+	return c.startReady(ctx, id, workflows.ResumeSessionName, req, opts)
 }
 
 // withSearchAttributes returns the workflow options with SearchAttributes
@@ -206,12 +216,16 @@ func (c *Client) searchAttributesRegistered(ctx context.Context) bool {
 // start is startError's, the failure of a run that ended before it could
 // answer is the run's own, and after a reported failure it returns once the
 // run has rolled back.
-func (c *Client) startReady(ctx context.Context, id, workflowName string, req any) (*Session, error) {
+func (c *Client) startReady(ctx context.Context, id, workflowName string, req any, opts []CallOption) (*Session, error) {
 	if err := checkIdentity(id); err != nil {
 		return nil, err
 	}
+	shard, err := c.ShardOf(id, opts...)
+	if err != nil {
+		return nil, err
+	}
 	wid := workflows.WorkflowID(id)
-	op := c.c.NewWithStartWorkflowOperation(c.startOptions(wid), workflowName, req)
+	op := c.c.NewWithStartWorkflowOperation(c.startOptions(wid, shard.TaskQueue), workflowName, req)
 	h, err := c.c.UpdateWithStartWorkflow(ctx, temporalclient.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: op,
 		UpdateOptions: temporalclient.UpdateWorkflowOptions{

@@ -31,13 +31,19 @@ type Loop struct {
 // LoopStart starts a SessionLoop host with workflow id loop/<loopID> on the
 // client's task queue; its configured agents start at once. A running loop
 // of the same id fails with ErrLoopAlreadyRunning. The loop runs until
-// LoopStop.
-func (c *Client) LoopStart(ctx context.Context, loopID string, in workflows.SessionLoopInput) (Loop, error) {
+// LoopStop. With Options.Router the loop starts on the shard of its loop id
+// (or the one OnShard names), and its sessions, started on the loop's task
+// queue unless in.SessionTaskQueue says otherwise, live in that shard.
+func (c *Client) LoopStart(ctx context.Context, loopID string, in workflows.SessionLoopInput, opts ...CallOption) (Loop, error) {
 	if loopID == "" {
 		return Loop{}, invalidArgument("", "the loop id is empty")
 	}
+	shard, err := c.ShardOf(loopID, opts...)
+	if err != nil {
+		return Loop{}, err
+	}
 	wid := LoopWorkflowID(loopID)
-	run, err := c.c.ExecuteWorkflow(ctx, c.startOptions(wid), workflows.SessionLoopName, in)
+	run, err := c.c.ExecuteWorkflow(ctx, c.startOptions(wid, shard.TaskQueue), workflows.SessionLoopName, in)
 	if err != nil {
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
 		if errors.As(err, &started) {
