@@ -74,6 +74,8 @@ func newLogCmd(a *app) *cobra.Command {
 		newLogUnlockCmd(a, sf),
 		newLogDeleteCmd(a, sf),
 		newLogDemoCmd(a, sf),
+		newLogCheckFSCmd(a, sf),
+		newLogCheckFSLockCmd(a),
 	)
 	return cmd
 }
