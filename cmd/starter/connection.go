@@ -41,6 +41,9 @@ type connFlags struct {
 
 	taskQueue string
 	timeout   time.Duration
+	// shards and onShard are --shard and --on-shard (shards.go).
+	shards  []string
+	onShard string
 }
 
 // addConnFlags defines the connection flags on cmd.
@@ -49,6 +52,7 @@ func addConnFlags(cmd *cobra.Command) *connFlags {
 	cf := &connFlags{fs: fs, conn: temporalconn.AddPFlags(fs)}
 	fs.StringVar(&cf.taskQueue, "task-queue", client.DefaultTaskQueue, "task queue of the session workflows (env "+envTaskQueue+")")
 	fs.DurationVar(&cf.timeout, "timeout", 0, "give up after this long, e.g. 30s (default: wait as long as it takes)")
+	cf.addShardFlags()
 	return cf
 }
 
@@ -112,6 +116,10 @@ func (a *app) withClientOptions(cmd *cobra.Command, cf *connFlags, co client.Opt
 	if err != nil {
 		return err
 	}
+	router, err := cf.router(a.getenv)
+	if err != nil {
+		return err
+	}
 	opts, err := temporalconn.ClientOptions(conn.Profile)
 	if err != nil {
 		return err
@@ -142,6 +150,7 @@ func (a *app) withClientOptions(cmd *cobra.Command, cf *connFlags, co client.Opt
 	defer tc.Close()
 	co.TaskQueue = conn.TaskQueue
 	co.Namespace = conn.Profile.Namespace
+	co.Router = router
 	return fn(ctx, client.New(tc, co))
 }
 
@@ -151,7 +160,7 @@ Connection: --address (env TEMPORAL_ADDRESS, default ` + defaultAddress + `),
 --namespace (env TEMPORAL_NAMESPACE, default ` + defaultNamespace + `), --task-queue (env
 ` + envTaskQueue + `, default ` + client.DefaultTaskQueue + `), TLS and API key flags or the
 TEMPORAL_* variables and profiles file of the temporal CLI; a flag wins over
-the environment, which wins over the profile.`
+the environment, which wins over the profile.` + shardsNote
 
 // newLifecycleCmds returns the lifecycle commands.
 func newLifecycleCmds(a *app) []*cobra.Command {

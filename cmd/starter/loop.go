@@ -53,7 +53,7 @@ running loop of the same id fails with: loop "<LOOPID>" is already running.` + l
 				return err
 			}
 			return a.withClient(cmd, conn, func(ctx context.Context, c *client.Client) error {
-				l, err := c.LoopStart(ctx, id, in)
+				l, err := c.LoopStart(ctx, id, in, conn.callOptions()...)
 				if err != nil {
 					return err
 				}
@@ -63,6 +63,7 @@ running loop of the same id fails with: loop "<LOOPID>" is already running.` + l
 		},
 	}
 	conn = addConnFlags(cmd)
+	conn.addOnShard()
 	cmd.Flags().StringVar(&id, "id", "", "loop id (required)")
 	cmd.Flags().StringVar(&config, "config", "", "JSON file of the loop's input")
 	return cmd

@@ -164,7 +164,7 @@ batch limit); with --parent they are the inherited prefix.` + lifecycleNote,
 				return err
 			}
 			return a.withClient(cmd, conn, func(ctx context.Context, c *client.Client) error {
-				s, err := c.Create(ctx, req)
+				s, err := c.Create(ctx, req, conn.callOptions()...)
 				if err != nil {
 					return err
 				}
@@ -173,6 +173,7 @@ batch limit); with --parent they are the inherited prefix.` + lifecycleNote,
 		},
 	}
 	conn = addConnFlags(cmd)
+	conn.addOnShard()
 	fs := cmd.Flags()
 	fs.StringVar(&in.id, "id", "", "session id (required)")
 	fs.StringVar(&in.cwd, "cwd", "", "working directory of the session")
@@ -208,7 +209,7 @@ continues the log. A running workflow of the same id fails with: session
 					forfeit := false
 					req.ForfeitDeadOwner = &forfeit
 				}
-				s, err := c.Resume(ctx, id, req)
+				s, err := c.Resume(ctx, id, req, conn.callOptions()...)
 				line.stopElapsed()
 				if err != nil {
 					return err
@@ -218,6 +219,7 @@ continues the log. A running workflow of the same id fails with: session
 		},
 	}
 	conn = addConnFlags(cmd)
+	conn.addOnShard()
 	cmd.Flags().StringVar(&id, "id", "", "session id (required)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the live session as JSON")
 	cmd.Flags().BoolVar(&keepDeadOwner, "keep-dead-owner", false, "refuse instead of forfeiting the lease of an owner Temporal reports closed")
