@@ -178,6 +178,7 @@ func newLifecycleCmds(a *app) []*cobra.Command {
 		newHistoryCmd(a),
 		newUnlockCmd(a),
 		newDemoCmd(a),
+		newRouteCmd(a),
 	}
 }
 

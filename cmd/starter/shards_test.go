@@ -81,3 +81,16 @@ func TestShardFlagsUsageErrorOnTheCommandLine(t *testing.T) {
 	require.Equal(t, 1, r.code)
 	require.Equal(t, "starter: invalid shard configuration: shards \"a\" and \"b\" share task queue \"q\"\nRun 'starter create --help' for usage.\n", r.stderr)
 }
+
+func TestShardRouteCommand(t *testing.T) {
+	r := mustOK(t, runCLI(t, "", "route", "--shard", "a=qa", "--shard", "b=qb", "sess-1", "sess-3", "alpha"))
+	require.Equal(t, "ID      SHARD  TASK QUEUE\nsess-1  b      qb\nsess-3  a      qa\nalpha   a      qa\n", r.stdout)
+
+	t.Setenv("SESSIONFLOW_SHARDS", "a=qa,b=qb,c=qc")
+	r = mustOK(t, runCLI(t, "", "route", "--json", "sess-2"))
+	require.JSONEq(t, `[{"id":"sess-2","shard":"c","taskQueue":"qc"}]`, r.stdout)
+
+	t.Setenv("SESSIONFLOW_SHARDS", "")
+	mustFail(t, runCLI(t, "", "route", "sess-1"), 1, "no shards: pass --shard NAME=TASK-QUEUE or set SESSIONFLOW_SHARDS")
+	mustFail(t, runCLI(t, "", "route", "--shard", "a=qa"), 1, `"starter route" needs at least one session id`)
+}
