@@ -63,7 +63,7 @@ func (c *recordingConverter) ToPayloads(vs ...any) (*commonpb.Payloads, error) {
 // the JSONL lines straight after a header-only log.
 func writeBigLog(t *testing.T, st *jsonl.Store, id string, n int) {
 	t.Helper()
-	writeStored(t, st, session.Header{ID: id, CreatedAt: 1}, 0, nil)
+	WriteStored(t, st, session.Header{ID: id, CreatedAt: 1}, 0, nil)
 	snap, err := st.Stat(context.Background(), id)
 	require.NoError(t, err)
 	f, err := os.OpenFile(snap.Path, os.O_WRONLY|os.O_APPEND, 0)
@@ -89,20 +89,20 @@ type historyShape struct {
 
 func resumeShape(t *testing.T, st *jsonl.Store, id string) historyShape {
 	t.Helper()
-	h := newHarnessOn(t, st).withID(id)
+	h := NewHarnessOn(t, st).WithID(id)
 	rc := &recordingConverter{DataConverter: converter.GetDefaultDataConverter()}
-	h.env.SetDataConverter(rc)
-	ready, disposed := h.readyThenDispose(time.Second, "")
-	h.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: id})
-	require.NoError(t, h.env.GetWorkflowError())
+	h.Env.SetDataConverter(rc)
+	ready, disposed := h.ReadyThenDispose(time.Second, "")
+	h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: id})
+	require.NoError(t, h.Env.GetWorkflowError())
 	var info workflows.SessionInfo
-	ready.decode(t, &info)
+	ready.Decode(t, &info)
 	var dr workflows.DisposeResult
-	disposed.decode(t, &dr)
-	requireReleased(t, st, id)
+	disposed.Decode(t, &dr)
+	RequireReleased(t, st, id)
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	shape := historyShape{activities: h.startedNames(), payloads: len(rc.sizes)}
+	shape := historyShape{activities: h.StartedNames(), payloads: len(rc.sizes)}
 	for _, s := range rc.sizes {
 		shape.maxPayload = max(shape.maxPayload, s)
 	}
@@ -110,7 +110,7 @@ func resumeShape(t *testing.T, st *jsonl.Store, id string) historyShape {
 }
 
 func TestResumeHistoryIndependentOfLogSize(t *testing.T) {
-	st := newStore(t, jsonl.CompressionNone)
+	st := NewStore(t, jsonl.CompressionNone)
 	const big = 1_000_000
 	writeBigLog(t, st, "small", 10)
 	writeBigLog(t, st, "big", big)

@@ -14,15 +14,15 @@ import (
 // before it, aborts the create with `agent "<id>" creation aborted` and an
 // empty reason; nothing is published, and the session is erased.
 func TestPlainCancelDuringSetupIsCreationAborted(t *testing.T) {
-	h := newHarness(t).withID("pc")
-	h.env.OnActivity(hookSetup, mock.Anything, mock.Anything).After(time.Hour).Return(workflows.SetupResult{}, nil)
-	h.at(time.Second, h.env.CancelWorkflow)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "pc", Hooks: allHooks})
-	app := requireMessage(t, h.env.GetWorkflowError(), `agent "pc" creation aborted`)
+	h := NewHarness(t).WithID("pc")
+	h.Env.OnActivity(HookSetup, mock.Anything, mock.Anything).After(time.Hour).Return(workflows.SetupResult{}, nil)
+	h.At(time.Second, h.Env.CancelWorkflow)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "pc", Hooks: AllHooks})
+	app := RequireMessage(t, h.Env.GetWorkflowError(), `agent "pc" creation aborted`)
 	require.Equal(t, "AbortError", app.Type())
 	var reason string
 	require.NoError(t, app.Details(&reason))
 	require.Equal(t, "", reason)
-	require.Equal(t, 0, h.count(hookPublish))
-	requireErased(t, h.store, "pc")
+	require.Equal(t, 0, h.Count(HookPublish))
+	RequireErased(t, h.Store, "pc")
 }

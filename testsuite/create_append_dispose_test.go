@@ -10,21 +10,21 @@ import (
 )
 
 func TestCreateAppendDispose(t *testing.T) {
-	h := newHarness(t)
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	app := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "hi")})
-	disp := h.updateAt(3*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s1", Hooks: allHooks})
-	require.NoError(t, h.env.GetWorkflowError())
+	h := NewHarness(t)
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	app := h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: LiveTurn(t, 0, 1, "hi")})
+	disp := h.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s1", Hooks: AllHooks})
+	require.NoError(t, h.Env.GetWorkflowError())
 	var info workflows.SessionInfo
-	ready.decode(t, &info)
+	ready.Decode(t, &info)
 	require.Equal(t, "s1", info.SessionID)
 	var ar workflows.AppendResult
-	app.decode(t, &ar)
+	app.Decode(t, &ar)
 	require.Equal(t, int64(5), ar.NextSeq)
 	var dr workflows.DisposeResult
-	disp.decode(t, &dr)
-	require.Equal(t, []string{"turn/start", "step/start", "assistant/message", "step/end", "turn/end"}, types(stored(t, h.store, "s1")))
-	requireReleased(t, h.store, "s1")
-	t.Log(h.hooks.log(), h.startedNames())
+	disp.Decode(t, &dr)
+	require.Equal(t, []string{"turn/start", "step/start", "assistant/message", "step/end", "turn/end"}, Types(Stored(t, h.Store, "s1")))
+	RequireReleased(t, h.Store, "s1")
+	t.Log(h.Hooks.Log(), h.StartedNames())
 }

@@ -15,24 +15,24 @@ import (
 // prefix and its end-seed marker (Count + 1), and its events are stored
 // right after the marker.
 func TestForkSetupEventsFollowTheMarker(t *testing.T) {
-	h := newHarness(t).withID("fs")
-	writeStored(t, h.store, session.Header{ID: "parent", CreatedAt: 1, Cwd: "/p"}, 0, append(liveTurn(t, 0, 1, "a"), liveTurn(t, 5, 2, "b")...))
+	h := NewHarness(t).WithID("fs")
+	WriteStored(t, h.Store, session.Header{ID: "parent", CreatedAt: 1, Cwd: "/p"}, 0, append(LiveTurn(t, 0, 1, "a"), LiveTurn(t, 5, 2, "b")...))
 	var seen []int64
-	h.hooks.setup = func(_ context.Context, in workflows.SetupInput) (workflows.SetupResult, error) {
+	h.Hooks.SetupFunc = func(_ context.Context, in workflows.SetupInput) (workflows.SetupResult, error) {
 		seen = append(seen, in.EventCount)
-		return workflows.SetupResult{Events: []session.Event{ev(t, session.TypeTodoWrite, in.EventCount, map[string]any{"todos": []any{}})}}, nil
+		return workflows.SetupResult{Events: []session.Event{Ev(t, session.TypeTodoWrite, in.EventCount, map[string]any{"todos": []any{}})}}, nil
 	}
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	disp := h.updateAt(2*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "fs", Fork: &workflows.ForkSeed{ParentSessionID: "parent", Count: 5}, Hooks: allHooks})
-	require.NoError(t, h.env.GetWorkflowError())
-	disp.ok(t)
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	disp := h.UpdateAt(2*time.Second, "", workflows.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "fs", Fork: &workflows.ForkSeed{ParentSessionID: "parent", Count: 5}, Hooks: AllHooks})
+	require.NoError(t, h.Env.GetWorkflowError())
+	disp.OK(t)
 	require.Equal(t, []int64{6}, seen)
 	var info workflows.SessionInfo
-	ready.decode(t, &info)
+	ready.Decode(t, &info)
 	require.Equal(t, int64(7), info.NextSeq)
-	evs := stored(t, h.store, "fs")
-	requireContiguous(t, evs)
+	evs := Stored(t, h.Store, "fs")
+	RequireContiguous(t, evs)
 	require.Len(t, evs, 7)
 	require.Equal(t, "session/end-seed", evs[5].Type)
 	require.Equal(t, "todo/write", evs[6].Type)

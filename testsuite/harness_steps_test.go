@@ -19,37 +19,37 @@ import (
 // pass before the session is live. The Append still reaches a live session
 // because it waits for the WaitReady before it.
 func TestStepsWaitForTheEarlierUpdates(t *testing.T) {
-	h := newHarness(t).withID("slow")
-	h.env.OnActivity(h.acts.CreateHandle, mock.Anything, mock.Anything).Return(
+	h := NewHarness(t).WithID("slow")
+	h.Env.OnActivity(h.Acts.CreateHandle, mock.Anything, mock.Anything).Return(
 		func(ctx context.Context, in activities.CreateHandleInput) (activities.HandleInfo, error) {
 			time.Sleep(300 * time.Millisecond)
-			return h.acts.CreateHandle(ctx, in)
+			return h.Acts.CreateHandle(ctx, in)
 		})
-	ready := h.updateAt(10*time.Millisecond, "", workflows.UpdateWaitReady)
-	app := h.updateAt(20*time.Millisecond, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
-	disp := h.updateAt(30*time.Millisecond, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "slow"})
-	require.NoError(t, h.env.GetWorkflowError())
-	ready.ok(t)
+	ready := h.UpdateAt(10*time.Millisecond, "", workflows.UpdateWaitReady)
+	app := h.UpdateAt(20*time.Millisecond, "", workflows.UpdateAppend, workflows.AppendRequest{Events: LiveTurn(t, 0, 1, "x")})
+	disp := h.UpdateAt(30*time.Millisecond, "", workflows.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "slow"})
+	require.NoError(t, h.Env.GetWorkflowError())
+	ready.OK(t)
 	var ar workflows.AppendResult
-	app.decode(t, &ar)
+	app.Decode(t, &ar)
 	require.Equal(t, int64(5), ar.NextSeq)
-	disp.ok(t)
-	require.Len(t, stored(t, h.store, "slow"), 5)
+	disp.OK(t)
+	require.Len(t, Stored(t, h.Store, "slow"), 5)
 }
 
 // Steps run in the order they were registered, even when a later one is
 // due first.
 func TestStepsRunInRegistrationOrder(t *testing.T) {
-	h := newHarness(t).withID("order")
+	h := NewHarness(t).WithID("order")
 	var order []string
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	h.at(3*time.Second, func() { order = append(order, "first") })
-	h.at(2*time.Second, func() { order = append(order, "second") })
-	disp := h.updateAt(time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "order"})
-	require.NoError(t, h.env.GetWorkflowError())
-	ready.ok(t)
-	disp.ok(t)
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	h.At(3*time.Second, func() { order = append(order, "first") })
+	h.At(2*time.Second, func() { order = append(order, "second") })
+	disp := h.UpdateAt(time.Second, "", workflows.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "order"})
+	require.NoError(t, h.Env.GetWorkflowError())
+	ready.OK(t)
+	disp.OK(t)
 	require.Equal(t, []string{"first", "second"}, order)
 }

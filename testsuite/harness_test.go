@@ -29,41 +29,41 @@ import (
 
 // Hook activity names used by the tests.
 const (
-	hookSetup   = "test.setup"
-	hookCommit  = "test.commit"
-	hookPublish = "test.publish"
-	hookDispose = "test.dispose"
+	HookSetup   = "test.setup"
+	HookCommit  = "test.commit"
+	HookPublish = "test.publish"
+	HookDispose = "test.dispose"
 )
 
 // hooks holds the hook activities the tests register; each field may be
 // replaced before the environment runs.
-type hooks struct {
-	mu      sync.Mutex
-	calls   []string
-	setup   func(ctx context.Context, in workflows.SetupInput) (workflows.SetupResult, error)
-	commit  func(ctx context.Context, in workflows.SetupInput) error
-	publish func(ctx context.Context, in workflows.PublishInput) error
-	dispose func(ctx context.Context, in workflows.DisposeInput) error
+type Hooks struct {
+	mu          sync.Mutex
+	calls       []string
+	SetupFunc   func(ctx context.Context, in workflows.SetupInput) (workflows.SetupResult, error)
+	CommitFunc  func(ctx context.Context, in workflows.SetupInput) error
+	PublishFunc func(ctx context.Context, in workflows.PublishInput) error
+	DisposeFunc func(ctx context.Context, in workflows.DisposeInput) error
 }
 
-func (h *hooks) record(s string) {
+func (h *Hooks) record(s string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.calls = append(h.calls, s)
 }
 
-func (h *hooks) log() []string {
+func (h *Hooks) Log() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]string(nil), h.calls...)
 }
 
-func (h *hooks) Setup(ctx context.Context, in workflows.SetupInput) (workflows.SetupResult, error) {
+func (h *Hooks) Setup(ctx context.Context, in workflows.SetupInput) (workflows.SetupResult, error) {
 	h.record("setup:start")
 	var res workflows.SetupResult
 	var err error
-	if h.setup != nil {
-		res, err = h.setup(ctx, in)
+	if h.SetupFunc != nil {
+		res, err = h.SetupFunc(ctx, in)
 	}
 	if err == nil {
 		h.record("setup:end")
@@ -71,62 +71,62 @@ func (h *hooks) Setup(ctx context.Context, in workflows.SetupInput) (workflows.S
 	return res, err
 }
 
-func (h *hooks) Commit(ctx context.Context, in workflows.SetupInput) error {
+func (h *Hooks) Commit(ctx context.Context, in workflows.SetupInput) error {
 	h.record("setup:commit")
-	if h.commit != nil {
-		return h.commit(ctx, in)
+	if h.CommitFunc != nil {
+		return h.CommitFunc(ctx, in)
 	}
 	return nil
 }
 
-func (h *hooks) Publish(ctx context.Context, in workflows.PublishInput) error {
+func (h *Hooks) Publish(ctx context.Context, in workflows.PublishInput) error {
 	name := in.Entry.Type
 	if in.Entry.Source != "" {
 		name += ":" + in.Entry.Source
 	}
 	h.record(name)
-	if h.publish != nil {
-		return h.publish(ctx, in)
+	if h.PublishFunc != nil {
+		return h.PublishFunc(ctx, in)
 	}
 	return nil
 }
 
-func (h *hooks) Dispose(ctx context.Context, in workflows.DisposeInput) error {
+func (h *Hooks) Dispose(ctx context.Context, in workflows.DisposeInput) error {
 	h.record("dispose:" + in.Reason)
-	if h.dispose != nil {
-		return h.dispose(ctx, in)
+	if h.DisposeFunc != nil {
+		return h.DisposeFunc(ctx, in)
 	}
 	return nil
 }
 
 // allHooks names every test hook.
-var allHooks = workflows.Hooks{
-	SetupActivity:   hookSetup,
-	CommitActivity:  hookCommit,
-	PublishActivity: hookPublish,
-	DisposeActivity: hookDispose,
+var AllHooks = workflows.Hooks{
+	SetupActivity:   HookSetup,
+	CommitActivity:  HookCommit,
+	PublishActivity: HookPublish,
+	DisposeActivity: HookDispose,
 }
 
 // logCapture is a log.Logger keeping warnings.
-type logCapture struct {
+type LogCapture struct {
 	mu    sync.Mutex
 	warns []string
 }
 
-func (c *logCapture) Debug(string, ...any) {}
-func (c *logCapture) Info(string, ...any)  {}
-func (c *logCapture) Error(msg string, kv ...any) {
+func (c *LogCapture) Debug(string, ...any) {}
+func (c *LogCapture) Info(string, ...any)  {}
+func (c *LogCapture) Error(msg string, kv ...any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.warns = append(c.warns, "ERROR "+msg)
 }
-func (c *logCapture) Warn(msg string, kv ...any) {
+func (c *LogCapture) Warn(msg string, kv ...any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.warns = append(c.warns, msg)
 }
 
-func (c *logCapture) warnings(substr string) []string {
+func (c *LogCapture) Warnings(substr string) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []string
@@ -138,22 +138,22 @@ func (c *logCapture) warnings(substr string) []string {
 	return out
 }
 
-var _ log.Logger = (*logCapture)(nil)
+var _ log.Logger = (*LogCapture)(nil)
 
-// harness is one test's store, activities and Temporal test environment.
-type harness struct {
-	t     *testing.T
+// Harness is one test's store, activities and Temporal test environment.
+type Harness struct {
+	T     *testing.T
 	suite *sdktest.WorkflowTestSuite
-	env   *sessionEnv
-	store *jsonl.Store
-	acts  *activities.Activities
-	hooks *hooks
-	logs  *logCapture
+	Env   *SessionEnv
+	Store *jsonl.Store
+	Acts  *activities.Activities
+	Hooks *Hooks
+	Logs  *LogCapture
 
 	mu        sync.Mutex
 	started   []activityCall
 	completed []activityCall
-	results   []*result
+	results   []*Result
 
 	// The sequence of the steps of at, updateAt, atNoWait and
 	// updateNoWaitAt; used only inside the environment's callbacks.
@@ -169,8 +169,8 @@ type harness struct {
 
 	// onStarted and onCompleted, when set, run inside the environment's
 	// listeners (so they may signal or cancel the workflow).
-	onStarted   func(name string)
-	onCompleted func(name string, err error)
+	OnStarted   func(name string)
+	OnCompleted func(name string, err error)
 }
 
 type activityCall struct {
@@ -179,7 +179,7 @@ type activityCall struct {
 	err  error
 }
 
-func newStore(t *testing.T, comp jsonl.Compression) *jsonl.Store {
+func NewStore(t *testing.T, comp jsonl.Compression) *jsonl.Store {
 	t.Helper()
 	st, err := jsonl.NewStore(jsonl.Options{Root: t.TempDir(), Compression: comp})
 	require.NoError(t, err)
@@ -187,19 +187,19 @@ func newStore(t *testing.T, comp jsonl.Compression) *jsonl.Store {
 }
 
 // newHarness builds an environment over a fresh zstd store.
-func newHarness(t *testing.T) *harness {
-	return newHarnessOn(t, newStore(t, jsonl.CompressionZstd))
+func NewHarness(t *testing.T) *Harness {
+	return NewHarnessOn(t, NewStore(t, jsonl.CompressionZstd))
 }
 
 // newHarnessOn builds an environment over st (a later lifecycle of the
 // same store gets a fresh environment).
-func newHarnessOn(t *testing.T, st *jsonl.Store) *harness {
+func NewHarnessOn(t *testing.T, st *jsonl.Store) *Harness {
 	t.Helper()
-	h := &harness{t: t, store: st, hooks: &hooks{}, logs: &logCapture{}}
+	h := &Harness{T: t, Store: st, Hooks: &Hooks{}, Logs: &LogCapture{}}
 	h.suite = &sdktest.WorkflowTestSuite{}
-	h.suite.SetLogger(h.logs)
-	h.acts = &activities.Activities{Store: st, HeartbeatInterval: 50 * time.Millisecond}
-	h.env = &sessionEnv{TestWorkflowEnvironment: h.newEnv()}
+	h.suite.SetLogger(h.Logs)
+	h.Acts = &activities.Activities{Store: st, HeartbeatInterval: 50 * time.Millisecond}
+	h.Env = &SessionEnv{TestWorkflowEnvironment: h.newEnv()}
 	t.Cleanup(h.requireChecked)
 	return h
 }
@@ -207,14 +207,14 @@ func newHarnessOn(t *testing.T, st *jsonl.Store) *harness {
 // sessionEnv is a test environment that runs a CreateSession or
 // ResumeSession under the workflow id docs/API.md prescribes for its
 // session (the workflows refuse any other), unless withID chose one.
-type sessionEnv struct {
+type SessionEnv struct {
 	*sdktest.TestWorkflowEnvironment
 	idSet bool
 }
 
 // ExecuteWorkflow runs workflowFn; a session request without a chosen id
 // runs under workflows.WorkflowID of its session id.
-func (e *sessionEnv) ExecuteWorkflow(workflowFn any, args ...any) {
+func (e *SessionEnv) ExecuteWorkflow(workflowFn any, args ...any) {
 	if !e.idSet && len(args) == 1 {
 		switch req := args[0].(type) {
 		case workflows.CreateSessionRequest:
@@ -226,7 +226,7 @@ func (e *sessionEnv) ExecuteWorkflow(workflowFn any, args ...any) {
 	e.TestWorkflowEnvironment.ExecuteWorkflow(workflowFn, args...)
 }
 
-func (h *harness) newEnv() *sdktest.TestWorkflowEnvironment {
+func (h *Harness) newEnv() *sdktest.TestWorkflowEnvironment {
 	env := h.suite.NewTestWorkflowEnvironment()
 	env.SetTestTimeout(5 * time.Minute)
 	// A workflow task is short, but under the race detector on a loaded
@@ -236,16 +236,16 @@ func (h *harness) newEnv() *sdktest.TestWorkflowEnvironment {
 	env.RegisterWorkflow(workflows.ResumeSession)
 	env.RegisterWorkflow(workflows.LiveSession)
 	env.RegisterWorkflow(workflows.SessionLoop)
-	env.RegisterActivity(h.acts)
-	activities.RegisterLegacyNames(env, h.acts) // as workerapp.Register does
-	env.RegisterActivityWithOptions(h.hooks.Setup, activity.RegisterOptions{Name: hookSetup})
-	env.RegisterActivityWithOptions(h.hooks.Commit, activity.RegisterOptions{Name: hookCommit})
-	env.RegisterActivityWithOptions(h.hooks.Publish, activity.RegisterOptions{Name: hookPublish})
-	env.RegisterActivityWithOptions(h.hooks.Dispose, activity.RegisterOptions{Name: hookDispose})
+	env.RegisterActivity(h.Acts)
+	activities.RegisterLegacyNames(env, h.Acts) // as workerapp.Register does
+	env.RegisterActivityWithOptions(h.Hooks.Setup, activity.RegisterOptions{Name: HookSetup})
+	env.RegisterActivityWithOptions(h.Hooks.Commit, activity.RegisterOptions{Name: HookCommit})
+	env.RegisterActivityWithOptions(h.Hooks.Publish, activity.RegisterOptions{Name: HookPublish})
+	env.RegisterActivityWithOptions(h.Hooks.Dispose, activity.RegisterOptions{Name: HookDispose})
 	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
 		h.mu.Lock()
 		h.started = append(h.started, activityCall{name: info.ActivityType.Name, args: args})
-		fn := h.onStarted
+		fn := h.OnStarted
 		waiters := h.startWaiters[info.ActivityType.Name]
 		delete(h.startWaiters, info.ActivityType.Name)
 		h.mu.Unlock()
@@ -259,7 +259,7 @@ func (h *harness) newEnv() *sdktest.TestWorkflowEnvironment {
 	env.SetOnActivityCompletedListener(func(info *activity.Info, _ converter.EncodedValue, err error) {
 		h.mu.Lock()
 		h.completed = append(h.completed, activityCall{name: info.ActivityType.Name, err: err})
-		fn := h.onCompleted
+		fn := h.OnCompleted
 		h.mu.Unlock()
 		if fn != nil {
 			fn(info.ActivityType.Name, err)
@@ -269,27 +269,27 @@ func (h *harness) newEnv() *sdktest.TestWorkflowEnvironment {
 }
 
 // withID makes the top-level workflow run under workflow id session/<id>.
-func (h *harness) withID(id string) *harness {
-	h.env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: workflows.WorkflowID(id)})
-	h.env.idSet = true
+func (h *Harness) WithID(id string) *Harness {
+	h.Env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: workflows.WorkflowID(id)})
+	h.Env.idSet = true
 	return h
 }
 
 // abortNow signals abort with the given reason and cancels the workflow
 // (wid "" = the top-level one), as a caller's AbortSignal does.
-func (h *harness) abortNow(wid string, reason string, isError bool) {
+func (h *Harness) AbortNow(wid string, reason string, isError bool) {
 	req := workflows.AbortRequest{Reason: reason, IsError: isError}
 	if wid == "" {
-		h.env.SignalWorkflow(workflows.SignalAbort, req)
-		h.env.CancelWorkflow()
+		h.Env.SignalWorkflow(workflows.SignalAbort, req)
+		h.Env.CancelWorkflow()
 		return
 	}
-	require.NoError(h.t, h.env.SignalWorkflowByID(wid, workflows.SignalAbort, req))
-	h.env.CancelWorkflowByID(wid, "")
+	require.NoError(h.T, h.Env.SignalWorkflowByID(wid, workflows.SignalAbort, req))
+	h.Env.CancelWorkflowByID(wid, "")
 }
 
 // startedNames lists the activities started so far, in order.
-func (h *harness) startedNames() []string {
+func (h *Harness) StartedNames() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := make([]string, len(h.started))
@@ -300,9 +300,9 @@ func (h *harness) startedNames() []string {
 }
 
 // count returns how many times an activity was started.
-func (h *harness) count(name string) int {
+func (h *Harness) Count(name string) int {
 	n := 0
-	for _, s := range h.startedNames() {
+	for _, s := range h.StartedNames() {
 		if s == name {
 			n++
 		}
@@ -311,8 +311,8 @@ func (h *harness) count(name string) int {
 }
 
 // startedArg decodes the argument of the i-th start of an activity.
-func (h *harness) startedArg(name string, i int, out any) {
-	h.t.Helper()
+func (h *Harness) StartedArg(name string, i int, out any) {
+	h.T.Helper()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	k := 0
@@ -321,29 +321,29 @@ func (h *harness) startedArg(name string, i int, out any) {
 			continue
 		}
 		if k == i {
-			require.NoError(h.t, c.args.Get(out))
+			require.NoError(h.T, c.args.Get(out))
 			return
 		}
 		k++
 	}
-	h.t.Fatalf("activity %s was not started %d times", name, i+1)
+	h.T.Fatalf("activity %s was not started %d times", name, i+1)
 }
 
 // closedHandles returns the handle ids given to CloseHandle, in order.
-func (h *harness) closedHandles() []string {
+func (h *Harness) ClosedHandles() []string {
 	var out []string
-	for i := 0; i < h.count(activities.CloseHandleName); i++ {
+	for i := 0; i < h.Count(activities.CloseHandleName); i++ {
 		var in activities.HandleInput
-		h.startedArg(activities.CloseHandleName, i, &in)
+		h.StartedArg(activities.CloseHandleName, i, &in)
 		out = append(out, in.Ref.HandleID)
 	}
 	return out
 }
 
-// result is the outcome of an update sent through the environment. Every
-// result a test sends must be checked (decode, ok, rejection or failure);
+// Result is the outcome of an update sent through the environment. Every
+// Result a test sends must be checked (decode, ok, rejection or failure);
 // the harness fails a test that leaves one unchecked.
-type result struct {
+type Result struct {
 	name     string
 	done     bool
 	rejected error
@@ -357,9 +357,9 @@ type result struct {
 
 // decode requires that the update completed without error and converts its
 // value into out.
-func (r *result) decode(t *testing.T, out any) {
+func (r *Result) Decode(t *testing.T, out any) {
 	t.Helper()
-	r.ok(t)
+	r.OK(t)
 	if ev, ok := r.value.(converter.EncodedValue); ok {
 		require.NoError(t, ev.Get(out))
 		return
@@ -370,7 +370,7 @@ func (r *result) decode(t *testing.T, out any) {
 }
 
 // ok requires that the update was accepted and completed without error.
-func (r *result) ok(t *testing.T) {
+func (r *Result) OK(t *testing.T) {
 	t.Helper()
 	r.checked = true
 	require.True(t, r.done, "update %s did not complete", r.name)
@@ -380,7 +380,7 @@ func (r *result) ok(t *testing.T) {
 
 // rejection requires that the update was rejected (by its validator or
 // because its workflow did not take it) and returns why.
-func (r *result) rejection(t *testing.T) error {
+func (r *Result) Rejection(t *testing.T) error {
 	t.Helper()
 	r.checked = true
 	require.True(t, r.done, "update %s did not complete", r.name)
@@ -390,7 +390,7 @@ func (r *result) rejection(t *testing.T) error {
 
 // failure requires that the update was accepted and then failed, and
 // returns its error.
-func (r *result) failure(t *testing.T) error {
+func (r *Result) Failure(t *testing.T) error {
 	t.Helper()
 	r.checked = true
 	require.True(t, r.done, "update %s did not complete", r.name)
@@ -402,15 +402,15 @@ func (r *result) failure(t *testing.T) error {
 var updateSeq int
 
 // update sends an update to the workflow (wid "" = the top-level one) now.
-func (h *harness) update(wid, name string, args ...any) *result {
-	r := h.newResult(name)
-	h.send(r, wid, name, args...)
+func (h *Harness) Update(wid, name string, args ...any) *Result {
+	r := h.NewResult(name)
+	h.Send(r, wid, name, args...)
 	return r
 }
 
 // newResult registers a result the test must check.
-func (h *harness) newResult(name string) *result {
-	r := &result{name: name}
+func (h *Harness) NewResult(name string) *Result {
+	r := &Result{name: name}
 	h.mu.Lock()
 	h.results = append(h.results, r)
 	h.mu.Unlock()
@@ -419,26 +419,26 @@ func (h *harness) newResult(name string) *result {
 
 // requireChecked fails the test when an update's outcome was never looked
 // at: an unchecked update can fail (or never be sent) unnoticed.
-func (h *harness) requireChecked() {
-	if h.t.Failed() {
+func (h *Harness) requireChecked() {
+	if h.T.Failed() {
 		return
 	}
 	if h.waiting != "" {
-		h.t.Errorf("the run ended while a step still waited for: %s", h.waiting)
+		h.T.Errorf("the run ended while a step still waited for: %s", h.waiting)
 	}
 	if h.next < h.scheduled {
-		h.t.Errorf("the run ended before %d of its %d scheduled steps ran", h.scheduled-h.next, h.scheduled)
+		h.T.Errorf("the run ended before %d of its %d scheduled steps ran", h.scheduled-h.next, h.scheduled)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for i, r := range h.results {
 		if !r.checked {
-			h.t.Errorf("the outcome of update #%d (%s) was never checked (done %v, rejected %v, err %v)", i+1, r.name, r.done, r.rejected, r.err)
+			h.T.Errorf("the outcome of update #%d (%s) was never checked (done %v, rejected %v, err %v)", i+1, r.name, r.done, r.rejected, r.err)
 		}
 	}
 }
 
-func (h *harness) send(r *result, wid, name string, args ...any) {
+func (h *Harness) Send(r *Result, wid, name string, args ...any) {
 	updateSeq++
 	id := fmt.Sprintf("u%d", updateSeq)
 	settled := func() {
@@ -458,10 +458,10 @@ func (h *harness) send(r *result, wid, name string, args ...any) {
 		},
 	}
 	if wid == "" {
-		h.env.UpdateWorkflow(name, id, cb, args...)
+		h.Env.UpdateWorkflow(name, id, cb, args...)
 		return
 	}
-	if err := h.env.UpdateWorkflowByID(wid, name, id, cb, args...); err != nil {
+	if err := h.Env.UpdateWorkflowByID(wid, name, id, cb, args...); err != nil {
 		r.rejected, r.done = err, true
 		settled()
 	}
@@ -469,9 +469,9 @@ func (h *harness) send(r *result, wid, name string, args ...any) {
 
 // readyThenDispose sends WaitReady at d and, once it returns, Dispose; it
 // returns both results.
-func (h *harness) readyThenDispose(d time.Duration, wid string) (ready, dispose *result) {
-	ready = h.updateAt(d, wid, workflows.UpdateWaitReady)
-	dispose = h.updateAt(d, wid, workflows.UpdateDispose)
+func (h *Harness) ReadyThenDispose(d time.Duration, wid string) (ready, dispose *Result) {
+	ready = h.UpdateAt(d, wid, workflows.UpdateWaitReady)
+	dispose = h.UpdateAt(d, wid, workflows.UpdateDispose)
 	return ready, dispose
 }
 
@@ -509,10 +509,10 @@ type step struct {
 // schedule registers a step due at d and returns; steps run in the order
 // they were scheduled, whatever order the environment fires equal offsets
 // in.
-func (h *harness) schedule(d time.Duration, s step) {
+func (h *Harness) schedule(d time.Duration, s step) {
 	n := h.scheduled
 	h.scheduled++
-	h.env.RegisterDelayedCallback(func() {
+	h.Env.RegisterDelayedCallback(func() {
 		if h.due == nil {
 			h.due = make(map[int]step)
 		}
@@ -522,7 +522,7 @@ func (h *harness) schedule(d time.Duration, s step) {
 }
 
 // pump runs the next step if it is due and its turn has come.
-func (h *harness) pump() {
+func (h *Harness) pump() {
 	if h.busy {
 		return
 	}
@@ -540,7 +540,7 @@ func (h *harness) pump() {
 }
 
 // at runs fn at d on the workflow clock, once every earlier step settled.
-func (h *harness) at(d time.Duration, fn func()) {
+func (h *Harness) At(d time.Duration, fn func()) {
 	h.schedule(d, step{barrier: true, run: func(done func()) { fn(); done() }})
 }
 
@@ -548,9 +548,9 @@ func (h *harness) at(d time.Duration, fn func()) {
 // activity has started (holding the sequence until then), after the earlier
 // updateAt and at steps, whatever updateNoWaitAt updates are still in
 // flight: an abort or a deactivation that must find the activity pending.
-func (h *harness) atStarted(d time.Duration, activity string, fn func()) {
+func (h *Harness) AtStarted(d time.Duration, activity string, fn func()) {
 	h.schedule(d, step{run: func(done func()) {
-		if h.count(activity) > 0 {
+		if h.Count(activity) > 0 {
 			fn()
 			done()
 			return
@@ -569,7 +569,7 @@ func (h *harness) atStarted(d time.Duration, activity string, fn func()) {
 // environment skips ahead to when the workflows are idle). The earlier
 // updateAt and at steps have settled by then; updateNoWaitAt updates may
 // still be in flight. A condition never met fails the test.
-func (h *harness) waitFor(d time.Duration, what string, cond func() bool) {
+func (h *Harness) WaitFor(d time.Duration, what string, cond func() bool) {
 	h.schedule(d, step{run: func(done func()) {
 		var check func()
 		check = func() {
@@ -579,7 +579,7 @@ func (h *harness) waitFor(d time.Duration, what string, cond func() bool) {
 				return
 			}
 			h.waiting = what
-			h.env.RegisterDelayedCallback(check, 100*time.Millisecond)
+			h.Env.RegisterDelayedCallback(check, 100*time.Millisecond)
 		}
 		check()
 	}})
@@ -587,9 +587,9 @@ func (h *harness) waitFor(d time.Duration, what string, cond func() bool) {
 
 // loopChildrenSettled is a waitFor condition: the top-level loop lists at
 // least n children and all of them have settled.
-func (h *harness) loopChildrenSettled(n int) func() bool {
+func (h *Harness) LoopChildrenSettled(n int) func() bool {
 	return func() bool {
-		d, ok := h.loopDescription()
+		d, ok := h.LoopDescription()
 		if !ok || len(d.Children) < n {
 			return false
 		}
@@ -604,17 +604,17 @@ func (h *harness) loopChildrenSettled(n int) func() bool {
 
 // loopChildStarted is a waitFor condition: the top-level loop's n-th child
 // (from 1) has started its execution, so updates can reach it.
-func (h *harness) loopChildStarted(n int) func() bool {
+func (h *Harness) LoopChildStarted(n int) func() bool {
 	return func() bool {
-		d, ok := h.loopDescription()
+		d, ok := h.LoopDescription()
 		return ok && len(d.Children) >= n && d.Children[n-1].RunID != ""
 	}
 }
 
 // loopDescription queries the top-level loop.
-func (h *harness) loopDescription() (workflows.LoopDescription, bool) {
+func (h *Harness) LoopDescription() (workflows.LoopDescription, bool) {
 	var d workflows.LoopDescription
-	v, err := h.env.QueryWorkflow(workflows.QueryDescribe)
+	v, err := h.Env.QueryWorkflow(workflows.QueryDescribe)
 	if err != nil {
 		return d, false
 	}
@@ -623,17 +623,17 @@ func (h *harness) loopDescription() (workflows.LoopDescription, bool) {
 
 // atNoWait runs fn at d on the workflow clock, after the earlier updateAt
 // and at steps, whatever updateNoWaitAt updates are still in flight.
-func (h *harness) atNoWait(d time.Duration, fn func()) {
+func (h *Harness) AtNoWait(d time.Duration, fn func()) {
 	h.schedule(d, step{run: func(done func()) { fn(); done() }})
 }
 
 // updateAt sends an update at d once every earlier step settled, holds the
 // sequence until it settles, and returns its future result.
-func (h *harness) updateAt(d time.Duration, wid, name string, args ...any) *result {
-	r := h.newResult(name)
+func (h *Harness) UpdateAt(d time.Duration, wid, name string, args ...any) *Result {
+	r := h.NewResult(name)
 	h.schedule(d, step{barrier: true, run: func(done func()) {
 		r.then = done
-		h.send(r, wid, name, args...)
+		h.Send(r, wid, name, args...)
 	}})
 	return r
 }
@@ -641,38 +641,38 @@ func (h *harness) updateAt(d time.Duration, wid, name string, args ...any) *resu
 // updateNoWaitAt sends an update at d after the earlier updateAt and at
 // steps, and lets the sequence go on while it is in flight; the next
 // updateAt or at step waits for it.
-func (h *harness) updateNoWaitAt(d time.Duration, wid, name string, args ...any) *result {
-	r := h.newResult(name)
+func (h *Harness) UpdateNoWaitAt(d time.Duration, wid, name string, args ...any) *Result {
+	r := h.NewResult(name)
 	h.schedule(d, step{run: func(done func()) {
 		h.inFlight++
 		r.then = func() {
 			h.inFlight--
 			h.pump()
 		}
-		h.send(r, wid, name, args...)
+		h.Send(r, wid, name, args...)
 		done()
 	}})
 	return r
 }
 
 // describe queries a session workflow.
-func (h *harness) describe(wid string) workflows.Description {
-	h.t.Helper()
+func (h *Harness) Describe(wid string) workflows.Description {
+	h.T.Helper()
 	var v converter.EncodedValue
 	var err error
 	if wid == "" {
-		v, err = h.env.QueryWorkflow(workflows.QueryDescribe)
+		v, err = h.Env.QueryWorkflow(workflows.QueryDescribe)
 	} else {
-		v, err = h.env.QueryWorkflowByID(wid, workflows.QueryDescribe)
+		v, err = h.Env.QueryWorkflowByID(wid, workflows.QueryDescribe)
 	}
-	require.NoError(h.t, err)
+	require.NoError(h.T, err)
 	var d workflows.Description
-	require.NoError(h.t, v.Get(&d))
+	require.NoError(h.T, v.Get(&d))
 	return d
 }
 
 // appErr extracts the application error of a workflow or update failure.
-func appErr(t *testing.T, err error) *temporal.ApplicationError {
+func AppErr(t *testing.T, err error) *temporal.ApplicationError {
 	t.Helper()
 	require.Error(t, err)
 	var app *temporal.ApplicationError
@@ -681,22 +681,22 @@ func appErr(t *testing.T, err error) *temporal.ApplicationError {
 }
 
 // requireMessage asserts the exact application error message.
-func requireMessage(t *testing.T, err error, msg string) *temporal.ApplicationError {
+func RequireMessage(t *testing.T, err error, msg string) *temporal.ApplicationError {
 	t.Helper()
-	app := appErr(t, err)
+	app := AppErr(t, err)
 	require.Equal(t, msg, app.Message())
 	return app
 }
 
 // persisted writes the "persisted session" fixture of the S0 cases: create,
 // append [turn/start{1}@0, turn/end{completed}@1], close.
-func persisted(t *testing.T, st *jsonl.Store, id string, cwd string) {
+func Persisted(t *testing.T, st *jsonl.Store, id string, cwd string) {
 	t.Helper()
-	writeStored(t, st, session.Header{ID: id, Cwd: cwd, CreatedAt: 1}, 0, []session.Event{turnStart(t, 0, 1), turnEnd(t, 1, 1)})
+	WriteStored(t, st, session.Header{ID: id, Cwd: cwd, CreatedAt: 1}, 0, []session.Event{TurnStart(t, 0, 1), TurnEnd(t, 1, 1)})
 }
 
 // writeStored creates a session directly in the store with events.
-func writeStored(t *testing.T, st *jsonl.Store, hdr session.Header, inherited int64, events []session.Event) {
+func WriteStored(t *testing.T, st *jsonl.Store, hdr session.Header, inherited int64, events []session.Event) {
 	t.Helper()
 	ctx := context.Background()
 	hdr.Version = session.FormatVersion
@@ -711,7 +711,7 @@ func writeStored(t *testing.T, st *jsonl.Store, hdr session.Header, inherited in
 }
 
 // stored reads a session's events through a read handle.
-func stored(t *testing.T, st *jsonl.Store, id string) []session.Event {
+func Stored(t *testing.T, st *jsonl.Store, id string) []session.Event {
 	t.Helper()
 	ctx := context.Background()
 	h, err := st.Open(ctx, id, jsonl.AccessRead, jsonl.OpenOptions{})
@@ -722,7 +722,7 @@ func stored(t *testing.T, st *jsonl.Store, id string) []session.Event {
 	return evs
 }
 
-func types(evs []session.Event) []string {
+func Types(evs []session.Event) []string {
 	out := make([]string, len(evs))
 	for i, e := range evs {
 		out[i] = e.Type
@@ -730,7 +730,7 @@ func types(evs []session.Event) []string {
 	return out
 }
 
-func requireContiguous(t *testing.T, evs []session.Event) {
+func RequireContiguous(t *testing.T, evs []session.Event) {
 	t.Helper()
 	for i, e := range evs {
 		require.Equal(t, int64(i), e.Seq, "seq at index %d", i)
@@ -743,7 +743,7 @@ var probeSeq int
 // on it, and that a new write open succeeds at once (the probe's handle is
 // closed again). A session that is not stored fails: use requireErased for
 // one that must be gone.
-func requireReleased(t *testing.T, st *jsonl.Store, id string) {
+func RequireReleased(t *testing.T, st *jsonl.Store, id string) {
 	t.Helper()
 	ctx := context.Background()
 	snap, err := st.Stat(ctx, id)
@@ -764,7 +764,7 @@ func requireReleased(t *testing.T, st *jsonl.Store, id string) {
 // reads nothing, a write open is refused `not found`), no lease, and the id
 // can be created again (the probe's create is closed unmaterialized, so it
 // is erased again).
-func requireErased(t *testing.T, st *jsonl.Store, id string) {
+func RequireErased(t *testing.T, st *jsonl.Store, id string) {
 	t.Helper()
 	ctx := context.Background()
 	snap, err := st.Stat(ctx, id)
@@ -788,7 +788,7 @@ func requireErased(t *testing.T, st *jsonl.Store, id string) {
 
 // closeErr wraps the real CloseHandle so that it really closes and then
 // rejects, as the seed's rejecting close does.
-func closeErr(a *activities.Activities, msg string) func(context.Context, activities.HandleInput) error {
+func CloseErr(a *activities.Activities, msg string) func(context.Context, activities.HandleInput) error {
 	return func(ctx context.Context, in activities.HandleInput) error {
 		if err := a.CloseHandle(ctx, in); err != nil {
 			return err
@@ -798,13 +798,13 @@ func closeErr(a *activities.Activities, msg string) func(context.Context, activi
 }
 
 // plainErr is a non-retryable application error of type Error.
-func plainErr(msg string) error { return temporal.NewNonRetryableApplicationError(msg, "Error", nil) }
+func PlainErr(msg string) error { return temporal.NewNonRetryableApplicationError(msg, "Error", nil) }
 
-func f64(v float64) *float64 { return &v }
+func F64(v float64) *float64 { return &v }
 
 // corruptFirstEvent replaces the first event line of a raw log with a
 // damaged record, so damage sits before the last turn/end.
-func corruptFirstEvent(t *testing.T, path string) {
+func CorruptFirstEvent(t *testing.T, path string) {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	require.NoError(t, err)
@@ -816,8 +816,8 @@ func corruptFirstEvent(t *testing.T, path string) {
 
 // Event builders shared by the test packages.
 var (
-	ev        = events.Ev
-	turnStart = events.TurnStart
-	turnEnd   = events.TurnEnd
-	liveTurn  = events.LiveTurn
+	Ev        = events.Ev
+	TurnStart = events.TurnStart
+	TurnEnd   = events.TurnEnd
+	LiveTurn  = events.LiveTurn
 )

@@ -31,87 +31,87 @@ func TestLoopConfigValidation(t *testing.T) {
 			Agents:                    []workflows.AgentConfig{{ID: "one", SessionID: "a"}, {ID: "two", SessionID: "b"}},
 			ConfiguredAgentIdentities: map[string]workflows.AgentIdentity{"two": {ID: "a", Resume: true}}},
 			`agents "one" and "two" use duplicate exact session identity "a"`},
-		{"max parallel tool calls", workflows.SessionLoopInput{MaxParallelToolCalls: f64(0.5)},
+		{"max parallel tool calls", workflows.SessionLoopInput{MaxParallelToolCalls: F64(0.5)},
 			"maxParallelToolCalls must be a positive integer"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			h := newHarness(t)
-			h.env.ExecuteWorkflow(workflows.SessionLoop, c.in)
-			requireMessage(t, h.env.GetWorkflowError(), c.want)
-			require.Empty(t, h.startedNames())
+			h := NewHarness(t)
+			h.Env.ExecuteWorkflow(workflows.SessionLoop, c.in)
+			RequireMessage(t, h.Env.GetWorkflowError(), c.want)
+			require.Empty(t, h.StartedNames())
 		})
 	}
 }
 
 func TestLoopRefusesWorkWhenInactive(t *testing.T) {
-	h := newHarness(t)
-	start := h.updateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{SessionID: "live"}})
-	ready := h.updateAt(2*time.Second, workflows.WorkflowID("live"), workflows.UpdateWaitReady)
-	late := h.newResult(workflows.UpdateStart)
-	h.at(3*time.Second, func() {
-		h.env.CancelWorkflow()
-		h.send(late, "", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{SessionID: "late"}})
+	h := NewHarness(t)
+	start := h.UpdateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{SessionID: "live"}})
+	ready := h.UpdateAt(2*time.Second, workflows.WorkflowID("live"), workflows.UpdateWaitReady)
+	late := h.NewResult(workflows.UpdateStart)
+	h.At(3*time.Second, func() {
+		h.Env.CancelWorkflow()
+		h.Send(late, "", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{SessionID: "late"}})
 	})
-	h.env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{})
-	require.NoError(t, h.env.GetWorkflowError())
-	start.ok(t)
-	ready.ok(t)
-	require.ErrorContains(t, late.rejection(t), "agent loop is not active")
+	h.Env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{})
+	require.NoError(t, h.Env.GetWorkflowError())
+	start.OK(t)
+	ready.OK(t)
+	require.ErrorContains(t, late.Rejection(t), "agent loop is not active")
 	var res workflows.LoopDescription
-	require.NoError(t, h.env.GetWorkflowResult(&res))
+	require.NoError(t, h.Env.GetWorkflowResult(&res))
 	require.Len(t, res.Children, 1)
 	require.True(t, res.Children[0].WasLive)
 	require.Equal(t, workflows.ChildSettled, res.Children[0].State)
 	require.Nil(t, res.Children[0].Error, "a live child disposes cleanly on deactivation")
 	// Never appended to, so its disposal erased it.
-	requireErased(t, h.store, "live")
+	RequireErased(t, h.Store, "live")
 }
 
 // LIFECYCLE.md §7.2, a failing setup hook, for a resume of an open turn:
 // nothing published, handle closed, and the closers and marker remain
 // stored.
 func TestRollbackResumeSetupKeepsRepair(t *testing.T) {
-	h := newHarness(t).withID("rb")
-	writeStored(t, h.store, session.Header{ID: "rb", CreatedAt: 1}, 0, []session.Event{turnStart(t, 0, 1)})
-	h.hooks.setup = func(context.Context, workflows.SetupInput) (workflows.SetupResult, error) {
-		return workflows.SetupResult{}, plainErr("setup failed")
+	h := NewHarness(t).WithID("rb")
+	WriteStored(t, h.Store, session.Header{ID: "rb", CreatedAt: 1}, 0, []session.Event{TurnStart(t, 0, 1)})
+	h.Hooks.SetupFunc = func(context.Context, workflows.SetupInput) (workflows.SetupResult, error) {
+		return workflows.SetupResult{}, PlainErr("setup failed")
 	}
-	h.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "rb", Hooks: allHooks})
-	requireMessage(t, h.env.GetWorkflowError(), "setup failed")
-	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed"}, types(stored(t, h.store, "rb")))
-	require.Equal(t, 0, h.count(hookPublish))
-	requireReleased(t, h.store, "rb")
+	h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "rb", Hooks: AllHooks})
+	RequireMessage(t, h.Env.GetWorkflowError(), "setup failed")
+	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed"}, Types(Stored(t, h.Store, "rb")))
+	require.Equal(t, 0, h.Count(HookPublish))
+	RequireReleased(t, h.Store, "rb")
 }
 
 // LIFECYCLE.md §7.2, a failing commit point, with setup events: the whole
 // suffix is one batch; nothing is stored when it fails.
 func TestCreateSetupEventsStoredWithSeed(t *testing.T) {
-	h := newHarness(t).withID("se")
-	h.hooks.setup = func(_ context.Context, in workflows.SetupInput) (workflows.SetupResult, error) {
-		return workflows.SetupResult{Events: []session.Event{ev(t, session.TypeTodoWrite, in.EventCount, map[string]any{"todos": []any{}})}}, nil
+	h := NewHarness(t).WithID("se")
+	h.Hooks.SetupFunc = func(_ context.Context, in workflows.SetupInput) (workflows.SetupResult, error) {
+		return workflows.SetupResult{Events: []session.Event{Ev(t, session.TypeTodoWrite, in.EventCount, map[string]any{"todos": []any{}})}}, nil
 	}
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	disp := h.updateAt(2*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "se", Seed: []session.Event{turnStart(t, 0, 1), turnEnd(t, 1, 1)}, Hooks: allHooks})
-	require.NoError(t, h.env.GetWorkflowError())
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	disp := h.UpdateAt(2*time.Second, "", workflows.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "se", Seed: []session.Event{TurnStart(t, 0, 1), TurnEnd(t, 1, 1)}, Hooks: AllHooks})
+	require.NoError(t, h.Env.GetWorkflowError())
 	var info workflows.SessionInfo
-	ready.decode(t, &info)
+	ready.Decode(t, &info)
 	require.Equal(t, int64(4), info.NextSeq)
-	require.Equal(t, 1, h.count(activities.AppendBatchName), "seed, marker and setup events in one batch")
-	disp.ok(t)
-	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed", "todo/write"}, types(stored(t, h.store, "se")))
-	requireReleased(t, h.store, "se")
+	require.Equal(t, 1, h.Count(activities.AppendBatchName), "seed, marker and setup events in one batch")
+	disp.OK(t)
+	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed", "todo/write"}, Types(Stored(t, h.Store, "se")))
+	RequireReleased(t, h.Store, "se")
 }
 
 // A create refused by validation has no side effect at all.
 func TestCreateValidationBeforeSideEffects(t *testing.T) {
-	h := newHarness(t)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "bad", Seed: []session.Event{turnStart(t, 1, 1)}})
-	app := appErr(t, h.env.GetWorkflowError())
+	h := NewHarness(t)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "bad", Seed: []session.Event{TurnStart(t, 1, 1)}})
+	app := AppErr(t, h.Env.GetWorkflowError())
 	require.Equal(t, "InvalidArgument", app.Type())
-	require.Empty(t, h.startedNames())
-	lease, err := h.store.LeaseOf(context.Background(), "bad")
+	require.Empty(t, h.StartedNames())
+	lease, err := h.Store.LeaseOf(context.Background(), "bad")
 	require.NoError(t, err)
 	require.Nil(t, lease)
 }
@@ -139,16 +139,16 @@ func dupParent(ctx workflow.Context) error {
 }
 
 func TestLoopStartOfRunningIDAlreadyExists(t *testing.T) {
-	h := newHarness(t)
-	h.env.RegisterWorkflow(dupParent)
-	dup := h.updateAt(time.Second, "loop", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{SessionID: "dup"}})
-	disp := h.updateAt(2*time.Second, workflows.WorkflowID("dup"), workflows.UpdateDispose)
-	h.at(3*time.Second, func() { h.env.CancelWorkflowByID("loop", "") })
-	h.env.ExecuteWorkflow(dupParent)
-	require.NoError(t, h.env.GetWorkflowError())
-	app := requireMessage(t, dup.failure(t), `session "dup" already exists`)
-	disp.ok(t)
+	h := NewHarness(t)
+	h.Env.RegisterWorkflow(dupParent)
+	dup := h.UpdateAt(time.Second, "loop", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{SessionID: "dup"}})
+	disp := h.UpdateAt(2*time.Second, workflows.WorkflowID("dup"), workflows.UpdateDispose)
+	h.At(3*time.Second, func() { h.Env.CancelWorkflowByID("loop", "") })
+	h.Env.ExecuteWorkflow(dupParent)
+	require.NoError(t, h.Env.GetWorkflowError())
+	app := RequireMessage(t, dup.Failure(t), `session "dup" already exists`)
+	disp.OK(t)
 	require.Equal(t, "SessionAlreadyExists", app.Type())
-	require.Equal(t, 1, h.count(activities.CreateHandleName))
-	requireErased(t, h.store, "dup")
+	require.Equal(t, 1, h.Count(activities.CreateHandleName))
+	RequireErased(t, h.Store, "dup")
 }

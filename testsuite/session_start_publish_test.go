@@ -13,20 +13,20 @@ import (
 // session/created and agent/created succeeded, fails with that error: the
 // session never goes live and is erased.
 func TestCreateFailsWhenSessionStartPublicationFails(t *testing.T) {
-	h := newHarness(t).withID("ssp")
+	h := NewHarness(t).WithID("ssp")
 	var published []string
-	h.hooks.publish = func(_ context.Context, in workflows.PublishInput) error {
+	h.Hooks.PublishFunc = func(_ context.Context, in workflows.PublishInput) error {
 		published = append(published, in.Entry.Type)
 		if in.Entry.Type == "agent/session-start" {
-			return plainErr("start announcement refused")
+			return PlainErr("start announcement refused")
 		}
 		return nil
 	}
-	ready := h.updateAt(0, "", workflows.UpdateWaitReady)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "ssp", Hooks: allHooks})
-	requireMessage(t, h.env.GetWorkflowError(), "start announcement refused")
+	ready := h.UpdateAt(0, "", workflows.UpdateWaitReady)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "ssp", Hooks: AllHooks})
+	RequireMessage(t, h.Env.GetWorkflowError(), "start announcement refused")
 	require.Equal(t, []string{"session/created", "agent/created", "agent/session-start"}, published)
-	requireMessage(t, ready.failure(t), "start announcement refused")
-	require.Equal(t, workflows.PhaseClosed, h.describe("").Phase)
-	requireErased(t, h.store, "ssp")
+	RequireMessage(t, ready.Failure(t), "start announcement refused")
+	require.Equal(t, workflows.PhaseClosed, h.Describe("").Phase)
+	RequireErased(t, h.Store, "ssp")
 }

@@ -63,8 +63,8 @@ func TestRealTurnMCPTools(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, b.Close()) })
 
-	h := newHarness(t).withID("rmcp")
-	acts := agentActivities(h, provider.Set{"scripted": scriptedProvider(t,
+	h := NewHarness(t).WithID("rmcp")
+	acts := AgentActivities(h, provider.Set{"scripted": ScriptedProvider(t,
 		scripted.Response{ToolCalls: []scripted.Call{
 			{ID: "c1", Name: "notes__note", Arguments: `{"text":"a"}`},
 			{ID: "c2", Name: "notes__crash", Arguments: `{}`},
@@ -73,10 +73,10 @@ func TestRealTurnMCPTools(t *testing.T) {
 		scripted.Text("done"),
 	)})
 	require.NoError(t, b.Register(acts.Tools.(*tool.Registry)))
-	h.env.RegisterActivity(acts)
+	h.Env.RegisterActivity(acts)
 
-	evs := h.runTurns(workflows.CreateSessionRequest{SessionID: "rmcp", AgentOptions: route(), Meta: &workflows.SessionMeta{Cwd: t.TempDir()}}, prompt("take notes"))
-	requireBalanced(t, evs)
+	evs := h.RunTurns(workflows.CreateSessionRequest{SessionID: "rmcp", AgentOptions: Route(), Meta: &workflows.SessionMeta{Cwd: t.TempDir()}}, Prompt("take notes"))
+	RequireBalanced(t, evs)
 	type res struct {
 		id, text, code string
 		isError        bool
@@ -102,5 +102,5 @@ func TestRealTurnMCPTools(t *testing.T) {
 		{id: "c3", text: "noted: b"},
 	}, got)
 	require.Equal(t, "done", assistantOf(t, evs[len(evs)-3]).Message.Content[0].Text)
-	require.Equal(t, []string{"completed"}, reasonKinds(turnEnds(t, evs)))
+	require.Equal(t, []string{"completed"}, ReasonKinds(TurnEnds(t, evs)))
 }

@@ -24,35 +24,35 @@ import (
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
-func route() *workflows.AgentOptions {
+func Route() *workflows.AgentOptions {
 	return &workflows.AgentOptions{Provider: "scripted", Model: "m1"}
 }
 
-func prompt(text string) workflows.InputRequest {
+func Prompt(text string) workflows.InputRequest {
 	b, _ := json.Marshal(text)
 	return workflows.InputRequest{Content: b}
 }
 
-func promptID(id, text string) workflows.InputRequest {
-	r := prompt(text)
+func PromptID(id, text string) workflows.InputRequest {
+	r := Prompt(text)
 	r.MessageID = id
 	return r
 }
 
 // loopState queries the top-level session's loop.
-func (h *harness) loopState() workflows.LoopState {
-	h.t.Helper()
-	v, err := h.env.QueryWorkflow(workflows.QueryLoopState)
-	require.NoError(h.t, err)
+func (h *Harness) LoopState() workflows.LoopState {
+	h.T.Helper()
+	v, err := h.Env.QueryWorkflow(workflows.QueryLoopState)
+	require.NoError(h.T, err)
 	var s workflows.LoopState
-	require.NoError(h.t, v.Get(&s))
+	require.NoError(h.T, v.Get(&s))
 	return s
 }
 
 // turnsEnded is a waitFor condition: n turns have ended.
-func (h *harness) turnsEnded(n int) func() bool {
+func (h *Harness) TurnsEnded(n int) func() bool {
 	return func() bool {
-		s := h.loopState()
+		s := h.LoopState()
 		k := 0
 		for _, r := range s.Recent {
 			if r.Reason != nil {
@@ -63,7 +63,7 @@ func (h *harness) turnsEnded(n int) func() bool {
 	}
 }
 
-func reasonKinds(rs []session.TurnEndReason) []string {
+func ReasonKinds(rs []session.TurnEndReason) []string {
 	out := make([]string, len(rs))
 	for i, r := range rs {
 		out[i] = r.Kind
@@ -72,29 +72,29 @@ func reasonKinds(rs []session.TurnEndReason) []string {
 }
 
 func TestTurnPlain(t *testing.T) {
-	h := newHarness(t).withID("tp")
-	fa := newFakeAgent(h, &fakeResponse{text: "Hello there"})
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.updateAt(2*time.Second, "", workflows.UpdateFollowup, promptID("m-1", "hi"))
-	h.waitFor(2*time.Second, "turn 1 ended", h.turnsEnded(1))
+	h := NewHarness(t).WithID("tp")
+	fa := NewFakeAgent(h, &FakeResponse{Text: "Hello there"})
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, PromptID("m-1", "hi"))
+	h.WaitFor(2*time.Second, "turn 1 ended", h.TurnsEnded(1))
 	var st workflows.LoopState
-	h.at(3*time.Second, func() { st = h.loopState() })
-	disp := h.updateAt(4*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "tp", AgentOptions: route()})
-	require.NoError(t, h.env.GetWorkflowError())
-	ready.ok(t)
-	disp.ok(t)
+	h.At(3*time.Second, func() { st = h.LoopState() })
+	disp := h.UpdateAt(4*time.Second, "", workflows.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "tp", AgentOptions: Route()})
+	require.NoError(t, h.Env.GetWorkflowError())
+	ready.OK(t)
+	disp.OK(t)
 	var in workflows.InputResult
-	fu.decode(t, &in)
+	fu.Decode(t, &in)
 	require.Equal(t, workflows.InputResult{MessageID: "m-1", Target: "next-turn", SplicedSeq: -1}, in)
 
-	evs := stored(t, h.store, "tp")
-	requireBalanced(t, evs)
-	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message", "step/end", "turn/end"}, types(evs))
-	require.Equal(t, []string{"completed"}, reasonKinds(turnEnds(t, evs)))
+	evs := Stored(t, h.Store, "tp")
+	RequireBalanced(t, evs)
+	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message", "step/end", "turn/end"}, Types(evs))
+	require.Equal(t, []string{"completed"}, ReasonKinds(TurnEnds(t, evs)))
 	require.Equal(t, `{"id":"m-1","role":"user","content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}}`, string(evs[2].Data))
 	require.Equal(t, "append", evs[2].SurfaceOp.Op)
-	require.Equal(t, []agent.ModelInput{{Ref: fa.models[0].Ref, Turn: 1, Step: 1, Provider: "scripted", Model: "m1"}}, fa.models)
+	require.Equal(t, []agent.ModelInput{{Ref: fa.Models[0].Ref, Turn: 1, Step: 1, Provider: "scripted", Model: "m1"}}, fa.Models)
 
 	require.Equal(t, workflows.LoopIdle, st.State)
 	require.Equal(t, int64(1), st.LastTurn)
@@ -106,52 +106,52 @@ func TestTurnPlain(t *testing.T) {
 	require.Equal(t, int64(1), st.Recent[0].Steps)
 	require.Equal(t, "completed", st.Recent[0].Reason.Kind)
 	// Plain turn: one batch of the workflow's events, the model call, EndTurn.
-	require.Equal(t, 1, h.count(agent.EndTurnActivity))
+	require.Equal(t, 1, h.Count(agent.EndTurnActivity))
 }
 
 // A step's tool calls: parallel-safe ones run in a rolling pool of
 // maxParallelToolCalls, an exclusive one runs alone once every earlier call
 // finished, and later calls wait for it.
 func TestTurnToolsPoolAndBarrier(t *testing.T) {
-	h := newHarness(t).withID("tt")
+	h := NewHarness(t).WithID("tt")
 	par := func(id string) agent.CallRef { return agent.CallRef{ID: id, Name: "read", Parallel: true} }
 	calls := []agent.CallRef{par("c1"), par("c2"), par("c3"), {ID: "c4", Name: "write"}, par("c5"), par("c6")}
-	fa := newFakeAgent(h, &fakeResponse{calls: calls}, &fakeResponse{text: "done"})
-	fa.tools["read"] = &fakeTool{d: 300 * time.Millisecond}
-	fa.tools["write"] = &fakeTool{d: 100 * time.Millisecond}
-	opts := route()
+	fa := NewFakeAgent(h, &FakeResponse{Calls: calls}, &FakeResponse{Text: "done"})
+	fa.Tools["read"] = &FakeTool{Duration: 300 * time.Millisecond}
+	fa.Tools["write"] = &FakeTool{Duration: 100 * time.Millisecond}
+	opts := Route()
 	two := 2.0
 	opts.MaxParallelToolCalls = &two
-	evs := h.runTurns(workflows.CreateSessionRequest{SessionID: "tt", AgentOptions: opts}, prompt("go"))
-	requireBalanced(t, evs)
+	evs := h.RunTurns(workflows.CreateSessionRequest{SessionID: "tt", AgentOptions: opts}, Prompt("go"))
+	RequireBalanced(t, evs)
 
 	// Every call dispatched once, with its model-order index.
-	byIndex := make([]string, h.count(agent.RunToolActivity))
+	byIndex := make([]string, h.Count(agent.RunToolActivity))
 	require.Len(t, byIndex, 6)
 	for i := range byIndex {
 		var in agent.ToolInput
-		h.startedArg(agent.RunToolActivity, i, &in)
+		h.StartedArg(agent.RunToolActivity, i, &in)
 		require.Equal(t, int64(3), in.MessageSeq)
 		byIndex[in.Index] = in.CallID
 	}
 	require.Equal(t, []string{"c1", "c2", "c3", "c4", "c5", "c6"}, byIndex)
-	require.Equal(t, 2, fa.maxConc, "the pool holds at most two calls")
+	require.Equal(t, 2, fa.MaxConc, "the pool holds at most two calls")
 	starts := map[string][]string{}
-	for _, s := range fa.starts {
-		slices.Sort(s.running)
-		starts[s.id] = s.running
+	for _, s := range fa.Starts {
+		slices.Sort(s.Running)
+		starts[s.ID] = s.Running
 	}
 	require.Empty(t, starts["c4"], "the exclusive call starts alone")
-	require.Less(t, slices.Index(fa.ends, "c3"), slices.Index(fa.ends, "c4"))
+	require.Less(t, slices.Index(fa.Ends, "c3"), slices.Index(fa.Ends, "c4"))
 	for _, id := range []string{"c5", "c6"} {
 		require.NotContains(t, starts[id], "c4", "calls after the barrier wait for it")
-		require.Less(t, slices.Index(fa.ends, "c4"), slices.Index(fa.ends, id))
+		require.Less(t, slices.Index(fa.Ends, "c4"), slices.Index(fa.Ends, id))
 	}
 	for _, id := range []string{"c1", "c2", "c3"} {
-		require.Less(t, slices.Index(fa.ends, id), slices.Index(fa.ends, "c4"))
+		require.Less(t, slices.Index(fa.Ends, id), slices.Index(fa.Ends, "c4"))
 	}
 
-	require.Equal(t, []string{"completed"}, reasonKinds(turnEnds(t, evs)))
+	require.Equal(t, []string{"completed"}, ReasonKinds(TurnEnds(t, evs)))
 	n := 0
 	for _, e := range evs {
 		if e.Type == session.TypeToolResult {
@@ -160,40 +160,40 @@ func TestTurnToolsPoolAndBarrier(t *testing.T) {
 	}
 	require.Equal(t, 6, n)
 	// Step 2 answers after the tools.
-	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message"}, types(evs[:4]))
-	require.Equal(t, []string{"step/end", "step/start", "assistant/message", "step/end", "turn/end"}, types(evs[len(evs)-5:]))
-	require.Len(t, fa.models, 2)
-	require.Equal(t, int64(2), fa.models[1].Step)
+	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message"}, Types(evs[:4]))
+	require.Equal(t, []string{"step/end", "step/start", "assistant/message", "step/end", "turn/end"}, Types(evs[len(evs)-5:]))
+	require.Len(t, fa.Models, 2)
+	require.Equal(t, int64(2), fa.Models[1].Step)
 }
 
 // A Steer while the model streams is claimed by the next step of the same
 // turn; a Followup sent during the turn starts the next turn.
 func TestTurnSteerAndFollowupDuringTurn(t *testing.T) {
-	h := newHarness(t).withID("ts")
-	first := &fakeResponse{text: "first", hold: true}
-	fa := newFakeAgent(h, first, &fakeResponse{text: "second"}, &fakeResponse{text: "third"})
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.updateAt(2*time.Second, "", workflows.UpdateFollowup, promptID("f1", "one"))
-	h.atStarted(2*time.Second, agent.CallModelActivity, func() {})
-	steer := h.updateAt(3*time.Second, "", workflows.UpdateSteer, promptID("s1", "steer"))
-	later := h.updateAt(3*time.Second, "", workflows.UpdateFollowup, promptID("f2", "two"))
+	h := NewHarness(t).WithID("ts")
+	first := &FakeResponse{Text: "first", Hold: true}
+	fa := NewFakeAgent(h, first, &FakeResponse{Text: "second"}, &FakeResponse{Text: "third"})
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, PromptID("f1", "one"))
+	h.AtStarted(2*time.Second, agent.CallModelActivity, func() {})
+	steer := h.UpdateAt(3*time.Second, "", workflows.UpdateSteer, PromptID("s1", "steer"))
+	later := h.UpdateAt(3*time.Second, "", workflows.UpdateFollowup, PromptID("f2", "two"))
 	var mid workflows.LoopState
-	h.at(3*time.Second, func() {
-		mid = h.loopState()
-		close(first.release)
+	h.At(3*time.Second, func() {
+		mid = h.LoopState()
+		close(first.Release)
 	})
-	h.waitFor(4*time.Second, "two turns ended", h.turnsEnded(2))
+	h.WaitFor(4*time.Second, "two turns ended", h.TurnsEnded(2))
 	var st workflows.LoopState
-	h.at(5*time.Second, func() { st = h.loopState() })
-	disp := h.updateAt(6*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "ts", AgentOptions: route()})
-	require.NoError(t, h.env.GetWorkflowError())
-	ready.ok(t)
-	fu.ok(t)
-	disp.ok(t)
+	h.At(5*time.Second, func() { st = h.LoopState() })
+	disp := h.UpdateAt(6*time.Second, "", workflows.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "ts", AgentOptions: Route()})
+	require.NoError(t, h.Env.GetWorkflowError())
+	ready.OK(t)
+	fu.OK(t)
+	disp.OK(t)
 	var sr, lr workflows.InputResult
-	steer.decode(t, &sr)
-	later.decode(t, &lr)
+	steer.Decode(t, &sr)
+	later.Decode(t, &lr)
 	require.Equal(t, int64(1), sr.Turn, "queued during turn 1")
 	require.Equal(t, "next-step", sr.Target)
 	require.Equal(t, "next-turn", lr.Target)
@@ -204,137 +204,137 @@ func TestTurnSteerAndFollowupDuringTurn(t *testing.T) {
 	require.Equal(t, []string{"f2"}, mid.Pending.NextTurn)
 	require.Equal(t, []string{"s1"}, mid.Pending.NextStep)
 
-	evs := stored(t, h.store, "ts")
-	requireBalanced(t, evs)
+	evs := Stored(t, h.Store, "ts")
+	RequireBalanced(t, evs)
 	require.Equal(t, []string{
 		"turn/start", "step/start", "user/message", "assistant/message",
 		"step/end", "step/start", "user/message", "assistant/message", "step/end", "turn/end",
 		"turn/start", "step/start", "user/message", "assistant/message", "step/end", "turn/end",
-	}, types(evs))
-	require.Equal(t, []string{"one", "steer", "two"}, userTexts(t, evs))
-	require.Equal(t, []string{"completed", "completed"}, reasonKinds(turnEnds(t, evs)))
+	}, Types(evs))
+	require.Equal(t, []string{"one", "steer", "two"}, UserTexts(t, evs))
+	require.Equal(t, []string{"completed", "completed"}, ReasonKinds(TurnEnds(t, evs)))
 	require.Len(t, st.Recent, 2)
 	require.Equal(t, []string{"f1", "s1"}, st.Recent[0].Claimed)
 	require.Equal(t, []string{"f2"}, st.Recent[1].Claimed)
 	require.Equal(t, int64(10), st.Recent[1].StartSeq)
-	require.Len(t, fa.models, 3)
+	require.Len(t, fa.Models, 3)
 }
 
 // An Inject while idle is stored as agent/inbox/spliced and wakes nothing;
 // the next turn claims it (with a deletion splice) before its followup.
 func TestTurnInjectIdle(t *testing.T) {
-	h := newHarness(t).withID("ti")
-	fa := newFakeAgent(h, &fakeResponse{text: "ok"})
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	inj := h.updateAt(2*time.Second, "", workflows.UpdateInject, promptID("i1", "context"))
+	h := NewHarness(t).WithID("ti")
+	fa := NewFakeAgent(h, &FakeResponse{Text: "ok"})
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	inj := h.UpdateAt(2*time.Second, "", workflows.UpdateInject, PromptID("i1", "context"))
 	var idle workflows.LoopState
-	h.at(10*time.Second, func() { idle = h.loopState() })
-	fu := h.updateAt(11*time.Second, "", workflows.UpdateFollowup, promptID("f1", "question"))
-	h.waitFor(11*time.Second, "turn 1 ended", h.turnsEnded(1))
-	disp := h.updateAt(12*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "ti", AgentOptions: route()})
-	require.NoError(t, h.env.GetWorkflowError())
-	ready.ok(t)
-	fu.ok(t)
-	disp.ok(t)
+	h.At(10*time.Second, func() { idle = h.LoopState() })
+	fu := h.UpdateAt(11*time.Second, "", workflows.UpdateFollowup, PromptID("f1", "question"))
+	h.WaitFor(11*time.Second, "turn 1 ended", h.TurnsEnded(1))
+	disp := h.UpdateAt(12*time.Second, "", workflows.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "ti", AgentOptions: Route()})
+	require.NoError(t, h.Env.GetWorkflowError())
+	ready.OK(t)
+	fu.OK(t)
+	disp.OK(t)
 	var ir workflows.InputResult
-	inj.decode(t, &ir)
+	inj.Decode(t, &ir)
 	require.Equal(t, workflows.InputResult{MessageID: "i1", Target: "next-step", SplicedSeq: 0}, ir)
 	require.Equal(t, workflows.LoopIdle, idle.State)
 	require.Equal(t, []string{"i1"}, idle.Pending.NextStep)
 	require.Empty(t, idle.Recent, "an inject wakes nothing")
 
-	evs := stored(t, h.store, "ti")
-	requireBalanced(t, evs)
+	evs := Stored(t, h.Store, "ti")
+	RequireBalanced(t, evs)
 	require.Equal(t, []string{"agent/inbox/spliced", "turn/start", "agent/inbox/spliced", "step/start", "user/message", "user/message",
-		"assistant/message", "step/end", "turn/end"}, types(evs))
+		"assistant/message", "step/end", "turn/end"}, Types(evs))
 	require.Equal(t, `{"target":"next-step","start":0,"inserted":[{"id":"i1","role":"user","content":[{"type":"text","text":"context"}],"source":{"kind":"user"}}]}`, string(evs[0].Data))
 	require.Equal(t, `{"target":"next-step","start":0,"removedCount":1,"inserted":[]}`, string(evs[2].Data))
-	require.Equal(t, []string{"context", "question"}, userTexts(t, evs))
-	require.Len(t, fa.models, 1)
+	require.Equal(t, []string{"context", "question"}, UserTexts(t, evs))
+	require.Len(t, fa.Models, 1)
 }
 
 // Cancel while the model streams: the activity is cancelled, its
 // interrupted anchor lands before turn/end{aborted, reason:{kind:user}};
 // Cancel returns once the turn ended. Pending inputs are discarded.
 func TestTurnCancelMidModel(t *testing.T) {
-	h := newHarness(t).withID("tc")
-	fa := newFakeAgent(h, &fakeResponse{text: "partial answer", hold: true}, &fakeResponse{text: "after"})
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.updateAt(2*time.Second, "", workflows.UpdateFollowup, promptID("f1", "one"))
-	h.atStarted(2*time.Second, agent.CallModelActivity, func() {})
-	queued := h.updateAt(3*time.Second, "", workflows.UpdateFollowup, promptID("f2", "discarded"))
-	cancel := h.updateAt(3*time.Second, "", workflows.UpdateCancel, workflows.CancelRequest{Cause: "user"})
+	h := NewHarness(t).WithID("tc")
+	fa := NewFakeAgent(h, &FakeResponse{Text: "partial answer", Hold: true}, &FakeResponse{Text: "after"})
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, PromptID("f1", "one"))
+	h.AtStarted(2*time.Second, agent.CallModelActivity, func() {})
+	queued := h.UpdateAt(3*time.Second, "", workflows.UpdateFollowup, PromptID("f2", "discarded"))
+	cancel := h.UpdateAt(3*time.Second, "", workflows.UpdateCancel, workflows.CancelRequest{Cause: "user"})
 	var after workflows.LoopState
-	h.at(4*time.Second, func() { after = h.loopState() })
+	h.At(4*time.Second, func() { after = h.LoopState() })
 	// A followup after the cancel runs its turn.
-	next := h.updateAt(5*time.Second, "", workflows.UpdateFollowup, promptID("f3", "again"))
-	h.waitFor(5*time.Second, "turn 2 ended", h.turnsEnded(2))
-	idleCancel := h.updateAt(6*time.Second, "", workflows.UpdateCancel, workflows.CancelRequest{Cause: "parent"})
-	badCause := h.updateAt(6*time.Second, "", workflows.UpdateCancel, workflows.CancelRequest{Cause: "disposed"})
-	disp := h.updateAt(7*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "tc", AgentOptions: route()})
-	require.NoError(t, h.env.GetWorkflowError())
-	ready.ok(t)
-	fu.ok(t)
-	queued.ok(t)
-	next.ok(t)
-	disp.ok(t)
+	next := h.UpdateAt(5*time.Second, "", workflows.UpdateFollowup, PromptID("f3", "again"))
+	h.WaitFor(5*time.Second, "turn 2 ended", h.TurnsEnded(2))
+	idleCancel := h.UpdateAt(6*time.Second, "", workflows.UpdateCancel, workflows.CancelRequest{Cause: "parent"})
+	badCause := h.UpdateAt(6*time.Second, "", workflows.UpdateCancel, workflows.CancelRequest{Cause: "disposed"})
+	disp := h.UpdateAt(7*time.Second, "", workflows.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "tc", AgentOptions: Route()})
+	require.NoError(t, h.Env.GetWorkflowError())
+	ready.OK(t)
+	fu.OK(t)
+	queued.OK(t)
+	next.OK(t)
+	disp.OK(t)
 	var cr workflows.CancelResult
-	cancel.decode(t, &cr)
+	cancel.Decode(t, &cr)
 	require.True(t, cr.Cancelled)
 	require.Equal(t, int64(1), cr.Turn)
 	require.Equal(t, "aborted", cr.Reason.Kind)
 	require.JSONEq(t, `{"kind":"user"}`, string(cr.Reason.Reason))
 	require.Equal(t, []string{"f2"}, cr.Discarded)
 	var idle workflows.CancelResult
-	idleCancel.decode(t, &idle)
+	idleCancel.Decode(t, &idle)
 	require.Equal(t, workflows.CancelResult{}, idle, "cancel while idle is a no-op")
-	require.ErrorContains(t, badCause.rejection(t), `Cancel: cause must be "user" or "parent", not "disposed"`)
+	require.ErrorContains(t, badCause.Rejection(t), `Cancel: cause must be "user" or "parent", not "disposed"`)
 	require.Equal(t, workflows.LoopIdle, after.State)
 	require.Empty(t, after.Pending.NextTurn)
 
-	evs := stored(t, h.store, "tc")
-	requireBalanced(t, evs)
+	evs := Stored(t, h.Store, "tc")
+	RequireBalanced(t, evs)
 	// The test environment resolves a cancelled activity at once, without
 	// waiting for it (WaitForCancellation is not emulated), so the model
 	// activity's interrupted anchor is checked on the dev server
 	// (testsuite/integration); here the turn closes with the step open.
 	require.Equal(t, []string{"turn/start", "step/start", "user/message", "step/end", "turn/end",
-		"turn/start", "step/start", "user/message", "assistant/message", "step/end", "turn/end"}, types(evs))
+		"turn/start", "step/start", "user/message", "assistant/message", "step/end", "turn/end"}, Types(evs))
 	require.Equal(t, `{"turn":1,"reason":{"kind":"aborted","reason":{"kind":"user"}}}`, string(evs[4].Data))
 	var end agent.EndTurnInput
-	h.startedArg(agent.EndTurnActivity, 0, &end)
+	h.StartedArg(agent.EndTurnActivity, 0, &end)
 	require.Equal(t, agent.EndTurnInput{Ref: end.Ref, Turn: 1, Step: 1, MessageSeq: -1, Reason: end.Reason}, end)
-	require.Equal(t, []string{"one", "again"}, userTexts(t, evs))
-	require.Len(t, fa.models, 2)
+	require.Equal(t, []string{"one", "again"}, UserTexts(t, evs))
+	require.Len(t, fa.Models, 2)
 }
 
 // Cancel while tools run: started calls drain, the undispatched ones get
 // their tool/call and ABORTED_BEFORE_DISPATCH result from EndTurn, and the
 // turn ends aborted.
 func TestTurnCancelSkipsUndispatchedCalls(t *testing.T) {
-	h := newHarness(t).withID("tk")
-	slow := &fakeTool{hold: true, release: make(chan struct{})}
+	h := NewHarness(t).WithID("tk")
+	slow := &FakeTool{Hold: true, Release: make(chan struct{})}
 	calls := []agent.CallRef{{ID: "c1", Name: "slow"}, {ID: "c2", Name: "read", Parallel: true}, {ID: "c3", Name: "read", Parallel: true}}
-	fa := newFakeAgent(h, &fakeResponse{calls: calls})
-	fa.tools["slow"] = slow
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.updateAt(2*time.Second, "", workflows.UpdateFollowup, prompt("go"))
-	h.atStarted(2*time.Second, agent.RunToolActivity, func() {})
-	cancel := h.updateNoWaitAt(3*time.Second, "", workflows.UpdateCancel, workflows.CancelRequest{Cause: "parent"})
+	fa := NewFakeAgent(h, &FakeResponse{Calls: calls})
+	fa.Tools["slow"] = slow
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, Prompt("go"))
+	h.AtStarted(2*time.Second, agent.RunToolActivity, func() {})
+	cancel := h.UpdateNoWaitAt(3*time.Second, "", workflows.UpdateCancel, workflows.CancelRequest{Cause: "parent"})
 	var mid workflows.LoopState
-	h.atNoWait(4*time.Second, func() {
-		mid = h.loopState()
-		close(slow.release)
+	h.AtNoWait(4*time.Second, func() {
+		mid = h.LoopState()
+		close(slow.Release)
 	})
-	h.waitFor(5*time.Second, "turn 1 ended", h.turnsEnded(1))
-	disp := h.updateAt(6*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "tk", AgentOptions: route()})
-	require.NoError(t, h.env.GetWorkflowError())
-	ready.ok(t)
-	fu.ok(t)
-	disp.ok(t)
+	h.WaitFor(5*time.Second, "turn 1 ended", h.TurnsEnded(1))
+	disp := h.UpdateAt(6*time.Second, "", workflows.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "tk", AgentOptions: Route()})
+	require.NoError(t, h.Env.GetWorkflowError())
+	ready.OK(t)
+	fu.OK(t)
+	disp.OK(t)
 	require.Equal(t, workflows.LoopRunning, mid.State, "the started call drains before the turn ends")
 	require.Equal(t, []workflows.CallState{
 		{ID: "c1", Name: "slow", Index: 0, State: "running"},
@@ -342,174 +342,174 @@ func TestTurnCancelSkipsUndispatchedCalls(t *testing.T) {
 		{ID: "c3", Name: "read", Index: 2, State: "skipped"},
 	}, mid.Calls)
 	var cr workflows.CancelResult
-	cancel.decode(t, &cr)
+	cancel.Decode(t, &cr)
 	require.Equal(t, "aborted", cr.Reason.Kind)
-	require.Equal(t, 1, h.count(agent.RunToolActivity))
+	require.Equal(t, 1, h.Count(agent.RunToolActivity))
 	var end agent.EndTurnInput
-	h.startedArg(agent.EndTurnActivity, 0, &end)
+	h.StartedArg(agent.EndTurnActivity, 0, &end)
 	require.Equal(t, []string{"c2", "c3"}, end.Skipped)
 	require.Equal(t, int64(3), end.MessageSeq)
 	require.Equal(t, int64(1), end.Step)
 
-	evs := stored(t, h.store, "tk")
-	requireBalanced(t, evs)
+	evs := Stored(t, h.Store, "tk")
+	RequireBalanced(t, evs)
 	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message",
-		"tool/call", "tool/result", "tool/call", "tool/result", "tool/call", "tool/result", "step/end", "turn/end"}, types(evs))
+		"tool/call", "tool/result", "tool/call", "tool/result", "tool/call", "tool/result", "step/end", "turn/end"}, Types(evs))
 	require.Equal(t, `{"turn":1,"reason":{"kind":"aborted","reason":{"kind":"parent"}}}`, string(evs[11].Data))
-	require.Len(t, fa.models, 1)
+	require.Len(t, fa.Models, 1)
 }
 
 // A refused model call ends the turn "error" with the provider's message
 // and code; the session stays live and runs the next turn.
 func TestTurnProviderRefused(t *testing.T) {
-	h := newHarness(t).withID("tr")
-	newFakeAgent(h, &fakeResponse{refuse: &provider.Error{Status: 400, Code: "invalid_request", Message: "bad request"}}, &fakeResponse{text: "fine"})
-	h.runTurns(workflows.CreateSessionRequest{SessionID: "tr", AgentOptions: route()}, prompt("one"), prompt("two"))
-	require.Equal(t, 2, h.count(agent.CallModelActivity), "a refused call is not retried")
-	evs := stored(t, h.store, "tr")
-	requireBalanced(t, evs)
+	h := NewHarness(t).WithID("tr")
+	NewFakeAgent(h, &FakeResponse{Refuse: &provider.Error{Status: 400, Code: "invalid_request", Message: "bad request"}}, &FakeResponse{Text: "fine"})
+	h.RunTurns(workflows.CreateSessionRequest{SessionID: "tr", AgentOptions: Route()}, Prompt("one"), Prompt("two"))
+	require.Equal(t, 2, h.Count(agent.CallModelActivity), "a refused call is not retried")
+	evs := Stored(t, h.Store, "tr")
+	RequireBalanced(t, evs)
 	require.Equal(t, []string{"turn/start", "step/start", "user/message", "step/end", "turn/end",
-		"turn/start", "step/start", "user/message", "assistant/message", "step/end", "turn/end"}, types(evs))
+		"turn/start", "step/start", "user/message", "assistant/message", "step/end", "turn/end"}, Types(evs))
 	require.Equal(t, `{"turn":1,"reason":{"kind":"error","error":{"message":"bad request","code":"invalid_request","status":400}}}`, string(evs[4].Data))
-	require.Equal(t, []string{"error", "completed"}, reasonKinds(turnEnds(t, evs)))
+	require.Equal(t, []string{"error", "completed"}, ReasonKinds(TurnEnds(t, evs)))
 }
 
 // max-tokens is sticky: a later step that completes keeps the turn's
 // max-tokens end. A finish of max-tokens runs no tool calls.
 func TestTurnMaxTokensSticky(t *testing.T) {
-	h := newHarness(t).withID("tm")
-	first := &fakeResponse{text: "cut", finish: provider.FinishMaxTokens, hold: true}
-	newFakeAgent(h, first, &fakeResponse{text: "rest"})
-	evs := h.runSteeredTurn(workflows.CreateSessionRequest{SessionID: "tm", AgentOptions: route()}, first.release)
-	requireBalanced(t, evs)
+	h := NewHarness(t).WithID("tm")
+	first := &FakeResponse{Text: "cut", Finish: provider.FinishMaxTokens, Hold: true}
+	NewFakeAgent(h, first, &FakeResponse{Text: "rest"})
+	evs := h.RunSteeredTurn(workflows.CreateSessionRequest{SessionID: "tm", AgentOptions: Route()}, first.Release)
+	RequireBalanced(t, evs)
 	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message", "step/end",
-		"step/start", "user/message", "assistant/message", "step/end", "turn/end"}, types(evs))
-	require.Equal(t, []string{"max-tokens"}, reasonKinds(turnEnds(t, evs)))
+		"step/start", "user/message", "assistant/message", "step/end", "turn/end"}, Types(evs))
+	require.Equal(t, []string{"max-tokens"}, ReasonKinds(TurnEnds(t, evs)))
 }
 
 // maxSteps: a turn that would open one more step ends "blocked" without a
 // step/start.
 func TestTurnStepLimitBlocked(t *testing.T) {
-	h := newHarness(t).withID("tb")
-	call := func(i int) *fakeResponse {
-		return &fakeResponse{calls: []agent.CallRef{{ID: "c" + strconv.Itoa(i), Name: "read", Parallel: true}}}
+	h := NewHarness(t).WithID("tb")
+	call := func(i int) *FakeResponse {
+		return &FakeResponse{Calls: []agent.CallRef{{ID: "c" + strconv.Itoa(i), Name: "read", Parallel: true}}}
 	}
-	newFakeAgent(h, call(1), call(2), call(3))
-	opts := route()
+	NewFakeAgent(h, call(1), call(2), call(3))
+	opts := Route()
 	two := 2.0
 	opts.MaxSteps = &two
-	evs := h.runTurns(workflows.CreateSessionRequest{SessionID: "tb", AgentOptions: opts}, prompt("loop"))
-	requireBalanced(t, evs)
+	evs := h.RunTurns(workflows.CreateSessionRequest{SessionID: "tb", AgentOptions: opts}, Prompt("loop"))
+	RequireBalanced(t, evs)
 	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message", "tool/call", "tool/result",
-		"step/end", "step/start", "assistant/message", "tool/call", "tool/result", "step/end", "turn/end"}, types(evs))
-	require.Equal(t, []string{"blocked"}, reasonKinds(turnEnds(t, evs)))
-	require.Equal(t, 2, h.count(agent.CallModelActivity))
+		"step/end", "step/start", "assistant/message", "tool/call", "tool/result", "step/end", "turn/end"}, Types(evs))
+	require.Equal(t, []string{"blocked"}, ReasonKinds(TurnEnds(t, evs)))
+	require.Equal(t, 2, h.Count(agent.CallModelActivity))
 }
 
 // Append is refused while a turn runs, with the TurnRunning type, and
 // accepted again between turns.
 func TestTurnAppendRefusedWhileRunning(t *testing.T) {
-	h := newHarness(t).withID("ta")
-	first := &fakeResponse{text: "x", hold: true}
-	newFakeAgent(h, first)
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.updateAt(2*time.Second, "", workflows.UpdateFollowup, prompt("one"))
-	h.atStarted(2*time.Second, agent.CallModelActivity, func() {})
-	during := h.updateAt(3*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: []session.Event{ev(t, "todo/write", 3, map[string]any{"x": 1})}})
-	h.at(3*time.Second, func() { close(first.release) })
-	h.waitFor(3*time.Second, "turn 1 ended", h.turnsEnded(1))
-	between := h.updateAt(4*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: []session.Event{ev(t, "todo/write", 6, map[string]any{"x": 1})}})
-	disp := h.updateAt(5*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "ta", AgentOptions: route()})
-	require.NoError(t, h.env.GetWorkflowError())
-	ready.ok(t)
-	fu.ok(t)
-	disp.ok(t)
-	app := requireMessage(t, during.rejection(t), `agent "ta" is running turn 1; append between turns`)
+	h := NewHarness(t).WithID("ta")
+	first := &FakeResponse{Text: "x", Hold: true}
+	NewFakeAgent(h, first)
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, Prompt("one"))
+	h.AtStarted(2*time.Second, agent.CallModelActivity, func() {})
+	during := h.UpdateAt(3*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: []session.Event{Ev(t, "todo/write", 3, map[string]any{"x": 1})}})
+	h.At(3*time.Second, func() { close(first.Release) })
+	h.WaitFor(3*time.Second, "turn 1 ended", h.TurnsEnded(1))
+	between := h.UpdateAt(4*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: []session.Event{Ev(t, "todo/write", 6, map[string]any{"x": 1})}})
+	disp := h.UpdateAt(5*time.Second, "", workflows.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "ta", AgentOptions: Route()})
+	require.NoError(t, h.Env.GetWorkflowError())
+	ready.OK(t)
+	fu.OK(t)
+	disp.OK(t)
+	app := RequireMessage(t, during.Rejection(t), `agent "ta" is running turn 1; append between turns`)
 	require.Equal(t, "TurnRunning", app.Type())
 	require.True(t, app.NonRetryable())
 	var r workflows.AppendResult
-	between.decode(t, &r)
+	between.Decode(t, &r)
 	require.Equal(t, int64(7), r.NextSeq)
-	evs := stored(t, h.store, "ta")
-	requireBalanced(t, evs)
+	evs := Stored(t, h.Store, "ta")
+	RequireBalanced(t, evs)
 	require.Equal(t, "todo/write", evs[6].Type)
 }
 
 // Dispose during a turn cancels it with cause "disposed", waits for its
 // end, then disposes.
 func TestTurnDisposeMidTurn(t *testing.T) {
-	h := newHarness(t).withID("td")
-	newFakeAgent(h, &fakeResponse{text: "so far", hold: true})
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.updateAt(2*time.Second, "", workflows.UpdateFollowup, prompt("one"))
-	h.atStarted(2*time.Second, agent.CallModelActivity, func() {})
-	disp := h.updateAt(3*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "td", AgentOptions: route()})
-	require.NoError(t, h.env.GetWorkflowError())
-	ready.ok(t)
-	fu.ok(t)
+	h := NewHarness(t).WithID("td")
+	NewFakeAgent(h, &FakeResponse{Text: "so far", Hold: true})
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, Prompt("one"))
+	h.AtStarted(2*time.Second, agent.CallModelActivity, func() {})
+	disp := h.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "td", AgentOptions: Route()})
+	require.NoError(t, h.Env.GetWorkflowError())
+	ready.OK(t)
+	fu.OK(t)
 	var dr workflows.DisposeResult
-	disp.decode(t, &dr)
-	evs := stored(t, h.store, "td")
-	requireBalanced(t, evs)
+	disp.Decode(t, &dr)
+	evs := Stored(t, h.Store, "td")
+	RequireBalanced(t, evs)
 	require.Equal(t, int64(len(evs)), dr.NextSeq)
-	require.Equal(t, []string{"turn/start", "step/start", "user/message", "step/end", "turn/end"}, types(evs))
+	require.Equal(t, []string{"turn/start", "step/start", "user/message", "step/end", "turn/end"}, Types(evs))
 	require.Equal(t, `{"turn":1,"reason":{"kind":"aborted","reason":{"kind":"disposed"}}}`, string(evs[4].Data))
-	requireReleased(t, h.store, "td")
-	names := h.startedNames()
+	RequireReleased(t, h.Store, "td")
+	names := h.StartedNames()
 	require.Less(t, slices.Index(names, agent.EndTurnActivity), slices.Index(names, activities.CloseHandleName))
 }
 
 // The input updates' validators: a live session, a route for waking
 // inputs, non-empty lossless content, unique ids, the batch limit.
 func TestTurnInputValidators(t *testing.T) {
-	h := newHarness(t).withID("tv")
-	newFakeAgent(h)
-	var early *result
-	h.at(0, func() { early = h.update("", workflows.UpdateFollowup, prompt("x")) })
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	empty := h.updateAt(2*time.Second, "", workflows.UpdateInject, prompt(""))
-	none := h.updateAt(2*time.Second, "", workflows.UpdateInject, workflows.InputRequest{})
-	blocks := h.updateAt(2*time.Second, "", workflows.UpdateInject, workflows.InputRequest{Content: json.RawMessage(`[]`)})
-	noType := h.updateAt(2*time.Second, "", workflows.UpdateInject, workflows.InputRequest{Content: json.RawMessage(`[{"text":"a"}]`)})
-	lossy := h.updateAt(2*time.Second, "", workflows.UpdateInject, workflows.InputRequest{Content: json.RawMessage(`[{"type":"x","n":1e400}]`)})
-	big := h.updateAt(2*time.Second, "", workflows.UpdateInject, prompt(string(make([]byte, 3000))))
-	noRoute := h.updateAt(2*time.Second, "", workflows.UpdateFollowup, prompt("x"))
-	first := h.updateAt(2*time.Second, "", workflows.UpdateInject, promptID("dup", "a"))
-	dup := h.updateAt(2*time.Second, "", workflows.UpdateInject, promptID("dup", "b"))
-	disp := h.updateAt(3*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "tv", Options: &workflows.Options{MaxBatchBytes: 2048}})
-	require.NoError(t, h.env.GetWorkflowError())
-	ready.ok(t)
-	disp.ok(t)
-	first.ok(t)
-	require.ErrorContains(t, early.rejection(t), `session "tv" is not live`)
-	require.ErrorContains(t, empty.rejection(t), "Inject: content must not be empty")
-	require.ErrorContains(t, none.rejection(t), "Inject: content is required")
-	require.ErrorContains(t, blocks.rejection(t), "Inject: content must not be empty")
-	require.ErrorContains(t, noType.rejection(t), `Inject: content[0] must be an object with a non-empty string "type"`)
-	require.ErrorContains(t, lossy.rejection(t), "Inject: content is not losslessly JSON-serializable")
-	require.Equal(t, "BatchTooLarge", appErr(t, big.rejection(t)).Type())
-	require.ErrorContains(t, noRoute.rejection(t), `agent "tv" has no provider/model`)
-	require.ErrorContains(t, dup.rejection(t), `Inject: message "dup" is already pending`)
+	h := NewHarness(t).WithID("tv")
+	NewFakeAgent(h)
+	var early *Result
+	h.At(0, func() { early = h.Update("", workflows.UpdateFollowup, Prompt("x")) })
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	empty := h.UpdateAt(2*time.Second, "", workflows.UpdateInject, Prompt(""))
+	none := h.UpdateAt(2*time.Second, "", workflows.UpdateInject, workflows.InputRequest{})
+	blocks := h.UpdateAt(2*time.Second, "", workflows.UpdateInject, workflows.InputRequest{Content: json.RawMessage(`[]`)})
+	noType := h.UpdateAt(2*time.Second, "", workflows.UpdateInject, workflows.InputRequest{Content: json.RawMessage(`[{"text":"a"}]`)})
+	lossy := h.UpdateAt(2*time.Second, "", workflows.UpdateInject, workflows.InputRequest{Content: json.RawMessage(`[{"type":"x","n":1e400}]`)})
+	big := h.UpdateAt(2*time.Second, "", workflows.UpdateInject, Prompt(string(make([]byte, 3000))))
+	noRoute := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, Prompt("x"))
+	first := h.UpdateAt(2*time.Second, "", workflows.UpdateInject, PromptID("dup", "a"))
+	dup := h.UpdateAt(2*time.Second, "", workflows.UpdateInject, PromptID("dup", "b"))
+	disp := h.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "tv", Options: &workflows.Options{MaxBatchBytes: 2048}})
+	require.NoError(t, h.Env.GetWorkflowError())
+	ready.OK(t)
+	disp.OK(t)
+	first.OK(t)
+	require.ErrorContains(t, early.Rejection(t), `session "tv" is not live`)
+	require.ErrorContains(t, empty.Rejection(t), "Inject: content must not be empty")
+	require.ErrorContains(t, none.Rejection(t), "Inject: content is required")
+	require.ErrorContains(t, blocks.Rejection(t), "Inject: content must not be empty")
+	require.ErrorContains(t, noType.Rejection(t), `Inject: content[0] must be an object with a non-empty string "type"`)
+	require.ErrorContains(t, lossy.Rejection(t), "Inject: content is not losslessly JSON-serializable")
+	require.Equal(t, "BatchTooLarge", AppErr(t, big.Rejection(t)).Type())
+	require.ErrorContains(t, noRoute.Rejection(t), `agent "tv" has no provider/model`)
+	require.ErrorContains(t, dup.Rejection(t), `Inject: message "dup" is already pending`)
 }
 
 // Continue-as-new happens only while idle and carries the pending inputs
 // and the recent turns: the next run claims the carried inject.
 func TestTurnContinueAsNewCarriesInbox(t *testing.T) {
-	h := newHarness(t).withID("tn")
-	newFakeAgent(h, &fakeResponse{text: "one"})
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.updateAt(2*time.Second, "", workflows.UpdateFollowup, promptID("f1", "one"))
-	h.waitFor(2*time.Second, "turn 1 ended", h.turnsEnded(1))
-	inj := h.updateAt(3*time.Second, "", workflows.UpdateInject, promptID("i1", "carried"))
-	h.at(4*time.Second, func() { h.env.SetContinueAsNewSuggested(true) })
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "tn", AgentOptions: route()})
-	err := h.env.GetWorkflowError()
-	ready.ok(t)
-	fu.ok(t)
-	inj.ok(t)
+	h := NewHarness(t).WithID("tn")
+	NewFakeAgent(h, &FakeResponse{Text: "one"})
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, PromptID("f1", "one"))
+	h.WaitFor(2*time.Second, "turn 1 ended", h.TurnsEnded(1))
+	inj := h.UpdateAt(3*time.Second, "", workflows.UpdateInject, PromptID("i1", "carried"))
+	h.At(4*time.Second, func() { h.Env.SetContinueAsNewSuggested(true) })
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "tn", AgentOptions: Route()})
+	err := h.Env.GetWorkflowError()
+	ready.OK(t)
+	fu.OK(t)
+	inj.OK(t)
 	var can *workflow.ContinueAsNewError
 	require.True(t, errors.As(err, &can), "want continue-as-new, got %v", err)
 	var state workflows.LiveState
@@ -519,55 +519,55 @@ func TestTurnContinueAsNewCarriesInbox(t *testing.T) {
 	require.Equal(t, "i1", state.Inbox.NextStep[0].ID)
 	require.True(t, state.Inbox.NextStep[0].Stored)
 	require.Len(t, state.RecentTurns, 1)
-	require.Equal(t, route(), state.AgentOptions)
+	require.Equal(t, Route(), state.AgentOptions)
 	require.Equal(t, int64(1), state.LastTurn)
 
 	// The next run.
-	h2 := newHarnessOn(t, h.store).withID("tn")
-	fa2 := newFakeAgent(h2, &fakeResponse{text: "two"})
-	fu2 := h2.updateAt(time.Second, "", workflows.UpdateFollowup, promptID("f2", "two"))
-	h2.waitFor(time.Second, "turn 2 ended", h2.turnsEnded(2))
+	h2 := NewHarnessOn(t, h.Store).WithID("tn")
+	fa2 := NewFakeAgent(h2, &FakeResponse{Text: "two"})
+	fu2 := h2.UpdateAt(time.Second, "", workflows.UpdateFollowup, PromptID("f2", "two"))
+	h2.WaitFor(time.Second, "turn 2 ended", h2.TurnsEnded(2))
 	var st workflows.LoopState
-	h2.at(2*time.Second, func() { st = h2.loopState() })
-	disp := h2.updateAt(3*time.Second, "", workflows.UpdateDispose)
-	h2.env.ExecuteWorkflow(workflows.LiveSession, state)
-	require.NoError(t, h2.env.GetWorkflowError())
-	fu2.ok(t)
-	disp.ok(t)
+	h2.At(2*time.Second, func() { st = h2.LoopState() })
+	disp := h2.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
+	h2.Env.ExecuteWorkflow(workflows.LiveSession, state)
+	require.NoError(t, h2.Env.GetWorkflowError())
+	fu2.OK(t)
+	disp.OK(t)
 	require.Len(t, st.Recent, 2)
 	require.Equal(t, []string{"i1", "f2"}, st.Recent[1].Claimed)
-	evs := stored(t, h.store, "tn")
-	requireBalanced(t, evs)
-	require.Equal(t, []string{"one", "carried", "two"}, userTexts(t, evs))
-	require.Equal(t, int64(2), fa2.models[0].Turn)
+	evs := Stored(t, h.Store, "tn")
+	RequireBalanced(t, evs)
+	require.Equal(t, []string{"one", "carried", "two"}, UserTexts(t, evs))
+	require.Equal(t, int64(2), fa2.Models[0].Turn)
 }
 
 // Continue-as-new suggested during a turn waits for the turn to end.
 func TestTurnContinueAsNewWaitsForTheTurn(t *testing.T) {
-	h := newHarness(t).withID("tw")
-	first := &fakeResponse{text: "long", hold: true}
-	newFakeAgent(h, first)
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.updateAt(2*time.Second, "", workflows.UpdateFollowup, prompt("one"))
-	h.atStarted(2*time.Second, agent.CallModelActivity, func() { h.env.SetContinueAsNewSuggested(true) })
+	h := NewHarness(t).WithID("tw")
+	first := &FakeResponse{Text: "long", Hold: true}
+	NewFakeAgent(h, first)
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, Prompt("one"))
+	h.AtStarted(2*time.Second, agent.CallModelActivity, func() { h.Env.SetContinueAsNewSuggested(true) })
 	var mid workflows.LoopState
-	h.at(3*time.Second, func() {
-		mid = h.loopState()
-		close(first.release)
+	h.At(3*time.Second, func() {
+		mid = h.LoopState()
+		close(first.Release)
 	})
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "tw", AgentOptions: route()})
-	err := h.env.GetWorkflowError()
-	ready.ok(t)
-	fu.ok(t)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "tw", AgentOptions: Route()})
+	err := h.Env.GetWorkflowError()
+	ready.OK(t)
+	fu.OK(t)
 	require.Equal(t, workflows.LoopRunning, mid.State, "still running after the suggestion")
 	var can *workflow.ContinueAsNewError
 	require.True(t, errors.As(err, &can), "want continue-as-new, got %v", err)
 	var state workflows.LiveState
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &state))
-	evs := stored(t, h.store, "tw")
-	requireBalanced(t, evs)
+	evs := Stored(t, h.Store, "tw")
+	RequireBalanced(t, evs)
 	require.Equal(t, int64(len(evs)), state.NextSeq)
-	require.Equal(t, []string{"completed"}, reasonKinds(turnEnds(t, evs)))
+	require.Equal(t, []string{"completed"}, ReasonKinds(TurnEnds(t, evs)))
 	require.Len(t, state.RecentTurns, 1)
 	require.Nil(t, state.Inbox)
 }
@@ -575,28 +575,28 @@ func TestTurnContinueAsNewWaitsForTheTurn(t *testing.T) {
 // The pending inputs are bounded in bytes too: they are carried across
 // continue-as-new.
 func TestTurnInboxBytesBounded(t *testing.T) {
-	h := newHarness(t).withID("tx")
-	newFakeAgent(h)
+	h := NewHarness(t).WithID("tx")
+	NewFakeAgent(h)
 	big := func(i int) workflows.InputRequest {
-		return promptID("b"+strconv.Itoa(i), strings.Repeat(strconv.Itoa(i), 300<<10))
+		return PromptID("b"+strconv.Itoa(i), strings.Repeat(strconv.Itoa(i), 300<<10))
 	}
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	var ok []*result
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	var ok []*Result
 	for i := range 3 {
-		ok = append(ok, h.updateAt(2*time.Second, "", workflows.UpdateInject, big(i)))
+		ok = append(ok, h.UpdateAt(2*time.Second, "", workflows.UpdateInject, big(i)))
 	}
-	full := h.updateAt(2*time.Second, "", workflows.UpdateInject, big(3))
-	disp := h.updateAt(3*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "tx", Options: &workflows.Options{MaxBatchBytes: 1 << 20}})
-	require.NoError(t, h.env.GetWorkflowError())
-	ready.ok(t)
-	disp.ok(t)
+	full := h.UpdateAt(2*time.Second, "", workflows.UpdateInject, big(3))
+	disp := h.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "tx", Options: &workflows.Options{MaxBatchBytes: 1 << 20}})
+	require.NoError(t, h.Env.GetWorkflowError())
+	ready.OK(t)
+	disp.OK(t)
 	for _, r := range ok {
-		r.ok(t)
+		r.OK(t)
 	}
-	app := requireMessage(t, full.rejection(t), `agent "tx" holds 921864 bytes of pending inputs; a message of 307288 bytes would exceed 1048576; wait for a turn to claim them`)
+	app := RequireMessage(t, full.Rejection(t), `agent "tx" holds 921864 bytes of pending inputs; a message of 307288 bytes would exceed 1048576; wait for a turn to claim them`)
 	require.Equal(t, "InboxFull", app.Type())
-	require.Len(t, stored(t, h.store, "tx"), 3)
+	require.Len(t, Stored(t, h.Store, "tx"), 3)
 }
 
 // S0-32 with real turns: an idle Inject after a completed turn is stored
@@ -604,18 +604,18 @@ func TestTurnInboxBytesBounded(t *testing.T) {
 // resume finds the message pending (no synthetic turn, nothing woken) and
 // the next turn claims it, with its deletion splice, before the followup.
 func TestTurnS0_32_InjectSurvivesWedgedOwner(t *testing.T) {
-	injectAcrossWedgedOwner(newHarness(t).withID("t32"), "t32",
-		func(h *harness) { newFakeAgent(h, &fakeResponse{text: "one"}) },
-		func(h *harness) { newFakeAgent(h, &fakeResponse{text: "two"}) })
+	InjectAcrossWedgedOwner(NewHarness(t).WithID("t32"), "t32",
+		func(h *Harness) { NewFakeAgent(h, &FakeResponse{Text: "one"}) },
+		func(h *Harness) { NewFakeAgent(h, &FakeResponse{Text: "two"}) })
 }
 
 // Any other failure of the model activity ends the turn "error" with the
 // activity error's type as the code.
 func TestTurnModelActivityFailure(t *testing.T) {
-	h := newHarness(t).withID("tf")
-	newFakeAgent(h, &fakeResponse{err: temporal.NewNonRetryableApplicationError(`unknown model provider "nope"`, "UnknownProvider", nil)})
-	evs := h.runTurns(workflows.CreateSessionRequest{SessionID: "tf", AgentOptions: route()}, prompt("one"))
-	requireBalanced(t, evs)
+	h := NewHarness(t).WithID("tf")
+	NewFakeAgent(h, &FakeResponse{Err: temporal.NewNonRetryableApplicationError(`unknown model provider "nope"`, "UnknownProvider", nil)})
+	evs := h.RunTurns(workflows.CreateSessionRequest{SessionID: "tf", AgentOptions: Route()}, Prompt("one"))
+	RequireBalanced(t, evs)
 	require.Equal(t, `{"turn":1,"reason":{"kind":"error","error":{"message":"unknown model provider \"nope\"","code":"UnknownProvider"}}}`, string(evs[len(evs)-1].Data))
 }
 
@@ -624,16 +624,16 @@ func TestTurnModelActivityFailure(t *testing.T) {
 // EndTurn is given the step's message and its undispatched calls to close
 // (D40).
 func TestTurnToolActivityFailure(t *testing.T) {
-	h := newHarness(t).withID("tg")
+	h := NewHarness(t).WithID("tg")
 	calls := []agent.CallRef{{ID: "c1", Name: "bad", Parallel: true}, {ID: "c2", Name: "slow", Parallel: true}, {ID: "c3", Name: "write"}}
-	fa := newFakeAgent(h, &fakeResponse{calls: calls})
-	fa.tools["bad"] = &fakeTool{fail: temporal.NewNonRetryableApplicationError("disk full", "IOError", nil)}
-	fa.tools["slow"] = &fakeTool{d: 300 * time.Millisecond}
-	h.runTurns(workflows.CreateSessionRequest{SessionID: "tg", AgentOptions: route()}, prompt("go"))
-	require.Equal(t, 2, h.count(agent.RunToolActivity), "c3 is not dispatched")
-	require.Equal(t, []string{"c1", "c2"}, sortedCopy(fa.ends), "the started calls drained")
+	fa := NewFakeAgent(h, &FakeResponse{Calls: calls})
+	fa.Tools["bad"] = &FakeTool{Fail: temporal.NewNonRetryableApplicationError("disk full", "IOError", nil)}
+	fa.Tools["slow"] = &FakeTool{Duration: 300 * time.Millisecond}
+	h.RunTurns(workflows.CreateSessionRequest{SessionID: "tg", AgentOptions: Route()}, Prompt("go"))
+	require.Equal(t, 2, h.Count(agent.RunToolActivity), "c3 is not dispatched")
+	require.Equal(t, []string{"c1", "c2"}, sortedCopy(fa.Ends), "the started calls drained")
 	var end agent.EndTurnInput
-	h.startedArg(agent.EndTurnActivity, 0, &end)
+	h.StartedArg(agent.EndTurnActivity, 0, &end)
 	require.Equal(t, []string{"c3"}, end.Skipped)
 	require.Equal(t, int64(3), end.MessageSeq)
 	require.Equal(t, int64(1), end.Step)
