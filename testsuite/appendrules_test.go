@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionflow/sessionflow/activities"
+	"github.com/sessionflow/sessionflow/internal/sessiontest"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/workflows"
@@ -64,20 +65,20 @@ var createWants = map[string]string{
 // InvalidArgument before accepting it; nothing reaches the store, and the
 // session, disposed after a valid append, resumes.
 func TestAppendValidatorRefusesWhatResumeCannotRead(t *testing.T) {
-	h := NewHarness(t).WithID("rules")
+	h := sessiontest.NewHarness(t).WithID("rules")
 	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	results := make([]*Result, len(badBatches))
+	results := make([]*sessiontest.Result, len(badBatches))
 	for i, b := range badBatches {
 		results[i] = h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: b.batch})
 	}
-	good := h.UpdateAt(3*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: LiveTurn(t, 0, 1, "x")})
+	good := h.UpdateAt(3*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
 	dispose := h.UpdateAt(4*time.Second, "", workflows.UpdateDispose)
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "rules"})
 	require.NoError(t, h.Env.GetWorkflowError())
 	ready.OK(t)
 	dispose.OK(t)
 	for i, b := range badBatches {
-		app := AppErr(t, results[i].Rejection(t))
+		app := sessiontest.AppErr(t, results[i].Rejection(t))
 		require.Equal(t, "InvalidArgument", app.Type(), b.name)
 		require.True(t, app.NonRetryable(), b.name)
 		require.Contains(t, app.Error(), b.want, b.name)
@@ -86,9 +87,9 @@ func TestAppendValidatorRefusesWhatResumeCannotRead(t *testing.T) {
 	good.Decode(t, &r)
 	require.Equal(t, int64(5), r.NextSeq)
 	require.Equal(t, 1, h.Count(activities.AppendBatchName), "only the valid batch reached the store")
-	require.Len(t, Stored(t, h.Store, "rules"), 5)
+	require.Len(t, sessiontest.Stored(t, h.Store, "rules"), 5)
 
-	resume := NewHarnessOn(t, h.Store).WithID("rules")
+	resume := sessiontest.NewHarnessOn(t, h.Store).WithID("rules")
 	ready, disposed := resume.ReadyThenDispose(time.Second, "")
 	resume.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "rules"})
 	require.NoError(t, resume.Env.GetWorkflowError())
@@ -104,10 +105,10 @@ func TestAppendValidatorRefusesWhatResumeCannotRead(t *testing.T) {
 func TestCreateRefusesASeedTheStoreWouldRefuse(t *testing.T) {
 	for _, b := range badBatches {
 		t.Run(b.name, func(t *testing.T) {
-			h := NewHarness(t).WithID("seed")
+			h := sessiontest.NewHarness(t).WithID("seed")
 			h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "seed", Seed: b.batch})
 			err := h.Env.GetWorkflowError()
-			app := AppErr(t, err)
+			app := sessiontest.AppErr(t, err)
 			require.Equal(t, "InvalidArgument", app.Type())
 			require.True(t, app.NonRetryable())
 			want := b.want
@@ -116,7 +117,7 @@ func TestCreateRefusesASeedTheStoreWouldRefuse(t *testing.T) {
 			}
 			require.Contains(t, err.Error(), want)
 			require.Empty(t, h.StartedNames(), "no activity ran")
-			RequireErased(t, h.Store, "seed")
+			sessiontest.RequireErased(t, h.Store, "seed")
 		})
 	}
 }
@@ -125,9 +126,9 @@ func TestCreateRefusesASeedTheStoreWouldRefuse(t *testing.T) {
 // complete valid records fails SessionCorrupt at its write open, once (not
 // retried), and leaves the log byte for byte and no lease behind.
 func TestResumeOfMidTailDamageFailsWithoutTouchingTheLog(t *testing.T) {
-	h := NewHarnessOn(t, NewStore(t, jsonl.CompressionNone)).WithID("mid")
-	WriteStored(t, h.Store, session.Header{ID: "mid", CreatedAt: 1}, 0, []session.Event{
-		TurnStart(t, 0, 1), TurnEnd(t, 1, 1), TurnStart(t, 2, 2), Ev(t, session.TypeStepStart, 3, map[string]any{"turn": 2, "step": 1}),
+	h := sessiontest.NewHarnessOn(t, sessiontest.NewStore(t, jsonl.CompressionNone)).WithID("mid")
+	sessiontest.WriteStored(t, h.Store, session.Header{ID: "mid", CreatedAt: 1}, 0, []session.Event{
+		sessiontest.TurnStart(t, 0, 1), sessiontest.TurnEnd(t, 1, 1), sessiontest.TurnStart(t, 2, 2), sessiontest.Ev(t, session.TypeStepStart, 3, map[string]any{"turn": 2, "step": 1}),
 	})
 	snap, err := h.Store.Stat(context.Background(), "mid")
 	require.NoError(t, err)
@@ -140,7 +141,7 @@ func TestResumeOfMidTailDamageFailsWithoutTouchingTheLog(t *testing.T) {
 
 	h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "mid"})
 	err = h.Env.GetWorkflowError()
-	app := AppErr(t, err)
+	app := sessiontest.AppErr(t, err)
 	require.Equal(t, string(jsonl.CodeCorrupt), app.Type())
 	require.True(t, app.NonRetryable())
 	require.Contains(t, err.Error(), "is followed by a complete valid record at line 4")
@@ -157,17 +158,17 @@ func TestResumeOfMidTailDamageFailsWithoutTouchingTheLog(t *testing.T) {
 // Setup events the store would refuse fail the create before the commit
 // hook runs, as non-retryable InvalidArgument; nothing is stored.
 func TestSetupEventsTheStoreWouldRefuseFailBeforeCommit(t *testing.T) {
-	h := NewHarness(t).WithID("setup")
+	h := sessiontest.NewHarness(t).WithID("setup")
 	h.Hooks.SetupFunc = func(_ context.Context, in workflows.SetupInput) (workflows.SetupResult, error) {
 		return workflows.SetupResult{Events: []session.Event{rawEvent(session.TypeTurnStart, in.EventCount, `{"turn":0}`)}}, nil
 	}
-	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "setup", Hooks: AllHooks})
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "setup", Hooks: sessiontest.AllHooks})
 	err := h.Env.GetWorkflowError()
-	app := AppErr(t, err)
+	app := sessiontest.AppErr(t, err)
 	require.Equal(t, "InvalidArgument", app.Type())
 	require.True(t, app.NonRetryable())
 	require.Equal(t, `setup events: invalid session event at index 0 (seq 0, type "turn/start"): crash repair could not read it: turn/start event (seq 0): data.turn must be a safe integer >= 1, got 0`, app.Message())
 	require.NotContains(t, h.Hooks.Log(), "setup:commit")
 	require.Zero(t, h.Count(activities.AppendBatchName))
-	RequireErased(t, h.Store, "setup")
+	sessiontest.RequireErased(t, h.Store, "setup")
 }

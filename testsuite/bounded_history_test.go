@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sessionflow/sessionflow/internal/sessiontest"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/workflows"
@@ -63,7 +64,7 @@ func (c *recordingConverter) ToPayloads(vs ...any) (*commonpb.Payloads, error) {
 // the JSONL lines straight after a header-only log.
 func writeBigLog(t *testing.T, st *jsonl.Store, id string, n int) {
 	t.Helper()
-	WriteStored(t, st, session.Header{ID: id, CreatedAt: 1}, 0, nil)
+	sessiontest.WriteStored(t, st, session.Header{ID: id, CreatedAt: 1}, 0, nil)
 	snap, err := st.Stat(context.Background(), id)
 	require.NoError(t, err)
 	f, err := os.OpenFile(snap.Path, os.O_WRONLY|os.O_APPEND, 0)
@@ -89,7 +90,7 @@ type historyShape struct {
 
 func resumeShape(t *testing.T, st *jsonl.Store, id string) historyShape {
 	t.Helper()
-	h := NewHarnessOn(t, st).WithID(id)
+	h := sessiontest.NewHarnessOn(t, st).WithID(id)
 	rc := &recordingConverter{DataConverter: converter.GetDefaultDataConverter()}
 	h.Env.SetDataConverter(rc)
 	ready, disposed := h.ReadyThenDispose(time.Second, "")
@@ -99,7 +100,7 @@ func resumeShape(t *testing.T, st *jsonl.Store, id string) historyShape {
 	ready.Decode(t, &info)
 	var dr workflows.DisposeResult
 	disposed.Decode(t, &dr)
-	RequireReleased(t, st, id)
+	sessiontest.RequireReleased(t, st, id)
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	shape := historyShape{activities: h.StartedNames(), payloads: len(rc.sizes)}
@@ -110,7 +111,7 @@ func resumeShape(t *testing.T, st *jsonl.Store, id string) historyShape {
 }
 
 func TestResumeHistoryIndependentOfLogSize(t *testing.T) {
-	st := NewStore(t, jsonl.CompressionNone)
+	st := sessiontest.NewStore(t, jsonl.CompressionNone)
 	const big = 1_000_000
 	writeBigLog(t, st, "small", 10)
 	writeBigLog(t, st, "big", big)

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionflow/sessionflow/internal/sessiontest"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -14,15 +15,15 @@ import (
 // before it, aborts the create with `agent "<id>" creation aborted` and an
 // empty reason; nothing is published, and the session is erased.
 func TestPlainCancelDuringSetupIsCreationAborted(t *testing.T) {
-	h := NewHarness(t).WithID("pc")
-	h.Env.OnActivity(HookSetup, mock.Anything, mock.Anything).After(time.Hour).Return(workflows.SetupResult{}, nil)
+	h := sessiontest.NewHarness(t).WithID("pc")
+	h.Env.OnActivity(sessiontest.HookSetup, mock.Anything, mock.Anything).After(time.Hour).Return(workflows.SetupResult{}, nil)
 	h.At(time.Second, h.Env.CancelWorkflow)
-	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "pc", Hooks: AllHooks})
-	app := RequireMessage(t, h.Env.GetWorkflowError(), `agent "pc" creation aborted`)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "pc", Hooks: sessiontest.AllHooks})
+	app := sessiontest.RequireMessage(t, h.Env.GetWorkflowError(), `agent "pc" creation aborted`)
 	require.Equal(t, "AbortError", app.Type())
 	var reason string
 	require.NoError(t, app.Details(&reason))
 	require.Equal(t, "", reason)
-	require.Equal(t, 0, h.Count(HookPublish))
-	RequireErased(t, h.Store, "pc")
+	require.Equal(t, 0, h.Count(sessiontest.HookPublish))
+	sessiontest.RequireErased(t, h.Store, "pc")
 }

@@ -6,15 +6,16 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionflow/sessionflow/internal/sessiontest"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
 func TestCreateAppendDispose(t *testing.T) {
-	h := NewHarness(t)
+	h := sessiontest.NewHarness(t)
 	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	app := h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: LiveTurn(t, 0, 1, "hi")})
+	app := h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "hi")})
 	disp := h.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
-	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s1", Hooks: AllHooks})
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s1", Hooks: sessiontest.AllHooks})
 	require.NoError(t, h.Env.GetWorkflowError())
 	var info workflows.SessionInfo
 	ready.Decode(t, &info)
@@ -24,7 +25,7 @@ func TestCreateAppendDispose(t *testing.T) {
 	require.Equal(t, int64(5), ar.NextSeq)
 	var dr workflows.DisposeResult
 	disp.Decode(t, &dr)
-	require.Equal(t, []string{"turn/start", "step/start", "assistant/message", "step/end", "turn/end"}, Types(Stored(t, h.Store, "s1")))
-	RequireReleased(t, h.Store, "s1")
+	require.Equal(t, []string{"turn/start", "step/start", "assistant/message", "step/end", "turn/end"}, sessiontest.Types(sessiontest.Stored(t, h.Store, "s1")))
+	sessiontest.RequireReleased(t, h.Store, "s1")
 	t.Log(h.Hooks.Log(), h.StartedNames())
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionflow/sessionflow/internal/sessiontest"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/workflows"
 )
@@ -15,24 +16,24 @@ import (
 // prefix and its end-seed marker (Count + 1), and its events are stored
 // right after the marker.
 func TestForkSetupEventsFollowTheMarker(t *testing.T) {
-	h := NewHarness(t).WithID("fs")
-	WriteStored(t, h.Store, session.Header{ID: "parent", CreatedAt: 1, Cwd: "/p"}, 0, append(LiveTurn(t, 0, 1, "a"), LiveTurn(t, 5, 2, "b")...))
+	h := sessiontest.NewHarness(t).WithID("fs")
+	sessiontest.WriteStored(t, h.Store, session.Header{ID: "parent", CreatedAt: 1, Cwd: "/p"}, 0, append(sessiontest.LiveTurn(t, 0, 1, "a"), sessiontest.LiveTurn(t, 5, 2, "b")...))
 	var seen []int64
 	h.Hooks.SetupFunc = func(_ context.Context, in workflows.SetupInput) (workflows.SetupResult, error) {
 		seen = append(seen, in.EventCount)
-		return workflows.SetupResult{Events: []session.Event{Ev(t, session.TypeTodoWrite, in.EventCount, map[string]any{"todos": []any{}})}}, nil
+		return workflows.SetupResult{Events: []session.Event{sessiontest.Ev(t, session.TypeTodoWrite, in.EventCount, map[string]any{"todos": []any{}})}}, nil
 	}
 	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
 	disp := h.UpdateAt(2*time.Second, "", workflows.UpdateDispose)
-	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "fs", Fork: &workflows.ForkSeed{ParentSessionID: "parent", Count: 5}, Hooks: AllHooks})
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "fs", Fork: &workflows.ForkSeed{ParentSessionID: "parent", Count: 5}, Hooks: sessiontest.AllHooks})
 	require.NoError(t, h.Env.GetWorkflowError())
 	disp.OK(t)
 	require.Equal(t, []int64{6}, seen)
 	var info workflows.SessionInfo
 	ready.Decode(t, &info)
 	require.Equal(t, int64(7), info.NextSeq)
-	evs := Stored(t, h.Store, "fs")
-	RequireContiguous(t, evs)
+	evs := sessiontest.Stored(t, h.Store, "fs")
+	sessiontest.RequireContiguous(t, evs)
 	require.Len(t, evs, 7)
 	require.Equal(t, "session/end-seed", evs[5].Type)
 	require.Equal(t, "todo/write", evs[6].Type)

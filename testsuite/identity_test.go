@@ -19,40 +19,34 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sessionflow/sessionflow/activities"
+	"github.com/sessionflow/sessionflow/internal/sessiontest"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
-// runUnder makes the next ExecuteWorkflow run under workflow id wid.
-func (h *Harness) runUnder(wid string) *Harness {
-	h.Env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: wid})
-	h.Env.idSet = true
-	return h
-}
-
 func TestForeignWorkflowIDRefused(t *testing.T) {
 	t.Run("create", func(t *testing.T) {
-		h := NewHarness(t).runUnder("wrong-id")
+		h := sessiontest.NewHarness(t).RunUnder("wrong-id")
 		h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "cli-x"})
-		app := RequireMessage(t, h.Env.GetWorkflowError(), `session "cli-x" must run under workflow id "session/cli-x", not "wrong-id" (docs/API.md: Workflow ids)`)
+		app := sessiontest.RequireMessage(t, h.Env.GetWorkflowError(), `session "cli-x" must run under workflow id "session/cli-x", not "wrong-id" (docs/API.md: Workflow ids)`)
 		require.Equal(t, "InvalidArgument", app.Type())
 		require.True(t, app.NonRetryable())
 		require.Empty(t, h.StartedNames(), "no activity runs")
-		RequireErased(t, h.Store, "cli-x")
+		sessiontest.RequireErased(t, h.Store, "cli-x")
 	})
 	t.Run("resume", func(t *testing.T) {
-		h := NewHarness(t).runUnder("session/other")
-		Persisted(t, h.Store, "cli-x", "")
+		h := sessiontest.NewHarness(t).RunUnder("session/other")
+		sessiontest.Persisted(t, h.Store, "cli-x", "")
 		h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "cli-x"})
-		app := RequireMessage(t, h.Env.GetWorkflowError(), `session "cli-x" must run under workflow id "session/cli-x", not "session/other" (docs/API.md: Workflow ids)`)
+		app := sessiontest.RequireMessage(t, h.Env.GetWorkflowError(), `session "cli-x" must run under workflow id "session/cli-x", not "session/other" (docs/API.md: Workflow ids)`)
 		require.Equal(t, "InvalidArgument", app.Type())
 		require.Empty(t, h.StartedNames(), "no activity runs")
 	})
 	t.Run("unescaped non-ASCII", func(t *testing.T) {
-		h := NewHarness(t).runUnder("session/é")
+		h := sessiontest.NewHarness(t).RunUnder("session/é")
 		h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "é"})
-		RequireMessage(t, h.Env.GetWorkflowError(), `session "é" must run under workflow id "session/%C3%A9", not "session/é" (docs/API.md: Workflow ids)`)
+		sessiontest.RequireMessage(t, h.Env.GetWorkflowError(), `session "é" must run under workflow id "session/%C3%A9", not "session/é" (docs/API.md: Workflow ids)`)
 		require.Empty(t, h.StartedNames())
 	})
 }
@@ -63,18 +57,18 @@ func TestIDTooLongRefusedBeforeAnyActivity(t *testing.T) {
 		"non-ascii": strings.Repeat("é", 52),
 	} {
 		t.Run(name, func(t *testing.T) {
-			h := NewHarness(t)
+			h := sessiontest.NewHarness(t)
 			h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: id})
-			app := AppErr(t, h.Env.GetWorkflowError())
+			app := sessiontest.AppErr(t, h.Env.GetWorkflowError())
 			require.Equal(t, "InvalidArgument", app.Type())
 			require.True(t, app.NonRetryable())
 			require.Contains(t, app.Message(), "session id is too long: it encodes to a ")
 			require.Contains(t, app.Message(), "the store's limit is 255 bytes")
 			require.Empty(t, h.StartedNames(), "no activity runs, none is retried")
 
-			r := NewHarness(t)
+			r := sessiontest.NewHarness(t)
 			r.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: id})
-			app = AppErr(t, r.Env.GetWorkflowError())
+			app = sessiontest.AppErr(t, r.Env.GetWorkflowError())
 			require.Equal(t, "InvalidArgument", app.Type())
 			require.Contains(t, app.Message(), "the store's limit is 255 bytes")
 			require.Empty(t, r.StartedNames())
@@ -83,7 +77,7 @@ func TestIDTooLongRefusedBeforeAnyActivity(t *testing.T) {
 }
 
 func TestNonASCIISessionID(t *testing.T) {
-	h := NewHarness(t)
+	h := sessiontest.NewHarness(t)
 	ready, disp := h.ReadyThenDispose(time.Second, "")
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "日本"})
 	require.NoError(t, h.Env.GetWorkflowError())
@@ -93,7 +87,7 @@ func TestNonASCIISessionID(t *testing.T) {
 	require.Equal(t, "session/%E6%97%A5%E6%9C%AC", info.WorkflowID)
 	var dr workflows.DisposeResult
 	disp.Decode(t, &dr)
-	RequireErased(t, h.Store, "日本") // created, never written, disposed
+	sessiontest.RequireErased(t, h.Store, "日本") // created, never written, disposed
 }
 
 // ownerTemporal is a Temporal client that knows the executions of the
@@ -124,7 +118,7 @@ func (f *ownerTemporal) DescribeWorkflow(_ context.Context, wid, rid string) (*c
 
 // withOwnerTemporal gives the harness's activities f, and makes the
 // resume's own run the running latest execution of its workflow id.
-func (h *Harness) withOwnerTemporal(f *ownerTemporal) {
+func withOwnerTemporal(h *sessiontest.Harness, f *ownerTemporal) {
 	h.Acts.Temporal = f
 	h.OnStarted = func(name string) {
 		if name != activities.ForfeitDeadOwnerName {
@@ -146,14 +140,14 @@ func deadOwned(t *testing.T, st *jsonl.Store, id string, owner jsonl.Owner) {
 	ctx := context.Background()
 	hd, err := st.Create(ctx, session.Header{Version: session.FormatVersion, ID: id, CreatedAt: 1}, jsonl.CreateOptions{HandleID: "h-old", Owner: owner})
 	require.NoError(t, err)
-	require.NoError(t, hd.Append(ctx, []session.Event{TurnStart(t, 0, 1), TurnEnd(t, 1, 1)}))
+	require.NoError(t, hd.Append(ctx, []session.Event{sessiontest.TurnStart(t, 0, 1), sessiontest.TurnEnd(t, 1, 1)}))
 }
 
 func TestResumeForfeitsDeadOwner(t *testing.T) {
-	h := NewHarness(t)
+	h := sessiontest.NewHarness(t)
 	deadOwned(t, h.Store, "k", jsonl.Owner{WorkflowID: "session/k", RunID: "run-old"})
 	f := &ownerTemporal{execs: map[string]enumspb.WorkflowExecutionStatus{"session/k@run-old": enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED}, latest: map[string]string{}}
-	h.withOwnerTemporal(f)
+	withOwnerTemporal(h, f)
 	ready, disp := h.ReadyThenDispose(time.Second, "")
 	h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "k"})
 	require.NoError(t, h.Env.GetWorkflowError())
@@ -168,18 +162,18 @@ func TestResumeForfeitsDeadOwner(t *testing.T) {
 	h.StartedArg(activities.OpenHandleName, 1, &second)
 	require.Equal(t, first.HandleID, second.HandleID, "the open is tried again with the handle id chosen first")
 	require.Equal(t, []string{"session/k@", "session/k@run-old"}, f.lookups)
-	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed"}, Types(Stored(t, h.Store, "k")))
-	RequireReleased(t, h.Store, "k")
+	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed"}, sessiontest.Types(sessiontest.Stored(t, h.Store, "k")))
+	sessiontest.RequireReleased(t, h.Store, "k")
 }
 
 func TestResumeKeepsLiveOwner(t *testing.T) {
-	h := NewHarness(t)
+	h := sessiontest.NewHarness(t)
 	deadOwned(t, h.Store, "k", jsonl.Owner{WorkflowID: "session/k", RunID: "run-other-namespace"})
 	// The owner's run is unknown to this namespace: it may be alive there.
 	f := &ownerTemporal{execs: map[string]enumspb.WorkflowExecutionStatus{}, latest: map[string]string{}}
-	h.withOwnerTemporal(f)
+	withOwnerTemporal(h, f)
 	h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "k"})
-	app := AppErr(t, h.Env.GetWorkflowError())
+	app := sessiontest.AppErr(t, h.Env.GetWorkflowError())
 	require.Equal(t, "SessionAlreadyOwned", app.Type())
 	require.True(t, app.NonRetryable())
 	require.Equal(t, `session "k" is already owned by an active write handle (handle "h-old" of workflow "session/k" run "run-other-namespace", host "`+hostname(t)+`" pid `+pid()+`): `+
@@ -191,13 +185,13 @@ func TestResumeKeepsLiveOwner(t *testing.T) {
 }
 
 func TestResumeForfeitTurnedOff(t *testing.T) {
-	h := NewHarness(t)
+	h := sessiontest.NewHarness(t)
 	deadOwned(t, h.Store, "k", jsonl.Owner{WorkflowID: "session/k", RunID: "run-old"})
 	f := &ownerTemporal{execs: map[string]enumspb.WorkflowExecutionStatus{"session/k@run-old": enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED}, latest: map[string]string{}}
-	h.withOwnerTemporal(f)
+	withOwnerTemporal(h, f)
 	off := false
 	h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "k", ForfeitDeadOwner: &off})
-	app := AppErr(t, h.Env.GetWorkflowError())
+	app := sessiontest.AppErr(t, h.Env.GetWorkflowError())
 	require.Equal(t, "SessionAlreadyOwned", app.Type())
 	require.Equal(t, []string{activities.OpenHandleName, activities.CloseHandleName}, h.StartedNames())
 	require.Empty(t, f.lookups)
@@ -216,12 +210,12 @@ func pid() string { return strconv.Itoa(os.Getpid()) }
 // SDK) that returns InvalidArgument without marking it non-retryable is not
 // tried again.
 func TestValidationErrorsAreNeverRetried(t *testing.T) {
-	h := NewHarness(t)
+	h := sessiontest.NewHarness(t)
 	h.Hooks.SetupFunc = func(context.Context, workflows.SetupInput) (workflows.SetupResult, error) {
 		return workflows.SetupResult{}, temporal.NewApplicationError("setup input refused", "InvalidArgument")
 	}
-	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "v1", Hooks: AllHooks})
-	app := RequireMessage(t, h.Env.GetWorkflowError(), "setup input refused")
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "v1", Hooks: sessiontest.AllHooks})
+	app := sessiontest.RequireMessage(t, h.Env.GetWorkflowError(), "setup input refused")
 	require.Equal(t, "InvalidArgument", app.Type())
-	require.Equal(t, 1, h.Count(HookSetup), "the validation failure was retried")
+	require.Equal(t, 1, h.Count(sessiontest.HookSetup), "the validation failure was retried")
 }

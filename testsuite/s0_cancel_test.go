@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionflow/sessionflow/activities"
+	"github.com/sessionflow/sessionflow/internal/sessiontest"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/workflows"
@@ -26,11 +27,11 @@ import (
 func requireAbortError(t *testing.T, err error, id, reason string, isError bool) {
 	t.Helper()
 	if isError {
-		app := RequireMessage(t, err, reason)
+		app := sessiontest.RequireMessage(t, err, reason)
 		require.Equal(t, "Error", app.Type())
 		return
 	}
-	app := RequireMessage(t, err, `agent "`+id+`" creation aborted`)
+	app := sessiontest.RequireMessage(t, err, `agent "`+id+`" creation aborted`)
 	require.Equal(t, "AbortError", app.Type())
 	var raw string
 	require.NoError(t, app.Details(&raw))
@@ -51,14 +52,14 @@ var reasons = []struct {
 func TestS0_35_PreAbortedCreate(t *testing.T) {
 	for _, r := range reasons {
 		t.Run(r.name, func(t *testing.T) {
-			h := NewHarness(t).WithID("s35")
+			h := sessiontest.NewHarness(t).WithID("s35")
 			h.At(0, func() { h.AbortNow("", r.reason, r.isError) })
-			h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s35", Hooks: AllHooks})
+			h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s35", Hooks: sessiontest.AllHooks})
 			requireAbortError(t, h.Env.GetWorkflowError(), "s35", r.reason, r.isError)
 			require.Equal(t, 0, h.Count(activities.CreateHandleName))
 			require.Empty(t, h.Hooks.Log())
 			require.Empty(t, h.Describe("").Lifecycle)
-			RequireErased(t, h.Store, "s35")
+			sessiontest.RequireErased(t, h.Store, "s35")
 		})
 	}
 }
@@ -66,30 +67,30 @@ func TestS0_35_PreAbortedCreate(t *testing.T) {
 // S0-36: an abort with a string reason while setup is pending fails
 // `creation aborted`; nothing is registered; nothing is stored.
 func TestS0_36_StringAbortDuringSetup(t *testing.T) {
-	h := NewHarness(t).WithID("s36")
-	h.Env.OnActivity(HookSetup, mock.Anything, mock.Anything).After(time.Hour).Return(workflows.SetupResult{}, nil)
+	h := sessiontest.NewHarness(t).WithID("s36")
+	h.Env.OnActivity(sessiontest.HookSetup, mock.Anything, mock.Anything).After(time.Hour).Return(workflows.SetupResult{}, nil)
 	h.At(time.Second, func() { h.AbortNow("", "no longer needed", false) })
-	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s36", Seed: []session.Event{}, Hooks: AllHooks})
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s36", Seed: []session.Event{}, Hooks: sessiontest.AllHooks})
 	requireAbortError(t, h.Env.GetWorkflowError(), "s36", "no longer needed", false)
-	require.Equal(t, 0, h.Count(HookPublish))
+	require.Equal(t, 0, h.Count(sessiontest.HookPublish))
 	require.Empty(t, h.Describe("").Lifecycle)
-	RequireErased(t, h.Store, "s36")
+	sessiontest.RequireErased(t, h.Store, "s36")
 }
 
 // S0-37: setup itself aborts the caller's signal with an Error: the create
 // fails with that Error; nothing is registered.
 func TestS0_37_SetupAbortsWithError(t *testing.T) {
-	h := NewHarness(t).WithID("s37")
+	h := sessiontest.NewHarness(t).WithID("s37")
 	h.OnStarted = func(name string) {
-		if name == HookSetup {
+		if name == sessiontest.HookSetup {
 			h.AbortNow("", "setup pulled the plug", true)
 		}
 	}
-	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s37", Hooks: AllHooks})
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s37", Hooks: sessiontest.AllHooks})
 	requireAbortError(t, h.Env.GetWorkflowError(), "s37", "setup pulled the plug", true)
-	require.Equal(t, 0, h.Count(HookPublish))
+	require.Equal(t, 0, h.Count(sessiontest.HookPublish))
 	require.Empty(t, h.Describe("").Lifecycle)
-	RequireErased(t, h.Store, "s37")
+	sessiontest.RequireErased(t, h.Store, "s37")
 }
 
 // S0-38: a pre-aborted resume fails with the normalized reason without
@@ -97,15 +98,15 @@ func TestS0_37_SetupAbortsWithError(t *testing.T) {
 func TestS0_38_PreAbortedResume(t *testing.T) {
 	for _, r := range reasons {
 		t.Run(r.name, func(t *testing.T) {
-			h := NewHarness(t).WithID("s38")
-			Persisted(t, h.Store, "s38", "")
+			h := sessiontest.NewHarness(t).WithID("s38")
+			sessiontest.Persisted(t, h.Store, "s38", "")
 			h.At(0, func() { h.AbortNow("", r.reason, r.isError) })
-			h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s38", Hooks: AllHooks})
+			h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s38", Hooks: sessiontest.AllHooks})
 			requireAbortError(t, h.Env.GetWorkflowError(), "s38", r.reason, r.isError)
 			require.Equal(t, 0, h.Count(activities.OpenHandleName))
 			require.Empty(t, h.Hooks.Log())
-			require.Equal(t, []string{"turn/start", "turn/end"}, Types(Stored(t, h.Store, "s38")))
-			RequireReleased(t, h.Store, "s38")
+			require.Equal(t, []string{"turn/start", "turn/end"}, sessiontest.Types(sessiontest.Stored(t, h.Store, "s38")))
+			sessiontest.RequireReleased(t, h.Store, "s38")
 		})
 	}
 }
@@ -116,19 +117,19 @@ func TestS0_38_PreAbortedResume(t *testing.T) {
 func TestS0_39_AbortDuringCloserAppend(t *testing.T) {
 	for _, r := range reasons {
 		t.Run(r.name, func(t *testing.T) {
-			h := NewHarness(t).WithID("s39")
-			WriteStored(t, h.Store, session.Header{ID: "s39", CreatedAt: 1}, 0, []session.Event{TurnStart(t, 0, 1)})
+			h := sessiontest.NewHarness(t).WithID("s39")
+			sessiontest.WriteStored(t, h.Store, session.Header{ID: "s39", CreatedAt: 1}, 0, []session.Event{sessiontest.TurnStart(t, 0, 1)})
 			h.OnStarted = func(name string) {
 				if name == activities.RepairName {
 					h.AbortNow("", r.reason, r.isError)
 				}
 			}
-			h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s39", Hooks: AllHooks})
+			h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s39", Hooks: sessiontest.AllHooks})
 			requireAbortError(t, h.Env.GetWorkflowError(), "s39", r.reason, r.isError)
 			require.Empty(t, h.Hooks.Log())
 			require.Empty(t, h.Describe("").Lifecycle)
-			require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed"}, Types(Stored(t, h.Store, "s39")))
-			RequireReleased(t, h.Store, "s39")
+			require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed"}, sessiontest.Types(sessiontest.Stored(t, h.Store, "s39")))
+			sessiontest.RequireReleased(t, h.Store, "s39")
 		})
 	}
 }
@@ -139,7 +140,7 @@ func TestS0_39_AbortDuringCloserAppend(t *testing.T) {
 // still runs) it finds its handle id revoked and leaves nothing: no lease,
 // nothing stored, the id reusable.
 func TestS0_40_AbortWhileCreateHangs(t *testing.T) {
-	h := NewHarness(t)
+	h := sessiontest.NewHarness(t)
 	var lateErr error
 	lateDone := false
 	h.Env.OnActivity(h.Acts.CreateHandle, mock.Anything, mock.Anything).After(time.Hour).Return(
@@ -148,8 +149,8 @@ func TestS0_40_AbortWhileCreateHangs(t *testing.T) {
 			lateErr, lateDone = err, true
 			return info, err
 		})
-	h.Env.OnActivity(h.Acts.CloseHandle, mock.Anything, mock.Anything).Return(CloseErr(h.Acts, "close exploded"))
-	start := h.UpdateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{SessionID: "s40", Hooks: AllHooks}})
+	h.Env.OnActivity(h.Acts.CloseHandle, mock.Anything, mock.Anything).Return(sessiontest.CloseErr(h.Acts, "close exploded"))
+	start := h.UpdateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{SessionID: "s40", Hooks: sessiontest.AllHooks}})
 	ready := h.UpdateNoWaitAt(time.Second, workflows.WorkflowID("s40"), workflows.UpdateWaitReady)
 	// The caller aborts once the create is pending.
 	h.AtStarted(time.Second, activities.CreateHandleName, func() { h.AbortNow(workflows.WorkflowID("s40"), "caller stopped", true) })
@@ -175,11 +176,11 @@ func TestS0_40_AbortWhileCreateHangs(t *testing.T) {
 	require.Equal(t, "caller stopped", res.Children[0].Error.Message)
 
 	require.True(t, lateDone, "the create never landed")
-	require.Equal(t, "HandleRevoked", AppErr(t, lateErr).Type())
+	require.Equal(t, "HandleRevoked", sessiontest.AppErr(t, lateErr).Type())
 	var in activities.CreateHandleInput
 	h.StartedArg(activities.CreateHandleName, 0, &in)
 	require.Equal(t, []string{in.HandleID}, h.ClosedHandles())
-	RequireErased(t, h.Store, "s40")
+	sessiontest.RequireErased(t, h.Store, "s40")
 }
 
 // S0-40, failing after acquisition: the backend create took the lease and
@@ -187,7 +188,7 @@ func TestS0_40_AbortWhileCreateHangs(t *testing.T) {
 // lost): the create fails with that error, the rollback closes the handle
 // id, and nothing remains: no lease, nothing stored, the id reusable.
 func TestS0_40_CreateFailsAfterAcquiringTheLease(t *testing.T) {
-	h := NewHarness(t).WithID("s40b")
+	h := sessiontest.NewHarness(t).WithID("s40b")
 	var leaseDuring *jsonl.Lease
 	h.Env.OnActivity(h.Acts.CreateHandle, mock.Anything, mock.Anything).Return(
 		func(ctx context.Context, in activities.CreateHandleInput) (activities.HandleInfo, error) {
@@ -199,10 +200,10 @@ func TestS0_40_CreateFailsAfterAcquiringTheLease(t *testing.T) {
 			if err != nil {
 				return activities.HandleInfo{}, err
 			}
-			return activities.HandleInfo{}, PlainErr("create reply lost")
+			return activities.HandleInfo{}, sessiontest.PlainErr("create reply lost")
 		})
-	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s40b", Seed: []session.Event{TurnStart(t, 0, 1), TurnEnd(t, 1, 1)}, Hooks: AllHooks})
-	RequireMessage(t, h.Env.GetWorkflowError(), "create reply lost")
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s40b", Seed: []session.Event{sessiontest.TurnStart(t, 0, 1), sessiontest.TurnEnd(t, 1, 1)}, Hooks: sessiontest.AllHooks})
+	sessiontest.RequireMessage(t, h.Env.GetWorkflowError(), "create reply lost")
 	require.NotNil(t, leaseDuring, "the create did not take the lease")
 	var in activities.CreateHandleInput
 	h.StartedArg(activities.CreateHandleName, 0, &in)
@@ -212,7 +213,7 @@ func TestS0_40_CreateFailsAfterAcquiringTheLease(t *testing.T) {
 	require.Empty(t, d.Lifecycle)
 	require.Empty(t, d.CompensationErrors)
 	require.Empty(t, h.Hooks.Log())
-	RequireErased(t, h.Store, "s40b")
+	sessiontest.RequireErased(t, h.Store, "s40b")
 }
 
 // S0-41: the loop deactivates right after the write open (its own
@@ -220,14 +221,14 @@ func TestS0_40_CreateFailsAfterAcquiringTheLease(t *testing.T) {
 // loop is not active`, the handle was closed, nothing was published, and a
 // retry resume succeeds.
 func TestS0_41_LoopInactiveAfterOpen(t *testing.T) {
-	h := NewHarness(t)
-	Persisted(t, h.Store, "s41", "")
+	h := sessiontest.NewHarness(t)
+	sessiontest.Persisted(t, h.Store, "s41", "")
 	h.OnCompleted = func(name string, err error) {
 		if name == activities.OpenHandleName && err == nil {
 			h.Env.CancelWorkflow()
 		}
 	}
-	start := h.UpdateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Resume: &workflows.ResumeSessionRequest{ResumeSessionID: "s41", Hooks: AllHooks}})
+	start := h.UpdateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Resume: &workflows.ResumeSessionRequest{ResumeSessionID: "s41", Hooks: sessiontest.AllHooks}})
 	h.Env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{})
 	require.NoError(t, h.Env.GetWorkflowError())
 	start.OK(t)
@@ -240,8 +241,8 @@ func TestS0_41_LoopInactiveAfterOpen(t *testing.T) {
 	require.Equal(t, 1, h.Count(activities.CloseHandleName))
 	require.Equal(t, 0, h.Count(activities.RepairName), "the resume went on after the deactivation")
 	require.Empty(t, h.Hooks.Log())
-	RequireReleased(t, h.Store, "s41")
-	ResumeAndDispose(t, h.Store, "s41")
+	sessiontest.RequireReleased(t, h.Store, "s41")
+	sessiontest.ResumeAndDispose(t, h.Store, "s41")
 }
 
 // S0-42: the whole host is torn down while a resume's open hangs, and the
@@ -250,8 +251,8 @@ func TestS0_41_LoopInactiveAfterOpen(t *testing.T) {
 // releases what it took, its handle id was closed once, and the teardown
 // completes with every lease released.
 func TestS0_42_TeardownWhileOpenHangs(t *testing.T) {
-	h := NewHarness(t)
-	Persisted(t, h.Store, "s42", "")
+	h := sessiontest.NewHarness(t)
+	sessiontest.Persisted(t, h.Store, "s42", "")
 	var lateErr error
 	lateDone := false
 	h.Env.OnActivity(h.Acts.OpenHandle, mock.Anything, mock.Anything).After(time.Hour).Return(
@@ -262,9 +263,9 @@ func TestS0_42_TeardownWhileOpenHangs(t *testing.T) {
 		})
 	// A live neighbour whose disposal outlasts the late open keeps the
 	// teardown running.
-	h.Env.OnActivity(HookDispose, mock.Anything, mock.Anything).After(2 * time.Hour).Return(nil)
+	h.Env.OnActivity(sessiontest.HookDispose, mock.Anything, mock.Anything).After(2 * time.Hour).Return(nil)
 	neighbour := h.UpdateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{
-		SessionID: "neighbour", Hooks: workflows.Hooks{DisposeActivity: HookDispose}}})
+		SessionID: "neighbour", Hooks: workflows.Hooks{DisposeActivity: sessiontest.HookDispose}}})
 	neighbourReady := h.UpdateAt(time.Second, workflows.WorkflowID("neighbour"), workflows.UpdateWaitReady)
 	start := h.UpdateAt(2*time.Second, "", workflows.UpdateStart, workflows.StartRequest{Resume: &workflows.ResumeSessionRequest{ResumeSessionID: "s42"}})
 	h.AtStarted(3*time.Second, activities.OpenHandleName, h.Env.CancelWorkflow)
@@ -286,7 +287,7 @@ func TestS0_42_TeardownWhileOpenHangs(t *testing.T) {
 	require.NoError(t, h.Env.GetWorkflowResult(&res))
 	require.Equal(t, workflows.ChildSettled, res.Children[0].State)
 	require.True(t, lateDone, "the late open never landed")
-	require.Equal(t, "HandleRevoked", AppErr(t, lateErr).Type())
+	require.Equal(t, "HandleRevoked", sessiontest.AppErr(t, lateErr).Type())
 	var in activities.OpenHandleInput
 	h.StartedArg(activities.OpenHandleName, 0, &in)
 	closes := 0
@@ -296,22 +297,22 @@ func TestS0_42_TeardownWhileOpenHangs(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, closes)
-	require.Equal(t, []string{"turn/start", "turn/end"}, Types(Stored(t, h.Store, "s42")))
+	require.Equal(t, []string{"turn/start", "turn/end"}, sessiontest.Types(sessiontest.Stored(t, h.Store, "s42")))
 	neighbour.OK(t)
 	neighbourReady.OK(t)
 	start.OK(t)
-	RequireReleased(t, h.Store, "s42")
-	RequireErased(t, h.Store, "neighbour")
+	sessiontest.RequireReleased(t, h.Store, "s42")
+	sessiontest.RequireErased(t, h.Store, "neighbour")
 }
 
 // S0-43: a resume whose open hangs, aborted by the caller with a string:
 // `creation aborted`, nothing registered; the open lands later (the host
 // still runs), is refused and releases what it took.
 func TestS0_43_StringAbortWhileOpenHangs(t *testing.T) {
-	h := NewHarness(t)
-	Persisted(t, h.Store, "s43", "")
-	late := h.lateOpen(time.Hour)
-	start := h.UpdateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Resume: &workflows.ResumeSessionRequest{ResumeSessionID: "s43", Hooks: AllHooks}})
+	h := sessiontest.NewHarness(t)
+	sessiontest.Persisted(t, h.Store, "s43", "")
+	late := lateOpen(h, time.Hour)
+	start := h.UpdateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Resume: &workflows.ResumeSessionRequest{ResumeSessionID: "s43", Hooks: sessiontest.AllHooks}})
 	ready := h.UpdateNoWaitAt(time.Second, workflows.WorkflowID("s43"), workflows.UpdateWaitReady)
 	// The caller aborts once the open is pending.
 	h.AtStarted(time.Second, activities.OpenHandleName, func() { h.AbortNow(workflows.WorkflowID("s43"), "never mind", false) })
@@ -337,9 +338,9 @@ func TestS0_43_StringAbortWhileOpenHangs(t *testing.T) {
 // The same holds for a really corrupt log.
 func TestS0_44_ConfigRestoreNeverShadows(t *testing.T) {
 	t.Run("plain error", func(t *testing.T) {
-		h := NewHarness(t)
-		Persisted(t, h.Store, "s44", "")
-		h.Env.OnActivity(h.Acts.OpenHandle, mock.Anything, mock.Anything).Return(activities.HandleInfo{}, PlainErr("artifact corrupt"))
+		h := sessiontest.NewHarness(t)
+		sessiontest.Persisted(t, h.Store, "s44", "")
+		h.Env.OnActivity(h.Acts.OpenHandle, mock.Anything, mock.Anything).Return(activities.HandleInfo{}, sessiontest.PlainErr("artifact corrupt"))
 		h.WaitFor(5*time.Second, "the configured restore settled", h.LoopChildrenSettled(1))
 		h.At(5*time.Second, h.Env.CancelWorkflow)
 		h.Env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{Agents: []workflows.AgentConfig{{ID: "main", SessionID: "s44"}}})
@@ -353,15 +354,15 @@ func TestS0_44_ConfigRestoreNeverShadows(t *testing.T) {
 		require.Equal(t, 0, h.Count(activities.CreateHandleName))
 		require.Len(t, res.Children, 1)
 		require.Equal(t, "resume", res.Children[0].Mode)
-		require.Equal(t, []string{"turn/start", "turn/end"}, Types(Stored(t, h.Store, "s44")))
-		RequireReleased(t, h.Store, "s44")
+		require.Equal(t, []string{"turn/start", "turn/end"}, sessiontest.Types(sessiontest.Stored(t, h.Store, "s44")))
+		sessiontest.RequireReleased(t, h.Store, "s44")
 	})
 	t.Run("corrupt log", func(t *testing.T) {
-		h := NewHarnessOn(t, NewStore(t, jsonl.CompressionNone))
-		Persisted(t, h.Store, "s44", "")
+		h := sessiontest.NewHarnessOn(t, sessiontest.NewStore(t, jsonl.CompressionNone))
+		sessiontest.Persisted(t, h.Store, "s44", "")
 		snap, err := h.Store.Stat(context.Background(), "s44")
 		require.NoError(t, err)
-		CorruptFirstEvent(t, snap.Path)
+		sessiontest.CorruptFirstEvent(t, snap.Path)
 		h.WaitFor(5*time.Second, "the configured restore settled", h.LoopChildrenSettled(1))
 		h.At(5*time.Second, h.Env.CancelWorkflow)
 		h.Env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{Agents: []workflows.AgentConfig{{ID: "main", SessionID: "s44"}}})
@@ -377,7 +378,7 @@ func TestS0_44_ConfigRestoreNeverShadows(t *testing.T) {
 		require.Nil(t, lease)
 	})
 	t.Run("not found falls back to create", func(t *testing.T) {
-		h := NewHarness(t)
+		h := sessiontest.NewHarness(t)
 		h.WaitFor(5*time.Second, "the fallback create started", h.LoopChildStarted(2))
 		ready := h.UpdateAt(5*time.Second, workflows.WorkflowID("s44"), workflows.UpdateWaitReady)
 		h.At(10*time.Second, h.Env.CancelWorkflow)
@@ -395,25 +396,25 @@ func TestS0_44_ConfigRestoreNeverShadows(t *testing.T) {
 		ready.Decode(t, &info)
 		require.Equal(t, "/w", info.Header.Cwd)
 		// The fallback session was never appended to: gone with the loop.
-		RequireErased(t, h.Store, "s44")
+		sessiontest.RequireErased(t, h.Store, "s44")
 	})
 }
 
 // S0-45: a configured resume whose open hangs; the loop is torn down, then
 // the open rejects: no config-start-failed entry and no warning.
 func TestS0_45_LateFailureAfterTeardownDropped(t *testing.T) {
-	h := NewHarness(t)
-	Persisted(t, h.Store, "s45", "")
+	h := sessiontest.NewHarness(t)
+	sessiontest.Persisted(t, h.Store, "s45", "")
 	var lateErr error
 	h.Env.OnActivity(h.Acts.OpenHandle, mock.Anything, mock.Anything).After(time.Hour).Return(
 		func(context.Context, activities.OpenHandleInput) (activities.HandleInfo, error) {
-			lateErr = PlainErr("open rejected late")
+			lateErr = sessiontest.PlainErr("open rejected late")
 			return activities.HandleInfo{}, lateErr
 		})
 	// A neighbour disposing slowly keeps the loop alive past the rejection.
-	h.Env.OnActivity(HookDispose, mock.Anything, mock.Anything).After(2 * time.Hour).Return(nil)
+	h.Env.OnActivity(sessiontest.HookDispose, mock.Anything, mock.Anything).After(2 * time.Hour).Return(nil)
 	neighbour := h.UpdateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{
-		SessionID: "neighbour", Hooks: workflows.Hooks{DisposeActivity: HookDispose}}})
+		SessionID: "neighbour", Hooks: workflows.Hooks{DisposeActivity: sessiontest.HookDispose}}})
 	neighbourReady := h.UpdateAt(time.Second, workflows.WorkflowID("neighbour"), workflows.UpdateWaitReady)
 	h.AtStarted(2*time.Second, activities.OpenHandleName, h.Env.CancelWorkflow)
 	h.Env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{Agents: []workflows.AgentConfig{{ID: "main", ResumeSessionID: "s45"}}})
@@ -426,22 +427,22 @@ func TestS0_45_LateFailureAfterTeardownDropped(t *testing.T) {
 	require.Equal(t, "agent loop is not active", res.Children[0].Error.Message)
 	neighbour.OK(t)
 	neighbourReady.OK(t)
-	RequireReleased(t, h.Store, "s45")
+	sessiontest.RequireReleased(t, h.Store, "s45")
 }
 
 // An abort that lands while session/created is being published is refused
 // by the check that follows it: agent/created is never published.
 func TestAbortBetweenPublications(t *testing.T) {
-	h := NewHarness(t).WithID("pub")
+	h := sessiontest.NewHarness(t).WithID("pub")
 	h.OnStarted = func(name string) {
-		if name == HookPublish && h.Count(HookPublish) == 1 {
+		if name == sessiontest.HookPublish && h.Count(sessiontest.HookPublish) == 1 {
 			h.AbortNow("", "late abort", false)
 		}
 	}
-	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "pub", Hooks: AllHooks})
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "pub", Hooks: sessiontest.AllHooks})
 	requireAbortError(t, h.Env.GetWorkflowError(), "pub", "late abort", false)
 	require.Equal(t, []workflows.LifecycleEntry{{Type: workflows.EntrySessionCreated}}, h.Describe("").Lifecycle)
 	require.NotContains(t, h.Hooks.Log(), workflows.EntryAgentCreated)
 	require.Contains(t, h.Hooks.Log(), "dispose:rollback")
-	RequireErased(t, h.Store, "pub")
+	sessiontest.RequireErased(t, h.Store, "pub")
 }

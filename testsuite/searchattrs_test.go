@@ -8,11 +8,12 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/sessionflow/sessionflow/internal/sessiontest"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // phaseUpserts records the SessionPhase values a run upserts.
-func phaseUpserts(h *Harness) *[]string {
+func phaseUpserts(h *sessiontest.Harness) *[]string {
 	var phases []string
 	h.Env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
 		sa := args.Get(0).(temporal.SearchAttributes)
@@ -26,7 +27,7 @@ func phaseUpserts(h *Harness) *[]string {
 // With Options.SearchAttributes the workflow keeps SessionPhase current
 // through its lifecycle.
 func TestSessionPhaseSearchAttribute(t *testing.T) {
-	h := NewHarness(t)
+	h := sessiontest.NewHarness(t)
 	phases := phaseUpserts(h)
 	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
 	disp := h.UpdateAt(2*time.Second, "", workflows.UpdateDispose)
@@ -44,7 +45,7 @@ func TestSessionPhaseSearchAttribute(t *testing.T) {
 // Without the option (every run recorded before it existed) nothing is
 // upserted, so those histories replay unchanged.
 func TestSessionPhaseSearchAttributeOff(t *testing.T) {
-	h := NewHarness(t)
+	h := sessiontest.NewHarness(t)
 	phases := phaseUpserts(h)
 	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
 	disp := h.UpdateAt(2*time.Second, "", workflows.UpdateDispose)

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionflow/sessionflow/agent"
+	"github.com/sessionflow/sessionflow/internal/sessiontest"
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/tool"
@@ -73,14 +74,14 @@ func rawEvents(t *testing.T, evs []session.Event) []string {
 // the loop runs: the log is contiguous from 0 and holds the seed, the
 // marker and turn 2 with the model's answer.
 func TestRealTurnS0_04_SeedPlusLiveTurn(t *testing.T) {
-	h := NewHarness(t).WithID("r04")
-	UseRealAgentTools(h, nil, scripted.Text("assistant text").WithChunkSize(5))
-	seed := []session.Event{TurnStart(t, 0, 1), TurnEnd(t, 1, 1)}
+	h := sessiontest.NewHarness(t).WithID("r04")
+	sessiontest.UseRealAgentTools(h, nil, scripted.Text("assistant text").WithChunkSize(5))
+	seed := []session.Event{sessiontest.TurnStart(t, 0, 1), sessiontest.TurnEnd(t, 1, 1)}
 	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, PromptID("u1", "go on"))
+	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, sessiontest.PromptID("u1", "go on"))
 	h.WaitFor(2*time.Second, "turn 2 ended", h.TurnsEnded(1))
 	disp := h.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
-	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "r04", Seed: seed, AgentOptions: Route()})
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "r04", Seed: seed, AgentOptions: sessiontest.Route()})
 	require.NoError(t, h.Env.GetWorkflowError())
 	fu.OK(t)
 	disp.OK(t)
@@ -88,10 +89,10 @@ func TestRealTurnS0_04_SeedPlusLiveTurn(t *testing.T) {
 	ready.Decode(t, &info)
 	require.Equal(t, int64(3), info.NextSeq)
 	require.Equal(t, int64(2), info.FirstLiveSeq)
-	evs := Stored(t, h.Store, "r04")
-	RequireBalanced(t, evs)
+	evs := sessiontest.Stored(t, h.Store, "r04")
+	sessiontest.RequireBalanced(t, evs)
 	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed",
-		"turn/start", "step/start", "user/message", "assistant/message", "step/end", "turn/end"}, Types(evs))
+		"turn/start", "step/start", "user/message", "assistant/message", "step/end", "turn/end"}, sessiontest.Types(evs))
 	require.Equal(t, []int64{1, 2}, turnNumbers(t, evs))
 	m := assistantOf(t, evs[6])
 	require.Equal(t, int64(2), m.Turn)
@@ -105,36 +106,36 @@ func TestRealTurnS0_04_SeedPlusLiveTurn(t *testing.T) {
 // step/end{turn 1, step 1}, turn/end{interrupted} and the marker. The
 // wedged owner's late cancellation stores nothing more.
 func TestRealTurnS0_17_ResumeClosesOpenTurn(t *testing.T) {
-	h := NewHarness(t).WithID("r17")
-	UseRealAgentTools(h, nil, scripted.Text("never shown").WithStall(0))
+	h := sessiontest.NewHarness(t).WithID("r17")
+	sessiontest.UseRealAgentTools(h, nil, scripted.Text("never shown").WithStall(0))
 	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, PromptID("u1", "hi"))
+	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, sessiontest.PromptID("u1", "hi"))
 	var before, after []session.Event
 	var info workflows.SessionInfo
 	h.AtStarted(3*time.Second, agent.CallModelActivity, func() {
-		before = Stored(t, h.Store, "r17")
+		before = sessiontest.Stored(t, h.Store, "r17")
 		lease, err := h.Store.ForceUnlock(context.Background(), "r17")
 		require.NoError(t, err)
 		require.NotNil(t, lease)
-		info, _ = ResumeAndDispose(t, h.Store, "r17")
-		after = Stored(t, h.Store, "r17")
+		info, _ = sessiontest.ResumeAndDispose(t, h.Store, "r17")
+		after = sessiontest.Stored(t, h.Store, "r17")
 	})
 	h.AtNoWait(4*time.Second, h.Env.CancelWorkflow)
-	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "r17", AgentOptions: Route()})
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "r17", AgentOptions: sessiontest.Route()})
 	require.NoError(t, h.Env.GetWorkflowError())
 	ready.OK(t)
 	fu.OK(t)
-	require.Equal(t, []string{"turn/start", "step/start", "user/message"}, Types(before))
+	require.Equal(t, []string{"turn/start", "step/start", "user/message"}, sessiontest.Types(before))
 	require.Equal(t, int64(6), info.NextSeq)
 	require.Equal(t, int64(1), info.LastTurn)
-	RequireBalanced(t, after)
+	sessiontest.RequireBalanced(t, after)
 	require.Equal(t, rawEvents(t, before), rawEvents(t, after[:3]), "the stored prefix is unchanged")
-	require.Equal(t, []string{"turn/start", "step/start", "user/message", "step/end", "turn/end", "session/end-seed"}, Types(after))
+	require.Equal(t, []string{"turn/start", "step/start", "user/message", "step/end", "turn/end", "session/end-seed"}, sessiontest.Types(after))
 	require.Equal(t, `{"turn":1,"step":1}`, string(after[3].Data))
 	require.Equal(t, `{"turn":1,"reason":{"kind":"interrupted"}}`, string(after[4].Data))
 	// The wedged owner's late cancellation changed nothing.
-	require.Equal(t, rawEvents(t, after), rawEvents(t, Stored(t, h.Store, "r17")))
-	RequireReleased(t, h.Store, "r17")
+	require.Equal(t, rawEvents(t, after), rawEvents(t, sessiontest.Stored(t, h.Store, "r17")))
+	sessiontest.RequireReleased(t, h.Store, "r17")
 }
 
 // S0-18 with a real turn: the model calls a non-idempotent tool that
@@ -143,13 +144,13 @@ func TestRealTurnS0_17_ResumeClosesOpenTurn(t *testing.T) {
 // (sourceEventSeqs [the call's seq]), step/end, turn/end{interrupted} and
 // the marker; the tool is not run again.
 func TestRealTurnS0_18_ResumeToolOutcomeUnknown(t *testing.T) {
-	h := NewHarness(t).WithID("r18")
+	h := sessiontest.NewHarness(t).WithID("r18")
 	started, release := make(chan struct{}, 1), make(chan struct{})
-	UseRealAgentTools(h, []tool.Tool{stallTool(started, release)},
+	sessiontest.UseRealAgentTools(h, []tool.Tool{stallTool(started, release)},
 		scripted.ToolCall("call-1", "stall", `{}`), scripted.Text("unreached"))
 	cwd := t.TempDir()
 	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, PromptID("u1", "run it"))
+	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, sessiontest.PromptID("u1", "run it"))
 	var before, after []session.Event
 	var info workflows.SessionInfo
 	// A running activity holds the environment's clock, so the crash is
@@ -167,24 +168,24 @@ func TestRealTurnS0_18_ResumeToolOutcomeUnknown(t *testing.T) {
 			t.Error("the stalling tool did not run")
 			return
 		}
-		before = Stored(t, h.Store, "r18")
+		before = sessiontest.Stored(t, h.Store, "r18")
 		lease, err := h.Store.ForceUnlock(context.Background(), "r18")
 		require.NoError(t, err)
 		require.NotNil(t, lease)
-		info, _ = ResumeAndDispose(t, h.Store, "r18")
-		after = Stored(t, h.Store, "r18")
+		info, _ = sessiontest.ResumeAndDispose(t, h.Store, "r18")
+		after = sessiontest.Stored(t, h.Store, "r18")
 	}()
-	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "r18", AgentOptions: Route(), Meta: &workflows.SessionMeta{Cwd: cwd}})
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "r18", AgentOptions: sessiontest.Route(), Meta: &workflows.SessionMeta{Cwd: cwd}})
 	<-crashed
 	require.NoError(t, h.Env.GetWorkflowError())
 	ready.OK(t)
 	fu.OK(t)
-	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message", "tool/call"}, Types(before))
+	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message", "tool/call"}, sessiontest.Types(before))
 	require.Equal(t, int64(9), info.NextSeq)
-	RequireBalanced(t, after)
+	sessiontest.RequireBalanced(t, after)
 	require.Equal(t, rawEvents(t, before), rawEvents(t, after[:5]), "the stored prefix is unchanged")
 	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message", "tool/call",
-		"tool/result", "step/end", "turn/end", "session/end-seed"}, Types(after))
+		"tool/result", "step/end", "turn/end", "session/end-seed"}, sessiontest.Types(after))
 	require.Equal(t, int64(5), after[5].Seq)
 	require.Equal(t, []int64{4}, after[5].SourceEventSeqs)
 	tr, err := after[5].ToolResult()
@@ -200,8 +201,8 @@ func TestRealTurnS0_18_ResumeToolOutcomeUnknown(t *testing.T) {
 	require.Equal(t, `{"turn":1,"reason":{"kind":"interrupted"}}`, string(after[7].Data))
 	require.Equal(t, 1, h.Count(agent.RunToolActivity), "the tool ran once")
 	// The wedged owner's late cancellation changed nothing.
-	require.Equal(t, rawEvents(t, after), rawEvents(t, Stored(t, h.Store, "r18")))
-	RequireReleased(t, h.Store, "r18")
+	require.Equal(t, rawEvents(t, after), rawEvents(t, sessiontest.Stored(t, h.Store, "r18")))
+	sessiontest.RequireReleased(t, h.Store, "r18")
 }
 
 func mustJSON(t *testing.T, v any) []byte {
@@ -216,10 +217,12 @@ func mustJSON(t *testing.T, v any) []byte {
 // wedged; a resume finds the message pending and the next turn claims it,
 // with its deletion splice, before the followup, and the model sees it.
 func TestRealTurnS0_32_InjectSurvivesWedgedOwner(t *testing.T) {
-	after := InjectAcrossWedgedOwner(NewHarness(t).WithID("r32"), "r32",
-		func(h *Harness) { UseRealAgentTools(h, nil, scripted.Text("one")) },
+	after := injectAcrossWedgedOwner(sessiontest.NewHarness(t).WithID("r32"), "r32",
+		func(h *sessiontest.Harness) { sessiontest.UseRealAgentTools(h, nil, scripted.Text("one")) },
 		// Response 1: the conversation then holds one assistant message.
-		func(h *Harness) { UseRealAgentTools(h, nil, scripted.Text("unused"), scripted.Text("two")) })
+		func(h *sessiontest.Harness) {
+			sessiontest.UseRealAgentTools(h, nil, scripted.Text("unused"), scripted.Text("two"))
+		})
 	require.Equal(t, []session.ContentBlock{{Type: "text", Text: "one"}}, assistantOf(t, after[3]).Message.Content)
 	require.Equal(t, []session.ContentBlock{{Type: "text", Text: "two"}}, assistantOf(t, after[13]).Message.Content)
 }
@@ -230,36 +233,36 @@ func TestRealTurnS0_32_InjectSurvivesWedgedOwner(t *testing.T) {
 // with contiguous seqs; the model sees the first turn's conversation.
 func TestRealTurnS0_33_ResumeContinuesNumbering(t *testing.T) {
 	cwd := t.TempDir()
-	h := NewHarness(t).WithID("r33")
-	UseRealAgentTools(h, nil,
+	h := sessiontest.NewHarness(t).WithID("r33")
+	sessiontest.UseRealAgentTools(h, nil,
 		scripted.ToolCall("c1", "write_file", `{"path":"n.txt","content":"first"}`),
 		scripted.Text("first done"))
 	ready1 := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu1 := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, PromptID("u1", "write"))
+	fu1 := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, sessiontest.PromptID("u1", "write"))
 	h.WaitFor(2*time.Second, "turn 1 ended", h.TurnsEnded(1))
 	disp1 := h.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
 	meta := &workflows.SessionMeta{Cwd: cwd}
-	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "r33", AgentOptions: Route(), Meta: meta})
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "r33", AgentOptions: sessiontest.Route(), Meta: meta})
 	require.NoError(t, h.Env.GetWorkflowError())
 	ready1.OK(t)
 	fu1.OK(t)
 	disp1.OK(t)
-	old := Stored(t, h.Store, "r33")
+	old := sessiontest.Stored(t, h.Store, "r33")
 	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message", "tool/call", "tool/result", "step/end",
-		"step/start", "assistant/message", "step/end", "turn/end"}, Types(old))
+		"step/start", "assistant/message", "step/end", "turn/end"}, sessiontest.Types(old))
 
-	h2 := NewHarnessOn(t, h.Store).WithID("r33")
+	h2 := sessiontest.NewHarnessOn(t, h.Store).WithID("r33")
 	// Responses 0 and 1 are turn 1's; the conversation then holds two
 	// assistant messages.
-	UseRealAgentTools(h2, nil, scripted.Text("unused"), scripted.Text("unused"),
+	sessiontest.UseRealAgentTools(h2, nil, scripted.Text("unused"), scripted.Text("unused"),
 		scripted.ToolCall("c2", "read_file", `{"path":"n.txt"}`), scripted.Text("second done"))
 	ready := h2.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
 	var mid []session.Event
-	h2.At(2*time.Second, func() { mid = Stored(t, h2.Store, "r33") })
-	fu2 := h2.UpdateAt(3*time.Second, "", workflows.UpdateFollowup, PromptID("u2", "read"))
+	h2.At(2*time.Second, func() { mid = sessiontest.Stored(t, h2.Store, "r33") })
+	fu2 := h2.UpdateAt(3*time.Second, "", workflows.UpdateFollowup, sessiontest.PromptID("u2", "read"))
 	h2.WaitFor(3*time.Second, "turn 2 ended", h2.TurnsEnded(1))
 	disp2 := h2.UpdateAt(4*time.Second, "", workflows.UpdateDispose)
-	h2.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "r33", AgentOptions: Route()})
+	h2.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "r33", AgentOptions: sessiontest.Route()})
 	require.NoError(t, h2.Env.GetWorkflowError())
 	fu2.OK(t)
 	disp2.OK(t)
@@ -271,8 +274,8 @@ func TestRealTurnS0_33_ResumeContinuesNumbering(t *testing.T) {
 	require.Len(t, mid, len(old)+1)
 	require.Equal(t, session.TypeEndSeed, mid[len(mid)-1].Type)
 	require.Equal(t, rawEvents(t, old), rawEvents(t, mid[:len(old)]), "the stored prefix is byte-identical")
-	final := Stored(t, h.Store, "r33")
-	RequireBalanced(t, final)
+	final := sessiontest.Stored(t, h.Store, "r33")
+	sessiontest.RequireBalanced(t, final)
 	require.Len(t, final, len(old)+1+11)
 	require.Equal(t, []int64{1, 2}, turnNumbers(t, final))
 	second := final[len(old)+1:]

@@ -1,4 +1,4 @@
-package testsuite
+package sessiontest_test
 
 // The harness's step sequencing, which the deterministic cases rely on.
 
@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionflow/sessionflow/activities"
+	"github.com/sessionflow/sessionflow/internal/sessiontest"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -19,14 +20,14 @@ import (
 // pass before the session is live. The Append still reaches a live session
 // because it waits for the WaitReady before it.
 func TestStepsWaitForTheEarlierUpdates(t *testing.T) {
-	h := NewHarness(t).WithID("slow")
+	h := sessiontest.NewHarness(t).WithID("slow")
 	h.Env.OnActivity(h.Acts.CreateHandle, mock.Anything, mock.Anything).Return(
 		func(ctx context.Context, in activities.CreateHandleInput) (activities.HandleInfo, error) {
 			time.Sleep(300 * time.Millisecond)
 			return h.Acts.CreateHandle(ctx, in)
 		})
 	ready := h.UpdateAt(10*time.Millisecond, "", workflows.UpdateWaitReady)
-	app := h.UpdateAt(20*time.Millisecond, "", workflows.UpdateAppend, workflows.AppendRequest{Events: LiveTurn(t, 0, 1, "x")})
+	app := h.UpdateAt(20*time.Millisecond, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
 	disp := h.UpdateAt(30*time.Millisecond, "", workflows.UpdateDispose)
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "slow"})
 	require.NoError(t, h.Env.GetWorkflowError())
@@ -35,13 +36,13 @@ func TestStepsWaitForTheEarlierUpdates(t *testing.T) {
 	app.Decode(t, &ar)
 	require.Equal(t, int64(5), ar.NextSeq)
 	disp.OK(t)
-	require.Len(t, Stored(t, h.Store, "slow"), 5)
+	require.Len(t, sessiontest.Stored(t, h.Store, "slow"), 5)
 }
 
 // Steps run in the order they were registered, even when a later one is
 // due first.
 func TestStepsRunInRegistrationOrder(t *testing.T) {
-	h := NewHarness(t).WithID("order")
+	h := sessiontest.NewHarness(t).WithID("order")
 	var order []string
 	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
 	h.At(3*time.Second, func() { order = append(order, "first") })

@@ -1,4 +1,4 @@
-package testsuite
+package sessiontest
 
 // A fake of the agent activities (CallModel, RunTool, EndTurn) for the
 // loop's workflow tests: registered under the activity names, it stores
@@ -25,31 +25,33 @@ import (
 	"github.com/sessionflow/sessionflow/session"
 )
 
-// fakeResponse is one scripted model call.
+// FakeResponse is one scripted model call.
 type FakeResponse struct {
 	Text   string
 	Calls  []agent.CallRef
 	Finish provider.FinishReason
-	// refuse makes the call fail as refused by the provider.
+	// Refuse makes the call fail as refused by the provider.
 	Refuse *provider.Error
-	// err makes the call fail with err.
+	// Err makes the call fail with err.
 	Err error
-	// hold blocks the call until release is closed (or the activity is
+	// Hold blocks the call until release is closed (or the activity is
 	// cancelled: then the shown text is stored as an interrupted anchor).
 	Hold    bool
 	Release chan struct{}
 }
 
-// fakeTool is a scripted tool: it runs for d (wall clock), or until its
-// release channel is closed when hold is set.
+// FakeTool is a scripted tool: it runs for Duration (wall clock), or until its
+// Release channel is closed when Hold is set.
 type FakeTool struct {
 	Duration time.Duration
 	Hold     bool
 	Release  chan struct{}
-	// fail makes the activity fail (its store failed) after the call.
+	// Fail makes the activity fail (its store failed) after the call.
 	Fail error
 }
 
+// FakeAgent is the fake of the agent activities NewFakeAgent registers;
+// Models, Tools, Starts, Ends and MaxConc record what it saw.
 type FakeAgent struct {
 	t  *testing.T
 	st *jsonl.Store
@@ -60,18 +62,21 @@ type FakeAgent struct {
 	Models    []agent.ModelInput
 	Tools     map[string]*FakeTool
 	inFlight  map[string]bool
-	// starts records, for each tool call started, the calls in flight at
+	// Starts records, for each tool call started, the calls in flight at
 	// its start; ends records the order calls finished.
 	Starts  []ToolStart
 	Ends    []string
 	MaxConc int
 }
 
+// ToolStart is a tool call's start: its id and the calls then running.
 type ToolStart struct {
 	ID      string
 	Running []string
 }
 
+// NewFakeAgent registers a fake of the agent activities playing
+// responses in order, over the harness's store.
 func NewFakeAgent(h *Harness, responses ...*FakeResponse) *FakeAgent {
 	f := &FakeAgent{t: h.T, st: h.Store, responses: responses, Tools: map[string]*FakeTool{}, inFlight: map[string]bool{}}
 	for _, r := range responses {
@@ -269,7 +274,7 @@ func (f *FakeAgent) EndTurn(ctx context.Context, in agent.EndTurnInput) (agent.E
 	return agent.EndTurnResult{NextSeq: next}, err
 }
 
-// turnEnds returns the reasons of the stored turn/end events, in order.
+// TurnEnds returns the reasons of the stored turn/end events, in order.
 func TurnEnds(t *testing.T, evs []session.Event) []session.TurnEndReason {
 	t.Helper()
 	var out []session.TurnEndReason
@@ -283,7 +288,7 @@ func TurnEnds(t *testing.T, evs []session.Event) []session.TurnEndReason {
 	return out
 }
 
-// requireBalanced checks that the log's turns and steps nest: every
+// RequireBalanced checks that the log's turns and steps nest: every
 // turn/start is closed by a turn/end, every step/start by a step/end
 // inside its turn, and every tool/call is answered by a tool/result of
 // its call id before its step ends.
@@ -327,7 +332,7 @@ func RequireBalanced(t *testing.T, evs []session.Event) {
 	require.Zero(t, turn, "the last turn is open")
 }
 
-// userTexts returns the texts of the stored user/message events.
+// UserTexts returns the texts of the stored user/message events.
 func UserTexts(t *testing.T, evs []session.Event) []string {
 	t.Helper()
 	var out []string
