@@ -1,4 +1,4 @@
-package testsuite
+package workflows_test
 
 // The Append validator and create refuse what the store would refuse: a
 // batch that a read, a crash repair or a resume could not handle.

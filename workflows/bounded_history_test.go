@@ -1,4 +1,4 @@
-package testsuite
+package workflows_test
 
 // History stays bounded: a resume of a 1,000,000-event session records the
 // same history events as a resume of a 10-event one, and no payload in

@@ -1,4 +1,4 @@
-package testsuite
+package workflows_test
 
 import (
 	"testing"

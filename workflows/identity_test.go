@@ -1,4 +1,7 @@
-package testsuite
+package workflows_test
+
+// The identity of a session's workflow: its id, a dead owner forfeited on
+// resume, and validation errors never retried.
 
 import (
 	"context"

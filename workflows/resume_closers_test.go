@@ -1,4 +1,4 @@
-package testsuite
+package workflows_test
 
 // The closers a resume stores for an interrupted tool step (FORMAT.md
 // §5.3), run through the resume workflow and its real activities.
