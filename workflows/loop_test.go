@@ -101,3 +101,29 @@ func TestLoopStartOfRunningIDAlreadyExists(t *testing.T) {
 	require.Equal(t, 1, h.Count(activities.CreateHandleName))
 	sessiontest.RequireErased(t, h.Store, "dup")
 }
+
+// A session run recorded before the current message names (its
+// "wire-names" version is the default) tells its parent loop it is live
+// with the earlier SessionReady name, "session-ready"; the loop still takes
+// it and counts the child live (docs/API.md: Names).
+func TestLoopTakesTheLegacySessionReadySignal(t *testing.T) {
+	h := sessiontest.NewHarness(t)
+	h.Env.OnGetVersion("wire-names", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	start := h.UpdateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{SessionID: "old"}})
+	ready := h.UpdateAt(2*time.Second, workflows.WorkflowID("old"), workflows.UpdateWaitReady)
+	var live workflows.LoopDescription
+	h.At(3*time.Second, func() {
+		var ok bool
+		live, ok = h.LoopDescription()
+		require.True(t, ok, "the loop answers Describe")
+	})
+	h.At(4*time.Second, h.Env.CancelWorkflow)
+	h.Env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{})
+	require.NoError(t, h.Env.GetWorkflowError())
+	start.OK(t)
+	ready.OK(t)
+	require.Len(t, live.Children, 1)
+	require.Equal(t, workflows.ChildLive, live.Children[0].State)
+	require.True(t, live.Children[0].WasLive)
+	require.Equal(t, []string{"agentLoop.lifecycle(old)"}, live.Effects)
+}
