@@ -28,26 +28,19 @@ type inboxFold struct {
 	nextStep  []json.RawMessage
 }
 
-type spliceData struct {
-	Target       string            `json:"target"`
-	Start        int64             `json:"start"`
-	RemovedCount int64             `json:"removedCount"`
-	Inserted     []json.RawMessage `json:"inserted"`
-}
-
 func (f *inboxFold) observe(e session.Event) {
 	if e.Type != session.TypeInboxSpliced || e.Seq < f.inherited {
 		return
 	}
-	var s spliceData
+	var s session.InboxSplice
 	if json.Unmarshal(e.Data, &s) != nil {
 		return
 	}
 	list := &f.nextStep
 	switch s.Target {
-	case "next-turn":
+	case session.InboxNextTurn:
 		list = &f.nextTurn
-	case "next-step":
+	case session.InboxNextStep:
 	default:
 		return
 	}

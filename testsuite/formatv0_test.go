@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionflow/sessionflow/internal/sessiontest"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/workflows"
@@ -31,11 +32,11 @@ func writeV0(t *testing.T, root string) string {
 // session the published harness wrote migrates it to v3 beside the
 // untouched v0 file and repairs the v3 log (D23).
 func TestResumeSessionMigratesFormatV0(t *testing.T) {
-	st := newStore(t, jsonl.CompressionNone)
+	st := sessiontest.NewStore(t, jsonl.CompressionNone)
 	old := writeV0(t, st.Root())
-	info, _ := resumeAndDispose(t, st, "h1")
+	info, _ := sessiontest.ResumeAndDispose(t, st, "h1")
 	require.Equal(t, session.FormatVersion, info.Header.Version)
-	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed"}, types(stored(t, st, "h1")))
+	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed"}, sessiontest.Types(sessiontest.Stored(t, st, "h1")))
 	raw, err := os.ReadFile(old)
 	require.NoError(t, err)
 	require.Equal(t, v0Log, string(raw), "the v0 file changed")
@@ -49,9 +50,9 @@ func TestResumeSessionOnAV0Root(t *testing.T) {
 	st, err := jsonl.NewStore(jsonl.Options{Root: t.TempDir(), Compression: jsonl.CompressionNone, Format: jsonl.FormatV0})
 	require.NoError(t, err)
 	old := writeV0(t, st.Root())
-	info, _ := resumeAndDispose(t, st, "h1")
+	info, _ := sessiontest.ResumeAndDispose(t, st, "h1")
 	require.Equal(t, session.FormatVersionV0, info.Header.Version)
-	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed"}, types(stored(t, st, "h1")))
+	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed"}, sessiontest.Types(sessiontest.Stored(t, st, "h1")))
 	raw, err := os.ReadFile(old)
 	require.NoError(t, err)
 	require.Contains(t, string(raw), `"type":"session/end-seed"`)
@@ -65,18 +66,18 @@ func TestResumeSessionOnAV0Root(t *testing.T) {
 func TestCreateSessionOnAV0Root(t *testing.T) {
 	st, err := jsonl.NewStore(jsonl.Options{Root: t.TempDir(), Compression: jsonl.CompressionNone, Format: jsonl.FormatV0})
 	require.NoError(t, err)
-	h := newHarnessOn(t, st).withID("c0")
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	app := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
-	disp := h.updateAt(3*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "c0", Meta: &workflows.SessionMeta{Cwd: "/work/project"}})
-	require.NoError(t, h.env.GetWorkflowError())
-	ready.ok(t)
-	app.ok(t)
-	disp.ok(t)
+	h := sessiontest.NewHarnessOn(t, st).WithID("c0")
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	app := h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
+	disp := h.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "c0", Meta: &workflows.SessionMeta{Cwd: "/work/project"}})
+	require.NoError(t, h.Env.GetWorkflowError())
+	ready.OK(t)
+	app.OK(t)
+	disp.OK(t)
 	raw, err := os.ReadFile(filepath.Join(st.Root(), "--work-project--", "c0", "session.jsonl"))
 	require.NoError(t, err)
 	first, _, _ := strings.Cut(string(raw), "\n")
 	require.Regexp(t, `^\{"type":"session","version":0,"id":"c0","createdAt":\d+,"cwd":"/work/project","delegationDepth":0\}$`, first)
-	require.Equal(t, types(liveTurn(t, 0, 1, "x")), types(stored(t, st, "c0")))
+	require.Equal(t, sessiontest.Types(sessiontest.LiveTurn(t, 0, 1, "x")), sessiontest.Types(sessiontest.Stored(t, st, "c0")))
 }

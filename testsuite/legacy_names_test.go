@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionflow/sessionflow/internal/sessiontest"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/workflows"
 )
@@ -16,45 +17,45 @@ import (
 // current names give.
 
 func TestLegacyAbortSignalStillAbortsSetup(t *testing.T) {
-	h := newHarness(t).withID("legacy-abort")
-	h.env.OnActivity(hookSetup, mock.Anything, mock.Anything).After(time.Hour).Return(workflows.SetupResult{}, nil)
-	h.at(time.Second, func() {
-		h.env.SignalWorkflow("abort", workflows.AbortRequest{Reason: "no longer needed"})
+	h := sessiontest.NewHarness(t).WithID("legacy-abort")
+	h.Env.OnActivity(sessiontest.HookSetup, mock.Anything, mock.Anything).After(time.Hour).Return(workflows.SetupResult{}, nil)
+	h.At(time.Second, func() {
+		h.Env.SignalWorkflow("abort", workflows.AbortRequest{Reason: "no longer needed"})
 	})
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "legacy-abort", Seed: []session.Event{}, Hooks: allHooks})
-	requireAbortError(t, h.env.GetWorkflowError(), "legacy-abort", "no longer needed", false)
-	require.Equal(t, 0, h.count(hookPublish))
-	requireErased(t, h.store, "legacy-abort")
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "legacy-abort", Seed: []session.Event{}, Hooks: sessiontest.AllHooks})
+	requireAbortError(t, h.Env.GetWorkflowError(), "legacy-abort", "no longer needed", false)
+	require.Equal(t, 0, h.Count(sessiontest.HookPublish))
+	sessiontest.RequireErased(t, h.Store, "legacy-abort")
 }
 
 func TestLegacyOwnerUnloadSignalStillDisposes(t *testing.T) {
-	h := newHarness(t).withID("legacy-ou")
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	app := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
-	h.at(3*time.Second, func() { h.env.SignalWorkflow("owner-unload", nil) })
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "legacy-ou"})
-	require.NoError(t, h.env.GetWorkflowError())
-	ready.ok(t)
-	app.ok(t)
-	require.Equal(t, workflows.PhaseClosed, h.describe("").Phase)
-	requireReleased(t, h.store, "legacy-ou")
+	h := sessiontest.NewHarness(t).WithID("legacy-ou")
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	app := h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
+	h.At(3*time.Second, func() { h.Env.SignalWorkflow("owner-unload", nil) })
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "legacy-ou"})
+	require.NoError(t, h.Env.GetWorkflowError())
+	ready.OK(t)
+	app.OK(t)
+	require.Equal(t, workflows.PhaseClosed, h.Describe("").Phase)
+	sessiontest.RequireReleased(t, h.Store, "legacy-ou")
 }
 
 func TestLegacyDescribeQueryStillAnswers(t *testing.T) {
-	h := newHarness(t).withID("legacy-describe")
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	h := sessiontest.NewHarness(t).WithID("legacy-describe")
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
 	var legacy, current workflows.Description
-	h.at(2*time.Second, func() {
-		v, err := h.env.QueryWorkflow("describe")
+	h.At(2*time.Second, func() {
+		v, err := h.Env.QueryWorkflow("describe")
 		require.NoError(t, err)
 		require.NoError(t, v.Get(&legacy))
-		v, err = h.env.QueryWorkflow("Describe")
+		v, err = h.Env.QueryWorkflow("Describe")
 		require.NoError(t, err)
 		require.NoError(t, v.Get(&current))
-		h.env.CancelWorkflow()
+		h.Env.CancelWorkflow()
 	})
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "legacy-describe"})
-	ready.ok(t)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "legacy-describe"})
+	ready.OK(t)
 	require.Equal(t, workflows.PhaseLive, legacy.Phase)
 	require.Equal(t, current, legacy)
 }

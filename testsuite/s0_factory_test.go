@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sessionflow/sessionflow/activities"
+	"github.com/sessionflow/sessionflow/internal/sessiontest"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/workflows"
@@ -26,49 +27,49 @@ import (
 // during resume: the resume fails with exactly that value, nothing is
 // registered, and the write handle was closed.
 func TestS0_01_PublishVetoNonErrorOnResume(t *testing.T) {
-	h := newHarness(t).withID("s01")
-	persisted(t, h.store, "s01", "")
-	h.hooks.publish = func(_ context.Context, in workflows.PublishInput) error {
+	h := sessiontest.NewHarness(t).WithID("s01")
+	sessiontest.Persisted(t, h.Store, "s01", "")
+	h.Hooks.PublishFunc = func(_ context.Context, in workflows.PublishInput) error {
 		if in.Entry.Type == workflows.EntrySessionCreated {
 			return temporal.NewNonRetryableApplicationError("[object Object]", "NonError", nil, map[string]string{"source": "resume"})
 		}
 		return nil
 	}
-	ready := h.updateAt(0, "", workflows.UpdateWaitReady)
-	h.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s01", Hooks: allHooks})
-	err := h.env.GetWorkflowError()
-	app := requireMessage(t, err, "[object Object]")
+	ready := h.UpdateAt(0, "", workflows.UpdateWaitReady)
+	h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s01", Hooks: sessiontest.AllHooks})
+	err := h.Env.GetWorkflowError()
+	app := sessiontest.RequireMessage(t, err, "[object Object]")
 	require.Equal(t, "NonError", app.Type())
 	var detail map[string]string
 	require.NoError(t, app.Details(&detail))
 	require.Equal(t, map[string]string{"source": "resume"}, detail)
 	// WaitReady returned the same failure.
-	require.Equal(t, "NonError", appErr(t, ready.failure(t)).Type())
-	d := h.describe("")
+	require.Equal(t, "NonError", sessiontest.AppErr(t, ready.Failure(t)).Type())
+	d := h.Describe("")
 	require.Equal(t, workflows.PhaseClosed, d.Phase)
 	require.Empty(t, d.Lifecycle)
 	require.False(t, d.HandleOpen)
-	require.Equal(t, 1, h.count(activities.CloseHandleName))
-	requireReleased(t, h.store, "s01")
+	require.Equal(t, 1, h.Count(activities.CloseHandleName))
+	sessiontest.RequireReleased(t, h.Store, "s01")
 }
 
 // S0-02: create uses exactly the given id (workflow id session/<id>, no
 // suffix) and keeps header.cwd.
 func TestS0_02_CreateKeepsIDAndCwd(t *testing.T) {
-	h := newHarness(t).withID("s02")
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	app := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "hi")})
-	disp := h.updateAt(3*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s02", Meta: &workflows.SessionMeta{Cwd: "/w"}})
-	require.NoError(t, h.env.GetWorkflowError())
-	app.ok(t)
-	disp.ok(t)
+	h := sessiontest.NewHarness(t).WithID("s02")
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	app := h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "hi")})
+	disp := h.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s02", Meta: &workflows.SessionMeta{Cwd: "/w"}})
+	require.NoError(t, h.Env.GetWorkflowError())
+	app.OK(t)
+	disp.OK(t)
 	var info workflows.SessionInfo
-	ready.decode(t, &info)
+	ready.Decode(t, &info)
 	require.Equal(t, "s02", info.SessionID)
 	require.Equal(t, "session/s02", info.WorkflowID)
 	require.Equal(t, "/w", info.Header.Cwd)
-	list, err := h.store.List(context.Background())
+	list, err := h.Store.List(context.Background())
 	require.NoError(t, err)
 	require.Len(t, list, 1)
 	require.Equal(t, "s02", list[0].Header.ID)
@@ -81,54 +82,54 @@ func TestS0_02_CreateKeepsIDAndCwd(t *testing.T) {
 // S0-03: a second session with a live id is refused `already exists` and
 // the store holds exactly one session.
 func TestS0_03_DuplicateLiveID(t *testing.T) {
-	h := newHarness(t)
+	h := sessiontest.NewHarness(t)
 	create := workflows.StartRequest{Create: &workflows.CreateSessionRequest{SessionID: "s03"}}
-	first := h.updateAt(time.Second, "", workflows.UpdateStart, create)
-	ready := h.updateAt(2*time.Second, workflows.WorkflowID("s03"), workflows.UpdateWaitReady)
-	second := h.updateAt(3*time.Second, "", workflows.UpdateStart, create)
+	first := h.UpdateAt(time.Second, "", workflows.UpdateStart, create)
+	ready := h.UpdateAt(2*time.Second, workflows.WorkflowID("s03"), workflows.UpdateWaitReady)
+	second := h.UpdateAt(3*time.Second, "", workflows.UpdateStart, create)
 	var count int
-	h.at(4*time.Second, func() {
-		list, err := h.store.List(context.Background())
+	h.At(4*time.Second, func() {
+		list, err := h.Store.List(context.Background())
 		require.NoError(t, err)
 		count = len(list)
 	})
-	h.at(5*time.Second, h.env.CancelWorkflow)
-	h.env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{})
-	require.NoError(t, h.env.GetWorkflowError())
+	h.At(5*time.Second, h.Env.CancelWorkflow)
+	h.Env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{})
+	require.NoError(t, h.Env.GetWorkflowError())
 	var sr workflows.StartResult
-	first.decode(t, &sr)
+	first.Decode(t, &sr)
 	require.Equal(t, "session/s03", sr.WorkflowID)
 	var info workflows.SessionInfo
-	ready.decode(t, &info)
-	require.ErrorContains(t, second.rejection(t), `session "s03" already exists`)
+	ready.Decode(t, &info)
+	require.ErrorContains(t, second.Rejection(t), `session "s03" already exists`)
 	require.Equal(t, 1, count)
-	require.Equal(t, 1, h.count(activities.CreateHandleName))
+	require.Equal(t, 1, h.Count(activities.CreateHandleName))
 	var res workflows.LoopDescription
-	require.NoError(t, h.env.GetWorkflowResult(&res))
+	require.NoError(t, h.Env.GetWorkflowResult(&res))
 	require.Len(t, res.Children, 1)
 	// Never appended to, so the loop's teardown erased it.
-	requireErased(t, h.store, "s03")
+	sessiontest.RequireErased(t, h.Store, "s03")
 }
 
 // S0-04: a create with a 2-event seed plus one live turn, disposed: the log
 // is contiguous from 0 and holds the seed, the marker and turn 2.
 func TestS0_04_SeedPlusLiveTurn(t *testing.T) {
-	h := newHarness(t).withID("s04")
-	seed := []session.Event{turnStart(t, 0, 1), turnEnd(t, 1, 1)}
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	app := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 3, 2, "assistant text")})
-	disp := h.updateAt(3*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s04", Seed: seed})
-	require.NoError(t, h.env.GetWorkflowError())
-	app.ok(t)
-	disp.ok(t)
+	h := sessiontest.NewHarness(t).WithID("s04")
+	seed := []session.Event{sessiontest.TurnStart(t, 0, 1), sessiontest.TurnEnd(t, 1, 1)}
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	app := h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 3, 2, "assistant text")})
+	disp := h.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s04", Seed: seed})
+	require.NoError(t, h.Env.GetWorkflowError())
+	app.OK(t)
+	disp.OK(t)
 	var info workflows.SessionInfo
-	ready.decode(t, &info)
+	ready.Decode(t, &info)
 	require.Equal(t, int64(3), info.NextSeq)
 	require.Equal(t, int64(2), info.FirstLiveSeq)
-	evs := stored(t, h.store, "s04")
-	requireContiguous(t, evs)
-	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed", "turn/start", "step/start", "assistant/message", "step/end", "turn/end"}, types(evs))
+	evs := sessiontest.Stored(t, h.Store, "s04")
+	sessiontest.RequireContiguous(t, evs)
+	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed", "turn/start", "step/start", "assistant/message", "step/end", "turn/end"}, sessiontest.Types(evs))
 	var turns []int64
 	turnEnd2 := false
 	for _, e := range evs {
@@ -152,147 +153,147 @@ func TestS0_04_SeedPlusLiveTurn(t *testing.T) {
 // with that error, the registration is gone, ownership is released and the
 // never-materialized session reads as not found.
 func TestS0_05_DisposeCloseRejects(t *testing.T) {
-	h := newHarness(t).withID("s05")
-	h.env.OnActivity(h.acts.CloseHandle, mock.Anything, mock.Anything).Return(closeErr(h.acts, "close exploded"))
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	disp := h.updateAt(2*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s05"})
-	requireMessage(t, h.env.GetWorkflowError(), "close exploded")
-	ready.ok(t)
-	requireMessage(t, disp.failure(t), "close exploded")
-	d := h.describe("")
+	h := sessiontest.NewHarness(t).WithID("s05")
+	h.Env.OnActivity(h.Acts.CloseHandle, mock.Anything, mock.Anything).Return(sessiontest.CloseErr(h.Acts, "close exploded"))
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	disp := h.UpdateAt(2*time.Second, "", workflows.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s05"})
+	sessiontest.RequireMessage(t, h.Env.GetWorkflowError(), "close exploded")
+	ready.OK(t)
+	sessiontest.RequireMessage(t, disp.Failure(t), "close exploded")
+	d := h.Describe("")
 	require.Equal(t, workflows.PhaseClosed, d.Phase)
 	require.False(t, d.HandleOpen)
-	requireErased(t, h.store, "s05")
+	sessiontest.RequireErased(t, h.Store, "s05")
 }
 
 // S0-06: the dispose hook (the machine's scope) and the close both fail:
 // an aggregate `agent "<id>" disposal failed` with the members in order.
 func TestS0_06_DisposalAggregate(t *testing.T) {
-	h := newHarness(t).withID("s06")
-	h.hooks.dispose = func(context.Context, workflows.DisposeInput) error { return plainErr("scope exploded") }
-	h.env.OnActivity(h.acts.CloseHandle, mock.Anything, mock.Anything).Return(closeErr(h.acts, "close exploded"))
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	disp := h.updateAt(2*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s06", Hooks: workflows.Hooks{DisposeActivity: hookDispose}})
-	ready.ok(t)
-	app := appErr(t, disp.failure(t))
+	h := sessiontest.NewHarness(t).WithID("s06")
+	h.Hooks.DisposeFunc = func(context.Context, workflows.DisposeInput) error { return sessiontest.PlainErr("scope exploded") }
+	h.Env.OnActivity(h.Acts.CloseHandle, mock.Anything, mock.Anything).Return(sessiontest.CloseErr(h.Acts, "close exploded"))
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	disp := h.UpdateAt(2*time.Second, "", workflows.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s06", Hooks: workflows.Hooks{DisposeActivity: sessiontest.HookDispose}})
+	ready.OK(t)
+	app := sessiontest.AppErr(t, disp.Failure(t))
 	require.Equal(t, "AggregateError", app.Type())
 	require.Contains(t, app.Message(), `agent "s06" disposal failed`)
 	var members []workflows.ErrorInfo
 	require.NoError(t, app.Details(&members))
 	require.Equal(t, []string{"scope exploded", "close exploded"}, []string{members[0].Message, members[1].Message})
 	require.Len(t, members, 2)
-	require.Equal(t, "AggregateError", appErr(t, h.env.GetWorkflowError()).Type())
-	require.Equal(t, workflows.PhaseClosed, h.describe("").Phase)
+	require.Equal(t, "AggregateError", sessiontest.AppErr(t, h.Env.GetWorkflowError()).Type())
+	require.Equal(t, workflows.PhaseClosed, h.Describe("").Phase)
 	// The close really closed: the never-appended session is gone.
-	requireErased(t, h.store, "s06")
+	sessiontest.RequireErased(t, h.Store, "s06")
 }
 
 // S0-07: while the session lives a write open elsewhere is refused
 // `already owned by an active write handle`; after a turn and disposal the
 // turn is stored and a write open succeeds.
 func TestS0_07_LiveOwnsTheLease(t *testing.T) {
-	h := newHarness(t).withID("s07")
+	h := sessiontest.NewHarness(t).WithID("s07")
 	var ownedErr error
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	app := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
-	h.at(3*time.Second, func() {
-		_, ownedErr = h.store.Open(context.Background(), "s07", jsonl.AccessWrite, jsonl.OpenOptions{HandleID: "intruder"})
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	app := h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
+	h.At(3*time.Second, func() {
+		_, ownedErr = h.Store.Open(context.Background(), "s07", jsonl.AccessWrite, jsonl.OpenOptions{HandleID: "intruder"})
 	})
-	disp := h.updateAt(4*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s07"})
-	require.NoError(t, h.env.GetWorkflowError())
-	ready.ok(t)
+	disp := h.UpdateAt(4*time.Second, "", workflows.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s07"})
+	require.NoError(t, h.Env.GetWorkflowError())
+	ready.OK(t)
 	var ar workflows.AppendResult
-	app.decode(t, &ar)
+	app.Decode(t, &ar)
 	require.Equal(t, int64(5), ar.NextSeq)
-	disp.ok(t)
+	disp.OK(t)
 	require.ErrorIs(t, ownedErr, jsonl.ErrAlreadyOwned)
 	require.Contains(t, ownedErr.Error(), "already owned by an active write handle")
-	evs := stored(t, h.store, "s07")
-	requireContiguous(t, evs)
-	require.Equal(t, []string{"turn/start", "step/start", "assistant/message", "step/end", "turn/end"}, types(evs))
-	requireReleased(t, h.store, "s07")
+	evs := sessiontest.Stored(t, h.Store, "s07")
+	sessiontest.RequireContiguous(t, evs)
+	require.Equal(t, []string{"turn/start", "step/start", "assistant/message", "step/end", "turn/end"}, sessiontest.Types(evs))
+	sessiontest.RequireReleased(t, h.Store, "s07")
 }
 
 // S0-08: the create activity fails once: the create fails with it, nothing
 // is registered, and the same id then creates fine.
 func TestS0_08_CreateRejectsOnce(t *testing.T) {
-	h := newHarness(t)
-	h.env.OnActivity(h.acts.CreateHandle, mock.Anything, mock.Anything).Return(activities.HandleInfo{}, plainErr("create exploded")).Once()
-	h.env.OnActivity(h.acts.CreateHandle, mock.Anything, mock.Anything).Return(h.acts.CreateHandle)
-	create := workflows.StartRequest{Create: &workflows.CreateSessionRequest{SessionID: "s08", Seed: []session.Event{turnStart(t, 0, 1), turnEnd(t, 1, 1)}}}
-	start1 := h.updateAt(time.Second, "", workflows.UpdateStart, create)
+	h := sessiontest.NewHarness(t)
+	h.Env.OnActivity(h.Acts.CreateHandle, mock.Anything, mock.Anything).Return(activities.HandleInfo{}, sessiontest.PlainErr("create exploded")).Once()
+	h.Env.OnActivity(h.Acts.CreateHandle, mock.Anything, mock.Anything).Return(h.Acts.CreateHandle)
+	create := workflows.StartRequest{Create: &workflows.CreateSessionRequest{SessionID: "s08", Seed: []session.Event{sessiontest.TurnStart(t, 0, 1), sessiontest.TurnEnd(t, 1, 1)}}}
+	start1 := h.UpdateAt(time.Second, "", workflows.UpdateStart, create)
 	var afterFirst workflows.LoopDescription
-	h.waitFor(2*time.Second, "the first create settled", h.loopChildrenSettled(1))
-	h.at(2*time.Second, func() {
-		v, err := h.env.QueryWorkflow(workflows.QueryDescribe)
+	h.WaitFor(2*time.Second, "the first create settled", h.LoopChildrenSettled(1))
+	h.At(2*time.Second, func() {
+		v, err := h.Env.QueryWorkflow(workflows.QueryDescribe)
 		require.NoError(t, err)
 		require.NoError(t, v.Get(&afterFirst))
-		requireErased(t, h.store, "s08")
+		sessiontest.RequireErased(t, h.Store, "s08")
 	})
-	start2 := h.updateAt(3*time.Second, "", workflows.UpdateStart, create)
-	ready := h.updateAt(4*time.Second, workflows.WorkflowID("s08"), workflows.UpdateWaitReady)
-	h.at(5*time.Second, h.env.CancelWorkflow)
-	h.env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{})
-	require.NoError(t, h.env.GetWorkflowError())
-	start1.ok(t)
-	start2.ok(t)
+	start2 := h.UpdateAt(3*time.Second, "", workflows.UpdateStart, create)
+	ready := h.UpdateAt(4*time.Second, workflows.WorkflowID("s08"), workflows.UpdateWaitReady)
+	h.At(5*time.Second, h.Env.CancelWorkflow)
+	h.Env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{})
+	require.NoError(t, h.Env.GetWorkflowError())
+	start1.OK(t)
+	start2.OK(t)
 	require.Len(t, afterFirst.Children, 1)
 	require.Equal(t, workflows.ChildSettled, afterFirst.Children[0].State)
 	require.False(t, afterFirst.Children[0].WasLive)
 	require.Equal(t, "create exploded", afterFirst.Children[0].Error.Message)
 	require.Empty(t, afterFirst.Effects)
 	var info workflows.SessionInfo
-	ready.decode(t, &info)
-	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed"}, types(stored(t, h.store, "s08")))
-	requireReleased(t, h.store, "s08")
+	ready.Decode(t, &info)
+	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed"}, sessiontest.Types(sessiontest.Stored(t, h.Store, "s08")))
+	sessiontest.RequireReleased(t, h.Store, "s08")
 }
 
 // S0-09: the seed append through the fresh handle fails: the create fails
 // with it, the handle was closed, nothing is registered, and the
 // never-materialized session is absent.
 func TestS0_09_SeedAppendRejects(t *testing.T) {
-	h := newHarness(t).withID("s09")
-	h.env.OnActivity(h.acts.AppendBatch, mock.Anything, mock.Anything).Return(activities.AppendResult{}, plainErr("append exploded"))
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s09", Seed: []session.Event{turnStart(t, 0, 1), turnEnd(t, 1, 1)}, Hooks: allHooks})
-	requireMessage(t, h.env.GetWorkflowError(), "append exploded")
-	require.Equal(t, 1, h.count(activities.CloseHandleName))
-	d := h.describe("")
+	h := sessiontest.NewHarness(t).WithID("s09")
+	h.Env.OnActivity(h.Acts.AppendBatch, mock.Anything, mock.Anything).Return(activities.AppendResult{}, sessiontest.PlainErr("append exploded"))
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s09", Seed: []session.Event{sessiontest.TurnStart(t, 0, 1), sessiontest.TurnEnd(t, 1, 1)}, Hooks: sessiontest.AllHooks})
+	sessiontest.RequireMessage(t, h.Env.GetWorkflowError(), "append exploded")
+	require.Equal(t, 1, h.Count(activities.CloseHandleName))
+	d := h.Describe("")
 	require.Empty(t, d.Lifecycle)
 	require.Equal(t, workflows.PhaseClosed, d.Phase)
-	require.NotContains(t, h.hooks.log(), workflows.EntrySessionCreated)
-	requireErased(t, h.store, "s09")
+	require.NotContains(t, h.Hooks.Log(), workflows.EntrySessionCreated)
+	sessiontest.RequireErased(t, h.Store, "s09")
 }
 
 // S0-10: setup fails for a seeded create: stat reads nothing (the seed is
 // stored only at the commit point); the same id and seed then create and
 // stat is defined.
 func TestS0_10_SetupFailsBeforeSeedStored(t *testing.T) {
-	h := newHarness(t).withID("s10")
-	seed := []session.Event{turnStart(t, 0, 1), turnEnd(t, 1, 1)}
-	h.hooks.setup = func(context.Context, workflows.SetupInput) (workflows.SetupResult, error) {
-		return workflows.SetupResult{}, plainErr("setup failed")
+	h := sessiontest.NewHarness(t).WithID("s10")
+	seed := []session.Event{sessiontest.TurnStart(t, 0, 1), sessiontest.TurnEnd(t, 1, 1)}
+	h.Hooks.SetupFunc = func(context.Context, workflows.SetupInput) (workflows.SetupResult, error) {
+		return workflows.SetupResult{}, sessiontest.PlainErr("setup failed")
 	}
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s10", Seed: seed, Hooks: allHooks})
-	requireMessage(t, h.env.GetWorkflowError(), "setup failed")
-	snap, err := h.store.Stat(context.Background(), "s10")
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s10", Seed: seed, Hooks: sessiontest.AllHooks})
+	sessiontest.RequireMessage(t, h.Env.GetWorkflowError(), "setup failed")
+	snap, err := h.Store.Stat(context.Background(), "s10")
 	require.NoError(t, err)
 	require.Nil(t, snap)
-	require.Equal(t, []string{"setup:start", "dispose:rollback"}, h.hooks.log())
-	requireErased(t, h.store, "s10")
+	require.Equal(t, []string{"setup:start", "dispose:rollback"}, h.Hooks.Log())
+	sessiontest.RequireErased(t, h.Store, "s10")
 
-	h2 := newHarnessOn(t, h.store).withID("s10")
-	ready := h2.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	h2 := sessiontest.NewHarnessOn(t, h.Store).WithID("s10")
+	ready := h2.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
 	var snap2 *jsonl.Snapshot
-	h2.at(2*time.Second, func() { snap2, err = h2.store.Stat(context.Background(), "s10") })
-	disp2 := h2.updateAt(3*time.Second, "", workflows.UpdateDispose)
-	h2.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s10", Seed: seed})
-	require.NoError(t, h2.env.GetWorkflowError())
-	disp2.ok(t)
+	h2.At(2*time.Second, func() { snap2, err = h2.Store.Stat(context.Background(), "s10") })
+	disp2 := h2.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
+	h2.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s10", Seed: seed})
+	require.NoError(t, h2.Env.GetWorkflowError())
+	disp2.OK(t)
 	var info workflows.SessionInfo
-	ready.decode(t, &info)
+	ready.Decode(t, &info)
 	require.NoError(t, err)
 	require.NotNil(t, snap2)
 	require.False(t, snap2.Pending)
@@ -304,28 +305,28 @@ func TestS0_10_SetupFailsBeforeSeedStored(t *testing.T) {
 // nothing is registered; the id is reusable.
 func TestS0_11_MaxTokensAfterHandle(t *testing.T) {
 	t.Run("create", func(t *testing.T) {
-		h := newHarness(t).withID("s11")
-		h.env.OnActivity(h.acts.CloseHandle, mock.Anything, mock.Anything).Return(closeErr(h.acts, "close exploded"))
-		h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s11", AgentOptions: &workflows.AgentOptions{MaxTokens: f64(-1)}})
-		app := requireMessage(t, h.env.GetWorkflowError(), "agent maxTokens must be a positive safe integer")
+		h := sessiontest.NewHarness(t).WithID("s11")
+		h.Env.OnActivity(h.Acts.CloseHandle, mock.Anything, mock.Anything).Return(sessiontest.CloseErr(h.Acts, "close exploded"))
+		h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s11", AgentOptions: &workflows.AgentOptions{MaxTokens: sessiontest.F64(-1)}})
+		app := sessiontest.RequireMessage(t, h.Env.GetWorkflowError(), "agent maxTokens must be a positive safe integer")
 		require.Equal(t, "TypeError", app.Type())
-		require.Equal(t, []string{activities.CreateHandleName, activities.CloseHandleName}, h.startedNames())
-		d := h.describe("")
+		require.Equal(t, []string{activities.CreateHandleName, activities.CloseHandleName}, h.StartedNames())
+		d := h.Describe("")
 		require.Empty(t, d.Lifecycle)
 		require.Equal(t, []workflows.CompensationError{{Step: "close-handle", Error: workflows.ErrorInfo{Message: "close exploded", Type: "Error"}}}, d.CompensationErrors)
-		requireErased(t, h.store, "s11")
+		sessiontest.RequireErased(t, h.Store, "s11")
 	})
 	t.Run("loop", func(t *testing.T) {
-		h := newHarness(t)
-		h.env.OnActivity(h.acts.CloseHandle, mock.Anything, mock.Anything).Return(closeErr(h.acts, "close exploded"))
-		start := h.updateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{
-			SessionID: "s11", AgentOptions: &workflows.AgentOptions{MaxTokens: f64(-1)}}})
-		h.waitFor(3*time.Second, "both creates settled", h.loopChildrenSettled(2))
-		h.at(3*time.Second, h.env.CancelWorkflow)
-		h.env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{Agents: []workflows.AgentConfig{{ID: "main", MaxTokens: f64(-1)}}})
-		require.NoError(t, h.env.GetWorkflowError())
+		h := sessiontest.NewHarness(t)
+		h.Env.OnActivity(h.Acts.CloseHandle, mock.Anything, mock.Anything).Return(sessiontest.CloseErr(h.Acts, "close exploded"))
+		start := h.UpdateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{
+			SessionID: "s11", AgentOptions: &workflows.AgentOptions{MaxTokens: sessiontest.F64(-1)}}})
+		h.WaitFor(3*time.Second, "both creates settled", h.LoopChildrenSettled(2))
+		h.At(3*time.Second, h.Env.CancelWorkflow)
+		h.Env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{Agents: []workflows.AgentConfig{{ID: "main", MaxTokens: sessiontest.F64(-1)}}})
+		require.NoError(t, h.Env.GetWorkflowError())
 		var res workflows.LoopDescription
-		require.NoError(t, h.env.GetWorkflowResult(&res))
+		require.NoError(t, h.Env.GetWorkflowResult(&res))
 		require.Len(t, res.Children, 2)
 		for _, c := range res.Children {
 			require.False(t, c.WasLive)
@@ -334,9 +335,9 @@ func TestS0_11_MaxTokensAfterHandle(t *testing.T) {
 		require.Len(t, res.ConfigStartFailures, 1)
 		require.Equal(t, "agent maxTokens must be a positive safe integer", res.ConfigStartFailures[0].Error.Message)
 		require.Empty(t, res.Effects)
-		start.ok(t)
+		start.OK(t)
 		for _, c := range res.Children {
-			requireErased(t, h.store, c.SessionID)
+			sessiontest.RequireErased(t, h.Store, c.SessionID)
 		}
 	})
 }
@@ -345,40 +346,40 @@ func TestS0_11_MaxTokensAfterHandle(t *testing.T) {
 // (while the agent is being prepared) and close rejects: the create fails
 // with exactly the reason, the real close ran, nothing is registered.
 func TestS0_12_AbortWhilePreparingCloseRejects(t *testing.T) {
-	h := newHarness(t).withID("s12")
-	h.env.OnActivity(h.acts.CloseHandle, mock.Anything, mock.Anything).Return(closeErr(h.acts, "close exploded"))
-	h.onCompleted = func(name string, _ error) {
+	h := sessiontest.NewHarness(t).WithID("s12")
+	h.Env.OnActivity(h.Acts.CloseHandle, mock.Anything, mock.Anything).Return(sessiontest.CloseErr(h.Acts, "close exploded"))
+	h.OnCompleted = func(name string, _ error) {
 		if name == activities.CreateHandleName {
-			h.abortNow("", "caller gave up", true)
+			h.AbortNow("", "caller gave up", true)
 		}
 	}
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s12", Hooks: allHooks})
-	app := requireMessage(t, h.env.GetWorkflowError(), "caller gave up")
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s12", Hooks: sessiontest.AllHooks})
+	app := sessiontest.RequireMessage(t, h.Env.GetWorkflowError(), "caller gave up")
 	require.Equal(t, "Error", app.Type())
-	require.Equal(t, 1, h.count(activities.CloseHandleName))
-	require.Empty(t, h.describe("").Lifecycle)
-	require.NotContains(t, h.hooks.log(), workflows.EntrySessionCreated)
-	requireErased(t, h.store, "s12")
+	require.Equal(t, 1, h.Count(activities.CloseHandleName))
+	require.Empty(t, h.Describe("").Lifecycle)
+	require.NotContains(t, h.Hooks.Log(), workflows.EntrySessionCreated)
+	sessiontest.RequireErased(t, h.Store, "s12")
 }
 
 // S0-13: the configured create path where publication of agent/created
 // fails and close rejects: the start fails `announce failed`, the close
 // ran, nothing is registered.
 func TestS0_13_ConfigCreateAnnounceFails(t *testing.T) {
-	h := newHarness(t)
-	h.hooks.publish = func(_ context.Context, in workflows.PublishInput) error {
+	h := sessiontest.NewHarness(t)
+	h.Hooks.PublishFunc = func(_ context.Context, in workflows.PublishInput) error {
 		if in.Entry.Type == workflows.EntryAgentCreated {
-			return plainErr("announce failed")
+			return sessiontest.PlainErr("announce failed")
 		}
 		return nil
 	}
-	h.env.OnActivity(h.acts.CloseHandle, mock.Anything, mock.Anything).Return(closeErr(h.acts, "close exploded"))
-	h.waitFor(3*time.Second, "the configured create settled", h.loopChildrenSettled(1))
-	h.at(3*time.Second, h.env.CancelWorkflow)
-	h.env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{Agents: []workflows.AgentConfig{{ID: "main"}}, Hooks: allHooks})
-	require.NoError(t, h.env.GetWorkflowError())
+	h.Env.OnActivity(h.Acts.CloseHandle, mock.Anything, mock.Anything).Return(sessiontest.CloseErr(h.Acts, "close exploded"))
+	h.WaitFor(3*time.Second, "the configured create settled", h.LoopChildrenSettled(1))
+	h.At(3*time.Second, h.Env.CancelWorkflow)
+	h.Env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{Agents: []workflows.AgentConfig{{ID: "main"}}, Hooks: sessiontest.AllHooks})
+	require.NoError(t, h.Env.GetWorkflowError())
 	var res workflows.LoopDescription
-	require.NoError(t, h.env.GetWorkflowResult(&res))
+	require.NoError(t, h.Env.GetWorkflowResult(&res))
 	require.Len(t, res.Children, 1)
 	c := res.Children[0]
 	require.True(t, strings.HasPrefix(c.SessionID, "main-session-"), c.SessionID)
@@ -392,40 +393,40 @@ func TestS0_13_ConfigCreateAnnounceFails(t *testing.T) {
 	require.Equal(t, "announce failed", c.Error.Message)
 	require.Len(t, res.ConfigStartFailures, 1)
 	require.Equal(t, "announce failed", res.ConfigStartFailures[0].Error.Message)
-	require.Len(t, h.logs.warnings("config-driven create"), 1)
-	require.Equal(t, 1, h.count(activities.CloseHandleName))
+	require.Len(t, h.Logs.Warnings("config-driven create"), 1)
+	require.Equal(t, 1, h.Count(activities.CloseHandleName))
 	require.Empty(t, res.Effects)
-	requireErased(t, h.store, c.SessionID)
+	sessiontest.RequireErased(t, h.Store, c.SessionID)
 }
 
 // S0-14: the seed append and the close both reject: the create fails with
 // the append error; nothing is registered.
 func TestS0_14_SeedAppendAndCloseReject(t *testing.T) {
-	h := newHarness(t).withID("s14")
-	h.env.OnActivity(h.acts.AppendBatch, mock.Anything, mock.Anything).Return(activities.AppendResult{}, plainErr("append exploded"))
-	h.env.OnActivity(h.acts.CloseHandle, mock.Anything, mock.Anything).Return(closeErr(h.acts, "close exploded"))
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s14", Seed: []session.Event{turnStart(t, 0, 1), turnEnd(t, 1, 1)}})
-	requireMessage(t, h.env.GetWorkflowError(), "append exploded")
-	d := h.describe("")
+	h := sessiontest.NewHarness(t).WithID("s14")
+	h.Env.OnActivity(h.Acts.AppendBatch, mock.Anything, mock.Anything).Return(activities.AppendResult{}, sessiontest.PlainErr("append exploded"))
+	h.Env.OnActivity(h.Acts.CloseHandle, mock.Anything, mock.Anything).Return(sessiontest.CloseErr(h.Acts, "close exploded"))
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s14", Seed: []session.Event{sessiontest.TurnStart(t, 0, 1), sessiontest.TurnEnd(t, 1, 1)}})
+	sessiontest.RequireMessage(t, h.Env.GetWorkflowError(), "append exploded")
+	d := h.Describe("")
 	require.Empty(t, d.Lifecycle)
 	require.Len(t, d.CompensationErrors, 1)
-	requireErased(t, h.store, "s14")
+	sessiontest.RequireErased(t, h.Store, "s14")
 }
 
 // S0-15: the read after the write open fails and close rejects: the
 // resume fails `stored read failed`; nothing is registered.
 func TestS0_15_ResumeReadRejects(t *testing.T) {
-	h := newHarness(t).withID("s15")
-	persisted(t, h.store, "s15", "")
-	h.env.OnActivity(h.acts.ScanLog, mock.Anything, mock.Anything).Return(activities.LogScan{}, plainErr("stored read failed"))
-	h.env.OnActivity(h.acts.CloseHandle, mock.Anything, mock.Anything).Return(closeErr(h.acts, "close exploded"))
-	h.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s15", Hooks: allHooks})
-	requireMessage(t, h.env.GetWorkflowError(), "stored read failed")
-	require.Empty(t, h.describe("").Lifecycle)
-	require.Equal(t, 0, h.count(activities.RepairName))
-	require.Empty(t, h.hooks.log())
-	require.Equal(t, []string{"turn/start", "turn/end"}, types(stored(t, h.store, "s15")))
-	requireReleased(t, h.store, "s15")
+	h := sessiontest.NewHarness(t).WithID("s15")
+	sessiontest.Persisted(t, h.Store, "s15", "")
+	h.Env.OnActivity(h.Acts.ScanLog, mock.Anything, mock.Anything).Return(activities.LogScan{}, sessiontest.PlainErr("stored read failed"))
+	h.Env.OnActivity(h.Acts.CloseHandle, mock.Anything, mock.Anything).Return(sessiontest.CloseErr(h.Acts, "close exploded"))
+	h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s15", Hooks: sessiontest.AllHooks})
+	sessiontest.RequireMessage(t, h.Env.GetWorkflowError(), "stored read failed")
+	require.Empty(t, h.Describe("").Lifecycle)
+	require.Equal(t, 0, h.Count(activities.RepairName))
+	require.Empty(t, h.Hooks.Log())
+	require.Equal(t, []string{"turn/start", "turn/end"}, sessiontest.Types(sessiontest.Stored(t, h.Store, "s15")))
+	sessiontest.RequireReleased(t, h.Store, "s15")
 }
 
 // S0-16: a live session's flushed open turn cannot be crash-repaired by a
@@ -434,68 +435,49 @@ func TestS0_15_ResumeReadRejects(t *testing.T) {
 // refused by Temporal); the owner completes the turn; the log is exactly
 // [turn/start, turn/end{completed}].
 func TestS0_16_ConcurrentResumeRefused(t *testing.T) {
-	h := newHarness(t).withID("s16")
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	open := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: []session.Event{turnStart(t, 0, 1)}})
+	h := sessiontest.NewHarness(t).WithID("s16")
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	open := h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: []session.Event{sessiontest.TurnStart(t, 0, 1)}})
 	var resumeErr error
 	var resumeLog []string
-	h.at(3*time.Second, func() {
-		other := newHarnessOn(t, h.store).withID("s16")
-		other.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s16"})
-		resumeErr = other.env.GetWorkflowError()
-		resumeLog = other.startedNames()
+	h.At(3*time.Second, func() {
+		other := sessiontest.NewHarnessOn(t, h.Store).WithID("s16")
+		other.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s16"})
+		resumeErr = other.Env.GetWorkflowError()
+		resumeLog = other.StartedNames()
 	})
-	closeTurn := h.updateAt(4*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: []session.Event{turnEnd(t, 1, 1)}})
-	disp := h.updateAt(5*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s16"})
-	require.NoError(t, h.env.GetWorkflowError())
-	ready.ok(t)
-	open.ok(t)
-	closeTurn.ok(t)
-	disp.ok(t)
-	app := appErr(t, resumeErr)
+	closeTurn := h.UpdateAt(4*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: []session.Event{sessiontest.TurnEnd(t, 1, 1)}})
+	disp := h.UpdateAt(5*time.Second, "", workflows.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s16"})
+	require.NoError(t, h.Env.GetWorkflowError())
+	ready.OK(t)
+	open.OK(t)
+	closeTurn.OK(t)
+	disp.OK(t)
+	app := sessiontest.AppErr(t, resumeErr)
 	require.Equal(t, "SessionAlreadyOwned", app.Type())
 	require.Contains(t, app.Message(), "already owned by an active write handle")
 	// Dead-owner recovery asks first and keeps the lease of a live owner.
 	require.Equal(t, []string{activities.OpenHandleName, activities.ForfeitDeadOwnerName, activities.CloseHandleName}, resumeLog)
-	evs := stored(t, h.store, "s16")
-	require.Equal(t, []string{"turn/start", "turn/end"}, types(evs))
+	evs := sessiontest.Stored(t, h.Store, "s16")
+	require.Equal(t, []string{"turn/start", "turn/end"}, sessiontest.Types(evs))
 	te, err := evs[1].TurnEnd()
 	require.NoError(t, err)
 	require.Equal(t, "completed", string(te.Reason.Kind))
-	requireReleased(t, h.store, "s16")
-}
-
-// resumeAndDispose resumes id on st in a fresh environment, returns the
-// SessionInfo and disposes the session.
-func resumeAndDispose(t *testing.T, st *jsonl.Store, id string, extra ...func(*harness)) (workflows.SessionInfo, *harness) {
-	t.Helper()
-	h := newHarnessOn(t, st).withID(id)
-	for _, f := range extra {
-		f(h)
-	}
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	disp := h.updateAt(2*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: id, Hooks: allHooks})
-	require.NoError(t, h.env.GetWorkflowError())
-	var info workflows.SessionInfo
-	ready.decode(t, &info)
-	disp.ok(t)
-	requireReleased(t, st, id)
-	return info, h
+	sessiontest.RequireReleased(t, h.Store, "s16")
 }
 
 // S0-17: a stored [turn/start] reads as just that (no synthetic closers);
 // resume stores [turn/start, turn/end{interrupted}, session/end-seed].
 func TestS0_17_ResumeClosesOpenTurn(t *testing.T) {
-	st := newStore(t, jsonl.CompressionZstd)
-	writeStored(t, st, session.Header{ID: "s17", CreatedAt: 1}, 0, []session.Event{turnStart(t, 0, 1)})
-	require.Equal(t, []string{"turn/start"}, types(stored(t, st, "s17")))
-	info, _ := resumeAndDispose(t, st, "s17")
+	st := sessiontest.NewStore(t, jsonl.CompressionZstd)
+	sessiontest.WriteStored(t, st, session.Header{ID: "s17", CreatedAt: 1}, 0, []session.Event{sessiontest.TurnStart(t, 0, 1)})
+	require.Equal(t, []string{"turn/start"}, sessiontest.Types(sessiontest.Stored(t, st, "s17")))
+	info, _ := sessiontest.ResumeAndDispose(t, st, "s17")
 	require.Equal(t, int64(3), info.NextSeq)
-	evs := stored(t, st, "s17")
-	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed"}, types(evs))
-	requireContiguous(t, evs)
+	evs := sessiontest.Stored(t, st, "s17")
+	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed"}, sessiontest.Types(evs))
+	sessiontest.RequireContiguous(t, evs)
 	te, err := evs[1].TurnEnd()
 	require.NoError(t, err)
 	require.Equal(t, "interrupted", string(te.Reason.Kind))
@@ -504,22 +486,22 @@ func TestS0_17_ResumeClosesOpenTurn(t *testing.T) {
 // S0-18: an open turn with a recorded tool call: resume stores the exact
 // closers and the marker, seqs 0..7.
 func TestS0_18_ResumeToolOutcomeUnknown(t *testing.T) {
-	st := newStore(t, jsonl.CompressionZstd)
-	msg := ev(t, session.TypeAssistantMessage, 2, map[string]any{
+	st := sessiontest.NewStore(t, jsonl.CompressionZstd)
+	msg := sessiontest.Ev(t, session.TypeAssistantMessage, 2, map[string]any{
 		"turn": 1, "step": 1, "stream": []any{},
 		"message": map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool-call", "id": "call-1", "name": "read", "arguments": map[string]any{}}}},
 	})
 	msg.SurfaceOp = session.AppendOp()
-	writeStored(t, st, session.Header{ID: "s18", CreatedAt: 1}, 0, []session.Event{
-		turnStart(t, 0, 1),
-		ev(t, session.TypeStepStart, 1, map[string]any{"turn": 1, "step": 1}),
+	sessiontest.WriteStored(t, st, session.Header{ID: "s18", CreatedAt: 1}, 0, []session.Event{
+		sessiontest.TurnStart(t, 0, 1),
+		sessiontest.Ev(t, session.TypeStepStart, 1, map[string]any{"turn": 1, "step": 1}),
 		msg,
-		ev(t, session.TypeToolCall, 3, map[string]any{"turn": 1, "step": 1, "callId": "call-1", "name": "read", "arguments": "{}"}),
+		sessiontest.Ev(t, session.TypeToolCall, 3, map[string]any{"turn": 1, "step": 1, "callId": "call-1", "name": "read", "arguments": "{}"}),
 	})
-	resumeAndDispose(t, st, "s18")
-	evs := stored(t, st, "s18")
-	requireContiguous(t, evs)
-	require.Equal(t, []string{"turn/start", "step/start", "assistant/message", "tool/call", "tool/result", "step/end", "turn/end", "session/end-seed"}, types(evs))
+	sessiontest.ResumeAndDispose(t, st, "s18")
+	evs := sessiontest.Stored(t, st, "s18")
+	sessiontest.RequireContiguous(t, evs)
+	require.Equal(t, []string{"turn/start", "step/start", "assistant/message", "tool/call", "tool/result", "step/end", "turn/end", "session/end-seed"}, sessiontest.Types(evs))
 	require.Equal(t, []int64{3}, evs[4].SourceEventSeqs)
 	tr, err := evs[4].ToolResult()
 	require.NoError(t, err)
@@ -532,8 +514,8 @@ func TestS0_18_ResumeToolOutcomeUnknown(t *testing.T) {
 // S0-19: a raw log with a torn fragment after turn/start@0: resume stores
 // turn/start@0, turn/end@1, session/end-seed@2 — no gap, no fragment.
 func TestS0_19_ResumeTruncatesTornTail(t *testing.T) {
-	st := newStore(t, jsonl.CompressionNone)
-	writeStored(t, st, session.Header{ID: "s19", CreatedAt: 1}, 0, []session.Event{turnStart(t, 0, 1)})
+	st := sessiontest.NewStore(t, jsonl.CompressionNone)
+	sessiontest.WriteStored(t, st, session.Header{ID: "s19", CreatedAt: 1}, 0, []session.Event{sessiontest.TurnStart(t, 0, 1)})
 	var files []string
 	require.NoError(t, filepath.WalkDir(st.Root(), func(p string, d os.DirEntry, err error) error {
 		if err == nil && strings.HasSuffix(p, ".jsonl") {
@@ -547,10 +529,10 @@ func TestS0_19_ResumeTruncatesTornTail(t *testing.T) {
 	_, err = f.WriteString(`{"type":"assistant/chunk","seq":1,"ti`)
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
-	resumeAndDispose(t, st, "s19")
-	evs := stored(t, st, "s19")
-	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed"}, types(evs))
-	requireContiguous(t, evs)
+	sessiontest.ResumeAndDispose(t, st, "s19")
+	evs := sessiontest.Stored(t, st, "s19")
+	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed"}, sessiontest.Types(evs))
+	sessiontest.RequireContiguous(t, evs)
 	raw, err := os.ReadFile(files[0])
 	require.NoError(t, err)
 	require.NotContains(t, string(raw), "assistant/chunk")
@@ -558,18 +540,18 @@ func TestS0_19_ResumeTruncatesTornTail(t *testing.T) {
 
 // S0-20: create without meta has no header cwd.
 func TestS0_20_CreateWithoutMetaHasNoCwd(t *testing.T) {
-	h := newHarness(t).withID("s20")
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	app := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
-	disp := h.updateAt(3*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s20"})
-	require.NoError(t, h.env.GetWorkflowError())
-	app.ok(t)
-	disp.ok(t)
+	h := sessiontest.NewHarness(t).WithID("s20")
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	app := h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
+	disp := h.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s20"})
+	require.NoError(t, h.Env.GetWorkflowError())
+	app.OK(t)
+	disp.OK(t)
 	var info workflows.SessionInfo
-	ready.decode(t, &info)
+	ready.Decode(t, &info)
 	require.Empty(t, info.Header.Cwd)
-	snap, err := h.store.Stat(context.Background(), "s20")
+	snap, err := h.Store.Stat(context.Background(), "s20")
 	require.NoError(t, err)
 	require.Empty(t, snap.Header.Cwd)
 	require.Contains(t, snap.Path, "_no-cwd")
@@ -578,105 +560,105 @@ func TestS0_20_CreateWithoutMetaHasNoCwd(t *testing.T) {
 // S0-21: a no-cwd session run and disposed in lifecycle 1 resumes in
 // lifecycle 2 without a cwd.
 func TestS0_21_NoCwdSurvivesResume(t *testing.T) {
-	h := newHarness(t).withID("s21")
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	app := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
-	disp := h.updateAt(3*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s21"})
-	require.NoError(t, h.env.GetWorkflowError())
-	ready.ok(t)
-	app.ok(t)
-	disp.ok(t)
-	info, _ := resumeAndDispose(t, h.store, "s21")
+	h := sessiontest.NewHarness(t).WithID("s21")
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	app := h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
+	disp := h.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s21"})
+	require.NoError(t, h.Env.GetWorkflowError())
+	ready.OK(t)
+	app.OK(t)
+	disp.OK(t)
+	info, _ := sessiontest.ResumeAndDispose(t, h.Store, "s21")
 	require.Empty(t, info.Header.Cwd)
 }
 
 // S0-22: agent/session-start has source startup for create and resume for
 // resume, exactly once each, after session/created and agent/created.
 func TestS0_22_SessionStartSource(t *testing.T) {
-	h := newHarness(t).withID("s22")
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	h := sessiontest.NewHarness(t).WithID("s22")
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
 	var created workflows.Description
-	h.at(2*time.Second, func() { created = h.describe("") })
-	app := h.updateAt(3*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
-	disp := h.updateAt(4*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s22", Hooks: allHooks})
-	require.NoError(t, h.env.GetWorkflowError())
-	ready.ok(t)
-	app.ok(t)
-	disp.ok(t)
+	h.At(2*time.Second, func() { created = h.Describe("") })
+	app := h.UpdateAt(3*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
+	disp := h.UpdateAt(4*time.Second, "", workflows.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s22", Hooks: sessiontest.AllHooks})
+	require.NoError(t, h.Env.GetWorkflowError())
+	ready.OK(t)
+	app.OK(t)
+	disp.OK(t)
 	require.Equal(t, []workflows.LifecycleEntry{{Type: "session/created"}, {Type: "agent/created"}, {Type: "agent/session-start", Source: "startup"}}, created.Lifecycle)
 	require.Equal(t, workflows.PhaseLive, created.Phase)
 
-	h2 := newHarnessOn(t, h.store).withID("s22")
-	ready2 := h2.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	h2 := sessiontest.NewHarnessOn(t, h.Store).WithID("s22")
+	ready2 := h2.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
 	var resumed workflows.Description
-	h2.at(2*time.Second, func() { resumed = h2.describe("") })
-	disp2 := h2.updateAt(3*time.Second, "", workflows.UpdateDispose)
-	h2.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s22", Hooks: allHooks})
-	require.NoError(t, h2.env.GetWorkflowError())
-	ready2.ok(t)
-	disp2.ok(t)
+	h2.At(2*time.Second, func() { resumed = h2.Describe("") })
+	disp2 := h2.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
+	h2.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s22", Hooks: sessiontest.AllHooks})
+	require.NoError(t, h2.Env.GetWorkflowError())
+	ready2.OK(t)
+	disp2.OK(t)
 	require.Equal(t, []workflows.LifecycleEntry{{Type: "session/created"}, {Type: "agent/created"}, {Type: "agent/session-start", Source: "resume"}}, resumed.Lifecycle)
-	require.Equal(t, []string{"setup:start", "setup:end", "setup:commit", "session/created", "agent/created", "agent/session-start:resume", "dispose:dispose"}, h2.hooks.log())
+	require.Equal(t, []string{"setup:start", "setup:end", "setup:commit", "session/created", "agent/created", "agent/session-start:resume", "dispose:dispose"}, h2.Hooks.Log())
 }
 
 // S0-23: resume with a setup that waits: meanwhile nothing is published and
 // only setup has started; afterwards the order of LIFECYCLE.md §6 holds; setup
 // sees 3 events (2 stored + the marker, already stored).
 func TestS0_23_ResumeAsyncSetupOrder(t *testing.T) {
-	h := newHarness(t).withID("s23")
-	persisted(t, h.store, "s23", "")
+	h := sessiontest.NewHarness(t).WithID("s23")
+	sessiontest.Persisted(t, h.Store, "s23", "")
 	var seen []string
 	var in0 workflows.SetupInput
-	h.env.OnActivity(hookSetup, mock.Anything, mock.Anything).After(5 * time.Second).Return(
+	h.Env.OnActivity(sessiontest.HookSetup, mock.Anything, mock.Anything).After(5 * time.Second).Return(
 		func(ctx context.Context, in workflows.SetupInput) (workflows.SetupResult, error) {
 			in0 = in
-			seen = types(stored(t, h.store, "s23"))
-			return h.hooks.Setup(ctx, in)
+			seen = sessiontest.Types(sessiontest.Stored(t, h.Store, "s23"))
+			return h.Hooks.Setup(ctx, in)
 		})
 	// The snapshot is taken when setup starts (it then waits 5 s).
 	var during workflows.Description
 	var duringLog []string
 	var duringSetupStarted int
-	h.onStarted = func(name string) {
-		if name == hookSetup {
-			during = h.describe("")
-			duringLog = h.hooks.log()
-			duringSetupStarted = h.count(hookSetup)
+	h.OnStarted = func(name string) {
+		if name == sessiontest.HookSetup {
+			during = h.Describe("")
+			duringLog = h.Hooks.Log()
+			duringSetupStarted = h.Count(sessiontest.HookSetup)
 		}
 	}
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	disp := h.updateAt(2*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s23", Hooks: allHooks})
-	require.NoError(t, h.env.GetWorkflowError())
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	disp := h.UpdateAt(2*time.Second, "", workflows.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s23", Hooks: sessiontest.AllHooks})
+	require.NoError(t, h.Env.GetWorkflowError())
 	require.Equal(t, workflows.PhaseSetup, during.Phase)
 	require.Empty(t, during.Lifecycle)
 	require.Empty(t, duringLog)
 	require.Equal(t, 1, duringSetupStarted)
 	var info workflows.SessionInfo
-	ready.decode(t, &info)
-	disp.ok(t)
+	ready.Decode(t, &info)
+	disp.OK(t)
 	require.Equal(t, int64(3), in0.EventCount)
 	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed"}, seen)
-	require.Equal(t, []string{"setup:start", "setup:end", "setup:commit", "session/created", "agent/created", "agent/session-start:resume", "dispose:dispose"}, h.hooks.log())
+	require.Equal(t, []string{"setup:start", "setup:end", "setup:commit", "session/created", "agent/created", "agent/session-start:resume", "dispose:dispose"}, h.Hooks.Log())
 }
 
 // S0-24: the first resume stores the marker; a second resume shows the same
 // three events and stores nothing.
 func TestS0_24_SecondResumeStoresNothing(t *testing.T) {
-	st := newStore(t, jsonl.CompressionZstd)
-	persisted(t, st, "s24", "")
-	resumeAndDispose(t, st, "s24")
-	first := stored(t, st, "s24")
-	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed"}, types(first))
+	st := sessiontest.NewStore(t, jsonl.CompressionZstd)
+	sessiontest.Persisted(t, st, "s24", "")
+	sessiontest.ResumeAndDispose(t, st, "s24")
+	first := sessiontest.Stored(t, st, "s24")
+	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed"}, sessiontest.Types(first))
 	snap1, err := st.Stat(context.Background(), "s24")
 	require.NoError(t, err)
-	info, _ := resumeAndDispose(t, st, "s24")
+	info, _ := sessiontest.ResumeAndDispose(t, st, "s24")
 	require.Equal(t, int64(3), info.NextSeq)
 	require.Equal(t, int64(3), info.FirstLiveSeq)
-	second := stored(t, st, "s24")
-	require.Equal(t, types(first), types(second))
+	second := sessiontest.Stored(t, st, "s24")
+	require.Equal(t, sessiontest.Types(first), sessiontest.Types(second))
 	snap2, err := st.Stat(context.Background(), "s24")
 	require.NoError(t, err)
 	require.Equal(t, snap1.SizeBytes, snap2.SizeBytes)
@@ -685,65 +667,65 @@ func TestS0_24_SecondResumeStoresNothing(t *testing.T) {
 // S0-25: while a resumed session lives, its loop lists the effect
 // agentLoop.lifecycle(<id>); after Dispose none remains.
 func TestS0_25_LifecycleEffect(t *testing.T) {
-	h := newHarness(t)
-	persisted(t, h.store, "s25", "")
-	start := h.updateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Resume: &workflows.ResumeSessionRequest{ResumeSessionID: "s25"}})
-	ready := h.updateAt(2*time.Second, workflows.WorkflowID("s25"), workflows.UpdateWaitReady)
+	h := sessiontest.NewHarness(t)
+	sessiontest.Persisted(t, h.Store, "s25", "")
+	start := h.UpdateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Resume: &workflows.ResumeSessionRequest{ResumeSessionID: "s25"}})
+	ready := h.UpdateAt(2*time.Second, workflows.WorkflowID("s25"), workflows.UpdateWaitReady)
 	var live, after workflows.LoopDescription
 	query := func(out *workflows.LoopDescription) func() {
 		return func() {
-			v, err := h.env.QueryWorkflow(workflows.QueryDescribe)
+			v, err := h.Env.QueryWorkflow(workflows.QueryDescribe)
 			require.NoError(t, err)
 			require.NoError(t, v.Get(out))
 		}
 	}
-	h.at(3*time.Second, query(&live))
-	disp := h.updateAt(4*time.Second, workflows.WorkflowID("s25"), workflows.UpdateDispose)
-	h.waitFor(5*time.Second, "the disposed session settled", h.loopChildrenSettled(1))
-	h.at(5*time.Second, query(&after))
-	h.at(6*time.Second, h.env.CancelWorkflow)
-	h.env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{})
-	require.NoError(t, h.env.GetWorkflowError())
-	start.ok(t)
-	ready.ok(t)
+	h.At(3*time.Second, query(&live))
+	disp := h.UpdateAt(4*time.Second, workflows.WorkflowID("s25"), workflows.UpdateDispose)
+	h.WaitFor(5*time.Second, "the disposed session settled", h.LoopChildrenSettled(1))
+	h.At(5*time.Second, query(&after))
+	h.At(6*time.Second, h.Env.CancelWorkflow)
+	h.Env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{})
+	require.NoError(t, h.Env.GetWorkflowError())
+	start.OK(t)
+	ready.OK(t)
 	require.Equal(t, []string{"agentLoop.lifecycle(s25)"}, live.Effects)
 	var dr workflows.DisposeResult
-	disp.decode(t, &dr)
+	disp.Decode(t, &dr)
 	require.Empty(t, after.Effects)
 	require.Equal(t, workflows.ChildSettled, after.Children[0].State)
-	requireReleased(t, h.store, "s25")
+	sessiontest.RequireReleased(t, h.Store, "s25")
 }
 
 // S0-26: a setup that fails later on resume: nothing is published, and a
 // retry resume succeeds.
 func TestS0_26_ResumeAsyncSetupRejects(t *testing.T) {
-	h := newHarness(t).withID("s26")
-	persisted(t, h.store, "s26", "")
-	h.env.OnActivity(hookSetup, mock.Anything, mock.Anything).After(time.Second).Return(workflows.SetupResult{}, plainErr("setup rejected"))
-	h.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s26", Hooks: allHooks})
-	requireMessage(t, h.env.GetWorkflowError(), "setup rejected")
-	require.Empty(t, h.describe("").Lifecycle)
-	require.Equal(t, 0, h.count(hookPublish))
+	h := sessiontest.NewHarness(t).WithID("s26")
+	sessiontest.Persisted(t, h.Store, "s26", "")
+	h.Env.OnActivity(sessiontest.HookSetup, mock.Anything, mock.Anything).After(time.Second).Return(workflows.SetupResult{}, sessiontest.PlainErr("setup rejected"))
+	h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s26", Hooks: sessiontest.AllHooks})
+	sessiontest.RequireMessage(t, h.Env.GetWorkflowError(), "setup rejected")
+	require.Empty(t, h.Describe("").Lifecycle)
+	require.Equal(t, 0, h.Count(sessiontest.HookPublish))
 	// The repair (the marker) stays stored.
-	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed"}, types(stored(t, h.store, "s26")))
-	requireReleased(t, h.store, "s26")
-	_, h2 := resumeAndDispose(t, h.store, "s26")
-	require.Equal(t, 3, h2.count(hookPublish))
+	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed"}, sessiontest.Types(sessiontest.Stored(t, h.Store, "s26")))
+	sessiontest.RequireReleased(t, h.Store, "s26")
+	_, h2 := sessiontest.ResumeAndDispose(t, h.Store, "s26")
+	require.Equal(t, 3, h2.Count(sessiontest.HookPublish))
 }
 
 // S0-27: the commit hook fails on resume: nothing is published, and a
 // retry resume succeeds.
 func TestS0_27_ResumeCommitFails(t *testing.T) {
-	h := newHarness(t).withID("s27")
-	persisted(t, h.store, "s27", "")
-	h.hooks.commit = func(context.Context, workflows.SetupInput) error { return plainErr("commit failed") }
-	h.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s27", Hooks: allHooks})
-	requireMessage(t, h.env.GetWorkflowError(), "commit failed")
-	require.Empty(t, h.describe("").Lifecycle)
-	require.Equal(t, []string{"setup:start", "setup:end", "setup:commit", "dispose:rollback"}, h.hooks.log())
-	requireReleased(t, h.store, "s27")
-	_, h2 := resumeAndDispose(t, h.store, "s27")
-	require.Equal(t, 3, h2.count(hookPublish))
+	h := sessiontest.NewHarness(t).WithID("s27")
+	sessiontest.Persisted(t, h.Store, "s27", "")
+	h.Hooks.CommitFunc = func(context.Context, workflows.SetupInput) error { return sessiontest.PlainErr("commit failed") }
+	h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s27", Hooks: sessiontest.AllHooks})
+	sessiontest.RequireMessage(t, h.Env.GetWorkflowError(), "commit failed")
+	require.Empty(t, h.Describe("").Lifecycle)
+	require.Equal(t, []string{"setup:start", "setup:end", "setup:commit", "dispose:rollback"}, h.Hooks.Log())
+	sessiontest.RequireReleased(t, h.Store, "s27")
+	_, h2 := sessiontest.ResumeAndDispose(t, h.Store, "s27")
+	require.Equal(t, 3, h2.Count(sessiontest.HookPublish))
 }
 
 // S0-28: the owner goes away while the resume's setup is pending: the
@@ -751,45 +733,45 @@ func TestS0_27_ResumeCommitFails(t *testing.T) {
 // later completes, still nothing is published; the identity is released
 // and can be resumed again.
 func TestS0_28_OwnerUnloadDuringSetup(t *testing.T) {
-	h := newHarness(t)
-	persisted(t, h.store, "s28", "")
+	h := sessiontest.NewHarness(t)
+	sessiontest.Persisted(t, h.Store, "s28", "")
 	setupSettled := false
-	h.env.OnActivity(hookSetup, mock.Anything, mock.Anything).Once().After(time.Hour).Return(
+	h.Env.OnActivity(sessiontest.HookSetup, mock.Anything, mock.Anything).Once().After(time.Hour).Return(
 		func(context.Context, workflows.SetupInput) (workflows.SetupResult, error) {
 			setupSettled = true
 			return workflows.SetupResult{}, nil
 		})
-	h.env.OnActivity(hookSetup, mock.Anything, mock.Anything).Return(h.hooks.Setup)
-	resume := workflows.StartRequest{Resume: &workflows.ResumeSessionRequest{ResumeSessionID: "s28", Hooks: allHooks}}
-	start := h.updateAt(time.Second, "", workflows.UpdateStart, resume)
-	ready := h.updateNoWaitAt(time.Second, workflows.WorkflowID("s28"), workflows.UpdateWaitReady)
+	h.Env.OnActivity(sessiontest.HookSetup, mock.Anything, mock.Anything).Return(h.Hooks.Setup)
+	resume := workflows.StartRequest{Resume: &workflows.ResumeSessionRequest{ResumeSessionID: "s28", Hooks: sessiontest.AllHooks}}
+	start := h.UpdateAt(time.Second, "", workflows.UpdateStart, resume)
+	ready := h.UpdateNoWaitAt(time.Second, workflows.WorkflowID("s28"), workflows.UpdateWaitReady)
 	// The owner goes away once the setup is pending.
-	h.atStarted(time.Second, hookSetup, func() {
-		require.NoError(t, h.env.SignalWorkflowByID(workflows.WorkflowID("s28"), workflows.SignalOwnerUnload, nil))
+	h.AtStarted(time.Second, sessiontest.HookSetup, func() {
+		require.NoError(t, h.Env.SignalWorkflowByID(workflows.WorkflowID("s28"), workflows.SignalOwnerUnload, nil))
 	})
 	var afterUnload workflows.LoopDescription
-	h.at(2*time.Second, func() {
-		v, err := h.env.QueryWorkflow(workflows.QueryDescribe)
+	h.At(2*time.Second, func() {
+		v, err := h.Env.QueryWorkflow(workflows.QueryDescribe)
 		require.NoError(t, err)
 		require.NoError(t, v.Get(&afterUnload))
 	})
 	// Long after the abandoned setup completed (at 1 h).
 	var settledBeforeRetry bool
 	var publishedBeforeRetry int
-	h.at(2*time.Hour, func() {
+	h.At(2*time.Hour, func() {
 		settledBeforeRetry = setupSettled
-		publishedBeforeRetry = h.count(hookPublish)
-		requireReleased(t, h.store, "s28")
+		publishedBeforeRetry = h.Count(sessiontest.HookPublish)
+		sessiontest.RequireReleased(t, h.Store, "s28")
 	})
-	retry := h.updateAt(2*time.Hour, "", workflows.UpdateStart, resume)
-	ready2 := h.updateAt(2*time.Hour, workflows.WorkflowID("s28"), workflows.UpdateWaitReady)
-	disp2 := h.updateAt(2*time.Hour, workflows.WorkflowID("s28"), workflows.UpdateDispose)
-	h.at(3*time.Hour, h.env.CancelWorkflow)
-	h.env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{})
-	require.NoError(t, h.env.GetWorkflowError())
+	retry := h.UpdateAt(2*time.Hour, "", workflows.UpdateStart, resume)
+	ready2 := h.UpdateAt(2*time.Hour, workflows.WorkflowID("s28"), workflows.UpdateWaitReady)
+	disp2 := h.UpdateAt(2*time.Hour, workflows.WorkflowID("s28"), workflows.UpdateDispose)
+	h.At(3*time.Hour, h.Env.CancelWorkflow)
+	h.Env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{})
+	require.NoError(t, h.Env.GetWorkflowError())
 
-	start.ok(t)
-	app := requireMessage(t, ready.failure(t), `agent "s28" setup aborted: owner disposed during setup`)
+	start.OK(t)
+	app := sessiontest.RequireMessage(t, ready.Failure(t), `agent "s28" setup aborted: owner disposed during setup`)
 	require.Equal(t, "OwnerDisposed", app.Type())
 	require.Len(t, afterUnload.Children, 1)
 	require.Equal(t, workflows.ChildSettled, afterUnload.Children[0].State)
@@ -797,11 +779,11 @@ func TestS0_28_OwnerUnloadDuringSetup(t *testing.T) {
 	require.Equal(t, `agent "s28" setup aborted: owner disposed during setup`, afterUnload.Children[0].Error.Message)
 	require.True(t, settledBeforeRetry, "the abandoned setup never completed")
 	require.Equal(t, 0, publishedBeforeRetry, "the late setup published")
-	retry.ok(t)
-	ready2.ok(t)
-	disp2.ok(t)
-	require.Equal(t, 1, strings.Count(strings.Join(h.hooks.log(), ","), "agent/session-start:resume"))
-	requireReleased(t, h.store, "s28")
+	retry.OK(t)
+	ready2.OK(t)
+	disp2.OK(t)
+	require.Equal(t, 1, strings.Count(strings.Join(h.Hooks.Log(), ","), "agent/session-start:resume"))
+	sessiontest.RequireReleased(t, h.Store, "s28")
 }
 
 // S0-29: the owner goes away while the backend open never settles: the
@@ -810,61 +792,61 @@ func TestS0_28_OwnerUnloadDuringSetup(t *testing.T) {
 // handle id revoked, releases what it took, and its handle was closed
 // exactly once; the lease ends released.
 func TestS0_29_OwnerUnloadWhileOpenHangs(t *testing.T) {
-	h := newHarness(t)
-	persisted(t, h.store, "s29", "")
+	h := sessiontest.NewHarness(t)
+	sessiontest.Persisted(t, h.Store, "s29", "")
 	var lateErr error
 	lateDone := false
-	h.env.OnActivity(h.acts.OpenHandle, mock.Anything, mock.Anything).Once().After(time.Hour).Return(
+	h.Env.OnActivity(h.Acts.OpenHandle, mock.Anything, mock.Anything).Once().After(time.Hour).Return(
 		func(ctx context.Context, in activities.OpenHandleInput) (activities.HandleInfo, error) {
-			info, err := h.acts.OpenHandle(context.WithoutCancel(ctx), in)
+			info, err := h.Acts.OpenHandle(context.WithoutCancel(ctx), in)
 			lateErr, lateDone = err, true
 			return info, err
 		})
-	h.env.OnActivity(h.acts.OpenHandle, mock.Anything, mock.Anything).Return(h.acts.OpenHandle)
-	resume := workflows.StartRequest{Resume: &workflows.ResumeSessionRequest{ResumeSessionID: "s29", Hooks: allHooks}}
-	start := h.updateAt(time.Second, "", workflows.UpdateStart, resume)
-	h.atStarted(2*time.Second, activities.OpenHandleName, func() {
-		require.NoError(t, h.env.SignalWorkflowByID(workflows.WorkflowID("s29"), workflows.SignalOwnerUnload, nil))
+	h.Env.OnActivity(h.Acts.OpenHandle, mock.Anything, mock.Anything).Return(h.Acts.OpenHandle)
+	resume := workflows.StartRequest{Resume: &workflows.ResumeSessionRequest{ResumeSessionID: "s29", Hooks: sessiontest.AllHooks}}
+	start := h.UpdateAt(time.Second, "", workflows.UpdateStart, resume)
+	h.AtStarted(2*time.Second, activities.OpenHandleName, func() {
+		require.NoError(t, h.Env.SignalWorkflowByID(workflows.WorkflowID("s29"), workflows.SignalOwnerUnload, nil))
 	})
 	var afterUnload workflows.LoopDescription
-	h.at(3*time.Second, func() {
-		v, err := h.env.QueryWorkflow(workflows.QueryDescribe)
+	h.At(3*time.Second, func() {
+		v, err := h.Env.QueryWorkflow(workflows.QueryDescribe)
 		require.NoError(t, err)
 		require.NoError(t, v.Get(&afterUnload))
 	})
-	retry := h.updateAt(4*time.Second, "", workflows.UpdateStart, resume)
-	ready := h.updateAt(5*time.Second, workflows.WorkflowID("s29"), workflows.UpdateWaitReady)
-	h.at(2*time.Hour, h.env.CancelWorkflow)
-	h.env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{})
-	require.NoError(t, h.env.GetWorkflowError())
+	retry := h.UpdateAt(4*time.Second, "", workflows.UpdateStart, resume)
+	ready := h.UpdateAt(5*time.Second, workflows.WorkflowID("s29"), workflows.UpdateWaitReady)
+	h.At(2*time.Hour, h.Env.CancelWorkflow)
+	h.Env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{})
+	require.NoError(t, h.Env.GetWorkflowError())
 
-	start.ok(t)
+	start.OK(t)
 	require.Len(t, afterUnload.Children, 1)
 	first := afterUnload.Children[0]
 	require.Equal(t, workflows.ChildSettled, first.State)
 	require.False(t, first.WasLive)
 	require.Equal(t, `agent "s29" setup aborted: owner disposed during setup`, first.Error.Message)
 	var sr workflows.StartResult
-	retry.decode(t, &sr)
+	retry.Decode(t, &sr)
 	var info workflows.SessionInfo
-	ready.decode(t, &info)
+	ready.Decode(t, &info)
 	// Exactly one publication.
-	require.Equal(t, 1, strings.Count(strings.Join(h.hooks.log(), ","), "agent/session-start:resume"))
+	require.Equal(t, 1, strings.Count(strings.Join(h.Hooks.Log(), ","), "agent/session-start:resume"))
 	// The late open landed while the retry owned the session: it was
 	// refused and left the retry's lease alone.
 	require.True(t, lateDone, "the first open never landed")
-	require.Equal(t, "SessionAlreadyOwned", appErr(t, lateErr).Type())
+	require.Equal(t, "SessionAlreadyOwned", sessiontest.AppErr(t, lateErr).Type())
 	var firstOpen activities.OpenHandleInput
-	h.startedArg(activities.OpenHandleName, 0, &firstOpen)
+	h.StartedArg(activities.OpenHandleName, 0, &firstOpen)
 	closes := 0
-	for _, id := range h.closedHandles() {
+	for _, id := range h.ClosedHandles() {
 		if id == firstOpen.HandleID {
 			closes++
 		}
 	}
 	require.Equal(t, 1, closes)
-	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed"}, types(stored(t, h.store, "s29")))
-	requireReleased(t, h.store, "s29")
+	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed"}, sessiontest.Types(sessiontest.Stored(t, h.Store, "s29")))
+	sessiontest.RequireReleased(t, h.Store, "s29")
 }
 
 // S0-30: the loop deactivates while the open hangs: the resume fails
@@ -873,28 +855,28 @@ func TestS0_29_OwnerUnloadWhileOpenHangs(t *testing.T) {
 // disposal keeps the teardown running), is refused and releases what it
 // took, and its handle id was closed once.
 func TestS0_30_LoopDeactivatedWhileOpenHangs(t *testing.T) {
-	h := newHarness(t)
-	persisted(t, h.store, "s30", "")
-	late := h.lateOpen(time.Hour)
-	h.env.OnActivity(hookDispose, mock.Anything, mock.Anything).After(2 * time.Hour).Return(nil)
-	neighbour := h.updateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{
-		SessionID: "neighbour", Hooks: workflows.Hooks{DisposeActivity: hookDispose}}})
-	neighbourReady := h.updateAt(time.Second, workflows.WorkflowID("neighbour"), workflows.UpdateWaitReady)
-	start := h.updateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Resume: &workflows.ResumeSessionRequest{ResumeSessionID: "s30", Hooks: allHooks}})
-	h.atStarted(2*time.Second, activities.OpenHandleName, h.env.CancelWorkflow)
+	h := sessiontest.NewHarness(t)
+	sessiontest.Persisted(t, h.Store, "s30", "")
+	late := lateOpen(h, time.Hour)
+	h.Env.OnActivity(sessiontest.HookDispose, mock.Anything, mock.Anything).After(2 * time.Hour).Return(nil)
+	neighbour := h.UpdateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{
+		SessionID: "neighbour", Hooks: workflows.Hooks{DisposeActivity: sessiontest.HookDispose}}})
+	neighbourReady := h.UpdateAt(time.Second, workflows.WorkflowID("neighbour"), workflows.UpdateWaitReady)
+	start := h.UpdateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Resume: &workflows.ResumeSessionRequest{ResumeSessionID: "s30", Hooks: sessiontest.AllHooks}})
+	h.AtStarted(2*time.Second, activities.OpenHandleName, h.Env.CancelWorkflow)
 	var midTeardown workflows.LoopDescription
 	var landedByMid bool
-	h.at(10*time.Second, func() {
-		v, err := h.env.QueryWorkflow(workflows.QueryDescribe)
+	h.At(10*time.Second, func() {
+		v, err := h.Env.QueryWorkflow(workflows.QueryDescribe)
 		require.NoError(t, err)
 		require.NoError(t, v.Get(&midTeardown))
 		landedByMid = late.done
 	})
-	h.env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{})
-	require.NoError(t, h.env.GetWorkflowError())
-	neighbour.ok(t)
-	neighbourReady.ok(t)
-	start.ok(t)
+	h.Env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{})
+	require.NoError(t, h.Env.GetWorkflowError())
+	neighbour.OK(t)
+	neighbourReady.OK(t)
+	start.OK(t)
 	// Settled long before the open landed.
 	require.False(t, midTeardown.Active)
 	require.Equal(t, "s30", midTeardown.Children[1].SessionID)
@@ -902,14 +884,14 @@ func TestS0_30_LoopDeactivatedWhileOpenHangs(t *testing.T) {
 	require.Equal(t, "agent loop is not active", midTeardown.Children[1].Error.Message)
 	require.False(t, landedByMid, "the open landed before the resume settled")
 	var res workflows.LoopDescription
-	require.NoError(t, h.env.GetWorkflowResult(&res))
+	require.NoError(t, h.Env.GetWorkflowResult(&res))
 	require.False(t, res.Active)
 	require.Len(t, res.Children, 2)
 	require.Equal(t, workflows.ChildSettled, res.Children[1].State)
 	require.Equal(t, "agent loop is not active", res.Children[1].Error.Message)
-	require.Equal(t, 0, h.count(hookPublish))
+	require.Equal(t, 0, h.Count(sessiontest.HookPublish))
 	requireLateOpenReleased(t, h, late, "s30")
-	requireErased(t, h.store, "neighbour")
+	sessiontest.RequireErased(t, h.Store, "neighbour")
 }
 
 // lateOpenResult is what the first, abandoned OpenHandle did when it
@@ -922,64 +904,64 @@ type lateOpenResult struct {
 // lateOpen makes the first OpenHandle land only after d on the workflow
 // clock, running the real activity then even though its workflow gave up
 // (a zombie attempt); later opens run at once.
-func (h *harness) lateOpen(d time.Duration) *lateOpenResult {
+func lateOpen(h *sessiontest.Harness, d time.Duration) *lateOpenResult {
 	late := &lateOpenResult{}
-	h.env.OnActivity(h.acts.OpenHandle, mock.Anything, mock.Anything).Once().After(d).Return(
+	h.Env.OnActivity(h.Acts.OpenHandle, mock.Anything, mock.Anything).Once().After(d).Return(
 		func(ctx context.Context, in activities.OpenHandleInput) (activities.HandleInfo, error) {
-			info, err := h.acts.OpenHandle(context.WithoutCancel(ctx), in)
+			info, err := h.Acts.OpenHandle(context.WithoutCancel(ctx), in)
 			late.err, late.done = err, true
 			return info, err
 		})
-	h.env.OnActivity(h.acts.OpenHandle, mock.Anything, mock.Anything).Return(h.acts.OpenHandle)
+	h.Env.OnActivity(h.Acts.OpenHandle, mock.Anything, mock.Anything).Return(h.Acts.OpenHandle)
 	return late
 }
 
 // requireLateOpenReleased checks that the abandoned first open landed
 // during the run, was refused (its handle id revoked), that its handle id
 // was closed exactly once, and that the session is stored and released.
-func requireLateOpenReleased(t *testing.T, h *harness, late *lateOpenResult, id string) {
+func requireLateOpenReleased(t *testing.T, h *sessiontest.Harness, late *lateOpenResult, id string) {
 	t.Helper()
 	require.True(t, late.done, "the late open never landed")
-	app := appErr(t, late.err)
+	app := sessiontest.AppErr(t, late.err)
 	require.Equal(t, "HandleRevoked", app.Type())
 	var in activities.OpenHandleInput
-	h.startedArg(activities.OpenHandleName, 0, &in)
+	h.StartedArg(activities.OpenHandleName, 0, &in)
 	closes := 0
-	for _, hid := range h.closedHandles() {
+	for _, hid := range h.ClosedHandles() {
 		if hid == in.HandleID {
 			closes++
 		}
 	}
 	require.Equal(t, 1, closes)
-	requireReleased(t, h.store, id)
+	sessiontest.RequireReleased(t, h.Store, id)
 }
 
 // S0-31: a fork round trip: create with a seed, cwd, parentSession,
 // isSeeded, delegationDepth 1 and inheritedEventCount 2; after a resume all
 // of them hold and the inherited count comes from storage.
 func TestS0_31_ForkRoundTrip(t *testing.T) {
-	h := newHarness(t).withID("s31")
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	disp := h.updateAt(2*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{
+	h := sessiontest.NewHarness(t).WithID("s31")
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	disp := h.UpdateAt(2*time.Second, "", workflows.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{
 		SessionID:           "s31",
-		Seed:                []session.Event{turnStart(t, 0, 1), turnEnd(t, 1, 1)},
+		Seed:                []session.Event{sessiontest.TurnStart(t, 0, 1), sessiontest.TurnEnd(t, 1, 1)},
 		Meta:                &workflows.SessionMeta{Cwd: "/w", ParentSession: "parent-sess", IsSeeded: true, DelegationDepth: 1},
 		InheritedEventCount: 2,
 	})
-	require.NoError(t, h.env.GetWorkflowError())
+	require.NoError(t, h.Env.GetWorkflowError())
 	var created workflows.SessionInfo
-	ready.decode(t, &created)
-	disp.ok(t)
+	ready.Decode(t, &created)
+	disp.OK(t)
 	require.Equal(t, int64(2), created.InheritedEventCount)
-	info, _ := resumeAndDispose(t, h.store, "s31")
+	info, _ := sessiontest.ResumeAndDispose(t, h.Store, "s31")
 	require.Equal(t, "parent-sess", info.Header.ParentSession)
 	require.Equal(t, "/w", info.Header.Cwd)
 	require.True(t, info.Header.IsSeeded)
 	require.Equal(t, int64(1), info.Header.DelegationDepth)
 	require.Equal(t, int64(2), info.InheritedEventCount)
-	evs := stored(t, h.store, "s31")
-	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed"}, types(evs))
+	evs := sessiontest.Stored(t, h.Store, "s31")
+	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed"}, sessiontest.Types(evs))
 	marker, err := evs[2].IsInheritedMarker()
 	require.NoError(t, err)
 	require.True(t, marker)
@@ -989,58 +971,58 @@ func TestS0_31_ForkRoundTrip(t *testing.T) {
 // turn; the owner is wedged (its lease forfeited); a new lifecycle resumes,
 // stores only the marker (no synthetic turn) and continues at turn 2.
 func TestS0_32_SpliceSurvivesWedgedOwner(t *testing.T) {
-	h := newHarness(t).withID("s32")
-	splice := ev(t, session.TypeInboxSpliced, 5, map[string]any{"list": "nextStep", "op": "append", "messages": []any{map[string]any{"role": "user", "content": "later"}}})
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	app := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: append(liveTurn(t, 0, 1, "x"), splice)})
+	h := sessiontest.NewHarness(t).WithID("s32")
+	splice := sessiontest.Ev(t, session.TypeInboxSpliced, 5, map[string]any{"list": "nextStep", "op": "append", "messages": []any{map[string]any{"role": "user", "content": "later"}}})
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	app := h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: append(sessiontest.LiveTurn(t, 0, 1, "x"), splice)})
 	var info workflows.SessionInfo
 	var after []session.Event
-	h.at(3*time.Second, func() {
-		lease, err := h.store.ForceUnlock(context.Background(), "s32")
+	h.At(3*time.Second, func() {
+		lease, err := h.Store.ForceUnlock(context.Background(), "s32")
 		require.NoError(t, err)
 		require.NotNil(t, lease)
-		info, _ = resumeAndDispose(t, h.store, "s32")
-		after = stored(t, h.store, "s32")
+		info, _ = sessiontest.ResumeAndDispose(t, h.Store, "s32")
+		after = sessiontest.Stored(t, h.Store, "s32")
 	})
-	h.at(4*time.Second, h.env.CancelWorkflow)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s32"})
-	require.NoError(t, h.env.GetWorkflowError())
-	ready.ok(t)
-	app.ok(t)
-	require.Equal(t, []string{"turn/start", "step/start", "assistant/message", "step/end", "turn/end", "agent/inbox/spliced", "session/end-seed"}, types(after))
+	h.At(4*time.Second, h.Env.CancelWorkflow)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s32"})
+	require.NoError(t, h.Env.GetWorkflowError())
+	ready.OK(t)
+	app.OK(t)
+	require.Equal(t, []string{"turn/start", "step/start", "assistant/message", "step/end", "turn/end", "agent/inbox/spliced", "session/end-seed"}, sessiontest.Types(after))
 	require.Equal(t, int64(1), info.LastTurn)
 	require.Equal(t, int64(7), info.NextSeq)
 	// The wedged owner's late disposal changed nothing.
-	require.Equal(t, types(after), types(stored(t, h.store, "s32")))
-	requireReleased(t, h.store, "s32")
+	require.Equal(t, sessiontest.Types(after), sessiontest.Types(sessiontest.Stored(t, h.Store, "s32")))
+	sessiontest.RequireReleased(t, h.Store, "s32")
 }
 
 // S0-33: one full turn, dispose, resume in a fresh environment: same id,
 // old events unchanged plus the marker at the old count; a new turn is
 // turn 2 and seqs stay contiguous.
 func TestS0_33_ResumeContinuesNumbering(t *testing.T) {
-	h := newHarness(t).withID("s33")
-	ready1 := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	app1 := h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "first")})
-	disp1 := h.updateAt(3*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s33"})
-	require.NoError(t, h.env.GetWorkflowError())
-	ready1.ok(t)
-	app1.ok(t)
-	disp1.ok(t)
-	old := stored(t, h.store, "s33")
+	h := sessiontest.NewHarness(t).WithID("s33")
+	ready1 := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	app1 := h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "first")})
+	disp1 := h.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s33"})
+	require.NoError(t, h.Env.GetWorkflowError())
+	ready1.OK(t)
+	app1.OK(t)
+	disp1.OK(t)
+	old := sessiontest.Stored(t, h.Store, "s33")
 
-	h2 := newHarnessOn(t, h.store).withID("s33")
-	ready := h2.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	h2 := sessiontest.NewHarnessOn(t, h.Store).WithID("s33")
+	ready := h2.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
 	var mid []session.Event
-	h2.at(2*time.Second, func() { mid = stored(t, h2.store, "s33") })
-	app := h2.updateAt(3*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 6, 2, "second")})
-	disp2 := h2.updateAt(4*time.Second, "", workflows.UpdateDispose)
-	h2.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s33"})
-	require.NoError(t, h2.env.GetWorkflowError())
-	disp2.ok(t)
+	h2.At(2*time.Second, func() { mid = sessiontest.Stored(t, h2.Store, "s33") })
+	app := h2.UpdateAt(3*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 6, 2, "second")})
+	disp2 := h2.UpdateAt(4*time.Second, "", workflows.UpdateDispose)
+	h2.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s33"})
+	require.NoError(t, h2.Env.GetWorkflowError())
+	disp2.OK(t)
 	var info workflows.SessionInfo
-	ready.decode(t, &info)
+	ready.Decode(t, &info)
 	require.Equal(t, "s33", info.SessionID)
 	require.Len(t, mid, len(old)+1)
 	require.Equal(t, int64(len(old)), info.FirstLiveSeq)
@@ -1052,18 +1034,18 @@ func TestS0_33_ResumeContinuesNumbering(t *testing.T) {
 	}
 	require.Equal(t, info.LastTurn+1, int64(2))
 	var ar workflows.AppendResult
-	app.decode(t, &ar)
-	final := stored(t, h.store, "s33")
-	requireContiguous(t, final)
+	app.Decode(t, &ar)
+	final := sessiontest.Stored(t, h.Store, "s33")
+	sessiontest.RequireContiguous(t, final)
 	require.Len(t, final, 11)
 }
 
 // S0-34: without persistence a resume fails `session persistence is not
 // configured`.
 func TestS0_34_ResumeWithoutPersistence(t *testing.T) {
-	h := newHarnessOn(t, nil).withID("s34")
-	h.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s34"})
-	err := h.env.GetWorkflowError()
-	requireMessage(t, err, "cannot resume: session persistence is not configured (load a dsh-session-persistence backend)")
-	require.Empty(t, h.describe("").Lifecycle)
+	h := sessiontest.NewHarnessOn(t, nil).WithID("s34")
+	h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s34"})
+	err := h.Env.GetWorkflowError()
+	sessiontest.RequireMessage(t, err, "cannot resume: session persistence is not configured (load a dsh-session-persistence backend)")
+	require.Empty(t, h.Describe("").Lifecycle)
 }

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sessionflow/sessionflow/agent"
+	"github.com/sessionflow/sessionflow/internal/sessiontest"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/session"
@@ -100,10 +101,10 @@ func TestUnansweredToolCalls(t *testing.T) {
 
 // useStrictAgent registers the real agent activities with the built-in
 // tools and a strict provider over a script of responses.
-func useStrictAgent(h *harness, hold chan struct{}, responses ...scripted.Response) (*strictProvider, *agent.Activities) {
-	h.t.Helper()
-	p := &strictProvider{next: scriptedProvider(h.t, responses...), hold: hold}
-	return p, agentActivities(h, provider.Set{"scripted": p})
+func useStrictAgent(h *sessiontest.Harness, hold chan struct{}, responses ...scripted.Response) (*strictProvider, *agent.Activities) {
+	h.T.Helper()
+	p := &strictProvider{next: sessiontest.ScriptedProvider(h.T, responses...), hold: hold}
+	return p, sessiontest.AgentActivities(h, provider.Set{"scripted": p})
 }
 
 // requireCallsAnswered asserts that every tool-call block of every stored
@@ -149,25 +150,25 @@ func requireMaxTokensResult(t *testing.T, evs []session.Event, i int, id string)
 // A max-tokens step with tool calls that ends the turn: EndTurn closes the
 // calls (not run), so the next turn's model request is accepted.
 func TestTurnMaxTokensCallsClosedAtTurnEnd(t *testing.T) {
-	h := newHarness(t).withID("mc")
+	h := sessiontest.NewHarness(t).WithID("mc")
 	cut := scripted.Response{Text: "cut", ToolCalls: []scripted.Call{{ID: "x", Name: "list_dir", Arguments: `{"pa`}, {ID: "y", Name: "read_file"}}, Finish: provider.FinishMaxTokens}
 	p, acts := useStrictAgent(h, nil, cut, scripted.Text("next turn"))
-	h.env.RegisterActivity(acts)
-	evs := h.runTurns(workflows.CreateSessionRequest{SessionID: "mc", AgentOptions: route(), Meta: &workflows.SessionMeta{Cwd: t.TempDir()}}, prompt("one"), prompt("two"))
-	requireBalanced(t, evs)
+	h.Env.RegisterActivity(acts)
+	evs := h.RunTurns(workflows.CreateSessionRequest{SessionID: "mc", AgentOptions: sessiontest.Route(), Meta: &workflows.SessionMeta{Cwd: t.TempDir()}}, sessiontest.Prompt("one"), sessiontest.Prompt("two"))
+	sessiontest.RequireBalanced(t, evs)
 	requireCallsAnswered(t, evs)
 	require.Empty(t, p.refused)
 	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message",
 		"tool/call", "tool/result", "tool/call", "tool/result", "step/end", "turn/end",
-		"turn/start", "step/start", "user/message", "assistant/message", "step/end", "turn/end"}, types(evs))
+		"turn/start", "step/start", "user/message", "assistant/message", "step/end", "turn/end"}, sessiontest.Types(evs))
 	requireMaxTokensResult(t, evs, 5, "x")
 	requireMaxTokensResult(t, evs, 7, "y")
 	call, err := evs[4].ToolCall()
 	require.NoError(t, err)
 	require.Equal(t, `{"pa`, call.Arguments, "the cut arguments are recorded as the model sent them")
-	require.Equal(t, []string{"max-tokens", "completed"}, reasonKinds(turnEnds(t, evs)))
-	require.Zero(t, h.count(agent.RunToolActivity), "a max-tokens step runs no tool")
-	require.Zero(t, h.count(agent.CloseCallsActivity))
+	require.Equal(t, []string{"max-tokens", "completed"}, sessiontest.ReasonKinds(sessiontest.TurnEnds(t, evs)))
+	require.Zero(t, h.Count(agent.RunToolActivity), "a max-tokens step runs no tool")
+	require.Zero(t, h.Count(agent.CloseCallsActivity))
 }
 
 // A max-tokens step with a tool call followed by another step (a steer
@@ -175,51 +176,51 @@ func TestTurnMaxTokensCallsClosedAtTurnEnd(t *testing.T) {
 // step ends, so the next step's model request is accepted; the turn stays
 // max-tokens.
 func TestTurnMaxTokensCallsClosedBeforeNextStep(t *testing.T) {
-	h := newHarness(t).withID("ms")
+	h := sessiontest.NewHarness(t).WithID("ms")
 	hold := make(chan struct{})
 	cut := scripted.Response{Text: "cut", ToolCalls: []scripted.Call{{ID: "x", Name: "list_dir", Arguments: `{}`}}, Finish: provider.FinishMaxTokens}
 	p, acts := useStrictAgent(h, hold, cut, scripted.Text("rest"))
-	h.env.RegisterActivity(acts)
-	evs := h.runSteeredTurn(workflows.CreateSessionRequest{SessionID: "ms", AgentOptions: route(), Meta: &workflows.SessionMeta{Cwd: t.TempDir()}}, hold)
-	requireBalanced(t, evs)
+	h.Env.RegisterActivity(acts)
+	evs := h.RunSteeredTurn(workflows.CreateSessionRequest{SessionID: "ms", AgentOptions: sessiontest.Route(), Meta: &workflows.SessionMeta{Cwd: t.TempDir()}}, hold)
+	sessiontest.RequireBalanced(t, evs)
 	requireCallsAnswered(t, evs)
 	require.Empty(t, p.refused)
 	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message", "tool/call", "tool/result", "step/end",
-		"step/start", "user/message", "assistant/message", "step/end", "turn/end"}, types(evs))
+		"step/start", "user/message", "assistant/message", "step/end", "turn/end"}, sessiontest.Types(evs))
 	requireMaxTokensResult(t, evs, 5, "x")
 	require.Equal(t, "rest", assistantOf(t, evs[9]).Message.Content[0].Text)
-	require.Equal(t, []string{"max-tokens"}, reasonKinds(turnEnds(t, evs)))
-	require.Equal(t, 1, h.count(agent.CloseCallsActivity))
-	require.Zero(t, h.count(agent.RunToolActivity))
+	require.Equal(t, []string{"max-tokens"}, sessiontest.ReasonKinds(sessiontest.TurnEnds(t, evs)))
+	require.Equal(t, 1, h.Count(agent.CloseCallsActivity))
+	require.Zero(t, h.Count(agent.RunToolActivity))
 }
 
 // A tool activity that fails ends the turn "error"; EndTurn closes the
 // failed call and the undispatched ones, so the next turn's model request
 // is accepted.
 func TestTurnToolActivityFailureClosesCalls(t *testing.T) {
-	h := newHarness(t).withID("tx")
+	h := sessiontest.NewHarness(t).WithID("tx")
 	first := scripted.Response{ToolCalls: []scripted.Call{
 		{ID: "c1", Name: "list_dir", Arguments: `{}`},
 		{ID: "c2", Name: "write_file", Arguments: `{"path":"a.txt","content":"a"}`},
 		{ID: "c3", Name: "list_dir", Arguments: `{}`},
 	}}
 	p, acts := useStrictAgent(h, nil, first, scripted.Text("next turn"))
-	h.env.RegisterActivityWithOptions(acts.CallModel, activity.RegisterOptions{Name: agent.CallModelActivity})
-	h.env.RegisterActivityWithOptions(acts.EndTurn, activity.RegisterOptions{Name: agent.EndTurnActivity})
+	h.Env.RegisterActivityWithOptions(acts.CallModel, activity.RegisterOptions{Name: agent.CallModelActivity})
+	h.Env.RegisterActivityWithOptions(acts.EndTurn, activity.RegisterOptions{Name: agent.EndTurnActivity})
 	// c2's activity fails before it stores anything (its store failed).
-	h.env.RegisterActivityWithOptions(func(ctx context.Context, in agent.ToolInput) (agent.ToolOutcome, error) {
+	h.Env.RegisterActivityWithOptions(func(ctx context.Context, in agent.ToolInput) (agent.ToolOutcome, error) {
 		if in.CallID == "c2" {
 			return agent.ToolOutcome{}, temporal.NewNonRetryableApplicationError("disk full", "IOError", nil)
 		}
 		return acts.RunTool(ctx, in)
 	}, activity.RegisterOptions{Name: agent.RunToolActivity})
-	evs := h.runTurns(workflows.CreateSessionRequest{SessionID: "tx", AgentOptions: route(), Meta: &workflows.SessionMeta{Cwd: t.TempDir()}}, prompt("one"), prompt("two"))
-	requireBalanced(t, evs)
+	evs := h.RunTurns(workflows.CreateSessionRequest{SessionID: "tx", AgentOptions: sessiontest.Route(), Meta: &workflows.SessionMeta{Cwd: t.TempDir()}}, sessiontest.Prompt("one"), sessiontest.Prompt("two"))
+	sessiontest.RequireBalanced(t, evs)
 	requireCallsAnswered(t, evs)
 	require.Empty(t, p.refused)
 	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message",
 		"tool/call", "tool/result", "tool/call", "tool/result", "tool/call", "tool/result", "step/end", "turn/end",
-		"turn/start", "step/start", "user/message", "assistant/message", "step/end", "turn/end"}, types(evs))
+		"turn/start", "step/start", "user/message", "assistant/message", "step/end", "turn/end"}, sessiontest.Types(evs))
 	r1, err := evs[5].ToolResult()
 	require.NoError(t, err)
 	require.Equal(t, "c1", r1.Message.Source.CallID)
@@ -235,7 +236,7 @@ func TestTurnToolActivityFailureClosesCalls(t *testing.T) {
 	require.Equal(t, "error", te.Reason.Kind)
 	require.JSONEq(t, `{"message":"disk full","code":"IOError"}`, string(te.Reason.Error))
 	var end agent.EndTurnInput
-	h.startedArg(agent.EndTurnActivity, 0, &end)
+	h.StartedArg(agent.EndTurnActivity, 0, &end)
 	require.Equal(t, []string{"c3"}, end.Skipped)
 	require.Equal(t, int64(3), end.MessageSeq)
 }

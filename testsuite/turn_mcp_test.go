@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionflow/sessionflow/internal/sessiontest"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/session"
@@ -63,8 +64,8 @@ func TestRealTurnMCPTools(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, b.Close()) })
 
-	h := newHarness(t).withID("rmcp")
-	acts := agentActivities(h, provider.Set{"scripted": scriptedProvider(t,
+	h := sessiontest.NewHarness(t).WithID("rmcp")
+	acts := sessiontest.AgentActivities(h, provider.Set{"scripted": sessiontest.ScriptedProvider(t,
 		scripted.Response{ToolCalls: []scripted.Call{
 			{ID: "c1", Name: "notes__note", Arguments: `{"text":"a"}`},
 			{ID: "c2", Name: "notes__crash", Arguments: `{}`},
@@ -73,10 +74,10 @@ func TestRealTurnMCPTools(t *testing.T) {
 		scripted.Text("done"),
 	)})
 	require.NoError(t, b.Register(acts.Tools.(*tool.Registry)))
-	h.env.RegisterActivity(acts)
+	h.Env.RegisterActivity(acts)
 
-	evs := h.runTurns(workflows.CreateSessionRequest{SessionID: "rmcp", AgentOptions: route(), Meta: &workflows.SessionMeta{Cwd: t.TempDir()}}, prompt("take notes"))
-	requireBalanced(t, evs)
+	evs := h.RunTurns(workflows.CreateSessionRequest{SessionID: "rmcp", AgentOptions: sessiontest.Route(), Meta: &workflows.SessionMeta{Cwd: t.TempDir()}}, sessiontest.Prompt("take notes"))
+	sessiontest.RequireBalanced(t, evs)
 	type res struct {
 		id, text, code string
 		isError        bool
@@ -102,5 +103,5 @@ func TestRealTurnMCPTools(t *testing.T) {
 		{id: "c3", text: "noted: b"},
 	}, got)
 	require.Equal(t, "done", assistantOf(t, evs[len(evs)-3]).Message.Content[0].Text)
-	require.Equal(t, []string{"completed"}, reasonKinds(turnEnds(t, evs)))
+	require.Equal(t, []string{"completed"}, sessiontest.ReasonKinds(sessiontest.TurnEnds(t, evs)))
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionflow/sessionflow/internal/sessiontest"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/provider/openai"
@@ -88,11 +89,11 @@ func delta(d, finish string) string {
 
 // useOpenAIAgent registers the agent activities with the provider
 // "deepseek" at baseURL, logging into logs.
-func useOpenAIAgent(h *harness, baseURL string, logs *syncBuffer) {
-	h.t.Helper()
+func useOpenAIAgent(h *sessiontest.Harness, baseURL string, logs *syncBuffer) {
+	h.T.Helper()
 	p, err := openai.New(openai.Config{BaseURL: baseURL, APIKey: openAITestKey, Logger: slog.New(slog.NewTextHandler(logs, nil))})
-	require.NoError(h.t, err)
-	h.env.RegisterActivity(agentActivities(h, provider.Set{"deepseek": p}))
+	require.NoError(h.T, err)
+	h.Env.RegisterActivity(sessiontest.AgentActivities(h, provider.Set{"deepseek": p}))
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent writers.
@@ -153,12 +154,12 @@ func TestOpenAITurnRetriesACutStreamAndARateLimit(t *testing.T) {
 			"[DONE]"),
 		sseAnswer(false, delta(`{"content":"a.txt says alpha."}`, "stop"), "[DONE]"),
 	)
-	h := newHarnessOn(t, newStore(t, jsonl.CompressionNone)).withID("oa")
+	h := sessiontest.NewHarnessOn(t, sessiontest.NewStore(t, jsonl.CompressionNone)).WithID("oa")
 	var logs syncBuffer
 	useOpenAIAgent(h, srv.URL+"/v1", &logs)
-	evs := h.runTurns(workflows.CreateSessionRequest{SessionID: "oa",
-		AgentOptions: &workflows.AgentOptions{Provider: "deepseek", Model: "deepseek-chat"}, Meta: &workflows.SessionMeta{Cwd: cwd}}, prompt("what is in a.txt?"))
-	requireBalanced(t, evs)
+	evs := h.RunTurns(workflows.CreateSessionRequest{SessionID: "oa",
+		AgentOptions: &workflows.AgentOptions{Provider: "deepseek", Model: "deepseek-chat"}, Meta: &workflows.SessionMeta{Cwd: cwd}}, sessiontest.Prompt("what is in a.txt?"))
+	sessiontest.RequireBalanced(t, evs)
 	var assistants []session.AssistantMessage
 	var results []string
 	for _, e := range evs {
@@ -181,7 +182,7 @@ func TestOpenAITurnRetriesACutStreamAndARateLimit(t *testing.T) {
 	require.JSONEq(t, `{"inputTokens":30,"outputTokens":12}`, string(assistants[0].Usage))
 	require.Equal(t, "a.txt says alpha.", assistants[1].Message.Content[0].Text)
 	require.Equal(t, []string{"call_a", "call_b"}, results)
-	require.Equal(t, []string{"completed"}, reasonKinds(turnEnds(t, evs)))
+	require.Equal(t, []string{"completed"}, sessiontest.ReasonKinds(sessiontest.TurnEnds(t, evs)))
 
 	reqs := cs.requests()
 	require.Len(t, reqs, 4, "the cut call, the rate-limited one, the retry that streamed, the second step")
@@ -195,7 +196,7 @@ func TestOpenAITurnRetriesACutStreamAndARateLimit(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{"user", "assistant", "tool", "tool"}, roles)
-	requireNoKeyStored(t, h.store.Root())
+	requireNoKeyStored(t, h.Store.Root())
 	require.Contains(t, logs.String(), "model call failed")
 	require.NotContains(t, logs.String(), openAITestKey)
 }
@@ -209,19 +210,19 @@ func TestOpenAITurnRefusedEndsInError(t *testing.T) {
 		w.WriteHeader(http.StatusUnauthorized)
 		fmt.Fprintf(w, `{"error":{"message":"Incorrect API key provided: %s.","type":"invalid_request_error","code":"invalid_api_key"}}`, openAITestKey)
 	})
-	h := newHarnessOn(t, newStore(t, jsonl.CompressionNone)).withID("or")
+	h := sessiontest.NewHarnessOn(t, sessiontest.NewStore(t, jsonl.CompressionNone)).WithID("or")
 	var logs syncBuffer
 	useOpenAIAgent(h, srv.URL+"/v1", &logs)
-	evs := h.runTurns(workflows.CreateSessionRequest{SessionID: "or",
-		AgentOptions: &workflows.AgentOptions{Provider: "deepseek", Model: "deepseek-chat"}}, prompt("hi"))
-	requireBalanced(t, evs)
-	require.Equal(t, []string{"turn/start", "step/start", "user/message", "step/end", "turn/end"}, types(evs))
+	evs := h.RunTurns(workflows.CreateSessionRequest{SessionID: "or",
+		AgentOptions: &workflows.AgentOptions{Provider: "deepseek", Model: "deepseek-chat"}}, sessiontest.Prompt("hi"))
+	sessiontest.RequireBalanced(t, evs)
+	require.Equal(t, []string{"turn/start", "step/start", "user/message", "step/end", "turn/end"}, sessiontest.Types(evs))
 	te, err := evs[4].TurnEnd()
 	require.NoError(t, err)
 	require.Equal(t, "error", te.Reason.Kind)
 	require.Contains(t, string(te.Reason.Error), "Incorrect API key provided: [redacted].")
 	require.NotContains(t, string(te.Reason.Error), openAITestKey)
 	require.Len(t, cs.requests(), 1, "a refused call is not retried")
-	requireNoKeyStored(t, h.store.Root())
+	requireNoKeyStored(t, h.Store.Root())
 	require.False(t, strings.Contains(fmt.Sprint(evs), openAITestKey))
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionflow/sessionflow/agent"
+	"github.com/sessionflow/sessionflow/internal/sessiontest"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/session"
@@ -26,11 +27,11 @@ func assistantOf(t *testing.T, e session.Event) session.AssistantMessage {
 }
 
 func TestRealTurnPlain(t *testing.T) {
-	h := newHarness(t).withID("rp")
-	useRealAgentTools(h, nil, scripted.Text("Hello there").WithChunkSize(4).WithUsage(10, 3))
-	evs := h.runTurns(workflows.CreateSessionRequest{SessionID: "rp", AgentOptions: route()}, promptID("m1", "hi"))
-	requireBalanced(t, evs)
-	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message", "step/end", "turn/end"}, types(evs))
+	h := sessiontest.NewHarness(t).WithID("rp")
+	sessiontest.UseRealAgentTools(h, nil, scripted.Text("Hello there").WithChunkSize(4).WithUsage(10, 3))
+	evs := h.RunTurns(workflows.CreateSessionRequest{SessionID: "rp", AgentOptions: sessiontest.Route()}, sessiontest.PromptID("m1", "hi"))
+	sessiontest.RequireBalanced(t, evs)
+	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message", "step/end", "turn/end"}, sessiontest.Types(evs))
 	m := assistantOf(t, evs[3])
 	require.Equal(t, int64(1), m.Turn)
 	require.Equal(t, int64(1), m.Step)
@@ -45,8 +46,8 @@ func TestRealTurnPlain(t *testing.T) {
 func TestRealTurnTools(t *testing.T) {
 	cwd := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(cwd, "a.txt"), []byte("alpha\n"), 0o644))
-	h := newHarness(t).withID("rt")
-	useRealAgentTools(h, nil,
+	h := sessiontest.NewHarness(t).WithID("rt")
+	sessiontest.UseRealAgentTools(h, nil,
 		scripted.Response{ToolCalls: []scripted.Call{
 			{ID: "c1", Name: "read_file", Arguments: `{"path":"a.txt"}`},
 			{ID: "c2", Name: "list_dir", Arguments: `{}`},
@@ -55,8 +56,8 @@ func TestRealTurnTools(t *testing.T) {
 		}},
 		scripted.Text("done"),
 	)
-	evs := h.runTurns(workflows.CreateSessionRequest{SessionID: "rt", AgentOptions: route(), Meta: &workflows.SessionMeta{Cwd: cwd}}, prompt("work"))
-	requireBalanced(t, evs)
+	evs := h.RunTurns(workflows.CreateSessionRequest{SessionID: "rt", AgentOptions: sessiontest.Route(), Meta: &workflows.SessionMeta{Cwd: cwd}}, sessiontest.Prompt("work"))
+	sessiontest.RequireBalanced(t, evs)
 	var results []string
 	for _, e := range evs {
 		if e.Type == session.TypeToolResult {
@@ -76,44 +77,44 @@ func TestRealTurnTools(t *testing.T) {
 	last := assistantOf(t, evs[len(evs)-3])
 	require.Equal(t, int64(2), last.Step)
 	require.Equal(t, "done", last.Message.Content[0].Text)
-	require.Equal(t, []string{"completed"}, reasonKinds(turnEnds(t, evs)))
+	require.Equal(t, []string{"completed"}, sessiontest.ReasonKinds(sessiontest.TurnEnds(t, evs)))
 }
 
 // The script's end is a refused call: the turn ends "error" with the
 // provider's text, and nothing of the call is stored.
 func TestRealTurnRefused(t *testing.T) {
-	h := newHarness(t).withID("rr")
-	useRealAgentTools(h, nil)
-	evs := h.runTurns(workflows.CreateSessionRequest{SessionID: "rr", AgentOptions: route()}, prompt("hi"))
-	requireBalanced(t, evs)
-	require.Equal(t, []string{"turn/start", "step/start", "user/message", "step/end", "turn/end"}, types(evs))
+	h := sessiontest.NewHarness(t).WithID("rr")
+	sessiontest.UseRealAgentTools(h, nil)
+	evs := h.RunTurns(workflows.CreateSessionRequest{SessionID: "rr", AgentOptions: sessiontest.Route()}, sessiontest.Prompt("hi"))
+	sessiontest.RequireBalanced(t, evs)
+	require.Equal(t, []string{"turn/start", "step/start", "user/message", "step/end", "turn/end"}, sessiontest.Types(evs))
 	te, err := evs[4].TurnEnd()
 	require.NoError(t, err)
 	require.Equal(t, "error", te.Reason.Kind)
 	var f struct{ Message, Code string }
 	require.NoError(t, json.Unmarshal(te.Reason.Error, &f))
 	require.Contains(t, f.Message, "script exhausted")
-	require.Equal(t, 1, h.count(agent.CallModelActivity), "a refused call is not retried")
+	require.Equal(t, 1, h.Count(agent.CallModelActivity), "a refused call is not retried")
 }
 
 // max-tokens ends the step without running its tool calls (EndTurn closes
 // them); the step limit ends a turn blocked.
 func TestRealTurnMaxTokensAndStepLimit(t *testing.T) {
-	h := newHarness(t).withID("rm")
+	h := sessiontest.NewHarness(t).WithID("rm")
 	call := func(id string) scripted.Response {
 		return scripted.Response{ToolCalls: []scripted.Call{{ID: id, Name: "list_dir", Arguments: `{}`}}}
 	}
 	cut := scripted.Response{Text: "cut", ToolCalls: []scripted.Call{{ID: "x", Name: "list_dir"}}, Finish: provider.FinishMaxTokens}
-	useRealAgentTools(h, nil, cut, call("c1"), call("c2"))
-	opts := route()
+	sessiontest.UseRealAgentTools(h, nil, cut, call("c1"), call("c2"))
+	opts := sessiontest.Route()
 	one := 1.0
 	opts.MaxSteps = &one
 	cwd := t.TempDir()
-	h.runTurns(workflows.CreateSessionRequest{SessionID: "rm", AgentOptions: opts, Meta: &workflows.SessionMeta{Cwd: cwd}}, prompt("one"), prompt("two"))
-	evs := stored(t, h.store, "rm")
+	h.RunTurns(workflows.CreateSessionRequest{SessionID: "rm", AgentOptions: opts, Meta: &workflows.SessionMeta{Cwd: cwd}}, sessiontest.Prompt("one"), sessiontest.Prompt("two"))
+	evs := sessiontest.Stored(t, h.Store, "rm")
 	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message", "tool/call", "tool/result", "step/end", "turn/end",
-		"turn/start", "step/start", "user/message", "assistant/message", "tool/call", "tool/result", "step/end", "turn/end"}, types(evs),
+		"turn/start", "step/start", "user/message", "assistant/message", "tool/call", "tool/result", "step/end", "turn/end"}, sessiontest.Types(evs),
 		"the cut call is closed, not run (D40)")
-	require.Equal(t, []string{"max-tokens", "blocked"}, reasonKinds(turnEnds(t, evs)))
-	require.Zero(t, h.count(agent.RunToolActivity)-1, "only turn 2's call ran")
+	require.Equal(t, []string{"max-tokens", "blocked"}, sessiontest.ReasonKinds(sessiontest.TurnEnds(t, evs)))
+	require.Zero(t, h.Count(agent.RunToolActivity)-1, "only turn 2's call ran")
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionflow/sessionflow/agent"
+	"github.com/sessionflow/sessionflow/internal/sessiontest"
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/tool"
@@ -73,25 +74,25 @@ func rawEvents(t *testing.T, evs []session.Event) []string {
 // the loop runs: the log is contiguous from 0 and holds the seed, the
 // marker and turn 2 with the model's answer.
 func TestRealTurnS0_04_SeedPlusLiveTurn(t *testing.T) {
-	h := newHarness(t).withID("r04")
-	useRealAgentTools(h, nil, scripted.Text("assistant text").WithChunkSize(5))
-	seed := []session.Event{turnStart(t, 0, 1), turnEnd(t, 1, 1)}
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.updateAt(2*time.Second, "", workflows.UpdateFollowup, promptID("u1", "go on"))
-	h.waitFor(2*time.Second, "turn 2 ended", h.turnsEnded(1))
-	disp := h.updateAt(3*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "r04", Seed: seed, AgentOptions: route()})
-	require.NoError(t, h.env.GetWorkflowError())
-	fu.ok(t)
-	disp.ok(t)
+	h := sessiontest.NewHarness(t).WithID("r04")
+	sessiontest.UseRealAgentTools(h, nil, scripted.Text("assistant text").WithChunkSize(5))
+	seed := []session.Event{sessiontest.TurnStart(t, 0, 1), sessiontest.TurnEnd(t, 1, 1)}
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, sessiontest.PromptID("u1", "go on"))
+	h.WaitFor(2*time.Second, "turn 2 ended", h.TurnsEnded(1))
+	disp := h.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "r04", Seed: seed, AgentOptions: sessiontest.Route()})
+	require.NoError(t, h.Env.GetWorkflowError())
+	fu.OK(t)
+	disp.OK(t)
 	var info workflows.SessionInfo
-	ready.decode(t, &info)
+	ready.Decode(t, &info)
 	require.Equal(t, int64(3), info.NextSeq)
 	require.Equal(t, int64(2), info.FirstLiveSeq)
-	evs := stored(t, h.store, "r04")
-	requireBalanced(t, evs)
+	evs := sessiontest.Stored(t, h.Store, "r04")
+	sessiontest.RequireBalanced(t, evs)
 	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed",
-		"turn/start", "step/start", "user/message", "assistant/message", "step/end", "turn/end"}, types(evs))
+		"turn/start", "step/start", "user/message", "assistant/message", "step/end", "turn/end"}, sessiontest.Types(evs))
 	require.Equal(t, []int64{1, 2}, turnNumbers(t, evs))
 	m := assistantOf(t, evs[6])
 	require.Equal(t, int64(2), m.Turn)
@@ -105,36 +106,36 @@ func TestRealTurnS0_04_SeedPlusLiveTurn(t *testing.T) {
 // step/end{turn 1, step 1}, turn/end{interrupted} and the marker. The
 // wedged owner's late cancellation stores nothing more.
 func TestRealTurnS0_17_ResumeClosesOpenTurn(t *testing.T) {
-	h := newHarness(t).withID("r17")
-	useRealAgentTools(h, nil, scripted.Text("never shown").WithStall(0))
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.updateAt(2*time.Second, "", workflows.UpdateFollowup, promptID("u1", "hi"))
+	h := sessiontest.NewHarness(t).WithID("r17")
+	sessiontest.UseRealAgentTools(h, nil, scripted.Text("never shown").WithStall(0))
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, sessiontest.PromptID("u1", "hi"))
 	var before, after []session.Event
 	var info workflows.SessionInfo
-	h.atStarted(3*time.Second, agent.CallModelActivity, func() {
-		before = stored(t, h.store, "r17")
-		lease, err := h.store.ForceUnlock(context.Background(), "r17")
+	h.AtStarted(3*time.Second, agent.CallModelActivity, func() {
+		before = sessiontest.Stored(t, h.Store, "r17")
+		lease, err := h.Store.ForceUnlock(context.Background(), "r17")
 		require.NoError(t, err)
 		require.NotNil(t, lease)
-		info, _ = resumeAndDispose(t, h.store, "r17")
-		after = stored(t, h.store, "r17")
+		info, _ = sessiontest.ResumeAndDispose(t, h.Store, "r17")
+		after = sessiontest.Stored(t, h.Store, "r17")
 	})
-	h.atNoWait(4*time.Second, h.env.CancelWorkflow)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "r17", AgentOptions: route()})
-	require.NoError(t, h.env.GetWorkflowError())
-	ready.ok(t)
-	fu.ok(t)
-	require.Equal(t, []string{"turn/start", "step/start", "user/message"}, types(before))
+	h.AtNoWait(4*time.Second, h.Env.CancelWorkflow)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "r17", AgentOptions: sessiontest.Route()})
+	require.NoError(t, h.Env.GetWorkflowError())
+	ready.OK(t)
+	fu.OK(t)
+	require.Equal(t, []string{"turn/start", "step/start", "user/message"}, sessiontest.Types(before))
 	require.Equal(t, int64(6), info.NextSeq)
 	require.Equal(t, int64(1), info.LastTurn)
-	requireBalanced(t, after)
+	sessiontest.RequireBalanced(t, after)
 	require.Equal(t, rawEvents(t, before), rawEvents(t, after[:3]), "the stored prefix is unchanged")
-	require.Equal(t, []string{"turn/start", "step/start", "user/message", "step/end", "turn/end", "session/end-seed"}, types(after))
+	require.Equal(t, []string{"turn/start", "step/start", "user/message", "step/end", "turn/end", "session/end-seed"}, sessiontest.Types(after))
 	require.Equal(t, `{"turn":1,"step":1}`, string(after[3].Data))
 	require.Equal(t, `{"turn":1,"reason":{"kind":"interrupted"}}`, string(after[4].Data))
 	// The wedged owner's late cancellation changed nothing.
-	require.Equal(t, rawEvents(t, after), rawEvents(t, stored(t, h.store, "r17")))
-	requireReleased(t, h.store, "r17")
+	require.Equal(t, rawEvents(t, after), rawEvents(t, sessiontest.Stored(t, h.Store, "r17")))
+	sessiontest.RequireReleased(t, h.Store, "r17")
 }
 
 // S0-18 with a real turn: the model calls a non-idempotent tool that
@@ -143,13 +144,13 @@ func TestRealTurnS0_17_ResumeClosesOpenTurn(t *testing.T) {
 // (sourceEventSeqs [the call's seq]), step/end, turn/end{interrupted} and
 // the marker; the tool is not run again.
 func TestRealTurnS0_18_ResumeToolOutcomeUnknown(t *testing.T) {
-	h := newHarness(t).withID("r18")
+	h := sessiontest.NewHarness(t).WithID("r18")
 	started, release := make(chan struct{}, 1), make(chan struct{})
-	useRealAgentTools(h, []tool.Tool{stallTool(started, release)},
+	sessiontest.UseRealAgentTools(h, []tool.Tool{stallTool(started, release)},
 		scripted.ToolCall("call-1", "stall", `{}`), scripted.Text("unreached"))
 	cwd := t.TempDir()
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.updateAt(2*time.Second, "", workflows.UpdateFollowup, promptID("u1", "run it"))
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, sessiontest.PromptID("u1", "run it"))
 	var before, after []session.Event
 	var info workflows.SessionInfo
 	// A running activity holds the environment's clock, so the crash is
@@ -158,7 +159,7 @@ func TestRealTurnS0_18_ResumeToolOutcomeUnknown(t *testing.T) {
 	// disconnected context) and the workflow is cancelled.
 	crashed := make(chan struct{})
 	go func() {
-		defer h.env.CancelWorkflow()
+		defer h.Env.CancelWorkflow()
 		defer close(release)
 		defer close(crashed)
 		select {
@@ -167,24 +168,24 @@ func TestRealTurnS0_18_ResumeToolOutcomeUnknown(t *testing.T) {
 			t.Error("the stalling tool did not run")
 			return
 		}
-		before = stored(t, h.store, "r18")
-		lease, err := h.store.ForceUnlock(context.Background(), "r18")
+		before = sessiontest.Stored(t, h.Store, "r18")
+		lease, err := h.Store.ForceUnlock(context.Background(), "r18")
 		require.NoError(t, err)
 		require.NotNil(t, lease)
-		info, _ = resumeAndDispose(t, h.store, "r18")
-		after = stored(t, h.store, "r18")
+		info, _ = sessiontest.ResumeAndDispose(t, h.Store, "r18")
+		after = sessiontest.Stored(t, h.Store, "r18")
 	}()
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "r18", AgentOptions: route(), Meta: &workflows.SessionMeta{Cwd: cwd}})
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "r18", AgentOptions: sessiontest.Route(), Meta: &workflows.SessionMeta{Cwd: cwd}})
 	<-crashed
-	require.NoError(t, h.env.GetWorkflowError())
-	ready.ok(t)
-	fu.ok(t)
-	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message", "tool/call"}, types(before))
+	require.NoError(t, h.Env.GetWorkflowError())
+	ready.OK(t)
+	fu.OK(t)
+	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message", "tool/call"}, sessiontest.Types(before))
 	require.Equal(t, int64(9), info.NextSeq)
-	requireBalanced(t, after)
+	sessiontest.RequireBalanced(t, after)
 	require.Equal(t, rawEvents(t, before), rawEvents(t, after[:5]), "the stored prefix is unchanged")
 	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message", "tool/call",
-		"tool/result", "step/end", "turn/end", "session/end-seed"}, types(after))
+		"tool/result", "step/end", "turn/end", "session/end-seed"}, sessiontest.Types(after))
 	require.Equal(t, int64(5), after[5].Seq)
 	require.Equal(t, []int64{4}, after[5].SourceEventSeqs)
 	tr, err := after[5].ToolResult()
@@ -198,10 +199,10 @@ func TestRealTurnS0_18_ResumeToolOutcomeUnknown(t *testing.T) {
 		string(mustJSON(t, tr.Message.Content[0].Content)))
 	require.Equal(t, `{"turn":1,"step":1}`, string(after[6].Data))
 	require.Equal(t, `{"turn":1,"reason":{"kind":"interrupted"}}`, string(after[7].Data))
-	require.Equal(t, 1, h.count(agent.RunToolActivity), "the tool ran once")
+	require.Equal(t, 1, h.Count(agent.RunToolActivity), "the tool ran once")
 	// The wedged owner's late cancellation changed nothing.
-	require.Equal(t, rawEvents(t, after), rawEvents(t, stored(t, h.store, "r18")))
-	requireReleased(t, h.store, "r18")
+	require.Equal(t, rawEvents(t, after), rawEvents(t, sessiontest.Stored(t, h.Store, "r18")))
+	sessiontest.RequireReleased(t, h.Store, "r18")
 }
 
 func mustJSON(t *testing.T, v any) []byte {
@@ -216,10 +217,12 @@ func mustJSON(t *testing.T, v any) []byte {
 // wedged; a resume finds the message pending and the next turn claims it,
 // with its deletion splice, before the followup, and the model sees it.
 func TestRealTurnS0_32_InjectSurvivesWedgedOwner(t *testing.T) {
-	after := injectAcrossWedgedOwner(newHarness(t).withID("r32"), "r32",
-		func(h *harness) { useRealAgentTools(h, nil, scripted.Text("one")) },
+	after := injectAcrossWedgedOwner(sessiontest.NewHarness(t).WithID("r32"), "r32",
+		func(h *sessiontest.Harness) { sessiontest.UseRealAgentTools(h, nil, scripted.Text("one")) },
 		// Response 1: the conversation then holds one assistant message.
-		func(h *harness) { useRealAgentTools(h, nil, scripted.Text("unused"), scripted.Text("two")) })
+		func(h *sessiontest.Harness) {
+			sessiontest.UseRealAgentTools(h, nil, scripted.Text("unused"), scripted.Text("two"))
+		})
 	require.Equal(t, []session.ContentBlock{{Type: "text", Text: "one"}}, assistantOf(t, after[3]).Message.Content)
 	require.Equal(t, []session.ContentBlock{{Type: "text", Text: "two"}}, assistantOf(t, after[13]).Message.Content)
 }
@@ -230,49 +233,49 @@ func TestRealTurnS0_32_InjectSurvivesWedgedOwner(t *testing.T) {
 // with contiguous seqs; the model sees the first turn's conversation.
 func TestRealTurnS0_33_ResumeContinuesNumbering(t *testing.T) {
 	cwd := t.TempDir()
-	h := newHarness(t).withID("r33")
-	useRealAgentTools(h, nil,
+	h := sessiontest.NewHarness(t).WithID("r33")
+	sessiontest.UseRealAgentTools(h, nil,
 		scripted.ToolCall("c1", "write_file", `{"path":"n.txt","content":"first"}`),
 		scripted.Text("first done"))
-	ready1 := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu1 := h.updateAt(2*time.Second, "", workflows.UpdateFollowup, promptID("u1", "write"))
-	h.waitFor(2*time.Second, "turn 1 ended", h.turnsEnded(1))
-	disp1 := h.updateAt(3*time.Second, "", workflows.UpdateDispose)
+	ready1 := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	fu1 := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, sessiontest.PromptID("u1", "write"))
+	h.WaitFor(2*time.Second, "turn 1 ended", h.TurnsEnded(1))
+	disp1 := h.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
 	meta := &workflows.SessionMeta{Cwd: cwd}
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "r33", AgentOptions: route(), Meta: meta})
-	require.NoError(t, h.env.GetWorkflowError())
-	ready1.ok(t)
-	fu1.ok(t)
-	disp1.ok(t)
-	old := stored(t, h.store, "r33")
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "r33", AgentOptions: sessiontest.Route(), Meta: meta})
+	require.NoError(t, h.Env.GetWorkflowError())
+	ready1.OK(t)
+	fu1.OK(t)
+	disp1.OK(t)
+	old := sessiontest.Stored(t, h.Store, "r33")
 	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message", "tool/call", "tool/result", "step/end",
-		"step/start", "assistant/message", "step/end", "turn/end"}, types(old))
+		"step/start", "assistant/message", "step/end", "turn/end"}, sessiontest.Types(old))
 
-	h2 := newHarnessOn(t, h.store).withID("r33")
+	h2 := sessiontest.NewHarnessOn(t, h.Store).WithID("r33")
 	// Responses 0 and 1 are turn 1's; the conversation then holds two
 	// assistant messages.
-	useRealAgentTools(h2, nil, scripted.Text("unused"), scripted.Text("unused"),
+	sessiontest.UseRealAgentTools(h2, nil, scripted.Text("unused"), scripted.Text("unused"),
 		scripted.ToolCall("c2", "read_file", `{"path":"n.txt"}`), scripted.Text("second done"))
-	ready := h2.updateAt(time.Second, "", workflows.UpdateWaitReady)
+	ready := h2.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
 	var mid []session.Event
-	h2.at(2*time.Second, func() { mid = stored(t, h2.store, "r33") })
-	fu2 := h2.updateAt(3*time.Second, "", workflows.UpdateFollowup, promptID("u2", "read"))
-	h2.waitFor(3*time.Second, "turn 2 ended", h2.turnsEnded(1))
-	disp2 := h2.updateAt(4*time.Second, "", workflows.UpdateDispose)
-	h2.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "r33", AgentOptions: route()})
-	require.NoError(t, h2.env.GetWorkflowError())
-	fu2.ok(t)
-	disp2.ok(t)
+	h2.At(2*time.Second, func() { mid = sessiontest.Stored(t, h2.Store, "r33") })
+	fu2 := h2.UpdateAt(3*time.Second, "", workflows.UpdateFollowup, sessiontest.PromptID("u2", "read"))
+	h2.WaitFor(3*time.Second, "turn 2 ended", h2.TurnsEnded(1))
+	disp2 := h2.UpdateAt(4*time.Second, "", workflows.UpdateDispose)
+	h2.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "r33", AgentOptions: sessiontest.Route()})
+	require.NoError(t, h2.Env.GetWorkflowError())
+	fu2.OK(t)
+	disp2.OK(t)
 	var info workflows.SessionInfo
-	ready.decode(t, &info)
+	ready.Decode(t, &info)
 	require.Equal(t, "r33", info.SessionID)
 	require.Equal(t, int64(1), info.LastTurn)
 	require.Equal(t, int64(len(old)), info.FirstLiveSeq)
 	require.Len(t, mid, len(old)+1)
 	require.Equal(t, session.TypeEndSeed, mid[len(mid)-1].Type)
 	require.Equal(t, rawEvents(t, old), rawEvents(t, mid[:len(old)]), "the stored prefix is byte-identical")
-	final := stored(t, h.store, "r33")
-	requireBalanced(t, final)
+	final := sessiontest.Stored(t, h.Store, "r33")
+	sessiontest.RequireBalanced(t, final)
 	require.Len(t, final, len(old)+1+11)
 	require.Equal(t, []int64{1, 2}, turnNumbers(t, final))
 	second := final[len(old)+1:]

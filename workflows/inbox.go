@@ -310,7 +310,7 @@ func (l *lifecycle) handleInput(ctx workflow.Context, k inputKind, in converter.
 			return InputResult{}, invalidArgument("Inject: this run predates the agent loop")
 		}
 		seq := l.nextSeq + l.pendingEvents
-		e, err := session.NewEvent(session.TypeInboxSpliced, seq, workflow.Now(ctx).UnixMilli(), inboxSplice{
+		e, err := session.NewEvent(session.TypeInboxSpliced, seq, workflow.Now(ctx).UnixMilli(), session.InboxSplice{
 			Target:   TargetNextStep,
 			Start:    int64(a.inbox.storedNextStep()),
 			Inserted: []json.RawMessage{p.Message},
@@ -337,12 +337,4 @@ func (l *lifecycle) handleInput(ctx workflow.Context, k inputKind, in converter.
 		a.inbox.wake = true
 	}
 	return res, nil
-}
-
-// inboxSplice is the data of an agent/inbox/spliced event.
-type inboxSplice struct {
-	Target       string            `json:"target"`
-	Start        int64             `json:"start"`
-	RemovedCount int64             `json:"removedCount,omitempty"`
-	Inserted     []json.RawMessage `json:"inserted"`
 }

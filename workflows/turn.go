@@ -177,7 +177,7 @@ func (l *lifecycle) claim(first bool, seq, now int64) ([]PendingInput, []session
 		if n == 0 {
 			return nil
 		}
-		e, err := session.NewEvent(session.TypeInboxSpliced, seq+int64(len(splices)), now, inboxSplice{
+		e, err := session.NewEvent(session.TypeInboxSpliced, seq+int64(len(splices)), now, session.InboxSplice{
 			Target: target, Start: 0, RemovedCount: int64(n), Inserted: []json.RawMessage{},
 		})
 		splices = append(splices, e)

@@ -56,8 +56,8 @@ const (
 
 // Inbox targets, as stored on agent/inbox/spliced.
 const (
-	TargetNextTurn = "next-turn"
-	TargetNextStep = "next-step"
+	TargetNextTurn = session.InboxNextTurn
+	TargetNextStep = session.InboxNextStep
 )
 
 // Loop states reported by LoopState.

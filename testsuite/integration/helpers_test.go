@@ -19,10 +19,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/sessionflow/sessionflow/internal/sessiontest"
 	"github.com/sessionflow/sessionflow/internal/workerapp"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
-	"github.com/sessionflow/sessionflow/testsuite/internal/events"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -606,9 +606,9 @@ func (w *world) logPath(id string) string {
 
 // Event builders shared by the test packages.
 var (
-	ev            = events.Ev
-	turnStart     = events.TurnStart
-	turnEnd       = events.TurnEnd
-	assistantText = events.AssistantText
-	liveTurn      = events.LiveTurn
+	ev            = sessiontest.Ev
+	turnStart     = sessiontest.TurnStart
+	turnEnd       = sessiontest.TurnEnd
+	assistantText = sessiontest.AssistantText
+	liveTurn      = sessiontest.LiveTurn
 )

@@ -1,4 +1,4 @@
-package testsuite
+package workflows_test
 
 // The closers a resume stores for an interrupted tool step (FORMAT.md
 // §5.3), run through the resume workflow and its real activities.
@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionflow/sessionflow/activities"
+	"github.com/sessionflow/sessionflow/internal/sessiontest"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 )
@@ -19,8 +20,8 @@ import (
 // result for the unrecorded one, then step/end, turn/end{interrupted} and
 // the marker, in one repair.
 func TestResumeClosesRecordedAndUnrecordedToolCalls(t *testing.T) {
-	st := newStore(t, jsonl.CompressionZstd)
-	msg := ev(t, session.TypeAssistantMessage, 2, map[string]any{
+	st := sessiontest.NewStore(t, jsonl.CompressionZstd)
+	msg := sessiontest.Ev(t, session.TypeAssistantMessage, 2, map[string]any{
 		"turn": 1, "step": 1, "stream": []any{},
 		"message": map[string]any{"role": "assistant", "content": []any{
 			map[string]any{"type": "tool-call", "id": "call-1", "name": "read", "arguments": map[string]any{}},
@@ -28,18 +29,18 @@ func TestResumeClosesRecordedAndUnrecordedToolCalls(t *testing.T) {
 		}},
 	})
 	msg.SurfaceOp = session.AppendOp()
-	writeStored(t, st, session.Header{ID: "tns", CreatedAt: 1}, 0, []session.Event{
-		turnStart(t, 0, 1),
-		ev(t, session.TypeStepStart, 1, map[string]any{"turn": 1, "step": 1}),
+	sessiontest.WriteStored(t, st, session.Header{ID: "tns", CreatedAt: 1}, 0, []session.Event{
+		sessiontest.TurnStart(t, 0, 1),
+		sessiontest.Ev(t, session.TypeStepStart, 1, map[string]any{"turn": 1, "step": 1}),
 		msg,
-		ev(t, session.TypeToolCall, 3, map[string]any{"turn": 1, "step": 1, "callId": "call-1", "name": "read", "arguments": "{}"}),
+		sessiontest.Ev(t, session.TypeToolCall, 3, map[string]any{"turn": 1, "step": 1, "callId": "call-1", "name": "read", "arguments": "{}"}),
 	})
-	info, h := resumeAndDispose(t, st, "tns")
+	info, h := sessiontest.ResumeAndDispose(t, st, "tns")
 	require.Equal(t, int64(9), info.NextSeq)
-	require.Equal(t, 1, h.count(activities.RepairName))
-	evs := stored(t, st, "tns")
-	requireContiguous(t, evs)
-	require.Equal(t, []string{"turn/start", "step/start", "assistant/message", "tool/call", "tool/result", "tool/result", "step/end", "turn/end", "session/end-seed"}, types(evs))
+	require.Equal(t, 1, h.Count(activities.RepairName))
+	evs := sessiontest.Stored(t, st, "tns")
+	sessiontest.RequireContiguous(t, evs)
+	require.Equal(t, []string{"turn/start", "step/start", "assistant/message", "tool/call", "tool/result", "tool/result", "step/end", "turn/end", "session/end-seed"}, sessiontest.Types(evs))
 
 	unknown, err := evs[4].ToolResult()
 	require.NoError(t, err)
@@ -72,23 +73,23 @@ func TestResumeClosesRecordedAndUnrecordedToolCalls(t *testing.T) {
 // An open turn whose only tool call was never recorded: the result is
 // TOOL_NOT_STARTED.
 func TestResumeClosesUnrecordedToolCall(t *testing.T) {
-	st := newStore(t, jsonl.CompressionNone)
-	msg := ev(t, session.TypeAssistantMessage, 2, map[string]any{
+	st := sessiontest.NewStore(t, jsonl.CompressionNone)
+	msg := sessiontest.Ev(t, session.TypeAssistantMessage, 2, map[string]any{
 		"turn": 1, "step": 1, "stream": []any{},
 		"message": map[string]any{"role": "assistant", "content": []any{
 			map[string]any{"type": "tool-call", "id": "call-9", "name": "read", "arguments": map[string]any{}},
 		}},
 	})
 	msg.SurfaceOp = session.AppendOp()
-	writeStored(t, st, session.Header{ID: "tns1", CreatedAt: 1}, 0, []session.Event{
-		turnStart(t, 0, 1),
-		ev(t, session.TypeStepStart, 1, map[string]any{"turn": 1, "step": 1}),
+	sessiontest.WriteStored(t, st, session.Header{ID: "tns1", CreatedAt: 1}, 0, []session.Event{
+		sessiontest.TurnStart(t, 0, 1),
+		sessiontest.Ev(t, session.TypeStepStart, 1, map[string]any{"turn": 1, "step": 1}),
 		msg,
 	})
-	resumeAndDispose(t, st, "tns1")
-	evs := stored(t, st, "tns1")
-	requireContiguous(t, evs)
-	require.Equal(t, []string{"turn/start", "step/start", "assistant/message", "tool/result", "step/end", "turn/end", "session/end-seed"}, types(evs))
+	sessiontest.ResumeAndDispose(t, st, "tns1")
+	evs := sessiontest.Stored(t, st, "tns1")
+	sessiontest.RequireContiguous(t, evs)
+	require.Equal(t, []string{"turn/start", "step/start", "assistant/message", "tool/result", "step/end", "turn/end", "session/end-seed"}, sessiontest.Types(evs))
 	tr, err := evs[3].ToolResult()
 	require.NoError(t, err)
 	require.Equal(t, "TOOL_NOT_STARTED", tr.Error.Code)

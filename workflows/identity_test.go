@@ -1,4 +1,7 @@
-package testsuite
+package workflows_test
+
+// The identity of a session's workflow: its id, a dead owner forfeited on
+// resume, and validation errors never retried.
 
 import (
 	"context"
@@ -19,41 +22,35 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sessionflow/sessionflow/activities"
+	"github.com/sessionflow/sessionflow/internal/sessiontest"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
-// runUnder makes the next ExecuteWorkflow run under workflow id wid.
-func (h *harness) runUnder(wid string) *harness {
-	h.env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: wid})
-	h.env.idSet = true
-	return h
-}
-
 func TestForeignWorkflowIDRefused(t *testing.T) {
 	t.Run("create", func(t *testing.T) {
-		h := newHarness(t).runUnder("wrong-id")
-		h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "cli-x"})
-		app := requireMessage(t, h.env.GetWorkflowError(), `session "cli-x" must run under workflow id "session/cli-x", not "wrong-id" (docs/API.md: Workflow ids)`)
+		h := sessiontest.NewHarness(t).RunUnder("wrong-id")
+		h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "cli-x"})
+		app := sessiontest.RequireMessage(t, h.Env.GetWorkflowError(), `session "cli-x" must run under workflow id "session/cli-x", not "wrong-id" (docs/API.md: Workflow ids)`)
 		require.Equal(t, "InvalidArgument", app.Type())
 		require.True(t, app.NonRetryable())
-		require.Empty(t, h.startedNames(), "no activity runs")
-		requireErased(t, h.store, "cli-x")
+		require.Empty(t, h.StartedNames(), "no activity runs")
+		sessiontest.RequireErased(t, h.Store, "cli-x")
 	})
 	t.Run("resume", func(t *testing.T) {
-		h := newHarness(t).runUnder("session/other")
-		persisted(t, h.store, "cli-x", "")
-		h.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "cli-x"})
-		app := requireMessage(t, h.env.GetWorkflowError(), `session "cli-x" must run under workflow id "session/cli-x", not "session/other" (docs/API.md: Workflow ids)`)
+		h := sessiontest.NewHarness(t).RunUnder("session/other")
+		sessiontest.Persisted(t, h.Store, "cli-x", "")
+		h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "cli-x"})
+		app := sessiontest.RequireMessage(t, h.Env.GetWorkflowError(), `session "cli-x" must run under workflow id "session/cli-x", not "session/other" (docs/API.md: Workflow ids)`)
 		require.Equal(t, "InvalidArgument", app.Type())
-		require.Empty(t, h.startedNames(), "no activity runs")
+		require.Empty(t, h.StartedNames(), "no activity runs")
 	})
 	t.Run("unescaped non-ASCII", func(t *testing.T) {
-		h := newHarness(t).runUnder("session/é")
-		h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "é"})
-		requireMessage(t, h.env.GetWorkflowError(), `session "é" must run under workflow id "session/%C3%A9", not "session/é" (docs/API.md: Workflow ids)`)
-		require.Empty(t, h.startedNames())
+		h := sessiontest.NewHarness(t).RunUnder("session/é")
+		h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "é"})
+		sessiontest.RequireMessage(t, h.Env.GetWorkflowError(), `session "é" must run under workflow id "session/%C3%A9", not "session/é" (docs/API.md: Workflow ids)`)
+		require.Empty(t, h.StartedNames())
 	})
 }
 
@@ -63,37 +60,37 @@ func TestIDTooLongRefusedBeforeAnyActivity(t *testing.T) {
 		"non-ascii": strings.Repeat("é", 52),
 	} {
 		t.Run(name, func(t *testing.T) {
-			h := newHarness(t)
-			h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: id})
-			app := appErr(t, h.env.GetWorkflowError())
+			h := sessiontest.NewHarness(t)
+			h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: id})
+			app := sessiontest.AppErr(t, h.Env.GetWorkflowError())
 			require.Equal(t, "InvalidArgument", app.Type())
 			require.True(t, app.NonRetryable())
 			require.Contains(t, app.Message(), "session id is too long: it encodes to a ")
 			require.Contains(t, app.Message(), "the store's limit is 255 bytes")
-			require.Empty(t, h.startedNames(), "no activity runs, none is retried")
+			require.Empty(t, h.StartedNames(), "no activity runs, none is retried")
 
-			r := newHarness(t)
-			r.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: id})
-			app = appErr(t, r.env.GetWorkflowError())
+			r := sessiontest.NewHarness(t)
+			r.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: id})
+			app = sessiontest.AppErr(t, r.Env.GetWorkflowError())
 			require.Equal(t, "InvalidArgument", app.Type())
 			require.Contains(t, app.Message(), "the store's limit is 255 bytes")
-			require.Empty(t, r.startedNames())
+			require.Empty(t, r.StartedNames())
 		})
 	}
 }
 
 func TestNonASCIISessionID(t *testing.T) {
-	h := newHarness(t)
-	ready, disp := h.readyThenDispose(time.Second, "")
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "日本"})
-	require.NoError(t, h.env.GetWorkflowError())
+	h := sessiontest.NewHarness(t)
+	ready, disp := h.ReadyThenDispose(time.Second, "")
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "日本"})
+	require.NoError(t, h.Env.GetWorkflowError())
 	var info workflows.SessionInfo
-	ready.decode(t, &info)
+	ready.Decode(t, &info)
 	require.Equal(t, "日本", info.SessionID)
 	require.Equal(t, "session/%E6%97%A5%E6%9C%AC", info.WorkflowID)
 	var dr workflows.DisposeResult
-	disp.decode(t, &dr)
-	requireErased(t, h.store, "日本") // created, never written, disposed
+	disp.Decode(t, &dr)
+	sessiontest.RequireErased(t, h.Store, "日本") // created, never written, disposed
 }
 
 // ownerTemporal is a Temporal client that knows the executions of the
@@ -124,14 +121,14 @@ func (f *ownerTemporal) DescribeWorkflow(_ context.Context, wid, rid string) (*c
 
 // withOwnerTemporal gives the harness's activities f, and makes the
 // resume's own run the running latest execution of its workflow id.
-func (h *harness) withOwnerTemporal(f *ownerTemporal) {
-	h.acts.Temporal = f
-	h.onStarted = func(name string) {
+func withOwnerTemporal(h *sessiontest.Harness, f *ownerTemporal) {
+	h.Acts.Temporal = f
+	h.OnStarted = func(name string) {
 		if name != activities.ForfeitDeadOwnerName {
 			return
 		}
 		var in activities.ForfeitInput
-		h.startedArg(name, h.count(name)-1, &in)
+		h.StartedArg(name, h.Count(name)-1, &in)
 		f.mu.Lock()
 		f.execs[in.Self.WorkflowID+"@"+in.Self.RunID] = enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
 		f.latest[in.Self.WorkflowID] = in.Self.RunID
@@ -146,60 +143,60 @@ func deadOwned(t *testing.T, st *jsonl.Store, id string, owner jsonl.Owner) {
 	ctx := context.Background()
 	hd, err := st.Create(ctx, session.Header{Version: session.FormatVersion, ID: id, CreatedAt: 1}, jsonl.CreateOptions{HandleID: "h-old", Owner: owner})
 	require.NoError(t, err)
-	require.NoError(t, hd.Append(ctx, []session.Event{turnStart(t, 0, 1), turnEnd(t, 1, 1)}))
+	require.NoError(t, hd.Append(ctx, []session.Event{sessiontest.TurnStart(t, 0, 1), sessiontest.TurnEnd(t, 1, 1)}))
 }
 
 func TestResumeForfeitsDeadOwner(t *testing.T) {
-	h := newHarness(t)
-	deadOwned(t, h.store, "k", jsonl.Owner{WorkflowID: "session/k", RunID: "run-old"})
+	h := sessiontest.NewHarness(t)
+	deadOwned(t, h.Store, "k", jsonl.Owner{WorkflowID: "session/k", RunID: "run-old"})
 	f := &ownerTemporal{execs: map[string]enumspb.WorkflowExecutionStatus{"session/k@run-old": enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED}, latest: map[string]string{}}
-	h.withOwnerTemporal(f)
-	ready, disp := h.readyThenDispose(time.Second, "")
-	h.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "k"})
-	require.NoError(t, h.env.GetWorkflowError())
+	withOwnerTemporal(h, f)
+	ready, disp := h.ReadyThenDispose(time.Second, "")
+	h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "k"})
+	require.NoError(t, h.Env.GetWorkflowError())
 	var info workflows.SessionInfo
-	ready.decode(t, &info)
+	ready.Decode(t, &info)
 	require.Equal(t, int64(3), info.NextSeq, "two stored events and the end-seed marker")
 	var dr workflows.DisposeResult
-	disp.decode(t, &dr)
-	require.Equal(t, []string{activities.OpenHandleName, activities.ForfeitDeadOwnerName, activities.OpenHandleName}, h.startedNames()[:3])
+	disp.Decode(t, &dr)
+	require.Equal(t, []string{activities.OpenHandleName, activities.ForfeitDeadOwnerName, activities.OpenHandleName}, h.StartedNames()[:3])
 	var first, second activities.OpenHandleInput
-	h.startedArg(activities.OpenHandleName, 0, &first)
-	h.startedArg(activities.OpenHandleName, 1, &second)
+	h.StartedArg(activities.OpenHandleName, 0, &first)
+	h.StartedArg(activities.OpenHandleName, 1, &second)
 	require.Equal(t, first.HandleID, second.HandleID, "the open is tried again with the handle id chosen first")
 	require.Equal(t, []string{"session/k@", "session/k@run-old"}, f.lookups)
-	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed"}, types(stored(t, h.store, "k")))
-	requireReleased(t, h.store, "k")
+	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed"}, sessiontest.Types(sessiontest.Stored(t, h.Store, "k")))
+	sessiontest.RequireReleased(t, h.Store, "k")
 }
 
 func TestResumeKeepsLiveOwner(t *testing.T) {
-	h := newHarness(t)
-	deadOwned(t, h.store, "k", jsonl.Owner{WorkflowID: "session/k", RunID: "run-other-namespace"})
+	h := sessiontest.NewHarness(t)
+	deadOwned(t, h.Store, "k", jsonl.Owner{WorkflowID: "session/k", RunID: "run-other-namespace"})
 	// The owner's run is unknown to this namespace: it may be alive there.
 	f := &ownerTemporal{execs: map[string]enumspb.WorkflowExecutionStatus{}, latest: map[string]string{}}
-	h.withOwnerTemporal(f)
-	h.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "k"})
-	app := appErr(t, h.env.GetWorkflowError())
+	withOwnerTemporal(h, f)
+	h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "k"})
+	app := sessiontest.AppErr(t, h.Env.GetWorkflowError())
 	require.Equal(t, "SessionAlreadyOwned", app.Type())
 	require.True(t, app.NonRetryable())
 	require.Equal(t, `session "k" is already owned by an active write handle (handle "h-old" of workflow "session/k" run "run-other-namespace", host "`+hostname(t)+`" pid `+pid()+`): `+
 		"Temporal cannot tell whether that owner is gone (no such execution in this namespace); once it is, run `starter unlock --id \"k\" --force`", app.Message())
-	require.Equal(t, []string{activities.OpenHandleName, activities.ForfeitDeadOwnerName, activities.CloseHandleName}, h.startedNames())
-	lease, err := h.store.LeaseOf(context.Background(), "k")
+	require.Equal(t, []string{activities.OpenHandleName, activities.ForfeitDeadOwnerName, activities.CloseHandleName}, h.StartedNames())
+	lease, err := h.Store.LeaseOf(context.Background(), "k")
 	require.NoError(t, err)
 	require.Equal(t, "h-old", lease.HandleID, "the lease is kept")
 }
 
 func TestResumeForfeitTurnedOff(t *testing.T) {
-	h := newHarness(t)
-	deadOwned(t, h.store, "k", jsonl.Owner{WorkflowID: "session/k", RunID: "run-old"})
+	h := sessiontest.NewHarness(t)
+	deadOwned(t, h.Store, "k", jsonl.Owner{WorkflowID: "session/k", RunID: "run-old"})
 	f := &ownerTemporal{execs: map[string]enumspb.WorkflowExecutionStatus{"session/k@run-old": enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED}, latest: map[string]string{}}
-	h.withOwnerTemporal(f)
+	withOwnerTemporal(h, f)
 	off := false
-	h.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "k", ForfeitDeadOwner: &off})
-	app := appErr(t, h.env.GetWorkflowError())
+	h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "k", ForfeitDeadOwner: &off})
+	app := sessiontest.AppErr(t, h.Env.GetWorkflowError())
 	require.Equal(t, "SessionAlreadyOwned", app.Type())
-	require.Equal(t, []string{activities.OpenHandleName, activities.CloseHandleName}, h.startedNames())
+	require.Equal(t, []string{activities.OpenHandleName, activities.CloseHandleName}, h.StartedNames())
 	require.Empty(t, f.lookups)
 }
 
@@ -216,12 +213,12 @@ func pid() string { return strconv.Itoa(os.Getpid()) }
 // SDK) that returns InvalidArgument without marking it non-retryable is not
 // tried again.
 func TestValidationErrorsAreNeverRetried(t *testing.T) {
-	h := newHarness(t)
-	h.hooks.setup = func(context.Context, workflows.SetupInput) (workflows.SetupResult, error) {
+	h := sessiontest.NewHarness(t)
+	h.Hooks.SetupFunc = func(context.Context, workflows.SetupInput) (workflows.SetupResult, error) {
 		return workflows.SetupResult{}, temporal.NewApplicationError("setup input refused", "InvalidArgument")
 	}
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "v1", Hooks: allHooks})
-	app := requireMessage(t, h.env.GetWorkflowError(), "setup input refused")
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "v1", Hooks: sessiontest.AllHooks})
+	app := sessiontest.RequireMessage(t, h.Env.GetWorkflowError(), "setup input refused")
 	require.Equal(t, "InvalidArgument", app.Type())
-	require.Equal(t, 1, h.count(hookSetup), "the validation failure was retried")
+	require.Equal(t, 1, h.Count(sessiontest.HookSetup), "the validation failure was retried")
 }

@@ -1,4 +1,4 @@
-package testsuite
+package sessiontest
 
 // A fake of the agent activities (CallModel, RunTool, EndTurn) for the
 // loop's workflow tests: registered under the activity names, it stores
@@ -25,69 +25,74 @@ import (
 	"github.com/sessionflow/sessionflow/session"
 )
 
-// fakeResponse is one scripted model call.
-type fakeResponse struct {
-	text   string
-	calls  []agent.CallRef
-	finish provider.FinishReason
-	// refuse makes the call fail as refused by the provider.
-	refuse *provider.Error
-	// err makes the call fail with err.
-	err error
-	// hold blocks the call until release is closed (or the activity is
+// FakeResponse is one scripted model call.
+type FakeResponse struct {
+	Text   string
+	Calls  []agent.CallRef
+	Finish provider.FinishReason
+	// Refuse makes the call fail as refused by the provider.
+	Refuse *provider.Error
+	// Err makes the call fail with err.
+	Err error
+	// Hold blocks the call until release is closed (or the activity is
 	// cancelled: then the shown text is stored as an interrupted anchor).
-	hold    bool
-	release chan struct{}
+	Hold    bool
+	Release chan struct{}
 }
 
-// fakeTool is a scripted tool: it runs for d (wall clock), or until its
-// release channel is closed when hold is set.
-type fakeTool struct {
-	d       time.Duration
-	hold    bool
-	release chan struct{}
-	// fail makes the activity fail (its store failed) after the call.
-	fail error
+// FakeTool is a scripted tool: it runs for Duration (wall clock), or until its
+// Release channel is closed when Hold is set.
+type FakeTool struct {
+	Duration time.Duration
+	Hold     bool
+	Release  chan struct{}
+	// Fail makes the activity fail (its store failed) after the call.
+	Fail error
 }
 
-type fakeAgent struct {
+// FakeAgent is the fake of the agent activities NewFakeAgent registers;
+// Models, Tools, Starts, Ends and MaxConc record what it saw.
+type FakeAgent struct {
 	t  *testing.T
 	st *jsonl.Store
 
 	mu        sync.Mutex
-	responses []*fakeResponse
+	responses []*FakeResponse
 	calls     int
-	models    []agent.ModelInput
-	tools     map[string]*fakeTool
+	Models    []agent.ModelInput
+	Tools     map[string]*FakeTool
 	inFlight  map[string]bool
-	// starts records, for each tool call started, the calls in flight at
+	// Starts records, for each tool call started, the calls in flight at
 	// its start; ends records the order calls finished.
-	starts  []toolStart
-	ends    []string
-	maxConc int
+	Starts  []ToolStart
+	Ends    []string
+	MaxConc int
 }
 
-type toolStart struct {
-	id      string
-	running []string
+// ToolStart is a tool call's start: its id and the calls then running.
+type ToolStart struct {
+	ID      string
+	Running []string
 }
 
-func newFakeAgent(h *harness, responses ...*fakeResponse) *fakeAgent {
-	f := &fakeAgent{t: h.t, st: h.store, responses: responses, tools: map[string]*fakeTool{}, inFlight: map[string]bool{}}
+// NewFakeAgent registers a fake of the agent activities playing
+// responses in order, over the harness's store.
+func NewFakeAgent(h *Harness, responses ...*FakeResponse) *FakeAgent {
+	f := &FakeAgent{t: h.T, st: h.Store, responses: responses, Tools: map[string]*FakeTool{}, inFlight: map[string]bool{}}
 	for _, r := range responses {
-		if r.hold && r.release == nil {
-			r.release = make(chan struct{})
+		if r.Hold && r.Release == nil {
+			r.Release = make(chan struct{})
 		}
 	}
-	h.env.RegisterActivityWithOptions(f.CallModel, activity.RegisterOptions{Name: agent.CallModelActivity})
-	h.env.RegisterActivityWithOptions(f.RunTool, activity.RegisterOptions{Name: agent.RunToolActivity})
-	h.env.RegisterActivityWithOptions(f.EndTurn, activity.RegisterOptions{Name: agent.EndTurnActivity})
+	h.Env.RegisterActivityWithOptions(f.CallModel, activity.RegisterOptions{Name: agent.CallModelActivity})
+	h.Env.RegisterActivityWithOptions(f.RunTool, activity.RegisterOptions{Name: agent.RunToolActivity})
+	h.Env.RegisterActivityWithOptions(f.EndTurn, activity.RegisterOptions{Name: agent.EndTurnActivity})
 	return f
 }
 
 // store appends the events build returns at the log's cursor, under the
 // fake's lock (the fake's activities run concurrently).
-func (f *fakeAgent) store(ctx context.Context, ref jsonl.HandleRef, build func(h *jsonl.Handle, seq int64) ([]session.Event, error)) (int64, error) {
+func (f *FakeAgent) store(ctx context.Context, ref jsonl.HandleRef, build func(h *jsonl.Handle, seq int64) ([]session.Event, error)) (int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	h := f.st.Attach(ref)
@@ -103,7 +108,7 @@ func (f *fakeAgent) store(ctx context.Context, ref jsonl.HandleRef, build func(h
 	return h.NextSeq(), nil
 }
 
-func (f *fakeAgent) assistant(seq int64, in agent.ModelInput, content []map[string]any, interrupted bool) (session.Event, error) {
+func (f *FakeAgent) assistant(seq int64, in agent.ModelInput, content []map[string]any, interrupted bool) (session.Event, error) {
 	data := map[string]any{
 		"turn": in.Turn, "step": in.Step,
 		"message": map[string]any{"id": fmt.Sprintf("a-%d-%d", in.Turn, in.Step), "role": "assistant", "content": content,
@@ -119,7 +124,7 @@ func (f *fakeAgent) assistant(seq int64, in agent.ModelInput, content []map[stri
 }
 
 // CallModel plays the next scripted response.
-func (f *fakeAgent) CallModel(ctx context.Context, in agent.ModelInput) (agent.ModelResult, error) {
+func (f *FakeAgent) CallModel(ctx context.Context, in agent.ModelInput) (agent.ModelResult, error) {
 	f.mu.Lock()
 	if f.calls >= len(f.responses) {
 		f.mu.Unlock()
@@ -128,36 +133,36 @@ func (f *fakeAgent) CallModel(ctx context.Context, in agent.ModelInput) (agent.M
 	}
 	r := f.responses[f.calls]
 	f.calls++
-	f.models = append(f.models, in)
+	f.Models = append(f.Models, in)
 	f.mu.Unlock()
-	if r.err != nil {
-		return agent.ModelResult{}, r.err
+	if r.Err != nil {
+		return agent.ModelResult{}, r.Err
 	}
-	if r.refuse != nil {
-		return agent.ModelResult{}, temporal.NewNonRetryableApplicationError(r.refuse.Error(), "ProviderRefused", nil, *r.refuse)
+	if r.Refuse != nil {
+		return agent.ModelResult{}, temporal.NewNonRetryableApplicationError(r.Refuse.Error(), "ProviderRefused", nil, *r.Refuse)
 	}
-	if r.hold {
+	if r.Hold {
 		tick := time.NewTicker(50 * time.Millisecond)
 		defer tick.Stop()
 	wait:
 		for {
 			select {
-			case <-r.release:
+			case <-r.Release:
 				break wait
 			case <-ctx.Done():
 				// The test environment has resolved the cancelled
 				// activity already; nothing is stored after that.
 				return agent.ModelResult{}, ctx.Err()
 			case <-tick.C:
-				activity.RecordHeartbeat(ctx, agent.ModelProgress{Turn: in.Turn, Step: in.Step, Text: r.text})
+				activity.RecordHeartbeat(ctx, agent.ModelProgress{Turn: in.Turn, Step: in.Step, Text: r.Text})
 			}
 		}
 	}
 	content := []map[string]any{}
-	if r.text != "" {
-		content = append(content, map[string]any{"type": "text", "text": r.text})
+	if r.Text != "" {
+		content = append(content, map[string]any{"type": "text", "text": r.Text})
 	}
-	for _, c := range r.calls {
+	for _, c := range r.Calls {
 		content = append(content, map[string]any{"type": "tool-call", "id": c.ID, "name": c.Name, "arguments": "{}"})
 	}
 	var msgSeq int64
@@ -169,14 +174,14 @@ func (f *fakeAgent) CallModel(ctx context.Context, in agent.ModelInput) (agent.M
 	if err != nil {
 		return agent.ModelResult{}, err
 	}
-	finish := r.finish
+	finish := r.Finish
 	if finish == "" {
 		finish = provider.FinishStop
-		if len(r.calls) > 0 {
+		if len(r.Calls) > 0 {
 			finish = provider.FinishToolCalls
 		}
 	}
-	return agent.ModelResult{MessageSeq: msgSeq, NextSeq: next, ToolCalls: r.calls, Finish: finish}, nil
+	return agent.ModelResult{MessageSeq: msgSeq, NextSeq: next, ToolCalls: r.Calls, Finish: finish}, nil
 }
 
 func toolCallEvent(seq, turn, step int64, id, name string) (session.Event, error) {
@@ -200,7 +205,7 @@ func toolResultEvent(seq, turn, step int64, id, text string, callSeq int64, errI
 }
 
 // RunTool stores the call, runs the scripted tool and stores its result.
-func (f *fakeAgent) RunTool(ctx context.Context, in agent.ToolInput) (agent.ToolOutcome, error) {
+func (f *FakeAgent) RunTool(ctx context.Context, in agent.ToolInput) (agent.ToolOutcome, error) {
 	var callSeq int64
 	_, err := f.store(ctx, in.Ref, func(_ *jsonl.Handle, seq int64) ([]session.Event, error) {
 		callSeq = seq
@@ -216,23 +221,23 @@ func (f *fakeAgent) RunTool(ctx context.Context, in agent.ToolInput) (agent.Tool
 		running = append(running, id)
 	}
 	f.inFlight[in.CallID] = true
-	f.maxConc = max(f.maxConc, len(f.inFlight))
-	f.starts = append(f.starts, toolStart{id: in.CallID, running: running})
-	tl := f.tools[in.Name]
+	f.MaxConc = max(f.MaxConc, len(f.inFlight))
+	f.Starts = append(f.Starts, ToolStart{ID: in.CallID, Running: running})
+	tl := f.Tools[in.Name]
 	f.mu.Unlock()
 	if tl != nil {
-		if tl.hold {
-			<-tl.release
+		if tl.Hold {
+			<-tl.Release
 		} else {
-			time.Sleep(tl.d)
+			time.Sleep(tl.Duration)
 		}
 	}
 	f.mu.Lock()
 	delete(f.inFlight, in.CallID)
-	f.ends = append(f.ends, in.CallID)
+	f.Ends = append(f.Ends, in.CallID)
 	f.mu.Unlock()
-	if tl != nil && tl.fail != nil {
-		return agent.ToolOutcome{}, tl.fail
+	if tl != nil && tl.Fail != nil {
+		return agent.ToolOutcome{}, tl.Fail
 	}
 	next, err := f.store(ctx, in.Ref, func(_ *jsonl.Handle, seq int64) ([]session.Event, error) {
 		e, err := toolResultEvent(seq, in.Turn, in.Step, in.CallID, "ok "+in.CallID, callSeq, nil)
@@ -242,7 +247,7 @@ func (f *fakeAgent) RunTool(ctx context.Context, in agent.ToolInput) (agent.Tool
 }
 
 // EndTurn stores the skipped pairs, the step's end and the turn's end.
-func (f *fakeAgent) EndTurn(ctx context.Context, in agent.EndTurnInput) (agent.EndTurnResult, error) {
+func (f *FakeAgent) EndTurn(ctx context.Context, in agent.EndTurnInput) (agent.EndTurnResult, error) {
 	next, err := f.store(ctx, in.Ref, func(h *jsonl.Handle, seq int64) ([]session.Event, error) {
 		var out []session.Event
 		add := func(e session.Event, err error) error {
@@ -269,8 +274,8 @@ func (f *fakeAgent) EndTurn(ctx context.Context, in agent.EndTurnInput) (agent.E
 	return agent.EndTurnResult{NextSeq: next}, err
 }
 
-// turnEnds returns the reasons of the stored turn/end events, in order.
-func turnEnds(t *testing.T, evs []session.Event) []session.TurnEndReason {
+// TurnEnds returns the reasons of the stored turn/end events, in order.
+func TurnEnds(t *testing.T, evs []session.Event) []session.TurnEndReason {
 	t.Helper()
 	var out []session.TurnEndReason
 	for _, e := range evs {
@@ -283,13 +288,13 @@ func turnEnds(t *testing.T, evs []session.Event) []session.TurnEndReason {
 	return out
 }
 
-// requireBalanced checks that the log's turns and steps nest: every
+// RequireBalanced checks that the log's turns and steps nest: every
 // turn/start is closed by a turn/end, every step/start by a step/end
 // inside its turn, and every tool/call is answered by a tool/result of
 // its call id before its step ends.
-func requireBalanced(t *testing.T, evs []session.Event) {
+func RequireBalanced(t *testing.T, evs []session.Event) {
 	t.Helper()
-	requireContiguous(t, evs)
+	RequireContiguous(t, evs)
 	turn, step := int64(0), int64(0)
 	pending := map[string]bool{}
 	for _, e := range evs {
@@ -327,8 +332,8 @@ func requireBalanced(t *testing.T, evs []session.Event) {
 	require.Zero(t, turn, "the last turn is open")
 }
 
-// userTexts returns the texts of the stored user/message events.
-func userTexts(t *testing.T, evs []session.Event) []string {
+// UserTexts returns the texts of the stored user/message events.
+func UserTexts(t *testing.T, evs []session.Event) []string {
 	t.Helper()
 	var out []string
 	for _, e := range evs {

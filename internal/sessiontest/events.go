@@ -1,6 +1,6 @@
-// Package events builds the session events the test packages under
-// testsuite/ drive sessions with.
-package events
+package sessiontest
+
+// Builders of the session events the tests drive sessions with.
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package testsuite
+package workflows_test
 
 // History stays bounded: a resume of a 1,000,000-event session records the
 // same history events as a resume of a 10-event one, and no payload in
@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sessionflow/sessionflow/internal/sessiontest"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/workflows"
@@ -63,7 +64,7 @@ func (c *recordingConverter) ToPayloads(vs ...any) (*commonpb.Payloads, error) {
 // the JSONL lines straight after a header-only log.
 func writeBigLog(t *testing.T, st *jsonl.Store, id string, n int) {
 	t.Helper()
-	writeStored(t, st, session.Header{ID: id, CreatedAt: 1}, 0, nil)
+	sessiontest.WriteStored(t, st, session.Header{ID: id, CreatedAt: 1}, 0, nil)
 	snap, err := st.Stat(context.Background(), id)
 	require.NoError(t, err)
 	f, err := os.OpenFile(snap.Path, os.O_WRONLY|os.O_APPEND, 0)
@@ -89,20 +90,20 @@ type historyShape struct {
 
 func resumeShape(t *testing.T, st *jsonl.Store, id string) historyShape {
 	t.Helper()
-	h := newHarnessOn(t, st).withID(id)
+	h := sessiontest.NewHarnessOn(t, st).WithID(id)
 	rc := &recordingConverter{DataConverter: converter.GetDefaultDataConverter()}
-	h.env.SetDataConverter(rc)
-	ready, disposed := h.readyThenDispose(time.Second, "")
-	h.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: id})
-	require.NoError(t, h.env.GetWorkflowError())
+	h.Env.SetDataConverter(rc)
+	ready, disposed := h.ReadyThenDispose(time.Second, "")
+	h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: id})
+	require.NoError(t, h.Env.GetWorkflowError())
 	var info workflows.SessionInfo
-	ready.decode(t, &info)
+	ready.Decode(t, &info)
 	var dr workflows.DisposeResult
-	disposed.decode(t, &dr)
-	requireReleased(t, st, id)
+	disposed.Decode(t, &dr)
+	sessiontest.RequireReleased(t, st, id)
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	shape := historyShape{activities: h.startedNames(), payloads: len(rc.sizes)}
+	shape := historyShape{activities: h.StartedNames(), payloads: len(rc.sizes)}
 	for _, s := range rc.sizes {
 		shape.maxPayload = max(shape.maxPayload, s)
 	}
@@ -110,7 +111,7 @@ func resumeShape(t *testing.T, st *jsonl.Store, id string) historyShape {
 }
 
 func TestResumeHistoryIndependentOfLogSize(t *testing.T) {
-	st := newStore(t, jsonl.CompressionNone)
+	st := sessiontest.NewStore(t, jsonl.CompressionNone)
 	const big = 1_000_000
 	writeBigLog(t, st, "small", 10)
 	writeBigLog(t, st, "big", big)

@@ -1,4 +1,4 @@
-package testsuite
+package workflows_test
 
 // The Append validator and create refuse what the store would refuse: a
 // batch that a read, a crash repair or a resume could not handle.
@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionflow/sessionflow/activities"
+	"github.com/sessionflow/sessionflow/internal/sessiontest"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/workflows"
@@ -64,38 +65,38 @@ var createWants = map[string]string{
 // InvalidArgument before accepting it; nothing reaches the store, and the
 // session, disposed after a valid append, resumes.
 func TestAppendValidatorRefusesWhatResumeCannotRead(t *testing.T) {
-	h := newHarness(t).withID("rules")
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	results := make([]*result, len(badBatches))
+	h := sessiontest.NewHarness(t).WithID("rules")
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	results := make([]*sessiontest.Result, len(badBatches))
 	for i, b := range badBatches {
-		results[i] = h.updateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: b.batch})
+		results[i] = h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: b.batch})
 	}
-	good := h.updateAt(3*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "x")})
-	dispose := h.updateAt(4*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "rules"})
-	require.NoError(t, h.env.GetWorkflowError())
-	ready.ok(t)
-	dispose.ok(t)
+	good := h.UpdateAt(3*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
+	dispose := h.UpdateAt(4*time.Second, "", workflows.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "rules"})
+	require.NoError(t, h.Env.GetWorkflowError())
+	ready.OK(t)
+	dispose.OK(t)
 	for i, b := range badBatches {
-		app := appErr(t, results[i].rejection(t))
+		app := sessiontest.AppErr(t, results[i].Rejection(t))
 		require.Equal(t, "InvalidArgument", app.Type(), b.name)
 		require.True(t, app.NonRetryable(), b.name)
 		require.Contains(t, app.Error(), b.want, b.name)
 	}
 	var r workflows.AppendResult
-	good.decode(t, &r)
+	good.Decode(t, &r)
 	require.Equal(t, int64(5), r.NextSeq)
-	require.Equal(t, 1, h.count(activities.AppendBatchName), "only the valid batch reached the store")
-	require.Len(t, stored(t, h.store, "rules"), 5)
+	require.Equal(t, 1, h.Count(activities.AppendBatchName), "only the valid batch reached the store")
+	require.Len(t, sessiontest.Stored(t, h.Store, "rules"), 5)
 
-	resume := newHarnessOn(t, h.store).withID("rules")
-	ready, disposed := resume.readyThenDispose(time.Second, "")
-	resume.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "rules"})
-	require.NoError(t, resume.env.GetWorkflowError())
+	resume := sessiontest.NewHarnessOn(t, h.Store).WithID("rules")
+	ready, disposed := resume.ReadyThenDispose(time.Second, "")
+	resume.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "rules"})
+	require.NoError(t, resume.Env.GetWorkflowError())
 	var info workflows.SessionInfo
-	ready.decode(t, &info)
+	ready.Decode(t, &info)
 	var dr workflows.DisposeResult
-	disposed.decode(t, &dr)
+	disposed.Decode(t, &dr)
 	require.Equal(t, int64(6), dr.NextSeq, "the resume stored its end-seed marker")
 }
 
@@ -104,10 +105,10 @@ func TestAppendValidatorRefusesWhatResumeCannotRead(t *testing.T) {
 func TestCreateRefusesASeedTheStoreWouldRefuse(t *testing.T) {
 	for _, b := range badBatches {
 		t.Run(b.name, func(t *testing.T) {
-			h := newHarness(t).withID("seed")
-			h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "seed", Seed: b.batch})
-			err := h.env.GetWorkflowError()
-			app := appErr(t, err)
+			h := sessiontest.NewHarness(t).WithID("seed")
+			h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "seed", Seed: b.batch})
+			err := h.Env.GetWorkflowError()
+			app := sessiontest.AppErr(t, err)
 			require.Equal(t, "InvalidArgument", app.Type())
 			require.True(t, app.NonRetryable())
 			want := b.want
@@ -115,8 +116,8 @@ func TestCreateRefusesASeedTheStoreWouldRefuse(t *testing.T) {
 				want = w
 			}
 			require.Contains(t, err.Error(), want)
-			require.Empty(t, h.startedNames(), "no activity ran")
-			requireErased(t, h.store, "seed")
+			require.Empty(t, h.StartedNames(), "no activity ran")
+			sessiontest.RequireErased(t, h.Store, "seed")
 		})
 	}
 }
@@ -125,11 +126,11 @@ func TestCreateRefusesASeedTheStoreWouldRefuse(t *testing.T) {
 // complete valid records fails SessionCorrupt at its write open, once (not
 // retried), and leaves the log byte for byte and no lease behind.
 func TestResumeOfMidTailDamageFailsWithoutTouchingTheLog(t *testing.T) {
-	h := newHarnessOn(t, newStore(t, jsonl.CompressionNone)).withID("mid")
-	writeStored(t, h.store, session.Header{ID: "mid", CreatedAt: 1}, 0, []session.Event{
-		turnStart(t, 0, 1), turnEnd(t, 1, 1), turnStart(t, 2, 2), ev(t, session.TypeStepStart, 3, map[string]any{"turn": 2, "step": 1}),
+	h := sessiontest.NewHarnessOn(t, sessiontest.NewStore(t, jsonl.CompressionNone)).WithID("mid")
+	sessiontest.WriteStored(t, h.Store, session.Header{ID: "mid", CreatedAt: 1}, 0, []session.Event{
+		sessiontest.TurnStart(t, 0, 1), sessiontest.TurnEnd(t, 1, 1), sessiontest.TurnStart(t, 2, 2), sessiontest.Ev(t, session.TypeStepStart, 3, map[string]any{"turn": 2, "step": 1}),
 	})
-	snap, err := h.store.Stat(context.Background(), "mid")
+	snap, err := h.Store.Stat(context.Background(), "mid")
 	require.NoError(t, err)
 	raw, err := os.ReadFile(snap.Path)
 	require.NoError(t, err)
@@ -138,18 +139,18 @@ func TestResumeOfMidTailDamageFailsWithoutTouchingTheLog(t *testing.T) {
 	damaged := []byte(strings.Join(lines, ""))
 	require.NoError(t, os.WriteFile(snap.Path, damaged, 0o600))
 
-	h.env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "mid"})
-	err = h.env.GetWorkflowError()
-	app := appErr(t, err)
+	h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "mid"})
+	err = h.Env.GetWorkflowError()
+	app := sessiontest.AppErr(t, err)
 	require.Equal(t, string(jsonl.CodeCorrupt), app.Type())
 	require.True(t, app.NonRetryable())
 	require.Contains(t, err.Error(), "is followed by a complete valid record at line 4")
-	require.Equal(t, 1, h.count(activities.OpenHandleName), "a corruption is not retried")
-	require.Zero(t, h.count(activities.RepairName))
+	require.Equal(t, 1, h.Count(activities.OpenHandleName), "a corruption is not retried")
+	require.Zero(t, h.Count(activities.RepairName))
 	after, err := os.ReadFile(snap.Path)
 	require.NoError(t, err)
 	require.Equal(t, damaged, after)
-	lease, err := h.store.LeaseOf(context.Background(), "mid")
+	lease, err := h.Store.LeaseOf(context.Background(), "mid")
 	require.NoError(t, err)
 	require.Nil(t, lease)
 }
@@ -157,17 +158,17 @@ func TestResumeOfMidTailDamageFailsWithoutTouchingTheLog(t *testing.T) {
 // Setup events the store would refuse fail the create before the commit
 // hook runs, as non-retryable InvalidArgument; nothing is stored.
 func TestSetupEventsTheStoreWouldRefuseFailBeforeCommit(t *testing.T) {
-	h := newHarness(t).withID("setup")
-	h.hooks.setup = func(_ context.Context, in workflows.SetupInput) (workflows.SetupResult, error) {
+	h := sessiontest.NewHarness(t).WithID("setup")
+	h.Hooks.SetupFunc = func(_ context.Context, in workflows.SetupInput) (workflows.SetupResult, error) {
 		return workflows.SetupResult{Events: []session.Event{rawEvent(session.TypeTurnStart, in.EventCount, `{"turn":0}`)}}, nil
 	}
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "setup", Hooks: allHooks})
-	err := h.env.GetWorkflowError()
-	app := appErr(t, err)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "setup", Hooks: sessiontest.AllHooks})
+	err := h.Env.GetWorkflowError()
+	app := sessiontest.AppErr(t, err)
 	require.Equal(t, "InvalidArgument", app.Type())
 	require.True(t, app.NonRetryable())
 	require.Equal(t, `setup events: invalid session event at index 0 (seq 0, type "turn/start"): crash repair could not read it: turn/start event (seq 0): data.turn must be a safe integer >= 1, got 0`, app.Message())
-	require.NotContains(t, h.hooks.log(), "setup:commit")
-	require.Zero(t, h.count(activities.AppendBatchName))
-	requireErased(t, h.store, "setup")
+	require.NotContains(t, h.Hooks.Log(), "setup:commit")
+	require.Zero(t, h.Count(activities.AppendBatchName))
+	sessiontest.RequireErased(t, h.Store, "setup")
 }

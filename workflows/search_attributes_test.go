@@ -1,4 +1,4 @@
-package testsuite
+package workflows_test
 
 import (
 	"testing"
@@ -8,13 +8,14 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/sessionflow/sessionflow/internal/sessiontest"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // phaseUpserts records the SessionPhase values a run upserts.
-func phaseUpserts(h *harness) *[]string {
+func phaseUpserts(h *sessiontest.Harness) *[]string {
 	var phases []string
-	h.env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+	h.Env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
 		sa := args.Get(0).(temporal.SearchAttributes)
 		if v, ok := sa.GetKeyword(workflows.SearchAttributeSessionPhase); ok {
 			phases = append(phases, v)
@@ -26,33 +27,33 @@ func phaseUpserts(h *harness) *[]string {
 // With Options.SearchAttributes the workflow keeps SessionPhase current
 // through its lifecycle.
 func TestSessionPhaseSearchAttribute(t *testing.T) {
-	h := newHarness(t)
+	h := sessiontest.NewHarness(t)
 	phases := phaseUpserts(h)
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	disp := h.updateAt(2*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	disp := h.UpdateAt(2*time.Second, "", workflows.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{
 		SessionID: "sa", Options: &workflows.Options{SearchAttributes: true},
 	})
-	require.NoError(t, h.env.GetWorkflowError())
+	require.NoError(t, h.Env.GetWorkflowError())
 	var info workflows.SessionInfo
-	ready.decode(t, &info)
+	ready.Decode(t, &info)
 	var dr workflows.DisposeResult
-	disp.decode(t, &dr)
+	disp.Decode(t, &dr)
 	require.Equal(t, []string{"setup", "committing", "live", "disposing", "closed"}, *phases)
 }
 
 // Without the option (every run recorded before it existed) nothing is
 // upserted, so those histories replay unchanged.
 func TestSessionPhaseSearchAttributeOff(t *testing.T) {
-	h := newHarness(t)
+	h := sessiontest.NewHarness(t)
 	phases := phaseUpserts(h)
-	ready := h.updateAt(time.Second, "", workflows.UpdateWaitReady)
-	disp := h.updateAt(2*time.Second, "", workflows.UpdateDispose)
-	h.env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "nosa"})
-	require.NoError(t, h.env.GetWorkflowError())
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	disp := h.UpdateAt(2*time.Second, "", workflows.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "nosa"})
+	require.NoError(t, h.Env.GetWorkflowError())
 	var info workflows.SessionInfo
-	ready.decode(t, &info)
+	ready.Decode(t, &info)
 	var dr workflows.DisposeResult
-	disp.decode(t, &dr)
+	disp.Decode(t, &dr)
 	require.Empty(t, *phases)
 }

@@ -1,0 +1,12 @@
+// Package sessiontest is the deterministic harness the workflow tests run
+// on: one store, the real activities and a Temporal test environment
+// (go.temporal.io/sdk/testsuite) per Harness, with hook activities that
+// record their calls, steps that run in the order they are written
+// (UpdateAt, At, WaitFor and their forms), results every test must check,
+// store fixtures and checks (WriteStored, Stored, RequireReleased,
+// RequireErased), event builders (Ev, LiveTurn), and a scripted fake of the
+// agent activities (FakeAgent) for the loop's turns.
+//
+// It is used by the unit tests of package workflows and by the conformance
+// suite in testsuite; nothing outside tests imports it.
+package sessiontest

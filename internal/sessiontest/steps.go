@@ -1,0 +1,187 @@
+package sessiontest
+
+import (
+	"time"
+
+	"github.com/sessionflow/sessionflow/workflows"
+)
+
+// Steps in sequence.
+//
+// While an activity runs, the test environment's clock follows the wall
+// clock, so a step scheduled at a fixed workflow-clock offset can fire
+// before the activities of an earlier step have finished (an Append sent
+// before the session is live). The steps registered with At, UpdateAt,
+// AtNoWait and UpdateNoWaitAt therefore run in the order they were
+// registered (not in the order the environment fires equal offsets), each
+// at its offset at the earliest:
+//
+//   - UpdateAt and At wait until every earlier step has settled (its update
+//     completed or was rejected); the sequence then waits for UpdateAt's own
+//     update to settle.
+//   - UpdateNoWaitAt and AtNoWait wait only for the earlier UpdateAt and At
+//     steps, not for earlier updates still in flight, and the sequence does
+//     not wait for UpdateNoWaitAt's update (updates meant to be in flight
+//     together, a cancellation while an append is pending).
+//
+// A step that must happen while an earlier update waits for it (an abort
+// that fails a pending WaitReady) is sent after that update with the NoWait
+// forms, or from an activity listener (OnStarted, OnCompleted) when it must
+// find an activity running.
+
+// step is one entry of the sequence; run calls done once the sequence may
+// go on.
+type step struct {
+	// barrier makes the step wait for the updates still in flight.
+	barrier bool
+	run     func(done func())
+}
+
+// schedule registers a step due at d and returns; steps run in the order
+// they were scheduled, whatever order the environment fires equal offsets
+// in.
+func (h *Harness) schedule(d time.Duration, s step) {
+	n := h.scheduled
+	h.scheduled++
+	h.Env.RegisterDelayedCallback(func() {
+		if h.due == nil {
+			h.due = make(map[int]step)
+		}
+		h.due[n] = s
+		h.pump()
+	}, d)
+}
+
+// pump runs the next step if it is due and its turn has come.
+func (h *Harness) pump() {
+	if h.busy {
+		return
+	}
+	s, ok := h.due[h.next]
+	if !ok || (s.barrier && h.inFlight > 0) {
+		return
+	}
+	delete(h.due, h.next)
+	h.next++
+	h.busy = true
+	s.run(func() {
+		h.busy = false
+		h.pump()
+	})
+}
+
+// At runs fn at d on the workflow clock, once every earlier step settled.
+func (h *Harness) At(d time.Duration, fn func()) {
+	h.schedule(d, step{barrier: true, run: func(done func()) { fn(); done() }})
+}
+
+// AtStarted runs fn at d on the workflow clock once an activity named
+// activity has started (holding the sequence until then), after the earlier
+// UpdateAt and At steps, whatever UpdateNoWaitAt updates are still in
+// flight: an abort or a deactivation that must find the activity pending.
+func (h *Harness) AtStarted(d time.Duration, activity string, fn func()) {
+	h.schedule(d, step{run: func(done func()) {
+		if h.Count(activity) > 0 {
+			fn()
+			done()
+			return
+		}
+		h.mu.Lock()
+		if h.startWaiters == nil {
+			h.startWaiters = make(map[string][]func())
+		}
+		h.startWaiters[activity] = append(h.startWaiters[activity], func() { fn(); done() })
+		h.mu.Unlock()
+	}})
+}
+
+// WaitFor holds the sequence, from d on, until cond holds (cond is checked
+// at the step's turn and then every 100 ms of the workflow clock, which the
+// environment skips ahead to when the workflows are idle). The earlier
+// UpdateAt and At steps have settled by then; UpdateNoWaitAt updates may
+// still be in flight. A condition never met fails the test.
+func (h *Harness) WaitFor(d time.Duration, what string, cond func() bool) {
+	h.schedule(d, step{run: func(done func()) {
+		var check func()
+		check = func() {
+			if cond() {
+				h.waiting = ""
+				done()
+				return
+			}
+			h.waiting = what
+			h.Env.RegisterDelayedCallback(check, 100*time.Millisecond)
+		}
+		check()
+	}})
+}
+
+// LoopChildrenSettled is a WaitFor condition: the top-level loop lists at
+// least n children and all of them have settled.
+func (h *Harness) LoopChildrenSettled(n int) func() bool {
+	return func() bool {
+		d, ok := h.LoopDescription()
+		if !ok || len(d.Children) < n {
+			return false
+		}
+		for _, c := range d.Children {
+			if c.State != workflows.ChildSettled {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// LoopChildStarted is a WaitFor condition: the top-level loop's n-th child
+// (from 1) has started its execution, so updates can reach it.
+func (h *Harness) LoopChildStarted(n int) func() bool {
+	return func() bool {
+		d, ok := h.LoopDescription()
+		return ok && len(d.Children) >= n && d.Children[n-1].RunID != ""
+	}
+}
+
+// LoopDescription queries the top-level loop.
+func (h *Harness) LoopDescription() (workflows.LoopDescription, bool) {
+	var d workflows.LoopDescription
+	v, err := h.Env.QueryWorkflow(workflows.QueryDescribe)
+	if err != nil {
+		return d, false
+	}
+	return d, v.Get(&d) == nil
+}
+
+// AtNoWait runs fn at d on the workflow clock, after the earlier UpdateAt
+// and At steps, whatever UpdateNoWaitAt updates are still in flight.
+func (h *Harness) AtNoWait(d time.Duration, fn func()) {
+	h.schedule(d, step{run: func(done func()) { fn(); done() }})
+}
+
+// UpdateAt sends an update at d once every earlier step settled, holds the
+// sequence until it settles, and returns its future result.
+func (h *Harness) UpdateAt(d time.Duration, wid, name string, args ...any) *Result {
+	r := h.NewResult(name)
+	h.schedule(d, step{barrier: true, run: func(done func()) {
+		r.then = done
+		h.Send(r, wid, name, args...)
+	}})
+	return r
+}
+
+// UpdateNoWaitAt sends an update at d after the earlier UpdateAt and At
+// steps, and lets the sequence go on while it is in flight; the next
+// UpdateAt or at step waits for it.
+func (h *Harness) UpdateNoWaitAt(d time.Duration, wid, name string, args ...any) *Result {
+	r := h.NewResult(name)
+	h.schedule(d, step{run: func(done func()) {
+		h.inFlight++
+		r.then = func() {
+			h.inFlight--
+			h.pump()
+		}
+		h.Send(r, wid, name, args...)
+		done()
+	}})
+	return r
+}
