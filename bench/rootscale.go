@@ -14,6 +14,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"go.temporal.io/sdk/testsuite"
+	"golang.org/x/sys/unix"
 
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/jsonl"
@@ -131,20 +132,34 @@ func writeRootSession(enc *zstd.Encoder, root string, i, projects int) error {
 	return os.WriteFile(filepath.Join(dir, "session.v3.jsonl.zstd"), frame, 0o600)
 }
 
-// MeasureRootScale generates each root, marks it through a first
-// operation, and measures warm then cold; each root is removed before the
-// next is generated.
+// MeasureRootScale generates every root and marks it through a first
+// operation (the migration of a root written before the marker), writes
+// everything back (sync), then measures the roots in turns, warm then cold,
+// so that the machine's load moves every root's figures alike. The roots
+// are removed at the end.
 func MeasureRootScale(ctx context.Context, cfg RootScaleConfig) ([]RootScaleResult, error) {
-	var out []RootScaleResult
-	for _, n := range cfg.Sizes {
+	out := make([]RootScaleResult, len(cfg.Sizes))
+	ms := make([]*rootMeasurer, len(cfg.Sizes))
+	defer func() {
+		for _, m := range ms {
+			if m != nil {
+				cfg.Log("removing %s", m.root)
+				_ = os.RemoveAll(m.root)
+			}
+		}
+	}()
+	for k, n := range cfg.Sizes {
 		root := filepath.Join(cfg.Dir, fmt.Sprintf("root-%d", n))
-		r := RootScaleResult{Sessions: n}
+		r := &out[k]
+		r.Sessions = n
 		cfg.Log("generating %d sessions in %d project directories under %s", n, cfg.Projects, root)
+		ms[k] = &rootMeasurer{root: root, n: n, projects: cfg.Projects}
 		start := time.Now()
 		if err := GenerateRoot(root, n, cfg.Projects, cfg.Workers); err != nil {
 			return nil, err
 		}
 		r.Generate = time.Since(start)
+		unix.Sync()
 		cfg.Log("generated in %v; migrating (first operation on the unmarked root)", r.Generate.Round(time.Millisecond))
 		start = time.Now()
 		st, err := jsonl.NewStore(jsonl.Options{Root: root})
@@ -156,24 +171,49 @@ func MeasureRootScale(ctx context.Context, cfg RootScaleConfig) ([]RootScaleResu
 		}
 		r.Migrate = time.Since(start)
 		cfg.Log("migrated in %v", r.Migrate.Round(time.Millisecond))
-		m := rootMeasurer{root: root, n: n, projects: cfg.Projects}
-		if r.Warm, err = m.ops(ctx, cfg.WarmRuns, nil); err != nil {
-			return nil, err
+	}
+	unix.Sync()
+	if err := measureTurns(ctx, ms, cfg.WarmRuns, nil, func(k int, o RootScaleOps) { out[k].Warm = o }); err != nil {
+		return nil, err
+	}
+	cfg.Log("warm done")
+	if err := cfg.DropCaches(); err != nil {
+		for k := range out {
+			out[k].ColdSkipped = err.Error()
 		}
-		cfg.Log("warm: %+v", r.Warm)
-		if err := cfg.DropCaches(); err != nil {
-			r.ColdSkipped = err.Error()
-		} else if r.Cold, err = m.ops(ctx, cfg.ColdRuns, cfg.DropCaches); err != nil {
-			return nil, err
-		}
-		cfg.Log("cold: %+v", r.Cold)
-		out = append(out, r)
-		cfg.Log("removing %s", root)
-		if err := os.RemoveAll(root); err != nil {
-			return nil, err
+		return out, nil
+	}
+	if err := measureTurns(ctx, ms, cfg.ColdRuns, cfg.DropCaches, func(k int, o RootScaleOps) { out[k].Cold = o }); err != nil {
+		return nil, err
+	}
+	cfg.Log("cold done")
+	return out, nil
+}
+
+// measureTurns runs every operation runs times on each root in turn and
+// reports each root's medians.
+func measureTurns(ctx context.Context, ms []*rootMeasurer, runs int, drop func() error, set func(int, RootScaleOps)) error {
+	samples := make([][3][]time.Duration, len(ms))
+	for i := 0; i < runs; i++ {
+		for k, m := range ms {
+			for op, fn := range []func(context.Context) (time.Duration, error){m.openAppendClose, m.firstCreate, m.firstRow} {
+				if drop != nil {
+					if err := drop(); err != nil {
+						return err
+					}
+				}
+				d, err := fn(ctx)
+				if err != nil {
+					return err
+				}
+				samples[k][op] = append(samples[k][op], d)
+			}
 		}
 	}
-	return out, nil
+	for k := range ms {
+		set(k, RootScaleOps{OpenAppendClose: medianDuration(samples[k][0]), FirstCreate: medianDuration(samples[k][1]), FirstRow: medianDuration(samples[k][2])})
+	}
+	return nil
 }
 
 // rootMeasurer runs the measured operations on one root.
@@ -182,30 +222,6 @@ type rootMeasurer struct {
 	n, projects int
 	next        int // next existing session to append to
 	created     int
-}
-
-// ops measures each operation runs times; before each, drop (when set)
-// empties the page cache.
-func (m *rootMeasurer) ops(ctx context.Context, runs int, drop func() error) (RootScaleOps, error) {
-	var oac, create, row []time.Duration
-	for i := 0; i < runs; i++ {
-		for _, op := range []struct {
-			fn  func(context.Context) (time.Duration, error)
-			out *[]time.Duration
-		}{{m.openAppendClose, &oac}, {m.firstCreate, &create}, {m.firstRow, &row}} {
-			if drop != nil {
-				if err := drop(); err != nil {
-					return RootScaleOps{}, err
-				}
-			}
-			d, err := op.fn(ctx)
-			if err != nil {
-				return RootScaleOps{}, err
-			}
-			*op.out = append(*op.out, d)
-		}
-	}
-	return RootScaleOps{OpenAppendClose: medianDuration(oac), FirstCreate: medianDuration(create), FirstRow: medianDuration(row)}, nil
 }
 
 // openAppendClose: a new store (a new process) opens a session spread
@@ -303,7 +319,8 @@ func RootScaleMarkdown(cfg RootScaleConfig, rs []RootScaleResult) string {
 	var b strings.Builder
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
 	fmt.Fprintf(&b, "Roots of header-only zstd sessions in %d project directories, written directly on disk; "+
-		"medians of %d warm and %d cold runs (cold: page cache dropped before each run). Every operation starts with a new store, as a new process does.\n\n",
+		"all roots generated first and written back, then measured in turns; medians of %d warm and %d cold runs (cold: page, dentry and inode caches dropped before each operation). "+
+		"Every operation starts with a new store, as a new process does.\n\n",
 		cfg.Projects, cfg.WarmRuns, cfg.ColdRuns)
 	b.WriteString("| sessions | generate | first operation on the unmarked root (scan + marker) |\n|---|---|---|\n")
 	for _, r := range rs {
