@@ -382,21 +382,35 @@ func TestBadInput_OtherEncodingInRoot(t *testing.T) {
 		}
 		want := fmt.Sprintf(`session artifact %q uses %s, but this backend is configured for compression %q; use a separate root or select the matching compression mode`, path, suffix, string(comp))
 		unchanged(t, e.root, func() {
+			// A marked root is checked against its marker, not scanned: the
+			// foreign artifact concerns its session, and List, which scans.
 			fresh := e.newStore(nil)
-			// The one-time root check refuses every first operation, whatever
-			// session it is about.
-			_, err := fresh.Open(bg, "keep", jsonl.AccessRead, jsonl.OpenOptions{})
+			h, err := fresh.Open(bg, "keep", jsonl.AccessRead, jsonl.OpenOptions{})
+			require.NoError(t, err)
+			require.NoError(t, h.Close(bg))
+			_, err = fresh.Open(bg, "foreign", jsonl.AccessRead, jsonl.OpenOptions{})
 			requireCode(t, err, jsonl.ErrLayout)
 			require.EqualError(t, err, want)
 			_, err = fresh.List(bg)
 			require.EqualError(t, err, want)
-			_, err = fresh.Create(bg, header("new", "/w"), jsonl.CreateOptions{HandleID: newHandleID()})
-			require.EqualError(t, err, want)
 			// A store whose root check already passed meets it at lookup.
-			_, err = e.store.Open(bg, h.ID, jsonl.AccessRead, jsonl.OpenOptions{})
+			_, err = e.store.Open(bg, "foreign", jsonl.AccessRead, jsonl.OpenOptions{})
 			requireCode(t, err, jsonl.ErrLayout)
 			require.EqualError(t, err, want)
 		})
+		// A root of an earlier version (no marker) is scanned by the first
+		// operation, which refuses every first operation, whatever session
+		// it is about, and leaves the root unmarked.
+		require.NoError(t, os.Remove(filepath.Join(e.root, ".sessionflow-root")))
+		unchanged(t, e.root, func() {
+			fresh := e.newStore(nil)
+			_, err := fresh.Open(bg, "keep", jsonl.AccessRead, jsonl.OpenOptions{})
+			requireCode(t, err, jsonl.ErrLayout)
+			require.EqualError(t, err, want)
+			_, err = fresh.Create(bg, header("new", "/w"), jsonl.CreateOptions{HandleID: newHandleID()})
+			require.EqualError(t, err, want)
+		})
+		require.NoFileExists(t, filepath.Join(e.root, ".sessionflow-root"))
 	})
 }
 
@@ -409,11 +423,20 @@ func TestBadInput_FlatLegacyFileRefused(t *testing.T) {
 			writeFile(t, path, []byte(headerLine(header("legacy", ""))+"\n"))
 			want := fmt.Sprintf(`session artifact %q uses the unsupported flat-file layout; use a separate root or move it into a project/session directory before loading`, path)
 			unchanged(t, e.root, func() {
+				// A marked root: the lookup finds no session directory; List
+				// scans and refuses the flat file.
+				fresh := e.newStore(nil)
+				_, err := fresh.Open(bg, "legacy", jsonl.AccessRead, jsonl.OpenOptions{})
+				requireCode(t, err, jsonl.ErrNotFound)
+				_, err = fresh.List(bg)
+				require.EqualError(t, err, want)
+			})
+			// An unmarked root: the first operation scans and refuses it.
+			require.NoError(t, os.Remove(filepath.Join(e.root, ".sessionflow-root")))
+			unchanged(t, e.root, func() {
 				fresh := e.newStore(nil)
 				_, err := fresh.Open(bg, "legacy", jsonl.AccessRead, jsonl.OpenOptions{})
 				requireCode(t, err, jsonl.ErrLayout)
-				require.EqualError(t, err, want)
-				_, err = fresh.List(bg)
 				require.EqualError(t, err, want)
 			})
 		}

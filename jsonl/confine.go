@@ -126,7 +126,13 @@ func (s *Store) dirKind(dir string) string {
 // real directory (an existing symbolic link is refused, not followed).
 func (s *Store) mkdirAll(dir string) error {
 	dir = filepath.Clean(dir)
-	if dir == s.root || !strings.HasPrefix(dir, s.root+string(filepath.Separator)) {
+	if dir == s.root {
+		if err := s.mkdirAbove(dir); err != nil {
+			return err
+		}
+		return s.checkRoot() // marks a root created here
+	}
+	if !strings.HasPrefix(dir, s.root+string(filepath.Separator)) {
 		return s.mkdirAbove(dir)
 	}
 	err := s.checkDir(s.dirKind(dir), dir)

@@ -261,19 +261,14 @@ func (s *Store) oddProjectError(e fs.DirEntry) error {
 	return notDirError("project directory", path)
 }
 
-// checkRoot performs the one-time root scan of FORMAT.md §3.5: every generation in
-// every session directory must use this root's encoding, and no flat legacy
-// file may sit in a project directory. It judges names only and follows no
-// symbolic link: a damaged entry (a symlink, a FIFO, an unreadable session
-// directory) concerns its session alone and is reported by the operations on
-// that session, which repeat the encoding check at lookup.
-func (s *Store) checkRoot() error {
-	s.mu.Lock()
-	done := s.rootOK
-	s.mu.Unlock()
-	if done {
-		return nil
-	}
+// scanRoot is the root scan of FORMAT.md §3.5, run by List and once on a
+// root without a marker: every generation in every session directory must
+// use this root's encoding, and no flat legacy file may sit in a project
+// directory. It judges names only and follows no symbolic link: a damaged
+// entry (a symlink, a FIFO, an unreadable session directory) concerns its
+// session alone and is reported by the operations on that session, which
+// repeat the encoding check at lookup.
+func (s *Store) scanRoot() error {
 	projects, _, err := s.rootEntries()
 	if err != nil {
 		return err
@@ -289,9 +284,6 @@ func (s *Store) checkRoot() error {
 			}
 		}
 	}
-	s.mu.Lock()
-	s.rootOK = true
-	s.mu.Unlock()
 	return nil
 }
 

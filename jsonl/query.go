@@ -179,6 +179,12 @@ func (s *Store) List(ctx context.Context) ([]Snapshot, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, context.Cause(ctx)
 	}
+	// List scans the whole root (FORMAT.md §3.5) before the marker check,
+	// so that a root of the other encoding is named by its first foreign
+	// artifact, as the published harness names it.
+	if err := s.scanRoot(); err != nil {
+		return nil, err
+	}
 	if err := s.checkRoot(); err != nil {
 		return nil, err
 	}

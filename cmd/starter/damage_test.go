@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -38,8 +37,7 @@ func keepStillServed(t *testing.T, root, comp string) {
 func listJSON(t *testing.T, root, comp string) map[string]map[string]any {
 	t.Helper()
 	r := mustOK(t, logCmd(t, root, comp, "", "list", "--json"))
-	var rows []map[string]any
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rows))
+	rows := jsonLines[map[string]any](t, r.stdout)
 	out := map[string]map[string]any{}
 	for _, row := range rows {
 		key, _ := row["id"].(string)

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -179,102 +178,6 @@ func writeJSON(w io.Writer, v any) error {
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-// listEntry is one session in `log list --json`.
-type listEntry struct {
-	ID string `json:"id"`
-	// FormatVersion is the log format (3, or 0 for the published DeepSeek
-	// Harness's format); absent on an entry with an Error.
-	FormatVersion *int   `json:"formatVersion,omitempty"`
-	Cwd           string `json:"cwd"`
-	ParentSession string `json:"parentSession,omitempty"`
-	CreatedAt     int64  `json:"createdAt"`
-	Size          int64  `json:"size"`
-	Pending       bool   `json:"pending"`
-	Revision      string `json:"revision"`
-	Path          string `json:"path,omitempty"`
-	// Error is set on an entry the store cannot serve (a damaged session
-	// directory, an id in two project directories, a symlinked project
-	// directory); only id (when the directory name decodes to one) and path
-	// are then meaningful.
-	Error *jsonl.Problem `json:"error,omitempty"`
-}
-
-func newLogListCmd(a *app, sf *storeFlags) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List the sessions of the root",
-		Long: `List every session of the root, sorted by id: id, cwd, creation time, log size
-in bytes, whether it is pending (created but never written) and its revision.
-A missing root lists nothing. --json prints one JSON array, whose entries also
-carry "formatVersion" (3, or 0 for a log of the published DeepSeek Harness).
-
-An entry the store cannot serve (a log of a format this build does not read, a
-malformed header, two generations of which the newer is not a migration of the
-older, a symlink or FIFO where a log should be, an unreadable or symlinked
-directory, an id found in two project directories) is listed with its error, in an ERROR column (in --json, an "error" object with
-"reason" and "code"), and the listing goes on.`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := a.openStore(sf)
-			if err != nil {
-				return err
-			}
-			snaps, err := st.List(cmd.Context())
-			if err != nil {
-				return err
-			}
-			entries := make([]listEntry, 0, len(snaps))
-			damaged := false
-			for _, s := range snaps {
-				e := listEntry{ID: s.Header.ID, Cwd: s.Header.Cwd, ParentSession: s.Header.ParentSession,
-					CreatedAt: s.Header.CreatedAt, Size: s.SizeBytes, Pending: s.Pending, Revision: s.Revision, Path: s.Path, Error: s.Problem}
-				if s.Problem == nil {
-					v := s.Header.Version
-					e.FormatVersion = &v
-				}
-				entries = append(entries, e)
-				damaged = damaged || s.Problem != nil
-			}
-			if asJSON {
-				return writeJSON(a.stdout, entries)
-			}
-			if len(entries) == 0 {
-				_, err := fmt.Fprintf(a.stdout, "no sessions under %s\n", st.Root())
-				return err
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-			header := "ID\tCWD\tCREATED\tSIZE\tPENDING\tREVISION"
-			if damaged {
-				header += "\tERROR"
-			}
-			fmt.Fprintln(tw, header)
-			for _, e := range entries {
-				if e.Error != nil {
-					id := e.ID
-					if id == "" {
-						id = "-"
-					}
-					fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t%s\n", displayText(id), displayText(e.Error.Reason))
-					continue
-				}
-				cwd := e.Cwd
-				if cwd == "" {
-					cwd = "-"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%t\t%s", displayText(e.ID), displayText(cwd), formatMillis(e.CreatedAt), e.Size, e.Pending, e.Revision)
-				if damaged {
-					fmt.Fprint(tw, "\t-")
-				}
-				fmt.Fprintln(tw)
-			}
-			return tw.Flush()
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON array")
-	return cmd
 }
 
 // writeLog writes a session's logical log to w as JSONL through a read

@@ -26,7 +26,7 @@ func TestListEmptyAndMissingRoot(t *testing.T) {
 				r := mustOK(t, logCmd(t, root, comp, "", "list"))
 				require.Equal(t, fmt.Sprintf("no sessions under %s\n", root), r.stdout)
 				r = mustOK(t, logCmd(t, root, comp, "", "list", "--json"))
-				require.Equal(t, "[]\n", r.stdout)
+				require.Equal(t, "", r.stdout)
 			}
 			_, err := os.Stat(missing)
 			require.ErrorIs(t, err, os.ErrNotExist, "list must not create the root")
@@ -50,8 +50,7 @@ func TestCreateListCat(t *testing.T) {
 			mustOK(t, logCmd(t, root, comp, "", "create", "--id", "s2"))
 
 			r = mustOK(t, logCmd(t, root, comp, "", "list", "--json"))
-			var entries []map[string]any
-			require.NoError(t, json.Unmarshal([]byte(r.stdout), &entries))
+			entries := jsonLines[map[string]any](t, r.stdout)
 			require.Len(t, entries, 2)
 			s1 := entries[0]
 			require.Equal(t, "s1", s1["id"])
@@ -155,7 +154,7 @@ func TestUnlockForcePendingSessionErasesIt(t *testing.T) {
 			require.NoError(t, err)
 
 			r := mustOK(t, logCmd(t, root, comp, "", "list", "--json"))
-			require.Contains(t, r.stdout, `"pending": true`)
+			require.Contains(t, r.stdout, `"pending":true`)
 			r = mustOK(t, logCmd(t, root, comp, "", "inspect", "--id", "p"))
 			require.Contains(t, r.stdout, "(pending: created, never written)")
 			require.Equal(t, []string{`{"type":"session","version":3,"id":"p","createdAt":5,"isSeeded":false,"delegationDepth":0}`}, catLines(t, root, comp, "p"))
@@ -163,7 +162,7 @@ func TestUnlockForcePendingSessionErasesIt(t *testing.T) {
 			r = mustOK(t, logCmd(t, root, comp, "", "unlock", "--id", "p", "--force"))
 			require.Contains(t, r.stdout, `removed lease of session "p": handle "wf/pending"`)
 			require.Contains(t, r.stdout, `session "p" was never written; it was erased`)
-			require.Equal(t, "[]\n", mustOK(t, logCmd(t, root, comp, "", "list", "--json")).stdout)
+			require.Equal(t, "", mustOK(t, logCmd(t, root, comp, "", "list", "--json")).stdout)
 		})
 	}
 }
@@ -178,7 +177,7 @@ func TestDelete(t *testing.T) {
 
 			require.Equal(t, "deleted session \"d\"\n", mustOK(t, logCmd(t, root, comp, "", "delete", "--id", "d")).stdout)
 			require.NoDirExists(t, filepath.Dir(path))
-			require.Equal(t, "[]\n", mustOK(t, logCmd(t, root, comp, "", "list", "--json")).stdout)
+			require.Equal(t, "", mustOK(t, logCmd(t, root, comp, "", "list", "--json")).stdout)
 			require.Equal(t, "session \"d\" not found; nothing deleted\n", mustOK(t, logCmd(t, root, comp, "", "delete", "--id", "d")).stdout)
 		})
 	}
@@ -204,12 +203,13 @@ func TestTraversalIDStaysUnderRoot(t *testing.T) {
 			require.Equal(t, "root", entries[0].Name())
 
 			r := mustOK(t, logCmd(t, root, comp, "", "list", "--json"))
-			var listed []struct {
+			listed := jsonLines[struct {
 				ID string `json:"id"`
-			}
-			require.NoError(t, json.Unmarshal([]byte(r.stdout), &listed))
+			}](t, r.stdout)
 			require.Len(t, listed, 3)
-			require.Equal(t, []string{"..", "../x", "a/../../b"}, []string{listed[0].ID, listed[1].ID, listed[2].ID})
+			// Rows come in the order of their directories: "..~002Fx",
+			// "a~002F..~002F..~002Fb", "~002E~002E".
+			require.Equal(t, []string{"../x", "a/../../b", ".."}, []string{listed[0].ID, listed[1].ID, listed[2].ID})
 
 			mustOK(t, logCmd(t, root, comp, "", "delete", "--id", "../x"))
 			require.NoFileExists(t, logPath(t, root, comp, "../x"))

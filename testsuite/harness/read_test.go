@@ -154,10 +154,7 @@ func TestSessionflowReadsHarnessLogs(t *testing.T) {
 			if err != nil {
 				t.Fatalf("log list: %v\n%s", err, errOut)
 			}
-			var rows []map[string]any
-			if err := json.Unmarshal([]byte(out), &rows); err != nil {
-				t.Fatalf("log list --json %q: %v", out, err)
-			}
+			rows := listRows[map[string]any](t, out)
 			if len(rows) != len(ids) {
 				t.Fatalf("log list shows %d rows, want %d: %s", len(rows), len(ids), out)
 			}

@@ -3,7 +3,6 @@ package harness
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -176,17 +175,14 @@ func TestHarnessCreateBesideSessionflowIsAConflict(t *testing.T) {
 			if err != nil && out == "" {
 				t.Fatalf("log list: %v\n%s", err, errOut)
 			}
-			var rows []struct {
+			rows := listRows[struct {
 				ID            string `json:"id"`
 				FormatVersion *int   `json:"formatVersion"`
 				Error         *struct {
 					Reason string `json:"reason"`
 					Code   string `json:"code"`
 				} `json:"error"`
-			}
-			if err := json.Unmarshal([]byte(out), &rows); err != nil {
-				t.Fatalf("log list --json %q: %v", out, err)
-			}
+			}](t, out)
 			if len(rows) != 1 || rows[0].ID != "shared" || rows[0].Error == nil || rows[0].FormatVersion != nil ||
 				rows[0].Error.Code != "SessionGenerationConflict" || !strings.Contains(rows[0].Error.Reason, want) {
 				t.Fatalf("log list --json does not show the conflict: %s", out)
