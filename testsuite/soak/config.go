@@ -17,7 +17,6 @@ const (
 	DefaultBatch            = 8
 	DefaultAppendTimeout    = 20 * time.Second
 	DefaultBatchDeadline    = 3 * time.Minute
-	DefaultHeartbeatTimeout = 2 * time.Second
 	DefaultTaskQueue        = "soak"
 	DefaultRecoveryTimeout  = time.Minute
 	DefaultLifecycles       = 1
@@ -52,8 +51,8 @@ type Config struct {
 	// HeartbeatTimeout is the heartbeat timeout of the sessions' store
 	// activities (workflows.Options.HeartbeatTimeoutMs): how long an
 	// activity attempt lost with a killed worker takes to be retried.
-	// Default DefaultHeartbeatTimeout; negative leaves the workflows'
-	// default.
+	// Zero or negative leaves the workflows' default
+	// (workflows.DefaultStoreHeartbeatTimeout).
 	HeartbeatTimeout time.Duration
 	// Compression is the store encoding of the worker; default
 	// jsonl.CompressionNone.
@@ -84,11 +83,12 @@ type Config struct {
 	RecoveryTimeout time.Duration
 	// WorkflowTaskTimeout is the client's client.Options.WorkflowTaskTimeout
 	// for the sessions it starts: how long a workflow task the killed worker
-	// had started is waited for. 0 keeps the server's default (10 s).
+	// had started is waited for. 0 takes the client's default
+	// (client.DefaultWorkflowTaskTimeout), negative the server's (10 s).
 	WorkflowTaskTimeout time.Duration
 	// StickyTimeout is the worker's --sticky-timeout: how long the next
 	// workflow task of a session waits on the killed worker's sticky queue.
-	// 0 keeps the SDK's default (5 s).
+	// 0 takes the worker's default (workerapp.DefaultStickyTimeout).
 	StickyTimeout time.Duration
 	// ContinueAsNewEvents, when positive, is the history length at which
 	// the server suggests continue-as-new (limit.historyCount.
@@ -128,9 +128,6 @@ func (c *Config) defaults() {
 	}
 	if c.BatchDeadline <= 0 {
 		c.BatchDeadline = DefaultBatchDeadline
-	}
-	if c.HeartbeatTimeout == 0 {
-		c.HeartbeatTimeout = DefaultHeartbeatTimeout
 	}
 	if c.Compression == "" {
 		c.Compression = jsonl.CompressionNone
@@ -176,6 +173,9 @@ type Summary struct {
 	// AgentRetries counts the agent activities of the turn sessions that
 	// needed another attempt.
 	AgentRetries AgentRetries
+	// Failover are the recovery times after the kills and the workflow
+	// task timeouts counted in the histories at the end.
+	Failover Failover
 	// Elapsed is the duration of the run.
 	Elapsed time.Duration
 }

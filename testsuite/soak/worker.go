@@ -102,6 +102,12 @@ func (r *runner) killWorker() {
 	if w == nil {
 		return
 	}
+	r.killedMu.Lock()
+	if r.killedAt == nil {
+		r.killedAt = map[string]time.Time{}
+	}
+	r.killedAt[w.identity] = time.Now()
+	r.killedMu.Unlock()
 	w.Kill()
 	r.worker = nil
 }
