@@ -60,7 +60,9 @@ func (f Failover) String() string {
 
 // taskTimeouts reads the history of every workflow run of the namespace and
 // classifies its WorkflowTaskTimedOut events: a start-to-close timeout of a
-// task started by a worker that was killed after it started it, a
+// task started by a worker (the identity of the started event, or for a
+// speculative task, written without it, the sticky queue's owner) that was
+// killed before the timeout, a
 // schedule-to-start timeout of a task scheduled on the sticky queue of a
 // worker (the one that completed the run's previous task) that was killed
 // before the timeout, or another.
@@ -108,7 +110,13 @@ func (r *runner) classifyTimeouts(workflowID string, events []*historypb.History
 			who := lastCompletedBy
 			switch a.GetTimeoutType() {
 			case enumspb.TIMEOUT_TYPE_START_TO_CLOSE:
-				if who = startedBy[a.GetStartedEventId()]; r.killedBefore(who, at) {
+				// A speculative task (an update's) is written with its
+				// started event when it times out, without the identity
+				// of the worker that took it: the sticky queue's owner.
+				if id := startedBy[a.GetStartedEventId()]; id != "" {
+					who = id
+				}
+				if r.killedBefore(who, at) {
 					f.KilledStartToClose++
 					continue
 				}
