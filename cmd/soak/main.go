@@ -48,6 +48,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.AppendTimeout, "append-timeout", soak.DefaultAppendTimeout, "timeout of one append attempt")
 	fs.DurationVar(&cfg.BatchDeadline, "batch-deadline", soak.DefaultBatchDeadline, "how long one batch is retried before the soak fails")
 	fs.DurationVar(&cfg.HeartbeatTimeout, "heartbeat-timeout", 0, "heartbeat timeout of the sessions' store activities, 0 = the workflows' default 1s")
+	fs.BoolVar(&cfg.Standby, "standby", false, "run a second worker that is never killed, so that the killed worker's sessions go on through it while it restarts")
 	fs.BoolVar(&cfg.Eager, "eager", false, "start the interval before the next kill as soon as the worker polls, without waiting for every session to append again")
 	fs.DurationVar(&cfg.RecoveryTimeout, "recovery-timeout", soak.DefaultRecoveryTimeout, "longest wait for every session to append again after a restart")
 	fs.DurationVar(&cfg.WorkflowTaskTimeout, "workflow-task-timeout", 0, "workflow task timeout of the sessions the client starts, 0 = the client's default 1s, negative = the server's default 10s")

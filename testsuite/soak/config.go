@@ -78,6 +78,11 @@ type Config struct {
 	// one still waiting for the workflows to come back from the dead
 	// worker's sticky queue.
 	Eager bool
+	// Standby runs a second worker process, never killed, beside the one
+	// the soak kills: the killed worker's sessions can go on through it
+	// while the killed one restarts, as in a fleet of workers, so the
+	// recovery times do not include the restart.
+	Standby bool
 	// RecoveryTimeout bounds the wait for progress after a restart; default
 	// DefaultRecoveryTimeout.
 	RecoveryTimeout time.Duration

@@ -160,6 +160,13 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 		return sum, err
 	}
 	defer r.stopWorker()
+	if cfg.Standby {
+		standby, err := r.spawnWorker(ctx, "soak-standby")
+		if err != nil {
+			return sum, err
+		}
+		defer standby.Stop(10 * time.Second)
+	}
 
 	if err := r.createSessions(ctx); err != nil {
 		return sum, err
