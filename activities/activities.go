@@ -89,11 +89,29 @@ type Activities struct {
 	Temporal sdkclient.Client
 }
 
-func (a *Activities) interval() time.Duration {
-	if a.HeartbeatInterval > 0 {
-		return a.HeartbeatInterval
+func (a *Activities) interval(ctx context.Context) time.Duration {
+	return HeartbeatEvery(ctx, a.HeartbeatInterval)
+}
+
+// minHeartbeatInterval bounds HeartbeatEvery from below.
+const minHeartbeatInterval = 10 * time.Millisecond
+
+// HeartbeatEvery returns how often a running activity heartbeats: every
+// (DefaultHeartbeatInterval when zero), but at most a quarter of the
+// activity's heartbeat timeout, so that a short timeout (the store
+// activities' 1 s, docs/DECISIONS.md D49) does not expire while the
+// activity works. The SDK sends at most one heartbeat per 80% of the timeout
+// whatever the rate of the calls.
+func HeartbeatEvery(ctx context.Context, every time.Duration) time.Duration {
+	if every <= 0 {
+		every = DefaultHeartbeatInterval
 	}
-	return DefaultHeartbeatInterval
+	if activity.IsActivity(ctx) {
+		if hb := activity.GetInfo(ctx).HeartbeatTimeout; hb > 0 && hb/4 < every {
+			every = max(hb/4, min(every, minHeartbeatInterval))
+		}
+	}
+	return every
 }
 
 func (a *Activities) chunk() int64 {
@@ -121,7 +139,7 @@ func (a *Activities) heartbeat(ctx context.Context) (stop func()) {
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		t := time.NewTicker(a.interval())
+		t := time.NewTicker(a.interval(ctx))
 		defer t.Stop()
 		for {
 			select {

@@ -98,11 +98,15 @@ func (a *Activities) store() (*jsonl.Store, error) {
 	return a.Store, nil
 }
 
-func (a *Activities) interval() time.Duration {
-	if a.HeartbeatInterval > 0 {
-		return a.HeartbeatInterval
+// interval is how often an activity heartbeats: HeartbeatInterval
+// (DefaultHeartbeatInterval when zero), at most a quarter of its heartbeat
+// timeout.
+func (a *Activities) interval(ctx context.Context) time.Duration {
+	every := a.HeartbeatInterval
+	if every <= 0 {
+		every = DefaultHeartbeatInterval
 	}
-	return DefaultHeartbeatInterval
+	return activities.HeartbeatEvery(ctx, every)
 }
 
 // nowMs is the time of a stored event, in Unix milliseconds.
@@ -148,7 +152,7 @@ type heartbeater struct {
 func (a *Activities) startHeartbeat(ctx context.Context, details func() any) *heartbeater {
 	// last starts at the zero time: the first step is recorded at once,
 	// so a watcher sees a stream's first chunk without waiting.
-	hb := &heartbeater{ctx: ctx, interval: a.interval(), active: activity.IsActivity(ctx), details: details,
+	hb := &heartbeater{ctx: ctx, interval: a.interval(ctx), active: activity.IsActivity(ctx), details: details,
 		stop: make(chan struct{}), done: make(chan struct{})}
 	if !hb.active {
 		close(hb.done)

@@ -36,6 +36,12 @@ const DefaultTaskQueue = "sessionflow"
 // by AppendStream when Options leaves it zero.
 const DefaultMaxBatchEvents = 4096
 
+// DefaultWorkflowTaskTimeout is the workflow task timeout of the session and
+// loop workflows a Client starts when Options leaves it zero (docs/DECISIONS.md
+// D48): a workflow task that a worker took and then died with is handed to
+// another worker after it. Temporal's own default is 10 s.
+const DefaultWorkflowTaskTimeout = time.Second
+
 // Options configure a Client.
 type Options struct {
 	// TaskQueue is the task queue the session and loop workflows are started
@@ -55,9 +61,11 @@ type Options struct {
 	// WorkflowTaskTimeout bounds each workflow task of the session and loop
 	// workflows this client starts (and of the runs they continue as new
 	// into): a task a worker took and then died with is handed to another
-	// worker after it. Zero keeps the server's default (10 s). Session
-	// workflow tasks are small, so a few seconds suffice and shorten the
-	// stall of a session whose worker crashed.
+	// worker after it. Zero means DefaultWorkflowTaskTimeout; a negative
+	// value leaves it to the server (its default is 10 s, its maximum
+	// 120 s). Session workflow tasks are small, so a short timeout shortens
+	// the stall of a session whose worker crashed; raise it when a workflow
+	// task may legitimately take longer (docs/DECISIONS.md D48).
 	WorkflowTaskTimeout time.Duration
 	// Router, when set, spreads the session and loop workflows over
 	// several shards (store roots, each served by its own task queue):
@@ -89,7 +97,10 @@ func New(c temporalclient.Client, opts Options) *Client {
 	if opts.MaxBatchEvents <= 0 {
 		opts.MaxBatchEvents = DefaultMaxBatchEvents
 	}
-	if opts.WorkflowTaskTimeout < 0 {
+	switch {
+	case opts.WorkflowTaskTimeout == 0:
+		opts.WorkflowTaskTimeout = DefaultWorkflowTaskTimeout
+	case opts.WorkflowTaskTimeout < 0:
 		opts.WorkflowTaskTimeout = 0
 	}
 	if opts.Namespace == "" {

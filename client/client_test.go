@@ -141,10 +141,13 @@ func TestWorkflowTaskTimeoutReachesTheStart(t *testing.T) {
 	require.NoError(t, err)
 	_, err = New(f, Options{}).Create(ctx, workflows.CreateSessionRequest{SessionID: "s2"})
 	require.NoError(t, err)
-	require.Len(t, started, 3)
+	_, err = New(f, Options{WorkflowTaskTimeout: -time.Second}).Create(ctx, workflows.CreateSessionRequest{SessionID: "s3"})
+	require.NoError(t, err)
+	require.Len(t, started, 4)
 	require.Equal(t, 2*time.Second, started[0].WorkflowTaskTimeout)
 	require.Equal(t, 3*time.Second, started[1].WorkflowTaskTimeout)
-	require.Zero(t, started[2].WorkflowTaskTimeout, "zero keeps the server's default")
+	require.Equal(t, time.Second, started[2].WorkflowTaskTimeout, "zero takes sessionflow's default")
+	require.Zero(t, started[3].WorkflowTaskTimeout, "a negative timeout leaves it to the server")
 	require.Zero(t, New(f, Options{WorkflowTaskTimeout: -time.Second}).Options().WorkflowTaskTimeout)
 }
 

@@ -18,6 +18,19 @@ const (
 	DefaultActivityTimeout  = 10 * time.Minute
 	DefaultHeartbeatTimeout = 10 * time.Second
 	DefaultMaxAttempts      = 10
+	// DefaultStoreHeartbeatTimeout is the heartbeat timeout of the store
+	// activities when Options.HeartbeatTimeoutMs is zero: how long a store
+	// activity lost with a killed worker waits before it is retried
+	// (docs/DECISIONS.md D49). The agent's model and tool activities keep
+	// DefaultHeartbeatTimeout.
+	DefaultStoreHeartbeatTimeout = time.Second
+	// DefaultStoreRetryInterval is the first backoff of a store activity's
+	// retry, multiplied by StoreRetryBackoff after each attempt up to a
+	// minute: ten attempts span about as long as Temporal's 1 s doubling
+	// (docs/DECISIONS.md D49).
+	DefaultStoreRetryInterval = 200 * time.Millisecond
+	// StoreRetryBackoff is the backoff coefficient of the store activities.
+	StoreRetryBackoff = 3
 )
 
 // settings are Options with the defaults applied.
@@ -28,16 +41,19 @@ type settings struct {
 	hookTaskQueue string
 	timeout       time.Duration
 	heartbeat     time.Duration
-	attempts      int32
+	// storeHeartbeat is the heartbeat timeout of the store activities.
+	storeHeartbeat time.Duration
+	attempts       int32
 }
 
 func resolveOptions(o *Options) (settings, error) {
 	s := settings{
-		window:        DefaultAppendWindow,
-		maxBatchBytes: DefaultMaxBatchBytes,
-		timeout:       DefaultActivityTimeout,
-		heartbeat:     DefaultHeartbeatTimeout,
-		attempts:      DefaultMaxAttempts,
+		window:         DefaultAppendWindow,
+		maxBatchBytes:  DefaultMaxBatchBytes,
+		timeout:        DefaultActivityTimeout,
+		heartbeat:      DefaultHeartbeatTimeout,
+		storeHeartbeat: DefaultStoreHeartbeatTimeout,
+		attempts:       DefaultMaxAttempts,
 	}
 	if o == nil {
 		return s, nil
@@ -59,6 +75,7 @@ func resolveOptions(o *Options) (settings, error) {
 	}
 	if o.HeartbeatTimeoutMs > 0 {
 		s.heartbeat = time.Duration(o.HeartbeatTimeoutMs) * time.Millisecond
+		s.storeHeartbeat = s.heartbeat
 	}
 	if o.MaxAttempts > 0 {
 		s.attempts = o.MaxAttempts
@@ -68,16 +85,22 @@ func resolveOptions(o *Options) (settings, error) {
 }
 
 // storeCtx returns ctx with the options of the store activities. They
-// heartbeat, so a cancellation reaches them promptly, and they run with
-// wait-for-cancellation: an abandoned create or open is awaited after the
-// rollback closed its handle id.
+// heartbeat, so a cancellation reaches them promptly and an attempt lost
+// with its worker is retried soon (a short heartbeat timeout, a short first
+// backoff: docs/DECISIONS.md D49), and they run with wait-for-cancellation:
+// an abandoned create or open is awaited after the rollback closed its
+// handle id. The options are not part of the command sequence (a replay does
+// not compare them), so changing them needs no version gate.
 func (l *lifecycle) storeCtx(ctx workflow.Context) workflow.Context {
+	rp := l.retry()
+	rp.InitialInterval = DefaultStoreRetryInterval
+	rp.BackoffCoefficient = StoreRetryBackoff
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:           l.set.taskQueue,
 		StartToCloseTimeout: l.set.timeout,
-		HeartbeatTimeout:    l.set.heartbeat,
+		HeartbeatTimeout:    l.set.storeHeartbeat,
 		WaitForCancellation: true,
-		RetryPolicy:         l.retry(),
+		RetryPolicy:         rp,
 	})
 }
 

@@ -14,11 +14,12 @@ import (
 // given; negative ones and a batch limit above 1 MiB are refused.
 func TestResolveOptions(t *testing.T) {
 	defaults := settings{
-		window:        200 * time.Millisecond,
-		maxBatchBytes: 256 << 10,
-		timeout:       10 * time.Minute,
-		heartbeat:     10 * time.Second,
-		attempts:      10,
+		window:         200 * time.Millisecond,
+		maxBatchBytes:  256 << 10,
+		timeout:        10 * time.Minute,
+		heartbeat:      10 * time.Second,
+		storeHeartbeat: time.Second,
+		attempts:       10,
 	}
 	for _, o := range []*Options{nil, {}} {
 		s, err := resolveOptions(o)
@@ -29,13 +30,14 @@ func TestResolveOptions(t *testing.T) {
 	s, err := resolveOptions(&Options{AppendWindowMs: 1, MaxBatchBytes: 1 << 20, ActivityTimeoutMs: 2, HeartbeatTimeoutMs: 3, MaxAttempts: 1, TaskQueue: "q", HookTaskQueue: "h"})
 	require.NoError(t, err)
 	assert.Equal(t, settings{
-		window:        time.Millisecond,
-		maxBatchBytes: 1 << 20,
-		taskQueue:     "q",
-		hookTaskQueue: "h",
-		timeout:       2 * time.Millisecond,
-		heartbeat:     3 * time.Millisecond,
-		attempts:      1,
+		window:         time.Millisecond,
+		maxBatchBytes:  1 << 20,
+		taskQueue:      "q",
+		hookTaskQueue:  "h",
+		timeout:        2 * time.Millisecond,
+		heartbeat:      3 * time.Millisecond,
+		storeHeartbeat: 3 * time.Millisecond,
+		attempts:       1,
 	}, s)
 
 	for _, o := range []Options{{AppendWindowMs: -1}, {MaxBatchBytes: -1}, {ActivityTimeoutMs: -1}, {HeartbeatTimeoutMs: -1}, {MaxAttempts: -1}} {

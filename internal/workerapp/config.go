@@ -29,6 +29,9 @@ const (
 	DefaultAppendWindow   = time.Duration(0) // group commit
 	DefaultMetricsAddress = ":9090"
 	DefaultStopTimeout    = 30 * time.Second
+	// DefaultStickyTimeout is the sticky schedule-to-start timeout
+	// (docs/DECISIONS.md D48); the SDK's own default is 5 s.
+	DefaultStickyTimeout = time.Second
 )
 
 // Environment variables read by ParseArgs besides Temporal's own
@@ -89,7 +92,9 @@ type Config struct {
 	// StickyTimeout is the worker's sticky schedule-to-start timeout: how
 	// long a workflow task waits on this worker's own queue before any
 	// worker may take it, which is how long the sessions of a worker that
-	// crashed wait for their next task. 0 takes the SDK default (5 s).
+	// crashed wait for their next task. 0 takes DefaultStickyTimeout; raise
+	// it when the worker is so busy that a task may wait longer on its
+	// queue (docs/DECISIONS.md D48).
 	StickyTimeout time.Duration
 	// Identity is the worker identity; empty takes the SDK default
 	// (pid@host).
@@ -142,6 +147,7 @@ func DefaultConfig() Config {
 		AppendWindow:   DefaultAppendWindow,
 		MetricsAddress: DefaultMetricsAddress,
 		StopTimeout:    DefaultStopTimeout,
+		StickyTimeout:  DefaultStickyTimeout,
 	}
 }
 
@@ -209,7 +215,7 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 	fs.IntVar(&f.maxConcurrentWorkflowTask, "max-concurrent-workflow-tasks", 0, "maximum concurrent workflow task executions, 0 = SDK default (env "+EnvMaxConcurrentWorkflowTasks+")")
 	fs.StringVar(&f.metricsAddress, "metrics-address", DefaultMetricsAddress, "Prometheus /metrics listen address, empty = off (env "+EnvMetricsAddress+")")
 	fs.StringVar(&f.stopTimeout, "stop-timeout", DefaultStopTimeout.String(), "how long shutdown waits for running activities (env "+EnvStopTimeout+")")
-	fs.StringVar(&f.stickyTimeout, "sticky-timeout", "0s", "how long a workflow task waits on this worker's sticky queue before any worker may take it, 0 = SDK default 5s (env "+EnvStickyTimeout+")")
+	fs.StringVar(&f.stickyTimeout, "sticky-timeout", DefaultStickyTimeout.String(), "how long a workflow task waits on this worker's sticky queue before any worker may take it, 0 = "+DefaultStickyTimeout.String()+" (env "+EnvStickyTimeout+")")
 	fs.StringVar(&f.identity, "identity", "", "worker identity, default pid@host (env "+EnvIdentity+")")
 	fs.StringVar(&f.providerScript, "provider-script", "", "JSON script of the scripted model provider, offered as provider \"scripted\" (env "+EnvProviderScript+")")
 	fs.StringVar(&f.systemPrompt, "system-prompt", "", "system prompt of every model call (env "+EnvSystemPrompt+")")

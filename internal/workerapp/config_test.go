@@ -36,7 +36,7 @@ func TestParseArgsDefaults(t *testing.T) {
 	assert.Equal(t, 30*time.Second, cfg.StopTimeout)
 	assert.Zero(t, cfg.MaxConcurrentActivities)
 	assert.Zero(t, cfg.MaxConcurrentWorkflowTasks)
-	assert.Zero(t, cfg.StickyTimeout, "the SDK's default")
+	assert.Equal(t, time.Second, cfg.StickyTimeout, "sessionflow's default, not the SDK's 5s")
 }
 
 // fullEnv sets every variable the worker reads.

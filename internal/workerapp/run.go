@@ -131,20 +131,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	}
 
 	fatal := make(chan error, 1)
-	w := worker.New(c, cfg.TaskQueue, worker.Options{
-		MaxConcurrentActivityExecutionSize:     cfg.MaxConcurrentActivities,
-		MaxConcurrentWorkflowTaskExecutionSize: cfg.MaxConcurrentWorkflowTasks,
-		WorkerStopTimeout:                      cfg.StopTimeout,
-		StickyScheduleToStartTimeout:           cfg.StickyTimeout,
-		Identity:                               cfg.Identity,
-		Interceptors:                           append(tr.WorkerInterceptors(clientTraced), newWorkerInterceptor(cfg, metrics)),
-		OnFatalError: func(err error) {
-			select {
-			case fatal <- err:
-			default:
-			}
-		},
-	})
+	w := worker.New(c, cfg.TaskQueue, workerOptions(cfg, append(tr.WorkerInterceptors(clientTraced), newWorkerInterceptor(cfg, metrics)), fatal))
 	Register(w, store, c)
 	agentCfg, stopMCP, err := StartMCP(ctx, cfg.Agent, logger)
 	if err != nil {
@@ -182,6 +169,30 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	w.Stop()
 	logger.Info("worker stopped")
 	return runErr
+}
+
+// workerOptions are the SDK worker's options of cfg: its limits, its stop
+// and sticky timeouts (a zero StickyTimeout takes DefaultStickyTimeout) and
+// the interceptors; a fatal error is sent to fatal without blocking.
+func workerOptions(cfg Config, icpts []interceptor.WorkerInterceptor, fatal chan<- error) worker.Options {
+	sticky := cfg.StickyTimeout
+	if sticky <= 0 {
+		sticky = DefaultStickyTimeout
+	}
+	return worker.Options{
+		MaxConcurrentActivityExecutionSize:     cfg.MaxConcurrentActivities,
+		MaxConcurrentWorkflowTaskExecutionSize: cfg.MaxConcurrentWorkflowTasks,
+		WorkerStopTimeout:                      cfg.StopTimeout,
+		StickyScheduleToStartTimeout:           sticky,
+		Identity:                               cfg.Identity,
+		Interceptors:                           icpts,
+		OnFatalError: func(err error) {
+			select {
+			case fatal <- err:
+			default:
+			}
+		},
+	}
 }
 
 // dial connects a client, retrying with backoff until the server answers or

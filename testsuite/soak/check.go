@@ -147,7 +147,8 @@ func (r *runner) dispose(ctx context.Context, id string) error {
 // session, after the continues-as-new its appends caused, still has the
 // workflow task timeout the client started it with.
 func (r *runner) checkTaskTimeouts(ctx context.Context) {
-	if r.cfg.WorkflowTaskTimeout <= 0 {
+	want := r.cl.Options().WorkflowTaskTimeout
+	if want <= 0 {
 		return
 	}
 	runs := 0
@@ -160,11 +161,11 @@ func (r *runner) checkTaskTimeouts(ctx context.Context) {
 		if d.RawResponse.GetWorkflowExecutionInfo().GetExecution().GetRunId() != d.RawResponse.GetWorkflowExecutionInfo().GetFirstRunId() {
 			runs++
 		}
-		if got := d.RawResponse.GetExecutionConfig().GetDefaultWorkflowTaskTimeout().AsDuration(); got != r.cfg.WorkflowTaskTimeout {
-			r.fail("session %s: its latest run's workflow task timeout is %v, not the %v it was started with", t.id, got, r.cfg.WorkflowTaskTimeout)
+		if got := d.RawResponse.GetExecutionConfig().GetDefaultWorkflowTaskTimeout().AsDuration(); got != want {
+			r.fail("session %s: its latest run's workflow task timeout is %v, not the %v it was started with", t.id, got, want)
 		}
 	}
-	r.progress("workflow task timeout %v kept by every session (%d of %d continued as new)", r.cfg.WorkflowTaskTimeout, runs, len(r.sessions))
+	r.progress("workflow task timeout %v kept by every session (%d of %d continued as new)", want, runs, len(r.sessions))
 }
 
 // checkLeases checks that no session's lease outlives its closed workflow.

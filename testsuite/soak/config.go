@@ -10,17 +10,16 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultKills            = 200
-	DefaultSessions         = 8
-	DefaultMinInterval      = 300 * time.Millisecond
-	DefaultMaxInterval      = 1500 * time.Millisecond
-	DefaultBatch            = 8
-	DefaultAppendTimeout    = 20 * time.Second
-	DefaultBatchDeadline    = 3 * time.Minute
-	DefaultHeartbeatTimeout = 2 * time.Second
-	DefaultTaskQueue        = "soak"
-	DefaultRecoveryTimeout  = time.Minute
-	DefaultLifecycles       = 1
+	DefaultKills           = 200
+	DefaultSessions        = 8
+	DefaultMinInterval     = 300 * time.Millisecond
+	DefaultMaxInterval     = 1500 * time.Millisecond
+	DefaultBatch           = 8
+	DefaultAppendTimeout   = 20 * time.Second
+	DefaultBatchDeadline   = 3 * time.Minute
+	DefaultTaskQueue       = "soak"
+	DefaultRecoveryTimeout = time.Minute
+	DefaultLifecycles      = 1
 )
 
 // Config configures Run. Zero values take the defaults.
@@ -52,8 +51,8 @@ type Config struct {
 	// HeartbeatTimeout is the heartbeat timeout of the sessions' store
 	// activities (workflows.Options.HeartbeatTimeoutMs): how long an
 	// activity attempt lost with a killed worker takes to be retried.
-	// Default DefaultHeartbeatTimeout; negative leaves the workflows'
-	// default.
+	// Zero or negative leaves the workflows' default
+	// (workflows.DefaultStoreHeartbeatTimeout).
 	HeartbeatTimeout time.Duration
 	// Compression is the store encoding of the worker; default
 	// jsonl.CompressionNone.
@@ -79,16 +78,22 @@ type Config struct {
 	// one still waiting for the workflows to come back from the dead
 	// worker's sticky queue.
 	Eager bool
+	// Standby runs a second worker process, never killed, beside the one
+	// the soak kills: the killed worker's sessions can go on through it
+	// while the killed one restarts, as in a fleet of workers, so the
+	// recovery times do not include the restart.
+	Standby bool
 	// RecoveryTimeout bounds the wait for progress after a restart; default
 	// DefaultRecoveryTimeout.
 	RecoveryTimeout time.Duration
 	// WorkflowTaskTimeout is the client's client.Options.WorkflowTaskTimeout
 	// for the sessions it starts: how long a workflow task the killed worker
-	// had started is waited for. 0 keeps the server's default (10 s).
+	// had started is waited for. 0 takes the client's default
+	// (client.DefaultWorkflowTaskTimeout), negative the server's (10 s).
 	WorkflowTaskTimeout time.Duration
 	// StickyTimeout is the worker's --sticky-timeout: how long the next
 	// workflow task of a session waits on the killed worker's sticky queue.
-	// 0 keeps the SDK's default (5 s).
+	// 0 takes the worker's default (workerapp.DefaultStickyTimeout).
 	StickyTimeout time.Duration
 	// ContinueAsNewEvents, when positive, is the history length at which
 	// the server suggests continue-as-new (limit.historyCount.
@@ -128,9 +133,6 @@ func (c *Config) defaults() {
 	}
 	if c.BatchDeadline <= 0 {
 		c.BatchDeadline = DefaultBatchDeadline
-	}
-	if c.HeartbeatTimeout == 0 {
-		c.HeartbeatTimeout = DefaultHeartbeatTimeout
 	}
 	if c.Compression == "" {
 		c.Compression = jsonl.CompressionNone
@@ -176,6 +178,9 @@ type Summary struct {
 	// AgentRetries counts the agent activities of the turn sessions that
 	// needed another attempt.
 	AgentRetries AgentRetries
+	// Failover are the recovery times after the kills and the workflow
+	// task timeouts counted in the histories at the end.
+	Failover Failover
 	// Elapsed is the duration of the run.
 	Elapsed time.Duration
 }

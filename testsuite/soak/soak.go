@@ -62,6 +62,10 @@ type runner struct {
 	worker *workerProc
 	gen    int
 
+	// killedAt is when each killed worker identity was killed.
+	killedMu sync.Mutex
+	killedAt map[string]time.Time
+
 	// script is the worker's provider script (turn sessions only);
 	// turnSessions are the sessions of the turn loops.
 	script       string
@@ -156,6 +160,13 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 		return sum, err
 	}
 	defer r.stopWorker()
+	if cfg.Standby {
+		standby, err := r.spawnWorker(ctx, "soak-standby")
+		if err != nil {
+			return sum, err
+		}
+		defer standby.Stop(10 * time.Second)
+	}
 
 	if err := r.createSessions(ctx); err != nil {
 		return sum, err
@@ -227,7 +238,14 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 		r.checkTurns(ctx, false)
 		recovery := ""
 		if !cfg.Eager {
-			recovery = ", " + r.awaitProgress(ctx, before, killed)
+			took, ok := r.awaitProgress(ctx, before, killed)
+			if ok {
+				sum.Failover.Recoveries = append(sum.Failover.Recoveries, took)
+				recovery = fmt.Sprintf(", all sessions appending again after %v", took.Round(time.Millisecond))
+			} else {
+				sum.Failover.Unrecovered++
+				recovery = fmt.Sprintf(", sessions without progress %v after the kill", took.Round(time.Millisecond))
+			}
 		}
 		turns := ""
 		if len(r.turnSessions) > 0 {
@@ -256,6 +274,13 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 		r.progress("agent activities retried after a kill: %d model calls, %d tool calls", sum.AgentRetries.Model, sum.AgentRetries.Tool)
 	}
 	r.checkTaskTimeouts(ctx)
+	if err := r.taskTimeouts(ctx, &sum.Failover); err != nil {
+		r.fail("counting the workflow task timeouts: %v", err)
+	}
+	r.progress("%s", sum.Failover)
+	for _, o := range sum.Failover.OtherTimeouts {
+		r.progress("workflow task timeout not caused by a kill: %s", o)
+	}
 	sum.Unresumable = r.disposeAndResume(ctx)
 	sum.Unresumable += r.resumeCycled(ctx)
 	sum.Unresumable += r.resumeTurnSessions(ctx)
@@ -266,8 +291,9 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 }
 
 // awaitProgress waits until every session has had a batch acknowledged
-// since before was taken, or RecoveryTimeout, and describes the wait.
-func (r *runner) awaitProgress(ctx context.Context, before []int, killed time.Time) string {
+// since before was taken, or RecoveryTimeout; it returns the time since the
+// kill and whether every session did.
+func (r *runner) awaitProgress(ctx context.Context, before []int, killed time.Time) (time.Duration, bool) {
 	deadline := time.Now().Add(r.cfg.RecoveryTimeout)
 	for {
 		waiting := 0
@@ -277,12 +303,12 @@ func (r *runner) awaitProgress(ctx context.Context, before []int, killed time.Ti
 			}
 		}
 		if waiting == 0 {
-			return fmt.Sprintf("all sessions appending again after %v", time.Since(killed).Round(time.Millisecond))
+			return time.Since(killed), true
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Sprintf("%d sessions without progress %v after the kill", waiting, time.Since(killed).Round(time.Millisecond))
+			return time.Since(killed), false
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -21,11 +21,11 @@ var (
 	minIv    = flag.Duration("soak.min-interval", DefaultMinInterval, "shortest time a polling worker runs before it is killed")
 	maxIv    = flag.Duration("soak.max-interval", DefaultMaxInterval, "longest time a polling worker runs before it is killed")
 	batch    = flag.Int("soak.batch", DefaultBatch, "largest number of events of one append")
-	// The short variant runs with shorter timeouts than the defaults, which
-	// checks that they hold across continue-as-new and brings the sessions
-	// back sooner after each kill; cmd/soak keeps the defaults.
-	taskTimeout   = flag.Duration("soak.workflow-task-timeout", 3*time.Second, "workflow task timeout of the sessions, 0 = the server's default")
-	stickyTimeout = flag.Duration("soak.sticky-timeout", 2*time.Second, "the worker's sticky schedule-to-start timeout, 0 = the SDK's default")
+	// Both variants run with sessionflow's default timeouts (the client's
+	// workflow task timeout, checked to hold across continue-as-new, and
+	// the worker's sticky timeout).
+	taskTimeout   = flag.Duration("soak.workflow-task-timeout", 0, "workflow task timeout of the sessions, 0 = the client's default, negative = the server's")
+	stickyTimeout = flag.Duration("soak.sticky-timeout", 0, "the worker's sticky schedule-to-start timeout, 0 = the worker's default")
 	canEvents     = flag.Int("soak.continue-as-new-events", 400, "history length at which the server suggests continue-as-new, 0 = the server's default")
 	turns         = flag.Int("soak.turns", 2, "number of sessions whose agent runs turns (scripted model, built-in tools) during the kills, 0 for none")
 )
@@ -70,6 +70,7 @@ func TestSoak(t *testing.T) {
 		Turns: *turns, Progress: &lineWriter{t: t},
 	})
 	t.Log(sum)
+	t.Log(sum.Failover)
 	t.Logf("took %v", sum.Elapsed.Round(time.Second))
 	require.NoError(t, err)
 	require.Empty(t, sum.Failures)

@@ -45,14 +45,24 @@ type workerProc struct {
 	identity string
 }
 
-// startWorker starts a worker process in its own process group and waits
-// until it polls the task queue.
+// startWorker starts the next worker process (the one the soak kills) and
+// waits until it polls the task queue.
 func (r *runner) startWorker(ctx context.Context) error {
 	r.gen++
-	identity := fmt.Sprintf("soak-worker-%d", r.gen)
+	w, err := r.spawnWorker(ctx, fmt.Sprintf("soak-worker-%d", r.gen))
+	if err != nil {
+		return err
+	}
+	r.worker = w
+	return nil
+}
+
+// spawnWorker starts a worker process of identity in its own process group
+// and waits until it polls the task queue.
+func (r *runner) spawnWorker(ctx context.Context, identity string) (*workerProc, error) {
 	logf, err := os.OpenFile(filepath.Join(r.dir, "worker.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return fmt.Errorf("soak: worker log: %w", err)
+		return nil, fmt.Errorf("soak: worker log: %w", err)
 	}
 	fmt.Fprintf(logf, "=== %s\n", identity)
 	cmd := exec.Command(r.bin,
@@ -68,11 +78,14 @@ func (r *runner) startWorker(ctx context.Context) error {
 	p, err := procgroup.Start(cmd, func() { logf.Close() })
 	if err != nil {
 		logf.Close()
-		return fmt.Errorf("soak: starting the worker: %w", err)
+		return nil, fmt.Errorf("soak: starting the worker: %w", err)
 	}
 	w := &workerProc{Process: p, identity: identity}
-	r.worker = w
-	return r.awaitPolling(ctx, w)
+	if err := r.awaitPolling(ctx, w); err != nil {
+		w.Kill()
+		return nil, err
+	}
+	return w, nil
 }
 
 // awaitPolling waits until the worker polls both the workflow and the
@@ -102,6 +115,12 @@ func (r *runner) killWorker() {
 	if w == nil {
 		return
 	}
+	r.killedMu.Lock()
+	if r.killedAt == nil {
+		r.killedAt = map[string]time.Time{}
+	}
+	r.killedAt[w.identity] = time.Now()
+	r.killedMu.Unlock()
 	w.Kill()
 	r.worker = nil
 }
