@@ -258,6 +258,10 @@ func (c *Client) startReady(ctx context.Context, id, workflowName string, req an
 		run     temporalclient.WorkflowRun
 	)
 	switch {
+	case isNotReady(err):
+		// The run started, and its task failed before WaitReady was
+		// admitted: ask again once the task is retried.
+		return c.WaitReady(ctx, id)
 	case errors.As(err, &started) && workflowName == workflows.ResumeSessionName:
 		return nil, resumeRunningError(id, err)
 	case errors.As(err, &started):
@@ -288,7 +292,7 @@ func (c *Client) startReady(ctx context.Context, id, workflowName string, req an
 
 // update runs a session update to completion and decodes its result.
 func (c *Client) update(ctx context.Context, id, name string, result any, args ...any) error {
-	h, err := c.c.UpdateWorkflow(ctx, temporalclient.UpdateWorkflowOptions{
+	h, err := c.updateWorkflow(ctx, temporalclient.UpdateWorkflowOptions{
 		WorkflowID:   workflows.WorkflowID(id),
 		UpdateName:   name,
 		Args:         args,

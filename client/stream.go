@@ -67,7 +67,7 @@ type updateAppender struct {
 }
 
 func (u *updateAppender) submit(ctx context.Context, events []session.Event) (appendWait, error) {
-	h, err := u.c.c.UpdateWorkflow(ctx, temporalclient.UpdateWorkflowOptions{
+	h, err := u.c.updateWorkflow(ctx, temporalclient.UpdateWorkflowOptions{
 		WorkflowID:   workflows.WorkflowID(u.id),
 		UpdateName:   workflows.UpdateAppend,
 		Args:         []any{workflows.AppendRequest{Events: events}},
