@@ -49,8 +49,8 @@ type FleetConfig struct {
 func DefaultFleetConfig() FleetConfig {
 	return FleetConfig{
 		Sessions:       10_000,
-		InFlight:       16,
-		Appends:        500,
+		InFlight:       32,
+		Appends:        1_000,
 		MaxDescriptors: workerapp.DefaultMaxStoreDescriptors,
 		SmallCache:     1_000,
 		ModuleDir:      ".",
@@ -86,10 +86,14 @@ type FleetResults struct {
 	// many succeeded (all, or the run fails).
 	CreateElapsed time.Duration
 	Created       int
-	// One is the footprint with one live session, All with every session
-	// live; PeakFDs the most descriptors open at any sample of the run.
-	One, All ProcSample
-	PeakFDs  int
+	// One is the footprint with one live session, Created0 with every
+	// session live and none appended to yet, All after the appends over
+	// random sessions; PeakFDs the most descriptors open at any sample of
+	// the run until the worker is replaced.
+	One, Created0, All ProcSample
+	// StoreOpen is the descriptors the store kept open at All.
+	StoreOpen int
+	PeakFDs   int
 	// PeakStoreFDs is the most descriptors the worker's store kept open at
 	// any sample (jsonl.Store.OpenDescriptors), against the limit.
 	PeakStoreFDs int
@@ -316,9 +320,6 @@ func RunFleet(ctx context.Context, cfg FleetConfig) (*FleetResults, error) {
 			return fmt.Errorf("create %s: %w", ids[i], err)
 		}
 		next[i] = info.NextSeq
-		if _, err := appendTo(i); err != nil {
-			return err
-		}
 		if c := created.Add(1); c%1000 == 0 {
 			logf("  %d sessions live after %s, %d descriptors open", c, time.Since(t0).Round(time.Second), countFDs())
 		}
@@ -329,7 +330,7 @@ func RunFleet(ctx context.Context, cfg FleetConfig) (*FleetResults, error) {
 	if err != nil {
 		return nil, fmt.Errorf("after %d creates: %w", res.Created, err)
 	}
-	res.All = sampleProc(true)
+	res.Created0 = sampleProc(true)
 
 	rng := rand.New(rand.NewPCG(1, 2))
 	logf("%d appends over random sessions of %d", cfg.Appends, n)
@@ -341,6 +342,8 @@ func RunFleet(ctx context.Context, cfg FleetConfig) (*FleetResults, error) {
 		return nil, err
 	}
 	res.Fleet = latencies(fleet)
+	res.All = sampleProc(true)
+	res.StoreOpen, _ = w.store.OpenDescriptors()
 
 	logf("replacing the worker by one with a workflow cache of %d", cfg.SmallCache)
 	if err := w.stop(); err != nil {

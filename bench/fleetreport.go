@@ -24,22 +24,23 @@ func FleetReport(r *FleetResults) string {
 	p("Measured by `go run ./bench/cmd/perf -fleet -out docs/PERFORMANCE.md` on %s (%s, %d-minute run; 1-minute load average %.1f before, %.1f after; %d cores shared with other work). ",
 		r.Started.UTC().Format("2006-01-02"), "the embedded dev server; the worker and the client in the measuring process", int(r.Elapsed.Minutes()+0.5), r.LoadBefore, r.LoadAfter, runtime.NumCPU())
 	p("One worker, store descriptor limit %d (`--max-store-descriptors`), process descriptor limit %d. ", c.MaxDescriptors, r.NoFileLimit)
-	p("%d sessions created through the client, %d at a time, each given one append (which publishes its log), and left live (%s, %.1f sessions/s).\n\n",
+	p("%d sessions created through the client, %d at a time, and left live (%s, %.1f sessions/s).\n\n",
 		r.Created, c.InFlight, r.CreateElapsed.Round(time.Second), n/r.CreateElapsed.Seconds())
 
 	p("### Footprint per live session\n\n")
-	p("Process figures with one live session and with %d; the Go heap after a collection. The process holds the worker and the client.\n\n", r.Created+1)
-	p("| | one session | %d sessions | per added session |\n|---|---:|---:|---:|\n", r.Created+1)
+	p("Process figures with one live session, with %d just created, and with %d after the appends over random sessions (the last column divides the growth from one session to the third column by %d); the Go heap after a collection. The process holds the worker and the client.\n\n", r.Created+1, r.Created+1, r.Created)
+	p("| | one session | %d created | after the appends | per added session |\n|---|---:|---:|---:|---:|\n", r.Created+1)
 	per := func(a, b int64) string { return fmt.Sprintf("%.1f KiB", float64(b-a)/n/1024) }
-	p("| resident memory (RSS) | %s | %s | %s |\n", mib(r.One.RSS), mib(r.All.RSS), per(r.One.RSS, r.All.RSS))
-	p("| Go heap in use | %s | %s | %s |\n", mib(r.One.HeapInuse), mib(r.All.HeapInuse), per(r.One.HeapInuse, r.All.HeapInuse))
-	p("| goroutines | %d | %d | %.2f |\n", r.One.Goroutines, r.All.Goroutines, float64(r.All.Goroutines-r.One.Goroutines)/n)
-	p("| open descriptors | %d | %d | %.3f |\n", r.One.FDs, r.All.FDs, float64(r.All.FDs-r.One.FDs)/n)
+	p("| resident memory (RSS) | %s | %s | %s | %s |\n", mib(r.One.RSS), mib(r.Created0.RSS), mib(r.All.RSS), per(r.One.RSS, r.All.RSS))
+	p("| Go heap in use | %s | %s | %s | %s |\n", mib(r.One.HeapInuse), mib(r.Created0.HeapInuse), mib(r.All.HeapInuse), per(r.One.HeapInuse, r.All.HeapInuse))
+	p("| goroutines | %d | %d | %d | %.2f |\n", r.One.Goroutines, r.Created0.Goroutines, r.All.Goroutines, float64(r.All.Goroutines-r.One.Goroutines)/n)
+	p("| open descriptors | %d | %d | %d | %.3f |\n", r.One.FDs, r.Created0.FDs, r.All.FDs, float64(r.All.FDs-r.One.FDs)/n)
+	p("\nAfter the appends the store kept %d descriptors open (%.3f per live session).\n", r.StoreOpen, float64(r.StoreOpen)/(n+1))
 	p("\nMost descriptors the store kept open at any 100 ms sample of the run: %d, against its limit of %d. Most descriptors the process had open at any sample until the worker was replaced: %d (the store's, the gRPC connections of the worker and the client, the dev server's pipes).\n\n", r.PeakStoreFDs, c.MaxDescriptors, r.PeakFDs)
 
 	p("### Append latency\n\n")
-	p("%d single-event appends, one caller, after as many for warm-up, in three phases of the same run: on one session before the others exist; over sessions drawn at random from the %d with all of them live; and over random sessions after the worker is stopped and replaced by one whose workflow cache holds %d executions (`--workflow-cache-size`), so that each of the %d sessions appended to first replays its history.\n\n",
-		c.Appends, r.Created, c.SmallCache, r.EvictedDistinct)
+	p("%d single-event appends, one caller, after as many for warm-up, in three phases of the same run: on one session before the others exist; over sessions drawn at random from the %d with all of them live (the first append of a session publishes its log, and past %d sessions appended to the store closes the descriptors of the least recently used); and over random sessions after the worker is stopped and replaced by one whose workflow cache holds %d executions (`--workflow-cache-size`), so that each of the %d sessions appended to first replays its history.\n\n",
+		c.Appends, r.Created, c.MaxDescriptors/2, c.SmallCache, r.EvictedDistinct)
 	p("| phase | p50 | p99 | max | mean | p99 / one session's |\n|---|---:|---:|---:|---:|---:|\n")
 	row := func(name string, l Latencies) {
 		p("| %s | %s | %s | %s | %s | %.2fx |\n", name, ms(l.P50), ms(l.P99), ms(l.Max), ms(l.Mean), durRatio(l.P99, r.Single.P99))
