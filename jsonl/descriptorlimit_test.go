@@ -250,8 +250,10 @@ func TestDescriptorLimitReleasedSessionLeaseTaken(t *testing.T) {
 
 // TestDescriptorLimitReleasedSessionForceUnlocked: while session 0's
 // descriptors are released, another process forces its lease away (which
-// revokes the handle id) and opens it; session 0's next append is refused
-// with ErrHandleRevoked and the log holds only what the new owner wrote.
+// revokes the handle id) and opens it; session 0's next append finds the
+// lease naming another handle and is refused with ErrOwnershipLost
+// (FORMAT.md §6.1: its own process finds the lease gone), and the log holds
+// only what the new owner wrote.
 func TestDescriptorLimitReleasedSessionForceUnlocked(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
@@ -264,7 +266,7 @@ func TestDescriptorLimitReleasedSessionForceUnlocked(t *testing.T) {
 	require.NoError(t, taker.Append(ctx, []session.Event{fleetEvent(t, 9, 2)}))
 
 	err = hs[0].Append(ctx, []session.Event{fleetEvent(t, 0, 2)})
-	requireCode(t, err, jsonl.ErrHandleRevoked)
+	requireCode(t, err, jsonl.ErrOwnershipLost)
 	got := readAll(t, durStore(t, root, jsonl.CompressionNone, nil), fleetHeader(0).ID)
 	require.Len(t, got, 3)
 	require.Equal(t, line(t, fleetEvent(t, 9, 2)), line(t, got[2]))
@@ -273,7 +275,7 @@ func TestDescriptorLimitReleasedSessionForceUnlocked(t *testing.T) {
 // TestDescriptorLimitReleasedSessionRevoked: session 0's handle id is
 // revoked (a Close elsewhere that recorded the revocation and stopped before
 // removing the lease, which still names the handle) while its descriptors
-// are released; its next append is refused with ErrHandleRevoked and
+// are released; its next append is refused with ErrHandleClosed and
 // nothing is written.
 func TestDescriptorLimitReleasedSessionRevoked(t *testing.T) {
 	ctx := context.Background()
@@ -285,14 +287,14 @@ func TestDescriptorLimitReleasedSessionRevoked(t *testing.T) {
 	before := readFile(t, path)
 
 	err := hs[0].Append(ctx, []session.Event{fleetEvent(t, 0, 2)})
-	requireCode(t, err, jsonl.ErrHandleRevoked)
+	requireCode(t, err, jsonl.ErrHandleClosed)
 	require.Equal(t, string(before), string(readFile(t, path)))
 }
 
 // TestDescriptorLimitReleasedSessionClosedElsewhere: session 0's handle is
 // closed by reference in another process (revoked, lease removed) while its
-// descriptors are released; its next append is refused with
-// ErrHandleRevoked.
+// descriptors are released; its next append finds the lease gone and is
+// refused with ErrOwnershipLost, as a handle that kept its descriptors is.
 func TestDescriptorLimitReleasedSessionClosedElsewhere(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
@@ -301,7 +303,7 @@ func TestDescriptorLimitReleasedSessionClosedElsewhere(t *testing.T) {
 	require.NoError(t, other.CloseHandle(ctx, hs[0].Ref()))
 
 	err := hs[0].Append(ctx, []session.Event{fleetEvent(t, 0, 2)})
-	requireCode(t, err, jsonl.ErrHandleRevoked)
+	requireCode(t, err, jsonl.ErrOwnershipLost)
 	require.Len(t, readAll(t, other, fleetHeader(0).ID), 2)
 }
 

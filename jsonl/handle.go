@@ -426,11 +426,10 @@ func (s *Store) withWriterLease(ctx context.Context, st *handleState, fn func() 
 		}
 	}
 	// (Re)open: the lease descriptor was never opened, was given back under
-	// the descriptor limit, or names a replaced lease. The handle id must
-	// not have been revoked since, and the lease must still name it.
-	if err := s.checkRevoked(st.ref.SessionID, st.ref.HandleID); err != nil {
-		return err
-	}
+	// the descriptor limit, or names a replaced lease. The lease must still
+	// name the handle (OwnershipLost otherwise), and the handle id must not
+	// have been revoked since (closed elsewhere by a Close that stopped
+	// before removing the lease: HandleClosed, FORMAT.md §6.1).
 	s.makeRoom(st)
 	ll, err := s.lockLease(ctx, st.dir)
 	if err != nil {
@@ -442,6 +441,14 @@ func (s *Store) withWriterLease(ctx context.Context, st *handleState, fn func() 
 	if ll.lease.HandleID != st.ref.HandleID {
 		ll.release()
 		return ownershipLost(st.ref.SessionID)
+	}
+	if r, err := s.isRevoked(st.ref.HandleID); err != nil || r {
+		ll.release()
+		if err != nil {
+			return err
+		}
+		st.closed.Store(true)
+		return handleClosed(st.ref.SessionID, "write")
 	}
 	fi, err := ll.f.Stat()
 	if err != nil {
