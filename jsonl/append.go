@@ -244,17 +244,15 @@ func (s *Store) sync(f File) error {
 // to its previous size. The descriptor stays open for later appends.
 func (s *Store) appendData(st *handleState, body []byte) error {
 	if st.logf == nil {
-		f, _, err := s.openFile(st.path, os.O_WRONLY|os.O_APPEND)
-		if err != nil {
+		if err := s.reopenLog(st); err != nil {
 			return err
 		}
-		st.logf = f
 	}
 	old := st.size
 	if st.fi == nil {
 		fi, err := st.logf.Stat()
 		if err != nil {
-			st.releaseLog()
+			s.releaseLog(st)
 			return err
 		}
 		st.fi, old = fi, fi.Size()
@@ -264,7 +262,7 @@ func (s *Store) appendData(st *handleState, body []byte) error {
 		err = s.sync(st.logf)
 	}
 	if err != nil {
-		st.releaseLog()
+		s.releaseLog(st)
 		st.fi = nil
 		if rerr := s.truncate(st.path, old); rerr != nil {
 			return &AggregateError{Message: fmt.Sprintf("failed to roll back append to %q", st.path), Errors: []error{err, rerr}}
@@ -273,6 +271,29 @@ func (s *Store) appendData(st *handleState, body []byte) error {
 	}
 	s.metrics.BytesWritten(len(body))
 	st.size = old + int64(len(body))
+	return nil
+}
+
+// reopenLog opens st's log for appending, within the descriptor limit. When
+// the handle knows the file it last wrote or scanned (st.fi), the opened
+// descriptor must name that file at that size: a log replaced or grown by
+// another writer since, which the caller's refresh under the lease did not
+// see, is reported as lost ownership and re-read by the next mutation,
+// never appended to.
+func (s *Store) reopenLog(st *handleState) error {
+	s.makeRoom(st)
+	f, fi, err := s.openFile(st.path, os.O_WRONLY|os.O_APPEND)
+	if err != nil {
+		return err
+	}
+	if st.fi != nil && (!os.SameFile(fi, st.fi) || fi.Size() != st.size) {
+		_ = f.Close()
+		st.fi, st.primed = nil, nil
+		return &Error{Code: CodeOwnershipLost, SessionID: st.ref.SessionID, Path: st.path, Message: fmt.Sprintf(
+			"session %q: the log changed under the lease since this handle last saw it; close this handle and reopen", st.ref.SessionID)}
+	}
+	st.logf = f
+	s.fdOpened(st)
 	return nil
 }
 

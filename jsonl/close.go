@@ -23,23 +23,6 @@ func (s *Store) releaseLease(dir, handle string) error {
 	return s.dropLease(dir, false)
 }
 
-// releaseLog closes the cached log descriptor.
-func (st *handleState) releaseLog() {
-	if st.logf != nil {
-		_ = st.logf.Close()
-		st.logf = nil
-	}
-}
-
-// releaseFiles closes every descriptor the handle keeps.
-func (st *handleState) releaseFiles() {
-	st.releaseLog()
-	if st.lease != nil {
-		_ = st.lease.Close()
-		st.lease, st.leaseFI = nil, nil
-	}
-}
-
 // Close releases the handle (FORMAT.md §7.7). It is idempotent and not
 // cancellable: the handle id is recorded as revoked, the lease is removed if
 // it names the handle, and a session that never materialized is erased.
@@ -77,7 +60,7 @@ func (s *Store) CloseHandle(ctx context.Context, ref HandleRef) error {
 	}
 	s.mu.Unlock()
 	if w != nil {
-		w.releaseFiles()
+		s.releaseFiles(w)
 		s.mu.Lock()
 		delete(s.touched, w.dir)
 		s.mu.Unlock()

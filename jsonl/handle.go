@@ -1,6 +1,7 @@
 package jsonl
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -61,6 +62,8 @@ type handleState struct {
 	primed       []session.Event // the validated log held in memory; appends extend it
 
 	observed  int64
+	held      int           // kept descriptors, counted by the store's descriptorBudget
+	elem      *list.Element // place in the budget's LRU while held > 0
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
@@ -264,7 +267,7 @@ func (s *Store) loadFile(st *handleState) error {
 	if err != nil {
 		return err
 	}
-	st.releaseLog()
+	s.releaseLog(st)
 	st.header, st.inherited, st.materialized, st.fi, st.size = r.header, inherited, true, fi, fi.Size()
 	st.primed = append(r.events, r.recovered...)
 	st.recovered, st.torn, st.forced = r.recovered, r.tornTruncateTo, r.forcedCut
@@ -294,7 +297,7 @@ func (s *Store) dropWriter(st *handleState) {
 		delete(s.writers, st.ref.SessionID)
 	}
 	s.mu.Unlock()
-	st.releaseFiles()
+	s.releaseFiles(st)
 }
 
 // setWriter records the session's write handle state in this process,
@@ -306,7 +309,7 @@ func (s *Store) setWriter(id string, st *handleState) {
 	s.writers[id] = st
 	s.mu.Unlock()
 	if old != nil && old != st {
-		old.releaseFiles()
+		s.releaseFiles(old)
 	}
 }
 
@@ -405,22 +408,29 @@ func (s *Store) refresh(st *handleState) error {
 // only flock and one stat.
 func (s *Store) withWriterLease(ctx context.Context, st *handleState, fn func() error) error {
 	path := filepath.Join(st.dir, leaseFile)
+	defer s.releaseExcess(st)
 	if st.lease != nil {
 		if err := s.flock(ctx, st.lease); err != nil {
 			return err
 		}
 		pi, err := s.fs.Lstat(path)
 		if err == nil && os.SameFile(pi, st.leaseFI) {
-			defer st.unlockLease()
+			s.fdUsed(st)
+			defer s.unlockLease(st)
 			return fn()
 		}
 		_ = st.lease.Flock(unix.LOCK_UN)
-		_ = st.lease.Close()
-		st.lease, st.leaseFI = nil, nil
+		s.releaseLeaseFile(st)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 	}
+	// (Re)open: the lease descriptor was never opened, was given back under
+	// the descriptor limit, or names a replaced lease. The lease must still
+	// name the handle (OwnershipLost otherwise), and the handle id must not
+	// have been revoked since (closed elsewhere by a Close that stopped
+	// before removing the lease: HandleClosed, FORMAT.md §6.1).
+	s.makeRoom(st)
 	ll, err := s.lockLease(ctx, st.dir)
 	if err != nil {
 		return err
@@ -432,21 +442,32 @@ func (s *Store) withWriterLease(ctx context.Context, st *handleState, fn func() 
 		ll.release()
 		return ownershipLost(st.ref.SessionID)
 	}
+	if r, err := s.isRevoked(st.ref.HandleID); err != nil || r {
+		ll.release()
+		if err != nil {
+			return err
+		}
+		st.closed.Store(true)
+		return handleClosed(st.ref.SessionID, "write")
+	}
 	fi, err := ll.f.Stat()
 	if err != nil {
 		ll.release()
 		return err
 	}
 	st.lease, st.leaseFI = ll.f, fi
-	defer st.unlockLease()
+	s.fdOpened(st)
+	defer s.unlockLease(st)
 	return fn()
 }
 
 // unlockLease releases the mutation lock; if unlocking fails, closing the
 // descriptor releases it.
-func (st *handleState) unlockLease() {
+func (s *Store) unlockLease(st *handleState) {
+	if st.lease == nil {
+		return
+	}
 	if err := st.lease.Flock(unix.LOCK_UN); err != nil {
-		_ = st.lease.Close()
-		st.lease, st.leaseFI = nil, nil
+		s.releaseLeaseFile(st)
 	}
 }

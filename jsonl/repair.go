@@ -210,7 +210,7 @@ func (s *Store) repair(st *handleState) (*TailCut, error) {
 		cut = &TailCut{Offset: st.torn, Bytes: fi.Size() - st.torn, Quarantine: q, Forced: st.forced}
 		st.torn, st.forced = -1, false
 		st.fi = nil // re-read by the next append
-		st.releaseLog()
+		s.releaseLog(st)
 		s.metrics.TornTailCut()
 		if cut.Forced {
 			s.log.Warn(fmt.Sprintf("session-persistence-jsonl: session %q: a forced repair cut the log at its first damage; the %d bytes removed, valid records included, were saved to %s", st.ref.SessionID, cut.Bytes, q),

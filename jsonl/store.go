@@ -61,6 +61,12 @@ type Options struct {
 	// Format is the log format new sessions are written in; the default is
 	// FormatV3 (see FormatV0 for a root shared with the published harness).
 	Format Format
+	// MaxDescriptors bounds the descriptors write handles keep open between
+	// mutations (two per handle: its lease and its log). Past it, the least
+	// recently used handles not in an operation close theirs and reopen
+	// them, through the full lease check, on their next mutation
+	// (docs/DECISIONS.md D52). 0 means no limit.
+	MaxDescriptors int
 }
 
 // Store is a JSONL session store over one root (FORMAT.md §7). It is safe for
@@ -86,6 +92,7 @@ type Store struct {
 	rootOK    bool
 	lastPrune time.Time
 	touched   map[string]time.Time // session dir -> last summary refresh
+	fds       descriptorBudget
 }
 
 // NewStore opens a store. An absent root is fine (it is created by the first
@@ -112,6 +119,10 @@ func NewStore(opts Options) (*Store, error) {
 		writers:   map[string]*handleState{},
 		touched:   map[string]time.Time{},
 	}
+	if opts.MaxDescriptors < 0 {
+		return nil, fmt.Errorf("jsonl: the descriptor limit %d is negative", opts.MaxDescriptors)
+	}
+	s.fds.limit = opts.MaxDescriptors
 	if s.comp == "" {
 		s.comp = CompressionZstd
 	}

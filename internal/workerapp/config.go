@@ -83,6 +83,13 @@ type Config struct {
 	// MaxConcurrentWorkflowTasks bounds concurrent workflow task executions;
 	// 0 takes the SDK default.
 	MaxConcurrentWorkflowTasks int
+	// MaxStoreDescriptors bounds the descriptors the session store keeps
+	// open between mutations (jsonl.Options.MaxDescriptors); 0 is no limit.
+	MaxStoreDescriptors int
+	// WorkflowCacheSize is the size of the SDK's workflow cache (process
+	// wide, fixed by the first worker of the process); 0 takes the SDK
+	// default.
+	WorkflowCacheSize int
 	// MetricsAddress is where the Prometheus /metrics endpoint listens;
 	// empty turns it off.
 	MetricsAddress string
@@ -134,20 +141,23 @@ type Started struct {
 	MetricsAddr string
 	// Client is the worker's client.
 	Client client.Client
+	// Store is the worker's session store.
+	Store *jsonl.Store
 }
 
 // DefaultConfig returns the configuration with every default applied.
 func DefaultConfig() Config {
 	return Config{
-		Connection:     envconfig.ClientConfigProfile{Address: DefaultAddress, Namespace: DefaultNamespace},
-		TaskQueue:      DefaultTaskQueue,
-		StoreRoot:      DefaultStoreRoot,
-		Compression:    DefaultCompression,
-		Format:         jsonl.FormatV3,
-		AppendWindow:   DefaultAppendWindow,
-		MetricsAddress: DefaultMetricsAddress,
-		StopTimeout:    DefaultStopTimeout,
-		StickyTimeout:  DefaultStickyTimeout,
+		Connection:          envconfig.ClientConfigProfile{Address: DefaultAddress, Namespace: DefaultNamespace},
+		TaskQueue:           DefaultTaskQueue,
+		StoreRoot:           DefaultStoreRoot,
+		Compression:         DefaultCompression,
+		Format:              jsonl.FormatV3,
+		AppendWindow:        DefaultAppendWindow,
+		MetricsAddress:      DefaultMetricsAddress,
+		StopTimeout:         DefaultStopTimeout,
+		StickyTimeout:       DefaultStickyTimeout,
+		MaxStoreDescriptors: DefaultMaxStoreDescriptors,
 	}
 }
 
@@ -172,6 +182,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("the sticky timeout %s is negative", c.StickyTimeout)
 	case c.StopTimeout < 0:
 		return fmt.Errorf("the stop timeout %s is negative", c.StopTimeout)
+	case c.MaxStoreDescriptors < 0:
+		return fmt.Errorf("the store descriptor limit %d is negative", c.MaxStoreDescriptors)
+	case c.WorkflowCacheSize < 0:
+		return fmt.Errorf("the workflow cache size %d is negative", c.WorkflowCacheSize)
 	}
 	if _, err := jsonl.ParseCompression(string(c.Compression)); err != nil {
 		return err
@@ -200,6 +214,7 @@ type Flags struct {
 	anthropic                                          *anthropicFlags
 	openai                                             *openAIFlags
 	mcp                                                *mcpFlags
+	fleet                                              *fleetFlags
 }
 
 // AddFlags defines the worker's flags on fs.
@@ -223,6 +238,7 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 	f.anthropic = addAnthropicFlags(fs)
 	f.openai = addOpenAIFlags(fs)
 	f.mcp = addMCPFlags(fs)
+	f.fleet = addFleetFlags(fs)
 	fs.BoolVar(&f.traceContent, "trace-content", false, "record prompts, responses, tool arguments and results in trace spans (env "+EnvTraceContent+")")
 	return f
 }
@@ -310,6 +326,9 @@ func (f *Flags) Config(environ []string) (Config, error) {
 		return Config{}, err
 	}
 	if cfg.Agent.MCPConfig, err = f.mcp.config(pick); err != nil {
+		return Config{}, err
+	}
+	if err := f.fleet.config(&cfg, pick); err != nil {
 		return Config{}, err
 	}
 	if cfg.TraceContent, err = pickBool(pick("trace-content", EnvTraceContent, strconv.FormatBool(f.traceContent))); err != nil {

@@ -125,12 +125,15 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		FS:          cfg.StoreFS,
 		Logger:      logger.With("component", "store"),
 		Metrics:     metrics,
+
+		MaxDescriptors: cfg.MaxStoreDescriptors,
 	})
 	if err != nil {
 		return fmt.Errorf("opening the session store %s: %w", cfg.StoreRoot, err)
 	}
 
 	fatal := make(chan error, 1)
+	setWorkflowCacheSize(cfg.WorkflowCacheSize)
 	w := worker.New(c, cfg.TaskQueue, workerOptions(cfg, append(tr.WorkerInterceptors(clientTraced), newWorkerInterceptor(cfg, metrics)), fatal))
 	Register(w, store, c)
 	agentCfg, stopMCP, err := StartMCP(ctx, cfg.Agent, logger)
@@ -155,7 +158,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		"address", address, "namespace", namespace, "taskQueue", cfg.TaskQueue,
 		"storeRoot", cfg.StoreRoot, "compression", cfg.Compression, "metrics", metricsAddr)
 	if cfg.OnStarted != nil {
-		cfg.OnStarted(Started{Address: address, Namespace: namespace, TaskQueue: cfg.TaskQueue, MetricsAddr: metricsAddr, Client: c})
+		cfg.OnStarted(Started{Address: address, Namespace: namespace, TaskQueue: cfg.TaskQueue, MetricsAddr: metricsAddr, Client: c, Store: store})
 	}
 
 	var runErr error

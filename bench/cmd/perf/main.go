@@ -7,6 +7,11 @@
 //
 //	go run ./bench/cmd/perf -turns-only -svg docs -out docs/PERFORMANCE.md
 //
+// The many-sessions measurement alone (10,000 live sessions on one worker),
+// replacing only its section of the report:
+//
+//	go run ./bench/cmd/perf -fleet -out docs/PERFORMANCE.md
+//
 // Run it from the module root. It waits for the machine's 1-minute load
 // average to drop below -max-load (up to -load-wait) before measuring.
 package main
@@ -66,6 +71,13 @@ func run() error {
 	flag.IntVar(&cfg.Turns.GrowBatch, "grow-batch", cfg.Turns.GrowBatch, "messages each turn of the sample's growth run adds")
 	turnsSave := flag.String("turns-save", "", "with -turns-only: also save the turn measurements as JSON in this file")
 	turnsFrom := flag.String("turns-from", "", "with -turns-only: measure nothing, render the turn section and charts from measurements saved by -turns-save")
+	fleetCfg := bench.DefaultFleetConfig()
+	fleet := flag.Bool("fleet", false, "run only the many-sessions measurement; with -out, replace its section of that report and keep the rest")
+	flag.IntVar(&fleetCfg.Sessions, "fleet-sessions", fleetCfg.Sessions, "live sessions of the many-sessions measurement")
+	flag.IntVar(&fleetCfg.InFlight, "fleet-inflight", fleetCfg.InFlight, "concurrent creates of the many-sessions measurement")
+	flag.IntVar(&fleetCfg.Appends, "fleet-appends", fleetCfg.Appends, "measured appends per phase of the many-sessions measurement")
+	flag.IntVar(&fleetCfg.MaxDescriptors, "fleet-max-descriptors", fleetCfg.MaxDescriptors, "the worker's store descriptor limit in the many-sessions measurement")
+	flag.IntVar(&fleetCfg.SmallCache, "fleet-small-cache", fleetCfg.SmallCache, "workflow cache size of the replacement worker in the many-sessions measurement")
 	flag.Parse()
 	if *turnsLong {
 		cfg.Turns.SessionTurns = bench.LongSessionTurns
@@ -106,6 +118,15 @@ func run() error {
 	}
 
 	waitLoad(ctx, *maxLoad, *loadWait)
+
+	if *fleet {
+		fleetCfg.Progress = os.Stderr
+		fr, err := bench.RunFleet(ctx, fleetCfg)
+		if err != nil {
+			return err
+		}
+		return writeReport(*out, func(old string) string { return bench.SpliceFleet(old, bench.FleetReport(fr)) })
+	}
 
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -148,6 +169,12 @@ func output(res *bench.Results, turnsOnly bool, svgDir, out string) error {
 		fmt.Fprintln(os.Stderr, "perf: wrote", strings.Join(files, ", "))
 	}
 	report := bench.Report(res)
+	if out != "" {
+		// A run of the other measurements keeps the many-sessions section.
+		if old, err := os.ReadFile(out); err == nil {
+			report = bench.SpliceFleet(report, bench.FleetSection(string(old)))
+		}
+	}
 	if turnsOnly {
 		report = bench.TurnsReport(res.Turns)
 		if out != "" {
@@ -203,4 +230,22 @@ func waitLoad(ctx context.Context, limit float64, wait time.Duration) {
 		case <-time.After(15 * time.Second):
 		}
 	}
+}
+
+// writeReport replaces the report in out (stdout when empty) by what render
+// makes of its current content.
+func writeReport(out string, render func(old string) string) error {
+	if out == "" {
+		_, err := os.Stdout.WriteString(render(""))
+		return err
+	}
+	old, err := os.ReadFile(out)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("reading the report: %w", err)
+	}
+	if err := os.WriteFile(out, []byte(render(string(old))), 0o644); err != nil {
+		return fmt.Errorf("writing the report: %w", err)
+	}
+	fmt.Fprintln(os.Stderr, "perf: wrote", out)
+	return nil
 }
