@@ -79,28 +79,47 @@ func blocks(in []storedBlock) ([]provider.Block, error) {
 func Conversation(events []session.Event) ([]provider.Message, error) {
 	var out []provider.Message
 	for _, e := range events {
-		var role string
-		switch e.Type {
-		case session.TypeUserMessage, session.TypeToolResult:
-			role = provider.RoleUser
-		case session.TypeAssistantMessage:
-			role = provider.RoleAssistant
-		default:
+		if !isMessageEvent(e.Type) {
 			continue
 		}
-		content, err := messageContent(e)
+		msg, ok, err := messageOf(e)
 		if err != nil {
-			return nil, fmt.Errorf("conversation: %s (seq %d): %w", e.Type, e.Seq, err)
+			return nil, err
 		}
-		if len(content) == 0 {
-			if e.Type == session.TypeToolResult {
-				return nil, fmt.Errorf("conversation: tool/result (seq %d) has no content", e.Seq)
-			}
-			continue
+		if ok {
+			out = append(out, msg)
 		}
-		out = append(out, provider.Message{Role: role, Content: content})
 	}
 	return out, nil
+}
+
+// isMessageEvent reports whether events of typ carry a message.
+func isMessageEvent(typ string) bool {
+	switch typ {
+	case session.TypeUserMessage, session.TypeToolResult, session.TypeAssistantMessage:
+		return true
+	}
+	return false
+}
+
+// messageOf is the message of message event e; ok is false for one without
+// content.
+func messageOf(e session.Event) (msg provider.Message, ok bool, err error) {
+	role := provider.RoleUser
+	if e.Type == session.TypeAssistantMessage {
+		role = provider.RoleAssistant
+	}
+	content, err := messageContent(e)
+	if err != nil {
+		return provider.Message{}, false, fmt.Errorf("conversation: %s (seq %d): %w", e.Type, e.Seq, err)
+	}
+	if len(content) == 0 {
+		if e.Type == session.TypeToolResult {
+			return provider.Message{}, false, fmt.Errorf("conversation: tool/result (seq %d) has no content", e.Seq)
+		}
+		return provider.Message{}, false, nil
+	}
+	return provider.Message{Role: role, Content: content}, true, nil
 }
 
 // messageContent decodes the content blocks of a message event: a

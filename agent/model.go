@@ -170,7 +170,7 @@ func (a *Activities) CallModel(ctx context.Context, in ModelInput) (res ModelRes
 		if found, err = a.findModelCall(tail, in.Turn, in.Step); err != nil || found != nil {
 			return err
 		}
-		if messages, err = Conversation(tail); err != nil {
+		if messages, err = conversations.conversation(st, in.Ref.SessionID, tail); err != nil {
 			// The log will read the same on every attempt.
 			return invalidLog("%v", err)
 		}

@@ -47,6 +47,9 @@ type agentLoop struct {
 
 	versioned bool
 	version   workflow.Version
+	// localVersioned and local cache localTurnStores.
+	localVersioned bool
+	local          bool
 }
 
 // turnRun is the running turn.
@@ -134,7 +137,7 @@ func (l *lifecycle) runTurn() {
 	end, err := l.turnSteps(tctx, t)
 	if err == nil {
 		var res agent.EndTurnResult
-		err = unwrapActivity(workflow.ExecuteActivity(t.span.Context(l.storeCtx(l.dctx)), agent.EndTurnActivity, end).Get(l.dctx, &res))
+		err = unwrapActivity(l.turnStore(t.span.Context(l.dctx), agent.EndTurnActivity, end).Get(l.dctx, &res))
 		if err == nil {
 			l.nextSeq = max(l.nextSeq, res.NextSeq)
 		}
@@ -356,7 +359,7 @@ func (l *lifecycle) storeTurnBatch(events []session.Event) error {
 			take++
 		}
 		var res activities.AppendResult
-		err := workflow.ExecuteActivity(l.turnTraced(l.storeCtx(l.dctx)), acts.AppendBatch,
+		err := l.turnStore(l.turnTraced(l.dctx), activities.AppendBatchName,
 			activities.AppendBatchInput{Ref: *l.ref, Events: events[:take]}).Get(l.dctx, &res)
 		if err != nil {
 			return unwrapActivity(err)

@@ -144,6 +144,7 @@ func (h *Harness) newEnv() *sdktest.TestWorkflowEnvironment {
 			fn(info.ActivityType.Name, err)
 		}
 	})
+	h.listenLocal(env)
 	return env
 }
 

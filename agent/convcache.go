@@ -1,0 +1,105 @@
+package agent
+
+import (
+	"sync"
+
+	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/provider"
+	"github.com/sessionflow/sessionflow/session"
+)
+
+// maxCachedConversations bounds the sessions whose decoded messages a
+// worker keeps (convCache); a session's entries are about as many as the
+// events of its log the store already holds in memory.
+const maxCachedConversations = 64
+
+// convCache keeps, per session of a store, the message decoded from each
+// event the model activity read (docs/DECISIONS.md D44), so a model call
+// decodes only the events stored since the last one instead of the whole
+// conversation. An entry is used only for the very event it was decoded
+// from: same seq, type and data (the same bytes of the store's read view,
+// which entries keep alive, so the address cannot be reused). An event the
+// store read again (a repair, a compaction, another process's append, a
+// reopened handle) has new bytes and is decoded again; there is nothing to
+// invalidate by hand.
+type convCache struct {
+	mu       sync.Mutex
+	sessions map[convKey]*convEntries
+}
+
+type convKey struct {
+	store *jsonl.Store
+	id    string
+}
+
+// convEntries are one session's decoded events, indexed by seq.
+type convEntries struct {
+	byseq []convEntry
+}
+
+// convEntry is the decoded message of one event: ok false for an event
+// that carries no message.
+type convEntry struct {
+	typ  string
+	data []byte
+	msg  provider.Message
+	ok   bool
+}
+
+var conversations = &convCache{sessions: map[convKey]*convEntries{}}
+
+// sameBytes reports whether a and b are the same slice of memory.
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && len(a) > 0 && &a[0] == &b[0]
+}
+
+// conversation is Conversation(events) for session id of st, decoding only
+// the events the cache does not hold.
+func (c *convCache) conversation(st *jsonl.Store, id string, events []session.Event) ([]provider.Message, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := convKey{st, id}
+	ce := c.sessions[k]
+	if ce == nil {
+		if len(c.sessions) >= maxCachedConversations {
+			for old := range c.sessions {
+				delete(c.sessions, old)
+				break
+			}
+		}
+		ce = &convEntries{}
+		c.sessions[k] = ce
+	}
+	var out []provider.Message
+	for _, e := range events {
+		if !isMessageEvent(e.Type) {
+			continue
+		}
+		if e.Seq < 0 || e.Seq > session.MaxSafeInteger {
+			msg, ok, err := messageOf(e)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				out = append(out, msg)
+			}
+			continue
+		}
+		if int64(len(ce.byseq)) <= e.Seq {
+			ce.byseq = append(ce.byseq, make([]convEntry, int(e.Seq)+1-len(ce.byseq))...)
+		}
+		en := &ce.byseq[e.Seq]
+		if en.typ != e.Type || !sameBytes(en.data, e.Data) {
+			msg, ok, err := messageOf(e)
+			if err != nil {
+				*en = convEntry{}
+				return nil, err
+			}
+			*en = convEntry{typ: e.Type, data: e.Data, msg: msg, ok: ok}
+		}
+		if en.ok {
+			out = append(out, en.msg)
+		}
+	}
+	return out, nil
+}
