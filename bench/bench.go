@@ -72,6 +72,12 @@ type Config struct {
 	// store benchmarks, no other workflow measurement).
 	Turns     TurnsConfig
 	TurnsOnly bool
+	// AppendPathOnly runs only the append path comparison (the entity
+	// workflow, the local-activity store and the activity store, in one
+	// run); LongAppends, when positive, adds that many single-caller appends
+	// on one session, timed at the start and at the end.
+	AppendPathOnly bool
+	LongAppends    int
 	// Progress receives progress lines; nil discards them.
 	Progress io.Writer
 }
@@ -119,7 +125,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 		}
 	}
 	res := &Results{Config: cfg, Started: time.Now(), LoadBefore: LoadAverage()}
-	if cfg.Store && !cfg.TurnsOnly {
+	if cfg.Store && !cfg.TurnsOnly && !cfg.AppendPathOnly {
 		logf("store benchmarks (go test ./jsonl -bench)")
 		st, err := RunStoreBenchmarks(ctx, cfg.ModuleDir, cfg.StoreBenchSize)
 		if err != nil {
@@ -143,8 +149,20 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 		{"resume history vs log size", e.resumeHistory},
 		{"entity workflow vs sessionflow", e.entityComparison},
 	}
-	if cfg.TurnsOnly {
+	if cfg.TurnsOnly || cfg.AppendPathOnly {
 		steps = steps[:0]
+	}
+	if cfg.AppendPathOnly {
+		steps = append(steps, struct {
+			name string
+			fn   func(context.Context, *Results) error
+		}{"append path: local activity, activity, entity workflow", e.appendPath})
+	}
+	if cfg.LongAppends > 0 {
+		steps = append(steps, struct {
+			name string
+			fn   func(context.Context, *Results) error
+		}{"a long session's appends", e.longAppends})
 	}
 	if cfg.Turns.Enabled || cfg.TurnsOnly {
 		steps = append(steps, struct {

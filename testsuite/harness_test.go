@@ -265,6 +265,7 @@ func (h *harness) newEnv() *sdktest.TestWorkflowEnvironment {
 			fn(info.ActivityType.Name, err)
 		}
 	})
+	h.listenLocal(env)
 	return env
 }
 

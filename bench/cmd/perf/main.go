@@ -66,6 +66,8 @@ func run() error {
 	flag.IntVar(&cfg.Turns.GrowBatch, "grow-batch", cfg.Turns.GrowBatch, "messages each turn of the sample's growth run adds")
 	turnsSave := flag.String("turns-save", "", "with -turns-only: also save the turn measurements as JSON in this file")
 	turnsFrom := flag.String("turns-from", "", "with -turns-only: measure nothing, render the turn section and charts from measurements saved by -turns-save")
+	flag.BoolVar(&cfg.AppendPathOnly, "append-path-only", false, "run only the append path comparison (entity workflow, local activity, activity); the report is that section alone")
+	flag.IntVar(&cfg.LongAppends, "long-appends", 0, "also drive one session through this many single-caller appends (100000 for the long-session figures)")
 	flag.Parse()
 	if *turnsLong {
 		cfg.Turns.SessionTurns = bench.LongSessionTurns
@@ -131,7 +133,23 @@ func run() error {
 			return fmt.Errorf("saving the turn measurements: %w", err)
 		}
 	}
+	if cfg.AppendPathOnly {
+		return writeReport(bench.AppendPathReport(res), *out)
+	}
 	return output(res, cfg.TurnsOnly, *svgDir, *out)
+}
+
+// writeReport writes report to out (stdout when empty).
+func writeReport(report, out string) error {
+	if out == "" {
+		_, err := os.Stdout.WriteString(report)
+		return err
+	}
+	if err := os.WriteFile(out, []byte(report), 0o644); err != nil {
+		return fmt.Errorf("writing the report: %w", err)
+	}
+	fmt.Fprintln(os.Stderr, "perf: wrote", out)
+	return nil
 }
 
 // output writes the charts into svgDir (when set) and the report to out
