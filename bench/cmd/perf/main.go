@@ -67,7 +67,7 @@ func run() error {
 	turnsSave := flag.String("turns-save", "", "with -turns-only: also save the turn measurements as JSON in this file")
 	turnsFrom := flag.String("turns-from", "", "with -turns-only: measure nothing, render the turn section and charts from measurements saved by -turns-save")
 	flag.BoolVar(&cfg.AppendPathOnly, "append-path-only", false, "run only the append path comparison (entity workflow, local activity, activity); the report is that section alone")
-	flag.IntVar(&cfg.LongAppends, "long-appends", 0, "also drive one session through this many single-caller appends (100000 for the long-session figures)")
+	flag.IntVar(&cfg.LongAppends, "long-appends", 0, "drive one session through this many single-caller appends (100000 for the long-session figures); alone, or beside -append-path-only; the report is that section alone")
 	flag.Parse()
 	if *turnsLong {
 		cfg.Turns.SessionTurns = bench.LongSessionTurns
@@ -133,7 +133,7 @@ func run() error {
 			return fmt.Errorf("saving the turn measurements: %w", err)
 		}
 	}
-	if cfg.AppendPathOnly {
+	if cfg.AppendPathOnly || cfg.LongAppends > 0 {
 		return writeReport(bench.AppendPathReport(res), *out)
 	}
 	return output(res, cfg.TurnsOnly, *svgDir, *out)
