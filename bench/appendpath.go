@@ -148,8 +148,12 @@ func AppendPathReport(res *Results) string {
 	if a := res.AppendPath; a != nil {
 		cfg := res.Config
 		p("### The append path: local activity, activity and the entity workflow\n\n")
-		p("One run (`go run ./bench/cmd/perf -append-path-only`), %s, 1-minute load average %.2f before\n",
-			res.Started.UTC().Format("2006-01-02 15:04 MST"), res.LoadBefore)
+		cmd := "the run above"
+		if cfg.AppendPathOnly {
+			cmd = "`go run ./bench/cmd/perf -append-path-only`"
+		}
+		p("One run (%s), %s, 1-minute load average %.2f before\n",
+			cmd, res.Started.UTC().Format("2006-01-02 15:04 MST"), res.LoadBefore)
 		p("and %.2f after. The same appends (%d events of %d bytes of text each, one caller) go to the\n", res.LoadAfter, cfg.EntityBatch, cfg.EntityEventBytes)
 		p("entity workflow, to a session storing with the local activity (the default) and to one storing\n")
 		p("with the `AppendBatch` activity (`Options.ActivityAppends`); then single-event appends for %s\n", cfg.AppendDuration)
@@ -170,6 +174,13 @@ func AppendPathReport(res *Results) string {
 		p("| single-event appends/s, %d callers | - | %.1f | %.1f | - | %s |\n",
 			cfg.AppendCallers, a.LocalRate.PerSecond(), a.ActivityRate.PerSecond(), ratio(a.LocalRate.PerSecond(), a.ActivityRate.PerSecond()))
 		p("| median latency, %d callers | - | %s | %s | - | - |\n\n", cfg.AppendCallers, ms(a.LocalRate.Latency.Median), ms(a.ActivityRate.Latency.Median))
+		bytesR := a.Local.BytesPerEvent() / a.Entity.BytesPerEvent()
+		timeR := float64(a.Local.PerAppend) / float64(a.Entity.PerAppend)
+		rateR := a.LocalRate.PerSecond() / a.ActivityRate.PerSecond()
+		p("| target | result | |\n|---|---|---|\n")
+		p("| history bytes per appended event <= 1.1x the entity workflow's | %.2fx | %s |\n", bytesR, met(bytesR <= 1.1))
+		p("| mean time per single-caller append <= 1.0x the entity workflow's | %.2fx | %s |\n", timeR, met(timeR <= 1.0))
+		p("| %d-caller appends/s on one session >= 3x the activity path's | %.2fx | %s |\n\n", cfg.AppendCallers, rateR, met(rateR >= 3))
 	}
 	if l := res.LongAppends; l != nil {
 		p("### A long session's appends\n\n")

@@ -148,7 +148,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 		{"sessions per second", e.throughput},
 		{"appends per second", e.appendRates},
 		{"resume history vs log size", e.resumeHistory},
-		{"entity workflow vs sessionflow", e.entityComparison},
+		{"entity workflow vs sessionflow, and the append paths", e.appendPath},
 	}
 	if cfg.TurnsOnly || cfg.appendOnly() {
 		steps = steps[:0]
