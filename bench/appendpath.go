@@ -37,6 +37,8 @@ type LongAppendResult struct {
 	Runs, HistoryBytes int
 	// Elapsed is the whole drive.
 	Elapsed time.Duration
+	// Blocks are the mean append times of consecutive tenths of the drive.
+	Blocks []time.Duration
 }
 
 // activityReq is createReq with appends stored by the AppendBatch activity.
@@ -97,7 +99,8 @@ func (e *env) longAppends(ctx context.Context, res *Results) error {
 	}
 	r := &LongAppendResult{Window: window}
 	seq := info.NextSeq
-	var first, last time.Duration
+	var first, last, block time.Duration
+	blockLen := max(1, total/10)
 	t0 := time.Now()
 	for i := 0; i < total; i++ {
 		ev, err := event(seq, 64)
@@ -114,6 +117,10 @@ func (e *env) longAppends(ctx context.Context, res *Results) error {
 		}
 		if i >= total-window {
 			last += d
+		}
+		if block += d; (i+1)%blockLen == 0 {
+			r.Blocks = append(r.Blocks, block/time.Duration(blockLen))
+			block = 0
 		}
 		seq++
 		r.Appends++
@@ -185,11 +192,18 @@ func AppendPathReport(res *Results) string {
 	if l := res.LongAppends; l != nil {
 		p("### A long session's appends\n\n")
 		p("%d single-event appends (64 bytes of text) by one caller on one session with the default\n", l.Appends)
-		p("options (`go run ./bench/cmd/perf -append-path-only -long-appends %d`): the session continues as\n", l.Appends)
+		p("options (`go run ./bench/cmd/perf -long-appends %d`): the session continues as\n", l.Appends)
 		p("new on its own when the server suggests it. Mean append time of the first and the last %d appends.\n\n", l.Window)
 		p("| appends | runs | history bytes (all runs) | first %d | last %d | last / first | whole drive |\n|---|---|---|---|---|---|---|\n", l.Window, l.Window)
 		p("| %d | %d | %.1f MiB | %s | %s | %s | %s |\n\n", l.Appends, l.Runs, float64(l.HistoryBytes)/(1<<20),
 			ms(l.First), ms(l.Last), ratio(float64(l.Last), float64(l.First)), l.Elapsed.Round(time.Second))
+		if len(l.Blocks) > 0 {
+			parts := make([]string, len(l.Blocks))
+			for i, d := range l.Blocks {
+				parts[i] = ms(d)
+			}
+			p("Mean append time of each tenth of the drive, in order: %s.\n\n", strings.Join(parts, ", "))
+		}
 	}
 	return b.String()
 }
