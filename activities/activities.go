@@ -130,9 +130,10 @@ func (a *Activities) store() (*jsonl.Store, error) {
 
 // heartbeat records heartbeats (without details: they would only add
 // payloads) every interval until the returned stop is called. Outside an
-// activity context it does nothing.
+// activity context, and in a local activity (which cannot heartbeat), it
+// does nothing.
 func (a *Activities) heartbeat(ctx context.Context) (stop func()) {
-	if !activity.IsActivity(ctx) {
+	if !activity.IsActivity(ctx) || activity.GetInfo(ctx).IsLocalActivity {
 		return func() {}
 	}
 	done := make(chan struct{})

@@ -72,6 +72,13 @@ type Config struct {
 	// store benchmarks, no other workflow measurement).
 	Turns     TurnsConfig
 	TurnsOnly bool
+	// AppendPathOnly runs only the append path comparison (the entity
+	// workflow, the local-activity store and the activity store, in one
+	// run); LongAppends, when positive, runs that many single-caller appends
+	// on one session, timed at the start and at the end (beside the
+	// comparison when AppendPathOnly is set, alone otherwise).
+	AppendPathOnly bool
+	LongAppends    int
 	// Progress receives progress lines; nil discards them.
 	Progress io.Writer
 }
@@ -119,7 +126,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 		}
 	}
 	res := &Results{Config: cfg, Started: time.Now(), LoadBefore: LoadAverage()}
-	if cfg.Store && !cfg.TurnsOnly {
+	if cfg.Store && !cfg.TurnsOnly && !cfg.appendOnly() {
 		logf("store benchmarks (go test ./jsonl -bench)")
 		st, err := RunStoreBenchmarks(ctx, cfg.ModuleDir, cfg.StoreBenchSize)
 		if err != nil {
@@ -141,12 +148,24 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 		{"sessions per second", e.throughput},
 		{"appends per second", e.appendRates},
 		{"resume history vs log size", e.resumeHistory},
-		{"entity workflow vs sessionflow", e.entityComparison},
+		{"entity workflow vs sessionflow, and the append paths", e.appendPath},
 	}
-	if cfg.TurnsOnly {
+	if cfg.TurnsOnly || cfg.appendOnly() {
 		steps = steps[:0]
 	}
-	if cfg.Turns.Enabled || cfg.TurnsOnly {
+	if cfg.AppendPathOnly {
+		steps = append(steps, struct {
+			name string
+			fn   func(context.Context, *Results) error
+		}{"append path: local activity, activity, entity workflow", e.appendPath})
+	}
+	if cfg.LongAppends > 0 {
+		steps = append(steps, struct {
+			name string
+			fn   func(context.Context, *Results) error
+		}{"a long session's appends", e.longAppends})
+	}
+	if (cfg.Turns.Enabled && !cfg.appendOnly()) || cfg.TurnsOnly {
 		steps = append(steps, struct {
 			name string
 			fn   func(context.Context, *Results) error
@@ -263,3 +282,7 @@ func LoadAverage() float64 {
 	}
 	return l
 }
+
+// appendOnly reports whether the run measures only the append path
+// (AppendPathOnly or LongAppends).
+func (c Config) appendOnly() bool { return c.AppendPathOnly || c.LongAppends > 0 }

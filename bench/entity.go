@@ -124,7 +124,7 @@ func (e *env) entityComparison(ctx context.Context, res *Results) error {
 		r.Appends, r.Events, r.Runs, r.CANAtAppend, r.BytesPerEvent(), r.PerAppend, r.Outcome)
 
 	// sessionflow, same appends.
-	sr, err := e.sessionflowSameLoad(ctx, max(1, min(r.Appends, e.cfg.SessionflowMaxAppends)))
+	sr, err := e.sessionflowSameLoad(ctx, e.createReq("same-load", 0), max(1, min(r.Appends, e.cfg.SessionflowMaxAppends)))
 	if err != nil {
 		return err
 	}
@@ -134,9 +134,9 @@ func (e *env) entityComparison(ctx context.Context, res *Results) error {
 	return nil
 }
 
-func (e *env) sessionflowSameLoad(ctx context.Context, appends int) (EntityResult, error) {
-	const id = "same-load"
-	info, err := e.sf.Create(ctx, e.createReq(id, 0))
+func (e *env) sessionflowSameLoad(ctx context.Context, req workflows.CreateSessionRequest, appends int) (EntityResult, error) {
+	id := req.SessionID
+	info, err := e.sf.Create(ctx, req)
 	if err != nil {
 		return EntityResult{}, err
 	}

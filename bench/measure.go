@@ -65,6 +65,10 @@ type Results struct {
 	SessionflowSameLoad EntityResult
 	// Turns holds the turn measurements, nil when not run.
 	Turns *TurnResults
+	// AppendPath holds the append path comparison, nil when not run;
+	// LongAppends the long session's appends, nil when not run.
+	AppendPath  *AppendPathResult
+	LongAppends *LongAppendResult
 }
 
 // AppendRate is the rate of single-event Append updates on one session.
@@ -215,7 +219,13 @@ func (e *env) appendRates(ctx context.Context, res *Results) error {
 }
 
 func (e *env) appendRate(ctx context.Context, id string, window time.Duration, callers int) (AppendRate, error) {
-	info, err := e.sf.Create(ctx, e.createReq(id, window))
+	return e.appendRateReq(ctx, e.createReq(id, window), window, callers)
+}
+
+// appendRateReq is appendRate on the session req creates.
+func (e *env) appendRateReq(ctx context.Context, req workflows.CreateSessionRequest, window time.Duration, callers int) (AppendRate, error) {
+	id := req.SessionID
+	info, err := e.sf.Create(ctx, req)
 	if err != nil {
 		return AppendRate{}, fmt.Errorf("create: %w", err)
 	}

@@ -101,6 +101,9 @@ func Report(res *Results) string {
 		writeStore(&b, st)
 	}
 	writeWorkflows(&b, res)
+	if res.AppendPath != nil || res.LongAppends != nil {
+		p("%s", AppendPathReport(res))
+	}
 	if res.Turns != nil {
 		p("%s\n", TurnsReport(res.Turns))
 	}

@@ -42,6 +42,8 @@ type lifecycle struct {
 
 	groupCommitVersioned bool             // GetVersion of group commit was taken
 	groupCommitVersion   workflow.Version // its result
+	localAppendVersioned bool             // GetVersion of the local append was taken
+	localAppendVersion   workflow.Version // its result
 	ref                  *wire.HandleRef
 	handleOpen           bool
 	header               session.Header

@@ -6,7 +6,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/session"
 )
 
@@ -63,9 +62,9 @@ func (l *lifecycle) handleAppend(ctx workflow.Context, req AppendRequest) (Appen
 	hctx, _ := workflow.NewDisconnectedContext(ctx)
 	first := req.Events[0].Seq
 	if first < l.nextSeq {
-		err := workflow.ExecuteActivity(l.storeCtx(hctx), acts.AppendBatch,
-			activities.AppendBatchInput{Ref: *l.ref, Events: req.Events}).Get(hctx, nil)
-		return AppendResult{NextSeq: l.nextSeq}, unwrapActivity(err)
+		n, _ := batchBytes(req.Events)
+		_, err := l.storeAppend(hctx, req.Events, n)
+		return AppendResult{NextSeq: l.nextSeq}, err
 	}
 	n, _ := batchBytes(req.Events)
 	item := &appendItem{events: req.Events, bytes: n}
@@ -136,9 +135,7 @@ func (l *lifecycle) flushOnce() error {
 		events = append(events, it.events...)
 		take++
 	}
-	var res activities.AppendResult
-	err := unwrapActivity(workflow.ExecuteActivity(l.storeCtx(l.dctx), acts.AppendBatch,
-		activities.AppendBatchInput{Ref: *l.ref, Events: events}).Get(l.dctx, &res))
+	res, err := l.storeAppend(l.dctx, events, size)
 	if err != nil {
 		for _, it := range l.pending {
 			it.done, it.err, it.next = true, err, l.nextSeq

@@ -192,6 +192,10 @@ type Options struct {
 	// attribute current; set it only when the namespace has sessionflow's
 	// search attributes registered (the client checks).
 	SearchAttributes bool `json:"searchAttributes,omitempty"`
+	// ActivityAppends stores every append with the AppendBatch activity
+	// (through the server's task queue) instead of a local activity run by
+	// the workflow's own worker (docs/DECISIONS.md D45).
+	ActivityAppends bool `json:"activityAppends,omitempty"`
 }
 
 // CreateSessionRequest is the input of CreateSession (LIFECYCLE.md §4).

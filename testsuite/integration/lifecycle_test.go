@@ -129,14 +129,15 @@ func TestCreateAppendDispose(t *testing.T) {
 	requireSameEvents(t, later, evs[10:])
 	require.Nil(t, w.lease(id), "disposal releases the lease")
 
-	// In history: four Append updates, three AppendBatch activities (the
-	// seed with the setup event at the commit point, the coalesced
-	// window, the later batch).
+	// In history: four Append updates, one AppendBatch activity (the seed
+	// with the setup event at the commit point) and two local AppendBatch
+	// markers (the coalesced window, the later batch).
 	hist := w.history(wid, run.GetRunID())
 	require.Equal(t, 4, updatesAccepted(hist, workflows.UpdateAppend))
-	ranges := appendBatchRanges(t, hist)
-	require.Equal(t, [][2]int64{{0, 4}, {5, 9}, {10, 14}}, ranges)
-	require.Less(t, len(ranges[1:]), updatesAccepted(hist, workflows.UpdateAppend), "fewer AppendBatch activities than Append updates")
+	require.Equal(t, [][2]int64{{0, 4}}, appendBatchRanges(t, hist))
+	locals := localAppendResults(t, hist)
+	require.Equal(t, []int64{10, 15}, locals)
+	require.Less(t, len(locals), updatesAccepted(hist, workflows.UpdateAppend), "fewer stores than Append updates")
 
 	require.Equal(t, []string{
 		"setup", "commit",

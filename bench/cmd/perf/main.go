@@ -78,6 +78,8 @@ func run() error {
 	flag.IntVar(&fleetCfg.Appends, "fleet-appends", fleetCfg.Appends, "measured appends per phase of the many-sessions measurement")
 	flag.IntVar(&fleetCfg.MaxDescriptors, "fleet-max-descriptors", fleetCfg.MaxDescriptors, "the worker's store descriptor limit in the many-sessions measurement")
 	flag.IntVar(&fleetCfg.SmallCache, "fleet-small-cache", fleetCfg.SmallCache, "workflow cache size of the replacement worker in the many-sessions measurement")
+	flag.BoolVar(&cfg.AppendPathOnly, "append-path-only", false, "run only the append path comparison (entity workflow, local activity, activity); the report is that section alone")
+	flag.IntVar(&cfg.LongAppends, "long-appends", 0, "drive one session through this many single-caller appends (100000 for the long-session figures); alone, or beside -append-path-only; the report is that section alone")
 	flag.Parse()
 	if *turnsLong {
 		cfg.Turns.SessionTurns = bench.LongSessionTurns
@@ -151,6 +153,9 @@ func run() error {
 		if err := os.WriteFile(*turnsSave, b, 0o644); err != nil {
 			return fmt.Errorf("saving the turn measurements: %w", err)
 		}
+	}
+	if cfg.AppendPathOnly || cfg.LongAppends > 0 {
+		return writeReport(*out, func(string) string { return bench.AppendPathReport(res) })
 	}
 	return output(res, cfg.TurnsOnly, *svgDir, *out)
 }

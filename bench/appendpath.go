@@ -1,0 +1,216 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/workflows"
+)
+
+// AppendPathResult compares, in one run, the ways an append is stored: the
+// entity workflow (the batch kept in workflow state), a sessionflow session
+// storing with the local activity (the default) and one storing with the
+// AppendBatch activity (Options.ActivityAppends).
+type AppendPathResult struct {
+	// Entity, Local and Activity are the same appends driven by one caller.
+	Entity, Local, Activity EntityResult
+	// LocalRate and ActivityRate are single-event appends on one session
+	// by AppendCallers pipelined callers; LocalSingle and ActivitySingle by
+	// one caller.
+	LocalRate, ActivityRate     AppendRate
+	LocalSingle, ActivitySingle AppendRate
+}
+
+// LongAppendResult is a session driven through many single-caller appends.
+type LongAppendResult struct {
+	// Appends is how many were acknowledged; Window how many are averaged
+	// at each end.
+	Appends, Window int
+	// First and Last are the mean append times of the first and the last
+	// Window appends.
+	First, Last time.Duration
+	// Runs is the number of runs of the workflow id (continue-as-new
+	// generations + 1); HistoryBytes sums their histories.
+	Runs, HistoryBytes int
+	// Elapsed is the whole drive.
+	Elapsed time.Duration
+	// Blocks are the mean append times of consecutive tenths of the drive.
+	Blocks []time.Duration
+}
+
+// activityReq is createReq with appends stored by the AppendBatch activity.
+func (e *env) activityReq(id string) workflows.CreateSessionRequest {
+	req := e.createReq(id, 0)
+	req.Options = &workflows.Options{ActivityAppends: true}
+	return req
+}
+
+// appendPath measures the entity workflow, then the local-activity and the
+// activity store on the same appends, then both under one and many
+// callers.
+func (e *env) appendPath(ctx context.Context, res *Results) error {
+	if err := e.entityComparison(ctx, res); err != nil {
+		return err
+	}
+	out := &AppendPathResult{Entity: res.Entity, Local: res.SessionflowSameLoad}
+	n := out.Local.Appends
+	var err error
+	if out.Activity, err = e.sessionflowSameLoad(ctx, e.activityReq("same-load-activity"), n); err != nil {
+		return fmt.Errorf("activity path: %w", err)
+	}
+	e.log("  sessionflow (activity): %d appends, %.0f history B/event, %s per append",
+		out.Activity.Appends, out.Activity.BytesPerEvent(), out.Activity.PerAppend)
+	callers := e.cfg.AppendCallers
+	if out.LocalRate, err = e.appendRateReq(ctx, e.createReq("rate-local", 0), 0, callers); err != nil {
+		return fmt.Errorf("local path, %d callers: %w", callers, err)
+	}
+	if out.ActivityRate, err = e.appendRateReq(ctx, e.activityReq("rate-activity"), 0, callers); err != nil {
+		return fmt.Errorf("activity path, %d callers: %w", callers, err)
+	}
+	if out.LocalSingle, err = e.appendRateReq(ctx, e.createReq("single-local", 0), 0, 1); err != nil {
+		return fmt.Errorf("local path, one caller: %w", err)
+	}
+	if out.ActivitySingle, err = e.appendRateReq(ctx, e.activityReq("single-activity"), 0, 1); err != nil {
+		return fmt.Errorf("activity path, one caller: %w", err)
+	}
+	e.log("  %d callers: local %.1f appends/s, activity %.1f appends/s; one caller: local %.1f, activity %.1f",
+		callers, out.LocalRate.PerSecond(), out.ActivityRate.PerSecond(), out.LocalSingle.PerSecond(), out.ActivitySingle.PerSecond())
+	res.AppendPath = out
+	return nil
+}
+
+// longAppendWindow is how many appends are averaged at each end of the long
+// drive.
+const longAppendWindow = 1000
+
+// longAppends drives one session through cfg.LongAppends single-event
+// appends by one caller and compares the mean append time at the start and
+// at the end; the session continues as new on its own on the way.
+func (e *env) longAppends(ctx context.Context, res *Results) error {
+	const id = "long-appends"
+	total := e.cfg.LongAppends
+	window := min(longAppendWindow, max(1, total/2))
+	info, err := e.sf.Create(ctx, e.createReq(id, 0))
+	if err != nil {
+		return fmt.Errorf("create: %w", err)
+	}
+	r := &LongAppendResult{Window: window}
+	seq := info.NextSeq
+	var first, last, block time.Duration
+	blockLen := max(1, total/10)
+	t0 := time.Now()
+	for i := 0; i < total; i++ {
+		ev, err := event(seq, 64)
+		if err != nil {
+			return err
+		}
+		s0 := time.Now()
+		if _, err := e.sf.Append(ctx, id, []session.Event{ev}); err != nil {
+			return fmt.Errorf("append %d: %w", i+1, err)
+		}
+		d := time.Since(s0)
+		if i < window {
+			first += d
+		}
+		if i >= total-window {
+			last += d
+		}
+		if block += d; (i+1)%blockLen == 0 {
+			r.Blocks = append(r.Blocks, block/time.Duration(blockLen))
+			block = 0
+		}
+		seq++
+		r.Appends++
+		if (i+1)%10_000 == 0 {
+			e.log("  %d appends, %s", i+1, time.Since(t0).Round(time.Second))
+		}
+	}
+	r.Elapsed = time.Since(t0)
+	r.First, r.Last = first/time.Duration(window), last/time.Duration(window)
+	dr, err := e.sf.Dispose(ctx, id)
+	if err != nil {
+		return fmt.Errorf("dispose: %w", err)
+	}
+	if got := dr.NextSeq - info.NextSeq; got != int64(total) {
+		return fmt.Errorf("stored %d events, acknowledged %d", got, total)
+	}
+	runs, _, hb, _, err := e.chain(ctx, info.WorkflowID, info.RunID)
+	if err != nil {
+		return err
+	}
+	r.Runs, r.HistoryBytes = runs, hb
+	e.log("  %d appends: first %d %s, last %d %s per append; %d runs", total, window, r.First, window, r.Last, runs)
+	res.LongAppends = r
+	return nil
+}
+
+// AppendPathReport renders the append path comparison and the long
+// session's appends (whichever ran) as a section of docs/PERFORMANCE.md.
+func AppendPathReport(res *Results) string {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	if a := res.AppendPath; a != nil {
+		cfg := res.Config
+		p("### The append path: local activity, activity and the entity workflow\n\n")
+		cmd := "the run above"
+		if cfg.AppendPathOnly {
+			cmd = "`go run ./bench/cmd/perf -append-path-only`"
+		}
+		p("One run (%s), %s, 1-minute load average %.2f before\n",
+			cmd, res.Started.UTC().Format("2006-01-02 15:04 MST"), res.LoadBefore)
+		p("and %.2f after. The same appends (%d events of %d bytes of text each, one caller) go to the\n", res.LoadAfter, cfg.EntityBatch, cfg.EntityEventBytes)
+		p("entity workflow, to a session storing with the local activity (the default) and to one storing\n")
+		p("with the `AppendBatch` activity (`Options.ActivityAppends`); then single-event appends for %s\n", cfg.AppendDuration)
+		p("each, by %d pipelined callers and by one, on a session of each path. Ratios are against the entity\n", cfg.AppendCallers)
+		p("workflow, and for the rates against the activity path.\n\n")
+		p("| measure | entity workflow | local activity | activity | local / entity | local / activity |\n|---|---|---|---|---|---|\n")
+		p("| appends (events) | %d (%d) | %d (%d) | %d (%d) | - | - |\n", a.Entity.Appends, a.Entity.Events, a.Local.Appends, a.Local.Events, a.Activity.Appends, a.Activity.Events)
+		p("| history bytes per appended event | %.0f | %.0f | %.0f | %s | %s |\n",
+			a.Entity.BytesPerEvent(), a.Local.BytesPerEvent(), a.Activity.BytesPerEvent(),
+			ratio(a.Local.BytesPerEvent(), a.Entity.BytesPerEvent()), ratio(a.Local.BytesPerEvent(), a.Activity.BytesPerEvent()))
+		p("| history events per append | %.1f | %.1f | %.1f | - | - |\n",
+			perAppend(a.Entity), perAppend(a.Local), perAppend(a.Activity))
+		p("| time per append (mean, one caller) | %s | %s | %s | %s | %s |\n",
+			ms(a.Entity.PerAppend), ms(a.Local.PerAppend), ms(a.Activity.PerAppend),
+			ratio(float64(a.Local.PerAppend), float64(a.Entity.PerAppend)), ratio(float64(a.Local.PerAppend), float64(a.Activity.PerAppend)))
+		p("| single-event appends/s, one caller | - | %.1f | %.1f | - | %s |\n",
+			a.LocalSingle.PerSecond(), a.ActivitySingle.PerSecond(), ratio(a.LocalSingle.PerSecond(), a.ActivitySingle.PerSecond()))
+		p("| single-event appends/s, %d callers | - | %.1f | %.1f | - | %s |\n",
+			cfg.AppendCallers, a.LocalRate.PerSecond(), a.ActivityRate.PerSecond(), ratio(a.LocalRate.PerSecond(), a.ActivityRate.PerSecond()))
+		p("| median latency, %d callers | - | %s | %s | - | - |\n\n", cfg.AppendCallers, ms(a.LocalRate.Latency.Median), ms(a.ActivityRate.Latency.Median))
+		bytesR := a.Local.BytesPerEvent() / a.Entity.BytesPerEvent()
+		timeR := float64(a.Local.PerAppend) / float64(a.Entity.PerAppend)
+		rateR := a.LocalRate.PerSecond() / a.ActivityRate.PerSecond()
+		p("| target | result | |\n|---|---|---|\n")
+		p("| history bytes per appended event <= 1.1x the entity workflow's | %.2fx | %s |\n", bytesR, met(bytesR <= 1.1))
+		p("| mean time per single-caller append <= 1.0x the entity workflow's | %.2fx | %s |\n", timeR, met(timeR <= 1.0))
+		p("| %d-caller appends/s on one session >= 3x the activity path's | %.2fx | %s |\n\n", cfg.AppendCallers, rateR, met(rateR >= 3))
+	}
+	if l := res.LongAppends; l != nil {
+		p("### A long session's appends\n\n")
+		p("%d single-event appends (64 bytes of text) by one caller on one session with the default\n", l.Appends)
+		p("options (`go run ./bench/cmd/perf -long-appends %d`): the session continues as\n", l.Appends)
+		p("new on its own when the server suggests it. Mean append time of the first and the last %d appends.\n\n", l.Window)
+		p("| appends | runs | history bytes (all runs) | first %d | last %d | last / first | whole drive |\n|---|---|---|---|---|---|---|\n", l.Window, l.Window)
+		p("| %d | %d | %.1f MiB | %s | %s | %s | %s |\n\n", l.Appends, l.Runs, float64(l.HistoryBytes)/(1<<20),
+			ms(l.First), ms(l.Last), ratio(float64(l.Last), float64(l.First)), l.Elapsed.Round(time.Second))
+		if len(l.Blocks) > 0 {
+			parts := make([]string, len(l.Blocks))
+			for i, d := range l.Blocks {
+				parts[i] = ms(d)
+			}
+			p("Mean append time of each tenth of the drive, in order: %s.\n\n", strings.Join(parts, ", "))
+		}
+	}
+	return b.String()
+}
+
+func perAppend(r EntityResult) float64 {
+	if r.Appends == 0 {
+		return 0
+	}
+	return float64(r.HistoryEvents) / float64(r.Appends)
+}

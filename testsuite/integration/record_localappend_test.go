@@ -1,0 +1,54 @@
+package integration
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/workflows"
+)
+
+func init() {
+	recordPaths = append(recordPaths,
+		recordPath{name: "append-local", run: recordAppendLocal},
+		recordPath{name: "append-activity-option", run: recordAppendActivityOption},
+	)
+}
+
+// recordAppendLocal: the append-local-activity version: two appends stored
+// by the local activity (a marker each, no AppendBatch activity), then a
+// batch above 256 KiB (maxBatchBytes raised) stored by the AppendBatch
+// activity, one more local append, Dispose.
+func recordAppendLocal(t *testing.T, w *world) []fixture {
+	id := w.id("rec-local")
+	wid := workflows.WorkflowID(id)
+	run := w.create(workflows.CreateSessionRequest{SessionID: id, Options: &workflows.Options{MaxBatchBytes: 1 << 20}})
+	w.awaitLive(id)
+	turn := liveTurn(t, 0, 1, "hello")
+	w.appendEvents(id, turn[:2])
+	w.appendEvents(id, turn[2:])
+	big, err := session.NewEvent(session.TypeTodoWrite, 5, 1_700_000_000_005, map[string]any{"text": strings.Repeat("x", 300<<10)})
+	require.NoError(t, err)
+	w.appendEvents(id, []session.Event{big})
+	w.appendEvents(id, liveTurn(t, 6, 2, "after the large batch"))
+	w.dispose(id)
+	require.NoError(t, run.Get(w.ctx(), nil))
+	return only("append-local", wid, run)
+}
+
+// recordAppendActivityOption: options.activityAppends: the version marker
+// taken, every append stored by the AppendBatch activity.
+func recordAppendActivityOption(t *testing.T, w *world) []fixture {
+	id := w.id("rec-activity-appends")
+	wid := workflows.WorkflowID(id)
+	run := w.create(workflows.CreateSessionRequest{SessionID: id, Options: &workflows.Options{ActivityAppends: true}})
+	w.awaitLive(id)
+	turn := liveTurn(t, 0, 1, "hello")
+	w.appendEvents(id, turn[:2])
+	w.appendEvents(id, turn[2:])
+	w.dispose(id)
+	require.NoError(t, run.Get(w.ctx(), nil))
+	return only("append-activity-option", wid, run)
+}
