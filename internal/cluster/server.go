@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -59,7 +60,9 @@ func writeDeployFiles(dir string) error {
 	})
 }
 
-// freePorts returns n distinct free TCP ports on 127.0.0.1.
+// freePorts returns n distinct TCP ports of 127.0.0.1 that are free now,
+// below 32768: the server stores its membership ports in a smallint column,
+// and the kernel's ephemeral ports are above it.
 func freePorts(n int) ([]int, error) {
 	var ls []net.Listener
 	defer func() {
@@ -68,13 +71,17 @@ func freePorts(n int) ([]int, error) {
 		}
 	}()
 	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > 1000 {
+			return nil, fmt.Errorf("finding %d free ports below 32768: too many taken", n)
+		}
+		port := 20000 + rand.IntN(12000)
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
-			return nil, fmt.Errorf("finding a free port: %w", err)
+			continue
 		}
 		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		ports = append(ports, port)
 	}
 	return ports, nil
 }

@@ -47,10 +47,10 @@ func TestFailoverToTheOtherWorker(t *testing.T) {
 	t.Logf("killed %s (the owner of %s) after %d acknowledged batches", owner, id, before)
 
 	a.awaitAcks(before, 30, 3*time.Minute)
-	first, ok := a.firstAckAfter(killed)
+	first, ok := a.firstSentAfter(killed)
 	require.True(t, ok)
-	t.Logf("failover: first append acknowledged %v after the kill (batch %d..%d, %d attempts); 30 batches by the survivor",
-		first.at.Sub(killed).Round(time.Millisecond), first.first, first.last, first.attempts)
+	t.Logf("failover: the first append sent after the kill was acknowledged %v after it (batch %d..%d, %d attempts); longest wait between acknowledgements %v",
+		first.at.Sub(killed).Round(time.Millisecond), first.first, first.last, first.attempts, a.longestWait(killed).Round(time.Millisecond))
 
 	acked, next := a.finish()
 	// The workflow tasks after the kill ran on the surviving worker.

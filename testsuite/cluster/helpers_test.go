@@ -101,6 +101,7 @@ func requireHolds(t *testing.T, id string, acked []session.Event) []session.Even
 
 // ack is one acknowledged batch.
 type ack struct {
+	sent        time.Time // when the acknowledged attempt was sent
 	at          time.Time // when the acknowledgement arrived
 	first, last int64
 	attempts    int
@@ -167,13 +168,14 @@ func (a *appender) appendOne() error {
 	}
 	deadline := time.Now().Add(3 * time.Minute)
 	for attempt := 1; ; attempt++ {
+		sent := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		_, err := a.cl.Append(ctx, a.id, batch)
 		cancel()
 		if err == nil || (errors.Is(err, client.ErrSeqMismatch) && a.storeHolds(batch)) {
 			a.mu.Lock()
 			a.acked = append(a.acked, batch...)
-			a.acks = append(a.acks, ack{at: time.Now(), first: batch[0].Seq, last: batch[len(batch)-1].Seq, attempts: attempt})
+			a.acks = append(a.acks, ack{sent: sent, at: time.Now(), first: batch[0].Seq, last: batch[len(batch)-1].Seq, attempts: attempt})
 			a.next = batch[len(batch)-1].Seq + 1
 			a.mu.Unlock()
 			return nil
@@ -223,16 +225,34 @@ func (a *appender) count() int {
 	return len(a.acks)
 }
 
-// firstAckAfter returns the first acknowledgement that arrived after t0.
-func (a *appender) firstAckAfter(t0 time.Time) (ack, bool) {
+// firstSentAfter returns the first acknowledgement of an attempt sent
+// after t0: how long after t0 the session took appends again.
+func (a *appender) firstSentAfter(t0 time.Time) (ack, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, k := range a.acks {
-		if k.at.After(t0) {
+		if k.sent.After(t0) {
 			return k, true
 		}
 	}
 	return ack{}, false
+}
+
+// longestWait returns the longest time between two acknowledgements (or
+// between t0 and the first) among those that arrived after t0.
+func (a *appender) longestWait(t0 time.Time) time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var longest time.Duration
+	prev := t0
+	for _, k := range a.acks {
+		if !k.at.After(t0) {
+			continue
+		}
+		longest = max(longest, k.at.Sub(prev))
+		prev = k.at
+	}
+	return longest
 }
 
 // awaitAcks waits until n more batches than before are acknowledged.

@@ -76,11 +76,17 @@ func TestLifecycleOnCluster(t *testing.T) {
 	require.Equal(t, client.SourceSearchAttributes, listed.Source)
 	require.Equal(t, "/work/cluster", listed.Cwd)
 	require.Equal(t, workflows.CreateSessionName, listed.WorkflowType)
+	// SQL visibility keeps custom search attributes in a jsonb column under
+	// the namespace's field names (Keyword01, ...): the session's values are
+	// among its values.
 	row, err := lc.Psql(ctx, "temporal_visibility",
-		"SELECT search_attributes->>'SessionId', search_attributes->>'SessionPhase', search_attributes->>'SessionCwd' "+
-			"FROM executions_visibility WHERE workflow_id = '"+workflows.WorkflowID(id)+"' AND run_id = '"+firstRun+"'")
+		"SELECT string_agg(value, '|' ORDER BY value) FROM executions_visibility, jsonb_each_text(search_attributes) "+
+			"WHERE workflow_id = '"+workflows.WorkflowID(id)+"' AND run_id = '"+firstRun+"'")
 	require.NoError(t, err)
-	require.Equal(t, id+"|live|/work/cluster", strings.TrimSpace(row))
+	values := strings.Split(strings.TrimSpace(row), "|")
+	for _, v := range []string{id, "live", "/work/cluster"} {
+		require.Contains(t, values, v, "visibility row %q", row)
+	}
 
 	disposed, err := cl.Dispose(ctx, id)
 	require.NoError(t, err)
@@ -104,20 +110,22 @@ func TestLifecycleOnCluster(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEqual(t, firstRun, r.RunID)
 	require.Equal(t, workflows.SourceResume, r.Source)
-	require.Equal(t, int64(9), r.NextSeq)
-	again := events.LiveTurn(t, 9, 3, "after the resume")
+	require.Equal(t, int64(10), r.NextSeq, "the resume stores an end-seed marker")
+	require.Equal(t, int64(9), r.FirstLiveSeq)
+	again := events.LiveTurn(t, 10, 3, "after the resume")
 	res, err = cl.Append(ctx, id, again)
 	require.NoError(t, err)
-	require.Equal(t, int64(14), res.NextSeq)
+	require.Equal(t, int64(15), res.NextSeq)
 	awaitListed(t, cl, id, func(l client.ListedSession) bool {
 		return l.RunID == r.RunID && l.Phase == workflows.PhaseLive && l.WorkflowType == workflows.ResumeSessionName
 	})
 	_, err = cl.Dispose(ctx, id)
 	require.NoError(t, err)
 	all := requireHolds(t, id, nil)
-	require.Len(t, all, 14)
+	require.Len(t, all, 15)
+	require.Equal(t, session.TypeEndSeed, all[9].Type)
 	for i, e := range again {
-		require.JSONEq(t, canonical(t, e), canonical(t, all[9+i]))
+		require.JSONEq(t, canonical(t, e), canonical(t, all[10+i]))
 	}
 }
 

@@ -44,9 +44,10 @@ func restartUnderLoad(t *testing.T, name string, down func(), up func(context.Co
 
 	for i, a := range apps {
 		a.awaitAcks(before[i], 10, 3*time.Minute)
-		first, ok := a.firstAckAfter(restarted)
+		first, ok := a.firstSentAfter(stopped)
 		require.True(t, ok)
-		t.Logf("session %s: first append acknowledged %v after the restart began (%d attempts)", a.id, first.at.Sub(restarted).Round(time.Millisecond), first.attempts)
+		t.Logf("session %s: appends acknowledged again %v after the stop, %v after the restart began; longest wait between acknowledgements %v",
+			a.id, first.at.Sub(stopped).Round(time.Millisecond), first.at.Sub(restarted).Round(time.Millisecond), a.longestWait(stopped).Round(time.Millisecond))
 	}
 	for _, a := range apps {
 		acked, next := a.finish()
