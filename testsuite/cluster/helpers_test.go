@@ -11,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	historypb "go.temporal.io/api/history/v1"
-	temporalclient "go.temporal.io/sdk/client"
 
 	"github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/jsonl"
@@ -305,9 +304,4 @@ func taskWorkers(hist *historypb.History) (ids []string, at []time.Time) {
 		}
 	}
 	return ids, at
-}
-
-// runOf returns a handle on the session's current run.
-func runOf(id string) temporalclient.WorkflowRun {
-	return lc.Client().GetWorkflow(context.Background(), workflows.WorkflowID(id), "")
 }

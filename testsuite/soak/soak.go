@@ -40,16 +40,16 @@ const EventType = "soak/tick"
 
 // runner is one soak run.
 type runner struct {
-	cfg    Config
-	dir    string
-	root   string
-	bin    string
-	srv    *devserver.Server
+	cfg  Config
+	dir  string
+	root string
+	bin  string
+	srv  *devserver.Server
 	// serverLog is the dev server's output.
 	serverLog *os.File
 	// lc is the local cluster of a cluster soak (Config.Cluster), nil
 	// otherwise.
-	lc *cluster.Cluster
+	lc     *cluster.Cluster
 	tc     temporalclient.Client
 	cl     *client.Client
 	reader *jsonl.Store
