@@ -57,6 +57,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Turns, "turns", 0, "number of sessions whose agent runs turns (scripted model with tool calls, built-in tools in a temporary cwd, run_command off) during the kills")
 	fs.BoolVar(&cfg.Cluster, "cluster", false, "run on a local cluster (PostgreSQL, the Temporal server with deploy's configuration, -workers worker processes) instead of the dev server; each kill ends one worker at random")
 	fs.IntVar(&cfg.Workers, "workers", soak.DefaultClusterWorkers, "worker processes of a -cluster soak")
+	fs.DurationVar(&cfg.KillBudget, "kill-budget", 0, "end the kills after this long, even before -kills, and run the final checks; 0 = no limit")
 	fs.BoolVar(&cfg.Measure, "measure", false, "with -cluster: measure create-to-live, sessions/s and appends/s before the kills")
 	fs.StringVar(&compression, "compression", string(jsonl.CompressionNone), "store encoding: none or zstd")
 	fs.StringVar(&cfg.Dir, "dir", "", "working directory (server state, store, logs); default a temporary one")

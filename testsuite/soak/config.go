@@ -110,6 +110,10 @@ type Config struct {
 	// Workers is the number of worker processes of a cluster soak; default
 	// DefaultClusterWorkers.
 	Workers int
+	// KillBudget, when positive, ends the kills once this long has passed
+	// since the first, even before Kills; the final checks run as after the
+	// last kill. Summary.Kills says how many were made.
+	KillBudget time.Duration
 	// Measure makes a cluster soak measure create-to-live, sessions/s and
 	// appends/s (ClusterFigures) before its kills.
 	Measure bool

@@ -213,6 +213,10 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 	var loopErr error
 	killsStarted := time.Now()
 	for k := 1; k <= cfg.Kills; k++ {
+		if cfg.KillBudget > 0 && time.Since(killsStarted) > cfg.KillBudget {
+			r.progress("kill budget of %v spent after %d kills", cfg.KillBudget, sum.Kills)
+			break
+		}
 		interval := cfg.MinInterval
 		if d := cfg.MaxInterval - cfg.MinInterval; d > 0 {
 			interval += time.Duration(r.rng.Int63n(int64(d)))
