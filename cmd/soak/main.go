@@ -4,6 +4,7 @@
 // the store checked against what the client saw acknowledged.
 //
 //	go run ./cmd/soak -kills 200 -sessions 8 -seed 1
+//	go run ./cmd/soak -cluster -workers 2 -measure -kills 200   # on a local cluster (internal/cluster)
 //
 // Progress goes to stderr; the last line on stdout is the summary
 // `soak: kills=N sessions=S acked=A lost=L duplicates=D unresumable=U`.
@@ -55,6 +56,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.StickyTimeout, "sticky-timeout", 0, "the worker's sticky schedule-to-start timeout, 0 = the worker's default 1s")
 	fs.IntVar(&cfg.ContinueAsNewEvents, "continue-as-new-events", 0, "history length at which the server suggests continue-as-new, 0 = the server's default 4096")
 	fs.IntVar(&cfg.Turns, "turns", 0, "number of sessions whose agent runs turns (scripted model with tool calls, built-in tools in a temporary cwd, run_command off) during the kills")
+	fs.BoolVar(&cfg.Cluster, "cluster", false, "run on a local cluster (PostgreSQL, the Temporal server with deploy's configuration, -workers worker processes) instead of the dev server; each kill ends one worker at random")
+	fs.IntVar(&cfg.Workers, "workers", soak.DefaultClusterWorkers, "worker processes of a -cluster soak")
+	fs.DurationVar(&cfg.KillBudget, "kill-budget", 0, "end the kills after this long, even before -kills, and run the final checks; 0 = no limit")
+	fs.BoolVar(&cfg.Measure, "measure", false, "with -cluster: measure create-to-live, sessions/s and appends/s before the kills")
 	fs.StringVar(&compression, "compression", string(jsonl.CompressionNone), "store encoding: none or zstd")
 	fs.StringVar(&cfg.Dir, "dir", "", "working directory (server state, store, logs); default a temporary one")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the temporary working directory")
@@ -82,6 +87,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stderr, "soak:", sum.Failover)
 	fmt.Fprintf(stderr, "soak: took %v\n", sum.Elapsed.Round(time.Second))
+	if sum.Cluster != nil {
+		fmt.Fprintln(stdout, "soak:", sum.Cluster)
+	}
 	fmt.Fprintln(stdout, sum)
 	switch {
 	case err != nil:

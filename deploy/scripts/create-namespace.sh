@@ -34,9 +34,16 @@ ns_ready() {
 		--namespace "$NAMESPACE" --retention "$NAMESPACE_RETENTION" >/dev/null 2>&1 || ns_exists
 }
 
+sa_list() {
+	temporal operator search-attribute list --address "$TEMPORAL_ADDRESS" --namespace "$NAMESPACE" >/dev/null 2>&1
+}
+
 retry "the frontend to serve" temporal operator cluster health --address "$TEMPORAL_ADDRESS"
 retry "namespace $NAMESPACE" ns_ready
 echo "create-namespace: namespace $NAMESPACE is registered"
+# A new namespace reaches the frontend's namespace cache some seconds after it is registered; until
+# then its search attributes cannot be read or added.
+retry "namespace $NAMESPACE to be served" sa_list
 
 for pair in $SEARCH_ATTRIBUTES; do
 	name="${pair%%=*}"

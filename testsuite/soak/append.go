@@ -27,6 +27,8 @@ type tracked struct {
 	lost, dups map[int64]bool
 	// done marks a lifecycle session whose lifecycle is over.
 	done bool
+	// batches counts the acknowledged appends.
+	batches int
 }
 
 func newTracked(id string) *tracked {
@@ -55,6 +57,7 @@ func (t *tracked) ack(batch []session.Event) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.acked = append(t.acked, batch...)
+	t.batches++
 	t.next = batch[len(batch)-1].Seq + 1
 }
 

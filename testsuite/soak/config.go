@@ -10,16 +10,18 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultKills           = 200
-	DefaultSessions        = 8
-	DefaultMinInterval     = 300 * time.Millisecond
-	DefaultMaxInterval     = 1500 * time.Millisecond
-	DefaultBatch           = 8
-	DefaultAppendTimeout   = 20 * time.Second
-	DefaultBatchDeadline   = 3 * time.Minute
-	DefaultTaskQueue       = "soak"
-	DefaultRecoveryTimeout = time.Minute
-	DefaultLifecycles      = 1
+	DefaultKills            = 200
+	DefaultSessions         = 8
+	DefaultMinInterval      = 300 * time.Millisecond
+	DefaultMaxInterval      = 1500 * time.Millisecond
+	DefaultBatch            = 8
+	DefaultAppendTimeout    = 20 * time.Second
+	DefaultBatchDeadline    = 3 * time.Minute
+	DefaultHeartbeatTimeout = 2 * time.Second
+	DefaultTaskQueue        = "soak"
+	DefaultRecoveryTimeout  = time.Minute
+	DefaultLifecycles       = 1
+	DefaultClusterWorkers   = 2
 )
 
 // Config configures Run. Zero values take the defaults.
@@ -105,6 +107,22 @@ type Config struct {
 	// files in the session's cwd and calls a tool the worker lacks, through
 	// the worker's scripted provider (run_command stays off). 0 runs none.
 	Turns int
+	// Cluster runs the soak on a local cluster (internal/cluster:
+	// PostgreSQL, the Temporal server with deploy's configuration, Workers
+	// worker processes on one task queue and one store root) instead of the
+	// dev server; each kill ends one of the workers, chosen at random, while
+	// the others keep running, and starts it again.
+	Cluster bool
+	// Workers is the number of worker processes of a cluster soak; default
+	// DefaultClusterWorkers.
+	Workers int
+	// KillBudget, when positive, ends the kills once this long has passed
+	// since the first, even before Kills; the final checks run as after the
+	// last kill. Summary.Kills says how many were made.
+	KillBudget time.Duration
+	// Measure makes a cluster soak measure create-to-live, sessions/s and
+	// appends/s (ClusterFigures) before its kills.
+	Measure bool
 	// Progress receives progress lines; nil discards them.
 	Progress io.Writer
 }
@@ -142,6 +160,9 @@ func (c *Config) defaults() {
 	}
 	if c.RecoveryTimeout <= 0 {
 		c.RecoveryTimeout = DefaultRecoveryTimeout
+	}
+	if c.Workers <= 0 {
+		c.Workers = DefaultClusterWorkers
 	}
 	if c.Progress == nil {
 		c.Progress = io.Discard
@@ -181,6 +202,13 @@ type Summary struct {
 	// Failover are the recovery times after the kills and the workflow
 	// task timeouts counted in the histories at the end.
 	Failover Failover
+	// Batches is the number of appends the client saw acknowledged.
+	Batches int64
+	// KillPhase is the time from the first kill's wait to the last kill.
+	KillPhase time.Duration
+	// Cluster holds the measurements of a cluster soak with Config.Measure,
+	// nil otherwise.
+	Cluster *ClusterFigures
 	// Elapsed is the duration of the run.
 	Elapsed time.Duration
 }
@@ -189,6 +217,9 @@ type Summary struct {
 func (s Summary) String() string {
 	line := fmt.Sprintf("soak: kills=%d sessions=%d acked=%d lost=%d duplicates=%d unresumable=%d",
 		s.Kills, s.Sessions, s.Acked, s.Lost, s.Duplicates, s.Unresumable)
+	if s.KillPhase > 0 {
+		line += fmt.Sprintf(" batches=%d kill-phase=%v appends/s-during-kills=%.1f", s.Batches, s.KillPhase.Round(time.Second), float64(s.Batches)/s.KillPhase.Seconds())
+	}
 	if s.Turns != (TurnFigures{}) {
 		line += fmt.Sprintf(" turns=%d model-calls=%d tool-calls=%d outcome-unknown=%d retried-model=%d retried-tool=%d",
 			s.Turns.Turns, s.Turns.ModelCalls, s.Turns.ToolCalls, s.Turns.OutcomeUnknown, s.AgentRetries.Model, s.AgentRetries.Tool)

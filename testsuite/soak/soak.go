@@ -29,6 +29,7 @@ import (
 	"go.temporal.io/sdk/log"
 
 	"github.com/sessionflow/sessionflow/client"
+	"github.com/sessionflow/sessionflow/internal/cluster"
 	"github.com/sessionflow/sessionflow/internal/devserver"
 	"github.com/sessionflow/sessionflow/jsonl"
 )
@@ -39,11 +40,16 @@ const EventType = "soak/tick"
 
 // runner is one soak run.
 type runner struct {
-	cfg    Config
-	dir    string
-	root   string
-	bin    string
-	srv    *devserver.Server
+	cfg  Config
+	dir  string
+	root string
+	bin  string
+	srv  *devserver.Server
+	// serverLog is the dev server's output.
+	serverLog *os.File
+	// lc is the local cluster of a cluster soak (Config.Cluster), nil
+	// otherwise.
+	lc     *cluster.Cluster
 	tc     temporalclient.Client
 	cl     *client.Client
 	reader *jsonl.Store
@@ -111,42 +117,41 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 	}
 	r.progress("dir %s, worker %s", r.dir, r.bin)
 
-	serverLog, err := os.Create(filepath.Join(r.dir, "temporal.log"))
-	if err != nil {
-		return sum, fmt.Errorf("soak: server log: %w", err)
-	}
-	defer serverLog.Close()
-	var dynamicConfig []string
-	if cfg.ContinueAsNewEvents > 0 {
-		dynamicConfig = append(dynamicConfig, fmt.Sprintf("limit.historyCount.suggestContinueAsNew=%d", cfg.ContinueAsNewEvents))
-	}
-	r.srv, err = devserver.Start(ctx, devserver.Options{
-		DynamicConfig: dynamicConfig,
-		StateDir:      filepath.Join(r.dir, "dev"),
-		Locate:        devserver.LocateOptions{Progress: cfg.Progress, WorkDir: cfg.ModuleDir},
-		Output:        serverLog,
-	})
-	if err != nil {
-		return sum, fmt.Errorf("soak: starting the dev server: %w", err)
-	}
-	defer func() {
-		if serr := r.srv.Stop(); serr != nil {
-			err = errors.Join(err, fmt.Errorf("soak: stopping the dev server: %w", serr))
+	var address, namespace string
+	if cfg.Cluster {
+		if err := r.startCluster(ctx); err != nil {
+			return sum, err
 		}
-	}()
-	r.progress("dev server %s, state %s", r.srv.Address(), r.srv.DBPath())
+		defer func() {
+			if serr := r.lc.Stop(); serr != nil {
+				err = errors.Join(err, fmt.Errorf("soak: stopping the cluster: %w", serr))
+			}
+		}()
+		address, namespace = r.lc.Address(), r.lc.Namespace()
+	} else {
+		if err := r.startDevServer(ctx); err != nil {
+			return sum, err
+		}
+		defer func() {
+			if serr := r.srv.Stop(); serr != nil {
+				err = errors.Join(err, fmt.Errorf("soak: stopping the dev server: %w", serr))
+			}
+			r.serverLog.Close()
+		}()
+		address, namespace = r.srv.Address(), r.srv.Namespace()
+	}
 
 	r.tc, err = temporalclient.DialContext(ctx, temporalclient.Options{
-		HostPort:  r.srv.Address(),
-		Namespace: r.srv.Namespace(),
+		HostPort:  address,
+		Namespace: namespace,
 		Identity:  "sessionflow-soak",
 		Logger:    log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
 	})
 	if err != nil {
-		return sum, fmt.Errorf("soak: connecting to the dev server: %w", err)
+		return sum, fmt.Errorf("soak: connecting to the Temporal server: %w", err)
 	}
 	defer r.tc.Close()
-	r.cl = client.New(r.tc, client.Options{TaskQueue: cfg.TaskQueue, Namespace: r.srv.Namespace(), WorkflowTaskTimeout: cfg.WorkflowTaskTimeout})
+	r.cl = client.New(r.tc, client.Options{TaskQueue: cfg.TaskQueue, Namespace: namespace, WorkflowTaskTimeout: cfg.WorkflowTaskTimeout})
 	if r.reader, err = jsonl.NewStore(jsonl.Options{Root: r.root, Compression: cfg.Compression}); err != nil {
 		return sum, fmt.Errorf("soak: opening the store for read: %w", err)
 	}
@@ -156,10 +161,23 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 			return sum, err
 		}
 	}
-	if err := r.startWorker(ctx); err != nil {
-		return sum, err
+	if cfg.Cluster {
+		if err := r.startClusterWorkers(ctx); err != nil {
+			return sum, err
+		}
+		if cfg.Measure {
+			figures, err := r.measure(ctx)
+			if err != nil {
+				return sum, err
+			}
+			sum.Cluster = &figures
+		}
+	} else {
+		if err := r.startWorker(ctx); err != nil {
+			return sum, err
+		}
+		defer r.stopWorker()
 	}
-	defer r.stopWorker()
 	if cfg.Standby {
 		standby, err := r.spawnWorker(ctx, "soak-standby")
 		if err != nil {
@@ -204,7 +222,12 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 	}
 
 	var loopErr error
+	killsStarted := time.Now()
 	for k := 1; k <= cfg.Kills; k++ {
+		if cfg.KillBudget > 0 && time.Since(killsStarted) > cfg.KillBudget {
+			r.progress("kill budget of %v spent after %d kills", cfg.KillBudget, sum.Kills)
+			break
+		}
 		interval := cfg.MinInterval
 		if d := cfg.MaxInterval - cfg.MinInterval; d > 0 {
 			interval += time.Duration(r.rng.Int63n(int64(d)))
@@ -217,22 +240,16 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 		if loopErr != nil {
 			break
 		}
-		select {
-		case <-r.worker.Exited():
-			r.fail("worker %s exited before it was killed (see %s)", r.worker.identity, filepath.Join(r.dir, "worker.log"))
-		default:
-		}
-		pid := r.worker.Pid()
 		before := make([]int, len(r.sessions))
 		for i, t := range r.sessions {
 			before[i] = t.count()
 		}
 		killed := time.Now()
-		r.killWorker()
-		sum.Kills++
-		if loopErr = r.startWorker(ctx); loopErr != nil {
+		var pid int
+		if pid, loopErr = r.killAndRestart(ctx); loopErr != nil {
 			break
 		}
+		sum.Kills++
 		polling := time.Since(killed)
 		acked := r.check(ctx, false)
 		r.checkTurns(ctx, false)
@@ -251,10 +268,11 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 		if len(r.turnSessions) > 0 {
 			turns = fmt.Sprintf(", turns ended=%d", r.turnsEnded())
 		}
-		r.progress("kill %d/%d: worker %d killed after %v, polling again after %v%s; acked=%d, lifecycles done=%d%s, check ok=%v",
-			k, cfg.Kills, pid, interval.Round(time.Millisecond), polling.Round(time.Millisecond), recovery, acked,
+		r.progress("kill %d/%d: %s %d killed after %v, polling again after %v%s; acked=%d, lifecycles done=%d%s, check ok=%v",
+			k, cfg.Kills, r.killedName(), pid, interval.Round(time.Millisecond), polling.Round(time.Millisecond), recovery, acked,
 			len(r.cycledSessions(false)), turns, len(r.snapshotFailures()) == 0)
 	}
+	sum.KillPhase = time.Since(killsStarted)
 	close(stop)
 	if loopErr != nil {
 		// Without a worker, a batch in flight cannot be acknowledged.
@@ -319,6 +337,7 @@ func (r *runner) finish(sum Summary) Summary {
 	for _, t := range append(r.sessions[:len(r.sessions):len(r.sessions)], r.cycledSessions(true)...) {
 		t.mu.Lock()
 		sum.Acked += int64(len(t.acked))
+		sum.Batches += int64(t.batches)
 		sum.Lost += len(t.lost)
 		sum.Duplicates += len(t.dups)
 		t.mu.Unlock()
