@@ -36,14 +36,16 @@ func TestAppendRevocationFailureAfterEverythingIsStored(t *testing.T) {
 	root := t.TempDir()
 	mustOK(t, logCmd(t, root, "none", "", "create", "--id", "demo"))
 	// Once stdin is read, the revocation records' directory becomes a file:
-	// the close cannot write the record of its handle id.
+	// the close cannot write the record of its handle id. The appends come
+	// in batches, so the first one, which opens the lease and checks the
+	// handle is not revoked, is stored before that.
 	stdin := &atEOF{r: strings.NewReader(sample), fn: func() {
 		dir := filepath.Join(root, ".revocations")
 		require.NoError(t, os.RemoveAll(dir))
 		require.NoError(t, os.WriteFile(dir, nil, 0o644))
 	}}
 	var out, errb bytes.Buffer
-	code := run([]string{"log", "append", "--root", root, "--compression", "none", "--id", "demo"}, stdin, &out, &errb)
+	code := run([]string{"log", "append", "--root", root, "--compression", "none", "--id", "demo", "--batch", "4"}, stdin, &out, &errb)
 	n := strings.Count(sample, "\n")
 	require.Equal(t, 0, code, "stderr: %s", errb.String())
 	require.Equal(t, "appended "+strconv.Itoa(n)+" events to session \"demo\"\n", out.String())
