@@ -42,6 +42,8 @@ type Harness struct {
 	inFlight  int          // updateNoWaitAt updates not settled yet
 	// startWaiters run when an activity of their name starts.
 	startWaiters map[string][]func()
+	// localStarts counts the local activities started, by name.
+	localStarts map[string]int
 	// waiting names the condition a WaitFor step still waits for.
 	waiting string
 
@@ -122,30 +124,47 @@ func (h *Harness) newEnv() *sdktest.TestWorkflowEnvironment {
 	env.RegisterActivityWithOptions(h.Hooks.Publish, activity.RegisterOptions{Name: HookPublish})
 	env.RegisterActivityWithOptions(h.Hooks.Dispose, activity.RegisterOptions{Name: HookDispose})
 	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
-		h.mu.Lock()
-		h.started = append(h.started, activityCall{name: info.ActivityType.Name, args: args})
-		fn := h.OnStarted
-		waiters := h.startWaiters[info.ActivityType.Name]
-		delete(h.startWaiters, info.ActivityType.Name)
-		h.mu.Unlock()
-		if fn != nil {
-			fn(info.ActivityType.Name)
-		}
-		for _, w := range waiters {
-			w()
-		}
+		h.recordStarted(info.ActivityType.Name, args, false)
 	})
 	env.SetOnActivityCompletedListener(func(info *activity.Info, _ converter.EncodedValue, err error) {
-		h.mu.Lock()
-		h.completed = append(h.completed, activityCall{name: info.ActivityType.Name, err: err})
-		fn := h.OnCompleted
-		h.mu.Unlock()
-		if fn != nil {
-			fn(info.ActivityType.Name, err)
-		}
+		h.recordCompleted(info.ActivityType.Name, err)
 	})
 	h.listenLocal(env)
 	return env
+}
+
+// recordStarted records the start of the activity name (local: a local
+// activity) and runs the hooks waiting for it.
+func (h *Harness) recordStarted(name string, args converter.EncodedValues, local bool) {
+	h.mu.Lock()
+	h.started = append(h.started, activityCall{name: name, args: args})
+	if local {
+		if h.localStarts == nil {
+			h.localStarts = map[string]int{}
+		}
+		h.localStarts[name]++
+	}
+	fn := h.OnStarted
+	waiters := h.startWaiters[name]
+	delete(h.startWaiters, name)
+	h.mu.Unlock()
+	if fn != nil {
+		fn(name)
+	}
+	for _, w := range waiters {
+		w()
+	}
+}
+
+// recordCompleted records the end of the activity name with its error.
+func (h *Harness) recordCompleted(name string, err error) {
+	h.mu.Lock()
+	h.completed = append(h.completed, activityCall{name: name, err: err})
+	fn := h.OnCompleted
+	h.mu.Unlock()
+	if fn != nil {
+		fn(name, err)
+	}
 }
 
 // WithID makes the top-level workflow run under workflow id session/<id>.
