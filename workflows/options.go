@@ -23,7 +23,7 @@ const (
 	// activity lost with a killed worker waits before it is retried
 	// (docs/DECISIONS.md D49). The agent's model and tool activities keep
 	// DefaultHeartbeatTimeout.
-	DefaultStoreHeartbeatTimeout = time.Second
+	DefaultStoreHeartbeatTimeout = 5 * time.Second
 	// DefaultStoreRetryInterval is the first backoff of a store activity's
 	// retry, multiplied by StoreRetryBackoff after each attempt up to a
 	// minute: ten attempts span about as long as Temporal's 1 s doubling

@@ -26,12 +26,12 @@ func storeActivityOptions(t *testing.T, o *Options) workflow.ActivityOptions {
 }
 
 // By default a store activity lost with a killed worker is retried soon: a
-// 1 s heartbeat timeout and a first backoff of 200 ms, growing threefold
+// 5 s heartbeat timeout and a first backoff of 200 ms, growing threefold
 // up to a minute over ten attempts; a session's HeartbeatTimeoutMs still
 // sets the heartbeat timeout of every activity.
 func TestStoreActivitiesRetryALostAttemptSoon(t *testing.T) {
 	got := storeActivityOptions(t, nil)
-	require.Equal(t, time.Second, got.HeartbeatTimeout)
+	require.Equal(t, 5*time.Second, got.HeartbeatTimeout)
 	require.Equal(t, 10*time.Minute, got.StartToCloseTimeout)
 	require.True(t, got.WaitForCancellation)
 	require.Equal(t, 200*time.Millisecond, got.RetryPolicy.InitialInterval)

@@ -182,8 +182,10 @@ type Options struct {
 	// ActivityTimeoutMs is the start-to-close timeout of every activity;
 	// default 600000.
 	ActivityTimeoutMs int64 `json:"activityTimeoutMs,omitempty"`
-	// HeartbeatTimeoutMs is the heartbeat timeout of the store activities;
-	// default 10000 (a cancellation reaches a heartbeating activity within about 80% of it).
+	// HeartbeatTimeoutMs is the heartbeat timeout of every activity of the
+	// session when set; unset, the store activities take
+	// DefaultStoreHeartbeatTimeout and the agent's DefaultHeartbeatTimeout
+	// (a cancellation reaches a heartbeating activity within about 80% of it).
 	HeartbeatTimeoutMs int64 `json:"heartbeatTimeoutMs,omitempty"`
 	// MaxAttempts bounds the attempts of an activity on retryable errors;
 	// default 10.
