@@ -29,12 +29,17 @@ func restartUnderLoad(t *testing.T, name string, down func(), up func(context.Co
 		require.NoError(t, err)
 		apps = append(apps, startAppender(t, cl, id, s.NextSeq, int64(i+1)))
 	}
-	before := make([]int, sessions)
-	for i, a := range apps {
+	for _, a := range apps {
 		a.awaitAcks(0, 10, time.Minute)
-		before[i] = a.count()
 	}
 
+	// The counts are taken at the stop: the acknowledgements awaited below
+	// come after it, and at most one of them (each appender has one batch
+	// in flight) was sent before it.
+	before := make([]int, sessions)
+	for i, a := range apps {
+		before[i] = a.count()
+	}
 	stopped := time.Now()
 	down()
 	time.Sleep(outage)
