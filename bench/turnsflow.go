@@ -4,19 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
-	"time"
 
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
-// loopPoll is the pause between two LoopState queries while a turn runs.
-const loopPoll = time.Millisecond
-
-// flowDriver runs turns of a live sessionflow session: client.Followup,
-// then client.LoopState every loopPoll until the turn that claimed the
-// message has ended.
+// flowDriver runs turns of a live sessionflow session with client.RunTurn:
+// one update that completes when the turn that claimed the message has
+// ended, as the sample's client waits on its update.
 type flowDriver struct {
 	e   *env
 	id  string
@@ -54,30 +49,14 @@ func (f *flowDriver) turn(ctx context.Context, prompt string) error {
 	}
 	uctx, cancel := context.WithTimeout(ctx, sampleTimeout)
 	defer cancel()
-	in, err := f.e.sf.Followup(uctx, f.id, workflows.InputRequest{Content: content})
+	in, err := f.e.sf.RunTurn(uctx, f.id, workflows.InputRequest{Content: content})
 	if err != nil {
-		return fmt.Errorf("followup: %w", err)
+		return fmt.Errorf("run turn: %w", err)
 	}
-	for {
-		st, err := f.e.sf.LoopState(uctx, f.id)
-		if err != nil {
-			return fmt.Errorf("loop state: %w", err)
-		}
-		for _, t := range st.Recent {
-			if !slices.Contains(t.Claimed, in.MessageID) || t.Reason == nil {
-				continue
-			}
-			if t.Reason.Kind != session.TurnEndCompleted {
-				return fmt.Errorf("turn %d ended %s", t.Turn, t.Reason.Kind)
-			}
-			return nil
-		}
-		select {
-		case <-uctx.Done():
-			return fmt.Errorf("waiting for the turn of %s: %w", in.MessageID, uctx.Err())
-		case <-time.After(loopPoll):
-		}
+	if in.Ended.Reason.Kind != session.TurnEndCompleted {
+		return fmt.Errorf("turn %d ended %s", in.Ended.Turn, in.Ended.Reason.Kind)
 	}
+	return nil
 }
 
 func (f *flowDriver) close(ctx context.Context) error {

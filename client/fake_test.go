@@ -122,6 +122,9 @@ func (f *fakeTemporal) UpdateWithStartWorkflow(_ context.Context, opts temporalc
 
 func (f *fakeTemporal) UpdateWorkflow(_ context.Context, opts temporalclient.UpdateWorkflowOptions) (temporalclient.WorkflowUpdateHandle, error) {
 	f.record("update " + opts.WorkflowID + " " + opts.UpdateName)
+	if f.update == nil {
+		return nil, serviceerror.NewUnimplemented("no update scripted")
+	}
 	return f.update(opts)
 }
 

@@ -147,13 +147,26 @@ type WatchOptions struct {
 // the workflow's pending activities (the model activity's heartbeat details
 // are an agent.ModelProgress) and yields the streamed text, the tool calls
 // started and finished, and finally the ended turn (TurnInfo) and, with
-// opts.Events, its stored events. An error ends the sequence.
+// opts.Events, its stored events. Beside the polls it waits on the turn's
+// end (WaitTurn), so the end is seen when the turn ends, not at the next
+// poll. An error ends the sequence.
 func (c *Client) WatchTurn(ctx context.Context, id, messageID string, opts WatchOptions) iter.Seq2[TurnProgress, error] {
 	if opts.Interval <= 0 {
 		opts.Interval = 200 * time.Millisecond
 	}
 	return func(yield func(TurnProgress, error) bool) {
 		w := turnWatch{c: c, id: id, msg: messageID, opts: opts, reported: map[string]string{}}
+		wctx, stop := context.WithCancel(ctx)
+		defer stop()
+		// ended is closed when the turn ended; a failed wait (an older
+		// server, a message not pending) leaves the polls to tell.
+		ended := make(chan struct{})
+		var endedCh <-chan struct{} = ended
+		go func() {
+			if _, err := c.WaitTurn(wctx, id, workflows.WaitTurnRequest{MessageID: messageID}); err == nil {
+				close(ended)
+			}
+		}()
 		for {
 			done, err := w.poll(ctx, yield)
 			if err != nil {
@@ -168,6 +181,8 @@ func (c *Client) WatchTurn(ctx context.Context, id, messageID string, opts Watch
 				yield(TurnProgress{}, ctx.Err())
 				return
 			case <-time.After(opts.Interval):
+			case <-endedCh:
+				endedCh = nil
 			}
 		}
 	}

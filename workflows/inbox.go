@@ -295,6 +295,20 @@ func (l *lifecycle) handleInput(ctx workflow.Context, k inputKind, in converter.
 	if err := decodeRequest(k.name, in, &req); err != nil {
 		return InputResult{}, err
 	}
+	res, err := l.queueInput(ctx, k, req)
+	if err != nil || !req.Wait {
+		return res, err
+	}
+	info, err := l.waitTurn(ctx, WaitTurnRequest{MessageID: res.MessageID})
+	if err != nil {
+		return InputResult{}, err
+	}
+	res.Ended = &info
+	return res, nil
+}
+
+// queueInput queues the decoded input req.
+func (l *lifecycle) queueInput(ctx workflow.Context, k inputKind, req InputRequest) (InputResult, error) {
 	p, err := l.buildInput(k.name, req, workflow.GetCurrentUpdateInfo(ctx).ID)
 	if err != nil {
 		return InputResult{}, err

@@ -195,7 +195,7 @@ func (l *lifecycle) runLive() (DisposeResult, error) {
 			if l.disposeWanted || l.flushDue || (l.ctx.Err() != nil && !l.cancelSeen) || l.turnDue() {
 				return true
 			}
-			return l.canDue() && (len(l.pending) > 0 || workflow.AllHandlersFinished(l.dctx))
+			return l.canDue() && (len(l.pending) > 0 || workflow.AllHandlersFinished(l.dctx) || l.releaseDue())
 		})
 		l.syncCancel()
 		switch {
@@ -206,6 +206,10 @@ func (l *lifecycle) runLive() (DisposeResult, error) {
 			_ = l.flushOnce()
 		case l.turnDue():
 			l.runTurn()
+		case l.releaseDue():
+			// Waits for a turn still to come are answered before the run
+			// continues as new; their clients send them again.
+			l.agent.releaseWaiters = true
 		case l.canDue() && workflow.AllHandlersFinished(l.dctx):
 			// Let updates delivered in this workflow task reach their
 			// handlers before deciding: a new coroutine runs after them.
@@ -215,6 +219,12 @@ func (l *lifecycle) runLive() (DisposeResult, error) {
 			}
 		}
 	}
+}
+
+// releaseDue reports whether the run would continue as new but for
+// WaitTurn waits not yet answered.
+func (l *lifecycle) releaseDue() bool {
+	return l.canDue() && l.agent.waiters > 0 && !l.agent.releaseWaiters
 }
 
 // yield lets every coroutine that is ready run once before the main one

@@ -50,6 +50,11 @@ type agentLoop struct {
 	// localVersioned and local cache localTurnStores.
 	localVersioned bool
 	local          bool
+	// waiters counts the running WaitTurn waits (and waiting inputs);
+	// releaseWaiters answers those of a turn not running, before
+	// continue-as-new.
+	waiters        int
+	releaseWaiters bool
 }
 
 // turnRun is the running turn.
@@ -126,6 +131,7 @@ func (l *lifecycle) runTurn() {
 		return
 	}
 	a.inbox.wake = false
+	a.releaseWaiters = false
 	tctx, cancel := workflow.WithCancel(l.dctx)
 	t := &turnRun{
 		summary:  TurnInfo{Turn: l.lastTurn + 1, StartSeq: l.nextSeq, Claimed: []string{}},

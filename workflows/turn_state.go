@@ -25,6 +25,10 @@ func (l *lifecycle) registerAgent() error {
 		workflow.UpdateHandlerOptions{Validator: l.validateCancel}); err != nil {
 		return err
 	}
+	if err := workflow.SetUpdateHandlerWithOptions(l.ctx, UpdateWaitTurn, l.handleWaitTurn,
+		workflow.UpdateHandlerOptions{Validator: l.validateWaitTurn}); err != nil {
+		return err
+	}
 	return workflow.SetQueryHandler(l.ctx, QueryLoopState, l.loopState)
 }
 

@@ -89,6 +89,9 @@ type InputRequest struct {
 	Content json.RawMessage `json:"content"`
 	// Source is the message's source object; default {"kind":"user"}.
 	Source json.RawMessage `json:"source,omitempty"`
+	// Wait makes the update complete when the turn that claims the
+	// message has ended (InputResult.Ended), as WaitTurn does.
+	Wait bool `json:"wait,omitempty"`
 }
 
 // InputResult is the result of Followup, Steer and Inject.
@@ -103,6 +106,9 @@ type InputResult struct {
 	SplicedSeq int64 `json:"splicedSeq"`
 	// Turn is the running turn when the input was queued, 0 when idle.
 	Turn int64 `json:"turn"`
+	// Ended is the turn that claimed the message, once ended: set when
+	// the request asked to Wait.
+	Ended *TurnInfo `json:"ended,omitempty"`
 }
 
 // CancelRequest is the argument of Cancel.

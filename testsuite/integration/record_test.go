@@ -330,7 +330,17 @@ func recordContinueAsNew(t *testing.T, w *world) []fixture {
 // sequence shows.
 func commandSequence(hist *historypb.History) []string {
 	var out []string
+	// A WaitTurn only reads workflow state: its update events are left
+	// out, since a watching client sends it at a time of its own.
+	waits := map[int64]bool{}
 	for _, e := range hist.Events {
+		if a := e.GetWorkflowExecutionUpdateAcceptedEventAttributes(); a != nil && a.GetAcceptedRequest().GetInput().GetName() == workflows.UpdateWaitTurn {
+			waits[e.GetEventId()] = true
+			continue
+		}
+		if c := e.GetWorkflowExecutionUpdateCompletedEventAttributes(); c != nil && waits[c.GetAcceptedEventId()] {
+			continue
+		}
 		name := strings.TrimPrefix(e.GetEventType().String(), "EVENT_TYPE_")
 		detail := ""
 		switch e.GetEventType() {

@@ -1,0 +1,170 @@
+package workflows
+
+import (
+	"fmt"
+	"slices"
+
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// The wait for a turn's end (docs/API.md, WaitTurn): an update whose
+// completion is the end of a turn, so a client learns it with the workflow
+// task that stores the turn/end instead of polling LoopState. A waiter adds
+// no command: it awaits the turn's summary in workflow state. Before
+// continue-as-new the waiters of a turn that is not running are answered
+// with TurnWaitMoved (the client sends the wait again, to the next run,
+// which carries the recent turns); on disposal, the waiters of a turn that
+// is not running are answered with LifecycleDisposed.
+
+// UpdateWaitTurn waits for a turn to end (a WaitTurnRequest); it returns
+// the ended turn's TurnInfo.
+const UpdateWaitTurn = "WaitTurn"
+
+// ErrTypeNoSuchTurn is the type of a wait for a turn the loop cannot
+// answer: the message is neither pending nor claimed by a recent turn
+// (discarded by a cancel, never sent, or older than the recent turns), or
+// the turn ended before the recent turns.
+const ErrTypeNoSuchTurn = "NoSuchTurn"
+
+// ErrTypeTurnWaitMoved is the type of the answer to a wait the run gave up
+// to continue as new: the wait is to be sent again (it reaches the next
+// run, which answers it).
+const ErrTypeTurnWaitMoved = "TurnWaitMoved"
+
+// WaitTurnRequest is the argument of WaitTurn: exactly one of Turn and
+// MessageID.
+type WaitTurnRequest struct {
+	// Turn is the turn number to wait for (a turn already ended, running,
+	// or still to come).
+	Turn int64 `json:"turn,omitempty"`
+	// MessageID waits for the turn that claims this message (the id
+	// Followup, Steer or Inject returned).
+	MessageID string `json:"messageId,omitempty"`
+}
+
+// waitState is where a waited-for turn stands.
+type waitState int
+
+const (
+	waitPending waitState = iota // not ended yet
+	waitRunning                  // it is the running turn
+	waitEnded                    // ended: its summary is known
+	waitGone                     // it cannot be answered
+)
+
+// findTurn locates the turn req waits for.
+func (l *lifecycle) findTurn(req WaitTurnRequest) (TurnInfo, waitState) {
+	a := &l.agent
+	match := func(t TurnInfo) bool {
+		if req.MessageID != "" {
+			return slices.Contains(t.Claimed, req.MessageID)
+		}
+		return t.Turn == req.Turn
+	}
+	for i := len(a.recent) - 1; i >= 0; i-- {
+		if match(a.recent[i]) {
+			return a.recent[i], waitEnded
+		}
+	}
+	if a.turn != nil && match(a.turn.summary) {
+		return TurnInfo{}, waitRunning
+	}
+	if req.MessageID != "" {
+		if a.inbox.has(req.MessageID) {
+			return TurnInfo{}, waitPending
+		}
+		return TurnInfo{}, waitGone
+	}
+	last := l.lastTurn
+	if a.turn != nil {
+		last = max(last, a.turn.summary.Turn)
+	}
+	if req.Turn > last {
+		return TurnInfo{}, waitPending
+	}
+	return TurnInfo{}, waitGone
+}
+
+// NoSuchTurnError is the answer to a wait for a turn the loop cannot
+// answer.
+func NoSuchTurnError(id string, req WaitTurnRequest) error {
+	what := fmt.Sprintf("turn %d", req.Turn)
+	if req.MessageID != "" {
+		what = "the turn of message " + quoteID(req.MessageID)
+	}
+	return temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("agent %s cannot wait for %s: it is neither pending, running nor among the recent turns", quoteID(id), what),
+		ErrTypeNoSuchTurn, nil)
+}
+
+// TurnWaitMovedError is the answer to a wait given up for continue-as-new.
+func TurnWaitMovedError(id string) error {
+	return temporal.NewApplicationError(
+		fmt.Sprintf("agent %s continues as new; wait for the turn again", quoteID(id)), ErrTypeTurnWaitMoved)
+}
+
+// validateWaitTurn accepts a WaitTurn of a live session naming exactly one
+// of a turn (a positive number) and a message.
+func (l *lifecycle) validateWaitTurn(in converter.RawValue) error {
+	if l.phase != PhaseLive || l.disposeWanted {
+		return l.notLive()
+	}
+	var req WaitTurnRequest
+	if err := decodeRequest(UpdateWaitTurn, in, &req); err != nil {
+		return err
+	}
+	if (req.Turn > 0) == (req.MessageID != "") || req.Turn < 0 {
+		return invalidArgument("WaitTurn: give exactly one of a positive turn and a messageId")
+	}
+	return nil
+}
+
+// handleWaitTurn answers once the turn has ended.
+func (l *lifecycle) handleWaitTurn(ctx workflow.Context, in converter.RawValue) (TurnInfo, error) {
+	var req WaitTurnRequest
+	if err := decodeRequest(UpdateWaitTurn, in, &req); err != nil {
+		return TurnInfo{}, err
+	}
+	return l.waitTurn(ctx, req)
+}
+
+// waitTurn waits until the turn req names has ended and returns its
+// summary; a turn that will not come (the session is disposing, the run
+// continues as new) or cannot be found is answered with an error.
+func (l *lifecycle) waitTurn(ctx workflow.Context, req WaitTurnRequest) (TurnInfo, error) {
+	a := &l.agent
+	a.waiters++
+	defer func() { a.waiters-- }()
+	var info TurnInfo
+	var err error
+	hctx, _ := workflow.NewDisconnectedContext(ctx)
+	if aerr := workflow.Await(hctx, func() bool {
+		var st waitState
+		info, st = l.findTurn(req)
+		switch {
+		case st == waitEnded:
+			return true
+		case st == waitGone:
+			err = NoSuchTurnError(l.id, req)
+			return true
+		case st == waitRunning:
+			return false
+		case l.disposeWanted || l.phase != PhaseLive:
+			err = LifecycleDisposedError(l.id)
+			return true
+		case a.releaseWaiters:
+			err = TurnWaitMovedError(l.id)
+			return true
+		}
+		return false
+	}); aerr != nil {
+		return TurnInfo{}, aerr
+	}
+	if err != nil {
+		return TurnInfo{}, err
+	}
+	info.Claimed = slices.Clone(info.Claimed)
+	return info, nil
+}
