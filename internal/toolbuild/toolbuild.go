@@ -33,12 +33,19 @@ func SourceDir() string {
 // FindRoot walks up from dir to the first directory whose tools/go.mod
 // declares Module and returns it (the root of the sessionflow checkout).
 func FindRoot(dir string) (string, bool) {
+	return FindUp(dir, func(d string) bool { return IsToolsModule(filepath.Join(d, "tools", "go.mod")) })
+}
+
+// FindUp walks up from dir (made absolute) to the first directory match
+// accepts and returns it; false when no directory up to the file system's
+// root matches.
+func FindUp(dir string, match func(dir string) bool) (string, bool) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return "", false
 	}
 	for {
-		if IsToolsModule(filepath.Join(dir, "tools", "go.mod")) {
+		if match(dir) {
 			return dir, true
 		}
 		parent := filepath.Dir(dir)
@@ -49,9 +56,12 @@ func FindRoot(dir string) (string, bool) {
 	}
 }
 
-// IsToolsModule reports whether the go.mod file gomod declares Module; a
-// file that cannot be read declares nothing.
-func IsToolsModule(gomod string) bool {
+// IsToolsModule reports whether the go.mod file gomod declares Module.
+func IsToolsModule(gomod string) bool { return DeclaresModule(gomod, Module) }
+
+// DeclaresModule reports whether the go.mod file gomod declares the module
+// path module; a file that cannot be read declares nothing.
+func DeclaresModule(gomod, module string) bool {
 	f, err := os.Open(gomod)
 	if err != nil {
 		return false
@@ -60,7 +70,7 @@ func IsToolsModule(gomod string) bool {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		if rest, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "module "); ok {
-			return strings.Trim(strings.TrimSpace(rest), `"`) == Module
+			return strings.Trim(strings.TrimSpace(rest), `"`) == module
 		}
 	}
 	return false
