@@ -69,16 +69,8 @@ func checkGenerationVersion(id, path string, h session.Header) error {
 // readMigrationRecord reads a session directory's migration record; nil
 // when there is none.
 func (s *Store) readMigrationRecord(dir string) (*MigrationRecord, error) {
-	f, _, err := s.openFile(filepath.Join(dir, migrationRecordFile), os.O_RDONLY)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, 1<<16))
-	if err != nil {
+	b, found, err := s.readSmallFile(filepath.Join(dir, migrationRecordFile), 1<<16)
+	if err != nil || !found {
 		return nil, err
 	}
 	var rec MigrationRecord

@@ -112,22 +112,26 @@ func (s *Store) publish(dir, name string, body []byte) error {
 
 // readLease returns the lease of a session directory, or nil when none.
 func (s *Store) readLease(dir string) (*Lease, error) {
-	f, _, err := s.openFile(filepath.Join(dir, leaseFile), os.O_RDONLY)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
-		}
+	body, found, err := s.readSmallFile(filepath.Join(dir, leaseFile), leaseLimit)
+	if err != nil || !found {
 		return nil, err
 	}
-	defer f.Close()
-	return decodeLease(f)
+	return parseLease(body)
 }
 
+// leaseLimit bounds the bytes of a lease that are read.
+const leaseLimit = 1 << 20
+
 func decodeLease(r io.Reader) (*Lease, error) {
-	body, err := io.ReadAll(io.LimitReader(r, 1<<20))
+	body, err := io.ReadAll(io.LimitReader(r, leaseLimit))
 	if err != nil {
 		return nil, err
 	}
+	return parseLease(body)
+}
+
+// parseLease decodes the bytes of a lease file.
+func parseLease(body []byte) (*Lease, error) {
 	var l Lease
 	if err := json.Unmarshal(body, &l); err != nil {
 		return nil, &Error{Code: CodeCorrupt, Message: "corrupt session lease: " + err.Error(), Err: err}

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -52,17 +50,12 @@ func (s *Store) rootMarkerPath() string { return filepath.Join(s.root, rootMarke
 func (s *Store) readRootMarker() (rootMarker, error) {
 	var m rootMarker
 	path := s.rootMarkerPath()
-	f, _, err := s.openFile(path, os.O_RDONLY)
+	body, found, err := s.readSmallFile(path, 4<<10)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return m, errNoMarker
-		}
 		return m, err
 	}
-	defer f.Close()
-	body, err := io.ReadAll(io.LimitReader(f, 4<<10))
-	if err != nil {
-		return m, err
+	if !found {
+		return m, errNoMarker
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&m); err != nil || m.Store != rootMarkerStore || m.Version < 1 {

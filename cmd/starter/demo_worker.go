@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -19,6 +18,7 @@ import (
 	"github.com/sessionflow/sessionflow/internal/procgroup"
 	"github.com/sessionflow/sessionflow/internal/readiness"
 	"github.com/sessionflow/sessionflow/internal/temporalconn"
+	"github.com/sessionflow/sessionflow/internal/toolbuild"
 )
 
 // envWorkerBinary names a built worker binary for the demo.
@@ -72,31 +72,9 @@ func locateWorker(ctx context.Context, given, dir string, progress io.Writer) (s
 // findModuleRoot walks up from dir to the directory whose go.mod declares
 // the sessionflow module.
 func findModuleRoot(dir string) (string, bool) {
-	for {
-		if declaresModule(filepath.Join(dir, "go.mod"), mainModule) {
-			return dir, true
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", false
-		}
-		dir = parent
-	}
-}
-
-func declaresModule(gomod, module string) bool {
-	f, err := os.Open(gomod)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "module "); ok {
-			return strings.Trim(strings.TrimSpace(rest), `"`) == module
-		}
-	}
-	return false
+	return toolbuild.FindUp(dir, func(d string) bool {
+		return toolbuild.DeclaresModule(filepath.Join(d, "go.mod"), mainModule)
+	})
 }
 
 // workerOutput collects a process's output.

@@ -1,8 +1,6 @@
 package cluster
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,22 +8,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
-	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/sessionflow/sessionflow/internal/devserver"
+	"github.com/sessionflow/sessionflow/internal/toolbuild"
 )
 
 // ServerVersion is the Temporal server release the tools/ module pins: the
 // one the Temporal CLI's dev server is built from, the one the compose stack
 // runs (temporalio/server), and the one the launcher builds.
 const ServerVersion = "v1.29.1"
-
-// toolsModule is the module path of the nested tools/ module.
-const toolsModule = "github.com/sessionflow/sessionflow/tools"
 
 // Tool is a binary of the tools/ module the launcher builds once and caches.
 type Tool struct {
@@ -88,7 +80,7 @@ func Locate(ctx context.Context, t Tool, opts BuildOptions) (string, error) {
 		}
 	}
 	bin := filepath.Join(dir, t.Name+"-"+ServerVersion)
-	if isExecutable(bin) {
+	if toolbuild.IsExecutable(bin) {
 		return bin, nil
 	}
 	tools, err := toolsDir(opts.WorkDir)
@@ -100,85 +92,47 @@ func Locate(ctx context.Context, t Tool, opts BuildOptions) (string, error) {
 
 // buildLocked builds t into bin under the cache directory's lock.
 func buildLocked(ctx context.Context, t Tool, tools, bin string, progress io.Writer) (string, error) {
-	if progress == nil {
-		progress = io.Discard
+	b := &toolbuild.Build{
+		Bin: bin,
+		Dir: tools,
+		Run: func(ctx context.Context, dir, out string) error {
+			return toolbuild.GoBuild(ctx, dir, out, t.Package)
+		},
+		Progress:  progress,
+		PollEvery: 250 * time.Millisecond,
+		Texts: toolbuild.Texts{
+			CacheDir: "the cache directory",
+			OpenLock: "the build lock",
+			WaitLock: "the build lock of " + t.Name,
+			Waiting:  "waiting for another process that is building " + t.Name + " (lock %s)…",
+			Building: fmt.Sprintf("building %s %s from tools/ (first run only; several minutes on 2 cores)…", t.Name, ServerVersion),
+			Built:    "built " + t.Name + " in %s: %s",
+			BuildFailed: func(err error) error {
+				return fmt.Errorf("building %s in %s: %w", t.Name, tools, err)
+			},
+			InstallFailed: func(err error) error {
+				return fmt.Errorf("installing %s: %w", bin, err)
+			},
+		},
 	}
-	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
-		return "", fmt.Errorf("creating the cache directory: %w", err)
-	}
-	lockPath := bin + ".lock"
-	lf, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return "", fmt.Errorf("opening the build lock: %w", err)
-	}
-	defer lf.Close()
-	for waited := false; ; waited = true {
-		err := unix.Flock(int(lf.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, unix.EWOULDBLOCK) {
-			return "", fmt.Errorf("locking %s: %w", lockPath, err)
-		}
-		if !waited {
-			fmt.Fprintf(progress, "waiting for another process that is building %s (lock %s)…\n", t.Name, lockPath)
-		}
-		select {
-		case <-ctx.Done():
-			return "", fmt.Errorf("waiting for the build lock of %s: %w", t.Name, ctx.Err())
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-	defer func() { _ = unix.Flock(int(lf.Fd()), unix.LOCK_UN) }()
-	if isExecutable(bin) {
-		return bin, nil
-	}
-	tmp := bin + ".tmp"
-	_ = os.Remove(tmp)
-	fmt.Fprintf(progress, "building %s %s from tools/ (first run only; several minutes on 2 cores)…\n", t.Name, ServerVersion)
-	start := time.Now()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp, t.Package)
-	cmd.Dir = tools
-	cmd.Env = append(os.Environ(), "GOWORK=off")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		_ = os.Remove(tmp)
-		return "", fmt.Errorf("go build %s in %s: %w\n%s", t.Package, tools, err, tail(out.Bytes(), 4096))
-	}
-	if err := os.Rename(tmp, bin); err != nil {
-		_ = os.Remove(tmp)
-		return "", fmt.Errorf("installing %s: %w", bin, err)
-	}
-	fmt.Fprintf(progress, "built %s in %s: %s\n", t.Name, time.Since(start).Round(time.Second), bin)
-	return bin, nil
+	return b.Locked(ctx)
 }
 
 // toolsDir finds the tools/ module of the sessionflow checkout, walking up
-// from workDir (default the working directory) and then from this package's
-// source directory.
+// from workDir (default the working directory) and then from the source
+// directory of the toolbuild package.
 func toolsDir(workDir string) (string, error) {
-	var starts []string
 	if workDir == "" {
 		if wd, err := os.Getwd(); err == nil {
 			workDir = wd
 		}
 	}
-	starts = append(starts, workDir)
-	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
-		starts = append(starts, filepath.Dir(file))
-	}
-	for _, dir := range starts {
+	for _, dir := range []string{workDir, toolbuild.SourceDir()} {
 		if dir == "" {
 			continue
 		}
-		for dir = filepath.Clean(dir); ; dir = filepath.Dir(dir) {
-			if modulePath(filepath.Join(dir, "tools", "go.mod")) == toolsModule {
-				return filepath.Join(dir, "tools"), nil
-			}
-			if filepath.Dir(dir) == dir {
-				break
-			}
+		if root, ok := toolbuild.FindRoot(dir); ok {
+			return filepath.Join(root, "tools"), nil
 		}
 	}
 	return "", fmt.Errorf("%w (searched up from %s)", ErrNoToolsModule, workDir)
@@ -192,34 +146,4 @@ func ModuleDir(workDir string) (string, error) {
 		return "", err
 	}
 	return filepath.Dir(tools), nil
-}
-
-// modulePath returns the module path a go.mod declares, "" when it cannot
-// be read.
-func modulePath(gomod string) string {
-	f, err := os.Open(gomod)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "module "); ok {
-			return strings.Trim(strings.TrimSpace(rest), `"`)
-		}
-	}
-	return ""
-}
-
-func isExecutable(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
-}
-
-// tail returns at most n trailing bytes of b.
-func tail(b []byte, n int) []byte {
-	if len(b) > n {
-		return b[len(b)-n:]
-	}
-	return b
 }

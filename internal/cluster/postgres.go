@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sessionflow/sessionflow/internal/readiness"
+	"github.com/sessionflow/sessionflow/internal/toolbuild"
 )
 
 // The database account of the cluster, the compose stack's.
@@ -45,7 +46,7 @@ type postgres struct {
 // with apt-get first.
 func postgresBinDir(ctx context.Context, getenv func(string) string, install bool, progress io.Writer) (string, error) {
 	if v := getenv("PG_BIN"); v != "" {
-		if !isExecutable(filepath.Join(v, "initdb")) {
+		if !toolbuild.IsExecutable(filepath.Join(v, "initdb")) {
 			return "", fmt.Errorf("PG_BIN=%s: %w: no initdb there", v, ErrNoPostgres)
 		}
 		return v, nil
@@ -80,7 +81,7 @@ func debianPostgres() string {
 	var found []v
 	for _, d := range dirs {
 		n, err := strconv.Atoi(filepath.Base(filepath.Dir(d)))
-		if err == nil && isExecutable(filepath.Join(d, "initdb")) {
+		if err == nil && toolbuild.IsExecutable(filepath.Join(d, "initdb")) {
 			found = append(found, v{d, n})
 		}
 	}
@@ -164,7 +165,7 @@ func initPostgres(ctx context.Context, bin, data string, cred *syscall.Credentia
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("postgres: initdb: %w\n%s", err, tail(out.Bytes(), 4096))
+		return fmt.Errorf("postgres: initdb: %w\n%s", err, toolbuild.Tail(out.Bytes(), 4096))
 	}
 	return nil
 }

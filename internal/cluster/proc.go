@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"syscall"
 	"time"
+
+	"github.com/sessionflow/sessionflow/internal/toolbuild"
 )
 
 // proc is a child process of the launcher: in a process group of its own,
@@ -81,7 +83,7 @@ func (p *proc) log() string {
 	if err != nil {
 		return fmt.Sprintf("(reading %s: %v)", p.logPath, err)
 	}
-	return string(tail(b, 16<<10))
+	return string(toolbuild.Tail(b, 16<<10))
 }
 
 // kill sends SIGKILL to the process group and waits for the process.

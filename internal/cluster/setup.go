@@ -16,6 +16,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/deploy"
 	"github.com/sessionflow/sessionflow/internal/devserver"
+	"github.com/sessionflow/sessionflow/internal/toolbuild"
 )
 
 // Namespace is the namespace the cluster's setup registers and its workers
@@ -91,7 +92,7 @@ func runScript(ctx context.Context, root, script, logPath string, env []string) 
 	cmd.Stdout = io.MultiWriter(logf, &out)
 	cmd.Stderr = cmd.Stdout
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s: %w\n%s", script, err, tail(out.Bytes(), 4096))
+		return fmt.Errorf("%s: %w\n%s", script, err, toolbuild.Tail(out.Bytes(), 4096))
 	}
 	return nil
 }

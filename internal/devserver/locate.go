@@ -1,8 +1,6 @@
 package devserver
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,16 +12,15 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/sessionflow/sessionflow/internal/toolbuild"
 )
 
 // CLIVersion is the Temporal CLI release pinned by the tools/ module.
 const CLIVersion = "v1.5.1"
 
 const (
-	// toolsModule is the module path of the nested tools/ module.
-	toolsModule = "github.com/sessionflow/sessionflow/tools"
 	// cliPackage is the main package of the Temporal CLI.
 	cliPackage = "github.com/temporalio/cli/cmd/temporal"
 	// cliVersionVar is the variable the CLI reports with --version.
@@ -121,9 +118,7 @@ func newLocator(opts LocateOptions) *locator {
 	if l.getenv == nil {
 		l.getenv = os.Getenv
 	}
-	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
-		l.sourceDir = filepath.Dir(file)
-	}
+	l.sourceDir = toolbuild.SourceDir()
 	return l
 }
 
@@ -149,7 +144,7 @@ func (l *locator) locate(ctx context.Context) (string, error) {
 		}
 	}
 	bin := filepath.Join(cacheDir, binaryName())
-	if isExecutable(bin) {
+	if toolbuild.IsExecutable(bin) {
 		return bin, nil
 	}
 	if p, err := l.lookPath("temporal"); err == nil {
@@ -197,162 +192,44 @@ func (l *locator) moduleRoot() (string, error) {
 
 // findToolsRoot walks up from dir to the first directory whose tools/go.mod
 // declares the sessionflow tools module.
-func findToolsRoot(dir string) (string, bool) {
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return "", false
-	}
-	for {
-		if isToolsModule(filepath.Join(dir, "tools", "go.mod")) {
-			return dir, true
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", false
-		}
-		dir = parent
-	}
-}
+func findToolsRoot(dir string) (string, bool) { return toolbuild.FindRoot(dir) }
 
-func isToolsModule(gomod string) bool {
-	f, err := os.Open(gomod)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if rest, ok := strings.CutPrefix(line, "module "); ok {
-			return strings.Trim(strings.TrimSpace(rest), `"`) == toolsModule
-		}
-	}
-	return false
-}
+func isToolsModule(gomod string) bool { return toolbuild.IsToolsModule(gomod) }
 
 // buildLocked builds the CLI into bin under the cache directory's lock,
 // unless another caller built it while this one waited for the lock.
 func (l *locator) buildLocked(ctx context.Context, toolsDir, bin string) (string, error) {
-	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
-		return "", fmt.Errorf("creating the CLI cache directory: %w", err)
+	b := &toolbuild.Build{
+		Bin:           bin,
+		Dir:           toolsDir,
+		Run:           l.build,
+		Progress:      l.opts.Progress,
+		PollEvery:     l.pollEvery,
+		ProgressEvery: l.progressEvery,
+		OnWait:        l.onWait,
+		Texts: toolbuild.Texts{
+			CacheDir: "the CLI cache directory",
+			OpenLock: "the CLI build lock",
+			WaitLock: "the CLI build lock",
+			Waiting:  "waiting for another process that is building the Temporal CLI (lock %s)…",
+			Building: buildMessage,
+			Still:    "still building the Temporal CLI (%s elapsed)…",
+			Built:    "built the Temporal CLI in %s: %s",
+			BuildFailed: func(err error) error {
+				return fmt.Errorf("building the Temporal CLI in %s: %w", toolsDir, err)
+			},
+			InstallFailed: func(err error) error {
+				return fmt.Errorf("installing the built Temporal CLI: %w", err)
+			},
+		},
 	}
-	lockPath := bin + ".lock"
-	lf, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return "", fmt.Errorf("opening the CLI build lock: %w", err)
-	}
-	defer lf.Close()
-	waited := false
-	for {
-		ok, err := tryLock(lf)
-		if err != nil {
-			return "", fmt.Errorf("locking %s: %w", lockPath, err)
-		}
-		if ok {
-			break
-		}
-		if !waited {
-			waited = true
-			l.progressf("waiting for another process that is building the Temporal CLI (lock %s)…", lockPath)
-			if l.onWait != nil {
-				l.onWait()
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return "", fmt.Errorf("waiting for the CLI build lock: %w", ctx.Err())
-		case <-time.After(l.pollEvery):
-		}
-	}
-	defer func() { _ = unlock(lf) }()
-
-	if isExecutable(bin) {
-		return bin, nil
-	}
-	tmp := bin + ".tmp"
-	_ = os.Remove(tmp)
-	l.progressf("%s", buildMessage)
-	start := time.Now()
-	stopTicker := l.tick(start)
-	err = l.build(ctx, toolsDir, tmp)
-	stopTicker()
-	if err == nil && !isExecutable(tmp) {
-		err = fmt.Errorf("the build produced no executable at %s", tmp)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return "", fmt.Errorf("building the Temporal CLI in %s: %w", toolsDir, err)
-	}
-	if err := os.Rename(tmp, bin); err != nil {
-		_ = os.Remove(tmp)
-		return "", fmt.Errorf("installing the built Temporal CLI: %w", err)
-	}
-	l.progressf("built the Temporal CLI in %s: %s", time.Since(start).Round(time.Second), bin)
-	return bin, nil
-}
-
-// tick prints the elapsed build time every progressEvery until the returned
-// function is called; that function waits for the printer to finish.
-func (l *locator) tick(start time.Time) func() {
-	if l.opts.Progress == nil {
-		return func() {}
-	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(l.progressEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case now := <-t.C:
-				l.progressf("still building the Temporal CLI (%s elapsed)…", now.Sub(start).Round(time.Second))
-			}
-		}
-	}()
-	return func() {
-		close(done)
-		wg.Wait()
-	}
+	return b.Locked(ctx)
 }
 
 // goBuild builds the CLI package of the tools module in toolsDir into out.
 func goBuild(ctx context.Context, toolsDir, out string) error {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		return fmt.Errorf("the go command is needed to build the Temporal CLI: %w", err)
-	}
-	cmd := exec.CommandContext(ctx, goBin, "build",
-		"-ldflags", "-X "+cliVersionVar+"="+strings.TrimPrefix(CLIVersion, "v"),
-		"-o", out, cliPackage)
-	cmd.Dir = toolsDir
-	cmd.Env = append(os.Environ(), "GOWORK=off")
-	var outBuf bytes.Buffer
-	cmd.Stdout = &outBuf
-	cmd.Stderr = &outBuf
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go build %s: %w\n%s", cliPackage, err, tail(outBuf.Bytes(), 4096))
-	}
-	return nil
-}
-
-// tail returns at most n trailing bytes of b.
-func tail(b []byte, n int) []byte {
-	if len(b) > n {
-		return b[len(b)-n:]
-	}
-	return b
-}
-
-func isExecutable(path string) bool {
-	fi, err := os.Stat(path)
-	if err != nil || !fi.Mode().IsRegular() {
-		return false
-	}
-	return runtime.GOOS == "windows" || fi.Mode().Perm()&0o111 != 0
+	return toolbuild.GoBuild(ctx, toolsDir, out, cliPackage,
+		"-ldflags", "-X "+cliVersionVar+"="+strings.TrimPrefix(CLIVersion, "v"))
 }
 
 // semver is a parsed major.minor.patch version.

@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sessionflow/sessionflow/internal/toolbuild"
 )
 
 // env returns a Getenv over a fixed map.
@@ -180,7 +182,7 @@ func fakeCheckout(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "tools"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "tools", "go.mod"), []byte("module "+toolsModule+"\n\ngo 1.26\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tools", "go.mod"), []byte("module github.com/sessionflow/sessionflow/tools\n\ngo 1.26\n"), 0o644))
 	return dir
 }
 
@@ -227,7 +229,7 @@ func TestBuildRechecksCacheAfterLock(t *testing.T) {
 	lf, err := os.OpenFile(bin+".lock", os.O_CREATE|os.O_RDWR, 0o644)
 	require.NoError(t, err)
 	defer lf.Close()
-	ok, err := tryLock(lf)
+	ok, err := toolbuild.TryLock(lf)
 	require.NoError(t, err)
 	require.True(t, ok)
 
@@ -245,7 +247,7 @@ func TestBuildRechecksCacheAfterLock(t *testing.T) {
 	<-waiting
 	// Another process finishes its build while this caller waits.
 	writeExecutable(t, bin, "#!/bin/sh\n")
-	require.NoError(t, unlock(lf))
+	require.NoError(t, toolbuild.Unlock(lf))
 	require.NoError(t, <-done)
 	assert.Equal(t, bin, got)
 }
@@ -255,10 +257,10 @@ func TestBuildLockWaitHonorsContext(t *testing.T) {
 	lf, err := os.OpenFile(filepath.Join(cache, binaryName())+".lock", os.O_CREATE|os.O_RDWR, 0o644)
 	require.NoError(t, err)
 	defer lf.Close()
-	ok, err := tryLock(lf)
+	ok, err := toolbuild.TryLock(lf)
 	require.NoError(t, err)
 	require.True(t, ok)
-	defer func() { _ = unlock(lf) }()
+	defer func() { _ = toolbuild.Unlock(lf) }()
 
 	ctx, cancel := context.WithCancel(context.Background())
 	l := testLocator(t, cache)

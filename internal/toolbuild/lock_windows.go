@@ -1,6 +1,6 @@
 //go:build windows
 
-package devserver
+package toolbuild
 
 import (
 	"errors"
@@ -9,9 +9,9 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// tryLock takes an exclusive lock on f without blocking. It reports false when
+// TryLock takes an exclusive lock on f without blocking. It reports false when
 // another open file holds the lock.
-func tryLock(f *os.File) (bool, error) {
+func TryLock(f *os.File) (bool, error) {
 	ol := new(windows.Overlapped)
 	err := windows.LockFileEx(windows.Handle(f.Fd()), windows.LOCKFILE_EXCLUSIVE_LOCK|windows.LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, ol)
 	if errors.Is(err, windows.ERROR_LOCK_VIOLATION) {
@@ -23,7 +23,7 @@ func tryLock(f *os.File) (bool, error) {
 	return true, nil
 }
 
-// unlock releases a lock taken by tryLock.
-func unlock(f *os.File) error {
+// Unlock releases a lock taken by TryLock.
+func Unlock(f *os.File) error {
 	return windows.UnlockFileEx(windows.Handle(f.Fd()), 0, 1, 0, new(windows.Overlapped))
 }

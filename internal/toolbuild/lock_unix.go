@@ -1,6 +1,6 @@
 //go:build unix
 
-package devserver
+package toolbuild
 
 import (
 	"errors"
@@ -9,9 +9,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// tryLock takes an exclusive advisory lock on f without blocking. It reports
+// TryLock takes an exclusive advisory lock on f without blocking. It reports
 // false when another open file holds the lock.
-func tryLock(f *os.File) (bool, error) {
+func TryLock(f *os.File) (bool, error) {
 	err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 	if errors.Is(err, unix.EWOULDBLOCK) {
 		return false, nil
@@ -22,7 +22,7 @@ func tryLock(f *os.File) (bool, error) {
 	return true, nil
 }
 
-// unlock releases a lock taken by tryLock.
-func unlock(f *os.File) error {
+// Unlock releases a lock taken by TryLock.
+func Unlock(f *os.File) error {
 	return unix.Flock(int(f.Fd()), unix.LOCK_UN)
 }
