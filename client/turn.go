@@ -203,7 +203,9 @@ type turnWatch struct {
 	shown    int64
 	// reported holds the last state yielded per call (callKey).
 	reported map[string]string
-	stopped  bool
+	// step is the running step the last poll saw.
+	step    int64
+	stopped bool
 }
 
 // poll makes one observation; it reports whether the turn ended or the
@@ -247,6 +249,18 @@ func (w *turnWatch) poll(ctx context.Context, yield func(TurnProgress, error) bo
 		}
 	}
 	if sum.Reason == nil && st.Turn == sum.Turn {
+		if st.Step != w.step && w.step != 0 && w.opts.Events != nil {
+			// A new step: the earlier step's calls that finished since the
+			// last poll are read from the log and yielded before its text.
+			evs, err := w.opts.Events.ReadEvents(ctx, w.id, sum.StartSeq, st.NextSeq)
+			if err != nil {
+				return false, fmt.Errorf("read the events of turn %d of session %q: %w", sum.Turn, w.id, err)
+			}
+			if !w.replayCalls(evs, emit) {
+				return true, nil
+			}
+		}
+		w.step = st.Step
 		if !w.toolProgress(st, emit) {
 			return true, nil
 		}

@@ -70,7 +70,7 @@ func (r *runner) taskTimeouts(ctx context.Context, f *Failover) error {
 	var token []byte
 	for {
 		resp, err := r.tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Namespace: r.srv.Namespace(), PageSize: 200, NextPageToken: token,
+			Namespace: r.namespace, PageSize: 200, NextPageToken: token,
 		})
 		if err != nil {
 			return fmt.Errorf("listing the workflow runs: %w", err)

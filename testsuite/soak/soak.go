@@ -45,6 +45,8 @@ type runner struct {
 	root string
 	bin  string
 	srv  *devserver.Server
+	// namespace is the namespace of the dev server or the cluster.
+	namespace string
 	// serverLog is the dev server's output.
 	serverLog *os.File
 	// lc is the local cluster of a cluster soak (Config.Cluster), nil
@@ -141,6 +143,7 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 		address, namespace = r.srv.Address(), r.srv.Namespace()
 	}
 
+	r.namespace = namespace
 	r.tc, err = temporalclient.DialContext(ctx, temporalclient.Options{
 		HostPort:  address,
 		Namespace: namespace,
