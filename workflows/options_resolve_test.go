@@ -18,7 +18,7 @@ func TestResolveOptions(t *testing.T) {
 		maxBatchBytes:  256 << 10,
 		timeout:        10 * time.Minute,
 		heartbeat:      10 * time.Second,
-		storeHeartbeat: time.Second,
+		storeHeartbeat: 5 * time.Second,
 		attempts:       10,
 	}
 	for _, o := range []*Options{nil, {}} {
