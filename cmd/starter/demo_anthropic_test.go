@@ -73,7 +73,7 @@ func (s *anthropicDemoServer) ServeHTTP(w http.ResponseWriter, r *http.Request) 
 	}
 	send(`{"type":"content_block_stop","index":0}`)
 	send(`{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":"run_command","input":{}}}`)
-	send(`{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"command\":\"sleep 3 && echo '42 tests passed' >> test-report.txt\"}"}}`)
+	send(`{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"command\":\"sleep 5 && echo '42 tests passed' >> test-report.txt\"}"}}`)
 	send(`{"type":"content_block_stop","index":1}`)
 	send(`{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":30}}`)
 	send(`{"type":"message_stop"}`)
@@ -95,6 +95,6 @@ func TestDemoOnAnthropic(t *testing.T) {
 
 	r := mustOK(t, runCLI(t, "", "demo", "--root", t.TempDir(), "--compression", "none", "--model", "claude-demo"))
 	for _, sys := range requireDemoStory(t, r.stdout, &srv.demoModelRequests, "anthropic", "claude-demo", "toolu_1") {
-		require.Contains(t, sys, "sleep 3 && echo '42 tests passed' >> test-report.txt")
+		require.Contains(t, sys, "sleep 5 && echo '42 tests passed' >> test-report.txt")
 	}
 }

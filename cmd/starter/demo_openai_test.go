@@ -59,7 +59,7 @@ func (s *openAIDemoServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}) {
 		return
 	}
-	args, _ := json.Marshal(`{"command":"sleep 3 && echo '42 tests passed' >> test-report.txt"}`)
+	args, _ := json.Marshal(`{"command":"sleep 5 && echo '42 tests passed' >> test-report.txt"}`)
 	send(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"run_command","arguments":`+string(args)+`}}]}`, "null")
 	send(`{}`, `"tool_calls"`)
 	fmt.Fprint(w, "data: [DONE]\n\n")
@@ -81,6 +81,6 @@ func TestDemoOnOpenAI(t *testing.T) {
 	for _, sys := range requireDemoStory(t, r.stdout, &srv.demoModelRequests, "openai", "gpt-demo", "call_1") {
 		var text string
 		require.NoError(t, json.Unmarshal([]byte(sys), &text), sys)
-		require.Contains(t, text, "sleep 3 && echo '42 tests passed' >> test-report.txt")
+		require.Contains(t, text, "sleep 5 && echo '42 tests passed' >> test-report.txt")
 	}
 }

@@ -42,7 +42,7 @@ server (unless --address names a server), build the worker (go build ./worker
 in this checkout, unless --worker or $` + envWorkerBinary + ` names a binary) and run
 it as a separate process with the scripted model and the run_command tool.
 Create a session and send a prompt. The model streams its answer and asks to
-run the test suite (run_command "sleep 3 && echo ..."):
+run the test suite (run_command "sleep 5 && echo ..."):
 
   - the worker is killed with SIGKILL while the model streams: a new worker
     process takes over and the model call runs again (a model call is
@@ -82,7 +82,7 @@ is then a link from Go's build cache).`,
 // demoSystemPrompt asks a real model to play the demo's part.
 const demoSystemPrompt = "You are a coding agent in a demo of crash recovery. When asked to run the test suite, " +
 	"say in one short sentence that you will run it, then call run_command with exactly this command: " +
-	"sleep 3 && echo '42 tests passed' >> test-report.txt . After the tool result, say in two sentences what you know " +
+	"sleep 5 && echo '42 tests passed' >> test-report.txt . After the tool result, say in two sentences what you know " +
 	"about the outcome; if the outcome is unknown, do not run the command again."
 
 // demoRoute resolves the demo's model route: the scripted model, or a real
@@ -125,7 +125,7 @@ func demoRoute(a *app, df *demoFlags) (provider, model string, workerArgs []stri
 // second worker dies during it); response 1 answers after the result.
 const demoScript = `{"responses":[
   {"text":"I'll run the test suite first. It takes a few seconds, so bear with me.","chunkSize":4,"delayMs":250,
-   "toolCalls":[{"id":"call-1","name":"run_command","arguments":{"command":"sleep 3 && echo '42 tests passed' >> test-report.txt"}}]},
+   "toolCalls":[{"id":"call-1","name":"run_command","arguments":{"command":"sleep 5 && echo '42 tests passed' >> test-report.txt"}}]},
   {"text":"The worker running the test suite died, so its outcome is unknown: it may or may not have run. I did not run it again on my own, since running it twice is not harmless in general; look at test-report.txt or ask me to run it again.","chunkSize":16,"delayMs":50}
 ]}`
 
@@ -293,7 +293,7 @@ func runTemporalDemo(ctx context.Context, a *app, df *demoFlags) (err error) {
 			if !killedInTool && p.Call.Name == "run_command" {
 				killedInTool = true
 				time.Sleep(time.Second) // the command is under way
-				kill("while run_command runs (sleep 3 && echo ... >> test-report.txt)")
+				kill("while run_command runs (sleep 5 && echo ... >> test-report.txt)")
 				out.step("start worker process 3: the tool call is retried there")
 				if err := start(); err != nil {
 					return err
