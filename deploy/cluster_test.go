@@ -135,10 +135,7 @@ func checkServerVersionShared(p *types.Project) []error {
 	return nil
 }
 
-var sharedChecks = []struct {
-	name string
-	fn   check
-}{
+var sharedChecks = []namedCheck{
 	{"ServerConfig", checkServerConfigShared},
 	{"DynamicConfig", checkDynamicConfigShared},
 	{"Namespace", checkNamespaceShared},
@@ -146,24 +143,11 @@ var sharedChecks = []struct {
 }
 
 func TestComposeAndLauncherShareConfiguration(t *testing.T) {
-	p := loadProject(t)
-	for _, c := range sharedChecks {
-		t.Run(c.name, func(t *testing.T) {
-			for _, err := range c.fn(p) {
-				t.Error(err)
-			}
-		})
-	}
+	runChecks(t, loadProject(t), sharedChecks)
 }
 
 func TestSharedConfigurationChecksDetectDrift(t *testing.T) {
-	edit := func(name string, f func(*types.ServiceConfig)) func(*types.Project) {
-		return func(p *types.Project) {
-			s := p.Services[name]
-			f(&s)
-			p.Services[name] = s
-		}
-	}
+	edit := editService
 	str := func(s string) *string { return &s }
 	dropMount := func(target string) func(*types.ServiceConfig) {
 		return func(s *types.ServiceConfig) {

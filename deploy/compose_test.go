@@ -496,10 +496,34 @@ func checkWorkerBuild(p *types.Project) []error {
 	return errs
 }
 
-var composeChecks = []struct {
+// namedCheck is a check with the name its subtest runs under.
+type namedCheck struct {
 	name string
 	fn   check
-}{
+}
+
+// runChecks runs each check on p as a subtest and reports its errors.
+func runChecks(t *testing.T, p *types.Project, checks []namedCheck) {
+	t.Helper()
+	for _, c := range checks {
+		t.Run(c.name, func(t *testing.T) {
+			for _, err := range c.fn(p) {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// editService returns an edit of the project's service name by f.
+func editService(name string, f func(*types.ServiceConfig)) func(*types.Project) {
+	return func(p *types.Project) {
+		s := p.Services[name]
+		f(&s)
+		p.Services[name] = s
+	}
+}
+
+var composeChecks = []namedCheck{
 	{"ServiceSet", checkServiceSet},
 	{"ImagesPinned", checkImagesPinned},
 	{"PublishedPorts", checkPublishedPorts},
@@ -542,25 +566,13 @@ func checkSearchAttributes(p *types.Project) []error {
 func TestCompose(t *testing.T) {
 	p := loadProject(t)
 	assert.Equal(t, "sessionflow", p.Name)
-	for _, c := range composeChecks {
-		t.Run(c.name, func(t *testing.T) {
-			for _, err := range c.fn(p) {
-				t.Error(err)
-			}
-		})
-	}
+	runChecks(t, p, composeChecks)
 }
 
 // TestComposeChecksDetectBreakage breaks the loaded project in one way at a time and requires the
 // check responsible for that property to report it, so a check that passes vacuously fails here.
 func TestComposeChecksDetectBreakage(t *testing.T) {
-	edit := func(name string, f func(*types.ServiceConfig)) func(*types.Project) {
-		return func(p *types.Project) {
-			s := p.Services[name]
-			f(&s)
-			p.Services[name] = s
-		}
-	}
+	edit := editService
 	str := func(s string) *string { return &s }
 	cases := []struct {
 		name   string
