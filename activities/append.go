@@ -13,6 +13,11 @@ type AppendBatchInput struct {
 	Ref jsonl.HandleRef `json:"ref"`
 	// Events is the bounded batch, contiguous from the log's next seq.
 	Events []session.Event `json:"events"`
+	// Rerun marks a batch the workflow builds anew in each attempt of its
+	// workflow task (a local activity's input is not recorded): the events
+	// an earlier attempt stored are matched in every field but `time` and
+	// not stored twice (jsonl.Handle.AppendRerun, FORMAT.md §4.6).
+	Rerun bool `json:"rerun,omitempty"`
 }
 
 // AppendResult reports the log's next seq after an append.
@@ -48,7 +53,9 @@ type SeedResult struct {
 
 // AppendBatch appends a bounded batch through a write handle. A retry of a
 // batch that already landed succeeds without writing (the store's
-// idempotent re-append); any other overlap is SeqMismatch.
+// idempotent re-append); so does, with Rerun, a batch built again by a
+// later attempt of the workflow task, whose already stored events are not
+// written twice. Any other overlap is SeqMismatch.
 func (a *Activities) AppendBatch(ctx context.Context, in AppendBatchInput) (AppendResult, error) {
 	st, err := a.store()
 	if err != nil {
@@ -57,7 +64,11 @@ func (a *Activities) AppendBatch(ctx context.Context, in AppendBatchInput) (Appe
 	stop := a.heartbeat(ctx)
 	defer stop()
 	h := st.Attach(in.Ref)
-	if err := h.Append(ctx, in.Events); err != nil {
+	store := h.Append
+	if in.Rerun {
+		store = h.AppendRerun
+	}
+	if err := store(ctx, in.Events); err != nil {
 		return AppendResult{}, MapError(err)
 	}
 	next := h.NextSeq()

@@ -106,6 +106,22 @@ func (h *Handle) current(ctx context.Context) ([]session.Event, error) {
 // a retried append activity safe. When Append returns nil the batch has been
 // fsynced.
 func (h *Handle) Append(ctx context.Context, events []session.Event) error {
+	return h.append(ctx, events, false)
+}
+
+// AppendRerun is Append for a store that may run again with a batch built
+// anew (FORMAT.md §4.6): a local activity that its workflow task ran once
+// already, in an attempt whose outcome was never recorded, stamps a later
+// `time` on the same events and may add events after them. The events of
+// the batch that the log already holds at their seqs must equal the stored
+// ones in every field but `time`; they are not written again, and the
+// events after them are appended. Any other difference is SeqMismatch, as
+// for Append.
+func (h *Handle) AppendRerun(ctx context.Context, events []session.Event) error {
+	return h.append(ctx, events, true)
+}
+
+func (h *Handle) append(ctx context.Context, events []session.Event, rerun bool) error {
 	id := h.ref.SessionID
 	if h.state().closed.Load() {
 		return handleClosed(id, "append")
@@ -135,7 +151,18 @@ func (h *Handle) Append(ctx context.Context, events []session.Event) error {
 			return err
 		}
 		if batch[0].Seq < st.cursor {
-			if ok, err := s.alreadyStored(st, batch); err != nil || ok {
+			if rerun {
+				n, err := s.storedAsRerun(st, batch)
+				if err != nil {
+					return err
+				}
+				if n == len(batch) {
+					return nil
+				}
+				if n > 0 {
+					batch = batch[n:]
+				}
+			} else if ok, err := s.alreadyStored(st, batch); err != nil || ok {
 				return err
 			}
 		}
@@ -148,19 +175,60 @@ func (h *Handle) Append(ctx context.Context, events []session.Event) error {
 	return nil
 }
 
+// storedAsRerun returns how many leading events of batch the log holds at
+// their seqs, equal but for `time`, when every event of the batch below the
+// cursor is so held; otherwise 0, and the contiguity check refuses the
+// batch.
+func (s *Store) storedAsRerun(st *handleState, batch []session.Event) (int, error) {
+	first := batch[0].Seq
+	if first < 0 {
+		return 0, nil
+	}
+	overlap := min(int64(len(batch)), st.cursor-first)
+	stored, err := s.storedEvents(st)
+	if err != nil {
+		return 0, err
+	}
+	if first+overlap > int64(len(stored)) {
+		return 0, nil
+	}
+	for i := range overlap {
+		e := batch[i]
+		e.Time = stored[first+i].Time
+		a, err := e.MarshalJSON()
+		if err != nil {
+			return 0, err
+		}
+		b, err := stored[first+i].MarshalJSON()
+		if err != nil || !bytes.Equal(a, b) {
+			return 0, err
+		}
+	}
+	return int(overlap), nil
+}
+
+// storedEvents is the validated log of a write handle: the events it holds
+// in memory, or the file scanned again.
+func (s *Store) storedEvents(st *handleState) ([]session.Event, error) {
+	if st.primed != nil {
+		return st.primed, nil
+	}
+	r, err := s.scanFile(st.ref.SessionID, st.path)
+	if err != nil {
+		return nil, err
+	}
+	return r.events, nil
+}
+
 // alreadyStored reports whether the log holds exactly batch at its seqs.
 func (s *Store) alreadyStored(st *handleState, batch []session.Event) (bool, error) {
 	first, n := batch[0].Seq, int64(len(batch))
 	if first+n > st.cursor {
 		return false, nil
 	}
-	stored := st.primed
-	if stored == nil {
-		r, err := s.scanFile(st.ref.SessionID, st.path)
-		if err != nil {
-			return false, err
-		}
-		stored = r.events
+	stored, err := s.storedEvents(st)
+	if err != nil {
+		return false, err
 	}
 	if first+n > int64(len(stored)) {
 		return false, nil

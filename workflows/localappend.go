@@ -42,7 +42,12 @@ func (l *lifecycle) storeAppend(ctx workflow.Context, events []session.Event, by
 	in := activities.AppendBatchInput{Ref: *l.ref, Events: events}
 	var res activities.AppendResult
 	if l.storeLocally(bytes) {
-		err := workflow.ExecuteLocalActivity(l.localStoreCtx(ctx), activities.AppendBatchName, in).Get(ctx, &res)
+		// A local activity runs again when its workflow task is retried,
+		// with the batch grouped anew (group commit): Rerun stores once what
+		// the earlier attempt stored (FORMAT.md §4.6).
+		local := in
+		local.Rerun = true
+		err := workflow.ExecuteLocalActivity(l.localStoreCtx(ctx), activities.AppendBatchName, local).Get(ctx, &res)
 		if err == nil || refused(err) {
 			return res, unwrapActivity(err)
 		}

@@ -366,7 +366,7 @@ func (l *lifecycle) storeTurnBatch(events []session.Event) error {
 		}
 		var res activities.AppendResult
 		err := l.turnStore(l.turnTraced(l.dctx), activities.AppendBatchName,
-			activities.AppendBatchInput{Ref: *l.ref, Events: events[:take]}).Get(l.dctx, &res)
+			activities.AppendBatchInput{Ref: *l.ref, Events: events[:take], Rerun: l.localTurnStores()}).Get(l.dctx, &res)
 		if err != nil {
 			return unwrapActivity(err)
 		}

@@ -1,0 +1,105 @@
+package workflows_test
+
+// A local store run again by a later attempt of its workflow task: the
+// attempt that ran it first was never recorded (its worker died, or the task
+// timed out), so the next attempt builds the batch anew, with a later time
+// on the same events and, for live appends, possibly more events grouped
+// behind them. What the first run stored is stored once (FORMAT.md §4.6).
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionflow/sessionflow/activities"
+	"github.com/sessionflow/sessionflow/internal/sessiontest"
+	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/workflows"
+)
+
+// storeFirstAttempt makes the first local AppendBatch that matches run the
+// real store twice: first as the unrecorded attempt did (earlier's events),
+// then with the batch it was given.
+func storeFirstAttempt(h *sessiontest.Harness, match func(activities.AppendBatchInput) bool, earlier func([]session.Event) []session.Event) *int {
+	ran := 0
+	h.Env.OnActivity(h.Acts.AppendBatch, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, in activities.AppendBatchInput) (activities.AppendResult, error) {
+			if ran == 0 && match(in) {
+				ran++
+				first := in
+				first.Events = earlier(session.CloneEvents(in.Events))
+				if _, err := h.Acts.AppendBatch(ctx, first); err != nil {
+					return activities.AppendResult{}, err
+				}
+			}
+			return h.Acts.AppendBatch(ctx, in)
+		})
+	return &ran
+}
+
+// The turn's opening batch (turn/start, step/start, the claimed message)
+// carries the workflow's clock, which is later in the next attempt: the
+// turn goes on and the log holds each event once, with the first time.
+func TestTurnOpeningStoreRunAgainStoresOnce(t *testing.T) {
+	h := sessiontest.NewHarness(t).WithID("rerun-turn")
+	sessiontest.NewFakeAgent(h, &sessiontest.FakeResponse{Text: "Hello there"})
+	var firstTime int64
+	ran := storeFirstAttempt(h,
+		func(in activities.AppendBatchInput) bool {
+			return len(in.Events) > 0 && in.Events[0].Type == "turn/start"
+		},
+		func(evs []session.Event) []session.Event {
+			for i := range evs {
+				evs[i].Time -= 1500
+			}
+			firstTime = evs[0].Time
+			return evs
+		})
+	evs := h.RunTurns(workflows.CreateSessionRequest{SessionID: "rerun-turn", AgentOptions: sessiontest.Route()}, sessiontest.PromptID("m-1", "hi"))
+	require.Equal(t, 1, *ran)
+	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message", "step/end", "turn/end"}, sessiontest.Types(evs))
+	sessiontest.RequireContiguous(t, evs)
+	require.Equal(t, []string{"completed"}, sessiontest.ReasonKinds(sessiontest.TurnEnds(t, evs)))
+	require.Equal(t, firstTime, evs[0].Time, "the stored turn/start keeps the first attempt's time")
+	require.Equal(t, 1, h.LocalCount(activities.AppendBatchName), "stored by the local activity")
+}
+
+// A live append whose first run stored only the head of the group: the
+// next attempt's batch holds it and more, and only the rest is written.
+func TestLocalAppendRunAgainWithMoreEventsStoresTheRest(t *testing.T) {
+	h := sessiontest.NewHarness(t).WithID("rerun-append")
+	ran := storeFirstAttempt(h,
+		func(in activities.AppendBatchInput) bool { return len(in.Events) == 5 },
+		func(evs []session.Event) []session.Event { return evs[:2] })
+	evs := appendTwice(t, h, "rerun-append", nil)
+	require.Equal(t, 1, *ran)
+	require.Equal(t, []string{"turn/start", "step/start", "assistant/message", "step/end", "turn/end"}, sessiontest.Types(evs[:5]))
+}
+
+// Events that differ in anything but time are not the same events: the
+// store refuses the batch, as it refuses any other overlap.
+func TestLocalAppendRunAgainWithOtherContentIsRefused(t *testing.T) {
+	h := sessiontest.NewHarness(t).WithID("rerun-other")
+	storeFirstAttempt(h,
+		func(in activities.AppendBatchInput) bool { return len(in.Events) == 5 },
+		func(evs []session.Event) []session.Event {
+			evs[1].Data = []byte(`{"turn":1,"step":1,"other":true}`)
+			return evs[:2]
+		})
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	a := h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
+	disp := h.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "rerun-other"})
+	require.NoError(t, h.Env.GetWorkflowError())
+	ready.OK(t)
+	disp.OK(t)
+	err := a.Failure(t)
+	require.Equal(t, "SeqMismatch", sessiontest.AppErr(t, err).Type())
+	sessiontest.RequireMessage(t, err, `append seq mismatch for "rerun-other": expected 2 at index 0, got 0`)
+	evs := sessiontest.Stored(t, h.Store, "rerun-other")
+	require.Len(t, evs, 2, "the first run's two events, nothing more")
+	require.JSONEq(t, `{"turn":1,"step":1,"other":true}`, string(evs[1].Data))
+}
