@@ -63,15 +63,14 @@ func BenchmarkReplayLiveHistory(b *testing.B) {
 	workerapp.Register(replayRegistry{WorkflowReplayer: replayer}, nil, nil)
 	for i, hist := range hists {
 		b.Run(fmt.Sprintf("events=%d", replayLengths[i]), func(b *testing.B) {
-			b.ReportMetric(float64(len(hist.Events)), "history-events")
 			for b.Loop() {
 				if err := replayer.ReplayWorkflowHistory(nil, hist); err != nil {
 					b.Fatal(err)
 				}
 			}
+			b.ReportMetric(float64(len(hist.Events)), "history-events")
 		})
 		b.Run(fmt.Sprintf("events=%d/sessions=%d", replayLengths[i], replayParallel), func(b *testing.B) {
-			b.ReportMetric(float64(len(hist.Events)), "history-events")
 			for b.Loop() {
 				var wg sync.WaitGroup
 				errs := make([]error, replayParallel)
@@ -89,6 +88,7 @@ func BenchmarkReplayLiveHistory(b *testing.B) {
 					}
 				}
 			}
+			b.ReportMetric(float64(len(hist.Events)), "history-events")
 		})
 	}
 }
@@ -107,11 +107,11 @@ func (e *env) liveHistories(ctx context.Context, id string, lengths []int) ([]*h
 	var out []*historypb.History
 	for _, n := range lengths {
 		for {
-			desc, err := e.tc.DescribeWorkflowExecution(ctx, wid, "")
+			desc, err := e.tc.DescribeWorkflow(ctx, wid, "")
 			if err != nil {
 				return nil, err
 			}
-			length := int(desc.GetWorkflowExecutionInfo().GetHistoryLength())
+			length := int(desc.RawResponse.GetWorkflowExecutionInfo().GetHistoryLength())
 			if length >= n {
 				break
 			}
