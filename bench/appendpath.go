@@ -193,7 +193,8 @@ func AppendPathReport(res *Results) string {
 		p("### A long session's appends\n\n")
 		p("%d single-event appends (64 bytes of text) by one caller on one session with the default\n", l.Appends)
 		p("options (`go run ./bench/cmd/perf -long-appends %d`): the session continues as\n", l.Appends)
-		p("new on its own when the server suggests it. Mean append time of the first and the last %d appends.\n\n", l.Window)
+		p("new on its own at %d history events (`options.continueAsNewEvents`, DECISIONS D64) or when the\n", workflows.DefaultContinueAsNewEvents)
+		p("server suggests it, whichever comes first. Mean append time of the first and the last %d appends.\n\n", l.Window)
 		p("| appends | runs | history bytes (all runs) | first %d | last %d | last / first | whole drive |\n|---|---|---|---|---|---|---|\n", l.Window, l.Window)
 		p("| %d | %d | %.1f MiB | %s | %s | %s | %s |\n\n", l.Appends, l.Runs, float64(l.HistoryBytes)/(1<<20),
 			ms(l.First), ms(l.Last), ratio(float64(l.Last), float64(l.First)), l.Elapsed.Round(time.Second))

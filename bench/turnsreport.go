@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sessionflow/sessionflow/internal/devserver"
+	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // turnNotes is the analysis of the turn measurements, kept with the
@@ -160,7 +161,8 @@ func TurnsReport(tr *TurnResults) string {
 	if l.Turns > 0 || l.Outcome != "" {
 		p("### sessionflow: %d turns in one session\n\n", cfg.SessionTurns)
 		p("A new session, then %d turns in a row (a prompt of %d bytes, an answer of %d chunks each);\n", cfg.SessionTurns, cfg.MessageBytes, cfg.ResponseChunks)
-		p("the session continues as new between turns when the server suggests it, carrying the cursor.\n")
+		p("the session continues as new between turns (at %d history events or when the server suggests\n", workflows.DefaultContinueAsNewEvents)
+		p("it), carrying the cursor.\n")
 		p("The normal run does %d turns; `-turns-long` does %d.\n\n", DefaultTurnsConfig().SessionTurns, LongSessionTurns)
 		p("| turns | messages at the end | runs | largest run | first turn's history | last turn's history | time/turn (median, p90) | first tenth | last tenth | elapsed |\n|---|---|---|---|---|---|---|---|---|---|\n")
 		p("| %d | %d | %d | %s (%d events) | %d B | %d B | %s, %s | %s | %s | %s |\n\n", l.Turns, l.Messages, l.Runs, kib(float64(l.MaxRunBytes)), l.MaxRunEvents,

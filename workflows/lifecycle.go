@@ -44,6 +44,8 @@ type lifecycle struct {
 	groupCommitVersion   workflow.Version // its result
 	localAppendVersioned bool             // GetVersion of the local append was taken
 	localAppendVersion   workflow.Version // its result
+	canEventsVersioned   bool             // GetVersion of the history-length continue-as-new was taken
+	canEventsVersion     workflow.Version // its result
 	ref                  *wire.HandleRef
 	handleOpen           bool
 	header               session.Header

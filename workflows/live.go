@@ -180,14 +180,39 @@ func (l *lifecycle) handleDispose(ctx workflow.Context) (DisposeResult, error) {
 	return DisposeResult{NextSeq: l.nextSeq}, l.disposeErr
 }
 
-// canDue reports whether the server suggests continue-as-new.
+// canDue reports whether the run should continue as new: the server
+// suggests it, or the run's history reached the session's
+// continueAsNewEvents (LIFECYCLE.md §9.4).
 func (l *lifecycle) canDue() bool {
-	return workflow.GetInfo(l.ctx).GetContinueAsNewSuggested()
+	info := workflow.GetInfo(l.ctx)
+	return info.GetContinueAsNewSuggested() || l.historyDue(info.GetCurrentHistoryLength())
+}
+
+// canEventsChange names the versioned change that makes a live run continue
+// as new once its history reaches Options.ContinueAsNewEvents; runs recorded
+// before it continue as new only when the server suggests it.
+const canEventsChange = "continue-as-new-history-length"
+
+// historyDue reports whether a history of length events reached the
+// threshold, in runs that took the change. The version is taken the first
+// time the threshold is reached, so runs that never reach it record no
+// marker. The history length is the one of the current workflow task's
+// start event: the same on replay.
+func (l *lifecycle) historyDue(length int) bool {
+	if length < l.set.canEvents {
+		return false
+	}
+	if !l.canEventsVersioned {
+		l.canEventsVersion = workflow.GetVersion(l.dctx, canEventsChange, workflow.DefaultVersion, 1)
+		l.canEventsVersioned = true
+	}
+	return l.canEventsVersion >= 1
 }
 
 // runLive is the live phase: it stores coalesced appends, disposes on
-// Dispose, cancellation or owner unload, and continues as new when the
-// server suggests it, once every handler has finished.
+// Dispose, cancellation or owner unload, and continues as new when canDue
+// (the server's suggestion or the history length), once every handler has
+// finished.
 func (l *lifecycle) runLive() (DisposeResult, error) {
 	for {
 		l.syncCancel()

@@ -31,6 +31,17 @@ const (
 	DefaultStoreRetryInterval = 200 * time.Millisecond
 	// StoreRetryBackoff is the backoff coefficient of the store activities.
 	StoreRetryBackoff = 3
+	// DefaultContinueAsNewEvents is the history length at which a live
+	// session continues as new when Options.ContinueAsNewEvents is zero:
+	// short enough that a worker replays a run well within the 1 s workflow
+	// task timeout, several sessions at once (docs/DECISIONS.md D64).
+	DefaultContinueAsNewEvents = 1000
+	// MinContinueAsNewEvents is the smallest Options.ContinueAsNewEvents: a
+	// run's own start and first workflow tasks stay below it.
+	MinContinueAsNewEvents = 100
+	// MaxContinueAsNewEvents is the largest Options.ContinueAsNewEvents,
+	// below the server's default hard limit of 51200 events a run.
+	MaxContinueAsNewEvents = 50000
 )
 
 // settings are Options with the defaults applied.
@@ -44,6 +55,9 @@ type settings struct {
 	// storeHeartbeat is the heartbeat timeout of the store activities.
 	storeHeartbeat time.Duration
 	attempts       int32
+	// canEvents is the history length at which the live run continues as
+	// new.
+	canEvents int
 }
 
 func resolveOptions(o *Options) (settings, error) {
@@ -54,15 +68,19 @@ func resolveOptions(o *Options) (settings, error) {
 		heartbeat:      DefaultHeartbeatTimeout,
 		storeHeartbeat: DefaultStoreHeartbeatTimeout,
 		attempts:       DefaultMaxAttempts,
+		canEvents:      DefaultContinueAsNewEvents,
 	}
 	if o == nil {
 		return s, nil
 	}
 	switch {
-	case o.AppendWindowMs < 0, o.MaxBatchBytes < 0, o.ActivityTimeoutMs < 0, o.HeartbeatTimeoutMs < 0, o.MaxAttempts < 0:
+	case o.AppendWindowMs < 0, o.MaxBatchBytes < 0, o.ActivityTimeoutMs < 0, o.HeartbeatTimeoutMs < 0, o.MaxAttempts < 0, o.ContinueAsNewEvents < 0:
 		return s, invalidArgument("session options must not be negative")
 	case o.MaxBatchBytes > MaxMaxBatchBytes:
 		return s, invalidArgument(fmt.Sprintf("maxBatchBytes must be at most %d", MaxMaxBatchBytes))
+	case o.ContinueAsNewEvents != 0 && (o.ContinueAsNewEvents < MinContinueAsNewEvents || o.ContinueAsNewEvents > MaxContinueAsNewEvents):
+		return s, invalidArgument(fmt.Sprintf("continueAsNewEvents must be between %d and %d, got %d",
+			MinContinueAsNewEvents, MaxContinueAsNewEvents, o.ContinueAsNewEvents))
 	}
 	if o.AppendWindowMs > 0 {
 		s.window = time.Duration(o.AppendWindowMs) * time.Millisecond
@@ -79,6 +97,9 @@ func resolveOptions(o *Options) (settings, error) {
 	}
 	if o.MaxAttempts > 0 {
 		s.attempts = o.MaxAttempts
+	}
+	if o.ContinueAsNewEvents > 0 {
+		s.canEvents = o.ContinueAsNewEvents
 	}
 	s.taskQueue, s.hookTaskQueue = o.TaskQueue, o.HookTaskQueue
 	return s, nil

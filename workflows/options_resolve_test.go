@@ -20,6 +20,7 @@ func TestResolveOptions(t *testing.T) {
 		heartbeat:      10 * time.Second,
 		storeHeartbeat: 5 * time.Second,
 		attempts:       10,
+		canEvents:      1000,
 	}
 	for _, o := range []*Options{nil, {}} {
 		s, err := resolveOptions(o)
@@ -38,6 +39,7 @@ func TestResolveOptions(t *testing.T) {
 		heartbeat:      3 * time.Millisecond,
 		storeHeartbeat: 3 * time.Millisecond,
 		attempts:       1,
+		canEvents:      1000,
 	}, s)
 
 	for _, o := range []Options{{AppendWindowMs: -1}, {MaxBatchBytes: -1}, {ActivityTimeoutMs: -1}, {HeartbeatTimeoutMs: -1}, {MaxAttempts: -1}} {

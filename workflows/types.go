@@ -198,6 +198,12 @@ type Options struct {
 	// (through the server's task queue) instead of a local activity run by
 	// the workflow's own worker (docs/DECISIONS.md D45).
 	ActivityAppends bool `json:"activityAppends,omitempty"`
+	// ContinueAsNewEvents is the history length (events of the current
+	// run) at which a live session continues as new on its own, when the
+	// server has not suggested it sooner; default
+	// DefaultContinueAsNewEvents, between MinContinueAsNewEvents and
+	// MaxContinueAsNewEvents (LIFECYCLE.md §9.4, docs/DECISIONS.md D64).
+	ContinueAsNewEvents int `json:"continueAsNewEvents,omitempty"`
 }
 
 // CreateSessionRequest is the input of CreateSession (LIFECYCLE.md §4).

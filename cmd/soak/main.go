@@ -55,6 +55,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.WorkflowTaskTimeout, "workflow-task-timeout", 0, "workflow task timeout of the sessions the client starts, 0 = the client's default 1s, negative = the server's default 10s")
 	fs.DurationVar(&cfg.StickyTimeout, "sticky-timeout", 0, "the worker's sticky schedule-to-start timeout, 0 = the worker's default 1s")
 	fs.IntVar(&cfg.ContinueAsNewEvents, "continue-as-new-events", 0, "history length at which the server suggests continue-as-new, 0 = the server's default 4096")
+	fs.IntVar(&cfg.SessionContinueAsNewEvents, "session-continue-as-new-events", 0, "history length at which the sessions continue as new on their own (options.continueAsNewEvents), 0 = the sessions' default 1000")
 	fs.IntVar(&cfg.Turns, "turns", 0, "number of sessions whose agent runs turns (scripted model with tool calls, built-in tools in a temporary cwd, run_command off) during the kills")
 	fs.BoolVar(&cfg.Cluster, "cluster", false, "run on a local cluster (PostgreSQL, the Temporal server with deploy's configuration, -workers worker processes) instead of the dev server; each kill ends one worker at random")
 	fs.IntVar(&cfg.Workers, "workers", soak.DefaultClusterWorkers, "worker processes of a -cluster soak")

@@ -86,6 +86,7 @@ func (r *runner) options() *workflows.Options {
 	if r.cfg.HeartbeatTimeout > 0 {
 		o.HeartbeatTimeoutMs = r.cfg.HeartbeatTimeout.Milliseconds()
 	}
+	o.ContinueAsNewEvents = r.cfg.SessionContinueAsNewEvents
 	return o
 }
 

@@ -102,6 +102,11 @@ type Config struct {
 	// suggestContinueAsNew), so that kills also land around the sessions'
 	// continues-as-new; 0 keeps the server's default (4096).
 	ContinueAsNewEvents int
+	// SessionContinueAsNewEvents, when positive, is the sessions'
+	// options.continueAsNewEvents: the history length at which they
+	// continue as new on their own. 0 keeps the sessions' default
+	// (workflows.DefaultContinueAsNewEvents).
+	SessionContinueAsNewEvents int
 	// Turns is the number of sessions whose agent runs turns, one after
 	// another, while the worker is killed: each turn writes, reads and lists
 	// files in the session's cwd and calls a tool the worker lacks, through
