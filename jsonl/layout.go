@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode/utf16"
 
 	"github.com/sessionflow/sessionflow/session"
@@ -351,10 +353,11 @@ func (s *Store) locate(id string) (sessionDir, bool, error) {
 	if err != nil {
 		return sessionDir{}, false, err
 	}
+	probed := s.probeProjects(id, seg, projects)
 	var found []sessionDir
-	for _, p := range projects {
+	for i, p := range projects {
 		dir := filepath.Join(p, seg)
-		if err := s.checkSessionDir(id, dir); err != nil {
+		if err := probed[i]; err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
@@ -378,6 +381,49 @@ func (s *Store) locate(id string) (sessionDir, bool, error) {
 		return found[0], true, nil
 	}
 	return sessionDir{}, false, duplicateID(id)
+}
+
+// Lookups in many project directories check them concurrently: each check
+// of a directory the cache does not hold waits for the disk, and these
+// waits overlap. Fewer directories are checked one after the other.
+const (
+	concurrentProbeMin = 32
+	probeWorkers       = 16
+)
+
+// probeProjects checks id's session directory (segment seg) in every
+// project directory and returns each check's error, in project order: nil
+// for a real directory, fs.ErrNotExist for none. The checks only read, so
+// their order does not matter; locate judges the results in project order,
+// as it would checking them one by one.
+func (s *Store) probeProjects(id, seg string, projects []string) []error {
+	errs := make([]error, len(projects))
+	probe := func(i int) { errs[i] = s.checkSessionDir(id, filepath.Join(projects[i], seg)) }
+	if len(projects) < concurrentProbeMin {
+		for i := range projects {
+			probe(i)
+		}
+		return errs
+	}
+	var (
+		wg   sync.WaitGroup
+		next atomic.Int64
+	)
+	for range min(probeWorkers, len(projects)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(projects) {
+					return
+				}
+				probe(i)
+			}
+		}()
+	}
+	wg.Wait()
+	return errs
 }
 
 // isDuplicate reports whether err is a duplicateID error.
