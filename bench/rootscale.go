@@ -6,10 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -88,28 +85,8 @@ func GenerateRoot(root string, n, projects, workers int) error {
 			return err
 		}
 	}
-	var next atomic.Int64
-	errs := make(chan error, workers)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				if err := writeRootSession(enc, root, i, projects); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	return <-errs
+	_, err = parallel(n, workers, func(i int) error { return writeRootSession(enc, root, i, projects) })
+	return err
 }
 
 // writeRootSession writes one session directory and its log.
@@ -211,7 +188,7 @@ func measureTurns(ctx context.Context, ms []*rootMeasurer, runs int, drop func()
 		}
 	}
 	for k := range ms {
-		set(k, RootScaleOps{OpenAppendClose: medianDuration(samples[k][0]), FirstCreate: medianDuration(samples[k][1]), FirstRow: medianDuration(samples[k][2])})
+		set(k, RootScaleOps{OpenAppendClose: summarize(samples[k][0]).Median, FirstCreate: summarize(samples[k][1]).Median, FirstRow: summarize(samples[k][2]).Median})
 	}
 	return nil
 }
@@ -301,16 +278,6 @@ func (m *rootMeasurer) firstRow(ctx context.Context) (time.Duration, error) {
 		break
 	}
 	return time.Since(start), nil
-}
-
-// medianDuration is the median of ds.
-func medianDuration(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[len(s)/2]
 }
 
 // RootScaleMarkdown renders the results as the docs/PERFORMANCE.md section,

@@ -35,12 +35,8 @@ func (c *Client) updateWorkflow(ctx context.Context, opts temporalclient.UpdateW
 		if err == nil || !isNotReady(err) {
 			return h, err
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if pause(ctx, wait) != nil {
 			return nil, err
-		case <-t.C:
 		}
 		wait = min(2*wait, notReadyMaxWait)
 	}

@@ -61,11 +61,12 @@ func (c *Client) RunTurn(ctx context.Context, id string, req workflows.InputRequ
 	return workflows.InputResult{MessageID: req.MessageID, Target: workflows.TargetNextTurn, SplicedSeq: -1, Ended: &info}, nil
 }
 
+// errTurnWaitMoved is the class of a wait the session gave up to continue
+// as new.
+var errTurnWaitMoved = &Error{Type: workflows.ErrTypeTurnWaitMoved}
+
 // moved reports a wait the session gave up to continue as new.
-func moved(err error) bool {
-	var e *Error
-	return errors.As(err, &e) && e.Type == workflows.ErrTypeTurnWaitMoved
-}
+func moved(err error) bool { return errors.Is(err, errTurnWaitMoved) }
 
 func pause(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)

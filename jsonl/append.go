@@ -151,19 +151,12 @@ func (h *Handle) append(ctx context.Context, events []session.Event, rerun bool)
 			return err
 		}
 		if batch[0].Seq < st.cursor {
-			if rerun {
-				n, err := s.storedAsRerun(st, batch)
-				if err != nil {
-					return err
-				}
-				if n == len(batch) {
-					return nil
-				}
-				if n > 0 {
-					batch = batch[n:]
-				}
-			} else if ok, err := s.alreadyStored(st, batch); err != nil || ok {
+			n, err := s.storedMatch(st, batch, rerun)
+			if err != nil || n == len(batch) {
 				return err
+			}
+			if rerun {
+				batch = batch[n:]
 			}
 		}
 		return s.appendChecked(ctx, st, batch)
@@ -175,14 +168,16 @@ func (h *Handle) append(ctx context.Context, events []session.Event, rerun bool)
 	return nil
 }
 
-// storedAsRerun returns how many leading events of batch the log holds at
-// their seqs, equal but for `time`, when every event of the batch below the
-// cursor is so held; otherwise 0, and the contiguity check refuses the
-// batch.
-func (s *Store) storedAsRerun(st *handleState, batch []session.Event) (int, error) {
+// storedMatch returns how many leading events of batch the log holds at
+// their seqs, when every event of batch below the cursor is so held: equal
+// in canonical form (FORMAT.md §1.4), or, with ignoreTime, equal but for
+// `time`. Otherwise it returns 0, and the contiguity check refuses the
+// batch. A whole batch held (the result is len(batch)) is an idempotent
+// re-append.
+func (s *Store) storedMatch(st *handleState, batch []session.Event, ignoreTime bool) (int, error) {
 	first := batch[0].Seq
-	if first < 0 {
-		return 0, nil
+	if !ignoreTime && first+int64(len(batch)) > st.cursor {
+		return 0, nil // only a whole batch held is a re-append
 	}
 	overlap := min(int64(len(batch)), st.cursor-first)
 	stored, err := s.storedEvents(st)
@@ -194,7 +189,9 @@ func (s *Store) storedAsRerun(st *handleState, batch []session.Event) (int, erro
 	}
 	for i := range overlap {
 		e := batch[i]
-		e.Time = stored[first+i].Time
+		if ignoreTime {
+			e.Time = stored[first+i].Time
+		}
 		a, err := e.MarshalJSON()
 		if err != nil {
 			return 0, err
@@ -218,32 +215,6 @@ func (s *Store) storedEvents(st *handleState) ([]session.Event, error) {
 		return nil, err
 	}
 	return r.events, nil
-}
-
-// alreadyStored reports whether the log holds exactly batch at its seqs.
-func (s *Store) alreadyStored(st *handleState, batch []session.Event) (bool, error) {
-	first, n := batch[0].Seq, int64(len(batch))
-	if first+n > st.cursor {
-		return false, nil
-	}
-	stored, err := s.storedEvents(st)
-	if err != nil {
-		return false, err
-	}
-	if first+n > int64(len(stored)) {
-		return false, nil
-	}
-	for i, e := range batch {
-		a, err := e.MarshalJSON()
-		if err != nil {
-			return false, err
-		}
-		b, err := stored[first+int64(i)].MarshalJSON()
-		if err != nil || !bytes.Equal(a, b) {
-			return false, err
-		}
-	}
-	return true, nil
 }
 
 // appendChecked validates batch as the continuation of the log (its seqs

@@ -36,26 +36,22 @@ type lifecycle struct {
 	hooks   Hooks
 	options *Options
 
-	phase          Phase
-	phaseVersioned bool             // GetVersion of the SessionPhase upserts was taken
-	phaseVersion   workflow.Version // its result
+	phase       Phase
+	phaseChange change // the SessionPhase upserts
 
-	groupCommitVersioned bool             // GetVersion of group commit was taken
-	groupCommitVersion   workflow.Version // its result
-	localAppendVersioned bool             // GetVersion of the local append was taken
-	localAppendVersion   workflow.Version // its result
-	canEventsVersioned   bool             // GetVersion of the history-length continue-as-new was taken
-	canEventsVersion     workflow.Version // its result
-	ref                  *wire.HandleRef
-	handleOpen           bool
-	header               session.Header
-	inherited            int64
-	nextSeq              int64
-	firstLiveSeq         int64
-	lastTurn             int64
-	entries              []LifecycleEntry
-	compErrs             []CompensationError
-	comps                []compensation
+	groupCommitChange change // group commit
+	localAppendChange change // the local append
+	canEventsChange   change // the history-length continue-as-new
+	ref               *wire.HandleRef
+	handleOpen        bool
+	header            session.Header
+	inherited         int64
+	nextSeq           int64
+	firstLiveSeq      int64
+	lastTurn          int64
+	entries           []LifecycleEntry
+	compErrs          []CompensationError
+	comps             []compensation
 
 	outstanding []workflow.Future
 	stepCancel  workflow.CancelFunc

@@ -96,11 +96,7 @@ func (l *lifecycle) groupCommit() bool {
 	if l.options != nil && l.options.AppendWindowMs > 0 {
 		return false
 	}
-	if !l.groupCommitVersioned {
-		l.groupCommitVersion = workflow.GetVersion(l.dctx, groupCommitChange, workflow.DefaultVersion, 1)
-		l.groupCommitVersioned = true
-	}
-	return l.groupCommitVersion >= 1
+	return l.groupCommitChange.takenIn(l.dctx, groupCommitChange)
 }
 
 // startTimer opens the coalescing window unless one is open.
@@ -202,11 +198,7 @@ func (l *lifecycle) historyDue(length int) bool {
 	if length < l.set.canEvents {
 		return false
 	}
-	if !l.canEventsVersioned {
-		l.canEventsVersion = workflow.GetVersion(l.dctx, canEventsChange, workflow.DefaultVersion, 1)
-		l.canEventsVersioned = true
-	}
-	return l.canEventsVersion >= 1
+	return l.canEventsChange.takenIn(l.dctx, canEventsChange)
 }
 
 // runLive is the live phase: it stores coalesced appends, disposes on

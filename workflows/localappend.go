@@ -63,22 +63,20 @@ func (l *lifecycle) storeAppend(ctx workflow.Context, events []session.Event, by
 // queue (whose workers hold the store), or the batch is larger than
 // LocalAppendMaxBytes.
 func (l *lifecycle) storeLocally(bytes int) bool {
-	if !l.localAppendVersioned {
-		l.localAppendVersion = workflow.GetVersion(l.dctx, localAppendChange, workflow.DefaultVersion, 1)
-		l.localAppendVersioned = true
-	}
-	if l.localAppendVersion < 1 || bytes > LocalAppendMaxBytes {
+	if !l.localAppendChange.takenIn(l.dctx, localAppendChange) || bytes > LocalAppendMaxBytes {
 		return false
 	}
-	if o := l.options; o != nil {
-		if o.ActivityAppends {
-			return false
-		}
-		if o.TaskQueue != "" && o.TaskQueue != workflow.GetInfo(l.ctx).TaskQueueName {
-			return false
-		}
+	if l.options != nil && l.options.ActivityAppends {
+		return false
 	}
-	return true
+	return l.storesOnOwnQueue()
+}
+
+// storesOnOwnQueue reports whether the store activities run on the
+// workflow's own task queue, whose workers register them: the condition of
+// every local store (D43, D45).
+func (l *lifecycle) storesOnOwnQueue() bool {
+	return l.set.taskQueue == "" || l.set.taskQueue == workflow.GetInfo(l.dctx).TaskQueueName
 }
 
 // localStoreCtx returns ctx with the options of the local append: one

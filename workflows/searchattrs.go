@@ -31,11 +31,7 @@ func (l *lifecycle) setPhase(p Phase) {
 	if l.options == nil || !l.options.SearchAttributes {
 		return
 	}
-	if !l.phaseVersioned {
-		l.phaseVersion = workflow.GetVersion(l.dctx, phaseSearchAttributeChange, workflow.DefaultVersion, 1)
-		l.phaseVersioned = true
-	}
-	if l.phaseVersion < 1 {
+	if !l.phaseChange.takenIn(l.dctx, phaseSearchAttributeChange) {
 		return
 	}
 	updates := []temporal.SearchAttributeUpdate{

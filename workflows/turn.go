@@ -45,11 +45,8 @@ type agentLoop struct {
 	turn    *turnRun
 	recent  []TurnInfo
 
-	versioned bool
-	version   workflow.Version
-	// localVersioned and local cache localTurnStores.
-	localVersioned bool
-	local          bool
+	turnsChange change // the agent-turns version
+	localChange change // the turn-local-stores version
 	// waiters counts the running WaitTurn waits (and waiting inputs);
 	// releaseWaiters answers those of a turn not running, before
 	// continue-as-new.
@@ -83,12 +80,7 @@ type llmFailure struct {
 // agentTurns reports whether this run takes the agent loop's command
 // paths (the agent-turns version), recording the marker the first time.
 func (l *lifecycle) agentTurns() bool {
-	a := &l.agent
-	if !a.versioned {
-		a.version = workflow.GetVersion(l.dctx, agentTurnsChange, workflow.DefaultVersion, 1)
-		a.versioned = true
-	}
-	return a.version >= 1
+	return l.agent.turnsChange.takenIn(l.dctx, agentTurnsChange)
 }
 
 // turnDue reports whether a turn should start: a waking input is pending

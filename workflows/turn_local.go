@@ -18,13 +18,7 @@ const turnLocalStoresChange = "turn-local-stores"
 // store activities on the workflow's task queue (a worker polling it
 // registers them; a separate store queue keeps regular activities).
 func (l *lifecycle) localTurnStores() bool {
-	a := &l.agent
-	if !a.localVersioned {
-		v := workflow.GetVersion(l.dctx, turnLocalStoresChange, workflow.DefaultVersion, 1)
-		a.localVersioned = true
-		a.local = v >= 1 && (l.set.taskQueue == "" || l.set.taskQueue == workflow.GetInfo(l.dctx).TaskQueueName)
-	}
-	return a.local
+	return l.agent.localChange.takenIn(l.dctx, turnLocalStoresChange) && l.storesOnOwnQueue()
 }
 
 // turnStore runs the store activity name with in for the running turn: a

@@ -22,8 +22,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sessionflow/sessionflow/client"
+	"github.com/sessionflow/sessionflow/internal/workerapp"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/testsuite/soak"
+	"github.com/sessionflow/sessionflow/workflows"
 )
 
 func main() {
@@ -48,12 +51,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Batch, "batch", soak.DefaultBatch, "largest number of events of one append")
 	fs.DurationVar(&cfg.AppendTimeout, "append-timeout", soak.DefaultAppendTimeout, "timeout of one append attempt")
 	fs.DurationVar(&cfg.BatchDeadline, "batch-deadline", soak.DefaultBatchDeadline, "how long one batch is retried before the soak fails")
-	fs.DurationVar(&cfg.HeartbeatTimeout, "heartbeat-timeout", 0, "heartbeat timeout of the sessions' store activities, 0 = the workflows' default 1s")
+	fs.DurationVar(&cfg.HeartbeatTimeout, "heartbeat-timeout", 0, "heartbeat timeout of the sessions' store activities, 0 = the workflows' default "+workflows.DefaultStoreHeartbeatTimeout.String())
 	fs.BoolVar(&cfg.Standby, "standby", false, "run a second worker that is never killed, so that the killed worker's sessions go on through it while it restarts")
 	fs.BoolVar(&cfg.Eager, "eager", false, "start the interval before the next kill as soon as the worker polls, without waiting for every session to append again")
 	fs.DurationVar(&cfg.RecoveryTimeout, "recovery-timeout", soak.DefaultRecoveryTimeout, "longest wait for every session to append again after a restart")
-	fs.DurationVar(&cfg.WorkflowTaskTimeout, "workflow-task-timeout", 0, "workflow task timeout of the sessions the client starts, 0 = the client's default 1s, negative = the server's default 10s")
-	fs.DurationVar(&cfg.StickyTimeout, "sticky-timeout", 0, "the worker's sticky schedule-to-start timeout, 0 = the worker's default 1s")
+	fs.DurationVar(&cfg.WorkflowTaskTimeout, "workflow-task-timeout", 0, "workflow task timeout of the sessions the client starts, 0 = the client's default "+client.DefaultWorkflowTaskTimeout.String()+", negative = the server's default 10s")
+	fs.DurationVar(&cfg.StickyTimeout, "sticky-timeout", 0, "the worker's sticky schedule-to-start timeout, 0 = the worker's default "+workerapp.DefaultStickyTimeout.String())
 	fs.IntVar(&cfg.ContinueAsNewEvents, "continue-as-new-events", 0, "history length at which the server suggests continue-as-new, 0 = the server's default 4096")
 	fs.IntVar(&cfg.SessionContinueAsNewEvents, "session-continue-as-new-events", 0, "history length at which the sessions continue as new on their own (options.continueAsNewEvents), 0 = the sessions' default 1000")
 	fs.IntVar(&cfg.Turns, "turns", 0, "number of sessions whose agent runs turns (scripted model with tool calls, built-in tools in a temporary cwd, run_command off) during the kills")

@@ -10,18 +10,17 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultKills            = 200
-	DefaultSessions         = 8
-	DefaultMinInterval      = 300 * time.Millisecond
-	DefaultMaxInterval      = 1500 * time.Millisecond
-	DefaultBatch            = 8
-	DefaultAppendTimeout    = 20 * time.Second
-	DefaultBatchDeadline    = 3 * time.Minute
-	DefaultHeartbeatTimeout = 2 * time.Second
-	DefaultTaskQueue        = "soak"
-	DefaultRecoveryTimeout  = time.Minute
-	DefaultLifecycles       = 1
-	DefaultClusterWorkers   = 2
+	DefaultKills           = 200
+	DefaultSessions        = 8
+	DefaultMinInterval     = 300 * time.Millisecond
+	DefaultMaxInterval     = 1500 * time.Millisecond
+	DefaultBatch           = 8
+	DefaultAppendTimeout   = 20 * time.Second
+	DefaultBatchDeadline   = 3 * time.Minute
+	DefaultTaskQueue       = "soak"
+	DefaultRecoveryTimeout = time.Minute
+	DefaultLifecycles      = 1
+	DefaultClusterWorkers  = 2
 )
 
 // Config configures Run. Zero values take the defaults.
