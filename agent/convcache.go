@@ -23,7 +23,7 @@ const maxCachedConversations = 64
 // reopened handle) has new bytes and is decoded again; there is nothing to
 // invalidate by hand.
 type convCache struct {
-	mu       sync.Mutex
+	mu       sync.Mutex // guards sessions; each entry has its own lock
 	sessions map[convKey]*convEntries
 }
 
@@ -32,8 +32,11 @@ type convKey struct {
 	id    string
 }
 
-// convEntries are one session's decoded events, indexed by seq.
+// convEntries are one session's decoded events, indexed by seq. mu is held
+// while a model call decodes into them, so calls of other sessions do not
+// wait for it.
 type convEntries struct {
+	mu    sync.Mutex
 	byseq []convEntry
 }
 
@@ -56,20 +59,9 @@ func sameBytes(a, b []byte) bool {
 // conversation is Conversation(events) for session id of st, decoding only
 // the events the cache does not hold.
 func (c *convCache) conversation(st *jsonl.Store, id string, events []session.Event) ([]provider.Message, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	k := convKey{st, id}
-	ce := c.sessions[k]
-	if ce == nil {
-		if len(c.sessions) >= maxCachedConversations {
-			for old := range c.sessions {
-				delete(c.sessions, old)
-				break
-			}
-		}
-		ce = &convEntries{}
-		c.sessions[k] = ce
-	}
+	ce := c.entries(convKey{st, id})
+	ce.mu.Lock()
+	defer ce.mu.Unlock()
 	var out []provider.Message
 	for _, e := range events {
 		if !isMessageEvent(e.Type) {
@@ -102,4 +94,23 @@ func (c *convCache) conversation(st *jsonl.Store, id string, events []session.Ev
 		}
 	}
 	return out, nil
+}
+
+// entries returns the session's entries, made (and another session's
+// dropped when the cache is full) if it has none.
+func (c *convCache) entries(k convKey) *convEntries {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ce := c.sessions[k]
+	if ce == nil {
+		if len(c.sessions) >= maxCachedConversations {
+			for old := range c.sessions {
+				delete(c.sessions, old)
+				break
+			}
+		}
+		ce = &convEntries{}
+		c.sessions[k] = ce
+	}
+	return ce
 }

@@ -57,12 +57,9 @@ One line per check: ok or FAIL with the reason; --json prints one JSON object
 any check fails. docs/SCALING.md says what each check means on NFS and SMB.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			root := sf.root
-			if root == "" {
-				root = a.getenv(envRoot)
-			}
-			if root == "" {
-				return usageErrorf("the store root is required: pass --root DIR or set %s", envRoot)
+			root, err := a.storeRoot(sf)
+			if err != nil {
+				return err
 			}
 			abs, err := filepath.Abs(root)
 			if err != nil {

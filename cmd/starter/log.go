@@ -90,12 +90,9 @@ func (a *app) storeFor(sf *storeFlags, id string) (*jsonl.Store, error) {
 // openStore resolves the store flags (flag, then environment, then default)
 // and opens the store.
 func (a *app) openStore(sf *storeFlags) (*jsonl.Store, error) {
-	root := sf.root
-	if root == "" {
-		root = a.getenv(envRoot)
-	}
-	if root == "" {
-		return nil, usageErrorf("the store root is required: pass --root DIR or set %s", envRoot)
+	root, err := a.storeRoot(sf)
+	if err != nil {
+		return nil, err
 	}
 	comp, source := sf.compression, "--compression"
 	if comp == "" {
