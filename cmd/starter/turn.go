@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -63,9 +62,12 @@ the events.
 	return cmd
 }
 
-// followTurn prints the progress of the turn that claims messageID.
+// followTurn prints the progress of the turn that claims messageID. The
+// text of each step is printed as it streams; a retried model call's text
+// starts over after a line saying the text above was discarded; with the
+// store reader, the stored answer's text the polls missed is printed too
+// (client.WatchTurn yields it).
 func followTurn(ctx context.Context, w io.Writer, c *client.Client, id, messageID string, reader client.EventReader, asJSON bool) error {
-	var shown strings.Builder // the text printed for the current step
 	step := int64(-1)
 	midLine := false
 	newline := func() {
@@ -94,15 +96,17 @@ func followTurn(ctx context.Context, w io.Writer, c *client.Client, id, messageI
 			if p.Step != step {
 				newline()
 				step = p.Step
-				shown.Reset()
+			}
+			if p.Restart {
+				newline()
+				fmt.Fprintln(w, retriedNote)
 			}
 			if p.Gap {
 				fmt.Fprint(w, "…")
-				shown.Reset()
+				midLine = true
 			}
 			fmt.Fprint(w, p.Text)
-			shown.WriteString(p.Text)
-			midLine = true
+			midLine = midLine || p.Text != ""
 		case client.ProgressToolStarted:
 			newline()
 			fmt.Fprintf(w, "→ %s (%s)\n", p.Call.Name, p.Call.ID)
@@ -119,24 +123,16 @@ func followTurn(ctx context.Context, w io.Writer, c *client.Client, id, messageI
 			}
 			fmt.Fprintf(w, "%s %s (%s)%s\n", mark, p.Call.Name, p.Call.ID, code)
 		case client.ProgressEnded:
-			if p.Events != nil {
-				// The answer's text that streamed after the last poll (all
-				// of it when its step streamed nothing).
-				answer, rest := client.AnswerText(p.Events), ""
-				if step != p.Info.Steps || shown.Len() == 0 {
-					rest = answer
-				} else if i := strings.LastIndex(answer, shown.String()); i >= 0 {
-					rest = answer[i+shown.Len():]
-				}
-				fmt.Fprint(w, rest)
-				midLine = midLine || rest != ""
-			}
 			newline()
 			fmt.Fprintf(w, "turn %d %s\n", p.Info.Turn, describeReason(p.Info))
 		}
 	}
 	return nil
 }
+
+// retriedNote is the line printed before the text of a model call that
+// starts over: the text printed above it for that step was discarded.
+const retriedNote = "↻ (the model call was retried; the text above is discarded)"
 
 // describeReason renders a turn's end.
 func describeReason(s *workflows.TurnInfo) string {
