@@ -273,11 +273,22 @@ func (w *turnWatch) poll(ctx context.Context, yield func(TurnProgress, error) bo
 			if err != nil {
 				return false, fmt.Errorf("read the events of turn %d of session %q: %w", sum.Turn, w.id, err)
 			}
-			if !w.replay(evs, emit) {
+			if !w.replay(evs, true, emit) {
 				return true, nil
 			}
 		}
 		w.step = st.Step
+		if len(st.Calls) > 0 && !w.textDone[st.Step] && w.opts.Events != nil {
+			// The step's answer is stored before its calls run: its text
+			// the polls missed comes before the calls.
+			evs, err := w.opts.Events.ReadEvents(ctx, w.id, sum.StartSeq, st.NextSeq)
+			if err != nil {
+				return false, fmt.Errorf("read the events of turn %d of session %q: %w", sum.Turn, w.id, err)
+			}
+			if !w.replay(evs, false, emit) {
+				return true, nil
+			}
+		}
 		if !w.toolProgress(st, emit) {
 			return true, nil
 		}
@@ -297,7 +308,7 @@ func (w *turnWatch) poll(ctx context.Context, yield func(TurnProgress, error) bo
 		}
 		end.Events = evs
 		// Text and tool calls that streamed between two polls.
-		if !w.replay(evs, emit) {
+		if !w.replay(evs, true, emit) {
 			return true, nil
 		}
 	}
@@ -309,8 +320,9 @@ func (w *turnWatch) poll(ctx context.Context, yield func(TurnProgress, error) bo
 // missed: for each stored assistant/message, the rest of its text (all of
 // it when the polls saw none of its step, or saw text the stored answer
 // does not continue, with Restart), and each tool call that ran between
-// two polls.
-func (w *turnWatch) replay(evs []session.Event, emit func(TurnProgress) bool) bool {
+// two polls (unless calls is false: the running step's calls are followed
+// by the polls).
+func (w *turnWatch) replay(evs []session.Event, calls bool, emit func(TurnProgress) bool) bool {
 	names := map[string]string{}
 	for _, e := range evs {
 		switch e.Type {
@@ -324,6 +336,9 @@ func (w *turnWatch) replay(evs []session.Event, emit func(TurnProgress) bool) bo
 				return false
 			}
 		case session.TypeToolCall:
+			if !calls {
+				continue
+			}
 			c, err := e.ToolCall()
 			if err != nil {
 				continue
@@ -331,7 +346,7 @@ func (w *turnWatch) replay(evs []session.Event, emit func(TurnProgress) bool) bo
 			names[callKey(c.Step, c.CallID)] = c.Name
 		case session.TypeToolResult:
 			r, err := e.ToolResult()
-			if err != nil {
+			if err != nil || !calls {
 				continue
 			}
 			key := callKey(r.Step, r.Message.Source.CallID)
