@@ -71,3 +71,6 @@ func (l ModelLimits) resolved() ModelLimits {
 	}
 	return l
 }
+
+// DefaultModelLimits returns the default limits.
+func DefaultModelLimits() ModelLimits { return ModelLimits{}.resolved() }

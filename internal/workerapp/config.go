@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/contrib/envconfig"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/internal/temporalconn"
 	"github.com/sessionflow/sessionflow/internal/tracing"
 	"github.com/sessionflow/sessionflow/jsonl"
@@ -158,6 +159,7 @@ func DefaultConfig() Config {
 		StopTimeout:         DefaultStopTimeout,
 		StickyTimeout:       DefaultStickyTimeout,
 		MaxStoreDescriptors: DefaultMaxStoreDescriptors,
+		Agent:               AgentConfig{Limits: agent.DefaultModelLimits()},
 	}
 }
 
