@@ -14,7 +14,7 @@ import (
 // provider's refusal, and a tool-result block would forge a tool's answer
 // in the conversation. It runs in the input updates' validator only, so a
 // history that accepted such a block replays unchanged (the agent's
-// conversation leaves a stored one out, D-numbered in docs/DECISIONS.md).
+// conversation replaces a stored one by a note; docs/DECISIONS.md D66).
 func sendableInput(name string, msg json.RawMessage) error {
 	var m struct {
 		Content []struct {
