@@ -24,13 +24,14 @@ func newTurnCmd(a *app) *cobra.Command {
 the turn that claims it: the answer's text as it streams (from the model
 activity's heartbeats), one line per tool call started and finished, and how
 the turn ended. With the store root (--root DIR or $` + envRoot + `, on the
-worker's machine) the turn's stored events are read at its end: the rest of
-the answer that streamed between two polls is printed, and --json includes
-the events.
+worker's machine) each step's stored answer is read when the step ends: the
+text that streamed between two polls is printed, and --json includes the
+turn's events. A model call that is retried streams its text again: a line
+"↻ (the model call was retried; the text above is discarded)" comes before it.
 
 --json prints one JSON object per line: {"kind":"queued"|"started"|"text"|
 "reasoning"|"tool-started"|"tool-finished"|"ended", "turn", "step", "text",
-"gap", "call", "info", "events"}.` + lifecycleNote,
+"gap", "restart", "call", "info", "events"}.` + lifecycleNote,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireID(id); err != nil {
