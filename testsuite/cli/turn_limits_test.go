@@ -138,7 +138,9 @@ func TestStarterTurnIdleModelStreamIsRetried(t *testing.T) {
 	e := turnEnv(t, fake, "idle1", "--model-idle-timeout", "2s")
 	out := e.turnOut("idle1", "hi")
 	require.True(t, strings.HasSuffix(out, "Recovered answer.\nturn 1 completed\n"), "output:\n%s", out)
-	require.Len(t, fake.requests(), 2, "the idle attempt and its retry")
+	// The first attempt idled out; a retry answered (a machine stalled
+	// past the idle limit may take one more).
+	require.GreaterOrEqual(t, len(fake.requests()), 2, "the idle attempt and its retry")
 }
 
 // A provider that streams a chunk at a time forever: the attempt ends at
@@ -160,7 +162,7 @@ func TestStarterTurnTrickleEndsAtCallTimeout(t *testing.T) {
 			}
 		}
 	})
-	e := turnEnv(t, fake, "trickle1", "--model-idle-timeout", "2s", "--model-call-timeout", "4s")
+	e := turnEnv(t, fake, "trickle1", "--model-idle-timeout", "60s", "--model-call-timeout", "4s")
 	out := e.turnOut("trickle1", "hi")
 	require.Contains(t, out, "turn 1 error: ", "output:\n%s", out)
 	require.Contains(t, out, "streamed for 4s without finishing (MODEL_CALL_TIMEOUT)\n", "output:\n%s", out)
