@@ -89,6 +89,9 @@ type Activities struct {
 	// on the spans (gen_ai.input.messages, gen_ai.output.messages,
 	// gen_ai.tool.call.arguments, gen_ai.tool.call.result); off by default.
 	TraceContent bool
+	// Limits bound each model call (idle gap, total time, output size);
+	// zero fields take their defaults (ModelLimits).
+	Limits ModelLimits
 }
 
 func (a *Activities) store() (*jsonl.Store, error) {

@@ -113,6 +113,7 @@ func messageOf(e session.Event) (msg provider.Message, ok bool, err error) {
 	if err != nil {
 		return provider.Message{}, false, fmt.Errorf("conversation: %s (seq %d): %w", e.Type, e.Seq, err)
 	}
+	content = sendable(e.Type, content)
 	if len(content) == 0 {
 		if e.Type == session.TypeToolResult {
 			return provider.Message{}, false, fmt.Errorf("conversation: tool/result (seq %d) has no content", e.Seq)
@@ -120,6 +121,73 @@ func messageOf(e session.Event) (msg provider.Message, ok bool, err error) {
 		return provider.Message{}, false, nil
 	}
 	return provider.Message{Role: role, Content: content}, true, nil
+}
+
+// sendable returns content with every block the agent cannot send in the
+// message of an event of type typ replaced by a text block naming it, so a
+// log that holds one (appended by another writer, or accepted before the
+// input updates refused it, docs/API.md "InputRequest") still runs its
+// turns: a user/message sends only text (a tool result belongs to a
+// tool/result, never to user input); a tool/result sends tool-result blocks
+// whose content is text; an assistant/message sends text, reasoning and
+// tool-call blocks. content is not modified.
+func sendable(typ string, content []provider.Block) []provider.Block {
+	keep := func(b provider.Block) bool {
+		switch typ {
+		case session.TypeUserMessage:
+			return b.Type == provider.BlockText
+		case session.TypeToolResult:
+			if b.Type != provider.BlockToolResult {
+				return false
+			}
+			for _, c := range b.Content {
+				if c.Type != provider.BlockText {
+					return false
+				}
+			}
+			return true
+		}
+		switch b.Type {
+		case provider.BlockText, provider.BlockReasoning, provider.BlockToolCall:
+			return true
+		}
+		return false
+	}
+	var out []provider.Block
+	for i, b := range content {
+		if keep(b) {
+			if out != nil {
+				out = append(out, b)
+			}
+			continue
+		}
+		if out == nil {
+			out = append(make([]provider.Block, 0, len(content)), content[:i]...)
+		}
+		if typ == session.TypeToolResult && b.Type == provider.BlockToolResult {
+			r := b
+			r.Content = make([]provider.Block, 0, len(b.Content))
+			for _, c := range b.Content {
+				if c.Type != provider.BlockText {
+					c = omitted(c.Type)
+				}
+				r.Content = append(r.Content, c)
+			}
+			out = append(out, r)
+			continue
+		}
+		out = append(out, omitted(b.Type))
+	}
+	if out == nil {
+		return content
+	}
+	return out
+}
+
+// omitted is the text block that stands for a block of type typ the agent
+// cannot send.
+func omitted(typ string) provider.Block {
+	return provider.Block{Type: provider.BlockText, Text: fmt.Sprintf("[a %q block was left out: this agent cannot send it to the model]", typ)}
 }
 
 // messageContent decodes the content blocks of a message event: a

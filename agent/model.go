@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sessionflow/sessionflow/activities"
@@ -197,31 +198,21 @@ func (a *Activities) CallModel(ctx context.Context, in ModelInput) (res ModelRes
 
 	f := newFold()
 	progress := ModelProgress{Turn: in.Turn, Step: in.Step}
+	if activity.IsActivity(ctx) {
+		progress.Attempt = activity.GetInfo(ctx).Attempt
+	}
 	// The fold and progress change only inside hb.step; the shown tail is
 	// copied only for a heartbeat that is sent.
 	hb := a.startHeartbeat(ctx, func() any { return withShownTail(progress, f) })
-	var streamErr error
-	for c, err := range p.Stream(ctx, req) {
-		if err != nil {
-			streamErr = err
-			break
-		}
-		if err := hb.step(func() error {
+	streamErr := a.stream(ctx, p, req, func(c provider.Chunk) error {
+		return hb.step(func() error {
 			if err := f.Push(c, a.nowMs()); err != nil {
 				return err
 			}
 			progress = a.progress(progress, f, c)
 			return nil
-		}); err != nil {
-			// The provider broke its own stream: retrying the same
-			// provider is not expected to do better.
-			streamErr = &provider.Error{Message: err.Error()}
-			break
-		}
-		if ctx.Err() != nil {
-			break
-		}
-	}
+		})
+	})
 	hb.close()
 
 	if ctx.Err() != nil {
@@ -235,6 +226,60 @@ func (a *Activities) CallModel(ctx context.Context, in ModelInput) (res ModelRes
 	}
 	a.traceResponse(ctx, f.Content(), f.Finish())
 	return a.storeMessage(ctx, h, in, f, false)
+}
+
+// stream runs one provider stream under the call's limits (ModelLimits,
+// docs/API.md "Model call limits"), handing each chunk to push. It returns
+// the stream's error: the provider's, a *provider.Error for a limit that
+// was reached (idle: retryable; total time and output size: not), or one
+// for a chunk push refused (the provider broke its own stream, not
+// retryable). A cancellation of ctx ends it with ctx's error or nil; the
+// caller checks ctx.
+func (a *Activities) stream(ctx context.Context, p provider.Provider, req provider.Request, push func(provider.Chunk) error) error {
+	lim := a.Limits.resolved()
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	idle := time.AfterFunc(lim.IdleTimeout, func() {
+		cancel(&provider.Error{Retryable: true, Code: CodeModelIdle,
+			Message: fmt.Sprintf("the model stream sent nothing for %s", lim.IdleTimeout)})
+	})
+	defer idle.Stop()
+	total := time.AfterFunc(lim.CallTimeout, func() {
+		cancel(&provider.Error{Code: CodeModelCallTimeout,
+			Message: fmt.Sprintf("the model call streamed for %s without finishing", lim.CallTimeout)})
+	})
+	defer total.Stop()
+	// limitErr is the limit that cut the stream, if any.
+	limitErr := func() error {
+		var pe *provider.Error
+		if ctx.Err() == nil && errors.As(context.Cause(sctx), &pe) {
+			return pe
+		}
+		return nil
+	}
+	output := 0
+	for c, err := range p.Stream(sctx, req) {
+		if err != nil {
+			if le := limitErr(); le != nil {
+				return le
+			}
+			return err
+		}
+		idle.Reset(lim.IdleTimeout)
+		if output += len(c.Delta); output > lim.MaxOutputBytes {
+			return &provider.Error{Code: CodeModelOutputTooLarge,
+				Message: fmt.Sprintf("the model's output exceeds the limit of %d bytes", lim.MaxOutputBytes)}
+		}
+		if err := push(c); err != nil {
+			// The provider broke its own stream: retrying the same
+			// provider is not expected to do better.
+			return &provider.Error{Message: err.Error()}
+		}
+		if sctx.Err() != nil {
+			break
+		}
+	}
+	return limitErr()
 }
 
 // progress is the heartbeat detail after chunk c, without its text (see

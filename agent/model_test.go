@@ -295,7 +295,7 @@ func TestCallModelHeartbeatsProgress(t *testing.T) {
 	require.NoError(t, err)
 	mu.Lock()
 	defer mu.Unlock()
-	require.Equal(t, []agent.ModelProgress{{Turn: 1, Step: 1, Chunks: 1, Reasoning: true}}, beats)
+	require.Equal(t, []agent.ModelProgress{{Turn: 1, Step: 1, Chunks: 1, Reasoning: true, Attempt: 1}}, beats)
 }
 
 // TestCallModelUnreadableConversation: a message event the conversation

@@ -76,6 +76,10 @@ type ModelProgress struct {
 	Text       string `json:"text"`
 	// Reasoning reports that the model is still reasoning (no text yet).
 	Reasoning bool `json:"reasoning,omitempty"`
+	// Attempt is the activity attempt streaming (1 for the first): a
+	// retried call streams its text again from offset 0, and the text an
+	// earlier attempt showed was discarded.
+	Attempt int32 `json:"attempt,omitempty"`
 }
 
 // ToolInput is the input of RunTool: one call of the step's

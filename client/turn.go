@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/converter"
@@ -126,6 +127,10 @@ type TurnProgress struct {
 	// Gap reports that text streamed between two polls fell out of the
 	// heartbeat's window: Text follows a gap.
 	Gap bool `json:"gap,omitempty"`
+	// Restart reports that the text yielded so far for this step was
+	// discarded (the model call was retried, or the stored answer is not
+	// what streamed): Text starts the step's text over.
+	Restart bool `json:"restart,omitempty"`
 	// Call is the tool call of a tool progress.
 	Call *workflows.CallState `json:"call,omitempty"`
 	// Info is the ended turn.
@@ -155,7 +160,7 @@ func (c *Client) WatchTurn(ctx context.Context, id, messageID string, opts Watch
 		opts.Interval = 200 * time.Millisecond
 	}
 	return func(yield func(TurnProgress, error) bool) {
-		w := turnWatch{c: c, id: id, msg: messageID, opts: opts, reported: map[string]string{}}
+		w := turnWatch{c: c, id: id, msg: messageID, opts: opts, reported: map[string]string{}, textDone: map[int64]bool{}}
 		wctx, stop := context.WithCancel(ctx)
 		defer stop()
 		// ended is closed when the turn ended; a failed wait (an older
@@ -198,9 +203,21 @@ type turnWatch struct {
 	queued  bool
 	turn    int64
 	started bool
-	// shown is how much of the (turn, step)'s text was yielded.
-	textStep int64
-	shown    int64
+	// The text yielded for step textStep, as streamed by attempt
+	// textAttempt of its model call: shown is the offset it reaches,
+	// yielded the text (contiguous unless gapped), last the last piece
+	// yielded and lastOff its offset; restart is set when the attempt
+	// changed and the next text starts over.
+	textStep    int64
+	textAttempt int32
+	shown       int64
+	yielded     strings.Builder
+	gapped      bool
+	last        string
+	lastOff     int64
+	restart     bool
+	// textDone holds the steps whose stored answer was yielded.
+	textDone map[int64]bool
 	// reported holds the last state yielded per call (callKey).
 	reported map[string]string
 	// step is the running step the last poll saw.
@@ -256,11 +273,22 @@ func (w *turnWatch) poll(ctx context.Context, yield func(TurnProgress, error) bo
 			if err != nil {
 				return false, fmt.Errorf("read the events of turn %d of session %q: %w", sum.Turn, w.id, err)
 			}
-			if !w.replayCalls(evs, emit) {
+			if !w.replay(evs, true, emit) {
 				return true, nil
 			}
 		}
 		w.step = st.Step
+		if len(st.Calls) > 0 && !w.textDone[st.Step] && w.opts.Events != nil {
+			// The step's answer is stored before its calls run: its text
+			// the polls missed comes before the calls.
+			evs, err := w.opts.Events.ReadEvents(ctx, w.id, sum.StartSeq, st.NextSeq)
+			if err != nil {
+				return false, fmt.Errorf("read the events of turn %d of session %q: %w", sum.Turn, w.id, err)
+			}
+			if !w.replay(evs, false, emit) {
+				return true, nil
+			}
+		}
 		if !w.toolProgress(st, emit) {
 			return true, nil
 		}
@@ -279,8 +307,8 @@ func (w *turnWatch) poll(ctx context.Context, yield func(TurnProgress, error) bo
 			return false, fmt.Errorf("read the events of turn %d of session %q: %w", sum.Turn, w.id, err)
 		}
 		end.Events = evs
-		// Tool calls that started and finished between two polls.
-		if !w.replayCalls(evs, emit) {
+		// Text and tool calls that streamed between two polls.
+		if !w.replay(evs, true, emit) {
 			return true, nil
 		}
 	}
@@ -288,13 +316,29 @@ func (w *turnWatch) poll(ctx context.Context, yield func(TurnProgress, error) bo
 	return true, nil
 }
 
-// replayCalls yields, from the ended turn's events, the tool progress the
-// polls missed: a call that ran between two polls.
-func (w *turnWatch) replayCalls(evs []session.Event, emit func(TurnProgress) bool) bool {
+// replay yields, from the turn's stored events, the progress the polls
+// missed: for each stored assistant/message, the rest of its text (all of
+// it when the polls saw none of its step, or saw text the stored answer
+// does not continue, with Restart), and each tool call that ran between
+// two polls (unless calls is false: the running step's calls are followed
+// by the polls).
+func (w *turnWatch) replay(evs []session.Event, calls bool, emit func(TurnProgress) bool) bool {
 	names := map[string]string{}
 	for _, e := range evs {
 		switch e.Type {
+		case session.TypeAssistantMessage:
+			m, err := e.AssistantMessage()
+			if err != nil || m.Turn != w.turn || w.textDone[m.Step] {
+				continue
+			}
+			w.textDone[m.Step] = true
+			if p, ok := w.storedText(m.Step, messageText(m)); ok && !emit(p) {
+				return false
+			}
 		case session.TypeToolCall:
+			if !calls {
+				continue
+			}
 			c, err := e.ToolCall()
 			if err != nil {
 				continue
@@ -302,7 +346,7 @@ func (w *turnWatch) replayCalls(evs []session.Event, emit func(TurnProgress) boo
 			names[callKey(c.Step, c.CallID)] = c.Name
 		case session.TypeToolResult:
 			r, err := e.ToolResult()
-			if err != nil {
+			if err != nil || !calls {
 				continue
 			}
 			key := callKey(r.Step, r.Message.Source.CallID)
@@ -333,6 +377,39 @@ func (w *turnWatch) replayCalls(evs []session.Event, emit func(TurnProgress) boo
 		}
 	}
 	return true
+}
+
+// storedText is the text progress that completes step's yielded text with
+// stored, the step's stored answer; ok is false when nothing is left.
+func (w *turnWatch) storedText(step int64, stored string) (TurnProgress, bool) {
+	p := TurnProgress{Kind: ProgressText, Turn: w.turn, Step: step, Text: stored}
+	if step != w.textStep || w.shown == 0 {
+		p.Restart = step == w.textStep && w.restart
+		return p, p.Text != "" || p.Restart
+	}
+	continues := int64(len(stored)) >= w.shown && !w.restart
+	if continues && w.gapped {
+		continues = stored[w.lastOff:w.lastOff+int64(len(w.last))] == w.last
+	} else if continues {
+		continues = strings.HasPrefix(stored, w.yielded.String())
+	}
+	if continues {
+		p.Text = stored[w.shown:]
+		return p, p.Text != ""
+	}
+	p.Restart = true
+	return p, true
+}
+
+// messageText is the text of an assistant message's text blocks.
+func messageText(m session.AssistantMessage) string {
+	var text strings.Builder
+	for _, b := range m.Message.Content {
+		if b.Type == session.BlockText {
+			text.WriteString(b.Text)
+		}
+	}
+	return text.String()
 }
 
 // callKey names a tool call of a turn: its step and call id.
@@ -373,14 +450,24 @@ func (w *turnWatch) toolProgress(st workflows.LoopState, emit func(TurnProgress)
 }
 
 // textProgress yields the text the running model call streamed since the
-// last poll, from its heartbeat details.
+// last poll, from its heartbeat details. A retried call (a new attempt)
+// streams its text again from the start: what the earlier attempt showed
+// was discarded, and the next text yielded carries Restart.
 func (w *turnWatch) textProgress(ctx context.Context, emit func(TurnProgress) bool) bool {
 	p, ok, err := w.c.modelProgress(ctx, w.id)
-	if err != nil || !ok || p.Turn != w.turn {
+	if err != nil || !ok || p.Turn != w.turn || w.textDone[p.Step] {
 		return true
 	}
-	if p.Step != w.textStep {
-		w.textStep, w.shown = p.Step, 0
+	switch {
+	case p.Step != w.textStep:
+		w.textStep, w.textAttempt, w.restart = p.Step, p.Attempt, false
+		w.resetText()
+	case p.Attempt < w.textAttempt:
+		return true // an earlier attempt's details, not replaced yet
+	case p.Attempt > w.textAttempt:
+		w.textAttempt = p.Attempt
+		w.restart = w.restart || w.shown > 0
+		w.resetText()
 	}
 	if p.Reasoning && p.Text == "" && w.shown == 0 {
 		return emit(TurnProgress{Kind: ProgressReasoning, Turn: p.Turn, Step: p.Step})
@@ -393,9 +480,23 @@ func (w *turnWatch) textProgress(ctx context.Context, emit func(TurnProgress) bo
 	gap := from < 0
 	if gap {
 		from = 0
+		w.gapped = true
+	}
+	text := p.Text[from:]
+	w.last, w.lastOff = text, end-int64(len(text))
+	if !w.gapped {
+		w.yielded.WriteString(text)
 	}
 	w.shown = end
-	return emit(TurnProgress{Kind: ProgressText, Turn: p.Turn, Step: p.Step, Text: p.Text[from:], Gap: gap})
+	restart := w.restart
+	w.restart = false
+	return emit(TurnProgress{Kind: ProgressText, Turn: p.Turn, Step: p.Step, Text: text, Gap: gap, Restart: restart})
+}
+
+// resetText forgets the text yielded for the current step.
+func (w *turnWatch) resetText() {
+	w.shown, w.gapped, w.last, w.lastOff = 0, false, "", 0
+	w.yielded.Reset()
 }
 
 // modelProgress reads the heartbeat details of the session's pending model

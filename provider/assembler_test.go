@@ -124,6 +124,48 @@ func TestAssemblerBlocksFollowModelOrder(t *testing.T) {
 	}
 }
 
+// A tool-call chunk closes the open text (or reasoning) block: text after
+// it starts a new block placed after the call, never joined to the text
+// before it, and the packed run of that text names the new block; the
+// stream record replays to the same content.
+func TestAssemblerToolCallClosesTheOpenTextBlock(t *testing.T) {
+	a := provider.NewAssembler()
+	push(t, a, text("Let me "), text("look."), call(0, "c1", "list_dir", "{}"), text("Then "), text("answer."),
+		reasoning("hm"), call(1, "c2", "read_file", "{}"), reasoning("ok"), finish(provider.FinishToolCalls))
+	want := []provider.Block{
+		{Type: "text", Text: "Let me look."},
+		{Type: "tool-call", ID: "c1", Name: "list_dir", Arguments: "{}"},
+		{Type: "text", Text: "Then answer."},
+		{Type: "reasoning", Text: "hm"},
+		{Type: "tool-call", ID: "c2", Name: "read_file", Arguments: "{}"},
+		{Type: "reasoning", Text: "ok"},
+	}
+	if got := a.Content(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("content:\n got %+v\nwant %+v", got, want)
+	}
+	wantStream := []string{
+		`{"type":"text-chunks","time0":100,"index":0,"dt":[1],"texts":["Let me ","look."]}`,
+		`{"type":"chunk","time":102,"chunk":{"type":"tool-call","id":"c1","name":"list_dir","delta":"{}"}}`,
+		`{"type":"text-chunks","time0":103,"index":2,"dt":[1],"texts":["Then ","answer."]}`,
+		`{"type":"chunk","time":105,"chunk":{"type":"reasoning","delta":"hm"}}`,
+		`{"type":"chunk","time":106,"chunk":{"type":"tool-call","index":1,"id":"c2","name":"read_file","delta":"{}"}}`,
+		`{"type":"chunk","time":107,"chunk":{"type":"reasoning","delta":"ok"}}`,
+		`{"type":"chunk","time":108,"chunk":{"type":"finish","finish":"tool-calls"}}`,
+	}
+	if got := streamStrings(a); !reflect.DeepEqual(got, wantStream) {
+		t.Fatalf("stream:\n got %q\nwant %q", got, wantStream)
+	}
+	replayed, err := provider.ReplayStream(a.Stream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := provider.NewAssembler()
+	push(t, b, replayed...)
+	if got := b.Content(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("replayed content:\n got %+v\nwant %+v", got, want)
+	}
+}
+
 func TestAssemblerStreamMidRunStaysOpen(t *testing.T) {
 	a := provider.NewAssembler()
 	push(t, a, text("a"), text("b"))

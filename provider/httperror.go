@@ -1,7 +1,9 @@
 package provider
 
 import (
+	"fmt"
 	"math"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -48,4 +50,25 @@ func Redact(s, key string) string {
 		return s
 	}
 	return strings.ReplaceAll(s, key, "[redacted]")
+}
+
+// CodeNotEventStream is the code of a successful (2xx) response to a
+// streaming call whose body is not an event stream and held no event: an
+// HTML page of a proxy, a login portal or a wrong base URL. Not retryable:
+// the same URL answers the same way (docs/API.md "Model call limits").
+const CodeNotEventStream = "not_event_stream"
+
+// NotEventStream returns the non-retryable error of res, a successful
+// response to a streaming call from which no event was read, when its
+// Content-Type is not text/event-stream; nil otherwise.
+func NotEventStream(res *http.Response) *Error {
+	if res == nil || res.StatusCode < 200 || res.StatusCode > 299 {
+		return nil
+	}
+	ct := res.Header.Get("Content-Type")
+	if mt, _, err := mime.ParseMediaType(ct); err == nil && mt == "text/event-stream" {
+		return nil
+	}
+	return &Error{Status: res.StatusCode, Code: CodeNotEventStream,
+		Message: fmt.Sprintf("the service answered %d with content type %q and no event, not an event stream (is the base URL right?)", res.StatusCode, ct)}
 }

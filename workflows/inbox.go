@@ -257,6 +257,9 @@ func (l *lifecycle) validateInput(ctx workflow.Context, k inputKind, in converte
 	if err != nil {
 		return err
 	}
+	if err := sendableInput(k.name, p.Message); err != nil {
+		return err
+	}
 	if k.wake {
 		if err := l.routeMissing(); err != nil {
 			return err

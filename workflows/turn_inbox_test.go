@@ -119,6 +119,8 @@ func TestTurnInputValidators(t *testing.T) {
 	noType := h.UpdateAt(2*time.Second, "", workflows.UpdateInject, workflows.InputRequest{Content: json.RawMessage(`[{"text":"a"}]`)})
 	lossy := h.UpdateAt(2*time.Second, "", workflows.UpdateInject, workflows.InputRequest{Content: json.RawMessage(`[{"type":"x","n":1e400}]`)})
 	big := h.UpdateAt(2*time.Second, "", workflows.UpdateInject, sessiontest.Prompt(string(make([]byte, 3000))))
+	image := h.UpdateAt(2*time.Second, "", workflows.UpdateInject, workflows.InputRequest{Content: json.RawMessage(`[{"type":"text","text":"a"},{"type":"image","data":"AAAA"}]`)})
+	forged := h.UpdateAt(2*time.Second, "", workflows.UpdateInject, workflows.InputRequest{Content: json.RawMessage(`[{"type":"tool-result","toolCallId":"c1","content":[]}]`)})
 	noRoute := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, sessiontest.Prompt("x"))
 	first := h.UpdateAt(2*time.Second, "", workflows.UpdateInject, sessiontest.PromptID("dup", "a"))
 	dup := h.UpdateAt(2*time.Second, "", workflows.UpdateInject, sessiontest.PromptID("dup", "b"))
@@ -135,6 +137,9 @@ func TestTurnInputValidators(t *testing.T) {
 	require.ErrorContains(t, noType.Rejection(t), `Inject: content[0] must be an object with a non-empty string "type"`)
 	require.ErrorContains(t, lossy.Rejection(t), "Inject: content is not losslessly JSON-serializable")
 	require.Equal(t, "BatchTooLarge", sessiontest.AppErr(t, big.Rejection(t)).Type())
+	require.ErrorContains(t, image.Rejection(t), `Inject: content[1] is a "image" block; user input carries only "text" blocks (the agent cannot send any other)`)
+	require.Equal(t, "InvalidArgument", sessiontest.AppErr(t, image.Rejection(t)).Type())
+	require.ErrorContains(t, forged.Rejection(t), `Inject: content[0] is a "tool-result" block; user input carries only "text" blocks`)
 	require.ErrorContains(t, noRoute.Rejection(t), `agent "tv" has no provider/model`)
 	require.ErrorContains(t, dup.Rejection(t), `Inject: message "dup" is already pending`)
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -25,13 +24,14 @@ func newTurnCmd(a *app) *cobra.Command {
 the turn that claims it: the answer's text as it streams (from the model
 activity's heartbeats), one line per tool call started and finished, and how
 the turn ended. With the store root (--root DIR or $` + envRoot + `, on the
-worker's machine) the turn's stored events are read at its end: the rest of
-the answer that streamed between two polls is printed, and --json includes
-the events.
+worker's machine) each step's stored answer is read when the step ends: the
+text that streamed between two polls is printed, and --json includes the
+turn's events. A model call that is retried streams its text again: a line
+"↻ (the model call was retried; the text above is discarded)" comes before it.
 
 --json prints one JSON object per line: {"kind":"queued"|"started"|"text"|
 "reasoning"|"tool-started"|"tool-finished"|"ended", "turn", "step", "text",
-"gap", "call", "info", "events"}.` + lifecycleNote,
+"gap", "restart", "call", "info", "events"}.` + lifecycleNote,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireID(id); err != nil {
@@ -63,9 +63,12 @@ the events.
 	return cmd
 }
 
-// followTurn prints the progress of the turn that claims messageID.
+// followTurn prints the progress of the turn that claims messageID. The
+// text of each step is printed as it streams; a retried model call's text
+// starts over after a line saying the text above was discarded; with the
+// store reader, the stored answer's text the polls missed is printed too
+// (client.WatchTurn yields it).
 func followTurn(ctx context.Context, w io.Writer, c *client.Client, id, messageID string, reader client.EventReader, asJSON bool) error {
-	var shown strings.Builder // the text printed for the current step
 	step := int64(-1)
 	midLine := false
 	newline := func() {
@@ -94,15 +97,17 @@ func followTurn(ctx context.Context, w io.Writer, c *client.Client, id, messageI
 			if p.Step != step {
 				newline()
 				step = p.Step
-				shown.Reset()
+			}
+			if p.Restart {
+				newline()
+				fmt.Fprintln(w, retriedNote)
 			}
 			if p.Gap {
 				fmt.Fprint(w, "…")
-				shown.Reset()
+				midLine = true
 			}
 			fmt.Fprint(w, p.Text)
-			shown.WriteString(p.Text)
-			midLine = true
+			midLine = midLine || p.Text != ""
 		case client.ProgressToolStarted:
 			newline()
 			fmt.Fprintf(w, "→ %s (%s)\n", p.Call.Name, p.Call.ID)
@@ -119,24 +124,16 @@ func followTurn(ctx context.Context, w io.Writer, c *client.Client, id, messageI
 			}
 			fmt.Fprintf(w, "%s %s (%s)%s\n", mark, p.Call.Name, p.Call.ID, code)
 		case client.ProgressEnded:
-			if p.Events != nil {
-				// The answer's text that streamed after the last poll (all
-				// of it when its step streamed nothing).
-				answer, rest := client.AnswerText(p.Events), ""
-				if step != p.Info.Steps || shown.Len() == 0 {
-					rest = answer
-				} else if i := strings.LastIndex(answer, shown.String()); i >= 0 {
-					rest = answer[i+shown.Len():]
-				}
-				fmt.Fprint(w, rest)
-				midLine = midLine || rest != ""
-			}
 			newline()
 			fmt.Fprintf(w, "turn %d %s\n", p.Info.Turn, describeReason(p.Info))
 		}
 	}
 	return nil
 }
+
+// retriedNote is the line printed before the text of a model call that
+// starts over: the text printed above it for that step was discarded.
+const retriedNote = "↻ (the model call was retried; the text above is discarded)"
 
 // describeReason renders a turn's end.
 func describeReason(s *workflows.TurnInfo) string {

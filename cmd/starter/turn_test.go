@@ -122,16 +122,24 @@ func TestTurnCommandJSON(t *testing.T) {
 	stubDial(t, f)
 	r := mustOK(t, runCLI(t, "", "turn", "--id", "s1", "--prompt", "x", "--json", "--root", root, "--compression", "none"))
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
-	var kinds []string
+	var kinds, texts []string
 	var last struct {
 		Kind   string          `json:"kind"`
+		Text   string          `json:"text"`
 		Events []session.Event `json:"events"`
 	}
 	for _, l := range lines {
+		last.Text = ""
 		require.NoError(t, json.Unmarshal([]byte(l), &last))
 		kinds = append(kinds, last.Kind)
+		if last.Kind == "text" {
+			texts = append(texts, last.Text)
+		}
 	}
-	require.Equal(t, []string{"started", "tool-started", "tool-finished", "text", "ended"}, kinds)
+	// The stored answer's rest, streamed after the last poll, is a text
+	// progress of its own.
+	require.Equal(t, []string{"started", "tool-started", "tool-finished", "text", "text", "ended"}, kinds)
+	require.Equal(t, []string{"Hello", " world"}, texts)
 	require.Len(t, last.Events, 5)
 }
 

@@ -39,6 +39,10 @@ type AgentConfig struct {
 	// MCPConfig is the path of the MCP servers' configuration file
 	// (--mcp-config); StartMCP adds their tools to Tools.
 	MCPConfig string
+	// Limits bound each model call (--model-idle-timeout,
+	// --model-call-timeout, --max-model-output); zero fields take the
+	// defaults.
+	Limits agent.ModelLimits
 }
 
 // AgentActivities builds the agent activities of cfg over store: the
@@ -71,7 +75,10 @@ func AgentActivities(store *jsonl.Store, cfg AgentConfig) (*agent.Activities, er
 	if err != nil {
 		return nil, fmt.Errorf("the agent's tools: %w", err)
 	}
-	return &agent.Activities{Store: store, Providers: providers, Tools: reg, System: cfg.SystemPrompt}, nil
+	if err := cfg.Limits.Validate(); err != nil {
+		return nil, err
+	}
+	return &agent.Activities{Store: store, Providers: providers, Tools: reg, System: cfg.SystemPrompt, Limits: cfg.Limits}, nil
 }
 
 // RegisterAgent registers the agent activities (CallModel, RunTool,

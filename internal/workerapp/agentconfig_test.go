@@ -18,16 +18,17 @@ import (
 func TestParseArgsAgentFlags(t *testing.T) {
 	cfg, err := ParseArgs(nil, nil)
 	require.NoError(t, err)
-	require.Equal(t, AgentConfig{}, cfg.Agent, "no provider, no system prompt, run_command off by default")
+	lim := agent.DefaultModelLimits()
+	require.Equal(t, AgentConfig{Limits: lim}, cfg.Agent, "no provider, no system prompt, run_command off, the default model limits by default")
 
 	env := []string{EnvProviderScript + "=/env/script.json", EnvSystemPrompt + "=be brief", EnvEnableRunCommand + "=true"}
 	cfg, err = ParseArgs(nil, env)
 	require.NoError(t, err)
-	require.Equal(t, AgentConfig{ProviderScript: "/env/script.json", SystemPrompt: "be brief", EnableRunCommand: true}, cfg.Agent)
+	require.Equal(t, AgentConfig{ProviderScript: "/env/script.json", SystemPrompt: "be brief", EnableRunCommand: true, Limits: lim}, cfg.Agent)
 
 	cfg, err = ParseArgs([]string{"--provider-script", "s.json", "--system-prompt", "flag", "--enable-run-command=false"}, env)
 	require.NoError(t, err)
-	require.Equal(t, AgentConfig{ProviderScript: "s.json", SystemPrompt: "flag", EnableRunCommand: false}, cfg.Agent, "flags beat the environment")
+	require.Equal(t, AgentConfig{ProviderScript: "s.json", SystemPrompt: "flag", EnableRunCommand: false, Limits: lim}, cfg.Agent, "flags beat the environment")
 
 	_, err = ParseArgs(nil, []string{EnvEnableRunCommand + "=maybe"})
 	require.EqualError(t, err, `SESSIONFLOW_ENABLE_RUN_COMMAND: "maybe" is not a boolean`)

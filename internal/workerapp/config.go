@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/contrib/envconfig"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/internal/temporalconn"
 	"github.com/sessionflow/sessionflow/internal/tracing"
 	"github.com/sessionflow/sessionflow/jsonl"
@@ -158,6 +159,7 @@ func DefaultConfig() Config {
 		StopTimeout:         DefaultStopTimeout,
 		StickyTimeout:       DefaultStickyTimeout,
 		MaxStoreDescriptors: DefaultMaxStoreDescriptors,
+		Agent:               AgentConfig{Limits: agent.DefaultModelLimits()},
 	}
 }
 
@@ -215,6 +217,7 @@ type Flags struct {
 	openai                                             *openAIFlags
 	mcp                                                *mcpFlags
 	fleet                                              *fleetFlags
+	model                                              *modelFlags
 }
 
 // AddFlags defines the worker's flags on fs.
@@ -239,6 +242,7 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 	f.openai = addOpenAIFlags(fs)
 	f.mcp = addMCPFlags(fs)
 	f.fleet = addFleetFlags(fs)
+	f.model = addModelFlags(fs)
 	fs.BoolVar(&f.traceContent, "trace-content", false, "record prompts, responses, tool arguments and results in trace spans (env "+EnvTraceContent+")")
 	return f
 }
@@ -329,6 +333,9 @@ func (f *Flags) Config(environ []string) (Config, error) {
 		return Config{}, err
 	}
 	if err := f.fleet.config(&cfg, pick); err != nil {
+		return Config{}, err
+	}
+	if cfg.Agent.Limits, err = f.model.config(pick); err != nil {
 		return Config{}, err
 	}
 	if cfg.TraceContent, err = pickBool(pick("trace-content", EnvTraceContent, strconv.FormatBool(f.traceContent))); err != nil {

@@ -141,10 +141,20 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request) iter.Seq2[p
 		}
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		stream := p.client.Messages.NewStreaming(ctx, params)
+		// res is the HTTP response, to tell a page that is not an event
+		// stream from a stream cut short.
+		var res *http.Response
+		stream := p.client.Messages.NewStreaming(ctx, params, option.WithMiddleware(
+			func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+				r, err := next(req)
+				res = r
+				return r, err
+			}))
 		defer stream.Close()
 		var st streamState
+		events := 0
 		for stream.Next() {
+			events++
 			done, err := st.event(stream.Current(), func(c provider.Chunk) bool { return yield(c, nil) })
 			if err != nil {
 				yield(provider.Chunk{}, err)
@@ -157,6 +167,12 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request) iter.Seq2[p
 		if ctx.Err() != nil {
 			yield(provider.Chunk{}, ctx.Err())
 			return
+		}
+		if events == 0 {
+			if e := provider.NotEventStream(res); e != nil {
+				yield(provider.Chunk{}, e)
+				return
+			}
 		}
 		if err := stream.Err(); err != nil {
 			yield(provider.Chunk{}, p.failure(err))

@@ -233,7 +233,9 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request) iter.Seq2[p
 		stream := p.chat.NewStreaming(ctx, params, option.WithMiddleware(w.middleware))
 		defer stream.Close()
 		var d decoder
+		events := 0
 		for stream.Next() {
+			events++
 			chunks, err := d.chunk(stream.Current())
 			if err != nil {
 				yield(provider.Chunk{}, p.failed(req, err))
@@ -246,6 +248,12 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request) iter.Seq2[p
 		if ctx.Err() != nil {
 			yield(provider.Chunk{}, ctx.Err())
 			return
+		}
+		if events == 0 {
+			if e := provider.NotEventStream(w.res); e != nil {
+				yield(provider.Chunk{}, p.failed(req, e))
+				return
+			}
 		}
 		if err := stream.Err(); err != nil {
 			yield(provider.Chunk{}, p.failed(req, p.classify(err, w.res)))
