@@ -6,12 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/tool"
 )
+
+// storeAfterCancel bounds how long a cancelled tool call takes to store its
+// result.
+const storeAfterCancel = 30 * time.Second
 
 // RunTool runs one tool call of the assistant/message at in.MessageSeq and
 // stores its tool/call and tool/result (D29: tool results are staged and
@@ -107,6 +112,13 @@ func (a *Activities) RunTool(ctx context.Context, in ToolInput) (out ToolOutcome
 	if err != nil {
 		return ToolOutcome{}, err
 	}
+	if ctx.Err() != nil {
+		// Cancelled while the tool ran: its result is still stored, past
+		// the cancellation, within a bound of its own.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), storeAfterCancel)
+		defer cancel()
+	}
 	if !staged {
 		// The last call of the message, after all the others: nothing can
 		// wait behind it, so it is committed without staging.
@@ -152,12 +164,15 @@ func (a *Activities) stagedOrRun(ctx context.Context, h *jsonl.Handle, in ToolIn
 		return stagedResult{Unknown: true}, false, nil
 	}
 	r := a.execute(ctx, h, in, block)
-	if ctx.Err() != nil {
-		// The attempt was cancelled or timed out while the tool ran: its
-		// result is not the tool's outcome. A retry finds the tool/call
-		// and decides by the tool's class.
-		return stagedResult{}, false, ctx.Err()
+	if err := ctx.Err(); err != nil && !errors.Is(err, context.Canceled) {
+		// The attempt timed out while the tool ran: its result is not the
+		// tool's outcome. A retry finds the tool/call and decides by the
+		// tool's class.
+		return stagedResult{}, false, err
 	}
+	// A cancelled call (the turn was cancelled, D68) ran until the tool
+	// noticed: its result, ABORTED when the tool was stopped, is the
+	// outcome, stored like any other.
 	return stagedResult{Result: &r, Reran: !created}, false, nil
 }
 

@@ -39,12 +39,19 @@ type AgentConfig struct {
 	// MCPConfig is the path of the MCP servers' configuration file
 	// (--mcp-config); StartMCP adds their tools to Tools.
 	MCPConfig string
+	// DenyPaths are paths the built-in tools never reach
+	// (tool.BuiltinOptions.Deny; --tool-deny), beside those the worker
+	// denies itself: the provider script and the MCP configuration here,
+	// the store root and the TLS files in Run, the dev server's state in
+	// `worker --dev` (docs/API.md "Tools", DECISIONS.md D66).
+	DenyPaths []string
 }
 
 // AgentActivities builds the agent activities of cfg over store: the
 // providers (cfg.Providers, the scripted one from ProviderScript, and those
 // of cfg.Anthropic and cfg.OpenAI), the built-in tools (run_command when
-// enabled) and cfg.Tools, and the system prompt.
+// enabled; kept out of cfg.DenyPaths, the provider script and the MCP
+// configuration) and cfg.Tools, and the system prompt.
 func AgentActivities(store *jsonl.Store, cfg AgentConfig) (*agent.Activities, error) {
 	providers := provider.Set{}
 	for name, p := range cfg.Providers {
@@ -66,7 +73,8 @@ func AgentActivities(store *jsonl.Store, cfg AgentConfig) (*agent.Activities, er
 	if err := addOpenAI(providers, cfg.OpenAI); err != nil {
 		return nil, err
 	}
-	tools := append(tool.Builtins(tool.BuiltinOptions{RunCommand: cfg.EnableRunCommand}), cfg.Tools...)
+	deny := append([]string{cfg.ProviderScript, cfg.MCPConfig}, cfg.DenyPaths...)
+	tools := append(tool.Builtins(tool.BuiltinOptions{RunCommand: cfg.EnableRunCommand, Deny: deny}), cfg.Tools...)
 	reg, err := tool.NewRegistry(tools...)
 	if err != nil {
 		return nil, fmt.Errorf("the agent's tools: %w", err)

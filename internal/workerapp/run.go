@@ -140,6 +140,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	agentCfg.DenyPaths = append(ownPaths(cfg), agentCfg.DenyPaths...)
 	defer stopMCP()
 	agentActs, err := AgentActivities(store, agentCfg)
 	if err != nil {
@@ -254,4 +255,14 @@ func serveMetrics(addr string, reg *prometheus.Registry, logger *slog.Logger) (f
 		<-done
 	}
 	return stop, ln.Addr().String(), nil
+}
+
+// ownPaths are the paths of cfg the built-in tools never reach: the store
+// root and the TLS files (D66).
+func ownPaths(cfg Config) []string {
+	paths := []string{cfg.StoreRoot}
+	if t := cfg.Connection.TLS; t != nil {
+		paths = append(paths, t.ClientCertPath, t.ClientKeyPath, t.ServerCACertPath)
+	}
+	return paths
 }
