@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
+
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
@@ -164,15 +166,15 @@ func (a *Activities) stagedOrRun(ctx context.Context, h *jsonl.Handle, in ToolIn
 		return stagedResult{Unknown: true}, false, nil
 	}
 	r := a.execute(ctx, h, in, block)
-	if err := ctx.Err(); err != nil && !errors.Is(err, context.Canceled) {
-		// The attempt timed out while the tool ran: its result is not the
-		// tool's outcome. A retry finds the tool/call and decides by the
-		// tool's class.
+	if err := ctx.Err(); err != nil && !cancelRequested(ctx) {
+		// The attempt timed out, lost its heartbeat or its worker stopped
+		// while the tool ran: its result is not the tool's outcome. A retry
+		// finds the tool/call and decides by the tool's class.
 		return stagedResult{}, false, err
 	}
-	// A cancelled call (the turn was cancelled, D68) ran until the tool
-	// noticed: its result, ABORTED when the tool was stopped, is the
-	// outcome, stored like any other.
+	// A call the workflow cancelled (its turn was cancelled, D68) ran until
+	// the tool noticed: its result, ABORTED when the tool was stopped, is
+	// the outcome, stored like any other.
 	return stagedResult{Result: &r, Reran: !created}, false, nil
 }
 
@@ -201,6 +203,13 @@ func (a *Activities) stage(ctx context.Context, h *jsonl.Handle, key string, res
 		return stagedResult{}, activities.MapError(err)
 	}
 	return res, nil
+}
+
+// cancelRequested reports whether ctx was cancelled because the workflow
+// asked for it (the SDK's cause is then a CanceledError), not by a timeout,
+// a lost heartbeat or the worker's shutdown.
+func cancelRequested(ctx context.Context) bool {
+	return errors.Is(ctx.Err(), context.Canceled) && temporal.IsCanceledError(context.Cause(ctx))
 }
 
 // commitLast stores res directly when the call is the message's last and
