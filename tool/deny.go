@@ -147,11 +147,16 @@ func resolveIn(cwd, rel string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("cannot resolve the working directory %q: %w", cwd, err)
 	}
+	missing := false
 	cur, err := filepath.EvalSymlinks(abs)
-	if err != nil {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// The tool reports the missing cwd itself; its name is still
+		// checked.
+		cur, missing = abs, true
+	case err != nil:
 		return "", fmt.Errorf("cannot resolve the working directory %q: %w", cwd, err)
 	}
-	missing := false
 	for _, c := range strings.Split(filepath.ToSlash(rel), "/") {
 		switch c {
 		case "", ".":

@@ -137,3 +137,17 @@ func TestToolsRefuseACwdInsideADeniedPath(t *testing.T) {
 		t.Errorf("the log changed: %q %v", b, err)
 	}
 }
+
+// A missing cwd is reported as such, not as a denied or unresolvable path.
+func TestDeniedToolsWithAMissingCwd(t *testing.T) {
+	s := newDeniedSandbox(t, tool.BuiltinOptions{RunCommand: true})
+	s.cwd = filepath.Join(s.parent, "gone")
+	text := wantError(t, s.run(t, "run_command", map[string]any{"command": "true"}), "ToolFailedError", "TOOL_FAILED")
+	if !strings.HasPrefix(text, `Error: tool "run_command" failed: the working directory "`+s.cwd+`" is unusable: `) {
+		t.Errorf("text %q", text)
+	}
+	text = wantError(t, s.run(t, "read_file", map[string]any{"path": "a.txt"}), "ToolFailedError", "TOOL_FAILED")
+	if !strings.Contains(text, "cannot open the working directory") {
+		t.Errorf("text %q", text)
+	}
+}
