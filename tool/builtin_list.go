@@ -85,7 +85,7 @@ func listDir(deny denyList, cwd string, a listDirArgs, maxBytes, maxEntries int)
 		if e.IsDir() {
 			n += "/"
 		}
-		if snap != nil && checkEntry(snap, dirReal, e.Name()) {
+		if snap != nil && checkEntry(snap, dirReal, e.Name(), e.Type()) {
 			n += deniedMark
 		}
 		names = append(names, n)

@@ -90,15 +90,41 @@ func (d denyList) check(cwd, rel, shown string) error {
 	return nil
 }
 
-// checkEntry reports whether the directory entry name of the directory
-// dirReal (resolved) is, or leads to through a symbolic link, a denied path
-// or a path inside one; list_dir marks those entries.
-func checkEntry(snap []denied, dirReal, name string) bool {
+// checkEntry reports whether the directory entry name of type typ in the
+// directory dirReal (resolved, not denied itself) is, or leads to through
+// a symbolic link, a denied path or a path inside one; list_dir marks those
+// entries. The directory's ancestors were checked already, so an entry
+// that is no link is compared alone.
+func checkEntry(snap []denied, dirReal, name string, typ fs.FileMode) bool {
 	p := filepath.Join(dirReal, name)
-	if real, err := filepath.EvalSymlinks(p); err == nil {
-		p = real
+	if typ&fs.ModeSymlink != 0 {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			return hit(snap, real)
+		}
+		return false
 	}
-	return hit(snap, p)
+	var info fs.FileInfo
+	for _, e := range snap {
+		for _, n := range e.names {
+			if sameName(p, n) {
+				return true
+			}
+		}
+		if e.info == nil {
+			continue
+		}
+		if info == nil {
+			i, err := os.Lstat(p)
+			if err != nil {
+				return false
+			}
+			info = i
+		}
+		if os.SameFile(info, e.info) {
+			return true
+		}
+	}
+	return false
 }
 
 // hit reports whether real, an absolute resolved path, is a denied path
