@@ -151,3 +151,17 @@ func TestDeniedToolsWithAMissingCwd(t *testing.T) {
 		t.Errorf("text %q", text)
 	}
 }
+
+// write_file replaces a file by rename: over a hard link to a denied file
+// (which the file tools cannot make) it writes a new file and leaves the
+// denied one as it was.
+func TestWriteFileNeverWritesThroughAHardLink(t *testing.T) {
+	s := newDeniedSandbox(t, tool.BuiltinOptions{})
+	if err := os.Link(s.log, filepath.Join(s.cwd, "hard")); err != nil {
+		t.Fatal(err)
+	}
+	wantOK(t, s.run(t, "write_file", map[string]any{"path": "hard", "content": "pwned"}))
+	if b, err := os.ReadFile(s.log); err != nil || string(b) != "{\"seq\":0}\n" {
+		t.Errorf("the log changed through a hard link: %q %v", b, err)
+	}
+}
