@@ -62,6 +62,18 @@ func recordTurnCancelTool(t *testing.T, w *world) []fixture {
 	r, err := evs[5].ToolResult()
 	require.NoError(t, err)
 	require.Equal(t, "ABORTED", r.Error.Code)
+	markers, cancels := 0, 0
+	for _, e := range w.history(workflows.WorkflowID(id), run.GetRunID()).Events {
+		if a := e.GetMarkerRecordedEventAttributes(); a != nil && a.GetMarkerName() == "Version" &&
+			string(a.GetDetails()["change-id"].GetPayloads()[0].GetData()) == `"cancel-running-tools"` {
+			markers++
+		}
+		if e.GetActivityTaskCancelRequestedEventAttributes() != nil {
+			cancels++
+		}
+	}
+	require.Equal(t, 1, markers, "the cancel-running-tools version marker")
+	require.Equal(t, 1, cancels, "the running RunTool cancelled")
 	return only("turn-cancel-tool", workflows.WorkflowID(id), run)
 }
 
