@@ -110,5 +110,7 @@ func TestAgentActivitiesDenyTheWorkersFiles(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.StoreRoot = "./root"
 	cfg.Connection.TLS = &envconfig.ClientConfigTLS{ClientCertPath: "c.pem", ClientKeyPath: "k.pem"}
-	require.Equal(t, []string{"./root", "c.pem", "k.pem", ""}, ownPaths(cfg))
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	require.Equal(t, []string{"./root", exe, "c.pem", "k.pem", ""}, ownPaths(cfg))
 }

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -258,9 +259,12 @@ func serveMetrics(addr string, reg *prometheus.Registry, logger *slog.Logger) (f
 }
 
 // ownPaths are the paths of cfg the built-in tools never reach: the store
-// root and the TLS files (D66).
+// root, the TLS files and the running binary (D66).
 func ownPaths(cfg Config) []string {
 	paths := []string{cfg.StoreRoot}
+	if exe, err := os.Executable(); err == nil {
+		paths = append(paths, exe)
+	}
 	if t := cfg.Connection.TLS; t != nil {
 		paths = append(paths, t.ClientCertPath, t.ClientKeyPath, t.ServerCACertPath)
 	}
