@@ -172,7 +172,7 @@ func (a *Activities) stagedOrRun(ctx context.Context, h *jsonl.Handle, in ToolIn
 		// finds the tool/call and decides by the tool's class.
 		return stagedResult{}, false, err
 	}
-	// A call the workflow cancelled (its turn was cancelled, D68) ran until
+	// A call the workflow cancelled (its turn was cancelled, D71) ran until
 	// the tool noticed: its result, ABORTED when the tool was stopped, is
 	// the outcome, stored like any other.
 	return stagedResult{Result: &r, Reran: !created}, false, nil

@@ -38,7 +38,7 @@ type BuiltinOptions struct {
 	// Deny are paths (directories or files) the file tools never reach
 	// whatever the cwd and the path's spelling, and run_command refuses to
 	// run in: the worker's session store, its dev server's state and its
-	// own files (PATH_DENIED; docs/API.md "Tools", DECISIONS.md D66).
+	// own files (PATH_DENIED; docs/API.md "Tools", DECISIONS.md D69).
 	// Relative paths are taken from the worker's working directory.
 	Deny []string
 }

@@ -24,13 +24,13 @@ const maxCommandTimeout = time.Hour
 
 // commandReserve is the most of the tool activity's time left that
 // run_command keeps for storing the result after a timeout; a shorter time
-// left keeps a quarter of it (D67).
+// left keeps a quarter of it (D70).
 const commandReserve = 15 * time.Second
 
 // callEnv names the environment variable that marks every process a
 // run_command call starts, with a value of its own, so that the processes
 // that left its process group (setsid, double fork) are found and killed
-// when the call ends (D67).
+// when the call ends (D70).
 const callEnv = "SESSIONFLOW_TOOL_CALL"
 
 // Codes and names of run_command's failures.
@@ -99,7 +99,7 @@ func runCommandTool(opts BuiltinOptions, deny denyList) Tool {
 
 // commandTimeout bounds the timeout asked for by the time ctx has left,
 // less a reserve for storing the result, so that a command's own timeout
-// fires before its tool activity's (D67). limited reports that it did.
+// fires before its tool activity's (D70). limited reports that it did.
 func commandTimeout(ctx context.Context, asked time.Duration) (timeout time.Duration, limited bool) {
 	deadline, ok := ctx.Deadline()
 	if !ok {

@@ -70,7 +70,7 @@ func listDir(deny denyList, cwd string, a listDirArgs, maxBytes, maxEntries int)
 	if err != nil {
 		return Result{}, fmt.Errorf("listing %q: %w", shownPath, err)
 	}
-	// Denied entries are listed as such, never entered (D66).
+	// Denied entries are listed as such, never entered (D69).
 	var snap []denied
 	dirReal := ""
 	if len(deny.paths) > 0 {

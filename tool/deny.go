@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// Codes and names of a refused path (docs/API.md "Tools", DECISIONS.md D66).
+// Codes and names of a refused path (docs/API.md "Tools", DECISIONS.md D69).
 const (
 	// CodePathDenied: the path reaches a directory the worker keeps for
 	// itself (BuiltinOptions.Deny): the session store, the dev server's

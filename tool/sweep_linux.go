@@ -13,7 +13,7 @@ import (
 // (setsid, a double fork). It scans /proc until a pass finds none, so a
 // process forked by one being killed is found by the next pass; a zombie
 // has no environment left and is not matched. A process that cleared or
-// rewrote its environment, or runs as another user, is not found (D67).
+// rewrote its environment, or runs as another user, is not found (D70).
 func killMarked(name, value string) {
 	needle := []byte(name + "=" + value + "\x00")
 	wait := time.Millisecond

@@ -456,7 +456,7 @@ func activityFailure(err error) llmFailure {
 // toolCtx returns ctx with the tool activities' options. They run in a
 // context of their own, disconnected from the turn's: a tool activity
 // failure does not cancel the others. A cancelled turn cancels its running
-// calls (runTools, D68): they heartbeat, so the cancellation reaches them,
+// calls (runTools, D71): they heartbeat, so the cancellation reaches them,
 // and wait-for-cancellation lets each store its ABORTED result before the
 // turn ends. The options are not part of the command sequence.
 func (l *lifecycle) toolCtx(ctx workflow.Context) workflow.Context {
@@ -471,7 +471,7 @@ func (l *lifecycle) toolCtx(ctx workflow.Context) workflow.Context {
 
 // toolCancelChange names the versioned change that cancels a cancelled
 // turn's running tool calls instead of letting them run to their end
-// (D68).
+// (D71).
 const toolCancelChange = "cancel-running-tools"
 
 // toolsOutcome is how a step's tool calls ended.

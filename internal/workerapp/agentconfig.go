@@ -43,7 +43,7 @@ type AgentConfig struct {
 	// (tool.BuiltinOptions.Deny; --tool-deny), beside those the worker
 	// denies itself: the provider script and the MCP configuration here,
 	// the store root and the TLS files in Run, the dev server's state in
-	// `worker --dev` (docs/API.md "Tools", DECISIONS.md D66).
+	// `worker --dev` (docs/API.md "Tools", DECISIONS.md D69).
 	DenyPaths []string
 }
 

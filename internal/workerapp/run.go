@@ -259,7 +259,7 @@ func serveMetrics(addr string, reg *prometheus.Registry, logger *slog.Logger) (f
 }
 
 // ownPaths are the paths of cfg the built-in tools never reach: the store
-// root, the TLS files and the running binary (D66).
+// root, the TLS files and the running binary (D69).
 func ownPaths(cfg Config) []string {
 	paths := []string{cfg.StoreRoot}
 	if exe, err := os.Executable(); err == nil {
