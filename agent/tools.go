@@ -6,12 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/tool"
 )
+
+// storeAfterCancel bounds how long a cancelled tool call takes to store its
+// result.
+const storeAfterCancel = 30 * time.Second
 
 // RunTool runs one tool call of the assistant/message at in.MessageSeq and
 // stores its tool/call and tool/result (D29: tool results are staged and
@@ -107,6 +114,13 @@ func (a *Activities) RunTool(ctx context.Context, in ToolInput) (out ToolOutcome
 	if err != nil {
 		return ToolOutcome{}, err
 	}
+	if ctx.Err() != nil {
+		// Cancelled while the tool ran: its result is still stored, past
+		// the cancellation, within a bound of its own.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), storeAfterCancel)
+		defer cancel()
+	}
 	if !staged {
 		// The last call of the message, after all the others: nothing can
 		// wait behind it, so it is committed without staging.
@@ -152,12 +166,15 @@ func (a *Activities) stagedOrRun(ctx context.Context, h *jsonl.Handle, in ToolIn
 		return stagedResult{Unknown: true}, false, nil
 	}
 	r := a.execute(ctx, h, in, block)
-	if ctx.Err() != nil {
-		// The attempt was cancelled or timed out while the tool ran: its
-		// result is not the tool's outcome. A retry finds the tool/call
-		// and decides by the tool's class.
-		return stagedResult{}, false, ctx.Err()
+	if err := ctx.Err(); err != nil && !cancelRequested(ctx) {
+		// The attempt timed out, lost its heartbeat or its worker stopped
+		// while the tool ran: its result is not the tool's outcome. A retry
+		// finds the tool/call and decides by the tool's class.
+		return stagedResult{}, false, err
 	}
+	// A call the workflow cancelled (its turn was cancelled, D71) ran until
+	// the tool noticed: its result, ABORTED when the tool was stopped, is
+	// the outcome, stored like any other.
 	return stagedResult{Result: &r, Reran: !created}, false, nil
 }
 
@@ -186,6 +203,13 @@ func (a *Activities) stage(ctx context.Context, h *jsonl.Handle, key string, res
 		return stagedResult{}, activities.MapError(err)
 	}
 	return res, nil
+}
+
+// cancelRequested reports whether ctx was cancelled because the workflow
+// asked for it (the SDK's cause is then a CanceledError), not by a timeout,
+// a lost heartbeat or the worker's shutdown.
+func cancelRequested(ctx context.Context) bool {
+	return errors.Is(ctx.Err(), context.Canceled) && temporal.IsCanceledError(context.Cause(ctx))
 }
 
 // commitLast stores res directly when the call is the message's last and

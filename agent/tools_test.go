@@ -451,6 +451,41 @@ func TestRunToolCancelledAttemptStoresNoResult(t *testing.T) {
 	require.Equal(t, int64(1), runs.Load())
 }
 
+// TestRunToolCancelRequestedStoresTheToolsResult: a call the workflow
+// cancels (the SDK's cause is a CanceledError: the turn was cancelled)
+// stores what the stopped tool returned, ABORTED with its output, and
+// completes; the tool is not run again.
+func TestRunToolCancelRequestedStoresTheToolsResult(t *testing.T) {
+	started := make(chan struct{})
+	var runs atomic.Int64
+	block := tool.Tool{Name: "shell", Schema: json.RawMessage(`{"type":"object"}`),
+		Run: func(ctx context.Context, _ tool.Call) (tool.Result, error) {
+			runs.Add(1)
+			close(started)
+			<-ctx.Done()
+			return tool.ErrorResult("AbortError", "ABORTED", "partial\nError: the tool call was cancelled and the command was killed"), nil
+		}}
+	f := newFixture(t, newTools(t, block), toolCalls([3]string{"c1", "shell", `{}`}))
+	res, err := f.callModel(f.acts, f.modelInput(1, 1))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancelCause(bg)
+	go func() { <-started; cancel(temporal.NewCanceledError("turn cancelled")) }()
+	v, err := f.env(f.acts, withContext(ctx)).ExecuteActivity(agent.RunToolActivity, f.toolInput(res.MessageSeq, 0, "c1", "shell"))
+	require.NoError(t, err)
+	var out agent.ToolOutcome
+	require.NoError(t, v.Get(&out))
+	require.True(t, out.IsError)
+	require.Equal(t, "ABORTED", out.Code)
+	require.False(t, out.Unknown)
+	log := f.log()
+	require.Equal(t, []string{"tool/call", "tool/result"}, types(log[4:]))
+	r, err := log[5].ToolResult()
+	require.NoError(t, err)
+	require.Equal(t, "ABORTED", r.Error.Code)
+	require.Equal(t, "partial\nError: the tool call was cancelled and the command was killed", r.Message.Content[0].Content[0].Text)
+	require.Equal(t, int64(1), runs.Load())
+}
+
 // TestWorkflowDeathMidStepIsClosedByResume: when the workflow dies with a
 // result staged behind a call whose attempt crashed, resume's closers close
 // both recorded calls as outcome unknown, and the log they produce is

@@ -35,6 +35,12 @@ type BuiltinOptions struct {
 	// MaxOutputBytes caps the text a built-in tool returns
 	// (DefaultMaxOutputBytes when zero).
 	MaxOutputBytes int
+	// Deny are paths (directories or files) the file tools never reach
+	// whatever the cwd and the path's spelling, and run_command refuses to
+	// run in: the worker's session store, its dev server's state and its
+	// own files (PATH_DENIED; docs/API.md "Tools", DECISIONS.md D69).
+	// Relative paths are taken from the worker's working directory.
+	Deny []string
 }
 
 func (o BuiltinOptions) withDefaults() BuiltinOptions {
@@ -49,13 +55,14 @@ func (o BuiltinOptions) withDefaults() BuiltinOptions {
 
 // Builtins returns the built-in tools: read_file, list_dir and write_file,
 // confined to the call's working directory through os.Root (no "..", no
-// absolute path outside it, no symbolic link leading out), and run_command
-// when opts.RunCommand is set.
+// absolute path outside it, no symbolic link leading out) and kept out of
+// opts.Deny, and run_command when opts.RunCommand is set.
 func Builtins(opts BuiltinOptions) []Tool {
 	opts = opts.withDefaults()
-	tools := []Tool{readFileTool(opts), listDirTool(opts), writeFileTool()}
+	deny := newDenyList(opts.Deny)
+	tools := []Tool{readFileTool(opts, deny), listDirTool(opts, deny), writeFileTool(deny)}
 	if opts.RunCommand {
-		tools = append(tools, runCommandTool(opts))
+		tools = append(tools, runCommandTool(opts, deny))
 	}
 	return tools
 }

@@ -2,6 +2,8 @@ package tool
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -16,8 +18,20 @@ import (
 // after the shell exited or was killed (a detached grandchild may hold them).
 const commandWaitDelay = 2 * time.Second
 
-// maxCommandTimeout bounds timeoutMs.
+// maxCommandTimeout bounds timeoutMs. A call's timeout is also bounded by
+// the time its tool activity has left (see commandTimeout).
 const maxCommandTimeout = time.Hour
+
+// commandReserve is the most of the tool activity's time left that
+// run_command keeps for storing the result after a timeout; a shorter time
+// left keeps a quarter of it (D70).
+const commandReserve = 15 * time.Second
+
+// callEnv names the environment variable that marks every process a
+// run_command call starts, with a value of its own, so that the processes
+// that left its process group (setsid, double fork) are found and killed
+// when the call ends (D70).
+const callEnv = "SESSIONFLOW_TOOL_CALL"
 
 // Codes and names of run_command's failures.
 const (
@@ -34,7 +48,7 @@ var runCommandSchema = fmt.Sprintf(`{
   "type": "object",
   "properties": {
     "command": {"type": "string", "minLength": 1, "description": "Shell command, run with sh -c in the working directory."},
-    "timeoutMs": {"type": "integer", "minimum": 1, "maximum": %d, "description": "Timeout in milliseconds (default: the worker's command timeout)."}
+    "timeoutMs": {"type": "integer", "minimum": 1, "maximum": %d, "description": "Timeout in milliseconds (default: the worker's command timeout); never longer than the tool call's own time limit allows."}
   },
   "required": ["command"],
   "additionalProperties": false
@@ -48,16 +62,18 @@ type runCommandArgs struct {
 // runCommandMeta is run_command's result Meta.
 type runCommandMeta struct {
 	ExitCode    int   `json:"exitCode"`
+	TimeoutMs   int64 `json:"timeoutMs"`
 	TimedOut    bool  `json:"timedOut,omitempty"`
+	Aborted     bool  `json:"aborted,omitempty"`
 	OutputBytes int64 `json:"outputBytes"`
 	Truncated   bool  `json:"truncated,omitempty"`
 }
 
-func runCommandTool(opts BuiltinOptions) Tool {
+func runCommandTool(opts BuiltinOptions, deny denyList) Tool {
 	return Tool{
 		Name: RunCommandName,
 		Description: fmt.Sprintf("Run a shell command (sh -c) in the working directory and return its combined stdout and stderr "+
-			"(capped at %d bytes) and exit code. Default timeout %s.", opts.MaxOutputBytes, opts.CommandTimeout),
+			"(capped at %d bytes) and exit code. Default timeout %s. Every process it starts is killed when the call ends.", opts.MaxOutputBytes, opts.CommandTimeout),
 		Schema:     []byte(runCommandSchema),
 		Parallel:   false,
 		Idempotent: false,
@@ -66,19 +82,43 @@ func runCommandTool(opts BuiltinOptions) Tool {
 			if err := decodeArgs(call, &a); err != nil {
 				return Result{}, err
 			}
+			if call.Cwd != "" {
+				if err := deny.check(call.Cwd, ".", call.Cwd); err != nil {
+					return Result{}, err
+				}
+			}
 			timeout := opts.CommandTimeout
 			if a.TimeoutMs > 0 {
 				timeout = min(time.Duration(a.TimeoutMs)*time.Millisecond, maxCommandTimeout)
 			}
-			return runCommand(ctx, call.Cwd, a.Command, timeout, opts.MaxOutputBytes)
+			timeout, limited := commandTimeout(ctx, timeout)
+			return runCommand(ctx, call.Cwd, a.Command, timeout, limited, opts.MaxOutputBytes)
 		},
 	}
 }
 
-// runCommand runs command with sh -c in cwd, in its own process group; on
-// timeout or cancellation the whole group is killed. A cancelled ctx returns
-// ctx's error; a timeout or a non-zero exit is an IsError result.
-func runCommand(ctx context.Context, cwd, command string, timeout time.Duration, maxBytes int) (Result, error) {
+// commandTimeout bounds the timeout asked for by the time ctx has left,
+// less a reserve for storing the result, so that a command's own timeout
+// fires before its tool activity's (D70). limited reports that it did.
+func commandTimeout(ctx context.Context, asked time.Duration) (timeout time.Duration, limited bool) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return asked, false
+	}
+	left := time.Until(deadline)
+	allowed := left - min(commandReserve, left/4)
+	if allowed >= asked {
+		return asked, false
+	}
+	return max(allowed, 0), true
+}
+
+// runCommand runs command with sh -c in cwd, in its own process group and
+// marked by callEnv; when it ends, times out or is cancelled, the group
+// and every process carrying its mark are killed. A timeout, a
+// cancellation (ABORTED, with the output so far) or a non-zero exit is an
+// IsError result; a done ctx whose deadline passed returns ctx's error.
+func runCommand(ctx context.Context, cwd, command string, timeout time.Duration, limited bool, maxBytes int) (Result, error) {
 	if cwd == "" {
 		return Result{}, fmt.Errorf("%w: this session has no working directory to run commands in", ErrOutsideCwd)
 	}
@@ -87,14 +127,22 @@ func runCommand(ctx context.Context, cwd, command string, timeout time.Duration,
 	} else if !info.IsDir() {
 		return Result{}, fmt.Errorf("the working directory %q is not a directory", cwd)
 	}
+	mark, err := callMark()
+	if err != nil {
+		return Result{}, err
+	}
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(runCtx, "sh", "-c", command)
 	cmd.Dir = cwd
+	cmd.Env = append(os.Environ(), callEnv+"="+mark)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error {
-		// The negative pid names the process group the shell leads.
-		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		// The negative pid names the process group the shell leads; the
+		// processes that left it carry the mark.
+		err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		killMarked(callEnv, mark)
+		return err
 	}
 	cmd.WaitDelay = commandWaitDelay
 	out := &cappedBuffer{max: maxBytes}
@@ -102,20 +150,26 @@ func runCommand(ctx context.Context, cwd, command string, timeout time.Duration,
 
 	runErr := cmd.Run()
 	if cmd.Process != nil {
-		// Kill what the shell left behind in its group (background jobs);
-		// ESRCH when the group is already gone.
+		// Kill what the shell left behind in its group (background jobs)
+		// or outside it; ESRCH when the group is already gone.
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return Result{}, fmt.Errorf("command cancelled: %w", ctxErr)
+	killMarked(callEnv, mark)
+	aborted := false
+	if ctxErr := ctx.Err(); ctxErr != nil && runErr != nil {
+		// The call was cancelled while the command ran: it was killed.
+		if !errors.Is(ctxErr, context.Canceled) {
+			return Result{}, fmt.Errorf("command cancelled: %w", ctxErr)
+		}
+		aborted = true
 	}
-	timedOut := errors.Is(runCtx.Err(), context.DeadlineExceeded)
+	timedOut := !aborted && errors.Is(runCtx.Err(), context.DeadlineExceeded)
 	exitCode := -1
 	if cmd.ProcessState != nil {
 		exitCode = cmd.ProcessState.ExitCode()
 	}
 	var exitErr *exec.ExitError
-	if runErr != nil && !timedOut && !errors.As(runErr, &exitErr) && !errors.Is(runErr, exec.ErrWaitDelay) {
+	if runErr != nil && !timedOut && !aborted && !errors.As(runErr, &exitErr) && !errors.Is(runErr, exec.ErrWaitDelay) {
 		return Result{}, fmt.Errorf("running the command: %w", runErr)
 	}
 
@@ -126,11 +180,20 @@ func runCommand(ctx context.Context, cwd, command string, timeout time.Duration,
 	if truncated {
 		text += fmt.Sprintf("[output truncated: %d bytes in all, the first %d shown]\n", total, maxBytes)
 	}
-	m := meta(runCommandMeta{ExitCode: exitCode, TimedOut: timedOut, OutputBytes: total, Truncated: truncated})
+	m := meta(runCommandMeta{ExitCode: exitCode, TimeoutMs: timeout.Milliseconds(), TimedOut: timedOut, Aborted: aborted,
+		OutputBytes: total, Truncated: truncated})
 	switch {
+	case aborted:
+		res := ErrorResult(NameAborted, CodeAborted, text+"Error: the tool call was cancelled and the command was killed")
+		res.Meta = m
+		return res, nil
 	case timedOut:
+		limit := ""
+		if limited {
+			limit = " (the most the tool call's time limit allows)"
+		}
 		res := ErrorResult(NameCommandTimeout, CodeCommandTimeout,
-			text+fmt.Sprintf("Error: the command timed out after %s and was killed", timeout))
+			text+fmt.Sprintf("Error: the command timed out after %s%s and was killed", timeout, limit))
 		res.Meta = m
 		return res, nil
 	case exitCode != 0:
@@ -141,6 +204,15 @@ func runCommand(ctx context.Context, cwd, command string, timeout time.Duration,
 	res := TextResult(text + "[exit code: 0]")
 	res.Meta = m
 	return res, nil
+}
+
+// callMark returns a value of callEnv no other call shares.
+func callMark() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("marking the command's processes: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
 }
 
 // cappedBuffer keeps the first max bytes written to it and counts the rest;

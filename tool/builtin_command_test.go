@@ -2,6 +2,7 @@ package tool_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -132,12 +133,111 @@ func TestRunCommandCancelKillsTheProcessGroup(t *testing.T) {
 	defer cancel()
 	pidc := make(chan int, 1)
 	go func() { pidc <- childPid(t, filepath.Join(s.cwd, "child.pid")); cancel() }()
-	res := s.runCtx(t, ctx, "run_command", map[string]any{"command": spawnChild})
+	start := time.Now()
+	res := s.runCtx(t, ctx, "run_command", map[string]any{"command": "echo started; " + spawnChild})
 	text := wantError(t, res, "AbortError", "ABORTED")
-	if text != `Error: tool call "run_command" aborted: context canceled` {
+	if text != "started\nError: the tool call was cancelled and the command was killed" {
 		t.Errorf("text %q", text)
 	}
+	if elapsed := time.Since(start); elapsed > 30*time.Second {
+		t.Errorf("the cancelled command ran %v (its child sleeps 60s)", elapsed)
+	}
+	if m := metaOf(t, res); m["aborted"] != true {
+		t.Errorf("meta %v", m)
+	}
 	waitDead(t, <-pidc)
+}
+
+// A child that leaves the command's process group (setsid) is tracked and
+// killed when the call ends, however it ends.
+// The child writes its pid once it has left the group, and the command
+// waits for it.
+const spawnDetached = "setsid sh -c 'echo $$ > child.pid; exec sleep 60' >/dev/null 2>&1 < /dev/null & until [ -s child.pid ]; do sleep 0.01; done"
+
+func TestRunCommandKillsDetachedChildren(t *testing.T) {
+	t.Run("exit", func(t *testing.T) {
+		s := newSandbox(t, tool.BuiltinOptions{RunCommand: true})
+		wantOK(t, s.run(t, "run_command", map[string]any{"command": spawnDetached}))
+		waitDead(t, childPid(t, filepath.Join(s.cwd, "child.pid")))
+	})
+	t.Run("exit holding the output", func(t *testing.T) {
+		s := newSandbox(t, tool.BuiltinOptions{RunCommand: true})
+		wantOK(t, s.run(t, "run_command", map[string]any{"command": "setsid sh -c 'echo $$ > child.pid; exec sleep 60' & until [ -s child.pid ]; do sleep 0.01; done"}))
+		waitDead(t, childPid(t, filepath.Join(s.cwd, "child.pid")))
+	})
+	t.Run("timeout", func(t *testing.T) {
+		s := newSandbox(t, tool.BuiltinOptions{RunCommand: true})
+		wantError(t, s.run(t, "run_command", map[string]any{"command": spawnDetached + "; sleep 60", "timeoutMs": 500}), "CommandTimeoutError", "COMMAND_TIMEOUT")
+		waitDead(t, childPid(t, filepath.Join(s.cwd, "child.pid")))
+	})
+	t.Run("cancel", func(t *testing.T) {
+		s := newSandbox(t, tool.BuiltinOptions{RunCommand: true})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		pidc := make(chan int, 1)
+		go func() { pidc <- childPid(t, filepath.Join(s.cwd, "child.pid")); cancel() }()
+		wantError(t, s.runCtx(t, ctx, "run_command", map[string]any{"command": spawnDetached + "; sleep 60"}), "AbortError", "ABORTED")
+		waitDead(t, <-pidc)
+	})
+	t.Run("grandchild of a detached child", func(t *testing.T) {
+		s := newSandbox(t, tool.BuiltinOptions{RunCommand: true})
+		wantOK(t, s.run(t, "run_command", map[string]any{"command": "setsid sh -c 'sleep 60 & echo $! > child.pid; wait' >/dev/null 2>&1 & until [ -s child.pid ]; do sleep 0.01; done"}))
+		waitDead(t, childPid(t, filepath.Join(s.cwd, "child.pid")))
+	})
+}
+
+// A command's own timeout fires before the time its call has left runs
+// out, keeping a reserve to store the result: timeoutMs is bounded by it.
+func TestRunCommandTimeoutWithinTheCallsDeadline(t *testing.T) {
+	s := newSandbox(t, tool.BuiltinOptions{RunCommand: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	res := s.runCtx(t, ctx, "run_command", map[string]any{"command": "echo started; sleep 3600", "timeoutMs": 3600000})
+	text := wantError(t, res, "CommandTimeoutError", "COMMAND_TIMEOUT")
+	if !strings.HasPrefix(text, "started\nError: the command timed out after ") ||
+		!strings.HasSuffix(text, " (the most the tool call's time limit allows) and was killed") {
+		t.Errorf("text %q", text)
+	}
+	if ctx.Err() != nil {
+		t.Errorf("the call's deadline passed before the command timed out")
+	}
+	m := metaOf(t, res)
+	if ms, _ := m["timeoutMs"].(float64); m["timedOut"] != true || ms <= 0 || ms > 6000 {
+		t.Errorf("meta %v: want a timeout of at most 6000ms (8s less a quarter)", m)
+	}
+	// Without a deadline, or with time enough, the timeout asked for holds.
+	res = s.run(t, "run_command", map[string]any{"command": "sleep 30", "timeoutMs": 200})
+	if text := wantError(t, res, "CommandTimeoutError", "COMMAND_TIMEOUT"); text != "Error: the command timed out after 200ms and was killed" {
+		t.Errorf("text %q", text)
+	}
+	if m := metaOf(t, res); m["timeoutMs"] != 200.0 {
+		t.Errorf("meta %v", m)
+	}
+}
+
+// The cap is exact: an output of cap bytes is whole, one more is truncated.
+func TestRunCommandOutputCapBoundary(t *testing.T) {
+	s := newSandbox(t, tool.BuiltinOptions{RunCommand: true, MaxOutputBytes: 100})
+	for _, n := range []int{99, 100, 101} {
+		res := s.run(t, "run_command", map[string]any{"command": fmt.Sprintf("head -c %d /dev/zero | tr '\\0' x", n)})
+		text := wantOK(t, res)
+		m := metaOf(t, res)
+		want := strings.Repeat("x", min(n, 100)) + "\n[exit code: 0]"
+		if n > 100 {
+			want = strings.Repeat("x", 100) + "\n[output truncated: 101 bytes in all, the first 100 shown]\n[exit code: 0]"
+			if m["truncated"] != true {
+				t.Errorf("%d bytes: meta %v, want truncated", n, m)
+			}
+		} else if _, ok := m["truncated"]; ok {
+			t.Errorf("%d bytes: meta %v, want not truncated", n, m)
+		}
+		if text != want {
+			t.Errorf("%d bytes: text %q", n, text)
+		}
+		if m["outputBytes"] != float64(n) {
+			t.Errorf("%d bytes: meta %v", n, m)
+		}
+	}
 }
 
 func TestRunCommandBadCwd(t *testing.T) {

@@ -15,6 +15,9 @@ const listDirSchema = `{
   "additionalProperties": false
 }`
 
+// deniedMark follows the name of a denied entry in list_dir's output.
+const deniedMark = " (denied: reserved by the worker)"
+
 type listDirArgs struct {
 	Path string `json:"path"`
 }
@@ -27,29 +30,30 @@ type listDirMeta struct {
 	Truncated bool   `json:"truncated"`
 }
 
-func listDirTool(opts BuiltinOptions) Tool {
+func listDirTool(opts BuiltinOptions, deny denyList) Tool {
 	return Tool{
-		Name:        ListDirName,
-		Description: "List a directory inside the working directory: one entry per line, sorted, directories ending in '/'.",
-		Schema:      []byte(listDirSchema),
-		Parallel:    true,
-		Idempotent:  true,
+		Name: ListDirName,
+		Description: "List a directory inside the working directory: one entry per line, sorted, directories ending in '/'; " +
+			"entries the worker reserves are marked" + deniedMark + " and cannot be read or written.",
+		Schema:     []byte(listDirSchema),
+		Parallel:   true,
+		Idempotent: true,
 		Run: func(ctx context.Context, call Call) (Result, error) {
 			var a listDirArgs
 			if err := decodeArgs(call, &a); err != nil {
 				return Result{}, err
 			}
-			return listDir(call.Cwd, a, opts.MaxOutputBytes, maxListEntries)
+			return listDir(deny, call.Cwd, a, opts.MaxOutputBytes, maxListEntries)
 		},
 	}
 }
 
-func listDir(cwd string, a listDirArgs, maxBytes, maxEntries int) (Result, error) {
+func listDir(deny denyList, cwd string, a listDirArgs, maxBytes, maxEntries int) (Result, error) {
 	shownPath := a.Path
 	if shownPath == "" {
 		shownPath = "."
 	}
-	root, rel, info, err := statInCwd(cwd, a.Path, shownPath)
+	root, rel, info, err := statInCwd(deny, cwd, a.Path, shownPath)
 	if err != nil {
 		return Result{}, err
 	}
@@ -66,11 +70,23 @@ func listDir(cwd string, a listDirArgs, maxBytes, maxEntries int) (Result, error
 	if err != nil {
 		return Result{}, fmt.Errorf("listing %q: %w", shownPath, err)
 	}
+	// Denied entries are listed as such, never entered (D69).
+	var snap []denied
+	dirReal := ""
+	if len(deny.paths) > 0 {
+		if dirReal, err = resolveIn(cwd, rel); err != nil {
+			return Result{}, err
+		}
+		snap = deny.snapshot()
+	}
 	names := make([]string, 0, len(entries))
 	for _, e := range entries {
 		n := e.Name()
 		if e.IsDir() {
 			n += "/"
+		}
+		if snap != nil && checkEntry(snap, dirReal, e.Name(), e.Type()) {
+			n += deniedMark
 		}
 		names = append(names, n)
 	}

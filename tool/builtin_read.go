@@ -40,7 +40,7 @@ type readFileMeta struct {
 	Truncated bool   `json:"truncated"`
 }
 
-func readFileTool(opts BuiltinOptions) Tool {
+func readFileTool(opts BuiltinOptions, deny denyList) Tool {
 	return Tool{
 		Name: ReadFileName,
 		Description: "Read a UTF-8 text file inside the working directory. Optional offset (1-based line) and limit (lines) " +
@@ -53,13 +53,13 @@ func readFileTool(opts BuiltinOptions) Tool {
 			if err := decodeArgs(call, &a); err != nil {
 				return Result{}, err
 			}
-			return readFile(call.Cwd, a, opts.MaxOutputBytes)
+			return readFile(deny, call.Cwd, a, opts.MaxOutputBytes)
 		},
 	}
 }
 
-func readFile(cwd string, a readFileArgs, maxBytes int) (Result, error) {
-	root, rel, info, err := statInCwd(cwd, a.Path, a.Path)
+func readFile(deny denyList, cwd string, a readFileArgs, maxBytes int) (Result, error) {
+	root, rel, info, err := statInCwd(deny, cwd, a.Path, a.Path)
 	if err != nil {
 		return Result{}, err
 	}

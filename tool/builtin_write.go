@@ -33,7 +33,7 @@ type writeFileMeta struct {
 	Created bool   `json:"created"`
 }
 
-func writeFileTool() Tool {
+func writeFileTool(deny denyList) Tool {
 	return Tool{
 		Name: WriteFileName,
 		Description: "Write a file inside the working directory, replacing it atomically if it exists; " +
@@ -46,7 +46,7 @@ func writeFileTool() Tool {
 			if err := decodeArgs(call, &a); err != nil {
 				return Result{}, err
 			}
-			return writeFile(call.Cwd, a)
+			return writeFile(deny, call.Cwd, a)
 		},
 	}
 }
@@ -54,9 +54,12 @@ func writeFileTool() Tool {
 // writeFile writes a.Content to a temporary file beside the target, syncs
 // it, renames it over the target and syncs the directory, all inside the
 // root, so the target holds the old or the new content, never a mix.
-func writeFile(cwd string, a writeFileArgs) (Result, error) {
+func writeFile(deny denyList, cwd string, a writeFileArgs) (Result, error) {
 	rel, err := localPath(cwd, a.Path)
 	if err != nil {
+		return Result{}, err
+	}
+	if err := deny.check(cwd, rel, a.Path); err != nil {
 		return Result{}, err
 	}
 	if filepath.Clean(rel) == "." {

@@ -117,6 +117,7 @@ func (r *Registry) Specs() []provider.Tool {
 //   - arguments that are not JSON, not an object, or fail the schema:
 //     INVALID_ARGUMENTS, the text names each failing property and why;
 //   - a Run error wrapping ErrOutsideCwd: OUTSIDE_CWD;
+//   - a Run error wrapping ErrPathDenied: PATH_DENIED;
 //   - a context already done, or a Run error that is the context's error
 //     after it is done: ABORTED;
 //   - any other Run error, or a panic in Run: TOOL_FAILED with its text.
@@ -207,6 +208,9 @@ func runRecovered(ctx context.Context, t Tool, call Call) (res Result, err error
 func failure(ctx context.Context, name string, err error) Result {
 	if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
 		return errorResultf(NameAborted, CodeAborted, "tool call %q aborted: %v", name, context.Cause(ctx))
+	}
+	if errors.Is(err, ErrPathDenied) {
+		return errorResultf(NamePathDenied, CodePathDenied, "%v", err)
 	}
 	if errors.Is(err, ErrOutsideCwd) {
 		return errorResultf(NameOutsideCwd, CodeOutsideCwd, "%v", err)

@@ -23,11 +23,15 @@ func openCwd(cwd string) (*os.Root, error) {
 }
 
 // statInCwd opens cwd as a root and stats the model's path p inside it,
-// naming p as shown in its errors. It returns the root, which the caller
+// naming p as shown in its errors; a path reaching a denied one is refused
+// first. It returns the root, which the caller
 // closes, the path relative to it and the file's information.
-func statInCwd(cwd, p, shown string) (*os.Root, string, fs.FileInfo, error) {
+func statInCwd(deny denyList, cwd, p, shown string) (*os.Root, string, fs.FileInfo, error) {
 	rel, err := localPath(cwd, p)
 	if err != nil {
+		return nil, "", nil, err
+	}
+	if err := deny.check(cwd, rel, shown); err != nil {
 		return nil, "", nil, err
 	}
 	root, err := openCwd(cwd)

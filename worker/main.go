@@ -179,6 +179,9 @@ func runDev(ctx context.Context, cfg workerapp.Config, o options, env map[string
 	}
 	fmt.Fprintf(stdout, "Session store:       %s\n", storeRoot)
 
+	// The dev server's state and its binary are the worker's own: no tool
+	// reaches them (D69).
+	cfg.Agent.DenyPaths = append(cfg.Agent.DenyPaths, devDir, srv.CLIPath())
 	cfg.Connection.Address = srv.Address()
 	cfg.Connection.APIKey = ""
 	cfg.Connection.TLS = nil

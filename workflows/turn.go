@@ -45,8 +45,9 @@ type agentLoop struct {
 	turn    *turnRun
 	recent  []TurnInfo
 
-	turnsChange change // the agent-turns version
-	localChange change // the turn-local-stores version
+	turnsChange      change // the agent-turns version
+	localChange      change // the turn-local-stores version
+	toolCancelChange change // the cancel-running-tools version
 	// waiters counts the running WaitTurn waits (and waiting inputs);
 	// releaseWaiters answers those of a turn not running, before
 	// continue-as-new.
@@ -453,15 +454,25 @@ func activityFailure(err error) llmFailure {
 }
 
 // toolCtx returns ctx with the tool activities' options. They run in a
-// disconnected context: a started call drains when the turn is cancelled.
-func (l *lifecycle) toolCtx() workflow.Context {
-	return workflow.WithActivityOptions(l.dctx, workflow.ActivityOptions{
+// context of their own, disconnected from the turn's: a tool activity
+// failure does not cancel the others. A cancelled turn cancels its running
+// calls (runTools, D71): they heartbeat, so the cancellation reaches them,
+// and wait-for-cancellation lets each store its ABORTED result before the
+// turn ends. The options are not part of the command sequence.
+func (l *lifecycle) toolCtx(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:           l.set.taskQueue,
 		StartToCloseTimeout: l.set.timeout,
 		HeartbeatTimeout:    l.set.heartbeat,
+		WaitForCancellation: true,
 		RetryPolicy:         l.retry(),
 	})
 }
+
+// toolCancelChange names the versioned change that cancels a cancelled
+// turn's running tool calls instead of letting them run to their end
+// (D71).
+const toolCancelChange = "cancel-running-tools"
 
 // toolsOutcome is how a step's tool calls ended.
 type toolsOutcome struct {
@@ -473,8 +484,10 @@ type toolsOutcome struct {
 // runTools runs the step's tool calls in model order: an exclusive call
 // (not parallel-safe) runs alone, once every earlier call has finished;
 // consecutive parallel-safe calls run in a rolling pool of
-// maxParallelToolCalls. A cancel stops dispatching; the started calls
-// drain and the undispatched ones are returned as skipped. A failed tool
+// maxParallelToolCalls. A cancel stops dispatching and cancels the started
+// calls (before the cancel-running-tools version they ran to their end);
+// they drain, each storing its result (ABORTED when the tool was stopped),
+// and the undispatched ones are returned as skipped. A failed tool
 // activity (its store failed) stops dispatching too; the started calls
 // drain, the undispatched ones are returned as skipped and the step fails
 // with that error.
@@ -484,6 +497,10 @@ func (l *lifecycle) runTools(t *turnRun, step int64, res agent.ModelResult) tool
 	var out toolsOutcome
 	aborted := t.cause != ""
 	sel := workflow.NewSelector(l.dctx)
+	next, inFlight, exclusive := 0, 0, false
+	callsCtx, cancelCalls := workflow.WithCancel(l.dctx)
+	defer cancelCalls()
+	cancelled := false
 	sel.AddReceive(t.cancelCh, func(c workflow.ReceiveChannel, _ bool) {
 		c.ReceiveAsync(nil)
 		aborted = true
@@ -492,9 +509,12 @@ func (l *lifecycle) runTools(t *turnRun, step int64, res agent.ModelResult) tool
 				t.calls[i].State = CallSkipped
 			}
 		}
+		if inFlight > 0 && l.agent.toolCancelChange.takenIn(l.dctx, toolCancelChange) {
+			cancelled = true
+			cancelCalls()
+		}
 	})
-	next, inFlight, exclusive := 0, 0, false
-	ctx := t.span.Context(l.toolCtx())
+	ctx := t.span.Context(l.toolCtx(callsCtx))
 	t.calls = make([]CallState, len(calls))
 	for i, c := range calls {
 		t.calls[i] = CallState{ID: c.ID, Name: c.Name, Index: i, State: CallPending}
@@ -520,6 +540,12 @@ func (l *lifecycle) runTools(t *turnRun, step int64, res agent.ModelResult) tool
 				inFlight--
 				if !parallel {
 					exclusive = false
+				}
+				if err != nil && cancelled && temporal.IsCanceledError(err) {
+					// Cancelled before it stored a result (or before it
+					// started): the turn's end closes the call (D40).
+					t.calls[idx].State = CallSkipped
+					return
 				}
 				if err != nil {
 					t.calls[idx].State = CallFailed

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/internal/sessiontest"
@@ -70,11 +71,17 @@ func TestTurnCancelMidModel(t *testing.T) {
 	require.Len(t, fa.Models, 2)
 }
 
-// Cancel while tools run: started calls drain, the undispatched ones get
-// their tool/call and ABORTED_BEFORE_DISPATCH result from EndTurn, and the
-// turn ends aborted.
+// Cancel while tools run, in a run before the cancel-running-tools
+// version: started calls drain, the undispatched ones get their tool/call
+// and ABORTED_BEFORE_DISPATCH result from EndTurn, and the turn ends
+// aborted. The version's path (the started calls cancelled, each storing
+// its ABORTED result under wait-for-cancellation, which the test
+// environment does not emulate) is checked on the dev server
+// (testsuite/integration TestTurnCancelKillsRunningCommandOnServer and the
+// turn-cancel-tool history).
 func TestTurnCancelSkipsUndispatchedCalls(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("tk")
+	h.Env.OnGetVersion("cancel-running-tools", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	slow := &sessiontest.FakeTool{Hold: true, Release: make(chan struct{})}
 	calls := []agent.CallRef{{ID: "c1", Name: "slow"}, {ID: "c2", Name: "read", Parallel: true}, {ID: "c3", Name: "read", Parallel: true}}
 	fa := sessiontest.NewFakeAgent(h, &sessiontest.FakeResponse{Calls: calls})

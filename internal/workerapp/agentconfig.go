@@ -43,12 +43,19 @@ type AgentConfig struct {
 	// --model-call-timeout, --max-model-output); zero fields take the
 	// defaults.
 	Limits agent.ModelLimits
+	// DenyPaths are paths the built-in tools never reach
+	// (tool.BuiltinOptions.Deny; --tool-deny), beside those the worker
+	// denies itself: the provider script and the MCP configuration here,
+	// the store root and the TLS files in Run, the dev server's state in
+	// `worker --dev` (docs/API.md "Tools", DECISIONS.md D69).
+	DenyPaths []string
 }
 
 // AgentActivities builds the agent activities of cfg over store: the
 // providers (cfg.Providers, the scripted one from ProviderScript, and those
 // of cfg.Anthropic and cfg.OpenAI), the built-in tools (run_command when
-// enabled) and cfg.Tools, and the system prompt.
+// enabled; kept out of cfg.DenyPaths, the provider script and the MCP
+// configuration) and cfg.Tools, and the system prompt.
 func AgentActivities(store *jsonl.Store, cfg AgentConfig) (*agent.Activities, error) {
 	providers := provider.Set{}
 	for name, p := range cfg.Providers {
@@ -70,7 +77,8 @@ func AgentActivities(store *jsonl.Store, cfg AgentConfig) (*agent.Activities, er
 	if err := addOpenAI(providers, cfg.OpenAI); err != nil {
 		return nil, err
 	}
-	tools := append(tool.Builtins(tool.BuiltinOptions{RunCommand: cfg.EnableRunCommand}), cfg.Tools...)
+	deny := append([]string{cfg.ProviderScript, cfg.MCPConfig}, cfg.DenyPaths...)
+	tools := append(tool.Builtins(tool.BuiltinOptions{RunCommand: cfg.EnableRunCommand, Deny: deny}), cfg.Tools...)
 	reg, err := tool.NewRegistry(tools...)
 	if err != nil {
 		return nil, fmt.Errorf("the agent's tools: %w", err)

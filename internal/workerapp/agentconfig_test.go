@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/contrib/envconfig"
 
 	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/jsonl"
@@ -73,4 +74,44 @@ func TestAgentActivities(t *testing.T) {
 
 	_, err = AgentActivities(st, AgentConfig{Tools: []tool.Tool{tool.Builtins(tool.BuiltinOptions{})[0]}})
 	require.ErrorContains(t, err, "the agent's tools: ")
+}
+
+func TestParseArgsToolDeny(t *testing.T) {
+	cfg, err := ParseArgs(nil, []string{EnvToolDeny + "=/env/a, /env/b ,"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"/env/a", "/env/b"}, cfg.Agent.DenyPaths)
+	cfg, err = ParseArgs([]string{"--tool-deny", "secrets"}, []string{EnvToolDeny + "=/env/a"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"secrets"}, cfg.Agent.DenyPaths, "the flag beats the environment")
+}
+
+// The built-in tools of AgentActivities refuse the provider script and the
+// DenyPaths, and the worker's own paths include the store root and the TLS
+// files.
+func TestAgentActivitiesDenyTheWorkersFiles(t *testing.T) {
+	cwd := t.TempDir()
+	script := filepath.Join(cwd, "script.json")
+	require.NoError(t, os.WriteFile(script, []byte(`{"responses":[{"text":"hi"}]}`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(cwd, "secret.txt"), []byte("secret"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(cwd, "open.txt"), []byte("open"), 0o644))
+	st, err := jsonl.NewStore(jsonl.Options{Root: t.TempDir()})
+	require.NoError(t, err)
+	acts, err := AgentActivities(st, AgentConfig{ProviderScript: script, DenyPaths: []string{filepath.Join(cwd, "secret.txt")}})
+	require.NoError(t, err)
+	read := func(p string) tool.Result {
+		return acts.Tools.Execute(t.Context(), "read_file", tool.Call{Cwd: cwd, Arguments: []byte(`{"path":"` + p + `"}`)})
+	}
+	for _, p := range []string{"script.json", "secret.txt"} {
+		res := read(p)
+		require.True(t, res.IsError, p)
+		require.Equal(t, "PATH_DENIED", res.Error.Code, p)
+	}
+	require.False(t, read("open.txt").IsError)
+
+	cfg := DefaultConfig()
+	cfg.StoreRoot = "./root"
+	cfg.Connection.TLS = &envconfig.ClientConfigTLS{ClientCertPath: "c.pem", ClientKeyPath: "k.pem"}
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	require.Equal(t, []string{"./root", exe, "c.pem", "k.pem", ""}, ownPaths(cfg))
 }

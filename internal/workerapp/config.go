@@ -55,6 +55,7 @@ const (
 	EnvSystemPrompt               = "SESSIONFLOW_SYSTEM_PROMPT"
 	EnvEnableRunCommand           = "SESSIONFLOW_ENABLE_RUN_COMMAND"
 	EnvTraceContent               = "SESSIONFLOW_TRACE_CONTENT"
+	EnvToolDeny                   = "SESSIONFLOW_TOOL_DENY"
 )
 
 // Config configures Run.
@@ -211,7 +212,7 @@ type Flags struct {
 	format                                             string
 	appendWindow, stopTimeout, identity, stickyTimeout string
 	maxConcurrentActivities, maxConcurrentWorkflowTask int
-	providerScript, systemPrompt                       string
+	providerScript, systemPrompt, toolDeny             string
 	enableRunCommand, traceContent                     bool
 	anthropic                                          *anthropicFlags
 	openai                                             *openAIFlags
@@ -238,6 +239,7 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.providerScript, "provider-script", "", "JSON script of the scripted model provider, offered as provider \"scripted\" (env "+EnvProviderScript+")")
 	fs.StringVar(&f.systemPrompt, "system-prompt", "", "system prompt of every model call (env "+EnvSystemPrompt+")")
 	fs.BoolVar(&f.enableRunCommand, "enable-run-command", false, "offer the run_command tool (runs sh -c in the session's cwd) (env "+EnvEnableRunCommand+")")
+	fs.StringVar(&f.toolDeny, "tool-deny", "", "comma-separated paths the file tools never reach and run_command never runs in, beside the store root, the dev server's state and the worker's own files (env "+EnvToolDeny+")")
 	f.anthropic = addAnthropicFlags(fs)
 	f.openai = addOpenAIFlags(fs)
 	f.mcp = addMCPFlags(fs)
@@ -322,6 +324,13 @@ func (f *Flags) Config(environ []string) (Config, error) {
 	cfg.Agent.SystemPrompt, _ = pick("system-prompt", EnvSystemPrompt, f.systemPrompt)
 	if cfg.Agent.EnableRunCommand, err = pickBool(pick("enable-run-command", EnvEnableRunCommand, strconv.FormatBool(f.enableRunCommand))); err != nil {
 		return Config{}, err
+	}
+	if deny, _ := pick("tool-deny", EnvToolDeny, f.toolDeny); deny != "" {
+		for _, p := range strings.Split(deny, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				cfg.Agent.DenyPaths = append(cfg.Agent.DenyPaths, p)
+			}
+		}
 	}
 	if cfg.Agent.Anthropic, err = f.anthropic.config(env, pick); err != nil {
 		return Config{}, err

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -140,6 +141,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	agentCfg.DenyPaths = append(ownPaths(cfg), agentCfg.DenyPaths...)
 	defer stopMCP()
 	agentActs, err := AgentActivities(store, agentCfg)
 	if err != nil {
@@ -254,4 +256,17 @@ func serveMetrics(addr string, reg *prometheus.Registry, logger *slog.Logger) (f
 		<-done
 	}
 	return stop, ln.Addr().String(), nil
+}
+
+// ownPaths are the paths of cfg the built-in tools never reach: the store
+// root, the TLS files and the running binary (D69).
+func ownPaths(cfg Config) []string {
+	paths := []string{cfg.StoreRoot}
+	if exe, err := os.Executable(); err == nil {
+		paths = append(paths, exe)
+	}
+	if t := cfg.Connection.TLS; t != nil {
+		paths = append(paths, t.ClientCertPath, t.ClientKeyPath, t.ServerCACertPath)
+	}
+	return paths
 }

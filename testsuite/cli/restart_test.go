@@ -72,6 +72,10 @@ type env struct {
 	taskQueue, namespace string
 	// workerArgs are more flags of the worker.
 	workerArgs []string
+	// workerDir, when set, is the worker's working directory; the store
+	// root and the dev directory are then passed relative to it, as a
+	// person running `worker --dev` there leaves them.
+	workerDir string
 }
 
 func newEnv(t *testing.T) *env {
@@ -98,8 +102,16 @@ func (e *env) startWorker(ephemeral bool) {
 	// A fresh identity per start: a persistent server still lists the
 	// poller of a killed worker for a while.
 	e.identity = fmt.Sprintf("cli-e2e-worker-%d", e.starts)
-	args := []string{"--dev", "--dev-dir", e.devDir, "--dev-port", strconv.Itoa(e.port), "--dev-ui-port", strconv.Itoa(e.uiPort),
-		"--store-root", e.root, "--compression", "none", "--task-queue", e.taskQueue, "--metrics-address", "", "--log-level", "warn",
+	devDir, root := e.devDir, e.root
+	if e.workerDir != "" {
+		var err error
+		devDir, err = filepath.Rel(e.workerDir, e.devDir)
+		require.NoError(e.t, err)
+		root, err = filepath.Rel(e.workerDir, e.root)
+		require.NoError(e.t, err)
+	}
+	args := []string{"--dev", "--dev-dir", devDir, "--dev-port", strconv.Itoa(e.port), "--dev-ui-port", strconv.Itoa(e.uiPort),
+		"--store-root", root, "--compression", "none", "--task-queue", e.taskQueue, "--metrics-address", "", "--log-level", "warn",
 		"--identity", e.identity}
 	if ephemeral {
 		args = append(args, "--dev-ephemeral")
@@ -107,6 +119,7 @@ func (e *env) startWorker(ephemeral bool) {
 	args = append(args, e.workerArgs...)
 	e.workerLog = &syncBuffer{}
 	e.worker = exec.Command(bin.worker, args...)
+	e.worker.Dir = e.workerDir
 	e.worker.Stdout, e.worker.Stderr = e.workerLog, e.workerLog
 	e.worker.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	require.NoError(e.t, e.worker.Start())

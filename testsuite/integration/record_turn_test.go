@@ -16,7 +16,6 @@ import (
 
 	sfclient "github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/internal/workerapp"
-	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/session"
@@ -149,50 +148,6 @@ func eventTypes(evs []session.Event) []string {
 		out[i] = e.Type
 	}
 	return out
-}
-
-// A cancel while a tool runs on the dev server: the started call drains
-// (its activity is not cancelled), the undispatched call gets its
-// tool/call and ABORTED_BEFORE_DISPATCH result, the turn ends aborted.
-func TestTurnCancelDrainsToolsOnServer(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t, shared, jsonl.CompressionZstd)
-	w.agent = scriptedAgent(scripted.Response{ToolCalls: []scripted.Call{
-		{ID: "c1", Name: "run_command", Arguments: `{"command":"sleep 2; echo slept"}`},
-		{ID: "c2", Name: "read_file", Arguments: `{"path":"a.txt"}`},
-	}})(t)
-	w.agent.EnableRunCommand = true
-	w.startWorker()
-	id := w.id("turn-cancel-tools")
-	cwd := t.TempDir()
-	run := w.create(workflows.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Meta: &workflows.SessionMeta{Cwd: cwd}})
-	w.awaitLive(id)
-	c := w.client()
-	in, err := c.Followup(w.ctx(), id, workflows.InputRequest{Content: json.RawMessage(`"run it"`)})
-	require.NoError(t, err)
-	for p, err := range c.WatchTurn(w.ctx(), id, in.MessageID, sfclient.WatchOptions{Interval: 20 * time.Millisecond}) {
-		require.NoError(t, err)
-		if p.Kind == sfclient.ProgressToolStarted {
-			break
-		}
-	}
-	res, err := c.CancelTurn(w.ctx(), id, workflows.CauseParent, false)
-	require.NoError(t, err)
-	require.Equal(t, "aborted", res.Reason.Kind)
-	w.dispose(id)
-	require.NoError(t, run.Get(w.ctx(), nil))
-	evs := readAll(t, w, id)
-	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message",
-		"tool/call", "tool/result", "tool/call", "tool/result", "step/end", "turn/end"}, eventTypes(evs))
-	r1, err := evs[5].ToolResult()
-	require.NoError(t, err)
-	require.Equal(t, "c1", r1.Message.Source.CallID)
-	require.False(t, r1.Message.Content[0].IsError, "the started command ran to its end")
-	r2, err := evs[7].ToolResult()
-	require.NoError(t, err)
-	require.Equal(t, "c2", r2.Message.Source.CallID)
-	require.Equal(t, "ABORTED_BEFORE_DISPATCH", r2.Error.Code)
-	require.Equal(t, `{"turn":1,"reason":{"kind":"aborted","reason":{"kind":"parent"}}}`, string(evs[9].Data))
 }
 
 // recordTurnContinueAsNew: idle Injects (each stored as a splice) until the
