@@ -72,7 +72,7 @@ is then a link from Go's build cache).`,
 	fs.StringVar(&df.address, "address", "", "use the Temporal server at host:port instead of the embedded one")
 	fs.StringVar(&df.namespace, "namespace", defaultNamespace, "namespace on the server given by --address")
 	fs.StringVar(&df.root, "root", "", "store root (default: a new temporary directory)")
-	fs.StringVar(&df.compression, "compression", string(jsonl.CompressionZstd), "encoding of the store root: none or zstd")
+	fs.StringVar(&df.compression, "compression", "", "encoding of the store root: none or zstd (default: the root's marker, else zstd)")
 	fs.StringVar(&df.worker, "worker", "", "a built worker binary (default $"+envWorkerBinary+", else go build ./worker)")
 	fs.StringVar(&df.provider, "provider", "", "run the story against a real model service (openai or anthropic) instead of the scripted model")
 	fs.StringVar(&df.model, "model", "", "the real service's model (with OPENAI_API_KEY or ANTHROPIC_API_KEY)")
@@ -135,14 +135,14 @@ func runTemporalDemo(ctx context.Context, a *app, df *demoFlags) (err error) {
 		return err
 	}
 	scriptedModel := providerName == "scripted"
-	comp, err := jsonl.ParseCompression(df.compression)
-	if err != nil {
-		return usageErrorf("--compression: %v", err)
-	}
 	if df.root == "" {
 		if df.root, err = os.MkdirTemp("", "sessionflow-demo-"); err != nil {
 			return err
 		}
+	}
+	comp, err := rootCompression(df.root, df.compression, "--compression")
+	if err != nil {
+		return err
 	}
 	store, err := jsonl.NewStore(jsonl.Options{Root: df.root, Compression: comp, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
