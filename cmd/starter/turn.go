@@ -84,7 +84,7 @@ func followTurn(ctx context.Context, w io.Writer, c *client.Client, id, messageI
 			if err != nil {
 				return err
 			}
-			if _, err := fmt.Fprintf(w, "%s\n", b); err != nil {
+			if _, err := fmt.Fprintf(w, "%s\n", termJSON(b)); err != nil {
 				return err
 			}
 			continue
@@ -100,12 +100,12 @@ func followTurn(ctx context.Context, w io.Writer, c *client.Client, id, messageI
 				fmt.Fprint(w, "…")
 				shown.Reset()
 			}
-			fmt.Fprint(w, p.Text)
+			fmt.Fprint(w, termText(p.Text, true))
 			shown.WriteString(p.Text)
 			midLine = true
 		case client.ProgressToolStarted:
 			newline()
-			fmt.Fprintf(w, "→ %s (%s)\n", p.Call.Name, p.Call.ID)
+			fmt.Fprintf(w, "→ %s (%s)\n", displayText(p.Call.Name), displayText(p.Call.ID))
 		case client.ProgressToolFinished:
 			newline()
 			mark, code := "✓", ""
@@ -115,9 +115,9 @@ func followTurn(ctx context.Context, w io.Writer, c *client.Client, id, messageI
 			case p.Call.State == workflows.CallFailed:
 				mark = "✗ failed"
 			case p.Call.IsError:
-				mark, code = "✗", " "+p.Call.Code
+				mark, code = "✗", " "+termText(p.Call.Code, false)
 			}
-			fmt.Fprintf(w, "%s %s (%s)%s\n", mark, p.Call.Name, p.Call.ID, code)
+			fmt.Fprintf(w, "%s %s (%s)%s\n", mark, displayText(p.Call.Name), displayText(p.Call.ID), code)
 		case client.ProgressEnded:
 			if p.Events != nil {
 				// The answer's text that streamed after the last poll (all
@@ -128,7 +128,7 @@ func followTurn(ctx context.Context, w io.Writer, c *client.Client, id, messageI
 				} else if i := strings.LastIndex(answer, shown.String()); i >= 0 {
 					rest = answer[i+shown.Len():]
 				}
-				fmt.Fprint(w, rest)
+				fmt.Fprint(w, termText(rest, true))
 				midLine = midLine || rest != ""
 			}
 			newline()
@@ -138,8 +138,13 @@ func followTurn(ctx context.Context, w io.Writer, c *client.Client, id, messageI
 	return nil
 }
 
-// describeReason renders a turn's end.
+// describeReason renders a turn's end, on one line (termText).
 func describeReason(s *workflows.TurnInfo) string {
+	return termText(rawReason(s), false)
+}
+
+// rawReason is describeReason before it is made safe for the terminal.
+func rawReason(s *workflows.TurnInfo) string {
 	r := s.Reason
 	switch {
 	case r == nil:
