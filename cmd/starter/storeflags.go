@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"sync"
 
 	"github.com/spf13/pflag"
 
 	"github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/session"
 )
 
 // addRoot registers --root (described by rootUsage) and --compression on
@@ -49,7 +52,45 @@ func (a *app) optionalReader(sf *storeFlags) (client.EventReader, error) {
 	if err != nil {
 		return nil, err
 	}
+	if sf.compression != "" || a.getenv(envCompression) != "" {
+		return client.StoreReader(st), nil
+	}
+	if _, marked, err := jsonl.RootCompression(st.Root()); err != nil || !marked {
+		// A root the worker has not marked yet (it marks it when it
+		// creates it, typically moments from now).
+		return &markedReader{open: func() (*jsonl.Store, error) { return a.openStore(sf) }}, nil
+	}
 	return client.StoreReader(st), nil
+}
+
+// markedReader is the event reader of a root that had no marker when the
+// command started: each read opens the store in the encoding the marker
+// records then (rootCompression), and once the root is marked the store
+// opened in its encoding is kept.
+type markedReader struct {
+	open func() (*jsonl.Store, error)
+
+	mu     sync.Mutex
+	marked client.EventReader
+}
+
+// ReadEvents reads through the store of the root's recorded encoding.
+func (m *markedReader) ReadEvents(ctx context.Context, id string, from, to int64) ([]session.Event, error) {
+	m.mu.Lock()
+	r := m.marked
+	if r == nil {
+		st, err := m.open()
+		if err != nil {
+			m.mu.Unlock()
+			return nil, err
+		}
+		r = client.StoreReader(st)
+		if _, marked, err := jsonl.RootCompression(st.Root()); err == nil && marked {
+			m.marked = r
+		}
+	}
+	m.mu.Unlock()
+	return r.ReadEvents(ctx, id, from, to)
 }
 
 // rootCompression is the encoding to open root with (docs/FORMAT.md §3.5):
