@@ -2,9 +2,11 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -179,4 +181,18 @@ func holdsString(v any, s string) bool {
 		}
 	}
 	return false
+}
+
+// An error that carries what a caller sent (here a flag name with a title
+// sequence, U+202E and a newline) reaches the terminal on one line, its
+// controls as visible escapes.
+func TestErrorsReachTheTerminalEscaped(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin.starter, "log", "list", "--root", t.TempDir(), "--x\x1b]0;T\a\u202e\nforged")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	require.Error(t, cmd.Run())
+	requireNoRawControls(t, stderr.String())
+	require.Equal(t, `starter: unknown flag: --x\x1b]0;T\a\u202e\nforged`+"\nRun 'starter log list --help' for usage.\n", stderr.String())
 }
