@@ -18,7 +18,7 @@ import (
 // The starter reads a raw root (the worker runs with --compression none,
 // which the root's marker records) without being told its encoding: turn
 // reads the turn's events, chat's /history and the log group read the
-// session. A compression given by flag or environment that the marker
+// session, and a chat started before the root was marked reads it too. A compression given by flag or environment that the marker
 // contradicts is refused before the prompt is sent.
 func TestStarterReadsTheRootsEncodingFromItsMarker(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
@@ -28,11 +28,20 @@ func TestStarterReadsTheRootsEncodingFromItsMarker(t *testing.T) {
 	require.NoError(t, os.WriteFile(script, []byte(`{"responses":[{"text":"Read from the raw root."}],"loop":true}`), 0o644))
 	e.workerArgs = []string{"--provider-script", script}
 	e.startWorker(true)
+	_, err := os.Stat(filepath.Join(e.root, ".sessionflow-root"))
+	require.ErrorIs(t, err, os.ErrNotExist, "the root is marked before its first session")
+
+	// A chat that starts before the root is marked (its session is the
+	// root's first) reads it in the encoding the worker then records.
+	out := e.mustStarterCtx(ctx, "hi\n/history\n/quit\n", "chat", "--id", "r0", "--cwd", t.TempDir(),
+		"--provider", "scripted", "--model", "m1", "--root", e.root)
+	require.Contains(t, out, "you: hi\nassistant: Read from the raw root.\n")
+
 	e.mustStarterCtx(ctx, "", "create", "--id", "r1", "--cwd", t.TempDir(), "--provider", "scripted", "--model", "m1")
 
 	// --json with --root ends with the turn's events, read from the raw
 	// root.
-	out := e.mustStarterCtx(ctx, "", "turn", "--id", "r1", "--prompt", "hi", "--json", "--root", e.root)
+	out = e.mustStarterCtx(ctx, "", "turn", "--id", "r1", "--prompt", "hi", "--json", "--root", e.root)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	var last struct {
 		Kind   string            `json:"kind"`
