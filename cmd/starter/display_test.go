@@ -57,3 +57,14 @@ func TestTermJSON(t *testing.T) {
 	require.NoError(t, json.Unmarshal(out, &b))
 	require.Equal(t, a, b)
 }
+
+// `log inspect` shows a header's fields with their control characters
+// escaped, each row on its line.
+func TestLogInspectEscapesHeaderFields(t *testing.T) {
+	root := t.TempDir()
+	mustOK(t, logCmd(t, root, "none", "", "create", "--id", "odd", "--cwd", "/w/\x1b]0;title\x07\u202e\nforged"))
+	r := mustOK(t, logCmd(t, root, "none", "", "inspect", "--id", "odd"))
+	require.NotContains(t, r.stdout, "\x1b")
+	require.NotContains(t, r.stdout, "\u202e")
+	require.Contains(t, r.stdout, `cwd:             /w/\x1b]0;title\a\u202e\nforged`+"\n")
+}
