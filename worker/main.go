@@ -192,7 +192,7 @@ var errDevServerExited = errors.New("the embedded Temporal dev server exited")
 // runWatched runs the worker (run) while the embedded server runs: a server
 // that exits on its own (killed, crashed) stops the worker, which then
 // fails with errDevServerExited and how the server ended, instead of
-// polling a server that is gone (docs/DECISIONS.md D66).
+// polling a server that is gone (docs/DECISIONS.md D73).
 //
 // Ctrl-C on a terminal reaches the server too (it shares the process
 // group), so a server that exits while the worker is being stopped is not

@@ -15,7 +15,7 @@ import (
 // carriage return or U+202E rewrites what the line seems to say). Every
 // line the starter prints of such text goes through this file's one rule,
 // unsafeRune, in one of two forms (docs/API.md "Terminal output",
-// docs/DECISIONS.md D67):
+// docs/DECISIONS.md D74):
 // displayText quotes a name (an id, a cwd, a tool name) that holds anything
 // but printable runes, and termText escapes the unsafe runes of prose in
 // place.
