@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -158,4 +159,34 @@ func (s *Store) checkRoot() error {
 // root this process may not write.
 func readOnlyRoot(err error) bool {
 	return errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS)
+}
+
+// RootCompression returns the encoding the marker of the store root at root
+// records (FORMAT.md §3.5), so that a tool can open a root in its own
+// encoding without being told it. found is false when the root or its
+// marker does not exist (only ENOENT means absent); a root without a marker
+// (absent, or written before the marker existed) has no recorded encoding.
+// A damaged marker, or one naming an encoding this build does not know, is
+// ErrCorrupt; a marker of a newer version is FormatUnsupported
+// (ErrRootMismatch); any other failure to read it is returned as it is.
+func RootCompression(root string) (c Compression, found bool, err error) {
+	s, err := NewStore(Options{Root: root, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return "", false, err
+	}
+	m, err := s.readRootMarker()
+	switch {
+	case errors.Is(err, errNoMarker):
+		return "", false, nil
+	case err != nil:
+		return "", false, err
+	case m.Version > rootMarkerVersion:
+		return "", false, s.agree(m)
+	}
+	if _, perr := ParseCompression(string(m.Compression)); perr != nil {
+		path := s.rootMarkerPath()
+		return "", false, &Error{Code: CodeCorrupt, Path: path, Err: perr, Message: fmt.Sprintf(
+			"store root marker %s is damaged: %v; restore it or remove it to have the root scanned again", strconv.Quote(path), perr)}
+	}
+	return m.Compression, true, nil
 }

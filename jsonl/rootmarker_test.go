@@ -258,3 +258,40 @@ func TestRootMarkerReadOnlyRoot(t *testing.T) {
 	noSuchFile(t, markerPath(e.root))
 	require.Contains(t, strings.Join(e.logs.warnings(), "\n"), "cannot mark the store root")
 }
+
+// RootCompression reads the marker's encoding: none for an absent root or
+// marker, the recorded one for a marked root, errors for a damaged or newer
+// marker.
+func TestRootCompression(t *testing.T) {
+	eachCompression(t, func(t *testing.T, comp jsonl.Compression) {
+		e := newEnv(t, comp, nil)
+		c, found, err := jsonl.RootCompression(e.root)
+		require.NoError(t, err)
+		require.False(t, found, "an absent root has no marker")
+		require.Equal(t, jsonl.Compression(""), c)
+
+		persist(t, e.store, header("a", "/w"), completedTurn(t, 0, 1)...)
+		c, found, err = jsonl.RootCompression(e.root)
+		require.NoError(t, err)
+		require.True(t, found)
+		require.Equal(t, comp, c)
+	})
+	root := t.TempDir()
+	_, found, err := jsonl.RootCompression(root)
+	require.NoError(t, err)
+	require.False(t, found, "an unmarked root")
+	for body, want := range map[string]error{
+		`{"store":"sessionflow","version":1,"compression":"gzip"}`: jsonl.ErrCorrupt,
+		`not json`: jsonl.ErrCorrupt,
+		`{"store":"sessionflow","version":2,"compression":"none"}`: jsonl.ErrRootMismatch,
+	} {
+		require.NoError(t, os.WriteFile(markerPath(root), []byte(body+"\n"), 0o600))
+		_, found, err := jsonl.RootCompression(root)
+		require.ErrorIs(t, err, want, "marker %s", body)
+		require.False(t, found)
+	}
+	file := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	_, _, err = jsonl.RootCompression(file)
+	require.ErrorIs(t, err, syscall.ENOTDIR)
+}

@@ -185,7 +185,41 @@ func runDev(ctx context.Context, cfg workerapp.Config, o options, env map[string
 	cfg.Connection.Address = srv.Address()
 	cfg.Connection.APIKey = ""
 	cfg.Connection.TLS = nil
-	return workerapp.Run(ctx, cfg, logger)
+	return runWatched(ctx, srv, logPath, func(ctx context.Context) error { return workerapp.Run(ctx, cfg, logger) })
+}
+
+// errDevServerExited matches (errors.Is) the end of a --dev worker whose
+// embedded server exited on its own.
+var errDevServerExited = errors.New("the embedded Temporal dev server exited")
+
+// runWatched runs the worker (run) while the embedded server runs: a server
+// that exits on its own (killed, crashed) stops the worker, which then
+// fails with errDevServerExited and how the server ended, instead of
+// polling a server that is gone (docs/DECISIONS.md D73).
+//
+// Ctrl-C on a terminal reaches the server too (it shares the process
+// group), so a server that exits while the worker is being stopped is not
+// reported.
+func runWatched(parent context.Context, srv *devserver.Server, logPath string, run func(context.Context) error) error {
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-srv.Exited():
+			how := "status 0"
+			if err := srv.ExitErr(); err != nil {
+				how = err.Error()
+			}
+			cancel(fmt.Errorf("%w unexpectedly (pid %d, %s); the worker stops: start `worker --dev` again (the server's log: %s)",
+				errDevServerExited, srv.PID(), how, logPath))
+		case <-ctx.Done():
+		}
+	}()
+	err := run(ctx)
+	if cause := context.Cause(ctx); errors.Is(cause, errDevServerExited) && parent.Err() == nil {
+		return errors.Join(cause, err)
+	}
+	return err
 }
 
 // exitCode reports err and maps it to an exit status.

@@ -161,7 +161,7 @@ func (ch *chat) run(ctx context.Context, cwd string, route routeFlags) error {
 				if errors.As(err, &leave) {
 					return ch.leave(ctx, leave.dispose)
 				}
-				fmt.Fprintf(ch.w, "error: %v\n", err)
+				fmt.Fprintf(ch.w, "error: %s\n", errorText(err))
 			}
 			continue
 		}
@@ -170,7 +170,7 @@ func (ch *chat) run(ctx context.Context, cwd string, route routeFlags) error {
 			// Ctrl-C or Ctrl-D at the prompt, the end of the input, SIGTERM;
 			// an input that cannot be read any more leaves too.
 			if !errors.Is(err, errInterrupted) && !errors.Is(err, io.EOF) && ctx.Err() == nil {
-				fmt.Fprintf(ch.w, "error: read the input: %v\n", err)
+				fmt.Fprintf(ch.w, "error: read the input: %s\n", errorText(err))
 			}
 			return ch.leave(ctx, true)
 		}
@@ -186,7 +186,7 @@ func (ch *chat) run(ctx context.Context, cwd string, route routeFlags) error {
 		default:
 			// A failed command (a refused prompt, a lost connection) is
 			// reported; the chat goes on.
-			fmt.Fprintf(ch.w, "error: %v\n", err)
+			fmt.Fprintf(ch.w, "error: %s\n", errorText(err))
 		}
 	}
 }
@@ -202,7 +202,7 @@ func (ch *chat) open(ctx context.Context, cwd string, route routeFlags) error {
 			return err
 		}
 		ch.cursor = st.NextSeq
-		fmt.Fprintf(ch.w, "attached to live session %q (%d turns, agent %s)\n", ch.id, st.LastTurn, st.State)
+		fmt.Fprintf(ch.w, "attached to live session %q (%d turns, agent %s)\n", ch.id, st.LastTurn, termText(st.State, false))
 		if route.provider != "" || route.model != "" {
 			fmt.Fprintln(ch.w, "note: --provider and --model apply when a session is created or resumed; the live session keeps its route")
 		}
@@ -226,7 +226,7 @@ func (ch *chat) open(ctx context.Context, cwd string, route routeFlags) error {
 		return err
 	}
 	ch.cursor = s.NextSeq
-	fmt.Fprintf(ch.w, "session %q %s (cwd %s, %d turns)\n", ch.id, how, orDash(s.Header.Cwd), s.LastTurn)
+	fmt.Fprintf(ch.w, "session %q %s (cwd %s, %d turns)\n", ch.id, how, orDash(termText(s.Header.Cwd, false)), s.LastTurn)
 	return nil
 }
 
@@ -288,19 +288,19 @@ func (ch *chat) handle(ctx context.Context, line string, running bool) error {
 		}
 		switch {
 		case cmd == "/inject" && res.SplicedSeq >= 0:
-			fmt.Fprintf(ch.w, "injected %s: stored (seq %d) for the next turn's first step\n", res.MessageID, res.SplicedSeq)
+			fmt.Fprintf(ch.w, "injected %s: stored (seq %d) for the next turn's first step\n", displayText(res.MessageID), res.SplicedSeq)
 		case cmd == "/inject":
-			fmt.Fprintf(ch.w, "injected %s for the next step of turn %d\n", res.MessageID, res.Turn)
+			fmt.Fprintf(ch.w, "injected %s for the next step of turn %d\n", displayText(res.MessageID), res.Turn)
 		case cmd == "/steer" && res.Turn > 0:
-			fmt.Fprintf(ch.w, "steering turn %d: %s joins its next step\n", res.Turn, res.MessageID)
+			fmt.Fprintf(ch.w, "steering turn %d: %s joins its next step\n", res.Turn, displayText(res.MessageID))
 		case running:
 			ch.queue = append(ch.queue, res.MessageID)
-			fmt.Fprintf(ch.w, "queued %s for the next turn\n", res.MessageID)
+			fmt.Fprintf(ch.w, "queued %s for the next turn\n", displayText(res.MessageID))
 		default:
 			return ch.follow(ctx, res.MessageID)
 		}
 	default:
-		fmt.Fprintf(ch.w, "unknown command %s; /help lists them\n", cmd)
+		fmt.Fprintf(ch.w, "unknown command %s; /help lists them\n", displayText(cmd))
 	}
 	return nil
 }
@@ -368,7 +368,7 @@ func (ch *chat) watch(ctx context.Context, msg string) error {
 				if ctx.Err() != nil {
 					return &leaveRequest{dispose: true}
 				}
-				fmt.Fprintf(ch.w, "error: %v\n", it.err)
+				fmt.Fprintf(ch.w, "error: %s\n", errorText(it.err))
 				return ch.awaitCancel(cancelled)
 			}
 			view.show(ctx, it.p)
@@ -393,7 +393,7 @@ func (ch *chat) watch(ctx context.Context, msg string) error {
 					if errors.As(err, &leave) {
 						return err
 					}
-					fmt.Fprintf(ch.w, "error: %v\n", err)
+					fmt.Fprintf(ch.w, "error: %s\n", errorText(err))
 				}
 			}
 		case err := <-stdinErr:
@@ -413,7 +413,7 @@ func (ch *chat) awaitCancel(cancelled chan cancelOutcome) error {
 	}
 	o := <-cancelled
 	if o.err != nil {
-		fmt.Fprintf(ch.w, "cancel: %v\n", o.err)
+		fmt.Fprintf(ch.w, "cancel: %s\n", errorText(o.err))
 		return nil
 	}
 	if len(o.res.Discarded) > 0 {

@@ -65,7 +65,7 @@ func (v *turnView) show(ctx context.Context, p client.TurnProgress) {
 			fmt.Fprint(w, "…")
 			v.shown[p.Step] = ""
 		}
-		fmt.Fprint(w, p.Text)
+		fmt.Fprint(w, termText(p.Text, true))
 		v.shown[p.Step] += p.Text
 		v.midLine = true
 	case client.ProgressToolFinished:
@@ -91,7 +91,7 @@ func chatReason(s *workflows.TurnInfo) string {
 			Kind string `json:"kind"`
 		}
 		if json.Unmarshal(r.Reason, &cause) == nil && cause.Kind != "" {
-			return "aborted by " + cause.Kind
+			return "aborted by " + termText(cause.Kind, false)
 		}
 	}
 	return describeReason(s)
@@ -131,7 +131,7 @@ func (v *turnView) finishSteps(evs []session.Event, turn, last int64) {
 			v.newline()
 			v.step = m.Step
 		}
-		fmt.Fprint(v.ch.w, rest)
+		fmt.Fprint(v.ch.w, termText(rest, true))
 		v.midLine = true
 	}
 }
@@ -167,11 +167,11 @@ func (ch *chat) toolLine(evs []session.Event, call *workflows.CallState) string 
 			}
 		}
 	}
-	head := "⚙ " + call.Name
+	head := "⚙ " + displayText(call.Name)
 	if call0 != nil {
-		head += " " + clip(argsLine(call0.Arguments), maxArgsShown)
+		head += " " + termText(clip(argsLine(call0.Arguments), maxArgsShown), false)
 	} else {
-		head += " (" + call.ID + ")"
+		head += " (" + displayText(call.ID) + ")"
 	}
 	switch {
 	case call.State == workflows.CallSkipped:
@@ -181,7 +181,7 @@ func (ch *chat) toolLine(evs []session.Event, call *workflows.CallState) string 
 	case result != nil:
 		return head + " → " + resultSummary(result.Message.Content, result.Error)
 	case call.IsError:
-		return head + " → error: " + call.Code
+		return head + " → error: " + termText(call.Code, false)
 	}
 	return head + " → ok"
 }
@@ -203,7 +203,7 @@ func resultSummary(content []session.ToolResultContent, toolErr *session.ToolErr
 	if msg == "" && toolErr != nil {
 		msg = toolErr.Code
 	}
-	return "error: " + clip(msg, maxErrorShown)
+	return "error: " + termText(clip(msg, maxErrorShown), false)
 }
 
 // history prints the conversation so far, compactly.
@@ -235,11 +235,11 @@ func (ch *chat) history(ctx context.Context) error {
 		for _, b := range m.Content {
 			switch {
 			case b.Type == "text" && m.Role == "user":
-				fmt.Fprintf(ch.w, "you: %s\n", clip(oneLine(b.Text), maxTextShown))
+				fmt.Fprintf(ch.w, "you: %s\n", termText(clip(oneLine(b.Text), maxTextShown), false))
 			case b.Type == "text":
-				fmt.Fprintf(ch.w, "assistant: %s\n", clip(oneLine(b.Text), maxTextShown))
+				fmt.Fprintf(ch.w, "assistant: %s\n", termText(clip(oneLine(b.Text), maxTextShown), false))
 			case b.Type == "tool-call":
-				line := "⚙ " + b.Name + " " + clip(argsLine(b.Arguments), maxArgsShown)
+				line := "⚙ " + displayText(b.Name) + " " + termText(clip(argsLine(b.Arguments), maxArgsShown), false)
 				if r, ok := results[b.ID]; ok {
 					line += " → " + blockSummary(r)
 				}
@@ -259,7 +259,7 @@ func blockSummary(b provider.Block) string {
 	if !b.IsError {
 		return fmt.Sprintf("ok (%d bytes)", text.Len())
 	}
-	return "error: " + clip(strings.TrimPrefix(firstLine(text.String()), "Error: "), maxErrorShown)
+	return "error: " + termText(clip(strings.TrimPrefix(firstLine(text.String()), "Error: "), maxErrorShown), false)
 }
 
 func firstLine(s string) string {

@@ -72,7 +72,7 @@ is then a link from Go's build cache).`,
 	fs.StringVar(&df.address, "address", "", "use the Temporal server at host:port instead of the embedded one")
 	fs.StringVar(&df.namespace, "namespace", defaultNamespace, "namespace on the server given by --address")
 	fs.StringVar(&df.root, "root", "", "store root (default: a new temporary directory)")
-	fs.StringVar(&df.compression, "compression", string(jsonl.CompressionZstd), "encoding of the store root: none or zstd")
+	fs.StringVar(&df.compression, "compression", "", "encoding of the store root: none or zstd (default: the root's marker, else zstd)")
 	fs.StringVar(&df.worker, "worker", "", "a built worker binary (default $"+envWorkerBinary+", else go build ./worker)")
 	fs.StringVar(&df.provider, "provider", "", "run the story against a real model service (openai or anthropic) instead of the scripted model")
 	fs.StringVar(&df.model, "model", "", "the real service's model (with OPENAI_API_KEY or ANTHROPIC_API_KEY)")
@@ -135,14 +135,14 @@ func runTemporalDemo(ctx context.Context, a *app, df *demoFlags) (err error) {
 		return err
 	}
 	scriptedModel := providerName == "scripted"
-	comp, err := jsonl.ParseCompression(df.compression)
-	if err != nil {
-		return usageErrorf("--compression: %v", err)
-	}
 	if df.root == "" {
 		if df.root, err = os.MkdirTemp("", "sessionflow-demo-"); err != nil {
 			return err
 		}
+	}
+	comp, err := rootCompression(df.root, df.compression, "--compression")
+	if err != nil {
+		return err
 	}
 	store, err := jsonl.NewStore(jsonl.Options{Root: df.root, Compression: comp, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -274,7 +274,7 @@ func runTemporalDemo(ctx context.Context, a *app, df *demoFlags) (err error) {
 				fmt.Fprint(a.stdout, "…")
 				shown[p.Step] = ""
 			}
-			fmt.Fprint(a.stdout, p.Text)
+			fmt.Fprint(a.stdout, termText(p.Text, true))
 			shown[p.Step] += p.Text
 			midLine = true
 			if !killedInStream {
@@ -289,7 +289,7 @@ func runTemporalDemo(ctx context.Context, a *app, df *demoFlags) (err error) {
 			}
 		case client.ProgressToolStarted:
 			newline()
-			fmt.Fprintf(a.stdout, "→ %s (%s) running\n", p.Call.Name, p.Call.ID)
+			fmt.Fprintf(a.stdout, "→ %s (%s) running\n", displayText(p.Call.Name), displayText(p.Call.ID))
 			if !killedInTool && p.Call.Name == "run_command" {
 				killedInTool = true
 				time.Sleep(time.Second) // the command is under way
@@ -303,9 +303,9 @@ func runTemporalDemo(ctx context.Context, a *app, df *demoFlags) (err error) {
 			newline()
 			code := ""
 			if p.Call.IsError {
-				code = " " + p.Call.Code
+				code = " " + termText(p.Call.Code, false)
 			}
-			fmt.Fprintf(a.stdout, "← %s (%s) finished%s\n", p.Call.Name, p.Call.ID, code)
+			fmt.Fprintf(a.stdout, "← %s (%s) finished%s\n", displayText(p.Call.Name), displayText(p.Call.ID), code)
 		case client.ProgressEnded:
 			// The answer's text that streamed after the last poll.
 			answer := client.AnswerText(p.Events)
@@ -313,7 +313,7 @@ func runTemporalDemo(ctx context.Context, a *app, df *demoFlags) (err error) {
 				if textStep != p.Info.Steps {
 					newline()
 				}
-				fmt.Fprint(a.stdout, rest)
+				fmt.Fprint(a.stdout, termText(rest, true))
 				midLine = true
 			}
 			newline()
@@ -394,11 +394,11 @@ func explainCrashes(w io.Writer, evs []session.Event, killedInStream bool) error
 			}
 			switch {
 			case r.Error != nil && r.Error.Code == session.ToolOutcomeUnknown:
-				fmt.Fprintf(w, "tool call %s: not run again on the next worker (the tool is not idempotent); tool/result seq %d: TOOL_OUTCOME_UNKNOWN\n", r.Message.Source.CallID, e.Seq)
+				fmt.Fprintf(w, "tool call %s: not run again on the next worker (the tool is not idempotent); tool/result seq %d: TOOL_OUTCOME_UNKNOWN\n", displayText(r.Message.Source.CallID), e.Seq)
 			case r.Error != nil:
-				fmt.Fprintf(w, "tool call %s: tool/result seq %d: %s\n", r.Message.Source.CallID, e.Seq, r.Error.Code)
+				fmt.Fprintf(w, "tool call %s: tool/result seq %d: %s\n", displayText(r.Message.Source.CallID), e.Seq, termText(r.Error.Code, false))
 			default:
-				fmt.Fprintf(w, "tool call %s: run again on the next worker (the tool is idempotent); tool/result seq %d: ok\n", r.Message.Source.CallID, e.Seq)
+				fmt.Fprintf(w, "tool call %s: run again on the next worker (the tool is idempotent); tool/result seq %d: ok\n", displayText(r.Message.Source.CallID), e.Seq)
 			}
 		}
 	}

@@ -132,8 +132,9 @@ func buildReport(in *jsonl.Inspection) inspectReport {
 // text renders the report for a terminal.
 func (r inspectReport) text() string {
 	var b strings.Builder
+	// Each row on its line, whatever a header field holds (termText).
 	row := func(k, format string, args ...any) {
-		fmt.Fprintf(&b, "%-16s %s\n", k+":", fmt.Sprintf(format, args...))
+		fmt.Fprintf(&b, "%-16s %s\n", k+":", termText(fmt.Sprintf(format, args...), false))
 	}
 	h := r.Header
 	row("session", "%q", h.ID)

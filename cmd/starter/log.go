@@ -40,7 +40,8 @@ const logLong = `Offline commands over a session store root.
 
 Every subcommand needs the store root: --root DIR, or the environment variable
 ` + envRoot + `. The root's encoding is --compression none|zstd, or
-` + envCompression + `, else zstd; it must match the root's existing logs.
+` + envCompression + `, else the one its marker (.sessionflow-root) records,
+else zstd; one given that the marker contradicts is an error.
 --format v3|v0 (or ` + envFormat + `, else v3) is the log format new sessions
 are written in: v0 is the format of the published DeepSeek Harness, for a root
 shared with it (sessions then stay readable and resumable by the harness, and
@@ -87,8 +88,9 @@ func (a *app) storeFor(sf *storeFlags, id string) (*jsonl.Store, error) {
 	return a.openStore(sf)
 }
 
-// openStore resolves the store flags (flag, then environment, then default)
-// and opens the store.
+// openStore resolves the store flags (flag, then environment; the
+// compression then the root's marker, then zstd: rootCompression) and opens
+// the store.
 func (a *app) openStore(sf *storeFlags) (*jsonl.Store, error) {
 	root, err := a.storeRoot(sf)
 	if err != nil {
@@ -98,12 +100,9 @@ func (a *app) openStore(sf *storeFlags) (*jsonl.Store, error) {
 	if comp == "" {
 		comp, source = a.getenv(envCompression), envCompression
 	}
-	if comp == "" {
-		comp = string(jsonl.CompressionZstd)
-	}
-	c, err := jsonl.ParseCompression(comp)
+	c, err := rootCompression(root, comp, source)
 	if err != nil {
-		return nil, usageErrorf("%s: %w", source, err)
+		return nil, err
 	}
 	format, source := sf.format, "--format"
 	if format == "" {

@@ -265,9 +265,11 @@ func TestEnvironmentDefaults(t *testing.T) {
 	mustOK(t, runCLI(t, "", "log", "create", "--id", "e"))
 	require.FileExists(t, logPath(t, root, "none", "e"))
 
-	// The environment's compression is the root's: asking for zstd through
-	// the flag meets the raw log and is refused as a layout conflict.
-	mustFail(t, runCLI(t, "", "log", "list", "--compression", "zstd"), 1, `configured for compression "zstd"`)
+	// The environment's compression is the root's, and its marker says so:
+	// asking for zstd through the flag contradicts the marker and is
+	// refused.
+	mustFail(t, runCLI(t, "", "log", "list", "--compression", "zstd"), 1,
+		`--compression is "zstd", but store root "`+root+`" is marked for compression "none"`)
 
 	t.Setenv(envCompression, "lz4")
 	mustFail(t, runCLI(t, "", "log", "list"), 1, envCompression+`: unknown compression "lz4"`)

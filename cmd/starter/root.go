@@ -105,7 +105,7 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "starter: %v\n", err)
+	fmt.Fprintf(stderr, "starter: %s\n", errorText(err))
 	var ue *usageError
 	if errors.As(err, &ue) {
 		if cmd == nil {

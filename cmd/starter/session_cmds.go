@@ -188,7 +188,7 @@ func renderDescription(w io.Writer, d workflows.Description) error {
 			entries = append(entries, e.Type)
 		}
 	}
-	fmt.Fprintf(tw, "lifecycle\t%s\n", orDash(strings.Join(entries, ", ")))
+	fmt.Fprintf(tw, "lifecycle\t%s\n", orDash(termText(strings.Join(entries, ", "), false)))
 	if d.Failure != nil {
 		fmt.Fprintf(tw, "failure\t%s\n", errorInfoText(*d.Failure))
 	}
@@ -201,9 +201,9 @@ func renderDescription(w io.Writer, d workflows.Description) error {
 // errorInfoText renders an ErrorInfo as "message (type)".
 func errorInfoText(e workflows.ErrorInfo) string {
 	if e.Type == "" {
-		return e.Message
+		return termText(e.Message, false)
 	}
-	return e.Message + " (" + e.Type + ")"
+	return termText(e.Message+" ("+e.Type+")", false)
 }
 
 func newListCmd(a *app) *cobra.Command {
@@ -266,7 +266,7 @@ func renderList(w io.Writer, list []client.ListedSession) error {
 	}
 	for _, s := range list {
 		if s.Error != "" {
-			fmt.Fprintf(w, "%s: %s\n", s.SessionID, s.Error)
+			fmt.Fprintf(w, "%s: %s\n", displayText(s.SessionID), termText(s.Error, false))
 		}
 	}
 	return nil

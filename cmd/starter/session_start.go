@@ -231,12 +231,12 @@ continues the log. A running workflow of the same id fails with: session
 func renderSession(w io.Writer, s *client.Session) error {
 	fmt.Fprintf(w, "session %q is live\n", s.SessionID)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "  workflow\t%s (run %s)\n", s.WorkflowID, s.RunID)
+	fmt.Fprintf(tw, "  workflow\t%s (run %s)\n", displayText(s.WorkflowID), s.RunID)
 	fmt.Fprintf(tw, "  source\t%s\n", s.Source)
 	fmt.Fprintf(tw, "  handle\t%s\n", s.Handle.HandleID)
-	fmt.Fprintf(tw, "  cwd\t%s\n", orDash(s.Header.Cwd))
+	fmt.Fprintf(tw, "  cwd\t%s\n", displayText(orDash(s.Header.Cwd)))
 	if s.Header.ParentSession != "" {
-		fmt.Fprintf(tw, "  parent\t%s\n", s.Header.ParentSession)
+		fmt.Fprintf(tw, "  parent\t%s\n", displayText(s.Header.ParentSession))
 	}
 	fmt.Fprintf(tw, "  next seq\t%d\n", s.NextSeq)
 	fmt.Fprintf(tw, "  first live seq\t%d\n", s.FirstLiveSeq)

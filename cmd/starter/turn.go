@@ -87,7 +87,7 @@ func followTurn(ctx context.Context, w io.Writer, c *client.Client, id, messageI
 			if err != nil {
 				return err
 			}
-			if _, err := fmt.Fprintf(w, "%s\n", b); err != nil {
+			if _, err := fmt.Fprintf(w, "%s\n", termJSON(b)); err != nil {
 				return err
 			}
 			continue
@@ -106,11 +106,11 @@ func followTurn(ctx context.Context, w io.Writer, c *client.Client, id, messageI
 				fmt.Fprint(w, "…")
 				midLine = true
 			}
-			fmt.Fprint(w, p.Text)
+			fmt.Fprint(w, termText(p.Text, true))
 			midLine = midLine || p.Text != ""
 		case client.ProgressToolStarted:
 			newline()
-			fmt.Fprintf(w, "→ %s (%s)\n", p.Call.Name, p.Call.ID)
+			fmt.Fprintf(w, "→ %s (%s)\n", displayText(p.Call.Name), displayText(p.Call.ID))
 		case client.ProgressToolFinished:
 			newline()
 			mark, code := "✓", ""
@@ -120,9 +120,9 @@ func followTurn(ctx context.Context, w io.Writer, c *client.Client, id, messageI
 			case p.Call.State == workflows.CallFailed:
 				mark = "✗ failed"
 			case p.Call.IsError:
-				mark, code = "✗", " "+p.Call.Code
+				mark, code = "✗", " "+termText(p.Call.Code, false)
 			}
-			fmt.Fprintf(w, "%s %s (%s)%s\n", mark, p.Call.Name, p.Call.ID, code)
+			fmt.Fprintf(w, "%s %s (%s)%s\n", mark, displayText(p.Call.Name), displayText(p.Call.ID), code)
 		case client.ProgressEnded:
 			newline()
 			fmt.Fprintf(w, "turn %d %s\n", p.Info.Turn, describeReason(p.Info))
@@ -135,8 +135,13 @@ func followTurn(ctx context.Context, w io.Writer, c *client.Client, id, messageI
 // starts over: the text printed above it for that step was discarded.
 const retriedNote = "↻ (the model call was retried; the text above is discarded)"
 
-// describeReason renders a turn's end.
+// describeReason renders a turn's end, on one line (termText).
 func describeReason(s *workflows.TurnInfo) string {
+	return termText(rawReason(s), false)
+}
+
+// rawReason is describeReason before it is made safe for the terminal.
+func rawReason(s *workflows.TurnInfo) string {
 	r := s.Reason
 	switch {
 	case r == nil:

@@ -28,7 +28,7 @@ cannot be checked through Temporal and needs --force.
 
 --force skips the check and does not contact Temporal (as log unlock --force).
 The store is --root DIR (env ` + envRoot + `) with --compression none|zstd (env
-` + envCompression + `, default zstd).` + lifecycleNote,
+` + envCompression + `, default the root marker's encoding, else zstd).` + lifecycleNote,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := a.storeFor(sf, id)

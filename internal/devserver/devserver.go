@@ -287,6 +287,19 @@ func (s *Server) CLIPath() string { return s.cliPath }
 // Client is a client connected to the server's namespace. Stop closes it.
 func (s *Server) Client() client.Client { return s.client }
 
+// PID is the server process's id.
+func (s *Server) PID() int { return s.proc.cmd.Process.Pid }
+
+// Exited is closed when the server process has exited, whether Stop ended
+// it or it died on its own (killed, crashed): a program that runs against
+// the server watches it to notice a server that is gone.
+func (s *Server) Exited() <-chan struct{} { return s.proc.exited }
+
+// ExitErr is how the server process ended (an *exec.ExitError for a
+// non-zero status or a signal, nil for status 0). Call it only after
+// Exited is closed.
+func (s *Server) ExitErr() error { return s.proc.exitErr() }
+
 // Stop closes the client, interrupts the server and waits for it to exit.
 // It is safe to call more than once.
 func (s *Server) Stop() error {

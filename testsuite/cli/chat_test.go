@@ -38,8 +38,13 @@ type terminal struct {
 }
 
 func (e *env) chat(args ...string) *terminal {
-	full := append([]string{"chat"}, args...)
-	full = append(full, "--address", fmt.Sprintf("127.0.0.1:%d", e.port), "--namespace", e.namespace, "--task-queue", e.taskQueue)
+	return e.onTerminal(append([]string{"chat"}, args...)...)
+}
+
+// onTerminal runs the starter command args on a pseudo-terminal, against
+// the worker's server.
+func (e *env) onTerminal(args ...string) *terminal {
+	full := append(args, "--address", fmt.Sprintf("127.0.0.1:%d", e.port), "--namespace", e.namespace, "--task-queue", e.taskQueue)
 	cmd := exec.Command(bin.starter, full...)
 	master, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 200})
 	require.NoError(e.t, err)

@@ -222,9 +222,14 @@ func (e *env) kill() {
 
 // starter runs the CLI against the worker's server and returns its stdout.
 func (e *env) starter(stdin string, args ...string) (string, error) {
+	return e.starterCtx(context.Background(), stdin, args...)
+}
+
+// starterCtx is starter, killed when ctx ends.
+func (e *env) starterCtx(ctx context.Context, stdin string, args ...string) (string, error) {
 	full := append(args, "--address", fmt.Sprintf("127.0.0.1:%d", e.port), "--namespace", e.namespace,
 		"--task-queue", e.taskQueue, "--timeout", "90s")
-	cmd := exec.Command(bin.starter, full...)
+	cmd := exec.CommandContext(ctx, bin.starter, full...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -235,7 +240,12 @@ func (e *env) starter(stdin string, args ...string) (string, error) {
 }
 
 func (e *env) mustStarter(stdin string, args ...string) string {
-	out, err := e.starter(stdin, args...)
+	return e.mustStarterCtx(context.Background(), stdin, args...)
+}
+
+// mustStarterCtx is mustStarter, killed when ctx ends.
+func (e *env) mustStarterCtx(ctx context.Context, stdin string, args ...string) string {
+	out, err := e.starterCtx(ctx, stdin, args...)
 	require.NoError(e.t, err, "%s", e.logs())
 	return out
 }
