@@ -21,5 +21,10 @@ type fold interface {
 	ShownTail(maxBytes int) (offset int, tail string)
 }
 
-// newFold returns the assembler of one model call.
-func newFold() fold { return provider.NewAssembler() }
+// newFold returns the assembler of one model call: its stream record
+// repeats the call's text only up to StreamTextLimit.
+func newFold() fold {
+	a := provider.NewAssembler()
+	a.LimitStreamText(StreamTextLimit)
+	return a
+}

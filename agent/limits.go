@@ -18,6 +18,14 @@ const (
 	DefaultMaxModelOutput = 4 << 20
 )
 
+// StreamTextLimit is the most text, in bytes, the stream record of a
+// stored assistant/message repeats beside its content: a call whose
+// chunks carry more (text, reasoning, tool-call arguments, signatures, ids
+// and names) stores its text once, in the content, and a stream record of
+// its usage and finish chunks only (docs/FORMAT.md §1.2 "The stream
+// record", docs/DECISIONS.md D72).
+const StreamTextLimit = 64 << 10
+
 // Codes of the provider errors a model call's limits produce; the turn
 // ends "error" with one of them (docs/API.md "Model call limits").
 const (

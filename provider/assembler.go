@@ -88,13 +88,81 @@ type Assembler struct {
 	usage           *Usage
 	finish          FinishReason
 	chunks          int
-	records         [][]byte // closed stream records
+	records         []asmRecord // closed stream records
 	run             asmRun
+	// textLimit is the most text the stream record repeats (-1: no
+	// limit); textBytes is the text of the chunks pushed; elided is set
+	// once textBytes passed textLimit (LimitStreamText).
+	textLimit, textBytes int
+	elided               bool
+}
+
+// asmRecord is one closed stream record; text tells whether it repeats
+// text of the content (any record but a usage or finish chunk).
+type asmRecord struct {
+	raw  []byte
+	text bool
 }
 
 // NewAssembler returns an empty Assembler.
 func NewAssembler() *Assembler {
-	return &Assembler{open: -1}
+	return &Assembler{open: -1, textLimit: -1}
+}
+
+// LimitStreamText bounds the text the stream record repeats beside the
+// content (FORMAT.md §1.2 "The stream record", DECISIONS.md D72). While the
+// chunks pushed carry at most maxBytes of text (the bytes of their deltas,
+// signatures, tool-call ids and names), Stream is the whole compact stream,
+// as without a limit. Once they carry more, the stream is elided: Stream
+// holds only the records of the usage and finish chunks, with their times,
+// and the Assembler stops keeping the others, so the text is held and
+// stored once, in Content. An elided stream is still one ReplayStream
+// accepts. A negative maxBytes removes the limit (the default) unless the
+// stream was already elided. Content, Usage, Finish and the shown text do
+// not depend on the limit.
+func (a *Assembler) LimitStreamText(maxBytes int) {
+	a.textLimit = max(maxBytes, -1)
+	a.checkTextLimit()
+}
+
+// StreamElided reports whether the stream record was elided
+// (LimitStreamText).
+func (a *Assembler) StreamElided() bool { return a.elided }
+
+// checkTextLimit elides the stream once its text passed the limit: the
+// records that repeat text and the open run are dropped.
+func (a *Assembler) checkTextLimit() {
+	if a.elided || a.textLimit < 0 || a.textBytes <= a.textLimit {
+		return
+	}
+	a.elided = true
+	a.run.kind = ""
+	kept := a.records[:0]
+	for _, r := range a.records {
+		if !r.text {
+			kept = append(kept, r)
+		}
+	}
+	clear(a.records[len(kept):])
+	a.records = kept
+}
+
+// keep adds a closed record unless the stream is elided and it repeats
+// text.
+func (a *Assembler) keep(raw []byte, text bool) {
+	if a.elided && text {
+		return
+	}
+	a.records = append(a.records, asmRecord{raw: raw, text: text})
+}
+
+// keepChunk adds the chunk record of c, which arrived at timeMs.
+func (a *Assembler) keepChunk(c Chunk, timeMs int64) {
+	text := c.Type != ChunkUsage && c.Type != ChunkFinish
+	if a.elided && text {
+		return
+	}
+	a.keep(appendChunkRecord(nil, c, timeMs), text)
 }
 
 func malformed(format string, args ...any) error {
@@ -118,6 +186,8 @@ func (a *Assembler) Push(c Chunk, timeMs int64) error {
 		return fmt.Errorf("chunk %d (%q): %w", n, c.Type, err)
 	}
 	a.chunks++
+	a.textBytes += len(c.Delta) + len(c.Signature) + len(c.ID) + len(c.Name)
+	a.checkTextLimit()
 	switch c.Type {
 	case ChunkText, ChunkReasoning:
 		buf := &a.text
@@ -148,7 +218,7 @@ func (a *Assembler) Push(c Chunk, timeMs int64) error {
 			// Nothing to show and no block to continue: a content no-op.
 			a.closeRun()
 			a.open = -1
-			a.records = append(a.records, appendChunkRecord(nil, c, timeMs))
+			a.keepChunk(c, timeMs)
 			return nil
 		}
 		start := len(*buf)
@@ -174,7 +244,7 @@ func (a *Assembler) Push(c Chunk, timeMs int64) error {
 		a.finish = c.Finish
 	}
 	a.closeRun()
-	a.records = append(a.records, appendChunkRecord(nil, c, timeMs))
+	a.keepChunk(c, timeMs)
 	return nil
 }
 
@@ -258,6 +328,9 @@ func (a *Assembler) check(c Chunk, timeMs int64) error {
 // packDelta adds to the open run a delta that continued the open block,
 // occupying [start, end) of the kind's buffer.
 func (a *Assembler) packDelta(kind ChunkType, timeMs int64, start, end int) {
+	if a.elided {
+		return
+	}
 	r := &a.run
 	if r.kind != kind || r.block != a.open {
 		// The block continues after a usage chunk: a new run of the same block.
@@ -273,6 +346,9 @@ func (a *Assembler) packDelta(kind ChunkType, timeMs int64, start, end int) {
 // startRun opens a run of the open block whose first member occupies
 // [start, end) of the kind's buffer.
 func (a *Assembler) startRun(kind ChunkType, timeMs int64, start, end int) {
+	if a.elided {
+		return
+	}
 	r := &a.run
 	r.kind, r.block, r.time0, r.last, r.start = kind, a.open, timeMs, timeMs, start
 	r.dt = r.dt[:0]
@@ -292,7 +368,7 @@ func (a *Assembler) closeRun() {
 	if a.run.kind == "" {
 		return
 	}
-	a.records = append(a.records, a.appendRun(nil))
+	a.keep(a.appendRun(nil), true)
 	a.run.kind = ""
 }
 
@@ -381,13 +457,14 @@ func (a *Assembler) ShownTail(maxBytes int) (offset int, tail string) {
 // gaps, possibly negative if the clock stepped back); runs of reasoning
 // deltas are packed the same way as "reasoning-chunks". Every other chunk is
 // {"type":"chunk","time":T,"chunk":{...}} with the chunk's JSON fields.
-// ReplayStream is the inverse. Stream may be called mid-stream (an
+// ReplayStream is the inverse, unless LimitStreamText elided the text.
+// Stream may be called mid-stream (an
 // interrupted call): the open run is included and stays open. The records
 // share memory with the Assembler and must not be modified.
 func (a *Assembler) Stream() []json.RawMessage {
 	out := make([]json.RawMessage, 0, len(a.records)+1)
 	for _, r := range a.records {
-		out = append(out, json.RawMessage(r))
+		out = append(out, json.RawMessage(r.raw))
 	}
 	if a.run.kind != "" {
 		out = append(out, a.appendRun(nil))

@@ -226,6 +226,65 @@ func TestStarterTurnModelOutputIsCapped(t *testing.T) {
 	require.Equal(t, 1, answers, "only the second turn's answer is stored")
 }
 
+// A 2 MiB answer, below --max-model-output, is stored with its text once:
+// its assistant/message is about 2 MiB, not 4 (before, the stream record
+// repeated every delta beside the content), the next turn's request carries
+// the text once, and the turn after a dispose and resume reads it back.
+func TestStarterTurnLargeAnswerIsStoredOnce(t *testing.T) {
+	const chunks, size = 2048, 1024 // 2 MiB
+	piece := func(i int) string { return fmt.Sprintf("MK%05d ", i) + strings.Repeat("y", size-8) }
+	fake := newFakeChat(t, func(n int, w http.ResponseWriter, r *http.Request, stop <-chan struct{}) {
+		if n > 1 {
+			sseAnswer(w, fmt.Sprintf("Short answer %d.", n))
+			return
+		}
+		sseStart(w)
+		for i := range chunks {
+			select {
+			case <-r.Context().Done():
+				return
+			default:
+			}
+			sseText(w, piece(i))
+		}
+		sseFinish(w, "stop")
+	})
+	e := turnEnv(t, fake, "once1")
+	out := e.turnOut("once1", "write a lot")
+	require.True(t, strings.HasSuffix(out, "turn 1 completed\n"), "output tail:\n%s", tail(out))
+
+	var answer []byte
+	for _, ev := range e.stored("once1") {
+		if ev.Type == session.TypeAssistantMessage {
+			line, err := ev.MarshalJSON()
+			require.NoError(t, err)
+			answer = line
+		}
+	}
+	require.NotNil(t, answer, "the answer is stored")
+	for _, i := range []int{0, 1000, chunks - 1} {
+		marker := fmt.Sprintf("MK%05d ", i)
+		require.Equal(t, 1, bytes.Count(answer, []byte(marker)), "%q in the stored answer of %d bytes", marker, len(answer))
+	}
+	require.Greater(t, len(answer), chunks*size)
+	require.Less(t, len(answer), chunks*size+16<<10, "the stored answer is about the text's size")
+
+	out = e.turnOut("once1", "briefly")
+	require.True(t, strings.HasSuffix(out, "Short answer 2.\nturn 2 completed\n"), "output tail:\n%s", tail(out))
+	e.mustStarter("", "dispose", "--id", "once1")
+	e.mustStarter("", "resume", "--id", "once1", "--provider", "local", "--model", "m")
+	out = e.turnOut("once1", "again")
+	require.True(t, strings.HasSuffix(out, "Short answer 3.\nturn 3 completed\n"), "output tail:\n%s", tail(out))
+
+	reqs := fake.requests()
+	require.Len(t, reqs, 3)
+	for _, req := range reqs[1:] {
+		require.Equal(t, 1, strings.Count(req, "MK01234 "), "the request carries the text once")
+		require.Equal(t, 1, strings.Count(req, fmt.Sprintf("MK%05d ", chunks-1)), "the request carries the whole text")
+		require.Less(t, len(req), chunks*size+16<<10, "the request is about the text's size")
+	}
+}
+
 // tail is the end of a long output.
 func tail(s string) string {
 	if len(s) > 2000 {
