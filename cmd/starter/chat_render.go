@@ -61,6 +61,13 @@ func (v *turnView) show(ctx context.Context, p client.TurnProgress) {
 			v.newline()
 			v.step = p.Step
 		}
+		if p.Restart {
+			// The model call started over: what was printed of this
+			// step is discarded, and its text follows anew.
+			v.newline()
+			fmt.Fprintln(w, retriedNote)
+			v.shown[p.Step] = ""
+		}
 		if p.Gap {
 			fmt.Fprint(w, "…")
 			v.shown[p.Step] = ""
