@@ -23,8 +23,9 @@ import (
 // the global timeout ends the binary.
 const Margin = 30 * time.Second
 
-// Grace is how long Watch lets an aborted wait return before it panics.
-const Grace = 30 * time.Second
+// Grace is how long Watch lets an aborted wait return before it panics;
+// shorter than Margin, so the panic too comes before go test's -timeout.
+const Grace = 15 * time.Second
 
 // T is the part of *testing.T the package uses.
 type T interface {
