@@ -41,9 +41,9 @@ type deadliner interface {
 }
 
 // Limit returns the time a test may still spend: limit, or less when go
-// test's -timeout ends sooner than limit plus Margin from now (but never
-// less than a tenth of limit, so a nearly spent -timeout still lets the
-// test fail by itself rather than at once).
+// test's -timeout ends sooner than limit plus Margin from now (at least a
+// second: a test that starts with its -timeout all but spent fails by
+// itself at once rather than with the whole binary).
 func Limit(t T, limit time.Duration) time.Duration {
 	d, ok := t.(deadliner)
 	if !ok {
@@ -54,7 +54,7 @@ func Limit(t T, limit time.Duration) time.Duration {
 		return limit
 	}
 	left := time.Until(end) - Margin
-	return max(min(limit, left), limit/10)
+	return max(min(limit, left), time.Second)
 }
 
 // Context returns a context that ends after Limit(t, limit) and is
