@@ -22,10 +22,13 @@ import (
 )
 
 // Deadline bounds one harness test: the environment's workflows run their
-// activities over a temporary store in seconds, so a test still running
-// after it is stuck (a turn that never reaches its step limit, a wait that
-// never ends). The test then fails by name with the activities it ran.
-const Deadline = 3 * time.Minute
+// activities over a temporary store in seconds (the slowest,
+// workflows.TestResumeHistoryIndependentOfLogSize, resumes a log of a
+// million events: 80 s under -race on a loaded two-core machine), so a test
+// still running after it is stuck (a turn that never reaches its step
+// limit, a wait that never ends). The test then fails by name with the
+// activities it ran.
+const Deadline = 6 * time.Minute
 
 // Harness is one test's store, activities and Temporal test environment.
 type Harness struct {
