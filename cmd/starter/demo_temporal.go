@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -161,6 +162,13 @@ func runTemporalDemo(ctx context.Context, a *app, df *demoFlags) (err error) {
 	if err := os.WriteFile(script, []byte(demoScript), 0o644); err != nil {
 		return err
 	}
+	// The first worker's model stalls after three chunks of its answer
+	// until the worker is killed, so the kill lands mid-stream however late
+	// the demo sees the text; the next workers' model streams it whole.
+	firstScript := filepath.Join(tmp, "script-first-worker.json")
+	if err := os.WriteFile(firstScript, []byte(strings.Replace(demoScript, `"delayMs":250,`, `"delayMs":250,"stall":{"afterChunks":3},`, 1)), 0o644); err != nil {
+		return err
+	}
 	out := &demoOut{w: a.stdout}
 	quiet := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 
@@ -202,7 +210,12 @@ func runTemporalDemo(ctx context.Context, a *app, df *demoFlags) (err error) {
 	workers := 0
 	var current *procgroup.Process
 	launch := func(n int) (*procgroup.Process, error) {
-		return startWorkerProcess(ctx, tc, bin, address, namespace, taskQueue, fmt.Sprintf("demo-worker-%d", n), workerArgs)
+		args := workerArgs
+		if n == 1 {
+			args = slices.Clone(workerArgs)
+			args[slices.Index(args, script)] = firstScript
+		}
+		return startWorkerProcess(ctx, tc, bin, address, namespace, taskQueue, fmt.Sprintf("demo-worker-%d", n), args)
 	}
 	started := func(w *procgroup.Process) {
 		workers++
