@@ -73,8 +73,9 @@ type Watchdog struct {
 	what  func() string
 	abort func()
 
-	once sync.Once
-	done chan struct{}
+	once     sync.Once
+	done     chan struct{}
+	finished chan struct{} // closed when run returns
 }
 
 // Watch starts a watchdog over the rest of test t. If t has not ended after
@@ -84,16 +85,22 @@ type Watchdog struct {
 // description. The watchdog stops when t ends or Stop is called.
 func Watch(t T, limit time.Duration, what func() string, abort func()) *Watchdog {
 	t.Helper()
-	w := &Watchdog{t: t, limit: Limit(t, limit), what: what, abort: abort, done: make(chan struct{})}
+	w := &Watchdog{t: t, limit: Limit(t, limit), what: what, abort: abort, done: make(chan struct{}), finished: make(chan struct{})}
 	go w.run()
 	t.Cleanup(w.Stop)
 	return w
 }
 
-// Stop ends the watchdog; it is safe to call more than once.
-func (w *Watchdog) Stop() { w.once.Do(func() { close(w.done) }) }
+// Stop ends the watchdog and waits until it no longer reports to the test
+// (a report after the test ended would panic); it is safe to call more
+// than once.
+func (w *Watchdog) Stop() {
+	w.once.Do(func() { close(w.done) })
+	<-w.finished
+}
 
 func (w *Watchdog) run() {
+	defer close(w.finished)
 	timer := time.NewTimer(w.limit)
 	defer timer.Stop()
 	select {
