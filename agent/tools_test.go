@@ -270,7 +270,7 @@ func TestRunToolParallelResultsInModelOrder(t *testing.T) {
 			done[id] <- result{out, err}
 		}()
 	}
-	require.Eventually(t, func() bool { return len(f.log()) == 8 }, 5*time.Second, time.Millisecond, "every call stores its tool/call before running")
+	require.Eventually(t, func() bool { return len(f.log()) == 8 }, time.Minute, 5*time.Millisecond, "every call stores its tool/call before running (8 tool/calls; fsyncs are slow on a loaded disk)")
 	for _, id := range []string{"c3", "c1", "c2"} {
 		close(gates[id])
 		r := <-done[id]

@@ -71,7 +71,7 @@ func alive(pid int) bool {
 // childPid waits for the command to write its background child's pid.
 func childPid(t *testing.T, path string) int {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute) // a fork on a loaded machine
 	for time.Now().Before(deadline) {
 		b, err := os.ReadFile(path)
 		if err == nil && strings.HasSuffix(string(b), "\n") {
@@ -89,7 +89,7 @@ func childPid(t *testing.T, path string) int {
 
 func waitDead(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for alive(pid) {
 		if time.Now().After(deadline) {
 			t.Fatalf("child %d still running", pid)

@@ -46,7 +46,7 @@ func (s *anthropicDemoServer) ServeHTTP(w http.ResponseWriter, r *http.Request) 
 	for _, b := range system {
 		texts = append(texts, b.Text)
 	}
-	s.record(result, texts...)
+	n := s.record(result, texts...)
 
 	w.Header().Set("Content-Type", "text/event-stream")
 	flusher := w.(http.Flusher)
@@ -65,7 +65,7 @@ func (s *anthropicDemoServer) ServeHTTP(w http.ResponseWriter, r *http.Request) 
 		send(`{"type":"message_stop"}`)
 		return
 	}
-	if !streamDemoSentence(r.Context(), func(word string) {
+	if !streamDemoSentence(r.Context(), n == 1, func(word string) {
 		delta, _ := json.Marshal(word)
 		send(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":` + string(delta) + `}}`)
 	}) {

@@ -20,20 +20,27 @@ type demoModelRequests struct {
 	results  []string
 }
 
-// record adds one request's system prompts and tool result.
-func (s *demoModelRequests) record(result string, systems ...string) {
+// record adds one request's system prompts and tool result and returns
+// the request's number, from 1.
+func (s *demoModelRequests) record(result string, systems ...string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests++
 	s.systems = append(s.systems, systems...)
 	s.results = append(s.results, result)
+	return s.requests
 }
 
 // streamDemoSentence sends the words of the demo model's first sentence
-// slowly (the workers are killed while it streams); false when ctx ends
-// first.
-func streamDemoSentence(ctx context.Context, send func(word string)) bool {
-	for _, word := range strings.Fields("I will run the test suite now, it takes a few seconds.") {
+// slowly; false when ctx ends first. With stall (the first request, whose
+// worker the demo kills while it streams) it stops after two words until
+// ctx ends, so the kill lands mid-stream however late the demo sees them.
+func streamDemoSentence(ctx context.Context, stall bool, send func(word string)) bool {
+	for i, word := range strings.Fields("I will run the test suite now, it takes a few seconds.") {
+		if stall && i == 2 {
+			<-ctx.Done()
+			return false
+		}
 		select {
 		case <-ctx.Done():
 			return false

@@ -40,7 +40,7 @@ func (s *openAIDemoServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			result = string(m.Content)
 		}
 	}
-	s.record(result, system)
+	n := s.record(result, system)
 
 	w.Header().Set("Content-Type", "text/event-stream")
 	send := func(delta, finish string) {
@@ -53,7 +53,7 @@ func (s *openAIDemoServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, "data: [DONE]\n\n")
 		return
 	}
-	if !streamDemoSentence(r.Context(), func(word string) {
+	if !streamDemoSentence(r.Context(), n == 1, func(word string) {
 		delta, _ := json.Marshal(map[string]string{"content": word})
 		send(string(delta), "null")
 	}) {

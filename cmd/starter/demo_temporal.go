@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -161,6 +162,13 @@ func runTemporalDemo(ctx context.Context, a *app, df *demoFlags) (err error) {
 	if err := os.WriteFile(script, []byte(demoScript), 0o644); err != nil {
 		return err
 	}
+	// The first worker's model stalls after three chunks of its answer
+	// until the worker is killed, so the kill lands mid-stream however late
+	// the demo sees the text; the next workers' model streams it whole.
+	firstScript := filepath.Join(tmp, "script-first-worker.json")
+	if err := os.WriteFile(firstScript, []byte(strings.Replace(demoScript, `"delayMs":250,`, `"delayMs":250,"stall":{"afterChunks":3},`, 1)), 0o644); err != nil {
+		return err
+	}
 	out := &demoOut{w: a.stdout}
 	quiet := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 
@@ -201,21 +209,36 @@ func runTemporalDemo(ctx context.Context, a *app, df *demoFlags) (err error) {
 		"--enable-run-command", "--sticky-timeout", "1s"}, routeArgs...)
 	workers := 0
 	var current *procgroup.Process
-	start := func() error {
+	launch := func(n int) (*procgroup.Process, error) {
+		args := workerArgs
+		if n == 1 {
+			args = slices.Clone(workerArgs)
+			args[slices.Index(args, script)] = firstScript
+		}
+		return startWorkerProcess(ctx, tc, bin, address, namespace, taskQueue, fmt.Sprintf("demo-worker-%d", n), args)
+	}
+	started := func(w *procgroup.Process) {
 		workers++
-		w, err := startWorkerProcess(ctx, tc, bin, address, namespace, taskQueue, fmt.Sprintf("demo-worker-%d", workers), workerArgs)
+		current = w
+		fmt.Fprintf(a.stdout, "worker %d (pid %d) polls task queue %s\n", workers, w.Pid(), taskQueue)
+	}
+	start := func() error {
+		w, err := launch(workers + 1)
 		if err != nil {
 			return err
 		}
-		current = w
-		fmt.Fprintf(a.stdout, "worker %d (pid %d) polls task queue %s\n", workers, w.Pid(), taskQueue)
+		started(w)
 		return nil
 	}
 	kill := func(when string) {
 		fmt.Fprintf(a.stdout, "\n!! SIGKILL worker %d (pid %d) %s\n", workers, current.Pid(), when)
 		current.Kill()
 	}
+	var shells *shellWatch // kills worker 2 once its run_command shell runs
 	defer func() {
+		if shells != nil {
+			shells.stop()
+		}
 		if current != nil {
 			current.Stop(15 * time.Second)
 		}
@@ -251,6 +274,7 @@ func runTemporalDemo(ctx context.Context, a *app, df *demoFlags) (err error) {
 	}
 	var info *workflows.TurnInfo
 	killedInStream, killedInTool := false, false
+	commandShell := 0 // the pid of worker 2's run_command shell, once it was killed
 	midLine := false
 	newline := func() {
 		if midLine {
@@ -285,6 +309,9 @@ func runTemporalDemo(ctx context.Context, a *app, df *demoFlags) (err error) {
 				if err := start(); err != nil {
 					return err
 				}
+				if procSupported() {
+					shells = watchShell(ctx, current, func() (*procgroup.Process, error) { return launch(3) })
+				}
 				shown[p.Step] = ""
 			}
 		case client.ProgressToolStarted:
@@ -292,11 +319,26 @@ func runTemporalDemo(ctx context.Context, a *app, df *demoFlags) (err error) {
 			fmt.Fprintf(a.stdout, "→ %s (%s) running\n", displayText(p.Call.Name), displayText(p.Call.ID))
 			if !killedInTool && p.Call.Name == "run_command" {
 				killedInTool = true
-				time.Sleep(time.Second) // the command is under way
-				kill("while run_command runs (sleep 5 && echo ... >> test-report.txt)")
-				out.step("start worker process 3: the tool call is retried there")
-				if err := start(); err != nil {
-					return err
+				const while = "while run_command runs (sleep 5 && echo ... >> test-report.txt)"
+				if shells != nil {
+					// The watch killed worker 2 as soon as the command's
+					// shell ran, and started worker 3 (the turn's watch
+					// queries the session, which needs a worker).
+					next, err := shells.result(ctx)
+					if err != nil {
+						return err
+					}
+					commandShell = shells.shell
+					fmt.Fprintf(a.stdout, "\n!! SIGKILL worker %d (pid %d) %s: its shell (pid %d) was running\n", workers, current.Pid(), while, commandShell)
+					out.step("start worker process 3: the tool call is retried there")
+					started(next)
+				} else {
+					time.Sleep(time.Second) // no /proc to see it: the command is very likely under way
+					kill(while)
+					out.step("start worker process 3: the tool call is retried there")
+					if err := start(); err != nil {
+						return err
+					}
 				}
 			}
 		case client.ProgressToolFinished:
@@ -338,7 +380,10 @@ func runTemporalDemo(ctx context.Context, a *app, df *demoFlags) (err error) {
 	}
 	// The killed command's shell was in its own process group: it may well
 	// have finished after its worker died, which is why it is not re-run.
-	time.Sleep(3 * time.Second)
+	// Its report is read once it has exited.
+	if commandShell == 0 || !awaitExit(ctx, commandShell, time.Minute) {
+		time.Sleep(3 * time.Second)
+	}
 	if b, err := os.ReadFile(filepath.Join(cwd, "test-report.txt")); err == nil {
 		runs := strings.Count(string(b), "\n")
 		fmt.Fprintf(a.stdout, "test-report.txt holds %d line(s): the command ran %d time(s); the first run went on after its worker died (its shell has its own process group): %q\n",

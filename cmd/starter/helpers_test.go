@@ -1,17 +1,19 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionflow/sessionflow/internal/testdeadline"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 )
@@ -31,11 +33,24 @@ type result struct {
 	stderr string
 }
 
-// runCLI runs the command line with stdin and captures its streams.
+// cliDeadline bounds one in-process command of a test: the demo (an
+// embedded dev server, three workers, two SIGKILLs, a five-second tool) is
+// the longest, about a minute on a loaded machine. A command still running
+// then fails its test by name with what it printed, and is cancelled.
+const cliDeadline = 5 * time.Minute
+
+// runCLI runs the command line with stdin and captures its streams; the
+// command's context is cancelled at the test's deadline.
 func runCLI(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
-	var out, errb bytes.Buffer
-	code := run(args, strings.NewReader(stdin), &out, &errb)
+	var out, errb lockedBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dog := testdeadline.Watch(t, cliDeadline, func() string {
+		return fmt.Sprintf("starter %s has not returned; stdout so far:\n%s\nstderr so far:\n%s", strings.Join(args, " "), out.String(), errb.String())
+	}, cancel)
+	code := runContext(ctx, args, strings.NewReader(stdin), &out, &errb)
+	dog.Stop()
 	return result{code: code, stdout: out.String(), stderr: errb.String()}
 }
 

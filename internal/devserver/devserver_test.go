@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/sessionflow/sessionflow/internal/readiness"
+	"github.com/sessionflow/sessionflow/internal/testdeadline"
 )
 
 // assertSearchAttributes checks that sessionflow's search attributes are
@@ -48,6 +49,11 @@ func assertPartitions(t *testing.T, ctx context.Context, s *Server, want int) {
 	assert.Len(t, resp.GetActivityTaskQueuePartitions(), want, "activity task queue partitions")
 }
 
+// serverDeadline bounds each test that starts a dev server: a cold start
+// on a loaded two-core machine can take a minute or two (readiness waits up
+// to five), and a test still running after it fails by name.
+const serverDeadline = 4 * time.Minute
+
 func TestDynamicConfigOverridesDefaults(t *testing.T) {
 	defaults := DefaultDynamicConfig()
 	assert.Equal(t, defaults, dynamicConfig(nil))
@@ -61,8 +67,7 @@ func TestDynamicConfigOverridesDefaults(t *testing.T) {
 }
 
 func TestStartEphemeral(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := testdeadline.Context(t, serverDeadline)
 	s, err := Start(ctx, Options{CLIPath: cliPath, Ephemeral: true})
 	require.NoError(t, err)
 	defer s.Stop()
@@ -86,8 +91,7 @@ func TestStartEphemeral(t *testing.T) {
 }
 
 func TestStartPersistentSurvivesRestart(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := testdeadline.Context(t, serverDeadline)
 	dir := t.TempDir()
 	s, err := Start(ctx, Options{CLIPath: cliPath, StateDir: dir, UI: true, Namespace: "sessions"})
 	require.NoError(t, err)
@@ -113,8 +117,7 @@ func TestStartPersistentSurvivesRestart(t *testing.T) {
 }
 
 func TestStartEphemeralForgetsOnRestart(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := testdeadline.Context(t, serverDeadline)
 	s, err := Start(ctx, Options{CLIPath: cliPath, Ephemeral: true})
 	require.NoError(t, err)
 	defer s.Stop()
@@ -159,8 +162,7 @@ func TestStartRequiresStateDir(t *testing.T) {
 // A server that exits during its start fails Start at once (not after the
 // readiness timeout), with its exit status and its own complaint.
 func TestStartFailureReportsServerOutput(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := testdeadline.Context(t, serverDeadline)
 	_, err := Start(ctx, Options{CLIPath: cliPath, Ephemeral: true, ReadyTimeout: time.Hour, ExtraArgs: []string{"--no-such-flag"}})
 	require.Error(t, err)
 	require.ErrorIs(t, err, readiness.ErrExited)
@@ -173,8 +175,7 @@ func TestStartFailureReportsServerOutput(t *testing.T) {
 // A server that never answers fails Start after the readiness timeout with
 // the timeout's reason, and its process is gone.
 func TestStartTimesOutOnASilentServer(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := testdeadline.Context(t, serverDeadline)
 	// A "CLI" that prints a line and then sleeps without ever listening.
 	fake := filepath.Join(t.TempDir(), "temporal")
 	require.NoError(t, os.WriteFile(fake, []byte("#!/bin/sh\necho starting up\nexec sleep 600\n"), 0o755))
@@ -198,8 +199,7 @@ func TestStartRefusesBusyPort(t *testing.T) {
 }
 
 func TestStartOnFixedPorts(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := testdeadline.Context(t, serverDeadline)
 	port, err := freePort("127.0.0.1")
 	require.NoError(t, err)
 	uiPort, err := freePort("127.0.0.1")

@@ -100,7 +100,7 @@ func TestServerDiesWithItsKilledParent(t *testing.T) {
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	_ = cmd.Wait()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute) // a server's exit on a loaded machine
 	for alive(server) {
 		require.True(t, time.Now().Before(deadline), "the dev server (pid %d) outlived its killed parent", server)
 		time.Sleep(20 * time.Millisecond)

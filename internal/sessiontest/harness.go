@@ -2,7 +2,9 @@ package sessiontest
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,9 +16,19 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/sessionflow/sessionflow/activities"
+	"github.com/sessionflow/sessionflow/internal/testdeadline"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/workflows"
 )
+
+// Deadline bounds one harness test: the environment's workflows run their
+// activities over a temporary store in seconds (the slowest,
+// workflows.TestResumeHistoryIndependentOfLogSize, resumes a log of a
+// million events: 80 s under -race on a loaded two-core machine), so a test
+// still running after it is stuck (a turn that never reaches its step
+// limit, a wait that never ends). The test then fails by name with the
+// activities it ran.
+const Deadline = 6 * time.Minute
 
 // Harness is one test's store, activities and Temporal test environment.
 type Harness struct {
@@ -44,8 +56,13 @@ type Harness struct {
 	startWaiters map[string][]func()
 	// localStarts counts the local activities started, by name.
 	localStarts map[string]int
-	// waiting names the condition a WaitFor step still waits for.
+	// waiting names the condition a WaitFor step still waits for; written
+	// under mu.
 	waiting string
+	// expired is set when the test's deadline passed: the next activity to
+	// start cancels the workflow.
+	expired    atomic.Bool
+	cancelOnce sync.Once
 
 	// OnStarted and OnCompleted, when set, run inside the environment's
 	// listeners (so they may signal or cancel the workflow).
@@ -82,7 +99,24 @@ func NewHarnessOn(t *testing.T, st *jsonl.Store) *Harness {
 	h.Acts = &activities.Activities{Store: st, HeartbeatInterval: 50 * time.Millisecond}
 	h.Env = &SessionEnv{TestWorkflowEnvironment: h.newEnv()}
 	t.Cleanup(h.requireChecked)
+	testdeadline.Watch(t, Deadline, h.state, func() { h.expired.Store(true) })
 	return h
+}
+
+// state describes what the harness's workflows did so far, for a test
+// that missed its deadline.
+func (h *Harness) state() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var last []string
+	for _, c := range h.started[max(0, len(h.started)-6):] {
+		last = append(last, c.name)
+	}
+	s := fmt.Sprintf("the workflow under test has not ended: %d activities started (the last: %v), %d completed", len(h.started), last, len(h.completed))
+	if h.waiting != "" {
+		s += "; a WaitFor step waits for: " + h.waiting
+	}
+	return s
 }
 
 // SessionEnv is a test environment that runs a CreateSession or
@@ -148,6 +182,11 @@ func (h *Harness) recordStarted(name string, args converter.EncodedValues, local
 	waiters := h.startWaiters[name]
 	delete(h.startWaiters, name)
 	h.mu.Unlock()
+	if h.expired.Load() {
+		// The deadline passed (the test already failed): end the workflow
+		// from inside the environment, as OnStarted may.
+		h.cancelOnce.Do(h.Env.CancelWorkflow)
+	}
 	if fn != nil {
 		fn(name)
 	}

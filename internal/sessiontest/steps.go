@@ -105,15 +105,22 @@ func (h *Harness) WaitFor(d time.Duration, what string, cond func() bool) {
 		var check func()
 		check = func() {
 			if cond() {
-				h.waiting = ""
+				h.setWaiting("")
 				done()
 				return
 			}
-			h.waiting = what
+			h.setWaiting(what)
 			h.Env.RegisterDelayedCallback(check, 100*time.Millisecond)
 		}
 		check()
 	}})
+}
+
+// setWaiting records the condition a WaitFor step waits for ("" = none).
+func (h *Harness) setWaiting(what string) {
+	h.mu.Lock()
+	h.waiting = what
+	h.mu.Unlock()
 }
 
 // LoopChildrenSettled is a WaitFor condition: the top-level loop lists at

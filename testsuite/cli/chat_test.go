@@ -45,7 +45,7 @@ func (e *env) chat(args ...string) *terminal {
 // the worker's server.
 func (e *env) onTerminal(args ...string) *terminal {
 	full := append(args, "--address", fmt.Sprintf("127.0.0.1:%d", e.port), "--namespace", e.namespace, "--task-queue", e.taskQueue)
-	cmd := exec.Command(bin.starter, full...)
+	cmd := exec.CommandContext(e.ctx, bin.starter, full...)
 	master, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 200})
 	require.NoError(e.t, err)
 	term := &terminal{t: e.t, cmd: cmd, master: master, out: &syncBuffer{}, exited: make(chan struct{})}

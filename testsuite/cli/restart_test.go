@@ -24,6 +24,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/internal/devserver"
 	"github.com/sessionflow/sessionflow/internal/readiness"
+	"github.com/sessionflow/sessionflow/internal/testdeadline"
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
@@ -59,9 +60,17 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// envDeadline bounds one test of the package: a worker --dev started (a
+// cold dev server on a loaded machine takes a minute or two), a few
+// restarts and CLI calls. A test still running after it fails by name.
+const envDeadline = 8 * time.Minute
+
 // env is a worker's and the CLI's shared setup.
 type env struct {
-	t                    *testing.T
+	t *testing.T
+	// ctx ends at the test's deadline; the processes the test starts are
+	// killed then.
+	ctx                  context.Context
 	devDir, root         string
 	port, uiPort         int
 	worker               *exec.Cmd
@@ -81,7 +90,7 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	dir := t.TempDir()
 	return &env{
-		t: t, devDir: filepath.Join(dir, "dev"), root: filepath.Join(dir, "store"),
+		t: t, ctx: testdeadline.Context(t, envDeadline), devDir: filepath.Join(dir, "dev"), root: filepath.Join(dir, "store"),
 		port: freePort(t), uiPort: freePort(t), taskQueue: "cli-e2e", namespace: "default",
 	}
 }
@@ -131,8 +140,7 @@ func (e *env) startWorker(ephemeral bool) {
 		close(exited)
 	}(e.worker)
 	e.t.Cleanup(func() { e.kill() })
-	ctx := context.Background()
-	err := readiness.Wait(ctx, readiness.Options{
+	err := readiness.Wait(e.ctx, readiness.Options{
 		What: "worker --dev",
 		// Longer than the worker's own wait for its dev server, so that a
 		// server that never comes up is reported by the worker itself.
@@ -206,7 +214,11 @@ func (e *env) kill() {
 		return
 	}
 	_ = syscall.Kill(-e.worker.Process.Pid, syscall.SIGKILL)
-	<-e.exited
+	select {
+	case <-e.exited:
+	case <-time.After(30 * time.Second):
+		e.t.Errorf("the worker (pid %d) was sent SIGKILL but did not exit within 30s", e.worker.Process.Pid)
+	}
 	e.worker = nil
 	// The server's listener is gone once the group is dead.
 	deadline := time.Now().Add(10 * time.Second)
@@ -222,7 +234,7 @@ func (e *env) kill() {
 
 // starter runs the CLI against the worker's server and returns its stdout.
 func (e *env) starter(stdin string, args ...string) (string, error) {
-	return e.starterCtx(context.Background(), stdin, args...)
+	return e.starterCtx(e.ctx, stdin, args...)
 }
 
 // starterCtx is starter, killed when ctx ends.
@@ -234,6 +246,9 @@ func (e *env) starterCtx(ctx context.Context, stdin string, args ...string) (str
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
+		if e.ctx.Err() != nil {
+			err = fmt.Errorf("killed at the test's deadline: %w", err)
+		}
 		return out.String(), fmt.Errorf("starter %s: %w: %s", strings.Join(args, " "), err, errb.String())
 	}
 	return out.String(), nil

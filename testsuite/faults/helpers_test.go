@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/sessionflow/sessionflow/client"
+	"github.com/sessionflow/sessionflow/internal/testdeadline"
 	"github.com/sessionflow/sessionflow/internal/workerapp"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
@@ -51,8 +52,9 @@ var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9]+`)
 func newEnv(t *testing.T, comp jsonl.Compression) *env {
 	t.Helper()
 	name := strings.Trim(unsafeChars.ReplaceAllString(t.Name(), "-"), "-")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*opTimeout)
-	t.Cleanup(cancel)
+	// The test's deadline: 3*opTimeout, or less when go test's -timeout
+	// ends sooner.
+	ctx := testdeadline.Context(t, 3*opTimeout)
 	e := &env{t: t, ctx: ctx, tq: "faults-" + runTag + "-" + name, root: t.TempDir(), comp: comp}
 	e.c = client.New(temporalClient, client.Options{TaskQueue: e.tq})
 	st, err := jsonl.NewStore(jsonl.Options{Root: e.root, Compression: comp, Logger: discardLogger()})

@@ -81,8 +81,13 @@ func TestCrashMidStream(t *testing.T) {
 	workerBin, _ := workerBinaries(t)
 	w := newWorld(t, shared, jsonl.CompressionZstd)
 	text := strings.Repeat("abcdefghij", 6)
-	script := scriptFile(t, scripted.Response{Text: text, ChunkSize: 3, DelayMs: 150})
-	first := w.startProc(workerBin, "--provider-script", script, "--log-level", "warn")
+	answer := scripted.Response{Text: text, ChunkSize: 3, DelayMs: 150}
+	// The first worker's model stalls after three chunks (nine characters)
+	// until the kill, so the kill lands mid-stream however late the watch
+	// sees them; the next worker's model streams the whole answer.
+	stalled := scriptFile(t, answer.WithStall(3))
+	script := scriptFile(t, answer)
+	first := w.startProc(workerBin, "--provider-script", stalled, "--log-level", "warn")
 	id := w.id("crash-stream")
 	wid := workflows.WorkflowID(id)
 	run, in := w.startTurn(workflows.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Options: crashOptions}, "stream it")

@@ -19,15 +19,20 @@ import (
 )
 
 // failoverAppender appends one event at a time to a live session and
-// records when each was acknowledged.
+// records, for each acknowledged append, when its call was sent and when
+// its answer came.
 type failoverAppender struct {
 	id   string
 	next int64
 
 	mu    sync.Mutex
-	acked []time.Time
+	acked []ack
 	err   error
 }
+
+// ack is one acknowledged append: when the call was sent, when its answer
+// came.
+type ack struct{ sent, at time.Time }
 
 func (a *failoverAppender) run(ctx context.Context, c *sfclient.Client) {
 	for ctx.Err() == nil {
@@ -38,13 +43,14 @@ func (a *failoverAppender) run(ctx context.Context, c *sfclient.Client) {
 		}
 		ev.Ignorable = true
 		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		sent := time.Now()
 		_, err = c.Append(actx, a.id, []session.Event{ev})
 		cancel()
 		switch {
 		case err == nil:
 			a.next++
 			a.mu.Lock()
-			a.acked = append(a.acked, time.Now())
+			a.acked = append(a.acked, ack{sent: sent, at: time.Now()})
 			a.mu.Unlock()
 		case ctx.Err() != nil:
 			return
@@ -66,19 +72,36 @@ func (a *failoverAppender) fail(err error) {
 	}
 }
 
-// ackedSince counts the acknowledgements after t.
-func (a *failoverAppender) ackedSince(t time.Time) (n int, first time.Time) {
+// sentSince counts the acknowledged appends whose call was sent after t,
+// and returns when the first of them was acknowledged. An append sent
+// after the killed worker's process was reaped cannot have been completed
+// by it; one sent before may be, its answer arriving after the kill.
+func (a *failoverAppender) sentSince(t time.Time) (n int, first time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for _, at := range a.acked {
-		if at.After(t) {
+	for _, k := range a.acked {
+		if k.sent.After(t) {
 			if n == 0 {
-				first = at
+				first = k.at
 			}
 			n++
 		}
 	}
 	return n, first
+}
+
+// straddling counts the acknowledged appends sent before t and answered
+// after it.
+func (a *failoverAppender) straddling(t time.Time) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := 0
+	for _, k := range a.acked {
+		if !k.sent.After(t) && k.at.After(t) {
+			n++
+		}
+	}
+	return n
 }
 
 // A worker process killed with SIGKILL while sessions append through it:
@@ -121,32 +144,44 @@ func TestFailoverAfterKill(t *testing.T) {
 	}()
 	w.awaitCond("every session appended through the first worker", func() bool {
 		for _, a := range appenders {
-			if n, _ := a.ackedSince(time.Time{}); n < 3 {
+			if n, _ := a.sentSince(time.Time{}); n < 3 {
 				return false
 			}
 		}
 		return true
 	})
 
-	killed := time.Now()
+	// The kill is complete when the process has been reaped: from then on
+	// it sends nothing. An append answered after this moment but sent
+	// before it may still have been completed by the killed worker (its
+	// answer was on its way), so only appends sent after it count as
+	// appended again.
 	first.kill()
+	select {
+	case <-first.exited:
+	default:
+		t.Fatalf("worker %s was sent SIGKILL but did not exit within 30s", first.identity)
+	}
+	killed := time.Now()
 	second := w.startProc(workerBin, "--sticky-timeout", "0s", "--log-level", "warn")
-	w.awaitCond("every session appended again after the kill", func() bool {
+	w.awaitCond("every session appended again, by a call sent after the kill", func() bool {
 		for _, a := range appenders {
-			if n, _ := a.ackedSince(killed); n == 0 {
+			if n, _ := a.sentSince(killed); n == 0 {
 				return false
 			}
 		}
 		return true
 	})
 	var last time.Time
+	straddled := 0
 	for _, a := range appenders {
-		_, at := a.ackedSince(killed)
+		_, at := a.sentSince(killed)
 		if at.After(last) {
 			last = at
 		}
+		straddled += a.straddling(killed)
 	}
-	t.Logf("every session appended again %v after the kill", last.Sub(killed).Round(time.Millisecond))
+	t.Logf("every session appended again %v after the kill; %d appends sent before it were answered after it", last.Sub(killed).Round(time.Millisecond), straddled)
 	stop()
 	wg.Wait()
 
@@ -168,9 +203,9 @@ func TestFailoverAfterKill(t *testing.T) {
 		// is logged, not asserted, as any other duration.
 		held, others := taskTimeouts(events, first.identity, killed)
 		t.Logf("session %s: %d workflow task timeouts of tasks the killed worker held, %d others %v", a.id, held, len(others), others)
-		require.True(t, completedBy(events, second.identity), "session %s: workflow tasks completed by the second worker", a.id)
+		require.True(t, completedBy(events, second.identity), "session %s: a workflow task completed by the second worker %s, which alone can have completed the appends sent after the kill; tasks completed: %v", a.id, second.identity, completions(events, killed))
 
-		n, _ := a.ackedSince(time.Time{})
+		n, _ := a.sentSince(time.Time{})
 		stored := w.storedEvents(a.id)
 		requireContiguous(t, stored)
 		require.GreaterOrEqual(t, len(stored), n, "session %s: every acknowledged event is stored", a.id)
@@ -214,6 +249,18 @@ func taskTimeouts(events []*historypb.HistoryEvent, killedIdentity string, kille
 		}
 	}
 	return held, others
+}
+
+// completions describes the last eight WorkflowTaskCompleted events of
+// events: event id, identity and time relative to the kill.
+func completions(events []*historypb.HistoryEvent, killed time.Time) []string {
+	var out []string
+	for _, ev := range events {
+		if a := ev.GetWorkflowTaskCompletedEventAttributes(); a != nil {
+			out = append(out, fmt.Sprintf("event %d by %q at %v", ev.GetEventId(), a.GetIdentity(), ev.GetEventTime().AsTime().Sub(killed).Round(time.Millisecond)))
+		}
+	}
+	return out[max(0, len(out)-8):]
 }
 
 // completedBy reports whether a workflow task of events was completed by

@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/sessionflow/sessionflow/internal/sessiontest"
+	"github.com/sessionflow/sessionflow/internal/testdeadline"
 	"github.com/sessionflow/sessionflow/internal/workerapp"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
@@ -213,8 +214,7 @@ var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9]+`)
 func newWorld(t *testing.T, srv *server, comp jsonl.Compression) *world {
 	t.Helper()
 	name := strings.Trim(unsafeChars.ReplaceAllString(t.Name(), "-"), "-")
-	base, cancel := context.WithTimeout(context.Background(), opTimeout)
-	t.Cleanup(cancel)
+	base := testdeadline.Context(t, opTimeout)
 	w := &world{
 		t:         t,
 		c:         srv.client,
@@ -283,7 +283,9 @@ func (w *world) startWorker() *workerapp.Running {
 	return r
 }
 
-// ctx is the context of the test's calls; it ends after opTimeout.
+// ctx is the context of the test's calls; it ends at the test's deadline,
+// opTimeout after the world was made (less when go test's -timeout ends
+// sooner).
 func (w *world) ctx() context.Context { return w.base }
 
 func (w *world) track(workflowID string) {
@@ -381,15 +383,17 @@ func (w *world) describe(id string) workflows.Description {
 	return d
 }
 
-// awaitCond polls cond until it holds; it fails the test after opTimeout.
+// awaitCond polls cond until it holds; it fails the test at the test's
+// deadline (the end of w.ctx()).
 func (w *world) awaitCond(what string, cond func() bool) {
 	w.t.Helper()
-	deadline := time.Now().Add(opTimeout)
+	start := time.Now()
 	for !cond() {
-		if time.Now().After(deadline) {
-			w.t.Fatalf("gave up waiting: %s", what)
+		select {
+		case <-w.ctx().Done():
+			w.t.Fatalf("gave up waiting after %v (the test's deadline): %s", time.Since(start).Round(time.Millisecond), what)
+		case <-time.After(50 * time.Millisecond):
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -32,14 +32,15 @@ func recordTurnCrash(t *testing.T, w *world) []fixture {
 	_, crashBin := workerBinaries(t)
 	cwd := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(cwd, "a.txt"), []byte("alpha\n"), 0o644))
-	script := scriptFile(t,
-		scripted.Response{Text: "Counting and reading.", ChunkSize: 2, DelayMs: 150, ToolCalls: []scripted.Call{
-			{ID: "c1", Name: "slow_count", Arguments: `{"name":"slow","firstRunMs":300000}`},
-			{ID: "c2", Name: "read_file", Arguments: `{"path":"a.txt"}`},
-		}},
-		scripted.Text("Counted twice."),
-	)
-	proc := w.startProc(crashBin, "--provider-script", script)
+	first := scripted.Response{Text: "Counting and reading.", ChunkSize: 2, DelayMs: 150, ToolCalls: []scripted.Call{
+		{ID: "c1", Name: "slow_count", Arguments: `{"name":"slow","firstRunMs":300000}`},
+		{ID: "c2", Name: "read_file", Arguments: `{"path":"a.txt"}`},
+	}}
+	script := scriptFile(t, first, scripted.Text("Counted twice."))
+	// The first worker's model stalls after its first chunk until the kill,
+	// so the kill lands mid-stream however late the watch sees the text.
+	stalled := scriptFile(t, first.WithStall(1), scripted.Text("Counted twice."))
+	proc := w.startProc(crashBin, "--provider-script", stalled)
 	id := w.id("rec-turn-crash")
 	wid := workflows.WorkflowID(id)
 	run, in := w.startTurn(workflows.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Options: crashOptions, Meta: &workflows.SessionMeta{Cwd: cwd}}, "count")

@@ -7,7 +7,6 @@ package integration
 import (
 	"encoding/json"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -45,7 +44,9 @@ func recordTurnWait(t *testing.T, w *world) []fixture {
 		future <- err
 	}()
 	// The wait is accepted before the dispose is sent.
-	require.Eventually(t, func() bool { return acceptedUpdates(w.history(wid, ""), workflows.UpdateWaitTurn) == 2 }, time.Minute, 20*time.Millisecond)
+	w.awaitCond("the history of "+wid+" to show the pending WaitTurn {turn: 2} accepted (two accepted WaitTurn updates)", func() bool {
+		return acceptedUpdates(w.history(wid, ""), workflows.UpdateWaitTurn) == 2
+	})
 	w.dispose(id)
 	require.ErrorIs(t, <-future, sfclient.ErrLifecycleDisposed)
 	require.NoError(t, run.Get(w.ctx(), nil))

@@ -295,22 +295,30 @@ func TestCancellingACallCancelsItOnTheServer(t *testing.T) {
 	_, r := startBridge(t, mcptool.Config{Servers: map[string]mcptool.ServerConfig{"srv": stdioServer(t, dir)}}, testOptions(&log))
 	pid := servingPid(t, r)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	// The call is cancelled once the server's handler runs (its started
+	// marker), not after a guessed time: on a loaded machine the call may
+	// not have reached the server by then.
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	res := r.Execute(ctx, "srv__sleep", tool.Call{Arguments: json.RawMessage(`{"tag":"x"}`)})
-	wantError(t, res, "ABORTED", `Error: tool call "srv__sleep" aborted: context deadline exceeded`)
-
-	marker := filepath.Join(dir, "cancelled-x")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := os.Stat(marker); err == nil {
-			break
+	done := make(chan tool.Result, 1)
+	go func() { done <- r.Execute(ctx, "srv__sleep", tool.Call{Arguments: json.RawMessage(`{"tag":"x"}`)}) }()
+	awaitFile := func(marker, what string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			if _, err := os.Stat(marker); err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no %s after 30 s", what, marker)
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the server's handler was not cancelled (no %s)", marker)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
+	awaitFile(filepath.Join(dir, "started-x"), "the server's handler never started")
+	cancel()
+	wantError(t, <-done, "ABORTED", `Error: tool call "srv__sleep" aborted: context canceled`)
+	awaitFile(filepath.Join(dir, "cancelled-x"), "the server's handler was not cancelled")
 	if again := servingPid(t, r); again != pid {
 		t.Errorf("a cancelled call restarted the server (pid %s, then %s)", pid, again)
 	}

@@ -122,6 +122,7 @@ func newTestServer(dir string) *mcp.Server {
 			}
 			_ = os.WriteFile(filepath.Join(dir, "child-"+tag), []byte(strconv.Itoa(child.Process.Pid)), 0o644)
 		}
+		_ = os.WriteFile(filepath.Join(dir, "started-"+textArg(req, "tag")), nil, 0o644)
 		select {
 		case <-ctx.Done():
 			_ = os.WriteFile(filepath.Join(dir, "cancelled-"+textArg(req, "tag")), nil, 0o644)
