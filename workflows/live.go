@@ -54,7 +54,7 @@ func (l *lifecycle) validateAppend(req AppendRequest) error {
 	}
 	// A session whose agent has a model route runs its own turns: a turn
 	// the batch leaves open would have the agent's next turn nested inside
-	// it, its tool calls never answered (docs/DECISIONS.md D67).
+	// it, its tool calls never answered (docs/DECISIONS.md D76).
 	if l.routeMissing() == nil {
 		if k, turn := openTurn(req.Events); k >= 0 {
 			return TurnLeftOpenError(l.id, turn, k, req.Events[k].Seq)

@@ -33,7 +33,7 @@ const ErrTypeTurnRunning = "TurnRunning"
 
 // ErrTypeTurnLeftOpen is the type of the refusal of an Append that would
 // leave a turn open while the session's agent has a model route: the agent's
-// next turn would nest inside it (docs/DECISIONS.md D67).
+// next turn would nest inside it (docs/DECISIONS.md D76).
 const ErrTypeTurnLeftOpen = "TurnLeftOpen"
 
 // ErrTypeInboxFull is the type of the refusal of an input when the loop

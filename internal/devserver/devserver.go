@@ -113,7 +113,7 @@ type Options struct {
 // reaching a session at all. The SDK echoes an update's request into the
 // workflow's answer, and the server terminates a workflow whose answer
 // exceeds its 2 MiB blob limit; below this value it refuses the update
-// instead (docs/API.md: Update input limit, docs/DECISIONS.md D66).
+// instead (docs/API.md: Update input limit, docs/DECISIONS.md D75).
 //
 // deploy/dynamicconfig/sessionflow.yaml sets the same values for the
 // single-node compose stack.

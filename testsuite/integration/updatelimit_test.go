@@ -3,7 +3,7 @@ package integration
 // An update whose input is larger than the server's blob limit must not
 // reach a session: the SDK echoes the request into the workflow's answer,
 // and the server terminates a workflow whose answer is too large
-// (docs/API.md: Update input limit, docs/DECISIONS.md D66).
+// (docs/API.md: Update input limit, docs/DECISIONS.md D75).
 
 import (
 	"context"
