@@ -27,6 +27,10 @@ const (
 	TypeOwnerUnknown = "OwnerUnknown"
 	// TypeLeaseChanged: Unlock found another lease than the one it checked.
 	TypeLeaseChanged = "LeaseChanged"
+	// TypeInputTooLarge: an update input larger than
+	// wire.MaxUpdateInputBytes, refused before it is sent
+	// (docs/API.md: Update input limit).
+	TypeInputTooLarge = "InputTooLarge"
 	// TypeInvalidInput is the earlier type of an input the client refuses
 	// before calling Temporal; such inputs are now of type
 	// workflows.ErrTypeInvalidArgument ("InvalidArgument"), like the
@@ -133,6 +137,9 @@ var (
 	ErrOwnerUnknown = &Error{Type: TypeOwnerUnknown}
 	// ErrLeaseChanged: Unlock found another lease than the one it checked.
 	ErrLeaseChanged = &Error{Type: TypeLeaseChanged}
+	// ErrInputTooLarge: `<Update> input of N bytes exceeds the update input
+	// limit of 1310720 bytes (...); nothing was sent`.
+	ErrInputTooLarge = &Error{Type: TypeInputTooLarge}
 	// ErrInvalidInput is the earlier sentinel of an input the client
 	// refuses; it matches the same errors as ErrInvalidArgument.
 	//
@@ -167,6 +174,10 @@ func startError(id string, err error) error {
 func callError(what, id string, err error) error {
 	if err == nil {
 		return nil
+	}
+	if e, ok := err.(*Error); ok {
+		// Raised by the client itself (checkUpdateInput).
+		return e
 	}
 	var ae *temporal.ApplicationError
 	if errors.As(err, &ae) {

@@ -28,7 +28,13 @@ func isNotReady(err error) bool {
 // updateWorkflow is UpdateWorkflow, sent again with a growing wait while
 // the server answers WorkflowNotReady; once ctx ends it returns the last
 // refusal.
+//
+// An input larger than wire.MaxUpdateInputBytes is refused before anything
+// is sent (inputTooLarge).
 func (c *Client) updateWorkflow(ctx context.Context, opts temporalclient.UpdateWorkflowOptions) (temporalclient.WorkflowUpdateHandle, error) {
+	if err := checkUpdateInput(opts); err != nil {
+		return nil, err
+	}
 	wait := notReadyFirstWait
 	for {
 		h, err := c.c.UpdateWorkflow(ctx, opts)

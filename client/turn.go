@@ -20,6 +20,11 @@ import (
 // an Append while the session's agent runs a turn.
 var ErrTurnRunning = &Error{Type: workflows.ErrTypeTurnRunning}
 
+// ErrTurnLeftOpen: `agent "<id>" runs its own turns: the append batch leaves
+// turn N open (...); append whole turns`: an Append that would leave a turn
+// open while the session's agent has a provider and model.
+var ErrTurnLeftOpen = &Error{Type: workflows.ErrTypeTurnLeftOpen}
+
 // ErrInboxFull: the session's agent holds workflows.MaxPendingInputs
 // inputs already.
 var ErrInboxFull = &Error{Type: workflows.ErrTypeInboxFull}

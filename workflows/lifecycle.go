@@ -3,6 +3,7 @@ package workflows
 import (
 	"fmt"
 
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -99,7 +100,9 @@ func (l *lifecycle) register() error {
 		return err
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(l.ctx, UpdateAppend, l.handleAppendPayload,
-		workflow.UpdateHandlerOptions{Validator: l.validateAppendPayload}); err != nil {
+		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, in converter.RawValue) error {
+			return boundRejection(l.validateAppendPayload(ctx, in))
+		}}); err != nil {
 		return err
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(l.ctx, UpdateDispose, l.handleDispose,

@@ -52,7 +52,33 @@ func (l *lifecycle) validateAppend(req AppendRequest) error {
 	if err := session.CheckAppendable(l.header, expected, req.Events); err != nil {
 		return invalidArgument(err.Error())
 	}
+	// A session whose agent has a model route runs its own turns: a turn
+	// the batch leaves open would have the agent's next turn nested inside
+	// it, its tool calls never answered (docs/DECISIONS.md D76).
+	if l.routeMissing() == nil {
+		if k, turn := openTurn(req.Events); k >= 0 {
+			return TurnLeftOpenError(l.id, turn, k, req.Events[k].Seq)
+		}
+	}
 	return nil
+}
+
+// openTurn returns the index and number of the turn events leave open (a
+// turn/start not followed by a turn/end), or -1.
+func openTurn(events []session.Event) (int, int64) {
+	open, turn := -1, int64(0)
+	for k, e := range events {
+		switch e.Type {
+		case session.TypeTurnStart:
+			open = k
+			if ts, err := e.TurnStart(); err == nil {
+				turn = ts.Turn
+			}
+		case session.TypeTurnEnd:
+			open = -1
+		}
+	}
+	return open, turn
 }
 
 // handleAppend queues the batch and returns once it is durably stored. A

@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -224,7 +225,7 @@ func SessionLoop(ctx workflow.Context, in SessionLoopInput) (LoopDescription, er
 		}
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateStart, lp.handleStartPayload,
-		workflow.UpdateHandlerOptions{Validator: lp.validateStartPayload}); err != nil {
+		workflow.UpdateHandlerOptions{Validator: func(in converter.RawValue) error { return boundRejection(lp.validateStartPayload(in)) }}); err != nil {
 		return LoopDescription{}, err
 	}
 	readyChs := signalChannels(ctx, SignalSessionReady, LegacySignalSessionReady)

@@ -16,17 +16,17 @@ func (l *lifecycle) registerAgent() error {
 				return l.handleInput(ctx, k, in)
 			},
 			workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, in converter.RawValue) error {
-				return l.validateInput(ctx, k, in)
+				return boundRejection(l.validateInput(ctx, k, in))
 			}}); err != nil {
 			return err
 		}
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(l.ctx, UpdateCancel, l.handleCancel,
-		workflow.UpdateHandlerOptions{Validator: l.validateCancel}); err != nil {
+		workflow.UpdateHandlerOptions{Validator: func(in converter.RawValue) error { return boundRejection(l.validateCancel(in)) }}); err != nil {
 		return err
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(l.ctx, UpdateWaitTurn, l.handleWaitTurn,
-		workflow.UpdateHandlerOptions{Validator: l.validateWaitTurn}); err != nil {
+		workflow.UpdateHandlerOptions{Validator: func(in converter.RawValue) error { return boundRejection(l.validateWaitTurn(in)) }}); err != nil {
 		return err
 	}
 	return workflow.SetQueryHandler(l.ctx, QueryLoopState, l.loopState)

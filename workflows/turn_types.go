@@ -31,6 +31,11 @@ const (
 // runs (or is about to start).
 const ErrTypeTurnRunning = "TurnRunning"
 
+// ErrTypeTurnLeftOpen is the type of the refusal of an Append that would
+// leave a turn open while the session's agent has a model route: the agent's
+// next turn would nest inside it (docs/DECISIONS.md D76).
+const ErrTypeTurnLeftOpen = "TurnLeftOpen"
+
 // ErrTypeInboxFull is the type of the refusal of an input when the loop
 // already holds MaxPendingInputs pending inputs.
 const ErrTypeInboxFull = "InboxFull"
@@ -231,6 +236,15 @@ type InboxState struct {
 func TurnRunningError(id string, turn int64) error {
 	return temporal.NewNonRetryableApplicationError(
 		fmt.Sprintf("agent %s is running turn %d; append between turns", quoteID(id), turn), ErrTypeTurnRunning, nil)
+}
+
+// TurnLeftOpenError is the refusal of an Append batch whose event at index
+// k (seq seq) opens turn turn and which does not end it, while the agent of
+// session id runs its own turns.
+func TurnLeftOpenError(id string, turn int64, k int, seq int64) error {
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+		"agent %s runs its own turns: the append batch leaves turn %d open (its turn/start at index %d, seq %d, has no turn/end); append whole turns",
+		quoteID(id), turn, k, seq), ErrTypeTurnLeftOpen, nil)
 }
 
 // MaxStepsText is the error text of an invalid maxSteps.

@@ -108,10 +108,18 @@ type Options struct {
 //     the pollers wait on another one. One partition doubled the workflows a
 //     single worker completes per second (docs/DECISIONS.md D8).
 //
+// One more value is not about speed: history.maxInFlightUpdatePayloads
+// (wire.InFlightUpdateBytes) keeps an update whose input is too large from
+// reaching a session at all. The SDK echoes an update's request into the
+// workflow's answer, and the server terminates a workflow whose answer
+// exceeds its 2 MiB blob limit; below this value it refuses the update
+// instead (docs/API.md: Update input limit, docs/DECISIONS.md D75).
+//
 // deploy/dynamicconfig/sessionflow.yaml sets the same values for the
 // single-node compose stack.
 func DefaultDynamicConfig() []string {
 	return []string{
+		fmt.Sprintf("%s=%d", wire.InFlightUpdateConfigKey, wire.InFlightUpdateBytes),
 		"history.transferProcessorMaxPollRPS=1000",
 		"history.timerProcessorMaxPollRPS=1000",
 		"history.visibilityProcessorMaxPollRPS=1000",

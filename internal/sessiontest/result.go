@@ -43,6 +43,11 @@ func (r *Result) Decode(t *testing.T, out any) {
 	require.NoError(t, json.Unmarshal(b, out))
 }
 
+// Settled reports whether the update has settled (completed, failed or
+// been rejected) by now; read it in a step (At, AtNoWait) to learn whether
+// it settled before something else happened. It does not count as a check.
+func (r *Result) Settled() bool { return r.done }
+
 // OK requires that the update was accepted and completed without error.
 func (r *Result) OK(t *testing.T) {
 	t.Helper()
