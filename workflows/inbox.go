@@ -31,13 +31,16 @@ type inbox struct {
 	nextStep []PendingInput
 	// wake says a waking input (Followup, Steer) is pending.
 	wake bool
+	// ahead are inputs stored by an earlier attempt of a workflow task
+	// before this run admitted their updates (turn_reconcile.go).
+	ahead []AheadInput
 }
 
 func (b *inbox) state() *InboxState {
-	if len(b.nextTurn) == 0 && len(b.nextStep) == 0 && !b.wake {
+	if len(b.nextTurn) == 0 && len(b.nextStep) == 0 && !b.wake && len(b.ahead) == 0 {
 		return nil
 	}
-	return &InboxState{NextTurn: slices.Clone(b.nextTurn), NextStep: slices.Clone(b.nextStep), Wake: b.wake}
+	return &InboxState{NextTurn: slices.Clone(b.nextTurn), NextStep: slices.Clone(b.nextStep), Wake: b.wake, StoredAhead: slices.Clone(b.ahead)}
 }
 
 func (b *inbox) restore(s *InboxState) {
@@ -45,6 +48,7 @@ func (b *inbox) restore(s *InboxState) {
 		return
 	}
 	b.nextTurn, b.nextStep, b.wake = slices.Clone(s.NextTurn), slices.Clone(s.NextStep), s.Wake
+	b.ahead = slices.Clone(s.StoredAhead)
 }
 
 func (b *inbox) len() int { return len(b.nextTurn) + len(b.nextStep) }
@@ -316,6 +320,12 @@ func (l *lifecycle) queueInput(ctx workflow.Context, k inputKind, req InputReque
 	p.Trace = tracing.HeaderCarrier(ctx)
 	a := &l.agent
 	res := InputResult{MessageID: p.ID, Target: k.target, SplicedSeq: -1}
+	if s, ok := a.inbox.takeAhead(p.ID); ok {
+		// An earlier attempt of the workflow task stored it in a turn's
+		// batch before this attempt admitted it: it is not queued twice.
+		res.Turn = s.Turn
+		return res, nil
+	}
 	if a.turn != nil {
 		res.Turn = a.turn.summary.Turn
 	}

@@ -8,6 +8,7 @@ package workflows_test
 
 import (
 	"context"
+	"github.com/sessionflow/sessionflow/agent"
 	"testing"
 	"time"
 
@@ -102,4 +103,91 @@ func TestLocalAppendRunAgainWithOtherContentIsRefused(t *testing.T) {
 	evs := sessiontest.Stored(t, h.Store, "rerun-other")
 	require.Len(t, evs, 2, "the first run's two events, nothing more")
 	require.JSONEq(t, `{"turn":1,"step":1,"other":true}`, string(evs[1].Data))
+}
+
+// userMessageData is the data of the user/message event of a text input.
+func userMessageData(id, text string) []byte {
+	return []byte(`{"id":"` + id + `","role":"user","content":[{"type":"text","text":"` + text + `"}],"source":{"kind":"user"}}`)
+}
+
+// steerRerun runs turn 1 of session id: f1 opens it, s1 is steered while
+// the model streams; the batch of step 2 is first stored as the unrecorded
+// attempt built it (earlier, from the batch this attempt builds: step/end
+// 1, step/start 2, user/message s1), and s9, an input that attempt had
+// admitted, is steered again after the step. It returns the stored log and
+// the answer to s9.
+func steerRerun(t *testing.T, id string, earlier func([]session.Event) []session.Event) ([]session.Event, workflows.InputResult, workflows.LoopState) {
+	h := sessiontest.NewHarness(t).WithID(id)
+	first := &sessiontest.FakeResponse{Text: "first", Hold: true}
+	sessiontest.NewFakeAgent(h, first, &sessiontest.FakeResponse{Text: "second"}, &sessiontest.FakeResponse{Text: "third"})
+	ran := storeFirstAttempt(h,
+		func(in activities.AppendBatchInput) bool {
+			return len(in.Events) > 1 && in.Events[1].Type == "step/start" && string(in.Events[1].Data) == `{"turn":1,"step":2}`
+		}, earlier)
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, sessiontest.PromptID("f1", "one"))
+	h.AtStarted(2*time.Second, agent.CallModelActivity, func() {})
+	steer := h.UpdateAt(3*time.Second, "", workflows.UpdateSteer, sessiontest.PromptID("s1", "steer"))
+	h.At(3*time.Second, func() { close(first.Release) })
+	again := h.UpdateAt(4*time.Second, "", workflows.UpdateSteer, sessiontest.PromptID("s9", "nine"))
+	h.WaitFor(5*time.Second, "the turn ended", h.TurnsEnded(1))
+	var st workflows.LoopState
+	h.At(6*time.Second, func() { st = h.LoopState() })
+	disp := h.UpdateAt(7*time.Second, "", workflows.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: id, AgentOptions: sessiontest.Route()})
+	require.NoError(t, h.Env.GetWorkflowError())
+	require.Equal(t, 1, *ran, "the step's batch was stored first as the earlier attempt built it")
+	ready.OK(t)
+	fu.OK(t)
+	steer.OK(t)
+	disp.OK(t)
+	var res workflows.InputResult
+	again.Decode(t, &res)
+	evs := sessiontest.Stored(t, h.Store, id)
+	sessiontest.RequireContiguous(t, evs)
+	sessiontest.RequireBalanced(t, evs)
+	return evs, res, st
+}
+
+// The observed flood case: the unrecorded attempt claimed s1 and s9, this
+// one only s1 (s9's update comes back later). The log holds both once; the
+// turn goes on from what is stored, and s9's update is answered as claimed
+// by turn 1 without being stored again.
+func TestTurnStepStoredWithMoreInputsByEarlierAttempt(t *testing.T) {
+	evs, res, st := steerRerun(t, "rerun-more", func(evs []session.Event) []session.Event {
+		nine := evs[len(evs)-1]
+		nine.Seq++
+		nine.Data = userMessageData("s9", "nine")
+		return append(evs, nine)
+	})
+	require.Equal(t, []string{
+		"turn/start", "step/start", "user/message", "assistant/message",
+		"step/end", "step/start", "user/message", "user/message", "assistant/message", "step/end", "turn/end",
+	}, sessiontest.Types(evs))
+	require.Equal(t, []string{"one", "steer", "nine"}, sessiontest.UserTexts(t, evs))
+	require.Equal(t, []string{"completed"}, sessiontest.ReasonKinds(sessiontest.TurnEnds(t, evs)))
+	require.Equal(t, workflows.InputResult{MessageID: "s9", Target: "next-step", Turn: 1, SplicedSeq: -1}, res)
+	require.Len(t, st.Recent, 1)
+	require.Equal(t, []string{"f1", "s1", "s9"}, st.Recent[0].Claimed)
+	require.Empty(t, st.Pending.NextStep)
+}
+
+// The unrecorded attempt claimed another input (s9) than this one (s1):
+// the log holds s9 in step 2, s1 goes back to the inbox and step 3 claims
+// it; s9's update is answered without storing it again. Each input is
+// stored once and the turn completes.
+func TestTurnStepStoredWithOtherInputsByEarlierAttempt(t *testing.T) {
+	evs, res, st := steerRerun(t, "rerun-swap", func(evs []session.Event) []session.Event {
+		evs[len(evs)-1].Data = userMessageData("s9", "nine")
+		return evs
+	})
+	require.Equal(t, []string{
+		"turn/start", "step/start", "user/message", "assistant/message",
+		"step/end", "step/start", "user/message", "assistant/message",
+		"step/end", "step/start", "user/message", "assistant/message", "step/end", "turn/end",
+	}, sessiontest.Types(evs))
+	require.Equal(t, []string{"one", "nine", "steer"}, sessiontest.UserTexts(t, evs))
+	require.Equal(t, []string{"completed"}, sessiontest.ReasonKinds(sessiontest.TurnEnds(t, evs)))
+	require.Equal(t, workflows.InputResult{MessageID: "s9", Target: "next-step", Turn: 1, SplicedSeq: -1}, res)
+	require.Equal(t, []string{"f1", "s9", "s1"}, st.Recent[0].Claimed)
 }

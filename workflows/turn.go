@@ -216,12 +216,13 @@ func (l *lifecycle) turnSteps(tctx workflow.Context, t *turnRun) (agent.EndTurnI
 		batch = append(batch, e)
 		return nil
 	}
-	flush := func() error {
+	flush := func(claimed []PendingInput) error {
 		if len(batch) == 0 {
 			return nil
 		}
-		err := l.storeTurnBatch(batch)
+		ids, err := l.storeTurnBatch(batch, claimed)
 		batch = nil
+		t.summary.Claimed = append(t.summary.Claimed, ids...)
 		return err
 	}
 	if err := add(session.TypeTurnStart, session.TurnStart{Turn: turn}, false); err != nil {
@@ -265,9 +266,8 @@ steps:
 			if err := add(session.TypeUserMessage, p.Message, true); err != nil {
 				return end, err
 			}
-			t.summary.Claimed = append(t.summary.Claimed, p.ID)
 		}
-		if err := flush(); err != nil {
+		if err := flush(claimed); err != nil {
 			return end, err
 		}
 		t.step, openStep, t.calls = step, step, nil
@@ -332,7 +332,7 @@ steps:
 			end.MessageSeq, end.MaxTokens = -1, false
 		}
 	}
-	if err := flush(); err != nil {
+	if err := flush(nil); err != nil {
 		return end, err
 	}
 	end.Step = openStep
@@ -341,14 +341,21 @@ steps:
 }
 
 // storeTurnBatch stores workflow-built events, in batches within the
-// batch limit.
-func (l *lifecycle) storeTurnBatch(events []session.Event) error {
+// batch limit; their user/message events are the claimed inputs, in order.
+// It returns the ids of the inputs stored: the claimed ones, or those an
+// earlier attempt of the workflow task stored in their place (adoptHeld).
+func (l *lifecycle) storeTurnBatch(events []session.Event, claimed []PendingInput) ([]string, error) {
+	local := l.localTurnStores()
+	ids := make([]string, 0, len(claimed))
+	for _, p := range claimed {
+		ids = append(ids, p.ID)
+	}
 	for len(events) > 0 {
 		take, size := 0, 0
 		for take < len(events) {
 			n, err := batchBytes(events[take : take+1])
 			if err != nil {
-				return err
+				return ids, err
 			}
 			if take > 0 && size+n > l.set.maxBatchBytes {
 				break
@@ -358,9 +365,20 @@ func (l *lifecycle) storeTurnBatch(events []session.Event) error {
 		}
 		var res activities.AppendResult
 		err := l.turnStore(l.turnTraced(l.dctx), activities.AppendBatchName,
-			activities.AppendBatchInput{Ref: *l.ref, Events: events[:take], Rerun: l.localTurnStores()}).Get(l.dctx, &res)
+			activities.AppendBatchInput{Ref: *l.ref, Events: events[:take], Rerun: local, Reconcile: local}).Get(l.dctx, &res)
 		if err != nil {
-			return unwrapActivity(err)
+			return ids, unwrapActivity(err)
+		}
+		if len(res.Held) > 0 {
+			// An earlier attempt of this workflow task stored this batch
+			// and the rest with other claims: the log holds them all.
+			_, msgs := splitClaims(events)
+			held, err := l.adoptHeld(events, claimed, res)
+			if err != nil {
+				return ids, err
+			}
+			ids = append(ids[:len(ids)-msgs], held...)
+			take = len(events)
 		}
 		l.nextSeq = res.NextSeq
 		if tl := session.LastTurn(events[:take]); tl > 0 {
@@ -368,7 +386,7 @@ func (l *lifecycle) storeTurnBatch(events []session.Event) error {
 		}
 		events = events[take:]
 	}
-	return nil
+	return ids, nil
 }
 
 func abortedReason(cause string) *session.TurnEndReason {

@@ -225,6 +225,10 @@ type InboxState struct {
 	NextStep []PendingInput `json:"nextStep,omitempty"`
 	// Wake reports that a waking input is pending.
 	Wake bool `json:"wake,omitempty"`
+	// StoredAhead are inputs a turn stored before their updates were
+	// admitted (docs/DECISIONS.md D66): their updates are answered without
+	// queuing them again.
+	StoredAhead []AheadInput `json:"storedAhead,omitempty"`
 }
 
 // TurnRunningError is the refusal of an Append while turn runs.

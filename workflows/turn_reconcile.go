@@ -1,0 +1,197 @@
+package workflows
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/sessionflow/sessionflow/activities"
+	"github.com/sessionflow/sessionflow/session"
+)
+
+// A turn's batch claims the inputs its workflow task admitted. When that
+// task is retried after its local store ran (its completion was refused:
+// it timed out, or its worker died), the next attempt admits the updates
+// again, possibly in another grouping, and builds another batch at the same
+// seqs. The store reports what the earlier attempt stored instead of
+// writing (jsonl.Handle.AppendReconcile) and the turn adopts it: the log
+// is the truth (docs/DECISIONS.md D66, LIFECYCLE.md §13.3).
+
+// turnReconcileChange names the versioned change that adopts a turn's
+// batch stored by an earlier attempt of the workflow task. Its marker is
+// recorded only by a run that adopts one.
+const turnReconcileChange = "turn-reconcile-held"
+
+// AheadInput is an input an earlier attempt of a workflow task stored
+// before this attempt admitted its update: when the update comes, it is
+// answered without being queued again.
+type AheadInput struct {
+	// ID is the message id.
+	ID string `json:"id"`
+	// Turn is the turn that stored it.
+	Turn int64 `json:"turn"`
+}
+
+// maxStoredAhead bounds the stored-ahead ids kept (the oldest go first):
+// an update whose earlier attempt was never recorded comes back within the
+// next workflow tasks, or not at all.
+const maxStoredAhead = 4 * MaxPendingInputs
+
+// messageID is the id in a user message's data.
+func messageID(msg json.RawMessage) string {
+	var m struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(msg, &m)
+	return m.ID
+}
+
+// adoptHeld makes the turn's state what the log holds where its batch
+// (events, whose user/message events are the last len(claimed) claimed
+// inputs) was to go: the same events but for the claimed inputs, as the
+// earlier attempt stored them. Inputs the batch claims that the log does
+// not hold go back to the front of the next-step inbox; inputs the log
+// holds that this attempt has not admitted are stored ahead, and one this
+// attempt queued since the claim leaves the inbox. It returns the message
+// ids the log holds, in order. Any other difference is refused as the
+// store refused it before.
+func (l *lifecycle) adoptHeld(events []session.Event, claimed []PendingInput, res activities.AppendResult) ([]string, error) {
+	first := events[0].Seq
+	refuse := func(why string) error {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"the log of %s holds other events at seqs %d..%d than the turn's batch: %s",
+			quoteID(l.id), first, res.NextSeq-1, why), "SeqMismatch", nil)
+	}
+	built, msgs := splitClaims(events)
+	if msgs > len(claimed) {
+		return nil, refuse("the batch claims inputs it does not hold")
+	}
+	claimed = claimed[len(claimed)-msgs:]
+	// The head of the held run is the earlier attempt's version of this
+	// batch: its events besides the claimed inputs, then the inputs.
+	var heldIDs []string
+	k, structs := 0, 0
+	for ; k < len(res.Held); k++ {
+		h := res.Held[k]
+		if h.Type == session.TypeUserMessage {
+			heldIDs = append(heldIDs, h.MessageID)
+			continue
+		}
+		if structs == len(built) {
+			break
+		}
+		if len(heldIDs) > 0 {
+			return nil, refuse("a " + h.Type + " follows claimed inputs")
+		}
+		if e := built[structs]; h.Type != e.Type || !bytes.Equal(h.Data, e.Data) {
+			return nil, refuse(fmt.Sprintf("a %s where the batch has a %s", h.Type, e.Type))
+		}
+		structs++
+	}
+	if structs != len(built) {
+		return nil, refuse(fmt.Sprintf("%d events besides the inputs, the batch has %d", structs, len(built)))
+	}
+	same := len(heldIDs) == len(claimed)
+	for i := 0; same && i < len(claimed); i++ {
+		same = heldIDs[i] == messageID(claimed[i].Message)
+	}
+	if k < len(res.Held) {
+		if !same {
+			return nil, refuse("other inputs, and a " + res.Held[k].Type + " after them")
+		}
+		// The batch as built, and what the earlier attempt stored after
+		// it (AppendRerun's rule, FORMAT.md §4.6).
+		return inputIDs(heldIDs, claimed), nil
+	}
+	if same {
+		return inputIDs(heldIDs, claimed), nil
+	}
+	if workflow.GetVersion(l.dctx, turnReconcileChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return nil, refuse("this run predates adopting them")
+	}
+	b := &l.agent.inbox
+	var back []PendingInput
+	for _, p := range claimed {
+		if !slices.Contains(heldIDs, messageID(p.Message)) {
+			if p.Stored {
+				return nil, refuse("an input held by a stored splice is not among them")
+			}
+			back = append(back, p)
+		}
+	}
+	turn := int64(0)
+	if l.agent.turn != nil {
+		turn = l.agent.turn.summary.Turn
+	}
+	for _, id := range heldIDs {
+		if slices.ContainsFunc(claimed, func(p PendingInput) bool { return messageID(p.Message) == id }) {
+			continue
+		}
+		if b.has(id) {
+			// Admitted since the claim: it is stored already.
+			b.remove(id)
+			continue
+		}
+		b.ahead = append(b.ahead, AheadInput{ID: id, Turn: turn})
+	}
+	if n := len(b.ahead); n > maxStoredAhead {
+		b.ahead = slices.Clone(b.ahead[n-maxStoredAhead:])
+	}
+	b.nextStep = append(back, b.nextStep...)
+	heldIDs = inputIDs(heldIDs, claimed)
+	workflow.GetLogger(l.dctx).Warn("the log holds the turn's batch as an earlier attempt of the workflow task stored it; adopted",
+		"SessionID", l.id, "Seq", first, "NextSeq", res.NextSeq, "Held", len(heldIDs), "Requeued", len(back))
+	return heldIDs, nil
+}
+
+// inputIDs maps the message ids of held user messages to the ids of the
+// claimed inputs they are (an input restored from stored splices may carry
+// another id than its message's).
+func inputIDs(held []string, claimed []PendingInput) []string {
+	out := make([]string, len(held))
+	for i, id := range held {
+		out[i] = id
+		if j := slices.IndexFunc(claimed, func(p PendingInput) bool { return messageID(p.Message) == id }); j >= 0 {
+			out[i] = claimed[j].ID
+		}
+	}
+	return out
+}
+
+// splitClaims returns the events of a turn's batch but its user/message
+// events, and how many user/message events it has.
+func splitClaims(events []session.Event) ([]session.Event, int) {
+	var out []session.Event
+	n := 0
+	for _, e := range events {
+		if e.Type == session.TypeUserMessage {
+			n++
+			continue
+		}
+		out = append(out, e)
+	}
+	return out, n
+}
+
+// remove drops the pending input id from the inbox.
+func (b *inbox) remove(id string) {
+	drop := func(p PendingInput) bool { return p.ID == id }
+	b.nextStep = slices.DeleteFunc(b.nextStep, drop)
+	b.nextTurn = slices.DeleteFunc(b.nextTurn, drop)
+}
+
+// takeAhead reports whether id was stored ahead of its update, and forgets
+// it: the update is answered as claimed by that turn.
+func (b *inbox) takeAhead(id string) (AheadInput, bool) {
+	i := slices.IndexFunc(b.ahead, func(s AheadInput) bool { return s.ID == id })
+	if i < 0 {
+		return AheadInput{}, false
+	}
+	s := b.ahead[i]
+	b.ahead = slices.Delete(slices.Clone(b.ahead), i, i+1)
+	return s, true
+}
