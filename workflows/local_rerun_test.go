@@ -191,3 +191,50 @@ func TestTurnStepStoredWithOtherInputsByEarlierAttempt(t *testing.T) {
 	require.Equal(t, workflows.InputResult{MessageID: "s9", Target: "next-step", Turn: 1, SplicedSeq: -1}, res)
 	require.Equal(t, []string{"f1", "s9", "s1"}, st.Recent[0].Claimed)
 }
+
+// The unrecorded attempt ended turn 1 after step 1 (s1 had not come yet)
+// where this one opens step 2 for s1: the turn ends as stored, s1 goes
+// back to the inbox and starts turn 2, stored once.
+func TestTurnEndedByEarlierAttempt(t *testing.T) {
+	h := sessiontest.NewHarness(t).WithID("rerun-ended")
+	first := &sessiontest.FakeResponse{Text: "first", Hold: true}
+	sessiontest.NewFakeAgent(h, first, &sessiontest.FakeResponse{Text: "second"})
+	var turnEnd session.Event
+	ran := storeFirstAttempt(h,
+		func(in activities.AppendBatchInput) bool {
+			return len(in.Events) > 1 && in.Events[1].Type == "step/start" && string(in.Events[1].Data) == `{"turn":1,"step":2}`
+		},
+		func(evs []session.Event) []session.Event {
+			turnEnd = sessiontest.Ev(t, "turn/end", evs[1].Seq, map[string]any{"turn": 1, "reason": map[string]string{"kind": "completed"}})
+			return []session.Event{evs[0], turnEnd}
+		})
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, sessiontest.PromptID("f1", "one"))
+	h.AtStarted(2*time.Second, agent.CallModelActivity, func() {})
+	steer := h.UpdateAt(3*time.Second, "", workflows.UpdateSteer, sessiontest.PromptID("s1", "steer"))
+	h.At(3*time.Second, func() { close(first.Release) })
+	h.WaitFor(4*time.Second, "two turns ended", h.TurnsEnded(2))
+	var st workflows.LoopState
+	h.At(6*time.Second, func() { st = h.LoopState() })
+	disp := h.UpdateAt(7*time.Second, "", workflows.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "rerun-ended", AgentOptions: sessiontest.Route()})
+	require.NoError(t, h.Env.GetWorkflowError())
+	require.Equal(t, 1, *ran)
+	ready.OK(t)
+	fu.OK(t)
+	steer.OK(t)
+	disp.OK(t)
+	evs := sessiontest.Stored(t, h.Store, "rerun-ended")
+	sessiontest.RequireContiguous(t, evs)
+	sessiontest.RequireBalanced(t, evs)
+	require.Equal(t, []string{
+		"turn/start", "step/start", "user/message", "assistant/message", "step/end", "turn/end",
+		"turn/start", "step/start", "user/message", "assistant/message", "step/end", "turn/end",
+	}, sessiontest.Types(evs))
+	require.Equal(t, turnEnd.Time, evs[5].Time, "turn 1's end is the earlier attempt's")
+	require.Equal(t, []string{"one", "steer"}, sessiontest.UserTexts(t, evs))
+	require.Equal(t, []string{"completed", "completed"}, sessiontest.ReasonKinds(sessiontest.TurnEnds(t, evs)))
+	require.Len(t, st.Recent, 2)
+	require.Equal(t, []string{"f1"}, st.Recent[0].Claimed)
+	require.Equal(t, []string{"s1"}, st.Recent[1].Claimed)
+}

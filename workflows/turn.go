@@ -133,7 +133,11 @@ func (l *lifecycle) runTurn() {
 	tctx = l.startTurnSpan(tctx, t)
 	a.turn = t
 	end, err := l.turnSteps(tctx, t)
-	if err == nil {
+	var ended *turnEndedHeld
+	if errors.As(err, &ended) {
+		// An earlier attempt of the workflow task stored the turn's end.
+		end.Reason, err = ended.reason, nil
+	} else if err == nil {
 		var res agent.EndTurnResult
 		err = unwrapActivity(l.turnStore(t.span.Context(l.dctx), agent.EndTurnActivity, end).Get(l.dctx, &res))
 		if err == nil {
@@ -374,6 +378,11 @@ func (l *lifecycle) storeTurnBatch(events []session.Event, claimed []PendingInpu
 			// and the rest with other claims: the log holds them all.
 			_, msgs := splitClaims(events)
 			held, err := l.adoptHeld(events, claimed, res)
+			var ended *turnEndedHeld
+			if errors.As(err, &ended) {
+				l.nextSeq = ended.next
+				return ids[:len(ids)-msgs], err
+			}
 			if err != nil {
 				return ids, err
 			}

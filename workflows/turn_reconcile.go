@@ -71,6 +71,11 @@ func (l *lifecycle) adoptHeld(events []session.Event, claimed []PendingInput, re
 		return nil, refuse("the batch claims inputs it does not hold")
 	}
 	claimed = claimed[len(claimed)-msgs:]
+	if ended, err := l.heldTurnEnd(built, claimed, res, refuse); err != nil {
+		return nil, err
+	} else if ended != nil {
+		return nil, ended
+	}
 	// The head of the held run is the earlier attempt's version of this
 	// batch: its events besides the claimed inputs, then the inputs.
 	var heldIDs []string
@@ -146,6 +151,52 @@ func (l *lifecycle) adoptHeld(events []session.Event, claimed []PendingInput, re
 	workflow.GetLogger(l.dctx).Warn("the log holds the turn's batch as an earlier attempt of the workflow task stored it; adopted",
 		"SessionID", l.id, "Seq", first, "NextSeq", res.NextSeq, "Held", len(heldIDs), "Requeued", len(back))
 	return heldIDs, nil
+}
+
+// turnEndedHeld is adoptHeld's report that the earlier attempt ended the
+// turn where this one stores its next step: the turn ends as stored.
+type turnEndedHeld struct {
+	reason session.TurnEndReason
+	// next is the seq after the stored turn/end.
+	next int64
+}
+
+func (e *turnEndedHeld) Error() string { return "the turn ended as stored by an earlier attempt" }
+
+// heldTurnEnd recognizes a held run in which the earlier attempt ended the
+// turn (EndTurn's step/end and turn/end) where this one opens a step:
+// every held event before the turn/end is one the batch holds at its
+// place, none a claimed input or a splice. The claimed inputs go back to
+// the front of the next-step inbox and the turn ends with the stored
+// reason (adoptHeld returns the *turnEndedHeld as its error). It returns
+// nil, nil when the held run does not end the turn.
+func (l *lifecycle) heldTurnEnd(built []session.Event, claimed []PendingInput, res activities.AppendResult, refuse func(string) error) (*turnEndedHeld, error) {
+	end := slices.IndexFunc(res.Held, func(h activities.HeldEvent) bool { return h.Type == session.TypeTurnEnd })
+	if end < 0 || l.agent.turn == nil {
+		return nil, nil
+	}
+	var te session.TurnEnd
+	if err := json.Unmarshal(res.Held[end].Data, &te); err != nil || te.Turn != l.agent.turn.summary.Turn {
+		return nil, refuse("a turn/end of another turn")
+	}
+	for i, h := range res.Held[:end] {
+		if h.Type == session.TypeUserMessage || h.Type == session.TypeInboxSpliced || i >= len(built) ||
+			h.Type != built[i].Type || !bytes.Equal(h.Data, built[i].Data) {
+			return nil, refuse("the turn ended after other events than the batch's")
+		}
+	}
+	if slices.ContainsFunc(claimed, func(p PendingInput) bool { return p.Stored }) {
+		return nil, refuse("the turn ended without claiming the inputs of stored splices")
+	}
+	if workflow.GetVersion(l.dctx, turnReconcileChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return nil, refuse("this run predates adopting it")
+	}
+	b := &l.agent.inbox
+	b.nextStep = append(slices.Clone(claimed), b.nextStep...)
+	first := res.NextSeq - int64(len(res.Held))
+	workflow.GetLogger(l.dctx).Warn("the log holds the turn's end as an earlier attempt of the workflow task stored it; adopted",
+		"SessionID", l.id, "Seq", first, "Requeued", len(claimed))
+	return &turnEndedHeld{reason: te.Reason, next: first + int64(end) + 1}, nil
 }
 
 // inputIDs maps the message ids of held user messages to the ids of the
