@@ -52,8 +52,8 @@ type HeldEvent struct {
 	MessageID string          `json:"messageId,omitempty"`
 }
 
-// heldEvents describes held for AppendResult.Held.
-func heldEvents(held []session.Event) []HeldEvent {
+// HeldEvents describes held for AppendResult.Held.
+func HeldEvents(held []session.Event) []HeldEvent {
 	out := make([]HeldEvent, len(held))
 	for i, e := range held {
 		out[i].Type = e.Type
@@ -114,7 +114,7 @@ func (a *Activities) AppendBatch(ctx context.Context, in AppendBatchInput) (Appe
 			return AppendResult{}, MapError(err)
 		}
 		if held != nil {
-			return AppendResult{NextSeq: held[len(held)-1].Seq + 1, Held: heldEvents(held)}, nil
+			return AppendResult{NextSeq: held[len(held)-1].Seq + 1, Held: HeldEvents(held)}, nil
 		}
 	} else {
 		store := h.Append

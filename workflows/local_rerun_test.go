@@ -8,6 +8,7 @@ package workflows_test
 
 import (
 	"context"
+	"encoding/json"
 	"github.com/sessionflow/sessionflow/agent"
 	"testing"
 	"time"
@@ -237,4 +238,59 @@ func TestTurnEndedByEarlierAttempt(t *testing.T) {
 	require.Len(t, st.Recent, 2)
 	require.Equal(t, []string{"f1"}, st.Recent[0].Claimed)
 	require.Equal(t, []string{"s1"}, st.Recent[1].Claimed)
+}
+
+// The unrecorded attempt opened step 2 for s9 (admitted in that attempt)
+// where this one, without s9, ends the turn: EndTurn stores nothing and
+// reports the held step, the turn goes on with it, and s9's update, when
+// it comes, is answered as claimed by turn 1 and not stored again.
+func TestTurnNextStepOpenedByEarlierAttempt(t *testing.T) {
+	h := sessiontest.NewHarness(t).WithID("rerun-next")
+	fa := sessiontest.NewFakeAgent(h, &sessiontest.FakeResponse{Text: "first"}, &sessiontest.FakeResponse{Text: "second"})
+	ends := 0
+	h.Env.OnActivity(agent.EndTurnActivity, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, in agent.EndTurnInput) (agent.EndTurnResult, error) {
+			ends++
+			if ends == 1 {
+				hd := h.Store.Attach(in.Ref)
+				seq := hd.NextSeq()
+				nine := sessiontest.Ev(t, "user/message", seq+2, json.RawMessage(userMessageData("s9", "nine")))
+				nine.SurfaceOp = session.AppendOp()
+				require.NoError(t, hd.AppendRerun(ctx, []session.Event{
+					sessiontest.Ev(t, "step/end", seq, session.StepEnd{Turn: 1, Step: 1}),
+					sessiontest.Ev(t, "step/start", seq+1, session.StepStart{Turn: 1, Step: 2}),
+					nine,
+				}))
+			}
+			return fa.EndTurn(ctx, in)
+		})
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, sessiontest.PromptID("f1", "one"))
+	h.WaitFor(3*time.Second, "the turn ended", h.TurnsEnded(1))
+	again := h.UpdateAt(4*time.Second, "", workflows.UpdateSteer, sessiontest.PromptID("s9", "nine"))
+	var st workflows.LoopState
+	h.At(6*time.Second, func() { st = h.LoopState() })
+	disp := h.UpdateAt(7*time.Second, "", workflows.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "rerun-next", AgentOptions: sessiontest.Route()})
+	require.NoError(t, h.Env.GetWorkflowError())
+	ready.OK(t)
+	fu.OK(t)
+	disp.OK(t)
+	var res workflows.InputResult
+	again.Decode(t, &res)
+	require.Equal(t, workflows.InputResult{MessageID: "s9", Target: "next-step", Turn: 1, SplicedSeq: -1}, res)
+	evs := sessiontest.Stored(t, h.Store, "rerun-next")
+	sessiontest.RequireContiguous(t, evs)
+	sessiontest.RequireBalanced(t, evs)
+	require.Equal(t, []string{
+		"turn/start", "step/start", "user/message", "assistant/message",
+		"step/end", "step/start", "user/message", "assistant/message", "step/end", "turn/end",
+	}, sessiontest.Types(evs))
+	require.Equal(t, []string{"one", "nine"}, sessiontest.UserTexts(t, evs))
+	require.Equal(t, []string{"completed"}, sessiontest.ReasonKinds(sessiontest.TurnEnds(t, evs)))
+	require.Equal(t, 2, ends)
+	require.Len(t, st.Recent, 1)
+	require.Equal(t, []string{"f1", "s9"}, st.Recent[0].Claimed)
+	require.Equal(t, int64(2), st.Recent[0].Steps)
+	require.Empty(t, st.Pending.NextStep)
 }

@@ -132,17 +132,39 @@ func (l *lifecycle) runTurn() {
 	}
 	tctx = l.startTurnSpan(tctx, t)
 	a.turn = t
-	end, err := l.turnSteps(tctx, t)
-	var ended *turnEndedHeld
-	if errors.As(err, &ended) {
-		// An earlier attempt of the workflow task stored the turn's end.
-		end.Reason, err = ended.reason, nil
-	} else if err == nil {
+	var (
+		end    agent.EndTurnInput
+		err    error
+		resume *session.TurnEndReason
+	)
+	for {
+		end, err = l.turnSteps(tctx, t, resume)
+		resume = nil
+		var ended *turnEndedHeld
+		if errors.As(err, &ended) {
+			// An earlier attempt of the workflow task stored the turn's end.
+			end.Reason, err = ended.reason, nil
+			break
+		}
+		if err != nil {
+			break
+		}
+		if l.localTurnStores() {
+			end.ExpectSeq = l.nextSeq
+		}
 		var res agent.EndTurnResult
 		err = unwrapActivity(l.turnStore(t.span.Context(l.dctx), agent.EndTurnActivity, end).Get(l.dctx, &res))
+		if err == nil && len(res.Held) > 0 {
+			// An earlier attempt opened the next step: the turn goes on.
+			if err = l.adoptNextStep(t, end.Step, res); err == nil {
+				resume = &end.Reason
+				continue
+			}
+		}
 		if err == nil {
 			l.nextSeq = max(l.nextSeq, res.NextSeq)
 		}
+		break
 	}
 	if err != nil {
 		workflow.GetLogger(l.ctx).Error("turn failed to store; disposing the session", "session", l.id, "turn", t.summary.Turn, "error", errorMessage(err))
@@ -204,8 +226,10 @@ func (l *lifecycle) claim(first bool, seq, now int64) ([]PendingInput, []session
 	return claimed, splices, nil
 }
 
-// turnSteps runs the turn's steps and returns how to end it.
-func (l *lifecycle) turnSteps(tctx workflow.Context, t *turnRun) (agent.EndTurnInput, error) {
+// turnSteps runs the turn's steps and returns how to end it. With resume
+// (the reason the turn had), it goes on with the step t.step, opened and
+// stored already (adoptNextStep), from its model call.
+func (l *lifecycle) turnSteps(tctx workflow.Context, t *turnRun, resume *session.TurnEndReason) (agent.EndTurnInput, error) {
 	turn := t.summary.Turn
 	end := agent.EndTurnInput{Ref: *l.ref, Turn: turn, MessageSeq: -1}
 	var batch []session.Event
@@ -229,52 +253,58 @@ func (l *lifecycle) turnSteps(tctx workflow.Context, t *turnRun) (agent.EndTurnI
 		t.summary.Claimed = append(t.summary.Claimed, ids...)
 		return err
 	}
-	if err := add(session.TypeTurnStart, session.TurnStart{Turn: turn}, false); err != nil {
-		return end, err
-	}
 	var reason *session.TurnEndReason
 	openStep := int64(0)
+	if resume != nil {
+		reason, openStep = resume, t.step
+	} else if err := add(session.TypeTurnStart, session.TurnStart{Turn: turn}, false); err != nil {
+		return end, err
+	}
 steps:
 	for {
 		if t.cause != "" {
 			reason = abortedReason(t.cause)
 			break
 		}
-		step := t.step + 1
-		if step > l.maxSteps() {
+		step, resumed := t.step+1, resume != nil
+		if resumed {
+			step, resume = t.step, nil
+		} else if step > l.maxSteps() {
 			reason = &session.TurnEndReason{Kind: session.TurnEndBlocked}
 			break
 		}
-		claimed, splice, err := l.claim(step == 1, l.nextSeq+int64(len(batch)), workflow.Now(l.dctx).UnixMilli())
-		if err != nil {
-			return end, err
-		}
-		batch = append(batch, splice...)
-		if step == 1 && len(claimed) == 0 {
-			// Nothing to say: the turn spends no model call.
-			reason = &session.TurnEndReason{Kind: session.TurnEndCompleted}
-			break
-		}
-		if reason != nil && len(claimed) == 0 {
-			break
-		}
-		if openStep > 0 {
-			if err := add(session.TypeStepEnd, session.StepEnd{Turn: turn, Step: openStep}, false); err != nil {
+		if !resumed {
+			claimed, splice, err := l.claim(step == 1, l.nextSeq+int64(len(batch)), workflow.Now(l.dctx).UnixMilli())
+			if err != nil {
 				return end, err
 			}
-		}
-		if err := add(session.TypeStepStart, session.StepStart{Turn: turn, Step: step}, false); err != nil {
-			return end, err
-		}
-		for _, p := range claimed {
-			if err := add(session.TypeUserMessage, p.Message, true); err != nil {
+			batch = append(batch, splice...)
+			if step == 1 && len(claimed) == 0 {
+				// Nothing to say: the turn spends no model call.
+				reason = &session.TurnEndReason{Kind: session.TurnEndCompleted}
+				break
+			}
+			if reason != nil && len(claimed) == 0 {
+				break
+			}
+			if openStep > 0 {
+				if err := add(session.TypeStepEnd, session.StepEnd{Turn: turn, Step: openStep}, false); err != nil {
+					return end, err
+				}
+			}
+			if err := add(session.TypeStepStart, session.StepStart{Turn: turn, Step: step}, false); err != nil {
 				return end, err
 			}
+			for _, p := range claimed {
+				if err := add(session.TypeUserMessage, p.Message, true); err != nil {
+					return end, err
+				}
+			}
+			if err := flush(claimed); err != nil {
+				return end, err
+			}
+			t.step, openStep, t.calls = step, step, nil
 		}
-		if err := flush(claimed); err != nil {
-			return end, err
-		}
-		t.step, openStep, t.calls = step, step, nil
 		end.Step = step
 		if t.cause != "" {
 			reason = abortedReason(t.cause)

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sessionflow/sessionflow/activities"
+	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/session"
 )
 
@@ -245,4 +246,41 @@ func (b *inbox) takeAhead(id string) (AheadInput, bool) {
 	s := b.ahead[i]
 	b.ahead = slices.Delete(slices.Clone(b.ahead), i, i+1)
 	return s, true
+}
+
+// adoptNextStep makes the turn go on with the step an earlier attempt of
+// the workflow task opened where this one ended the turn: EndTurn found
+// the step/end of step, the step/start of step+1 and that step's claimed
+// inputs (res.Held) and stored nothing. The held inputs are the step's
+// claim: one this attempt has queued leaves the inbox, the others are
+// stored ahead. The turn continues with the step's model call.
+func (l *lifecycle) adoptNextStep(t *turnRun, step int64, res agent.EndTurnResult) error {
+	h := res.Held
+	first := res.NextSeq - int64(len(h))
+	if len(h) < 2 || h[0].Type != session.TypeStepEnd || h[1].Type != session.TypeStepStart {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"the log of %s holds other events at seqs %d..%d than the end of turn %d", quoteID(l.id), first, res.NextSeq-1, t.summary.Turn), "SeqMismatch", nil)
+	}
+	if workflow.GetVersion(l.dctx, turnReconcileChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"the log of %s holds step %d of turn %d, opened by a run that predates adopting it", quoteID(l.id), step+1, t.summary.Turn), "SeqMismatch", nil)
+	}
+	b := &l.agent.inbox
+	for _, e := range h[2:] {
+		id := e.MessageID
+		if b.has(id) {
+			b.remove(id)
+		} else {
+			b.ahead = append(b.ahead, AheadInput{ID: id, Turn: t.summary.Turn})
+		}
+		t.summary.Claimed = append(t.summary.Claimed, id)
+	}
+	if n := len(b.ahead); n > maxStoredAhead {
+		b.ahead = slices.Clone(b.ahead[n-maxStoredAhead:])
+	}
+	t.step, t.calls = step+1, nil
+	l.nextSeq = res.NextSeq
+	workflow.GetLogger(l.dctx).Warn("the log holds the turn's next step as an earlier attempt of the workflow task stored it; adopted",
+		"SessionID", l.id, "Seq", first, "Step", step+1, "Held", len(h)-2)
+	return nil
 }
