@@ -248,9 +248,15 @@ func (l *lifecycle) turnSteps(tctx workflow.Context, t *turnRun, resume *session
 		if len(batch) == 0 {
 			return nil
 		}
+		// The claimed inputs are the turn's while they are stored (a
+		// WaitTurn finds them); the store may say which ones it holds.
+		n := len(t.summary.Claimed)
+		for _, p := range claimed {
+			t.summary.Claimed = append(t.summary.Claimed, p.ID)
+		}
 		ids, err := l.storeTurnBatch(batch, claimed)
 		batch = nil
-		t.summary.Claimed = append(t.summary.Claimed, ids...)
+		t.summary.Claimed = append(t.summary.Claimed[:n], ids...)
 		return err
 	}
 	var reason *session.TurnEndReason
