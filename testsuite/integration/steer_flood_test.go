@@ -91,6 +91,23 @@ func (w *world) logFloodFailure(id string, proc *workerProc) {
 	w.t.Logf("history tail:\n%s", strings.Join(lines, "\n"))
 }
 
+// logDeliveries logs, for each duplicated message (dup holds "id×n"), the
+// update events of every run of the session that carry it.
+func (w *world) logDeliveries(firstRunID, id string, dup []string) {
+	wid := workflows.WorkflowID(id)
+	for i, runID := range w.runs(wid, firstRunID) {
+		for _, e := range w.history(wid, runID).Events {
+			raw := e.String()
+			for _, d := range dup {
+				msg := strings.Split(d, "×")[0]
+				if strings.Contains(raw, msg) {
+					w.t.Logf("%s: run %d event %d %s", msg, i+1, e.GetEventId(), e.GetEventType())
+				}
+			}
+		}
+	}
+}
+
 // floodSession creates session id, starts a turn, floods it and checks the
 // log.
 func floodSession(t *testing.T, w *world, id string) {
@@ -172,6 +189,9 @@ func floodSession(t *testing.T, w *world, id string) {
 	sort.Strings(missing)
 	sort.Strings(dup)
 	require.Empty(t, missing, "acknowledged steers not stored (%d of %d acknowledged)", len(missing), len(acked))
+	if len(dup) > 0 {
+		w.logDeliveries(run.GetRunID(), id, dup)
+	}
 	require.Empty(t, dup, "inputs stored more than once")
 	require.Empty(t, unknown, "user messages nobody sent")
 	require.True(t, idle, "the loop did not become idle with nothing pending; last state %+v", last)
