@@ -294,3 +294,45 @@ func TestTurnNextStepOpenedByEarlierAttempt(t *testing.T) {
 	require.Equal(t, int64(2), st.Recent[0].Steps)
 	require.Empty(t, st.Pending.NextStep)
 }
+
+// An input update delivered again (the same message id and message): a
+// client whose answer was lost sends it again, and the server knows an
+// update's id only within its run, so after continue-as-new it reaches the
+// next run as a new update. While it is pending it is answered without
+// being queued twice; once a turn stored it, it is answered as claimed by
+// that turn and not stored again (also by the next run, which is given
+// the claims in its state).
+func TestTurnInputDeliveredAgainIsStoredOnce(t *testing.T) {
+	h := sessiontest.NewHarness(t).WithID("again")
+	first := &sessiontest.FakeResponse{Text: "first", Hold: true}
+	sessiontest.NewFakeAgent(h, first, &sessiontest.FakeResponse{Text: "second"})
+	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, sessiontest.PromptID("f1", "one"))
+	h.AtStarted(2*time.Second, agent.CallModelActivity, func() {})
+	s1 := h.UpdateAt(3*time.Second, "", workflows.UpdateSteer, sessiontest.PromptID("s1", "steer"))
+	pending := h.UpdateAt(3*time.Second, "", workflows.UpdateSteer, sessiontest.PromptID("s1", "steer"))
+	other := h.UpdateAt(3*time.Second, "", workflows.UpdateSteer, sessiontest.PromptID("s1", "other text"))
+	h.At(3*time.Second, func() { close(first.Release) })
+	h.WaitFor(4*time.Second, "the turn ended", h.TurnsEnded(1))
+	stored := h.UpdateAt(5*time.Second, "", workflows.UpdateSteer, sessiontest.PromptID("s1", "steer"))
+	f1 := h.UpdateAt(5*time.Second, "", workflows.UpdateFollowup, sessiontest.PromptID("f1", "one"))
+	var st workflows.LoopState
+	h.At(6*time.Second, func() { st = h.LoopState() })
+	disp := h.UpdateAt(7*time.Second, "", workflows.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "again", AgentOptions: sessiontest.Route()})
+	require.NoError(t, h.Env.GetWorkflowError())
+	ready.OK(t)
+	fu.OK(t)
+	disp.OK(t)
+	for _, r := range []*sessiontest.Result{s1, pending, stored, f1} {
+		var res workflows.InputResult
+		r.Decode(t, &res)
+		require.Equal(t, int64(1), res.Turn, "answered as turn 1's input")
+	}
+	require.ErrorContains(t, other.Rejection(t), `Steer: message "s1" is already pending`, "another message under a pending id is refused as before")
+	evs := sessiontest.Stored(t, h.Store, "again")
+	sessiontest.RequireBalanced(t, evs)
+	require.Equal(t, []string{"one", "steer"}, sessiontest.UserTexts(t, evs))
+	require.Len(t, st.Recent, 1, "nothing delivered again started a turn")
+	require.Equal(t, workflows.LoopIdle, st.State)
+}

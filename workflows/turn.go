@@ -257,6 +257,15 @@ func (l *lifecycle) turnSteps(tctx workflow.Context, t *turnRun, resume *session
 		ids, err := l.storeTurnBatch(batch, claimed)
 		batch = nil
 		t.summary.Claimed = append(t.summary.Claimed[:n], ids...)
+		if err == nil {
+			var stored []PendingInput
+			for _, p := range claimed {
+				if slices.Contains(ids, p.ID) {
+					stored = append(stored, p)
+				}
+			}
+			l.agent.inbox.noteClaimed(turn, stored)
+		}
 		return err
 	}
 	var reason *session.TurnEndReason

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -137,9 +138,9 @@ func (l *lifecycle) adoptHeld(events []session.Event, claimed []PendingInput, re
 		if slices.ContainsFunc(claimed, func(p PendingInput) bool { return messageID(p.Message) == id }) {
 			continue
 		}
-		if b.has(id) {
+		if p, ok := b.take(id); ok {
 			// Admitted since the claim: it is stored already.
-			b.remove(id)
+			b.noteClaimed(turn, []PendingInput{p})
 			continue
 		}
 		b.ahead = append(b.ahead, AheadInput{ID: id, Turn: turn})
@@ -229,11 +230,16 @@ func splitClaims(events []session.Event) ([]session.Event, int) {
 	return out, n
 }
 
-// remove drops the pending input id from the inbox.
-func (b *inbox) remove(id string) {
-	drop := func(p PendingInput) bool { return p.ID == id }
-	b.nextStep = slices.DeleteFunc(b.nextStep, drop)
-	b.nextTurn = slices.DeleteFunc(b.nextTurn, drop)
+// take removes the pending input id from the inbox and returns it.
+func (b *inbox) take(id string) (PendingInput, bool) {
+	for _, l := range []*[]PendingInput{&b.nextStep, &b.nextTurn} {
+		if i := slices.IndexFunc(*l, func(p PendingInput) bool { return p.ID == id }); i >= 0 {
+			p := (*l)[i]
+			*l = slices.Delete(slices.Clone(*l), i, i+1)
+			return p, true
+		}
+	}
+	return PendingInput{}, false
 }
 
 // takeAhead reports whether id was stored ahead of its update, and forgets
@@ -268,8 +274,8 @@ func (l *lifecycle) adoptNextStep(t *turnRun, step int64, res agent.EndTurnResul
 	b := &l.agent.inbox
 	for _, e := range h[2:] {
 		id := e.MessageID
-		if b.has(id) {
-			b.remove(id)
+		if p, ok := b.take(id); ok {
+			b.noteClaimed(t.summary.Turn, []PendingInput{p})
 		} else {
 			b.ahead = append(b.ahead, AheadInput{ID: id, Turn: t.summary.Turn})
 		}
@@ -283,4 +289,54 @@ func (l *lifecycle) adoptNextStep(t *turnRun, step int64, res agent.EndTurnResul
 	workflow.GetLogger(l.dctx).Warn("the log holds the turn's next step as an earlier attempt of the workflow task stored it; adopted",
 		"SessionID", l.id, "Seq", first, "Step", step+1, "Held", len(h)-2)
 	return nil
+}
+
+// ClaimedInput is an input a turn stored, kept (the latest
+// maxRecentClaims, carried across continue-as-new) so that its update,
+// delivered again, is answered and not stored twice: the server keeps an
+// update's id only within its run, and a client sends an update again when
+// its answer was lost (docs/DECISIONS.md D66).
+type ClaimedInput struct {
+	// ID is the message id.
+	ID string `json:"id"`
+	// Sum is the SHA-256 of the message (the user/message data).
+	Sum []byte `json:"sum"`
+	// Turn is the turn that claimed it.
+	Turn int64 `json:"turn"`
+}
+
+// maxRecentClaims bounds the claimed inputs kept for deduplication.
+const maxRecentClaims = 4 * MaxPendingInputs
+
+// messageSum is the digest of a message kept in ClaimedInput.
+func messageSum(msg []byte) []byte {
+	s := sha256.Sum256(msg)
+	return s[:]
+}
+
+// noteClaimed keeps the inputs turn stored.
+func (b *inbox) noteClaimed(turn int64, stored []PendingInput) {
+	for _, p := range stored {
+		b.claimed = append(b.claimed, ClaimedInput{ID: p.ID, Sum: messageSum(p.Message), Turn: turn})
+	}
+	if n := len(b.claimed); n > maxRecentClaims {
+		b.claimed = slices.Clone(b.claimed[n-maxRecentClaims:])
+	}
+}
+
+// delivered reports whether p is an input already queued or stored (the
+// same id and message), delivered again, and the turn that claimed it (0
+// while it is pending).
+func (b *inbox) delivered(p PendingInput) (int64, bool) {
+	same := func(q PendingInput) bool { return q.ID == p.ID && bytes.Equal(q.Message, p.Message) }
+	if slices.ContainsFunc(b.nextStep, same) || slices.ContainsFunc(b.nextTurn, same) {
+		return 0, true
+	}
+	sum := messageSum(p.Message)
+	for i := len(b.claimed) - 1; i >= 0; i-- {
+		if c := b.claimed[i]; c.ID == p.ID && bytes.Equal(c.Sum, sum) {
+			return c.Turn, true
+		}
+	}
+	return 0, false
 }

@@ -229,6 +229,9 @@ type InboxState struct {
 	// admitted (docs/DECISIONS.md D66): their updates are answered without
 	// queuing them again.
 	StoredAhead []AheadInput `json:"storedAhead,omitempty"`
+	// Claimed are the latest inputs turns stored, whose updates delivered
+	// again are answered without storing them twice (D66).
+	Claimed []ClaimedInput `json:"claimed,omitempty"`
 }
 
 // TurnRunningError is the refusal of an Append while turn runs.
