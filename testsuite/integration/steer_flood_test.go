@@ -145,6 +145,19 @@ func floodSession(t *testing.T, w *world, id string) {
 	t.Logf("%d of %d steers acknowledged; refusals: %v", len(acked), floodSteers, errs)
 	require.NotEmpty(t, acked, "no steer was acknowledged")
 
+	// A client sends a steer whose answer it did not get again, with the
+	// same message id: whether or not the first one was stored, it is
+	// stored once.
+	for i := range floodSteers {
+		msg := fmt.Sprintf("s-%04d", i)
+		if acked[msg] {
+			continue
+		}
+		_, err := c.Steer(w.ctx(), id, workflows.InputRequest{MessageID: msg, Content: json.RawMessage(fmt.Sprintf("%q", "steer "+msg))})
+		require.NoError(t, err, "steer %s sent again", msg)
+		acked[msg] = true
+	}
+
 	// Wait until the loop is idle with nothing pending (or the session is
 	// gone, which the checks below report).
 	var last workflows.LoopState
