@@ -145,5 +145,5 @@ func TestTurnContinueAsNewWaitsForTheTurn(t *testing.T) {
 	require.Empty(t, state.Inbox.NextStep, "nothing pending")
 	require.False(t, state.Inbox.Wake)
 	require.Len(t, state.Inbox.Claimed, 1, "the claimed input is kept, so that its update delivered again to the next run is not stored twice")
-	require.Equal(t, "msg-u2", state.Inbox.Claimed[0].ID)
+	require.Equal(t, state.RecentTurns[0].Claimed, []string{state.Inbox.Claimed[0].ID})
 }

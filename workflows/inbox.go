@@ -335,7 +335,7 @@ func (l *lifecycle) queueInput(ctx workflow.Context, k inputKind, req InputReque
 		res.Turn = s.Turn
 		return res, nil
 	}
-	if turn, again := a.inbox.delivered(p); again {
+	if turn, again := a.inbox.delivered(p); again && a.againChange.takenIn(l.dctx, inputAgainChange) {
 		// Its update delivered again (sent again by a client whose answer
 		// was lost, or to the next run after continue-as-new): the input
 		// is pending or stored already.

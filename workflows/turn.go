@@ -47,6 +47,10 @@ type agentLoop struct {
 
 	turnsChange change // the agent-turns version
 	localChange change // the turn-local-stores version
+	// reconcileChange is the turn-reconcile-held version, againChange the
+	// input-delivered-again one (turn_reconcile.go).
+	reconcileChange change
+	againChange     change
 	// waiters counts the running WaitTurn waits (and waiting inputs);
 	// releaseWaiters answers those of a turn not running, before
 	// continue-as-new.
@@ -157,7 +161,8 @@ func (l *lifecycle) runTurn() {
 		if err == nil && len(res.Held) > 0 {
 			// An earlier attempt opened the next step: the turn goes on.
 			if err = l.adoptNextStep(t, end.Step, res); err == nil {
-				resume = &end.Reason
+				reason := end.Reason
+				resume = &reason
 				continue
 			}
 		}

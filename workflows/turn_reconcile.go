@@ -28,6 +28,13 @@ import (
 // recorded only by a run that adopts one.
 const turnReconcileChange = "turn-reconcile-held"
 
+// inputAgainChange names the versioned change that answers an input
+// update delivered again (the same message id and message as a pending or
+// recently stored input) without queuing it: runs recorded before it
+// queued (and stored) it again. Its marker is recorded by the first such
+// update of a run.
+const inputAgainChange = "input-delivered-again"
+
 // AheadInput is an input an earlier attempt of a workflow task stored
 // before this attempt admitted its update: when the update comes, it is
 // answered without being queued again.
@@ -117,7 +124,7 @@ func (l *lifecycle) adoptHeld(events []session.Event, claimed []PendingInput, re
 	if same {
 		return inputIDs(heldIDs, claimed), nil
 	}
-	if workflow.GetVersion(l.dctx, turnReconcileChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if !l.agent.reconcileChange.takenIn(l.dctx, turnReconcileChange) {
 		return nil, refuse("this run predates adopting them")
 	}
 	b := &l.agent.inbox
@@ -190,7 +197,7 @@ func (l *lifecycle) heldTurnEnd(built []session.Event, claimed []PendingInput, r
 	if slices.ContainsFunc(claimed, func(p PendingInput) bool { return p.Stored }) {
 		return nil, refuse("the turn ended without claiming the inputs of stored splices")
 	}
-	if workflow.GetVersion(l.dctx, turnReconcileChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if !l.agent.reconcileChange.takenIn(l.dctx, turnReconcileChange) {
 		return nil, refuse("this run predates adopting it")
 	}
 	b := &l.agent.inbox
@@ -267,7 +274,7 @@ func (l *lifecycle) adoptNextStep(t *turnRun, step int64, res agent.EndTurnResul
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 			"the log of %s holds other events at seqs %d..%d than the end of turn %d", quoteID(l.id), first, res.NextSeq-1, t.summary.Turn), "SeqMismatch", nil)
 	}
-	if workflow.GetVersion(l.dctx, turnReconcileChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if !l.agent.reconcileChange.takenIn(l.dctx, turnReconcileChange) {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 			"the log of %s holds step %d of turn %d, opened by a run that predates adopting it", quoteID(l.id), step+1, t.summary.Turn), "SeqMismatch", nil)
 	}
