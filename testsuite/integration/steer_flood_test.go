@@ -63,6 +63,11 @@ func TestSteerFloodDuringTurn(t *testing.T) {
 		}
 	})
 	floodSession(t, w, id)
+	// What the flood provoked: retried workflow tasks (the case of D66)
+	// come with load, and the adoptions with them.
+	out := proc.out.String()
+	t.Logf("worker: %d workflow task attempts failed, %d batches adopted",
+		strings.Count(out, "Failed to process workflow task"), strings.Count(out, "as an earlier attempt of the workflow task stored it; adopted"))
 }
 
 // logFloodFailure logs what a failed flood leaves: the worker's log and
