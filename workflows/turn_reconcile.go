@@ -21,7 +21,7 @@ import (
 // again, possibly in another grouping, and builds another batch at the same
 // seqs. The store reports what the earlier attempt stored instead of
 // writing (jsonl.Handle.AppendReconcile) and the turn adopts it: the log
-// is the truth (docs/DECISIONS.md D66, LIFECYCLE.md §13.3).
+// is the truth (docs/DECISIONS.md D66, LIFECYCLE.md §13.2).
 
 // turnReconcileChange names the versioned change that adopts a turn's
 // batch stored by an earlier attempt of the workflow task. Its marker is
