@@ -24,7 +24,7 @@ type AppendBatchInput struct {
 	// the log holds other events at its seqs, nothing is written and the
 	// result's Held describes them, for the workflow to adopt
 	// (jsonl.Handle.AppendReconcile, FORMAT.md §4.6, docs/DECISIONS.md
-	// D66).
+	// D77).
 	Reconcile bool `json:"reconcile,omitempty"`
 }
 

@@ -123,7 +123,7 @@ func TestEndTurnRefusals(t *testing.T) {
 
 // TestEndTurnNextStepHeld: the log holds, past the workflow's ExpectSeq,
 // the opening of the next step that an earlier attempt of the workflow
-// task stored (docs/DECISIONS.md D66): EndTurn stores nothing and reports
+// task stored (docs/DECISIONS.md D77): EndTurn stores nothing and reports
 // it, the claimed input by its message id. Anything else past ExpectSeq
 // does not stop the end.
 func TestEndTurnNextStepHeld(t *testing.T) {

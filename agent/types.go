@@ -130,7 +130,7 @@ type EndTurnInput struct {
 	// step/end of Step, step/start of Step+1 and claimed inputs), stored
 	// by an earlier attempt of the workflow task that admitted other
 	// inputs, nothing is stored and the result's Held describes them
-	// (docs/DECISIONS.md D66).
+	// (docs/DECISIONS.md D77).
 	ExpectSeq int64 `json:"expectSeq,omitempty"`
 }
 

@@ -21,7 +21,7 @@ import (
 // again, possibly in another grouping, and builds another batch at the same
 // seqs. The store reports what the earlier attempt stored instead of
 // writing (jsonl.Handle.AppendReconcile) and the turn adopts it: the log
-// is the truth (docs/DECISIONS.md D66, LIFECYCLE.md §13.2).
+// is the truth (docs/DECISIONS.md D77, LIFECYCLE.md §13.2).
 
 // turnReconcileChange names the versioned change that adopts a turn's
 // batch stored by an earlier attempt of the workflow task. Its marker is
@@ -302,7 +302,7 @@ func (l *lifecycle) adoptNextStep(t *turnRun, step int64, res agent.EndTurnResul
 // maxRecentClaims, carried across continue-as-new) so that its update,
 // delivered again, is answered and not stored twice: the server keeps an
 // update's id only within its run, and a client sends an update again when
-// its answer was lost (docs/DECISIONS.md D66).
+// its answer was lost (docs/DECISIONS.md D77).
 type ClaimedInput struct {
 	// ID is the message id.
 	ID string `json:"id"`

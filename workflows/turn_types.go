@@ -226,11 +226,11 @@ type InboxState struct {
 	// Wake reports that a waking input is pending.
 	Wake bool `json:"wake,omitempty"`
 	// StoredAhead are inputs a turn stored before their updates were
-	// admitted (docs/DECISIONS.md D66): their updates are answered without
+	// admitted (docs/DECISIONS.md D77): their updates are answered without
 	// queuing them again.
 	StoredAhead []AheadInput `json:"storedAhead,omitempty"`
 	// Claimed are the latest inputs turns stored, whose updates delivered
-	// again are answered without storing them twice (D66).
+	// again are answered without storing them twice (D77).
 	Claimed []ClaimedInput `json:"claimed,omitempty"`
 }
 

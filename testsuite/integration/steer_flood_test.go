@@ -64,7 +64,7 @@ func TestSteerFloodDuringTurn(t *testing.T) {
 		}
 	})
 	floodSession(t, w, id)
-	// What the flood provoked: retried workflow tasks (the case of D66)
+	// What the flood provoked: retried workflow tasks (the case of D77)
 	// come with load, and the adoptions with them.
 	out := proc.out.String()
 	t.Logf("worker: %d workflow task attempts failed, %d batches adopted",
