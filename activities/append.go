@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
@@ -18,12 +19,55 @@ type AppendBatchInput struct {
 	// an earlier attempt stored are matched in every field but `time` and
 	// not stored twice (jsonl.Handle.AppendRerun, FORMAT.md §4.6).
 	Rerun bool `json:"rerun,omitempty"`
+	// Reconcile marks, with Rerun, a turn's batch whose claimed inputs an
+	// earlier attempt of the workflow task may have chosen otherwise: when
+	// the log holds other events at its seqs, nothing is written and the
+	// result's Held describes them, for the workflow to adopt
+	// (jsonl.Handle.AppendReconcile, FORMAT.md §4.6, docs/DECISIONS.md
+	// D77).
+	Reconcile bool `json:"reconcile,omitempty"`
 }
+
+// MaxHeld bounds the events a reconciled append reports as held: a turn's
+// batch holds its own events and at most MaxPendingInputs claimed inputs
+// (workflows.MaxPendingInputs, 256); a longer run of other events is
+// refused as SeqMismatch.
+const MaxHeld = 512
 
 // AppendResult reports the log's next seq after an append.
 type AppendResult struct {
 	// NextSeq is the seq the next append must carry.
 	NextSeq int64 `json:"nextSeq"`
+	// Held, for a Reconcile batch not written, describes the events the
+	// log holds from the batch's first seq to NextSeq, in seq order.
+	Held []HeldEvent `json:"held,omitempty"`
+}
+
+// HeldEvent is a stored event reported instead of a reconciled batch: its
+// type and data, but for a user/message only its message id (the workflow
+// holds the message, or its update brings it again).
+type HeldEvent struct {
+	Type      string          `json:"type"`
+	Data      json.RawMessage `json:"data,omitempty"`
+	MessageID string          `json:"messageId,omitempty"`
+}
+
+// HeldEvents describes held for AppendResult.Held.
+func HeldEvents(held []session.Event) []HeldEvent {
+	out := make([]HeldEvent, len(held))
+	for i, e := range held {
+		out[i].Type = e.Type
+		if e.Type != session.TypeUserMessage {
+			out[i].Data = e.Data
+			continue
+		}
+		var m struct {
+			ID string `json:"id"`
+		}
+		_ = json.Unmarshal(e.Data, &m)
+		out[i].MessageID = m.ID
+	}
+	return out
 }
 
 // StoreSeedInput is the input of StoreSeed: the fork of a parent's prefix
@@ -64,12 +108,22 @@ func (a *Activities) AppendBatch(ctx context.Context, in AppendBatchInput) (Appe
 	stop := a.heartbeat(ctx)
 	defer stop()
 	h := st.Attach(in.Ref)
-	store := h.Append
-	if in.Rerun {
-		store = h.AppendRerun
-	}
-	if err := store(ctx, in.Events); err != nil {
-		return AppendResult{}, MapError(err)
+	if in.Rerun && in.Reconcile {
+		held, err := h.AppendReconcile(ctx, in.Events, MaxHeld)
+		if err != nil {
+			return AppendResult{}, MapError(err)
+		}
+		if held != nil {
+			return AppendResult{NextSeq: held[len(held)-1].Seq + 1, Held: HeldEvents(held)}, nil
+		}
+	} else {
+		store := h.Append
+		if in.Rerun {
+			store = h.AppendRerun
+		}
+		if err := store(ctx, in.Events); err != nil {
+			return AppendResult{}, MapError(err)
+		}
 	}
 	next := h.NextSeq()
 	if n := len(in.Events); n > 0 {

@@ -33,14 +33,19 @@ func (a *Activities) EndTurn(ctx context.Context, in EndTurnInput) (EndTurnResul
 		return EndTurnResult{}, err
 	}
 	var commitKeys []string
+	var held []session.Event
 	next, err := h.Update(ctx, 0, func(tail []session.Event, next int64) ([]session.Event, error) {
-		commitKeys = nil
+		commitKeys, held = nil, nil
 		start, ended, err := turnBounds(tail, in.Turn)
 		if err != nil || ended {
 			return nil, err
 		}
 		if start < 0 {
 			return nil, invalidLog("end of turn %d: the log has no turn/start of it", in.Turn)
+		}
+		if in.ExpectSeq > int64(start) && in.ExpectSeq < next && nextStepOpened(tail[in.ExpectSeq:], in.Turn, in.Step) {
+			held = session.CloneEvents(tail[in.ExpectSeq:])
+			return nil, nil
 		}
 		now := a.nowMs()
 		var batch []session.Event
@@ -70,10 +75,36 @@ func (a *Activities) EndTurn(ctx context.Context, in EndTurnInput) (EndTurnResul
 	if err != nil {
 		return EndTurnResult{}, activities.MapError(err)
 	}
+	if held != nil {
+		return EndTurnResult{NextSeq: next, Held: activities.HeldEvents(held)}, nil
+	}
 	for _, k := range commitKeys {
 		a.unstage(ctx, h, k)
 	}
 	return EndTurnResult{NextSeq: next}, nil
+}
+
+// nextStepOpened reports whether events are the opening of step step+1 of
+// turn as a turn's batch stores it: step/end of step, step/start of
+// step+1, then claimed inputs only (at most activities.MaxHeld events).
+func nextStepOpened(events []session.Event, turn, step int64) bool {
+	if step < 1 || len(events) < 2 || len(events) > activities.MaxHeld {
+		return false
+	}
+	se, err := events[0].StepEnd()
+	if events[0].Type != session.TypeStepEnd || err != nil || se.Turn != turn || se.Step != step {
+		return false
+	}
+	ss, err := events[1].StepStart()
+	if events[1].Type != session.TypeStepStart || err != nil || ss.Turn != turn || ss.Step != step+1 {
+		return false
+	}
+	for _, e := range events[2:] {
+		if e.Type != session.TypeUserMessage {
+			return false
+		}
+	}
+	return true
 }
 
 // turnBounds finds the index of the last turn/start of turn in tail (-1

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/session"
 )
@@ -118,4 +119,40 @@ func TestEndTurnRefusals(t *testing.T) {
 	require.ErrorAs(t, err, &app)
 	require.Contains(t, app.Error(), "no assistant/message at seq 1")
 	require.Len(t, f.log(), 3)
+}
+
+// TestEndTurnNextStepHeld: the log holds, past the workflow's ExpectSeq,
+// the opening of the next step that an earlier attempt of the workflow
+// task stored (docs/DECISIONS.md D77): EndTurn stores nothing and reports
+// it, the claimed input by its message id. Anything else past ExpectSeq
+// does not stop the end.
+func TestEndTurnNextStepHeld(t *testing.T) {
+	f := newFixture(t, nil, answer("done"))
+	res, err := f.callModel(f.acts, f.modelInput(1, 1))
+	require.NoError(t, err)
+	expect := res.NextSeq
+	f.append(
+		ev(t, session.TypeStepEnd, expect, `{"turn":1,"step":1}`),
+		ev(t, session.TypeStepStart, expect+1, `{"turn":1,"step":2}`),
+		surface(t, session.TypeUserMessage, expect+2, `{"id":"s9","role":"user","content":[{"type":"text","text":"nine"}],"source":{"kind":"user"}}`),
+	)
+	in := agent.EndTurnInput{Ref: f.hd.Ref(), Turn: 1, Step: 1, MessageSeq: -1, Reason: session.TurnEndReason{Kind: "completed"}, ExpectSeq: expect}
+	out, err := f.endTurn(f.acts, in)
+	require.NoError(t, err)
+	require.Equal(t, expect+3, out.NextSeq)
+	require.Equal(t, []activities.HeldEvent{
+		{Type: "step/end", Data: json.RawMessage(`{"turn":1,"step":1}`)},
+		{Type: "step/start", Data: json.RawMessage(`{"turn":1,"step":2}`)},
+		{Type: "user/message", MessageID: "s9"},
+	}, out.Held)
+	require.Equal(t, []string{"turn/start", "user/message", "step/start", "assistant/message", "step/end", "step/start", "user/message"}, types(f.log()), "nothing stored")
+
+	// Without ExpectSeq, or with the workflow's cursor at the log's end,
+	// the turn ends as before.
+	in.ExpectSeq, in.Step = expect+3, 2
+	out, err = f.endTurn(f.acts, in)
+	require.NoError(t, err)
+	require.Nil(t, out.Held)
+	require.Equal(t, expect+5, out.NextSeq)
+	requireBalanced(t, f.log())
 }

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/wire"
@@ -128,9 +129,19 @@ type EndTurnInput struct {
 	MaxTokens bool `json:"maxTokens,omitempty"`
 	// Reason is the turn's end reason.
 	Reason session.TurnEndReason `json:"reason"`
+	// ExpectSeq, when set, is the log's next seq as the workflow knows it.
+	// When the log holds, from there, the opening of step Step+1 (its
+	// step/end of Step, step/start of Step+1 and claimed inputs), stored
+	// by an earlier attempt of the workflow task that admitted other
+	// inputs, nothing is stored and the result's Held describes them
+	// (docs/DECISIONS.md D77).
+	ExpectSeq int64 `json:"expectSeq,omitempty"`
 }
 
 // EndTurnResult reports the log's next seq after EndTurn.
 type EndTurnResult struct {
 	NextSeq int64 `json:"nextSeq"`
+	// Held describes the opening of the next step the log holds from
+	// EndTurnInput.ExpectSeq, when the turn was not ended for it.
+	Held []activities.HeldEvent `json:"held,omitempty"`
 }

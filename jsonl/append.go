@@ -106,7 +106,8 @@ func (h *Handle) current(ctx context.Context) ([]session.Event, error) {
 // a retried append activity safe. When Append returns nil the batch has been
 // fsynced.
 func (h *Handle) Append(ctx context.Context, events []session.Event) error {
-	return h.append(ctx, events, false)
+	_, err := h.append(ctx, events, appendExact, 0)
+	return err
 }
 
 // AppendRerun is Append for a store that may run again with a batch built
@@ -118,54 +119,118 @@ func (h *Handle) Append(ctx context.Context, events []session.Event) error {
 // events after them are appended. Any other difference is SeqMismatch, as
 // for Append.
 func (h *Handle) AppendRerun(ctx context.Context, events []session.Event) error {
-	return h.append(ctx, events, true)
+	_, err := h.append(ctx, events, appendRerun, 0)
+	return err
 }
 
-func (h *Handle) append(ctx context.Context, events []session.Event, rerun bool) error {
+// AppendReconcile is AppendRerun for a batch whose content an earlier,
+// unrecorded run of its builder may have chosen otherwise (FORMAT.md §4.6):
+// a turn's batch that claims the inputs its workflow task admitted, which a
+// retried task admits in another grouping. When the log's events from the
+// batch's first seq up to the cursor are the batch's head (equal but for
+// `time`), the rest is appended and held is nil, as by AppendRerun.
+// Otherwise nothing is written and held is a copy of those stored events,
+// for the caller to adopt; more than maxHeld of them is SeqMismatch.
+func (h *Handle) AppendReconcile(ctx context.Context, events []session.Event, maxHeld int) (held []session.Event, err error) {
+	return h.append(ctx, events, appendReconcile, maxHeld)
+}
+
+// appendMode is how append treats a batch that starts below the cursor.
+type appendMode int
+
+const (
+	// appendExact: only a batch wholly held, exactly, is accepted.
+	appendExact appendMode = iota
+	// appendRerun: the held head must equal but for time; the rest is
+	// appended.
+	appendRerun
+	// appendReconcile: as appendRerun, and other held events are returned
+	// instead of refused.
+	appendReconcile
+)
+
+func (h *Handle) append(ctx context.Context, events []session.Event, mode appendMode, maxHeld int) ([]session.Event, error) {
 	id := h.ref.SessionID
 	if h.state().closed.Load() {
-		return handleClosed(id, "append")
+		return nil, handleClosed(id, "append")
 	}
 	batch, err := session.SnapshotBatch(events)
 	if err != nil {
-		return invalidArgument(id, err)
+		return nil, invalidArgument(id, err)
 	}
 	if h.ref.Access != AccessWrite {
-		return readOnly(id, "append")
+		return nil, readOnly(id, "append")
 	}
 	if len(batch) == 0 {
-		return nil
+		return nil, nil
 	}
 	s := h.s
 	unlock, err := s.begin(ctx, id)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer unlock()
 	st, err := h.writer(ctx, "append")
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var held []session.Event
 	err = s.withWriterLease(ctx, st, func() error {
 		if err := s.refresh(st); err != nil {
 			return err
 		}
 		if batch[0].Seq < st.cursor {
-			n, err := s.storedMatch(st, batch, rerun)
-			if err != nil || n == len(batch) {
+			n, err := s.storedMatch(st, batch, mode != appendExact)
+			if err != nil {
 				return err
 			}
-			if rerun {
+			if mode == appendReconcile && n == 0 {
+				held, err = s.heldFrom(st, batch[0].Seq, maxHeld)
+				if err != nil || held != nil {
+					return err
+				}
+			}
+			if n == len(batch) {
+				if mode == appendReconcile && batch[0].Seq+int64(n) < st.cursor {
+					// The batch is held and more after it: the caller
+					// adopts the whole held run.
+					held, err = s.heldFrom(st, batch[0].Seq, maxHeld)
+					if err != nil || held != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			if mode != appendExact {
 				batch = batch[n:]
 			}
 		}
 		return s.appendChecked(ctx, st, batch)
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	s.touchSummary(st.dir)
-	return nil
+	if held == nil {
+		s.touchSummary(st.dir)
+	}
+	return held, nil
+}
+
+// heldFrom returns a copy of the stored events from seq first to the
+// cursor, or nil (and the caller's contiguity check refuses the batch)
+// when first is not below the cursor or they are more than maxHeld.
+func (s *Store) heldFrom(st *handleState, first int64, maxHeld int) ([]session.Event, error) {
+	if first < 0 || first >= st.cursor || st.cursor-first > int64(maxHeld) {
+		return nil, nil
+	}
+	stored, err := s.storedEvents(st)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(stored)) < st.cursor {
+		return nil, nil
+	}
+	return session.CloneEvents(stored[first:st.cursor]), nil
 }
 
 // storedMatch returns how many leading events of batch the log holds at

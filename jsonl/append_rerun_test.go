@@ -93,3 +93,103 @@ func TestAppendRerunOtherContentIsSeqMismatch(t *testing.T) {
 		require.Equal(t, int64(4), hd.NextSeq())
 	})
 }
+
+// opening is a turn's opening batch at seq 0: turn/start, step/start and
+// the user messages of texts.
+func opening(t *testing.T, texts ...string) []session.Event {
+	out := []session.Event{turnStart(t, 0, 1), stepStart(t, 1, 1, 1)}
+	for i, text := range texts {
+		out = append(out, userMessage(t, int64(2+i), text))
+	}
+	return out
+}
+
+// AppendReconcile (FORMAT.md §4.6): a batch built again with other claims
+// than the stored one writes nothing and gets the stored events back; the
+// log is unchanged.
+func TestAppendReconcileOtherContentReturnsHeld(t *testing.T) {
+	eachCompression(t, func(t *testing.T, comp jsonl.Compression) {
+		e := newEnv(t, comp, nil)
+		h := header("reconcile-other", "")
+		hd := create(t, e.store, h)
+		stored := opening(t, "a", "b")
+		require.NoError(t, hd.AppendRerun(bg, stored))
+		path := e.logPath(h.Cwd, h.ID)
+		before := readFile(t, path)
+
+		held, err := hd.AppendReconcile(bg, later(opening(t, "a", "c", "d")), 16)
+		require.NoError(t, err)
+		require.Equal(t, lines(t, stored...), lines(t, held...), "the stored events, with their own time")
+		require.Equal(t, before, readFile(t, path))
+		require.Equal(t, int64(4), hd.NextSeq())
+
+		// Held is the caller's copy.
+		held[0].Type = "changed"
+		require.Equal(t, "turn/start", readAll(t, e.store, h.ID)[0].Type)
+	})
+}
+
+// A batch that is the head of what is stored, with more stored after it:
+// the whole stored run comes back (AppendRerun accepts it silently).
+func TestAppendReconcileBatchHeldWithMoreReturnsHeld(t *testing.T) {
+	eachCompression(t, func(t *testing.T, comp jsonl.Compression) {
+		e := newEnv(t, comp, nil)
+		h := header("reconcile-more", "")
+		hd := create(t, e.store, h)
+		stored := opening(t, "a", "b", "c")
+		require.NoError(t, hd.AppendRerun(bg, stored))
+
+		held, err := hd.AppendReconcile(bg, later(opening(t, "a")), 16)
+		require.NoError(t, err)
+		require.Equal(t, lines(t, stored...), lines(t, held...))
+
+		require.NoError(t, hd.AppendRerun(bg, later(opening(t, "a"))), "AppendRerun's rule is unchanged")
+		require.Equal(t, int64(5), hd.NextSeq())
+	})
+}
+
+// A stored head equal but for time: the rest is appended and nothing is
+// held; an exact re-append holds nothing either.
+func TestAppendReconcileStoredHeadAppendsTheRest(t *testing.T) {
+	eachCompression(t, func(t *testing.T, comp jsonl.Compression) {
+		e := newEnv(t, comp, nil)
+		h := header("reconcile-head", "")
+		hd := create(t, e.store, h)
+		require.NoError(t, hd.AppendRerun(bg, opening(t, "a")))
+
+		held, err := hd.AppendReconcile(bg, later(opening(t, "a", "b")), 16)
+		require.NoError(t, err)
+		require.Nil(t, held)
+		got := readAll(t, e.store, h.ID)
+		require.Equal(t, upTo(4), seqs(got))
+		require.Equal(t, lines(t, opening(t, "a", "b")[:3]...), lines(t, got[:3]...), "the first run's events keep their time")
+
+		held, err = hd.AppendReconcile(bg, opening(t, "a", "b"), 16)
+		require.NoError(t, err)
+		require.Nil(t, held)
+		require.Equal(t, int64(4), hd.NextSeq())
+	})
+}
+
+// More held events than the caller's bound, or a batch above the cursor:
+// the seq mismatch, nothing written.
+func TestAppendReconcileRefusals(t *testing.T) {
+	eachCompression(t, func(t *testing.T, comp jsonl.Compression) {
+		e := newEnv(t, comp, nil)
+		h := header("reconcile-refused", "")
+		hd := create(t, e.store, h)
+		require.NoError(t, hd.AppendRerun(bg, opening(t, "a", "b")))
+		path := e.logPath(h.Cwd, h.ID)
+		before := readFile(t, path)
+
+		held, err := hd.AppendReconcile(bg, opening(t, "c"), 3)
+		requireCode(t, err, jsonl.ErrSeqMismatch)
+		require.EqualError(t, err, `append seq mismatch for "reconcile-refused": expected 4 at index 0, got 0`)
+		require.Nil(t, held)
+
+		held, err = hd.AppendReconcile(bg, []session.Event{stepEnd(t, 5, 1, 1)}, 16)
+		requireCode(t, err, jsonl.ErrSeqMismatch)
+		require.Nil(t, held)
+		require.Equal(t, before, readFile(t, path))
+	})
+}

@@ -140,5 +140,10 @@ func TestTurnContinueAsNewWaitsForTheTurn(t *testing.T) {
 	require.Equal(t, int64(len(evs)), state.NextSeq)
 	require.Equal(t, []string{"completed"}, sessiontest.ReasonKinds(sessiontest.TurnEnds(t, evs)))
 	require.Len(t, state.RecentTurns, 1)
-	require.Nil(t, state.Inbox)
+	require.NotNil(t, state.Inbox)
+	require.Empty(t, state.Inbox.NextTurn, "nothing pending")
+	require.Empty(t, state.Inbox.NextStep, "nothing pending")
+	require.False(t, state.Inbox.Wake)
+	require.Len(t, state.Inbox.Claimed, 1, "the claimed input is kept, so that its update delivered again to the next run is not stored twice")
+	require.Equal(t, state.RecentTurns[0].Claimed, []string{state.Inbox.Claimed[0].ID})
 }

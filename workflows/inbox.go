@@ -31,13 +31,19 @@ type inbox struct {
 	nextStep []PendingInput
 	// wake says a waking input (Followup, Steer) is pending.
 	wake bool
+	// ahead are inputs stored by an earlier attempt of a workflow task
+	// before this run admitted their updates (turn_reconcile.go).
+	ahead []AheadInput
+	// claimed are the latest inputs turns stored (turn_reconcile.go).
+	claimed []ClaimedInput
 }
 
 func (b *inbox) state() *InboxState {
-	if len(b.nextTurn) == 0 && len(b.nextStep) == 0 && !b.wake {
+	if len(b.nextTurn) == 0 && len(b.nextStep) == 0 && !b.wake && len(b.ahead) == 0 && len(b.claimed) == 0 {
 		return nil
 	}
-	return &InboxState{NextTurn: slices.Clone(b.nextTurn), NextStep: slices.Clone(b.nextStep), Wake: b.wake}
+	return &InboxState{NextTurn: slices.Clone(b.nextTurn), NextStep: slices.Clone(b.nextStep), Wake: b.wake,
+		StoredAhead: slices.Clone(b.ahead), Claimed: slices.Clone(b.claimed)}
 }
 
 func (b *inbox) restore(s *InboxState) {
@@ -45,6 +51,8 @@ func (b *inbox) restore(s *InboxState) {
 		return
 	}
 	b.nextTurn, b.nextStep, b.wake = slices.Clone(s.NextTurn), slices.Clone(s.NextStep), s.Wake
+	b.ahead = slices.Clone(s.StoredAhead)
+	b.claimed = slices.Clone(s.Claimed)
 }
 
 func (b *inbox) len() int { return len(b.nextTurn) + len(b.nextStep) }
@@ -265,6 +273,10 @@ func (l *lifecycle) validateInput(ctx workflow.Context, k inputKind, in converte
 			return err
 		}
 	}
+	if _, again := l.agent.inbox.delivered(p); again {
+		// The same input delivered again: answered, not queued twice.
+		return nil
+	}
 	if l.agent.inbox.has(p.ID) {
 		return invalidArgument(fmt.Sprintf("%s: message %s is already pending", k.name, quoteID(p.ID)))
 	}
@@ -319,6 +331,23 @@ func (l *lifecycle) queueInput(ctx workflow.Context, k inputKind, req InputReque
 	p.Trace = tracing.HeaderCarrier(ctx)
 	a := &l.agent
 	res := InputResult{MessageID: p.ID, Target: k.target, SplicedSeq: -1}
+	if s, ok := a.inbox.takeAhead(p.ID); ok {
+		// An earlier attempt of the workflow task stored it in a turn's
+		// batch before this attempt admitted it: it is not queued twice.
+		a.inbox.noteClaimed(s.Turn, []PendingInput{p})
+		res.Turn = s.Turn
+		return res, nil
+	}
+	if turn, again := a.inbox.delivered(p); again && a.againChange.takenIn(l.dctx, inputAgainChange) {
+		// Its update delivered again (sent again by a client whose answer
+		// was lost, or to the next run after continue-as-new): the input
+		// is pending or stored already.
+		res.Turn = turn
+		if turn == 0 && a.turn != nil {
+			res.Turn = a.turn.summary.Turn
+		}
+		return res, nil
+	}
 	if a.turn != nil {
 		res.Turn = a.turn.summary.Turn
 	}

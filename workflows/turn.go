@@ -48,6 +48,10 @@ type agentLoop struct {
 	turnsChange      change // the agent-turns version
 	localChange      change // the turn-local-stores version
 	toolCancelChange change // the cancel-running-tools version
+	// reconcileChange is the turn-reconcile-held version, againChange the
+	// input-delivered-again one (turn_reconcile.go).
+	reconcileChange change
+	againChange     change
 	// waiters counts the running WaitTurn waits (and waiting inputs);
 	// releaseWaiters answers those of a turn not running, before
 	// continue-as-new.
@@ -133,13 +137,40 @@ func (l *lifecycle) runTurn() {
 	}
 	tctx = l.startTurnSpan(tctx, t)
 	a.turn = t
-	end, err := l.turnSteps(tctx, t)
-	if err == nil {
+	var (
+		end    agent.EndTurnInput
+		err    error
+		resume *session.TurnEndReason
+	)
+	for {
+		end, err = l.turnSteps(tctx, t, resume)
+		resume = nil
+		var ended *turnEndedHeld
+		if errors.As(err, &ended) {
+			// An earlier attempt of the workflow task stored the turn's end.
+			end.Reason, err = ended.reason, nil
+			break
+		}
+		if err != nil {
+			break
+		}
+		if l.localTurnStores() {
+			end.ExpectSeq = l.nextSeq
+		}
 		var res agent.EndTurnResult
 		err = unwrapActivity(l.turnStore(t.span.Context(l.dctx), agent.EndTurnActivity, end).Get(l.dctx, &res))
+		if err == nil && len(res.Held) > 0 {
+			// An earlier attempt opened the next step: the turn goes on.
+			if err = l.adoptNextStep(t, end.Step, res); err == nil {
+				reason := end.Reason
+				resume = &reason
+				continue
+			}
+		}
 		if err == nil {
 			l.nextSeq = max(l.nextSeq, res.NextSeq)
 		}
+		break
 	}
 	if err != nil {
 		workflow.GetLogger(l.ctx).Error("turn failed to store; disposing the session", "session", l.id, "turn", t.summary.Turn, "error", errorMessage(err))
@@ -201,8 +232,10 @@ func (l *lifecycle) claim(first bool, seq, now int64) ([]PendingInput, []session
 	return claimed, splices, nil
 }
 
-// turnSteps runs the turn's steps and returns how to end it.
-func (l *lifecycle) turnSteps(tctx workflow.Context, t *turnRun) (agent.EndTurnInput, error) {
+// turnSteps runs the turn's steps and returns how to end it. With resume
+// (the reason the turn had), it goes on with the step t.step, opened and
+// stored already (adoptNextStep), from its model call.
+func (l *lifecycle) turnSteps(tctx workflow.Context, t *turnRun, resume *session.TurnEndReason) (agent.EndTurnInput, error) {
 	turn := t.summary.Turn
 	end := agent.EndTurnInput{Ref: *l.ref, Turn: turn, MessageSeq: -1}
 	var batch []session.Event
@@ -217,61 +250,82 @@ func (l *lifecycle) turnSteps(tctx workflow.Context, t *turnRun) (agent.EndTurnI
 		batch = append(batch, e)
 		return nil
 	}
-	flush := func() error {
+	flush := func(claimed []PendingInput) error {
 		if len(batch) == 0 {
 			return nil
 		}
-		err := l.storeTurnBatch(batch)
+		// The claimed inputs are the turn's while they are stored (a
+		// WaitTurn finds them); the store may say which ones it holds.
+		n := len(t.summary.Claimed)
+		for _, p := range claimed {
+			t.summary.Claimed = append(t.summary.Claimed, p.ID)
+		}
+		ids, err := l.storeTurnBatch(batch, claimed)
 		batch = nil
+		t.summary.Claimed = append(t.summary.Claimed[:n], ids...)
+		if err == nil {
+			var stored []PendingInput
+			for _, p := range claimed {
+				if slices.Contains(ids, p.ID) {
+					stored = append(stored, p)
+				}
+			}
+			l.agent.inbox.noteClaimed(turn, stored)
+		}
 		return err
-	}
-	if err := add(session.TypeTurnStart, session.TurnStart{Turn: turn}, false); err != nil {
-		return end, err
 	}
 	var reason *session.TurnEndReason
 	openStep := int64(0)
+	if resume != nil {
+		reason, openStep = resume, t.step
+	} else if err := add(session.TypeTurnStart, session.TurnStart{Turn: turn}, false); err != nil {
+		return end, err
+	}
 steps:
 	for {
 		if t.cause != "" {
 			reason = abortedReason(t.cause)
 			break
 		}
-		step := t.step + 1
-		if step > l.maxSteps() {
+		step, resumed := t.step+1, resume != nil
+		if resumed {
+			step, resume = t.step, nil
+		} else if step > l.maxSteps() {
 			reason = &session.TurnEndReason{Kind: session.TurnEndBlocked}
 			break
 		}
-		claimed, splice, err := l.claim(step == 1, l.nextSeq+int64(len(batch)), workflow.Now(l.dctx).UnixMilli())
-		if err != nil {
-			return end, err
-		}
-		batch = append(batch, splice...)
-		if step == 1 && len(claimed) == 0 {
-			// Nothing to say: the turn spends no model call.
-			reason = &session.TurnEndReason{Kind: session.TurnEndCompleted}
-			break
-		}
-		if reason != nil && len(claimed) == 0 {
-			break
-		}
-		if openStep > 0 {
-			if err := add(session.TypeStepEnd, session.StepEnd{Turn: turn, Step: openStep}, false); err != nil {
+		if !resumed {
+			claimed, splice, err := l.claim(step == 1, l.nextSeq+int64(len(batch)), workflow.Now(l.dctx).UnixMilli())
+			if err != nil {
 				return end, err
 			}
-		}
-		if err := add(session.TypeStepStart, session.StepStart{Turn: turn, Step: step}, false); err != nil {
-			return end, err
-		}
-		for _, p := range claimed {
-			if err := add(session.TypeUserMessage, p.Message, true); err != nil {
+			batch = append(batch, splice...)
+			if step == 1 && len(claimed) == 0 {
+				// Nothing to say: the turn spends no model call.
+				reason = &session.TurnEndReason{Kind: session.TurnEndCompleted}
+				break
+			}
+			if reason != nil && len(claimed) == 0 {
+				break
+			}
+			if openStep > 0 {
+				if err := add(session.TypeStepEnd, session.StepEnd{Turn: turn, Step: openStep}, false); err != nil {
+					return end, err
+				}
+			}
+			if err := add(session.TypeStepStart, session.StepStart{Turn: turn, Step: step}, false); err != nil {
 				return end, err
 			}
-			t.summary.Claimed = append(t.summary.Claimed, p.ID)
+			for _, p := range claimed {
+				if err := add(session.TypeUserMessage, p.Message, true); err != nil {
+					return end, err
+				}
+			}
+			if err := flush(claimed); err != nil {
+				return end, err
+			}
+			t.step, openStep, t.calls = step, step, nil
 		}
-		if err := flush(); err != nil {
-			return end, err
-		}
-		t.step, openStep, t.calls = step, step, nil
 		end.Step = step
 		if t.cause != "" {
 			reason = abortedReason(t.cause)
@@ -333,7 +387,7 @@ steps:
 			end.MessageSeq, end.MaxTokens = -1, false
 		}
 	}
-	if err := flush(); err != nil {
+	if err := flush(nil); err != nil {
 		return end, err
 	}
 	end.Step = openStep
@@ -342,14 +396,21 @@ steps:
 }
 
 // storeTurnBatch stores workflow-built events, in batches within the
-// batch limit.
-func (l *lifecycle) storeTurnBatch(events []session.Event) error {
+// batch limit; their user/message events are the claimed inputs, in order.
+// It returns the ids of the inputs stored: the claimed ones, or those an
+// earlier attempt of the workflow task stored in their place (adoptHeld).
+func (l *lifecycle) storeTurnBatch(events []session.Event, claimed []PendingInput) ([]string, error) {
+	local := l.localTurnStores()
+	ids := make([]string, 0, len(claimed))
+	for _, p := range claimed {
+		ids = append(ids, p.ID)
+	}
 	for len(events) > 0 {
 		take, size := 0, 0
 		for take < len(events) {
 			n, err := batchBytes(events[take : take+1])
 			if err != nil {
-				return err
+				return ids, err
 			}
 			if take > 0 && size+n > l.set.maxBatchBytes {
 				break
@@ -359,9 +420,25 @@ func (l *lifecycle) storeTurnBatch(events []session.Event) error {
 		}
 		var res activities.AppendResult
 		err := l.turnStore(l.turnTraced(l.dctx), activities.AppendBatchName,
-			activities.AppendBatchInput{Ref: *l.ref, Events: events[:take], Rerun: l.localTurnStores()}).Get(l.dctx, &res)
+			activities.AppendBatchInput{Ref: *l.ref, Events: events[:take], Rerun: local, Reconcile: local}).Get(l.dctx, &res)
 		if err != nil {
-			return unwrapActivity(err)
+			return ids, unwrapActivity(err)
+		}
+		if len(res.Held) > 0 {
+			// An earlier attempt of this workflow task stored this batch
+			// and the rest with other claims: the log holds them all.
+			_, msgs := splitClaims(events)
+			held, err := l.adoptHeld(events, claimed, res)
+			var ended *turnEndedHeld
+			if errors.As(err, &ended) {
+				l.nextSeq = ended.next
+				return ids[:len(ids)-msgs], err
+			}
+			if err != nil {
+				return ids, err
+			}
+			ids = append(ids[:len(ids)-msgs], held...)
+			take = len(events)
 		}
 		l.nextSeq = res.NextSeq
 		if tl := session.LastTurn(events[:take]); tl > 0 {
@@ -369,7 +446,7 @@ func (l *lifecycle) storeTurnBatch(events []session.Event) error {
 		}
 		events = events[take:]
 	}
-	return nil
+	return ids, nil
 }
 
 func abortedReason(cause string) *session.TurnEndReason {

@@ -66,7 +66,7 @@ func TestTurnCancelMidModel(t *testing.T) {
 	require.Equal(t, `{"turn":1,"reason":{"kind":"aborted","reason":{"kind":"user"}}}`, string(evs[4].Data))
 	var end agent.EndTurnInput
 	h.StartedArg(agent.EndTurnActivity, 0, &end)
-	require.Equal(t, agent.EndTurnInput{Ref: end.Ref, Turn: 1, Step: 1, MessageSeq: -1, Reason: end.Reason}, end)
+	require.Equal(t, agent.EndTurnInput{Ref: end.Ref, Turn: 1, Step: 1, MessageSeq: -1, Reason: end.Reason, ExpectSeq: 3}, end, "the workflow's cursor after the opening batch")
 	require.Equal(t, []string{"one", "again"}, sessiontest.UserTexts(t, evs))
 	require.Len(t, fa.Models, 2)
 }

@@ -230,6 +230,13 @@ type InboxState struct {
 	NextStep []PendingInput `json:"nextStep,omitempty"`
 	// Wake reports that a waking input is pending.
 	Wake bool `json:"wake,omitempty"`
+	// StoredAhead are inputs a turn stored before their updates were
+	// admitted (docs/DECISIONS.md D77): their updates are answered without
+	// queuing them again.
+	StoredAhead []AheadInput `json:"storedAhead,omitempty"`
+	// Claimed are the latest inputs turns stored, whose updates delivered
+	// again are answered without storing them twice (D77).
+	Claimed []ClaimedInput `json:"claimed,omitempty"`
 }
 
 // TurnRunningError is the refusal of an Append while turn runs.

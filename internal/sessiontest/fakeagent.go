@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider"
@@ -247,8 +248,21 @@ func (f *FakeAgent) RunTool(ctx context.Context, in agent.ToolInput) (agent.Tool
 }
 
 // EndTurn stores the skipped pairs, the step's end and the turn's end.
+// As the real one, it stores nothing and reports the events held past
+// in.ExpectSeq when they open step in.Step+1.
 func (f *FakeAgent) EndTurn(ctx context.Context, in agent.EndTurnInput) (agent.EndTurnResult, error) {
+	var held []session.Event
 	next, err := f.store(ctx, in.Ref, func(h *jsonl.Handle, seq int64) ([]session.Event, error) {
+		if in.ExpectSeq > 0 && seq > in.ExpectSeq {
+			evs, err := h.Read(ctx, in.ExpectSeq, -1)
+			if err != nil {
+				return nil, err
+			}
+			if len(evs) >= 2 && evs[0].Type == session.TypeStepEnd && evs[1].Type == session.TypeStepStart {
+				held = evs
+				return nil, nil
+			}
+		}
 		var out []session.Event
 		add := func(e session.Event, err error) error {
 			out = append(out, e)
@@ -271,6 +285,9 @@ func (f *FakeAgent) EndTurn(ctx context.Context, in agent.EndTurnInput) (agent.E
 		}
 		return out, add(session.NewEvent(session.TypeTurnEnd, seq+int64(len(out)), 0, session.TurnEnd{Turn: in.Turn, Reason: in.Reason}))
 	})
+	if held != nil {
+		return agent.EndTurnResult{NextSeq: next, Held: activities.HeldEvents(held)}, err
+	}
 	return agent.EndTurnResult{NextSeq: next}, err
 }
 

@@ -1,0 +1,349 @@
+package workflows
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/sessionflow/sessionflow/activities"
+	"github.com/sessionflow/sessionflow/agent"
+	"github.com/sessionflow/sessionflow/session"
+)
+
+// A turn's batch claims the inputs its workflow task admitted. When that
+// task is retried after its local store ran (its completion was refused:
+// it timed out, or its worker died), the next attempt admits the updates
+// again, possibly in another grouping, and builds another batch at the same
+// seqs. The store reports what the earlier attempt stored instead of
+// writing (jsonl.Handle.AppendReconcile) and the turn adopts it: the log
+// is the truth (docs/DECISIONS.md D77, LIFECYCLE.md §13.2).
+
+// turnReconcileChange names the versioned change that adopts a turn's
+// batch stored by an earlier attempt of the workflow task. Its marker is
+// recorded only by a run that adopts one.
+const turnReconcileChange = "turn-reconcile-held"
+
+// inputAgainChange names the versioned change that answers an input
+// update delivered again (the same message id and message as a pending or
+// recently stored input) without queuing it: runs recorded before it
+// queued (and stored) it again. Its marker is recorded by the first such
+// update of a run.
+const inputAgainChange = "input-delivered-again"
+
+// AheadInput is an input an earlier attempt of a workflow task stored
+// before this attempt admitted its update: when the update comes, it is
+// answered without being queued again.
+type AheadInput struct {
+	// ID is the message id.
+	ID string `json:"id"`
+	// Turn is the turn that stored it.
+	Turn int64 `json:"turn"`
+}
+
+// maxStoredAhead bounds the stored-ahead ids kept (the oldest go first):
+// an update whose earlier attempt was never recorded comes back within the
+// next workflow tasks, or not at all.
+const maxStoredAhead = 4 * MaxPendingInputs
+
+// messageID is the id in a user message's data.
+func messageID(msg json.RawMessage) string {
+	var m struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(msg, &m)
+	return m.ID
+}
+
+// adoptHeld makes the turn's state what the log holds where its batch
+// (events, whose user/message events are the last len(claimed) claimed
+// inputs) was to go: the same events but for the claimed inputs, as the
+// earlier attempt stored them. Inputs the batch claims that the log does
+// not hold go back to the front of the next-step inbox; inputs the log
+// holds that this attempt has not admitted are stored ahead, and one this
+// attempt queued since the claim leaves the inbox. It returns the message
+// ids the log holds, in order. Any other difference is refused as the
+// store refused it before.
+func (l *lifecycle) adoptHeld(events []session.Event, claimed []PendingInput, res activities.AppendResult) ([]string, error) {
+	first := events[0].Seq
+	refuse := func(why string) error {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"the log of %s holds other events at seqs %d..%d than the turn's batch: %s",
+			quoteID(l.id), first, res.NextSeq-1, why), "SeqMismatch", nil)
+	}
+	built, msgs := splitClaims(events)
+	if msgs > len(claimed) {
+		return nil, refuse("the batch claims inputs it does not hold")
+	}
+	claimed = claimed[len(claimed)-msgs:]
+	if ended, err := l.heldTurnEnd(built, claimed, res, refuse); err != nil {
+		return nil, err
+	} else if ended != nil {
+		return nil, ended
+	}
+	// The head of the held run is the earlier attempt's version of this
+	// batch: its events besides the claimed inputs, then the inputs.
+	var heldIDs []string
+	k, structs := 0, 0
+	for ; k < len(res.Held); k++ {
+		h := res.Held[k]
+		if h.Type == session.TypeUserMessage {
+			heldIDs = append(heldIDs, h.MessageID)
+			continue
+		}
+		if structs == len(built) {
+			break
+		}
+		if len(heldIDs) > 0 {
+			return nil, refuse("a " + h.Type + " follows claimed inputs")
+		}
+		if e := built[structs]; h.Type != e.Type || !bytes.Equal(h.Data, e.Data) {
+			return nil, refuse(fmt.Sprintf("a %s where the batch has a %s", h.Type, e.Type))
+		}
+		structs++
+	}
+	if structs != len(built) {
+		return nil, refuse(fmt.Sprintf("%d events besides the inputs, the batch has %d", structs, len(built)))
+	}
+	same := len(heldIDs) == len(claimed)
+	for i := 0; same && i < len(claimed); i++ {
+		same = heldIDs[i] == messageID(claimed[i].Message)
+	}
+	if k < len(res.Held) {
+		if !same {
+			return nil, refuse("other inputs, and a " + res.Held[k].Type + " after them")
+		}
+		// The batch as built, and what the earlier attempt stored after
+		// it (AppendRerun's rule, FORMAT.md §4.6).
+		return inputIDs(heldIDs, claimed), nil
+	}
+	if same {
+		return inputIDs(heldIDs, claimed), nil
+	}
+	if !l.agent.reconcileChange.takenIn(l.dctx, turnReconcileChange) {
+		return nil, refuse("this run predates adopting them")
+	}
+	b := &l.agent.inbox
+	var back []PendingInput
+	for _, p := range claimed {
+		if !slices.Contains(heldIDs, messageID(p.Message)) {
+			if p.Stored {
+				return nil, refuse("an input held by a stored splice is not among them")
+			}
+			back = append(back, p)
+		}
+	}
+	turn := int64(0)
+	if l.agent.turn != nil {
+		turn = l.agent.turn.summary.Turn
+	}
+	for _, id := range heldIDs {
+		if slices.ContainsFunc(claimed, func(p PendingInput) bool { return messageID(p.Message) == id }) {
+			continue
+		}
+		if p, ok := b.take(id); ok {
+			// Admitted since the claim: it is stored already.
+			b.noteClaimed(turn, []PendingInput{p})
+			continue
+		}
+		b.ahead = append(b.ahead, AheadInput{ID: id, Turn: turn})
+	}
+	if n := len(b.ahead); n > maxStoredAhead {
+		b.ahead = slices.Clone(b.ahead[n-maxStoredAhead:])
+	}
+	b.nextStep = append(back, b.nextStep...)
+	heldIDs = inputIDs(heldIDs, claimed)
+	workflow.GetLogger(l.dctx).Warn("the log holds the turn's batch as an earlier attempt of the workflow task stored it; adopted",
+		"SessionID", l.id, "Seq", first, "NextSeq", res.NextSeq, "Held", len(heldIDs), "Requeued", len(back))
+	return heldIDs, nil
+}
+
+// turnEndedHeld is adoptHeld's report that the earlier attempt ended the
+// turn where this one stores its next step: the turn ends as stored.
+type turnEndedHeld struct {
+	reason session.TurnEndReason
+	// next is the seq after the stored turn/end.
+	next int64
+}
+
+func (e *turnEndedHeld) Error() string { return "the turn ended as stored by an earlier attempt" }
+
+// heldTurnEnd recognizes a held run in which the earlier attempt ended the
+// turn (EndTurn's step/end and turn/end) where this one opens a step:
+// every held event before the turn/end is one the batch holds at its
+// place, none a claimed input or a splice. The claimed inputs go back to
+// the front of the next-step inbox and the turn ends with the stored
+// reason (adoptHeld returns the *turnEndedHeld as its error). It returns
+// nil, nil when the held run does not end the turn.
+func (l *lifecycle) heldTurnEnd(built []session.Event, claimed []PendingInput, res activities.AppendResult, refuse func(string) error) (*turnEndedHeld, error) {
+	end := slices.IndexFunc(res.Held, func(h activities.HeldEvent) bool { return h.Type == session.TypeTurnEnd })
+	if end < 0 || l.agent.turn == nil {
+		return nil, nil
+	}
+	var te session.TurnEnd
+	if err := json.Unmarshal(res.Held[end].Data, &te); err != nil || te.Turn != l.agent.turn.summary.Turn {
+		return nil, refuse("a turn/end of another turn")
+	}
+	for i, h := range res.Held[:end] {
+		if h.Type == session.TypeUserMessage || h.Type == session.TypeInboxSpliced || i >= len(built) ||
+			h.Type != built[i].Type || !bytes.Equal(h.Data, built[i].Data) {
+			return nil, refuse("the turn ended after other events than the batch's")
+		}
+	}
+	if slices.ContainsFunc(claimed, func(p PendingInput) bool { return p.Stored }) {
+		return nil, refuse("the turn ended without claiming the inputs of stored splices")
+	}
+	if !l.agent.reconcileChange.takenIn(l.dctx, turnReconcileChange) {
+		return nil, refuse("this run predates adopting it")
+	}
+	b := &l.agent.inbox
+	b.nextStep = append(slices.Clone(claimed), b.nextStep...)
+	first := res.NextSeq - int64(len(res.Held))
+	workflow.GetLogger(l.dctx).Warn("the log holds the turn's end as an earlier attempt of the workflow task stored it; adopted",
+		"SessionID", l.id, "Seq", first, "Requeued", len(claimed))
+	return &turnEndedHeld{reason: te.Reason, next: first + int64(end) + 1}, nil
+}
+
+// inputIDs maps the message ids of held user messages to the ids of the
+// claimed inputs they are (an input restored from stored splices may carry
+// another id than its message's).
+func inputIDs(held []string, claimed []PendingInput) []string {
+	out := make([]string, len(held))
+	for i, id := range held {
+		out[i] = id
+		if j := slices.IndexFunc(claimed, func(p PendingInput) bool { return messageID(p.Message) == id }); j >= 0 {
+			out[i] = claimed[j].ID
+		}
+	}
+	return out
+}
+
+// splitClaims returns the events of a turn's batch but its user/message
+// events, and how many user/message events it has.
+func splitClaims(events []session.Event) ([]session.Event, int) {
+	var out []session.Event
+	n := 0
+	for _, e := range events {
+		if e.Type == session.TypeUserMessage {
+			n++
+			continue
+		}
+		out = append(out, e)
+	}
+	return out, n
+}
+
+// take removes the pending input id from the inbox and returns it.
+func (b *inbox) take(id string) (PendingInput, bool) {
+	for _, l := range []*[]PendingInput{&b.nextStep, &b.nextTurn} {
+		if i := slices.IndexFunc(*l, func(p PendingInput) bool { return p.ID == id }); i >= 0 {
+			p := (*l)[i]
+			*l = slices.Delete(slices.Clone(*l), i, i+1)
+			return p, true
+		}
+	}
+	return PendingInput{}, false
+}
+
+// takeAhead reports whether id was stored ahead of its update, and forgets
+// it: the update is answered as claimed by that turn.
+func (b *inbox) takeAhead(id string) (AheadInput, bool) {
+	i := slices.IndexFunc(b.ahead, func(s AheadInput) bool { return s.ID == id })
+	if i < 0 {
+		return AheadInput{}, false
+	}
+	s := b.ahead[i]
+	b.ahead = slices.Delete(slices.Clone(b.ahead), i, i+1)
+	return s, true
+}
+
+// adoptNextStep makes the turn go on with the step an earlier attempt of
+// the workflow task opened where this one ended the turn: EndTurn found
+// the step/end of step, the step/start of step+1 and that step's claimed
+// inputs (res.Held) and stored nothing. The held inputs are the step's
+// claim: one this attempt has queued leaves the inbox, the others are
+// stored ahead. The turn continues with the step's model call.
+func (l *lifecycle) adoptNextStep(t *turnRun, step int64, res agent.EndTurnResult) error {
+	h := res.Held
+	first := res.NextSeq - int64(len(h))
+	if len(h) < 2 || h[0].Type != session.TypeStepEnd || h[1].Type != session.TypeStepStart {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"the log of %s holds other events at seqs %d..%d than the end of turn %d", quoteID(l.id), first, res.NextSeq-1, t.summary.Turn), "SeqMismatch", nil)
+	}
+	if !l.agent.reconcileChange.takenIn(l.dctx, turnReconcileChange) {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"the log of %s holds step %d of turn %d, opened by a run that predates adopting it", quoteID(l.id), step+1, t.summary.Turn), "SeqMismatch", nil)
+	}
+	b := &l.agent.inbox
+	for _, e := range h[2:] {
+		id := e.MessageID
+		if p, ok := b.take(id); ok {
+			b.noteClaimed(t.summary.Turn, []PendingInput{p})
+		} else {
+			b.ahead = append(b.ahead, AheadInput{ID: id, Turn: t.summary.Turn})
+		}
+		t.summary.Claimed = append(t.summary.Claimed, id)
+	}
+	if n := len(b.ahead); n > maxStoredAhead {
+		b.ahead = slices.Clone(b.ahead[n-maxStoredAhead:])
+	}
+	t.step, t.calls = step+1, nil
+	l.nextSeq = res.NextSeq
+	workflow.GetLogger(l.dctx).Warn("the log holds the turn's next step as an earlier attempt of the workflow task stored it; adopted",
+		"SessionID", l.id, "Seq", first, "Step", step+1, "Held", len(h)-2)
+	return nil
+}
+
+// ClaimedInput is an input a turn stored, kept (the latest
+// maxRecentClaims, carried across continue-as-new) so that its update,
+// delivered again, is answered and not stored twice: the server keeps an
+// update's id only within its run, and a client sends an update again when
+// its answer was lost (docs/DECISIONS.md D77).
+type ClaimedInput struct {
+	// ID is the message id.
+	ID string `json:"id"`
+	// Sum is the SHA-256 of the message (the user/message data).
+	Sum []byte `json:"sum"`
+	// Turn is the turn that claimed it.
+	Turn int64 `json:"turn"`
+}
+
+// maxRecentClaims bounds the claimed inputs kept for deduplication.
+const maxRecentClaims = 4 * MaxPendingInputs
+
+// messageSum is the digest of a message kept in ClaimedInput.
+func messageSum(msg []byte) []byte {
+	s := sha256.Sum256(msg)
+	return s[:]
+}
+
+// noteClaimed keeps the inputs turn stored.
+func (b *inbox) noteClaimed(turn int64, stored []PendingInput) {
+	for _, p := range stored {
+		b.claimed = append(b.claimed, ClaimedInput{ID: p.ID, Sum: messageSum(p.Message), Turn: turn})
+	}
+	if n := len(b.claimed); n > maxRecentClaims {
+		b.claimed = slices.Clone(b.claimed[n-maxRecentClaims:])
+	}
+}
+
+// delivered reports whether p is an input already queued or stored (the
+// same id and message), delivered again, and the turn that claimed it (0
+// while it is pending).
+func (b *inbox) delivered(p PendingInput) (int64, bool) {
+	same := func(q PendingInput) bool { return q.ID == p.ID && bytes.Equal(q.Message, p.Message) }
+	if slices.ContainsFunc(b.nextStep, same) || slices.ContainsFunc(b.nextTurn, same) {
+		return 0, true
+	}
+	sum := messageSum(p.Message)
+	for i := len(b.claimed) - 1; i >= 0; i-- {
+		if c := b.claimed[i]; c.ID == p.ID && bytes.Equal(c.Sum, sum) {
+			return c.Turn, true
+		}
+	}
+	return 0, false
+}
