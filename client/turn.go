@@ -271,9 +271,11 @@ func (w *turnWatch) poll(ctx context.Context, yield func(TurnProgress, error) bo
 		}
 	}
 	if sum.Reason == nil && st.Turn == sum.Turn {
-		if st.Step != w.step && w.step != 0 && w.opts.Events != nil {
-			// A new step: the earlier step's calls that finished since the
-			// last poll are read from the log and yielded before its text.
+		if st.Step != w.step && (w.step != 0 || st.Step > 1) && w.opts.Events != nil {
+			// A new step, or a first look that finds a later step running:
+			// the earlier steps' text and calls that finished since the last
+			// poll (or before the first) are read from the log and yielded
+			// before the running step's text.
 			evs, err := w.opts.Events.ReadEvents(ctx, w.id, sum.StartSeq, st.NextSeq)
 			if err != nil {
 				return false, fmt.Errorf("read the events of turn %d of session %q: %w", sum.Turn, w.id, err)
