@@ -1,0 +1,131 @@
+package workflows
+
+// The tool calls of a step: their activity options and their run.
+
+import (
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/sessionflow/sessionflow/agent"
+)
+
+// toolCtx returns ctx with the tool activities' options. They run in a
+// context of their own, disconnected from the turn's: a tool activity
+// failure does not cancel the others. A cancelled turn cancels its running
+// calls (runTools, D71): they heartbeat, so the cancellation reaches them,
+// and wait-for-cancellation lets each store its ABORTED result before the
+// turn ends. The options are not part of the command sequence.
+func (l *lifecycle) toolCtx(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           l.set.taskQueue,
+		StartToCloseTimeout: l.set.timeout,
+		HeartbeatTimeout:    l.set.heartbeat,
+		WaitForCancellation: true,
+		RetryPolicy:         l.retry(),
+	})
+}
+
+// toolCancelChange names the versioned change that cancels a cancelled
+// turn's running tool calls instead of letting them run to their end
+// (D71).
+const toolCancelChange = "cancel-running-tools"
+
+// toolsOutcome is how a step's tool calls ended.
+type toolsOutcome struct {
+	aborted bool
+	skipped []string
+	err     error
+}
+
+// runTools runs the step's tool calls in model order: an exclusive call
+// (not parallel-safe) runs alone, once every earlier call has finished;
+// consecutive parallel-safe calls run in a rolling pool of
+// maxParallelToolCalls. A cancel stops dispatching and cancels the started
+// calls (before the cancel-running-tools version they ran to their end);
+// they drain, each storing its result (ABORTED when the tool was stopped),
+// and the undispatched ones are returned as skipped. A failed tool
+// activity (its store failed) stops dispatching too; the started calls
+// drain, the undispatched ones are returned as skipped and the step fails
+// with that error.
+func (l *lifecycle) runTools(t *turnRun, step int64, res agent.ModelResult) toolsOutcome {
+	calls := res.ToolCalls
+	limit := l.maxParallelToolCalls()
+	var out toolsOutcome
+	aborted := t.cause != ""
+	sel := workflow.NewSelector(l.dctx)
+	next, inFlight, exclusive := 0, 0, false
+	callsCtx, cancelCalls := workflow.WithCancel(l.dctx)
+	defer cancelCalls()
+	cancelled := false
+	sel.AddReceive(t.cancelCh, func(c workflow.ReceiveChannel, _ bool) {
+		c.ReceiveAsync(nil)
+		aborted = true
+		for i := range t.calls {
+			if t.calls[i].State == CallPending {
+				t.calls[i].State = CallSkipped
+			}
+		}
+		if inFlight > 0 && l.agent.toolCancelChange.takenIn(l.dctx, toolCancelChange) {
+			cancelled = true
+			cancelCalls()
+		}
+	})
+	ctx := t.span.Context(l.toolCtx(callsCtx))
+	t.calls = make([]CallState, len(calls))
+	for i, c := range calls {
+		t.calls[i] = CallState{ID: c.ID, Name: c.Name, Index: i, State: CallPending}
+	}
+	for {
+		for !aborted && out.err == nil && !exclusive && next < len(calls) && inFlight < limit {
+			c := calls[next]
+			if !c.Parallel && inFlight > 0 {
+				break
+			}
+			f := workflow.ExecuteActivity(ctx, agent.RunToolActivity, agent.ToolInput{
+				Ref: *l.ref, Turn: t.summary.Turn, Step: step, MessageSeq: res.MessageSeq,
+				CallID: c.ID, Name: c.Name, Index: next,
+			})
+			parallel, idx := c.Parallel, next
+			t.calls[idx].State = CallRunning
+			inFlight++
+			next++
+			exclusive = !parallel
+			sel.AddFuture(f, func(f workflow.Future) {
+				var o agent.ToolOutcome
+				err := f.Get(l.dctx, &o)
+				inFlight--
+				if !parallel {
+					exclusive = false
+				}
+				if err != nil && cancelled && temporal.IsCanceledError(err) {
+					// Cancelled before it stored a result (or before it
+					// started): the turn's end closes the call (D40).
+					t.calls[idx].State = CallSkipped
+					return
+				}
+				if err != nil {
+					t.calls[idx].State = CallFailed
+					if out.err == nil {
+						out.err = unwrapActivity(err)
+					}
+					return
+				}
+				t.calls[idx].State, t.calls[idx].IsError, t.calls[idx].Code = CallDone, o.IsError, o.Code
+				l.nextSeq = max(l.nextSeq, o.NextSeq)
+			})
+		}
+		if inFlight == 0 {
+			break
+		}
+		sel.Select(l.dctx)
+	}
+	if aborted || t.cause != "" || out.err != nil {
+		out.aborted = aborted || t.cause != ""
+		for i, c := range calls[next:] {
+			out.skipped = append(out.skipped, c.ID)
+			t.calls[next+i].State = CallSkipped
+		}
+	}
+	return out
+}
