@@ -3,7 +3,6 @@ package workflows
 // The tool calls of a step: their activity options and their run.
 
 import (
-
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
