@@ -216,13 +216,13 @@ func TestBadInput_InvalidEnvelopeRefused(t *testing.T) {
 		tr := toolResult(t, 1, 1, 1, "c", 0)
 		am := assistantMessage(t, 0, 1, 1, "x")
 		cases := map[string]session.Event{
-			"negative seq":                 {Type: session.TypeTurnStart, Seq: -1, Time: 1, Data: json.RawMessage(`{"turn":1}`)},
-			"empty type":                   {Type: "", Seq: 0, Time: 1, Data: json.RawMessage(`{}`)},
-			"data not an object":           {Type: session.TypeTurnStart, Seq: 0, Time: 1, Data: json.RawMessage(`"x"`)},
-			"surfaceOp on a log-only type": {Type: session.TypeTurnStart, Seq: 0, Time: 1, Data: json.RawMessage(`{"turn":1}`), SurfaceOp: session.AppendOp()},
-			"ignorable surface type":       func() session.Event { x := am.Clone(); x.Ignorable = true; return x }(),
+			"negative seq":                  {Type: session.TypeTurnStart, Seq: -1, Time: 1, Data: json.RawMessage(`{"turn":1}`)},
+			"empty type":                    {Type: "", Seq: 0, Time: 1, Data: json.RawMessage(`{}`)},
+			"data not an object":            {Type: session.TypeTurnStart, Seq: 0, Time: 1, Data: json.RawMessage(`"x"`)},
+			"surfaceOp on a log-only type":  {Type: session.TypeTurnStart, Seq: 0, Time: 1, Data: json.RawMessage(`{"turn":1}`), SurfaceOp: session.AppendOp()},
+			"ignorable surface type":        func() session.Event { x := am.Clone(); x.Ignorable = true; return x }(),
 			"sourceEventSeqs citing itself": func() session.Event { x := am.Clone(); x.SourceEventSeqs = []int64{0}; return x }(),
-			"empty sourceEventSeqs":        func() session.Event { x := tr.Clone(); x.SourceEventSeqs = []int64{}; return x }(),
+			"empty sourceEventSeqs":         func() session.Event { x := tr.Clone(); x.SourceEventSeqs = []int64{}; return x }(),
 			"replace range not before the event": func() session.Event {
 				x := tr.Clone()
 				x.SurfaceOp = &session.SurfaceOp{Op: session.SurfaceReplace, StartSeq: 0, EndSeq: 1}

@@ -64,7 +64,7 @@ var (
 	// sessionOnlyTypes are read in v3 logs only (FORMAT.md §1.2): a v0 log
 	// holding one is refused, as the harness refuses it.
 	sessionOnlyTypes = []string{TypeSystemMessage, TypeAssistantAttempt}
-	vocabMu sync.RWMutex
+	vocabMu          sync.RWMutex
 	// vocab holds the types added through RegisterEventType.
 	vocab   = map[string]bool{}
 	surface = map[string]bool{
