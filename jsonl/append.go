@@ -179,6 +179,7 @@ func (h *Handle) append(ctx context.Context, events []session.Event, mode append
 		if err := s.refresh(st); err != nil {
 			return err
 		}
+		spellFor(st.header, batch)
 		if batch[0].Seq < st.cursor {
 			n, err := s.storedMatch(st, batch, mode != appendExact)
 			if err != nil {

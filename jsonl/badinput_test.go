@@ -213,19 +213,19 @@ func TestBadInput_NonLosslessDataRefused(t *testing.T) {
 func TestBadInput_InvalidEnvelopeRefused(t *testing.T) {
 	eachCompression(t, func(t *testing.T, comp jsonl.Compression) {
 		e, pending := populated(t, comp, nil)
-		tr := toolResult(t, 0, 1, 1, "c", 0)
+		tr := toolResult(t, 1, 1, 1, "c", 0)
 		am := assistantMessage(t, 0, 1, 1, "x")
 		cases := map[string]session.Event{
-			"negative seq":                 {Type: session.TypeTurnStart, Seq: -1, Time: 1, Data: json.RawMessage(`{"turn":1}`)},
-			"empty type":                   {Type: "", Seq: 0, Time: 1, Data: json.RawMessage(`{}`)},
-			"data not an object":           {Type: session.TypeTurnStart, Seq: 0, Time: 1, Data: json.RawMessage(`"x"`)},
-			"surfaceOp on a log-only type": {Type: session.TypeTurnStart, Seq: 0, Time: 1, Data: json.RawMessage(`{"turn":1}`), SurfaceOp: session.AppendOp()},
-			"ignorable surface type":       func() session.Event { x := am.Clone(); x.Ignorable = true; return x }(),
-			"sourceEventSeqs on assistant": func() session.Event { x := am.Clone(); x.SourceEventSeqs = []int64{0}; return x }(),
-			"empty sourceEventSeqs":        func() session.Event { x := tr.Clone(); x.SourceEventSeqs = []int64{}; return x }(),
+			"negative seq":                  {Type: session.TypeTurnStart, Seq: -1, Time: 1, Data: json.RawMessage(`{"turn":1}`)},
+			"empty type":                    {Type: "", Seq: 0, Time: 1, Data: json.RawMessage(`{}`)},
+			"data not an object":            {Type: session.TypeTurnStart, Seq: 0, Time: 1, Data: json.RawMessage(`"x"`)},
+			"surfaceOp on a log-only type":  {Type: session.TypeTurnStart, Seq: 0, Time: 1, Data: json.RawMessage(`{"turn":1}`), SurfaceOp: session.AppendOp()},
+			"ignorable surface type":        func() session.Event { x := am.Clone(); x.Ignorable = true; return x }(),
+			"sourceEventSeqs citing itself": func() session.Event { x := am.Clone(); x.SourceEventSeqs = []int64{0}; return x }(),
+			"empty sourceEventSeqs":         func() session.Event { x := tr.Clone(); x.SourceEventSeqs = []int64{}; return x }(),
 			"replace range not before the event": func() session.Event {
 				x := tr.Clone()
-				x.SurfaceOp = &session.SurfaceOp{Op: session.SurfaceReplace, StartSeq: 0, EndSeq: 0}
+				x.SurfaceOp = &session.SurfaceOp{Op: session.SurfaceReplace, StartSeq: 0, EndSeq: 1}
 				return x
 			}(),
 		}
@@ -607,7 +607,7 @@ func TestBadInput_CorruptLinesBeforeTurnEnd(t *testing.T) {
 		for name, bad := range map[string]string{
 			"null":                        `null`,
 			"data not an object":          `{"type":"step/start","seq":1,"time":1,"data":[]}`,
-			"malformed assistant/message": `{"type":"assistant/message","seq":1,"time":1,"data":{"turn":1,"step":1,"message":{"role":"assistant","content":[]},"stream":[]},"sourceEventSeqs":[0]}`,
+			"malformed assistant/message": `{"type":"assistant/message","seq":1,"time":1,"data":{"turn":1,"step":1,"message":{"role":"assistant","content":[]},"stream":[]},"sourceEventSeqs":[5]}`,
 			"unknown envelope key":        `{"type":"step/start","seq":1,"time":1,"data":{},"extra":1}`,
 			"negative zero seq":           `{"type":"step/start","seq":-0,"time":1,"data":{}}`,
 			"ignorable false":             `{"type":"step/start","seq":1,"time":1,"data":{},"ignorable":false}`,

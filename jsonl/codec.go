@@ -215,18 +215,11 @@ func encodeHeaderLine(h session.Header) ([]byte, error) {
 	return marshalLine(headerWire{"session", session.FormatVersion, h.ID, h.CreatedAt, h.Cwd, h.ParentSession, h.IsSeeded, h.Origin, h.DelegationDepth, h.AgentPreset})
 }
 
-// encodeBatch renders events as newline-terminated lines.
+// encodeBatch renders events as newline-terminated storage lines: one line
+// per event, except that runs of assistant/chunk deltas are packed into
+// rows (FORMAT.md §1.6).
 func encodeBatch(events []session.Event) ([]byte, error) {
-	var buf bytes.Buffer
-	for _, e := range events {
-		b, err := e.MarshalJSON()
-		if err != nil {
-			return nil, err
-		}
-		buf.Write(b)
-		buf.WriteByte('\n')
-	}
-	return buf.Bytes(), nil
+	return session.AppendPackedLines(nil, events)
 }
 
 func marshalLine(v any) ([]byte, error) {

@@ -118,3 +118,37 @@ func validateInherited(h session.Header, events []session.Event) error {
 	}
 	return session.ValidateInheritedMarker(h, events)
 }
+
+// spellFor writes the replace surface operations of batch, the store's own
+// copy, in the spelling of the log's format (FORMAT.md §1.1): {op, start,
+// end} in a v0 log, {op, startSeq, endSeq} in a v3 log.
+func spellFor(h session.Header, batch []session.Event) {
+	want := session.SpellingV3
+	if h.Version == session.FormatVersionV0 {
+		want = session.SpellingV0
+	}
+	for i := range batch {
+		if op := batch[i].SurfaceOp; op != nil {
+			op.Spelling = want
+		}
+	}
+}
+
+// checkFormatRules applies the rules a log's format adds to the envelope
+// (FORMAT.md §8.1, §8.2): a replace surface operation is spelled as its
+// format spells it, and a v0 log, the published harness's, holds only the
+// harness's event types (or ignorable events).
+func checkFormatRules(h session.Header, events []session.Event) error {
+	v0 := h.Version == session.FormatVersionV0
+	for _, e := range events {
+		if op := e.SurfaceOp; op != nil && op.Op == session.SurfaceReplace {
+			if v0 && op.Spelling != session.SpellingV0 {
+				return fmt.Errorf("event at seq %d: a v0 log spells a replace surfaceOp {op:\"replace\", start, end}", e.Seq)
+			}
+			if !v0 && op.Spelling != session.SpellingV3 {
+				return fmt.Errorf("event at seq %d: a v3 log spells a replace surfaceOp {op:\"replace\", startSeq, endSeq}", e.Seq)
+			}
+		}
+	}
+	return nil
+}

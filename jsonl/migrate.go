@@ -164,12 +164,14 @@ func (s *Store) migrateDir(id string, sd *sessionDir, dryRun bool) (*MigrationRe
 // the current format carries that count only as an {"inherited":true}
 // session/end-seed marker at seq = count, the harness's own fork marker (an
 // end-seed with empty data at seq seedLength, or at seedLength-1 when the
-// copied prefix already ended with one) gets that data. Every other event
-// is copied as it is.
+// copied prefix already ended with one) gets that data. Replace surface
+// operations are respelled for v3 (respelled); every other event is copied
+// as it is.
 func mapV0ToCurrent(id, path string, h session.Header, events []session.Event) (session.Header, []session.Event, int64, error) {
 	h.Version = session.FormatVersion
 	seed := h.SeedLength
 	h.SeedLength = 0
+	events = respelled(events)
 	if !h.IsSeeded {
 		return h, events, 0, nil
 	}
@@ -189,6 +191,25 @@ func mapV0ToCurrent(id, path string, h session.Header, events []session.Event) (
 	copy(out, events)
 	out[at].Data = json.RawMessage(`{"inherited":true}`)
 	return h, out, at, nil
+}
+
+// respelled returns events with every replace surface operation in the v3
+// spelling {op, startSeq, endSeq}: the same range, so the same meaning
+// (FORMAT.md §1.1). events is not modified; unchanged events are shared.
+func respelled(events []session.Event) []session.Event {
+	out := events
+	for i, e := range events {
+		if e.SurfaceOp == nil || e.SurfaceOp.Op != session.SurfaceReplace || e.SurfaceOp.Spelling == session.SpellingV3 {
+			continue
+		}
+		if &out[0] == &events[0] {
+			out = append([]session.Event(nil), events...)
+		}
+		op := *e.SurfaceOp
+		op.Spelling = session.SpellingV3
+		out[i].SurfaceOp = &op
+	}
+	return out
 }
 
 // encodeLog renders a whole log in this root's encoding: the header line

@@ -135,7 +135,17 @@ func (s *lineScanner) feedChunks(chunks []lineChunk) (int64, error) {
 				}
 				continue
 			}
-			s.events = append(s.events, *ev)
+			if session.IsChunkRow(*ev) {
+				// A packed row stands for a run of events (FORMAT.md §1.6);
+				// the decoder validated it, so it expands.
+				members, err := session.ExpandChunkRow(*ev)
+				if err != nil {
+					return committed, fmt.Errorf("corrupt session log: invalid committed event at line %d: %w", s.line, err)
+				}
+				s.events = append(s.events, members...)
+			} else {
+				s.events = append(s.events, *ev)
+			}
 			committed = int64(chunk.ends[i] + 1)
 		}
 	}

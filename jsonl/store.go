@@ -245,7 +245,7 @@ func (s *Store) scanFileForce(id, path string, force bool) (*scanResult, error) 
 	}
 	for _, evs := range [][]session.Event{r.events, r.recovered} {
 		for _, e := range evs {
-			if !e.Interpretable() {
+			if !e.InterpretableIn(r.header) {
 				return nil, &Error{Code: CodeFormatUnsupported, SessionID: id, Path: path, Message: fmt.Sprintf(
 					"session %q contains event type %q (seq %d) unknown to this harness and not marked ignorable; refusing to interpret the log — it was likely written by a newer harness (raw log: %s)",
 					id, e.Type, e.Seq, path)}
@@ -253,6 +253,10 @@ func (s *Store) scanFileForce(id, path string, force bool) (*scanResult, error) 
 		}
 	}
 	if all := append(r.events[:len(r.events):len(r.events)], r.recovered...); len(all) > 0 {
+		if err := checkFormatRules(r.header, all); err != nil {
+			return nil, &Error{Code: CodeCorrupt, SessionID: id, Path: path, Err: err,
+				Message: fmt.Sprintf("stored session %q failed validation: %v", id, err)}
+		}
 		if err := validateInherited(r.header, all); err != nil {
 			return nil, &Error{Code: CodeCorrupt, SessionID: id, Path: path, Err: err,
 				Message: fmt.Sprintf("stored session %q failed validation: %v", id, err)}

@@ -85,6 +85,7 @@ func (h *Handle) Update(ctx context.Context, from int64, fn UpdateFunc) (int64, 
 		if err != nil {
 			return invalidArgument(id, err)
 		}
+		spellFor(st.header, batch)
 		if err := s.appendChecked(ctx, st, batch); err != nil {
 			return err
 		}

@@ -12,6 +12,17 @@ func (e Event) Interpretable() bool {
 	return e.Ignorable || KnownEventType(e.Type)
 }
 
+// InterpretableIn reports whether a reader can interpret e in a log with
+// header h: in a v0 log, the published harness's, e's type must be one the
+// harness knows (HarnessEventType) unless e is ignorable, since the harness
+// refuses any other; in a v3 log, Interpretable.
+func (e Event) InterpretableIn(h Header) bool {
+	if h.Version == FormatVersionV0 {
+		return e.Ignorable || HarnessEventType(e.Type)
+	}
+	return e.Interpretable()
+}
+
 // CheckAppendable applies to a batch the structural rules that reading,
 // crash repair and resume apply to a stored log, so that a batch accepted
 // for append can always be read back, repaired and resumed. h is the
@@ -64,6 +75,9 @@ func CheckAppendable(h Header, stored int64, batch []Event) error {
 func checkAppendableEvent(h Header, e Event) error {
 	if !e.Interpretable() {
 		return fmt.Errorf("event type %q is unknown to this build and not marked ignorable; a reader would refuse the log as an unsupported format", e.Type)
+	}
+	if !e.InterpretableIn(h) {
+		return fmt.Errorf("event type %q is not one the published harness knows and not marked ignorable; the harness would refuse this v0 log", e.Type)
 	}
 	if e.Type == TypeEndSeed {
 		tagged, err := e.IsInheritedMarker()

@@ -272,8 +272,8 @@ func (s *TurnScanner) Closers(last Event) ([]Event, error) {
 	if s.observed && last.Seq != s.lastSeq {
 		return nil, fmt.Errorf("closers: last event seq %d is not the last observed seq %d", last.Seq, s.lastSeq)
 	}
-	if last.Time < 0 || last.Time > MaxSafeInteger {
-		return nil, fmt.Errorf("closers: last event time must be a non-negative safe integer, got %d", last.Time)
+	if last.Time < -MaxSafeInteger || last.Time > MaxSafeInteger {
+		return nil, fmt.Errorf("closers: last event time must be a safe integer, got %d", last.Time)
 	}
 	ot, _ := s.OpenTurn()
 	n := int64(len(ot.PendingCalls)) + 1

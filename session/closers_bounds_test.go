@@ -47,7 +47,7 @@ func TestClosersTimeUpToMaxSafeInteger(t *testing.T) {
 
 	_, err = InterruptedTurnClosers(openStepWithCall(10, max+1))
 	require.Error(t, err)
-	assert.Equal(t, "closers: last event time must be a non-negative safe integer, got 9007199254740992", err.Error())
+	assert.Equal(t, "closers: last event time must be a safe integer, got 9007199254740992", err.Error())
 }
 
 // A tool/result that answers a call of an already ended step must not

@@ -21,7 +21,7 @@ func TestDecodeEventLineVerdicts(t *testing.T) {
 	cases := []struct{ line, typ, err string }{
 		{`{"type":"turn/end","seq":"1","time":2,"data":{}}`, "turn/end", `event field "seq": must be a safe integer, got "1"`},
 		{`{"type":"user/message","seq":1,"time":2,"data":{},"surfaceOp":{"op":"replace","startSeq":0,"endSeq":1}}`, "user/message",
-			`surfaceOp replace range must satisfy 0 <= startSeq <= endSeq < seq, got startSeq 0, endSeq 1, seq 1`},
+			`surfaceOp replace range must name earlier events, got start 0, end 1, seq 1`},
 		{`{"type":"turn/end","seq":1,"time":2,"data":{},"surfaceOp":"append"}`, "turn/end", `surfaceOp is not allowed on "turn/end" events`},
 		// Not canonical (a space): the same verdict through the canonicalizer.
 		{`{"type":"turn/end","seq":1, "time":2,"data":{},"surfaceOp":"append"}`, "turn/end", `surfaceOp is not allowed on "turn/end" events`},

@@ -35,13 +35,31 @@ type Event struct {
 }
 
 // SurfaceOp is the surface operation of a surface-eligible event: either the
-// string "append" or {op:"replace", startSeq, endSeq}.
+// string "append" or a replace object naming the first and last surface
+// nodes it replaces (docs/FORMAT.md §1.1). The replace object has two
+// spellings of one meaning: {op:"replace", start, end} in v0 logs, the
+// published harness's, and {op:"replace", startSeq, endSeq} in v3 logs.
 type SurfaceOp struct {
 	// Op is SurfaceAppend or SurfaceReplace.
 	Op string
 	// StartSeq and EndSeq bound the replaced range for SurfaceReplace.
 	StartSeq, EndSeq int64
+	// Spelling is how a replace object is written: SpellingV3 (the zero
+	// value) or SpellingV0.
+	Spelling Spelling
 }
+
+// Spelling is the wire form of a replace surface operation.
+type Spelling uint8
+
+// Spellings of a replace surface operation.
+const (
+	// SpellingV3 is {"op":"replace","startSeq":a,"endSeq":b}.
+	SpellingV3 Spelling = iota
+	// SpellingV0 is {"op":"replace","start":a,"end":b}, the published
+	// harness's.
+	SpellingV0
+)
 
 // Surface operations.
 const (
@@ -60,13 +78,17 @@ func (o SurfaceOp) MarshalJSON() ([]byte, error) {
 	case SurfaceAppend:
 		return []byte(`"append"`), nil
 	case SurfaceReplace:
+		if o.Spelling == SpellingV0 {
+			return fmt.Appendf(nil, `{"op":"replace","start":%d,"end":%d}`, o.StartSeq, o.EndSeq), nil
+		}
 		return fmt.Appendf(nil, `{"op":"replace","startSeq":%d,"endSeq":%d}`, o.StartSeq, o.EndSeq), nil
 	default:
 		return nil, fmt.Errorf("session: unknown surface operation %q", o.Op)
 	}
 }
 
-// UnmarshalJSON decodes the wire form of a surface operation.
+// UnmarshalJSON decodes the wire form of a surface operation, in either
+// spelling of a replace object.
 func (o *SurfaceOp) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
 	if len(b) > 0 && b[0] == '"' {
@@ -85,18 +107,23 @@ func (o *SurfaceOp) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("surfaceOp must be \"append\" or a replace object: %w", err)
 	}
 	var op string
-	if err := json.Unmarshal(raw["op"], &op); err != nil || op != SurfaceReplace || len(raw) != 3 {
-		return errors.New(`surfaceOp object must be exactly {op:"replace", startSeq, endSeq}`)
+	startKey, endKey, spelling := "startSeq", "endSeq", SpellingV3
+	if _, ok := raw["start"]; ok {
+		startKey, endKey, spelling = "start", "end", SpellingV0
 	}
-	start, err := ParseSafeInt(raw["startSeq"])
+	_, hasEnd := raw[endKey]
+	if err := json.Unmarshal(raw["op"], &op); err != nil || op != SurfaceReplace || len(raw) != 3 || !hasEnd {
+		return errors.New(`surfaceOp object must be exactly {op:"replace", start, end} or {op:"replace", startSeq, endSeq}`)
+	}
+	start, err := ParseSafeInt(raw[startKey])
 	if err != nil {
-		return fmt.Errorf("surfaceOp startSeq: %w", err)
+		return fmt.Errorf("surfaceOp %s: %w", startKey, err)
 	}
-	end, err := ParseSafeInt(raw["endSeq"])
+	end, err := ParseSafeInt(raw[endKey])
 	if err != nil {
-		return fmt.Errorf("surfaceOp endSeq: %w", err)
+		return fmt.Errorf("surfaceOp %s: %w", endKey, err)
 	}
-	*o = SurfaceOp{Op: SurfaceReplace, StartSeq: start, EndSeq: end}
+	*o = SurfaceOp{Op: SurfaceReplace, StartSeq: start, EndSeq: end, Spelling: spelling}
 	return nil
 }
 
@@ -497,15 +524,28 @@ func decodeEventLineSlow(line []byte, d *LineDecoder) (Event, error) {
 // decodeCanonicalLine decodes a canonical event line from its top-level
 // members and checks the envelope; on a decoding failure the event carries
 // the type, when one could be read.
+//
+// A line whose type is the tag of a packed chunk row (IsChunkRowType) is
+// decoded as a row: the event returned carries the tag, the row's seq0 and
+// time0 and its data; ExpandChunkRow gives the events it stands for.
 func decodeCanonicalLine(canon []byte, members []member, d *LineDecoder) (Event, error) {
 	var ev Event
 	if err := ev.decodeMembers(canon, members, d); err != nil {
+		if members == nil && len(canon) > 0 && canon[0] == '{' {
+			members = splitCanonicalObject(canon)
+		}
 		for _, m := range members {
 			if string(canon[m.keyStart:m.keyEnd]) == `"type"` && canon[m.start] == '"' {
 				ev.Type, _ = unquoteCanonical(canon[m.start:m.end])
 			}
 		}
+		if IsChunkRowType(ev.Type) {
+			return decodeChunkRow(canon, members, ev.Type)
+		}
 		return ev, err
+	}
+	if IsChunkRowType(ev.Type) {
+		return decodeChunkRow(canon, members, ev.Type)
 	}
 	return ev, ev.validateEnvelope()
 }

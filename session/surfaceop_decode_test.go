@@ -26,6 +26,16 @@ func TestSurfaceOpDecodesBothForms(t *testing.T) {
 	e, err := decodeLine(`{"type":"user/message","seq":6,"time":1,"data":{},"surfaceOp":{ "op" : "replace" , "startSeq" : 1 , "endSeq" : 3 }}`)
 	require.NoError(t, err)
 	assert.Equal(t, &SurfaceOp{Op: "replace", StartSeq: 1, EndSeq: 3}, e.SurfaceOp)
+
+	// The published harness's spelling has the same meaning and writes back
+	// as it was read.
+	line := `{"type":"user/message","seq":6,"time":1,"data":{},"surfaceOp":{"op":"replace","start":4,"end":2}}`
+	e, err = decodeLine(line)
+	require.NoError(t, err)
+	assert.Equal(t, &SurfaceOp{Op: "replace", StartSeq: 4, EndSeq: 2, Spelling: SpellingV0}, e.SurfaceOp)
+	b, err := e.MarshalJSON()
+	require.NoError(t, err)
+	assert.Equal(t, line, string(b))
 }
 
 // Every malformed surfaceOp is refused with its own message.
@@ -33,13 +43,17 @@ func TestSurfaceOpDecodeRefusals(t *testing.T) {
 	cases := map[string]string{
 		``:                              `surfaceOp must be "append" or a replace object: unexpected end of JSON input`,
 		`"replace"`:                     `surfaceOp must be "append" or a replace object, got "replace"`,
-		`{"op":"replace","startSeq":1}`: `surfaceOp object must be exactly {op:"replace", startSeq, endSeq}`,
-		`{"op":"append","startSeq":1,"endSeq":2}`:                 `surfaceOp object must be exactly {op:"replace", startSeq, endSeq}`,
-		`{"op":7,"startSeq":1,"endSeq":2}`:                        `surfaceOp object must be exactly {op:"replace", startSeq, endSeq}`,
-		`{"op":"replace","startSeq":1,"endSeq":2,"x":0}`:          `surfaceOp object must be exactly {op:"replace", startSeq, endSeq}`,
+		`{"op":"replace","startSeq":1}`: `surfaceOp object must be exactly {op:"replace", start, end} or {op:"replace", startSeq, endSeq}`,
+		`{"op":"append","startSeq":1,"endSeq":2}`:                 `surfaceOp object must be exactly {op:"replace", start, end} or {op:"replace", startSeq, endSeq}`,
+		`{"op":7,"startSeq":1,"endSeq":2}`:                        `surfaceOp object must be exactly {op:"replace", start, end} or {op:"replace", startSeq, endSeq}`,
+		`{"op":"replace","startSeq":1,"endSeq":2,"x":0}`:          `surfaceOp object must be exactly {op:"replace", start, end} or {op:"replace", startSeq, endSeq}`,
 		`{"op":"replace","startSeq":-1,"endSeq":2}`:               `surfaceOp startSeq: must be a non-negative safe integer, got -1`,
 		`{"op":"replace","startSeq":1,"endSeq":"2"}`:              `surfaceOp endSeq: must be a safe integer, got "2"`,
 		`{"op":"replace","startSeq":1,"endSeq":9007199254740992}`: `surfaceOp endSeq: must be a safe integer, got 9007199254740992`,
+		`{"op":"replace","start":1}`:                              `surfaceOp object must be exactly {op:"replace", start, end} or {op:"replace", startSeq, endSeq}`,
+		`{"op":"replace","start":1,"endSeq":2}`:                   `surfaceOp object must be exactly {op:"replace", start, end} or {op:"replace", startSeq, endSeq}`,
+		`{"op":"replace","start":-1,"end":2}`:                     `surfaceOp start: must be a non-negative safe integer, got -1`,
+		`{"op":"replace","start":1,"end":2.5}`:                    `surfaceOp end: must be a safe integer, got 2.5`,
 	}
 	for in, want := range cases {
 		var op SurfaceOp

@@ -40,18 +40,31 @@ const (
 	TypeTodoWrite = "todo/write"
 	// TypeFeedbackRecord records feedback.
 	TypeFeedbackRecord = "feedback/record"
+	// TypeAssistantChunk is one chunk of a streamed model answer; the
+	// assistant/message assembled from the stream cites its chunks in
+	// sourceEventSeqs. Runs of deltas are stored as packed rows (chunkrows.go).
+	TypeAssistantChunk = "assistant/chunk"
 )
 
 var (
-	// builtin is the vocabulary of this build; it is never modified.
-	builtin = map[string]bool{
-		TypeTurnStart: true, TypeTurnEnd: true, TypeStepStart: true, TypeStepEnd: true,
-		TypeUserMessage: true, TypeSystemMessage: true, TypeAssistantMessage: true,
-		TypeAssistantAttempt: true, TypeToolCall: true, TypeToolResult: true,
-		TypeEndSeed: true, TypeInboxSpliced: true, TypeRequestHeader: true,
-		TypeRequestContext: true, TypeTodoWrite: true, TypeFeedbackRecord: true,
-	}
-	vocabMu sync.RWMutex
+	// builtin is the vocabulary of this build: every type of the pinned
+	// harness (harnessEventTypes, generated) and the two types of
+	// sessionflow's own v3 logs that the harness does not know
+	// (sessionOnlyTypes). It is never modified.
+	builtin = func() map[string]bool {
+		m := make(map[string]bool, len(harnessEventTypes)+len(sessionOnlyTypes))
+		for _, t := range harnessEventTypes {
+			m[t] = true
+		}
+		for _, t := range sessionOnlyTypes {
+			m[t] = true
+		}
+		return m
+	}()
+	// sessionOnlyTypes are read in v3 logs only (FORMAT.md §1.2): a v0 log
+	// holding one is refused, as the harness refuses it.
+	sessionOnlyTypes = []string{TypeSystemMessage, TypeAssistantAttempt}
+	vocabMu          sync.RWMutex
 	// vocab holds the types added through RegisterEventType.
 	vocab   = map[string]bool{}
 	surface = map[string]bool{
@@ -98,6 +111,20 @@ func KnownEventType(name string) bool {
 	vocabMu.RLock()
 	defer vocabMu.RUnlock()
 	return vocab[name]
+}
+
+// HarnessEventTypes returns the vocabulary of the pinned DeepSeek Harness
+// (HarnessVersion), sorted: the types a v0 log may hold without the
+// ignorable marker.
+func HarnessEventTypes() []string { return append([]string(nil), harnessEventTypes...) }
+
+// HarnessEventType reports whether name is in the pinned harness's
+// vocabulary (HarnessEventTypes).
+func HarnessEventType(name string) bool { return builtin[name] && !sessionOnly(name) }
+
+// sessionOnly reports whether name is one of sessionOnlyTypes.
+func sessionOnly(name string) bool {
+	return name == TypeSystemMessage || name == TypeAssistantAttempt
 }
 
 // SurfaceEligible reports whether events of this type may carry surfaceOp

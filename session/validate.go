@@ -70,8 +70,8 @@ func (e Event) validateEnvelope() error {
 	if e.Seq < 0 || e.Seq > MaxSafeInteger {
 		return fmt.Errorf("event seq must be a non-negative safe integer, got %d", e.Seq)
 	}
-	if e.Time < 0 || e.Time > MaxSafeInteger {
-		return fmt.Errorf("event time must be a non-negative safe integer, got %d", e.Time)
+	if e.Time < -MaxSafeInteger || e.Time > MaxSafeInteger {
+		return fmt.Errorf("event time must be a safe integer, got %d", e.Time)
 	}
 	surface := SurfaceEligible(e.Type)
 	if op := e.SurfaceOp; op != nil {
@@ -81,8 +81,12 @@ func (e Event) validateEnvelope() error {
 		switch op.Op {
 		case SurfaceAppend:
 		case SurfaceReplace:
-			if op.StartSeq < 0 || op.StartSeq > op.EndSeq || op.EndSeq >= e.Seq {
-				return fmt.Errorf("surfaceOp replace range must satisfy 0 <= startSeq <= endSeq < seq, got startSeq %d, endSeq %d, seq %d",
+			// The range names surface nodes, which are earlier events; whether
+			// they are on the surface, and in order, is the fold's rule
+			// (FoldSurface): after a replacement the surface is not in seq
+			// order, so start may exceed end.
+			if op.StartSeq < 0 || op.EndSeq < 0 || op.StartSeq >= e.Seq || op.EndSeq >= e.Seq {
+				return fmt.Errorf("surfaceOp replace range must name earlier events, got start %d, end %d, seq %d",
 					op.StartSeq, op.EndSeq, e.Seq)
 			}
 		default:
@@ -93,15 +97,23 @@ func (e Event) validateEnvelope() error {
 		switch {
 		case !surface:
 			return fmt.Errorf("sourceEventSeqs is not allowed on %q events", e.Type)
-		case e.Type == TypeAssistantMessage:
-			return fmt.Errorf("sourceEventSeqs is not allowed on %q events", e.Type)
-		case len(e.SourceEventSeqs) == 0:
-			return errors.New("sourceEventSeqs must be non-empty when present")
+		case len(e.SourceEventSeqs) == 0 && e.Type != TypeAssistantMessage:
+			// An assistant/message may cite nothing: a message assembled
+			// from no recorded chunk.
+			return errors.New("sourceEventSeqs must be non-empty when present, except on assistant/message")
 		}
+		seen := make(map[int64]struct{}, len(e.SourceEventSeqs))
 		for i, s := range e.SourceEventSeqs {
 			if s < 0 || s > MaxSafeInteger {
 				return fmt.Errorf("sourceEventSeqs[%d] must be a non-negative safe integer, got %d", i, s)
 			}
+			if s >= e.Seq {
+				return fmt.Errorf("sourceEventSeqs must cite earlier events: %d >= seq %d", s, e.Seq)
+			}
+			if _, dup := seen[s]; dup {
+				return fmt.Errorf("sourceEventSeqs must not repeat a seq: %d", s)
+			}
+			seen[s] = struct{}{}
 		}
 	}
 	if e.Ignorable && surface {

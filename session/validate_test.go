@@ -19,6 +19,12 @@ func TestValidateAccepts(t *testing.T) {
 		{Type: TypeSystemMessage, Seq: 4, Data: json.RawMessage(`{}`), SurfaceOp: &SurfaceOp{Op: SurfaceReplace, StartSeq: 0, EndSeq: 3}},
 		{Type: TypeAssistantMessage, Seq: 4, Data: json.RawMessage(`{}`), SurfaceOp: &SurfaceOp{Op: SurfaceReplace, StartSeq: 2, EndSeq: 2}},
 		{Type: TypeUserMessage, Seq: 4, Data: json.RawMessage(`{}`), SourceEventSeqs: []int64{0, 1}},
+		// The harness's envelope: a replace range after an earlier
+		// replacement (start after end in seq order), a negative time, an
+		// assistant/message citing its chunks or nothing.
+		{Type: TypeUserMessage, Seq: 9, Time: -5, Data: json.RawMessage(`{}`), SurfaceOp: &SurfaceOp{Op: SurfaceReplace, StartSeq: 7, EndSeq: 3}},
+		{Type: TypeAssistantMessage, Seq: 4, Data: json.RawMessage(`{}`), SurfaceOp: AppendOp(), SourceEventSeqs: []int64{1, 2, 3}},
+		{Type: TypeAssistantMessage, Seq: 4, Data: json.RawMessage(`{}`), SurfaceOp: AppendOp(), SourceEventSeqs: []int64{}},
 	} {
 		assert.NoError(t, e.Validate(), "%+v", e)
 	}
@@ -34,8 +40,8 @@ func TestValidateRefuses(t *testing.T) {
 		{Event{Type: "a\xff", Data: obj}, `event type "a\xff" is not valid UTF-8`},
 		{Event{Type: "a", Seq: -1, Data: obj}, "event seq must be a non-negative safe integer, got -1"},
 		{Event{Type: "a", Seq: MaxSafeInteger + 1, Data: obj}, "event seq must be a non-negative safe integer, got 9007199254740992"},
-		{Event{Type: "a", Time: -5, Data: obj}, "event time must be a non-negative safe integer, got -5"},
-		{Event{Type: "a", Time: MaxSafeInteger + 1, Data: obj}, "event time must be a non-negative safe integer, got 9007199254740992"},
+		{Event{Type: "a", Time: -MaxSafeInteger - 1, Data: obj}, "event time must be a safe integer, got -9007199254740992"},
+		{Event{Type: "a", Time: MaxSafeInteger + 1, Data: obj}, "event time must be a safe integer, got 9007199254740992"},
 		{Event{Type: "a"}, "event data is missing"},
 		{Event{Type: "a", Data: json.RawMessage("  ")}, "event data is missing"},
 		{Event{Type: "a", Data: json.RawMessage(`[1]`)}, "event data must be a JSON object, got [1]"},
@@ -46,15 +52,16 @@ func TestValidateRefuses(t *testing.T) {
 		{Event{Type: "a", Data: json.RawMessage(`{"a":1`)}, "event data: not losslessly JSON-serializable: invalid JSON: unexpected end of input, expected ',' or '}'"},
 		{Event{Type: TypeTurnStart, Data: obj, SurfaceOp: AppendOp()}, `surfaceOp is not allowed on "turn/start" events`},
 		{Event{Type: TypeUserMessage, Data: obj, SurfaceOp: &SurfaceOp{Op: "x"}}, `surfaceOp must be "append" or "replace", got "x"`},
-		{Event{Type: TypeUserMessage, Seq: 5, Data: obj, SurfaceOp: &SurfaceOp{Op: SurfaceReplace, StartSeq: 3, EndSeq: 2}},
-			"surfaceOp replace range must satisfy 0 <= startSeq <= endSeq < seq, got startSeq 3, endSeq 2, seq 5"},
 		{Event{Type: TypeUserMessage, Seq: 5, Data: obj, SurfaceOp: &SurfaceOp{Op: SurfaceReplace, StartSeq: 1, EndSeq: 5}},
-			"surfaceOp replace range must satisfy 0 <= startSeq <= endSeq < seq, got startSeq 1, endSeq 5, seq 5"},
+			"surfaceOp replace range must name earlier events, got start 1, end 5, seq 5"},
+		{Event{Type: TypeUserMessage, Seq: 5, Data: obj, SurfaceOp: &SurfaceOp{Op: SurfaceReplace, StartSeq: 5, EndSeq: 1}},
+			"surfaceOp replace range must name earlier events, got start 5, end 1, seq 5"},
 		{Event{Type: TypeUserMessage, Seq: 5, Data: obj, SurfaceOp: &SurfaceOp{Op: SurfaceReplace, StartSeq: -1, EndSeq: 2}},
-			"surfaceOp replace range must satisfy 0 <= startSeq <= endSeq < seq, got startSeq -1, endSeq 2, seq 5"},
+			"surfaceOp replace range must name earlier events, got start -1, end 2, seq 5"},
 		{Event{Type: TypeToolCall, Seq: 5, Data: obj, SourceEventSeqs: []int64{1}}, `sourceEventSeqs is not allowed on "tool/call" events`},
-		{Event{Type: TypeAssistantMessage, Seq: 5, Data: obj, SourceEventSeqs: []int64{1}}, `sourceEventSeqs is not allowed on "assistant/message" events`},
-		{Event{Type: TypeToolResult, Seq: 5, Data: obj, SourceEventSeqs: []int64{}}, "sourceEventSeqs must be non-empty when present"},
+		{Event{Type: TypeToolResult, Seq: 5, Data: obj, SourceEventSeqs: []int64{}}, "sourceEventSeqs must be non-empty when present, except on assistant/message"},
+		{Event{Type: TypeAssistantMessage, Seq: 5, Data: obj, SourceEventSeqs: []int64{1, 5}}, "sourceEventSeqs must cite earlier events: 5 >= seq 5"},
+		{Event{Type: TypeAssistantMessage, Seq: 5, Data: obj, SourceEventSeqs: []int64{1, 2, 1}}, "sourceEventSeqs must not repeat a seq: 1"},
 		{Event{Type: TypeToolResult, Seq: 5, Data: obj, SourceEventSeqs: []int64{-2}}, "sourceEventSeqs[0] must be a non-negative safe integer, got -2"},
 		{Event{Type: TypeToolResult, Seq: 5, Data: obj, Ignorable: true}, `ignorable is not allowed on surface-eligible "tool/result" events`},
 	}
@@ -134,7 +141,7 @@ func TestSnapshotBatchInvalidEvent(t *testing.T) {
 		{Event{Type: "x", Seq: 3}, "invalid session event at index 0 (seq 3): event data is missing"},
 		{Event{Type: "x", Seq: 3, Data: json.RawMessage(` [1] `)}, "invalid session event at index 0 (seq 3): event data must be a JSON object, got [1]"},
 		{Event{Type: TypeTurnStart, Seq: 3, Data: json.RawMessage(`{}`), SurfaceOp: AppendOp()}, `invalid session event at index 0 (seq 3): surfaceOp is not allowed on "turn/start" events`},
-		{Event{Type: TypeToolResult, Seq: 3, Data: json.RawMessage(`{}`), SourceEventSeqs: []int64{}}, "invalid session event at index 0 (seq 3): sourceEventSeqs must be non-empty when present"},
+		{Event{Type: TypeToolResult, Seq: 3, Data: json.RawMessage(`{}`), SourceEventSeqs: []int64{}}, "invalid session event at index 0 (seq 3): sourceEventSeqs must be non-empty when present, except on assistant/message"},
 	}
 	for _, c := range cases {
 		_, err := SnapshotBatch([]Event{c.e})
