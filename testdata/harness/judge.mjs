@@ -71,9 +71,16 @@ async function judge({ root, compression, id, plain }) {
   return out;
 }
 
+// Up to CONCURRENCY sessions are judged at once (each in its own root and
+// backend instance), so one's file I/O overlaps another's work; verdicts
+// are written in input order.
+const CONCURRENCY = 4;
+const pending = [];
 for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
   if (line === '') continue;
-  process.stdout.write(JSON.stringify(await judge(JSON.parse(line))) + '\n');
+  pending.push(judge(JSON.parse(line)));
+  while (pending.length >= CONCURRENCY) process.stdout.write(JSON.stringify(await pending.shift()) + '\n');
 }
+while (pending.length > 0) process.stdout.write(JSON.stringify(await pending.shift()) + '\n');
 // Exit only once stdout is flushed: a pipe is written asynchronously.
 process.stdout.write('', () => process.exit(0));
