@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"strconv"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
