@@ -37,7 +37,7 @@ func TestContinueHarnessSessions(t *testing.T) {
 			closers := loaded[len(stored):]
 			t.Logf("%d events, %s", len(stored), map[bool]string{true: "ends between turns", false: fmt.Sprintf("ends in an interrupted turn (%d closers)", len(closers))}[len(closers) == 0])
 
-			checkCLI(t, cs, meta, stored)
+			t.Run("cli", func(t *testing.T) { checkCLI(t, cs, meta, stored) })
 			for _, format := range []jsonl.Format{jsonl.FormatV3, jsonl.FormatV0} {
 				t.Run(string(format), func(t *testing.T) {
 					continueOn(t, cs, format, meta, stored, closers)
@@ -50,7 +50,6 @@ func TestContinueHarnessSessions(t *testing.T) {
 // checkCLI: `log cat` and `log inspect` read the pristine v0 log as the
 // package does, and `log migrate` carries it into v3 unchanged in meaning.
 func checkCLI(t *testing.T, cs corpusSession, meta map[string]any, stored []any) {
-	t.Helper()
 	root := copyOf(t, cs.Root)
 	flags := []string{"--id", cs.ID, "--root", root, "--compression", "none"}
 	out, errOut, err := starter(t, append([]string{"log", "cat", "--format", "v0"}, flags...)...)
