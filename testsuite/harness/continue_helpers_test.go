@@ -2,10 +2,12 @@ package harness
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"iter"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -13,46 +15,52 @@ import (
 	"time"
 
 	"github.com/sessionflow/sessionflow/internal/sessiontest"
+	"github.com/sessionflow/sessionflow/internal/testdeadline"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
-// corpusSession is one session the published harness wrote: a root of its
-// own (no compression) holding its format v0 log alone.
-type corpusSession struct {
-	// Name is the log's path in the harness repository.
-	Name string
-	// Root is the root holding the log; tests work on copies of it.
-	Root string
-	// ID is the session id.
-	ID string
-}
-
-// interimDir holds two snapshot logs of the harness repository, restored
-// the way its JSONL backend writes them (see its README).
-const interimDir = "testdata/resume-interim"
-
-// corpusSessions returns the harness sessions the continuation tests run
-// over.
-func corpusSessions(t *testing.T) []corpusSession {
+// judgeAll runs the package's load and surface fold over every session
+// (judge.mjs, in one Node process) and returns its verdicts in order.
+func judgeAll(t *testing.T, sessions []judgeInput) []nodeVerdict {
 	t.Helper()
-	logs := []struct{ name, dir string }{
-		{"examples/acp-agent/tests/snapshots/advanced-toolchain/session.1.jsonl", "advanced-toolchain.1"},
-		{"examples/headless-agent/tests/snapshots/compaction-recovery/session.jsonl", "compaction-recovery"},
-	}
-	var out []corpusSession
-	for _, l := range logs {
-		root, err := filepath.Abs(filepath.Join(interimDir, l.dir))
-		if err != nil {
+	var in bytes.Buffer
+	enc := json.NewEncoder(&in)
+	for _, s := range sessions {
+		if err := enc.Encode(s); err != nil {
 			t.Fatal(err)
 		}
-		ids, err := filepath.Glob(filepath.Join(root, "*", "*", "session.jsonl"))
-		if err != nil || len(ids) != 1 {
-			t.Fatalf("%s: want one log, found %v (%v)", root, ids, err)
+	}
+	ctx := testdeadline.Context(t, 5*time.Minute)
+	cmd := exec.CommandContext(ctx, nodeBinary(t), "judge.mjs")
+	cmd.Dir = harnessDir
+	cmd.Stdin = &in
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("judge.mjs: %v\nstderr:\n%s", err, stderr.String())
+	}
+	dec := json.NewDecoder(&stdout)
+	out := make([]nodeVerdict, len(sessions))
+	for i := range out {
+		if err := dec.Decode(&out[i]); err != nil {
+			t.Fatalf("judge.mjs verdict %d of %d: %v\nstderr:\n%s", i, len(sessions), err, stderr.String())
 		}
-		out = append(out, corpusSession{Name: l.name, Root: root, ID: filepath.Base(filepath.Dir(ids[0]))})
+	}
+	return out
+}
+
+// plainJSON decodes raw JSON values into plain ones (maps, slices,
+// float64), for comparison with equalJSON.
+func plainJSON(t *testing.T, raws []json.RawMessage) []any {
+	t.Helper()
+	out := make([]any, len(raws))
+	for i, r := range raws {
+		if err := json.Unmarshal(r, &out[i]); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return out
 }
@@ -214,11 +222,23 @@ func asV3(meta map[string]any, events []any) []any {
 	return out
 }
 
-// copyOf copies a root to a fresh directory.
-func copyOf(t *testing.T, root string) string {
+// copyOf copies a root to a fresh directory under dir, or under a
+// directory of the test's when dir is "".
+func copyOf(t *testing.T, root, dir string) string {
 	t.Helper()
 	if _, err := os.Stat(root); err != nil {
 		t.Fatal(err)
 	}
-	return copyRoot(t, root)
+	if dir == "" {
+		return copyRoot(t, root)
+	}
+	to, err := os.MkdirTemp(dir, "root-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	to = filepath.Join(to, "copy")
+	if out, err := exec.Command("cp", "-a", root, to).CombinedOutput(); err != nil {
+		t.Fatalf("cp -a: %v\n%s", err, out)
+	}
+	return to
 }

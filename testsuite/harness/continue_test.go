@@ -3,54 +3,116 @@ package harness
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
-// TestContinueHarnessSessions: every session the published harness wrote
-// in the corpus (each ends between turns or in an interrupted turn) is
-// read by the CLI event for event as the package reads it (`log cat`,
-// `log inspect`, `log migrate`), and is resumed and continued through the
-// workflows: on a format v3 root (the resume migrates it) and in place on a
-// format v0 root, the resume reuses the route its request/context records,
-// one more turn runs with the scripted provider, and the session is
-// disposed. The log then holds the harness's events, what the resume
-// stored (the closers the harness's own load stores, the end-seed marker)
-// and the new turn; on the v0 root the package loads it and sees the new
-// turn's question and answer last.
+// TestContinueHarnessSessions: every snapshot log of the harness
+// repository (testdata/harness-corpus) that the package loads once restored
+// (each ends between turns or in an interrupted turn) is read by the CLI
+// event for event as the package loads it (`log cat`, `log inspect`, `log
+// migrate`), and is resumed and continued through the workflows: on a
+// format v3 root (the resume migrates it) and in place on a format v0 root,
+// the resume reuses the route its request/context records, one more turn
+// runs with the scripted provider, and the session is disposed. The log then
+// holds the harness's events, what the resume stored (the closers the
+// package's own load stores, the end-seed marker) and the new turn; the
+// package loads the continued v0 log, and its surface fold is the one of the
+// harness's log followed by the new turn's question and answer.
 func TestContinueHarnessSessions(t *testing.T) {
-	for _, cs := range corpusSessions(t) {
-		t.Run(cs.Name, func(t *testing.T) {
-			t.Parallel()
-			// The package's view of the pristine log: its stored events,
-			// and what its load makes of them (closers of an interrupted
-			// turn appended), on a copy, as its load writes them.
-			rs := runHarness(t, copyOf(t, cs.Root), "none", op{"op": "readFrom", "id": cs.ID, "fromSeq": 0}, op{"op": "load", "id": cs.ID})
-			_, stored := harnessEvents(t, mustOK(t, "readFrom", rs[0]))
-			meta, loaded := harnessEvents(t, mustOK(t, "load", rs[1]))
-			if len(loaded) < len(stored) {
-				t.Fatalf("the package loads %d events of %d stored", len(loaded), len(stored))
+	start := time.Now()
+	restored := restoreCorpus(t, filepath.Join(t.TempDir(), "corpus"), "none")
+	var logs []restoredLog
+	var inputs []judgeInput
+	empty, refused := 0, 0
+	for _, r := range restored {
+		switch {
+		case r.Events == 0:
+			empty++ // the backend materializes a log with its first events only
+		case !r.Loaded:
+			refused++ // TestDifferentialHarness accounts for it
+		default:
+			logs = append(logs, r)
+			// The package's load writes its repairs: it reads a copy.
+			inputs = append(inputs, judgeInput{Root: copyOf(t, r.Root, ""), Compression: "none", ID: r.ID})
+		}
+	}
+	pristine := judgeAll(t, inputs)
+	continuedV0 := make([]continuedLog, len(logs))
+	// The continued v0 logs outlive their subtests: the package loads them
+	// after.
+	keep := t.TempDir()
+	interrupted := 0
+	t.Run("sessions", func(t *testing.T) {
+		for i, r := range logs {
+			pv := pristine[i]
+			if pv.Accepted && len(pv.Events) > r.Events {
+				interrupted++
 			}
-			closers := loaded[len(stored):]
-			t.Logf("%d events, %s", len(stored), map[bool]string{true: "ends between turns", false: fmt.Sprintf("ends in an interrupted turn (%d closers)", len(closers))}[len(closers) == 0])
+			t.Run(r.Rel, func(t *testing.T) {
+				t.Parallel()
+				if !pv.Accepted {
+					t.Fatalf("the package refuses a copy of the restored log: %s: %s", pv.ErrorName, pv.Error)
+				}
+				var meta map[string]any
+				if err := json.Unmarshal(pv.Meta, &meta); err != nil {
+					t.Fatal(err)
+				}
+				all := plainJSON(t, pv.Events)
+				stored, closers := all[:r.Events], all[r.Events:]
+				t.Run("cli", func(t *testing.T) { checkCLI(t, r, meta, stored) })
+				t.Run("v3", func(t *testing.T) { continueOn(t, r, jsonl.FormatV3, meta, stored, closers, "") })
+				t.Run("v0", func(t *testing.T) { continuedV0[i] = continueOn(t, r, jsonl.FormatV0, meta, stored, closers, keep) })
+			})
+		}
+	})
 
-			t.Run("cli", func(t *testing.T) { checkCLI(t, cs, meta, stored) })
-			for _, format := range []jsonl.Format{jsonl.FormatV3, jsonl.FormatV0} {
-				t.Run(string(format), func(t *testing.T) {
-					continueOn(t, cs, format, meta, stored, closers)
-				})
-			}
-		})
+	// The package loads every continued v0 log, in one Node process.
+	var idx []int
+	var again []judgeInput
+	for i, c := range continuedV0 {
+		if c.root != "" {
+			idx = append(idx, i)
+			again = append(again, judgeInput{Root: c.root, Compression: "none", ID: logs[i].ID})
+		}
+	}
+	verdicts := judgeAll(t, again)
+	t.Run("package-load", func(t *testing.T) {
+		for k, i := range idx {
+			t.Run(logs[i].Rel, func(t *testing.T) { checkReload(t, continuedV0[i], pristine[i], verdicts[k]) })
+		}
+	})
+	t.Logf("corpus: %d logs (%d without events, %d the package refuses once restored); %d continued: %d ending between turns, %d in an interrupted turn; %d v0 logs reloaded by the package; %v",
+		len(restored), empty, refused, len(logs), len(logs)-interrupted, interrupted, len(idx), time.Since(start).Round(time.Second))
+}
+
+// checkReload: the package loads the continued v0 log with the events
+// sessionflow stored, and its surface fold is the harness's log's followed
+// by the new turn's question and answer.
+func checkReload(t *testing.T, c continuedLog, pristine, v nodeVerdict) {
+	if !v.Accepted {
+		t.Fatalf("the package's load of the continued log: %s: %s", v.ErrorName, v.Error)
+	}
+	equalJSON(t, "the continued log as the package loads it", plainJSON(t, v.Events), c.events)
+	if v.FoldError != "" {
+		t.Fatalf("the package's fold of the continued log: %s", v.FoldError)
+	}
+	want := append(append([]int64(nil), pristine.Nodes...), c.userSeq, c.answerSeq)
+	if fmt.Sprint(v.Nodes) != fmt.Sprint(want) {
+		t.Fatalf("the package's surface of the continued log: %v, want the harness's %v, then the new question %d and answer %d",
+			v.Nodes, pristine.Nodes, c.userSeq, c.answerSeq)
 	}
 }
 
 // checkCLI: `log cat` and `log inspect` read the pristine v0 log as the
 // package does, and `log migrate` carries it into v3 unchanged in meaning.
-func checkCLI(t *testing.T, cs corpusSession, meta map[string]any, stored []any) {
-	root := copyOf(t, cs.Root)
+func checkCLI(t *testing.T, cs restoredLog, meta map[string]any, stored []any) {
+	root := copyOf(t, cs.Root, "")
 	flags := []string{"--id", cs.ID, "--root", root, "--compression", "none"}
 	out, errOut, err := starter(t, append([]string{"log", "cat", "--format", "v0"}, flags...)...)
 	if err != nil {
@@ -80,10 +142,22 @@ func checkCLI(t *testing.T, cs corpusSession, meta map[string]any, stored []any)
 	equalJSON(t, "log cat after log migrate", catEvents(t, out), asV3(meta, stored))
 }
 
+// continuedLog is a session continueOn continued.
+type continuedLog struct {
+	// root holds it; "" when the continuation failed.
+	root string
+	// events are its events, as sessionflow reads them.
+	events []any
+	// userSeq and answerSeq are the seqs of the new turn's user and
+	// assistant messages.
+	userSeq, answerSeq int64
+}
+
 // continueOn resumes and continues a copy of the session on a root of
-// format and checks the log it leaves.
-func continueOn(t *testing.T, cs corpusSession, format jsonl.Format, meta map[string]any, stored, closers []any) {
-	root := copyOf(t, cs.Root)
+// format and checks the log it leaves. The copy is made in dir, or in a
+// directory of the test's when dir is "".
+func continueOn(t *testing.T, cs restoredLog, format jsonl.Format, meta map[string]any, stored, closers []any, dir string) continuedLog {
+	root := copyOf(t, cs.Root, dir)
 	st, err := jsonl.NewStore(jsonl.Options{Root: root, Compression: jsonl.CompressionNone, Format: format})
 	if err != nil {
 		t.Fatal(err)
@@ -132,22 +206,8 @@ func continueOn(t *testing.T, cs corpusSession, format jsonl.Format, meta map[st
 		}
 	}
 	turn := rest[len(repair):]
-	checkTurn(t, turn, lastTurn(stored)+1)
-	if format != jsonl.FormatV0 {
-		return
-	}
-	// The package reads the continued v0 log back, and its last messages
-	// are the new turn's question and answer.
-	rs := runHarness(t, root, "none", op{"op": "load", "id": cs.ID})
-	if rs[0].Error != "" {
-		t.Fatalf("the package's load of the continued log: %s: %s", rs[0].Name, rs[0].Error)
-	}
-	_, reloaded := harnessEvents(t, rs[0].OK)
-	equalJSON(t, "the continued log as the package loads it", reloaded, events)
-	user, answer := lastTexts(reloaded)
-	if user != continuePrompt || answer != continueAnswer {
-		t.Fatalf("the package's last messages: user %q, assistant %q", user, answer)
-	}
+	user, answer := checkTurn(t, turn, lastTurn(stored)+1)
+	return continuedLog{root: root, events: events, userSeq: user, answerSeq: answer}
 }
 
 // shape is an event's type and data, without its seq and time.
@@ -170,8 +230,9 @@ func lastTurn(events []any) int {
 }
 
 // checkTurn: events are one whole turn numbered turn, completed, holding
-// the continued session's question and the scripted answer.
-func checkTurn(t *testing.T, events []any, turn int) {
+// the continued session's question and the scripted answer. It returns the
+// seqs of the two messages.
+func checkTurn(t *testing.T, events []any, turn int) (int64, int64) {
 	t.Helper()
 	var types []string
 	for _, e := range events {
@@ -190,6 +251,17 @@ func checkTurn(t *testing.T, events []any, turn int) {
 	if user != continuePrompt || answer != continueAnswer {
 		t.Fatalf("the continued turn's messages: user %q, assistant %q (%s)", user, answer, strings.Join(types, ", "))
 	}
+	var userSeq, answerSeq int64
+	for _, e := range events {
+		ev := e.(map[string]any)
+		switch ev["type"] {
+		case "user/message":
+			userSeq = int64(ev["seq"].(float64))
+		case "assistant/message":
+			answerSeq = int64(ev["seq"].(float64))
+		}
+	}
+	return userSeq, answerSeq
 }
 
 // lastTexts returns the text of the last user/message and of the last
