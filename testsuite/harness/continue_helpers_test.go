@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"iter"
 	"os"
 	"os/exec"
@@ -241,4 +242,89 @@ func copyOf(t *testing.T, root, dir string) string {
 		t.Fatalf("cp -a: %v\n%s", err, out)
 	}
 	return to
+}
+
+// interruptedCut returns where to cut a log that ends between turns so that
+// it ends in an interrupted turn, as a crash would leave it: right after the
+// last turn's last tool/call (a call recorded as started, without its
+// result), else right before its last step/end (a step open after the
+// model's answer), else right before its turn/end; -1 when it has no turn.
+func interruptedCut(events []any) int {
+	start := -1
+	for i, e := range events {
+		if e.(map[string]any)["type"] == "turn/start" {
+			start = i
+		}
+	}
+	if start < 0 {
+		return -1
+	}
+	call, stepEnd, turnEnd := -1, -1, -1
+	for i := start; i < len(events); i++ {
+		switch events[i].(map[string]any)["type"] {
+		case "tool/call":
+			call = i
+		case "step/end":
+			stepEnd = i
+		case "turn/end":
+			turnEnd = i
+		}
+	}
+	switch {
+	case call >= 0:
+		return call + 1
+	case stepEnd >= 0:
+		return stepEnd
+	case turnEnd >= 0:
+		return turnEnd
+	}
+	return -1
+}
+
+// interruptedVariants has the package write, for every log, the log cut
+// where interruptedCut says, each in a root of its own under dir
+// (write.mjs: the events keep their seqs and times; nothing loads them, so
+// the turn stays open), and returns them named "interrupted/<name>". Logs
+// without a turn have no variant.
+func interruptedVariants(t *testing.T, dir string, logs []restoredLog, pristine []nodeVerdict) []restoredLog {
+	t.Helper()
+	type write struct {
+		Root        string `json:"root"`
+		Compression string `json:"compression"`
+		Meta        any    `json:"meta"`
+		Events      []any  `json:"events"`
+	}
+	var in []write
+	var out []restoredLog
+	for i, r := range logs {
+		if !pristine[i].Accepted {
+			continue
+		}
+		events := plainJSON(t, pristine[i].Events)[:r.Events]
+		cut := interruptedCut(events)
+		if cut < 0 {
+			continue
+		}
+		var meta any
+		if err := json.Unmarshal(pristine[i].Meta, &meta); err != nil {
+			t.Fatal(err)
+		}
+		root := filepath.Join(dir, fmt.Sprintf("%03d", i))
+		in = append(in, write{Root: root, Compression: "none", Meta: meta, Events: events[:cut]})
+		out = append(out, restoredLog{Rel: "interrupted/" + r.Rel, Compression: "none", Root: root, ID: r.ID, Events: cut, Loaded: true})
+	}
+	var res []struct {
+		Error     string `json:"error"`
+		ErrorName string `json:"errorName"`
+	}
+	runScript(t, "write.mjs", map[string]any{"sessions": in}, &res)
+	if len(res) != len(in) {
+		t.Fatalf("write.mjs wrote %d sessions, want %d", len(res), len(in))
+	}
+	for i, r := range res {
+		if r.Error != "" {
+			t.Fatalf("the package does not write %s: %s: %s", out[i].Rel, r.ErrorName, r.Error)
+		}
+	}
+	return out
 }

@@ -43,6 +43,14 @@ func TestContinueHarnessSessions(t *testing.T) {
 		}
 	}
 	pristine := judgeAll(t, inputs)
+	// The same logs cut inside their last turn, as a crash leaves them.
+	variants := interruptedVariants(t, filepath.Join(t.TempDir(), "interrupted"), logs, pristine)
+	var vinputs []judgeInput
+	for _, r := range variants {
+		vinputs = append(vinputs, judgeInput{Root: copyOf(t, r.Root, ""), Compression: "none", ID: r.ID})
+	}
+	logs = append(logs, variants...)
+	pristine = append(pristine, judgeAll(t, vinputs)...)
 	continuedV0 := make([]continuedLog, len(logs))
 	// The continued v0 logs outlive their subtests: the package loads them
 	// after.
@@ -65,7 +73,9 @@ func TestContinueHarnessSessions(t *testing.T) {
 				}
 				all := plainJSON(t, pv.Events)
 				stored, closers := all[:r.Events], all[r.Events:]
-				t.Run("cli", func(t *testing.T) { checkCLI(t, r, meta, stored) })
+				if !strings.HasPrefix(r.Rel, "interrupted/") {
+					t.Run("cli", func(t *testing.T) { checkCLI(t, r, meta, stored) })
+				}
 				t.Run("v3", func(t *testing.T) { continueOn(t, r, jsonl.FormatV3, meta, stored, closers, "") })
 				t.Run("v0", func(t *testing.T) { continuedV0[i] = continueOn(t, r, jsonl.FormatV0, meta, stored, closers, keep) })
 			})
@@ -102,10 +112,12 @@ func checkReload(t *testing.T, c continuedLog, pristine, v nodeVerdict) {
 	if v.FoldError != "" {
 		t.Fatalf("the package's fold of the continued log: %s", v.FoldError)
 	}
-	want := append(append([]int64(nil), pristine.Nodes...), c.userSeq, c.answerSeq)
-	if fmt.Sprint(v.Nodes) != fmt.Sprint(want) {
-		t.Fatalf("the package's surface of the continued log: %v, want the harness's %v, then the new question %d and answer %d",
-			v.Nodes, pristine.Nodes, c.userSeq, c.answerSeq)
+	// The new turn's messages: the inputs the harness's log left pending
+	// (delivered with the next turn), then the question and the answer.
+	want := append(append([]int64(nil), pristine.Nodes...), c.turnNodes...)
+	if fmt.Sprint(v.Nodes) != fmt.Sprint(want) || fmt.Sprint(want[len(want)-2:]) != fmt.Sprint([]int64{c.userSeq, c.answerSeq}) {
+		t.Fatalf("the package's surface of the continued log: %v, want the harness's %v, then the new turn's %v ending with the question %d and the answer %d",
+			v.Nodes, pristine.Nodes, c.turnNodes, c.userSeq, c.answerSeq)
 	}
 }
 
@@ -135,11 +147,15 @@ func checkCLI(t *testing.T, cs restoredLog, meta map[string]any, stored []any) {
 	if err != nil {
 		t.Fatalf("log migrate: %v\n%s%s", err, out, errOut)
 	}
-	out, errOut, err = starter(t, append([]string{"log", "cat"}, flags...)...)
+	st, err := jsonl.NewStore(jsonl.Options{Root: root, Compression: jsonl.CompressionNone})
 	if err != nil {
-		t.Fatalf("log cat after log migrate: %v\n%s", err, errOut)
+		t.Fatal(err)
 	}
-	equalJSON(t, "log cat after log migrate", catEvents(t, out), asV3(meta, stored))
+	h, got := readAll(t, st, cs.ID)
+	if v := h.Header().Version; v != 3 {
+		t.Fatalf("log migrate left format v%d", v)
+	}
+	equalJSON(t, "the events after log migrate", asJSON(t, got), asV3(meta, stored))
 }
 
 // continuedLog is a session continueOn continued.
@@ -148,9 +164,10 @@ type continuedLog struct {
 	root string
 	// events are its events, as sessionflow reads them.
 	events []any
-	// userSeq and answerSeq are the seqs of the new turn's user and
-	// assistant messages.
+	// userSeq and answerSeq are the seqs of the new turn's question and
+	// answer; turnNodes those of all its messages (surfaceOp "append").
 	userSeq, answerSeq int64
+	turnNodes          []int64
 }
 
 // continueOn resumes and continues a copy of the session on a root of
@@ -207,7 +224,13 @@ func continueOn(t *testing.T, cs restoredLog, format jsonl.Format, meta map[stri
 	}
 	turn := rest[len(repair):]
 	user, answer := checkTurn(t, turn, lastTurn(stored)+1)
-	return continuedLog{root: root, events: events, userSeq: user, answerSeq: answer}
+	var nodes []int64
+	for _, e := range turn {
+		if ev := e.(map[string]any); ev["surfaceOp"] == "append" {
+			nodes = append(nodes, int64(ev["seq"].(float64)))
+		}
+	}
+	return continuedLog{root: root, events: events, userSeq: user, answerSeq: answer, turnNodes: nodes}
 }
 
 // shape is an event's type and data, without its seq and time.
