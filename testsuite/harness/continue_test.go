@@ -14,16 +14,17 @@ import (
 
 // TestContinueHarnessSessions: every snapshot log of the harness
 // repository (testdata/harness-corpus) that the package loads once restored
-// (each ends between turns or in an interrupted turn) is read by the CLI
-// event for event as the package loads it (`log cat`, `log inspect`, `log
-// migrate`), and is resumed and continued through the workflows: on a
-// format v3 root (the resume migrates it) and in place on a format v0 root,
-// the resume reuses the route its request/context records, one more turn
-// runs with the scripted provider, and the session is disposed. The log then
-// holds the harness's events, what the resume stored (the closers the
-// package's own load stores, the end-seed marker) and the new turn; the
-// package loads the continued v0 log, and its surface fold is the one of the
-// harness's log followed by the new turn's question and answer.
+// ends between turns; each is also written by the package cut inside its
+// last turn, as a crash leaves a log. The CLI reads each corpus log event
+// for event as the package loads it (`log cat`, `log inspect`, `log
+// migrate`), and every log, cut or not, is resumed and continued through
+// the workflows: on a format v3 root (the resume migrates it) and in place
+// on a format v0 root, the resume reuses the route its request/context
+// records, one more turn runs with the scripted provider, and the session
+// is disposed. The log then holds the harness's events, what the resume
+// stored (the closers the package's own load stores, the end-seed marker)
+// and the new turn; the package loads the continued v0 log, and its surface
+// fold is the harness's log's followed by the new turn's messages.
 func TestContinueHarnessSessions(t *testing.T) {
 	start := time.Now()
 	restored := restoreCorpus(t, filepath.Join(t.TempDir(), "corpus"), "none")
