@@ -92,6 +92,7 @@ for (const op of input.ops) {
     out.push({ error: String(e?.message ?? e), name: e?.name ?? typeof e });
   }
 }
-process.stdout.write(JSON.stringify(out) + '\n');
 ctx.registry?.delete?.(Jsonl);
-process.exit(0);
+// Exit only once stdout is flushed: a pipe is written asynchronously, and an
+// exit before that cuts a large output short.
+process.stdout.write(JSON.stringify(out) + '\n', () => process.exit(0));
