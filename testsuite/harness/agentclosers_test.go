@@ -73,13 +73,11 @@ func (l *agentLog) openTurn(n int, prompt string) {
 }
 
 // run runs activity with in in a Temporal test activity environment whose
-// context is ctx (background when nil) and decodes its result into out.
+// context is ctx and decodes its result into out.
 func (l *agentLog) run(ctx context.Context, activity string, in, out any) error {
 	var suite sdktest.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
-	if ctx != nil {
-		env.SetWorkerOptions(worker.Options{BackgroundActivityContext: ctx})
-	}
+	env.SetWorkerOptions(worker.Options{BackgroundActivityContext: ctx})
 	env.RegisterActivity(l.acts)
 	v, err := env.ExecuteActivity(activity, in)
 	if err != nil {
@@ -90,7 +88,7 @@ func (l *agentLog) run(ctx context.Context, activity string, in, out any) error 
 
 func (l *agentLog) must(activity string, in, out any) {
 	l.t.Helper()
-	if err := l.run(nil, activity, in, out); err != nil {
+	if err := l.run(context.Background(), activity, in, out); err != nil {
 		l.t.Fatalf("%s: %v", activity, err)
 	}
 }
