@@ -16,6 +16,9 @@
 //         forks a loaded session into a live child, appends and flushes
 //     {"op": "resume", "id": "...", "append": [[type, data]...]}
 //         prepares the stored session, publishes it live, appends and flushes
+//     {"op": "messages", "id": "..."}
+//         prepares the stored session and returns the conversation the
+//         harness derives from it (Session.deriveMessages)
 // Output (stdout): one JSON array with {"ok": value} or {"error": message,
 // "name": class} per op. Every op runs even after a failure.
 import { Context } from '@deepseek-ai/cordis';
@@ -85,6 +88,7 @@ for (const op of input.ops) {
         v = await live(s, op.append);
         break;
       }
+      case 'messages': v = (await p.prepare(op.id)).session.deriveMessages(); break;
       default: throw new Error(`unknown op ${op.op}`);
     }
     out.push({ ok: v ?? null });
