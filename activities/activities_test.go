@@ -211,7 +211,7 @@ func TestMapError(t *testing.T) {
 	require.Equal(t, "IOError", typ)
 	require.False(t, nonRetryable)
 	require.ErrorIs(t, activities.MapError(context.Canceled), context.Canceled)
-	_, err := session.SnapshotBatch([]session.Event{{Type: "", Seq: 0, Data: []byte(`{}`)}})
+	_, err := session.SnapshotBatch([]session.Event{{Type: "x", Seq: 0}})
 	require.Error(t, err)
 	typ, nonRetryable = appType(t, activities.MapError(err))
 	require.Equal(t, "InvalidArgument", typ)

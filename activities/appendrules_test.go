@@ -112,8 +112,8 @@ var mutations = []mutation{
 	{"assistant/message without content", true, func(e *session.Event) bool {
 		return replaceData(e, session.TypeAssistantMessage, `{"turn":1,"step":1,"message":{"role":"assistant"},"stream":[]}`)
 	}},
-	{"tool/call without callId", true, func(e *session.Event) bool {
-		return replaceData(e, session.TypeToolCall, `{"turn":1,"step":1,"name":"read","arguments":"{}"}`)
+	{"tool/call data not an object", true, func(e *session.Event) bool {
+		return replaceData(e, session.TypeToolCall, `["read"]`)
 	}},
 	{"tool/result without callId", true, func(e *session.Event) bool {
 		return replaceData(e, session.TypeToolResult, `{"turn":1,"step":1,"message":{"id":"r","role":"user","source":{"kind":"tool"},"content":[]}}`)

@@ -47,6 +47,10 @@ type LogScan struct {
 	// InboxOmitted counts pending inputs left out because together they
 	// exceed MaxInboxBytes.
 	InboxOmitted int `json:"inboxOmitted,omitempty"`
+	// Route is the model route the log records (its last request/context
+	// with a provider and a model), nil when it records none. A resume
+	// without a route of its own takes it (docs/API.md ResumeSession).
+	Route *Route `json:"route,omitempty"`
 }
 
 // StatInput is the input of Stat.
@@ -99,11 +103,13 @@ func (a *Activities) scan(ctx context.Context, h *jsonl.Handle, visit func(sessi
 func (a *Activities) describeLog(ctx context.Context, h *jsonl.Handle) (LogScan, *session.TurnScanner, *session.Event, error) {
 	var sc session.TurnScanner
 	inbox := inboxFold{inherited: h.InheritedEventCount()}
+	var route routeFold
 	n, last, err := a.scan(ctx, h, func(e session.Event) error {
 		if err := sc.Observe(e); err != nil {
 			return asInvalid(fmt.Errorf("session %q: event %d: %w", h.ID(), e.Seq, err))
 		}
 		inbox.observe(e)
+		route.observe(e)
 		return nil
 	})
 	if err != nil {
@@ -115,6 +121,7 @@ func (a *Activities) describeLog(ctx context.Context, h *jsonl.Handle) (LogScan,
 		NextSeq:             n,
 		LastTurn:            sc.LastTurn(),
 		InheritedEventCount: h.InheritedEventCount(),
+		Route:               route.last,
 	}
 	sum.Inbox, sum.InboxOmitted = inbox.result()
 	if last != nil {
@@ -136,7 +143,8 @@ func (a *Activities) describeLog(ctx context.Context, h *jsonl.Handle) (LogScan,
 
 // ScanLog reads the whole validated log through the handle (LIFECYCLE.md
 // §5 step 4) and returns a bounded description of it: header, counts, next
-// seq, last turn, open-turn facts and the stored inherited count. It never
+// seq, last turn, open-turn facts, the stored inherited count and the
+// recorded model route. It never
 // returns the events. It heartbeats while it reads. It is also registered as
 // LegacyReadSummaryName.
 func (a *Activities) ScanLog(ctx context.Context, in HandleInput) (LogScan, error) {

@@ -68,14 +68,14 @@ func TestScanAndRepairRefuseAnUnreadableEvent(t *testing.T) {
 	require.NoError(t, err)
 	raw, err := os.ReadFile(snap.Path)
 	require.NoError(t, err)
-	edited := strings.Replace(string(raw), `"callId":"zz",`, "", 1)
+	edited := strings.Replace(string(raw), `"turn":1}`, `"turn":"1"}`, 1)
 	require.NotEqual(t, string(raw), edited)
 	require.NoError(t, os.WriteFile(snap.Path, []byte(edited), 0o644))
 
 	a := &activities.Activities{Store: newStore()}
 	info, err := a.OpenHandle(ctx, activities.OpenHandleInput{SessionID: "u", Access: jsonl.AccessWrite, HandleID: "w"})
 	require.NoError(t, err)
-	const want = `session "u": event 1: tool/call event (seq 1): data lacks "callId"`
+	const want = `session "u": event 0: turn/start event (seq 0): malformed data: must be a safe integer, got "1"`
 	_, err = a.ScanLog(ctx, activities.HandleInput{Ref: info.Ref})
 	requireInvalid(t, err, want)
 	_, err = a.Repair(ctx, activities.RepairInput{Ref: info.Ref, Now: 9})

@@ -28,27 +28,27 @@ func TestCloseCallsMaxTokens(t *testing.T) {
 	f := newFixture(t, nil, toolCalls([3]string{"c1", "echo", `{"te`}, [3]string{"c2", "shell", `{}`}, [3]string{"c3", "echo", `{}`}))
 	res, err := f.callModel(f.acts, f.modelInput(1, 1))
 	require.NoError(t, err)
-	f.append(ev(t, session.TypeToolCall, 4, `{"turn":1,"step":1,"callId":"c2","name":"shell","arguments":"{}"}`))
+	m := res.MessageSeq // the step's assistant/message, after its chunks
+	f.append(ev(t, session.TypeToolCall, m+1, `{"turn":1,"step":1,"callId":"c2","name":"shell","arguments":"{}"}`))
 	in := agent.CloseCallsInput{Ref: f.hd.Ref(), Turn: 1, MessageSeq: res.MessageSeq, MaxTokens: true}
 	out, err := f.closeCalls(f.acts, in)
 	require.NoError(t, err)
-	require.Equal(t, int64(10), out.NextSeq)
+	require.Equal(t, m+7, out.NextSeq)
 	log := f.log()
-	require.Equal(t, []string{"turn/start", "user/message", "step/start", "assistant/message",
-		"tool/call", "tool/call", "tool/result", "tool/result", "tool/call", "tool/result"}, types(log))
-	call, err := log[5].ToolCall()
+	require.Equal(t, []string{"tool/call", "tool/call", "tool/result", "tool/result", "tool/call", "tool/result"}, types(log[m+1:]))
+	call, err := log[m+2].ToolCall()
 	require.NoError(t, err)
 	require.Equal(t, session.ToolCall{Turn: 1, Step: 1, CallID: "c1", Name: "echo", Arguments: `{"te`}, call)
 	for _, c := range []struct {
-		i       int
+		i       int64
 		id      string
 		callSeq int64
 		code    string
 		text    string
 	}{
-		{6, "c1", 5, "MAX_TOKENS_NOT_RUN", "Error: tool call not run: the response reached its max-tokens limit, so the call may be cut off"},
-		{7, "c2", 4, "TOOL_OUTCOME_UNKNOWN", session.ToolOutcomeUnknownText},
-		{9, "c3", 8, "MAX_TOKENS_NOT_RUN", "Error: tool call not run: the response reached its max-tokens limit, so the call may be cut off"},
+		{m + 3, "c1", m + 2, "MAX_TOKENS_NOT_RUN", "Error: tool call not run: the response reached its max-tokens limit, so the call may be cut off"},
+		{m + 4, "c2", m + 1, "TOOL_OUTCOME_UNKNOWN", session.ToolOutcomeUnknownText},
+		{m + 6, "c3", m + 5, "MAX_TOKENS_NOT_RUN", "Error: tool call not run: the response reached its max-tokens limit, so the call may be cut off"},
 	} {
 		r, err := log[c.i].ToolResult()
 		require.NoError(t, err)
@@ -63,12 +63,12 @@ func TestCloseCallsMaxTokens(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, out, again)
 	}
-	require.Len(t, f.log(), 10)
+	require.Len(t, f.log(), int(m)+7)
 
 	// EndTurn after CloseCalls closes only the step and the turn.
 	_, err = f.endTurn(f.acts, agent.EndTurnInput{Ref: f.hd.Ref(), Turn: 1, Step: 1, MessageSeq: res.MessageSeq, MaxTokens: true, Reason: session.TurnEndReason{Kind: "max-tokens"}})
 	require.NoError(t, err)
-	require.Equal(t, []string{"step/end", "turn/end"}, types(f.log()[10:]))
+	require.Equal(t, []string{"step/end", "turn/end"}, types(f.log()[m+7:]))
 	requireBalanced(t, f.log())
 }
 
@@ -78,11 +78,12 @@ func TestCloseCallsClosedStep(t *testing.T) {
 	f := newFixture(t, nil, toolCalls([3]string{"c1", "echo", `{}`}))
 	res, err := f.callModel(f.acts, f.modelInput(1, 1))
 	require.NoError(t, err)
-	f.append(ev(t, session.TypeStepEnd, 4, `{"turn":1,"step":1}`))
+	m := res.MessageSeq // the step's assistant/message, after its chunks
+	f.append(ev(t, session.TypeStepEnd, m+1, `{"turn":1,"step":1}`))
 	out, err := f.closeCalls(f.acts, agent.CloseCallsInput{Ref: f.hd.Ref(), Turn: 1, MessageSeq: res.MessageSeq})
 	require.NoError(t, err)
-	require.Equal(t, int64(5), out.NextSeq)
-	require.Len(t, f.log(), 5)
+	require.Equal(t, m+2, out.NextSeq)
+	require.Len(t, f.log(), int(m)+2)
 
 	_, err = f.closeCalls(f.acts, agent.CloseCallsInput{Ref: f.hd.Ref(), Turn: 1, MessageSeq: 1})
 	var app *temporal.ApplicationError
@@ -97,11 +98,12 @@ func TestEndTurnMaxTokens(t *testing.T) {
 	f := newFixture(t, nil, toolCalls([3]string{"c1", "echo", `{}`}))
 	res, err := f.callModel(f.acts, f.modelInput(1, 1))
 	require.NoError(t, err)
+	m := res.MessageSeq // the step's assistant/message, after its chunks
 	_, err = f.endTurn(f.acts, agent.EndTurnInput{Ref: f.hd.Ref(), Turn: 1, Step: 1, MessageSeq: res.MessageSeq, MaxTokens: true, Reason: session.TurnEndReason{Kind: "max-tokens"}})
 	require.NoError(t, err)
 	log := f.log()
-	require.Equal(t, []string{"tool/call", "tool/result", "step/end", "turn/end"}, types(log[4:]))
-	r, err := log[5].ToolResult()
+	require.Equal(t, []string{"tool/call", "tool/result", "step/end", "turn/end"}, types(log[m+1:]))
+	r, err := log[m+2].ToolResult()
 	require.NoError(t, err)
 	require.Equal(t, "ToolNotRunError", r.Error.Name)
 	require.Equal(t, "MAX_TOKENS_NOT_RUN", r.Error.Code)

@@ -59,11 +59,16 @@ func sameBytes(a, b []byte) bool {
 // conversation is Conversation(events) for session id of st, decoding only
 // the events the cache does not hold.
 func (c *convCache) conversation(st *jsonl.Store, id string, events []session.Event) ([]provider.Message, error) {
+	order, err := surfaceOrder(events)
+	if err != nil {
+		return nil, err
+	}
 	ce := c.entries(convKey{st, id})
 	ce.mu.Lock()
 	defer ce.mu.Unlock()
 	var out []provider.Message
-	for _, e := range events {
+	for _, i := range order {
+		e := events[i]
 		if !isMessageEvent(e.Type) {
 			continue
 		}

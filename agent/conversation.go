@@ -70,15 +70,24 @@ func blocks(in []storedBlock) ([]provider.Block, error) {
 }
 
 // Conversation derives the messages sent to a model from log events, in
-// log order: a user/message is a user message; an assistant/message with
-// content (an interrupted anchor included) is an assistant message, its
-// tool-call blocks kept; a tool/result is a user message holding its
-// tool-result block. system/message events are left out (the system prompt
-// is the worker's) and other events carry no message. A message event whose
-// payload cannot be read is an error naming its seq.
+// the order of the log's surface (docs/FORMAT.md §1.7), the harness's fold:
+// a replacement (a compaction's summary, a pruned tool result) stands where
+// the events it replaced stood, and they are left out. A user/message is a
+// user message; an assistant/message with content (an interrupted anchor
+// included) is an assistant message, its tool-call blocks kept; a
+// tool/result is a user message holding its tool-result block.
+// system/message events are left out (the system prompt is the worker's)
+// and other events carry no message. A message event whose payload cannot
+// be read, or a log whose surface does not fold, is an error naming its
+// seq.
 func Conversation(events []session.Event) ([]provider.Message, error) {
+	order, err := surfaceOrder(events)
+	if err != nil {
+		return nil, err
+	}
 	var out []provider.Message
-	for _, e := range events {
+	for _, i := range order {
+		e := events[i]
 		if !isMessageEvent(e.Type) {
 			continue
 		}
@@ -89,6 +98,43 @@ func Conversation(events []session.Event) ([]provider.Message, error) {
 		if ok {
 			out = append(out, msg)
 		}
+	}
+	return out, nil
+}
+
+// surfaceOrder returns the indexes of events, a log from seq 0, in the
+// order of its surface (session.Surface). A message event without a
+// surfaceOp, which a v3 log may hold from another writer, is appended, as
+// the conversation always took it. A log without a replacement, and a
+// window that does not start at seq 0, are taken in log order.
+func surfaceOrder(events []session.Event) ([]int, error) {
+	out := make([]int, 0, len(events))
+	replaced := false
+	for _, e := range events {
+		if e.SurfaceOp != nil && e.SurfaceOp.Op == session.SurfaceReplace {
+			replaced = true
+			break
+		}
+	}
+	if !replaced || events[0].Seq != 0 {
+		// Without a replacement the surface is the message events in log
+		// order (the store checked a v0 log's fold when it read it).
+		for i := range events {
+			out = append(out, i)
+		}
+		return out, nil
+	}
+	var s session.Surface
+	for _, e := range events {
+		if e.SurfaceOp == nil && isMessageEvent(e.Type) {
+			e.SurfaceOp = session.AppendOp()
+		}
+		if err := s.Next(e); err != nil {
+			return nil, fmt.Errorf("conversation: %w", err)
+		}
+	}
+	for _, seq := range s.Nodes() {
+		out = append(out, int(seq))
 	}
 	return out, nil
 }

@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -36,4 +37,40 @@ func TestConversationReplacesUnsendableBlocks(t *testing.T) {
 			{Type: "text", Text: "body"}, note("image"),
 		}}}},
 	}, got)
+}
+
+// The conversation is the log's surface: a replacement (a compaction's
+// summary here) stands where the messages it replaced stood, and they are
+// not sent; the log keeps them.
+func TestConversationFollowsTheSurface(t *testing.T) {
+	ev := func(typ string, seq int64, data string, op *session.SurfaceOp, cites ...int64) session.Event {
+		e := session.Event{Type: typ, Seq: seq, Time: 1, Data: json.RawMessage(data), SurfaceOp: op, SourceEventSeqs: cites}
+		require.NoError(t, e.Validate())
+		return e
+	}
+	user := func(seq int64, text string) session.Event {
+		return ev(session.TypeUserMessage, seq, `{"id":"u`+text+`","role":"user","content":[{"type":"text","text":"`+text+`"}],"source":{"kind":"user"}}`, session.AppendOp())
+	}
+	events := []session.Event{
+		ev(session.TypeTurnStart, 0, `{"turn":1}`, nil),
+		user(1, "one"),
+		user(2, "two"),
+		user(3, "three"),
+		ev(session.TypeUserMessage, 4, `{"id":"s","role":"user","content":[{"type":"text","text":"summary of one and two"}],"source":{"kind":"plugin","plugin":"compact"}}`,
+			&session.SurfaceOp{Op: session.SurfaceReplace, StartSeq: 1, EndSeq: 2}, 1, 2),
+		user(5, "four"),
+	}
+	msgs, err := agent.Conversation(events)
+	require.NoError(t, err)
+	var texts []string
+	for _, m := range msgs {
+		texts = append(texts, m.Content[0].Text)
+	}
+	require.Equal(t, []string{"summary of one and two", "three", "four"}, texts)
+
+	// A replacement the fold refuses (it does not cite what it shadows) is
+	// an error, not a conversation.
+	events[4].SourceEventSeqs = []int64{1}
+	_, err = agent.Conversation(events)
+	require.ErrorContains(t, err, "conversation: ")
 }

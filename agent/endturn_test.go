@@ -19,28 +19,28 @@ func TestEndTurnClosesSkippedCalls(t *testing.T) {
 	f := newFixture(t, nil, toolCalls([3]string{"c1", "echo", `{"text":"a"}`}, [3]string{"c2", "echo", `{}`}))
 	res, err := f.callModel(f.acts, f.modelInput(1, 1))
 	require.NoError(t, err)
+	m := res.MessageSeq // the step's assistant/message, after its chunks
 	in := agent.EndTurnInput{Ref: f.hd.Ref(), Turn: 1, Step: 1, MessageSeq: res.MessageSeq, Skipped: []string{"c1", "c2"},
 		Reason: session.TurnEndReason{Kind: session.TurnEndAborted, Reason: json.RawMessage(`{"kind":"user"}`)}}
 	out, err := f.endTurn(f.acts, in)
 	require.NoError(t, err)
-	require.Equal(t, int64(10), out.NextSeq)
+	require.Equal(t, m+7, out.NextSeq)
 	log := f.log()
-	require.Equal(t, []string{"turn/start", "user/message", "step/start", "assistant/message",
-		"tool/call", "tool/result", "tool/call", "tool/result", "step/end", "turn/end"}, types(log))
-	call, err := log[4].ToolCall()
+	require.Equal(t, []string{"tool/call", "tool/result", "tool/call", "tool/result", "step/end", "turn/end"}, types(log[m+1:]))
+	call, err := log[m+1].ToolCall()
 	require.NoError(t, err)
 	require.Equal(t, session.ToolCall{Turn: 1, Step: 1, CallID: "c1", Name: "echo", Arguments: `{"text":"a"}`}, call)
-	for _, i := range []int{5, 7} {
+	for _, i := range []int64{m + 2, m + 4} {
 		r, err := log[i].ToolResult()
 		require.NoError(t, err)
-		require.Equal(t, []int64{int64(i - 1)}, log[i].SourceEventSeqs)
+		require.Equal(t, []int64{i - 1}, log[i].SourceEventSeqs)
 		require.Equal(t, session.AppendOp(), log[i].SurfaceOp)
 		require.Equal(t, "AbortError", r.Error.Name)
 		require.Equal(t, "ABORTED_BEFORE_DISPATCH", r.Error.Code)
 		require.Equal(t, []session.ToolResultContent{{Type: "tool-result", ToolCallID: r.Message.Source.CallID, IsError: true,
 			Content: []session.TextContent{{Type: "text", Text: "Error: tool call aborted before dispatch"}}}}, r.Message.Content)
 	}
-	te, err := log[9].TurnEnd()
+	te, err := log[m+6].TurnEnd()
 	require.NoError(t, err)
 	require.Equal(t, session.TurnEnd{Turn: 1, Reason: session.TurnEndReason{Kind: "aborted", Reason: json.RawMessage(`{"kind":"user"}`)}}, te)
 	requireBalanced(t, log)
@@ -50,7 +50,7 @@ func TestEndTurnClosesSkippedCalls(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, out, again)
 	}
-	require.Len(t, f.log(), 10)
+	require.Len(t, f.log(), int(m)+7)
 }
 
 // TestEndTurnCompleted: a completed turn whose step is still open gets
@@ -59,10 +59,11 @@ func TestEndTurnCompleted(t *testing.T) {
 	f := newFixture(t, nil, answer("done"))
 	res, err := f.callModel(f.acts, f.modelInput(1, 1))
 	require.NoError(t, err)
+	m := res.MessageSeq // the step's assistant/message, after its chunks
 	out, err := f.endTurn(f.acts, agent.EndTurnInput{Ref: f.hd.Ref(), Turn: 1, Step: 1, MessageSeq: res.MessageSeq, Reason: session.TurnEndReason{Kind: "completed"}})
 	require.NoError(t, err)
-	require.Equal(t, int64(6), out.NextSeq)
-	require.Equal(t, []string{"turn/start", "user/message", "step/start", "assistant/message", "step/end", "turn/end"}, types(f.log()))
+	require.Equal(t, m+3, out.NextSeq)
+	require.Equal(t, []string{"assistant/message", "step/end", "turn/end"}, types(f.log()[m:]))
 	requireBalanced(t, f.log())
 
 	g := newFixture(t, nil)
@@ -81,14 +82,15 @@ func TestEndTurnRecordedCallWithoutResult(t *testing.T) {
 	f := newFixture(t, nil, toolCalls([3]string{"c1", "shell", `{}`}))
 	res, err := f.callModel(f.acts, f.modelInput(1, 1))
 	require.NoError(t, err)
-	f.append(ev(t, session.TypeToolCall, 4, `{"turn":1,"step":1,"callId":"c1","name":"shell","arguments":"{}"}`))
+	m := res.MessageSeq // the step's assistant/message, after its chunks
+	f.append(ev(t, session.TypeToolCall, m+1, `{"turn":1,"step":1,"callId":"c1","name":"shell","arguments":"{}"}`))
 	closers, err := session.InterruptedTurnClosers(f.log())
 	require.NoError(t, err)
 	_, err = f.endTurn(f.acts, agent.EndTurnInput{Ref: f.hd.Ref(), Turn: 1, Step: 1, MessageSeq: res.MessageSeq, Reason: session.TurnEndReason{Kind: "aborted", Reason: json.RawMessage(`{"kind":"parent"}`)}})
 	require.NoError(t, err)
 	log := f.log()
-	require.Equal(t, []string{"tool/result", "step/end", "turn/end"}, types(log[5:]))
-	requireSameResult(t, closers[0], log[5])
+	require.Equal(t, []string{"tool/result", "step/end", "turn/end"}, types(log[m+2:]))
+	requireSameResult(t, closers[0], log[m+2])
 	requireBalanced(t, log)
 }
 
@@ -145,7 +147,7 @@ func TestEndTurnNextStepHeld(t *testing.T) {
 		{Type: "step/start", Data: json.RawMessage(`{"turn":1,"step":2}`)},
 		{Type: "user/message", MessageID: "s9"},
 	}, out.Held)
-	require.Equal(t, []string{"turn/start", "user/message", "step/start", "assistant/message", "step/end", "step/start", "user/message"}, types(f.log()), "nothing stored")
+	require.Equal(t, []string{"assistant/message", "step/end", "step/start", "user/message"}, types(f.log()[res.MessageSeq:]), "nothing stored")
 
 	// Without ExpectSeq, or with the workflow's cursor at the log's end,
 	// the turn ends as before.

@@ -300,3 +300,30 @@ func requireBalanced(t *testing.T, events []session.Event) {
 	require.NoError(t, err)
 	require.Empty(t, closers, "the log must be balanced: resume would add %v", types(closers))
 }
+
+// withoutRecords returns the types of log but its assistant/chunk and
+// request/context events, after checking that each run of assistant/chunk
+// events is cited, all of it and nothing else, by the assistant/message
+// right after it: no attempt left chunks without a message.
+func withoutRecords(t *testing.T, log []session.Event) []string {
+	t.Helper()
+	var out []string
+	var run []int64
+	for _, e := range log {
+		switch e.Type {
+		case session.TypeAssistantChunk:
+			run = append(run, e.Seq)
+			continue
+		case session.TypeAssistantMessage:
+			require.Equal(t, run, e.SourceEventSeqs, "the message at seq %d cites its chunks", e.Seq)
+			run = nil
+		case session.TypeRequestContext:
+			require.Empty(t, run)
+			continue
+		}
+		require.Empty(t, run, "chunks without their message before seq %d", e.Seq)
+		out = append(out, e.Type)
+	}
+	require.Empty(t, run, "chunks without their message at the end")
+	return out
+}

@@ -18,12 +18,13 @@ const (
 	DefaultMaxModelOutput = 4 << 20
 )
 
-// StreamTextLimit is the most text, in bytes, the stream record of a
-// stored assistant/message repeats beside its content: a call whose
-// chunks carry more (text, reasoning, tool-call arguments, signatures, ids
-// and names) stores its text once, in the content, and a stream record of
-// its usage and finish chunks only (docs/FORMAT.md §1.2 "The stream
-// record", docs/DECISIONS.md D72).
+// StreamTextLimit is the most text, in bytes, the record of a model call's
+// stream (the assistant/chunk events its assistant/message cites) repeats
+// beside the message's content: a call whose record would hold more (the
+// deltas, the blocks of the block-end chunks, the id and name each
+// tool-call delta repeats) stores its text once, in the content, and of
+// its chunks only the usage and finish (docs/FORMAT.md §1.2 "The stream
+// record", docs/DECISIONS.md D72 and its successor).
 const StreamTextLimit = 64 << 10
 
 // Codes of the provider errors a model call's limits produce; the turn

@@ -84,7 +84,7 @@ func TestCallModelOutputCap(t *testing.T) {
 	res, err := f.callModel(f.acts, f.modelInput(1, 1))
 	require.NoError(t, err)
 	require.Equal(t, provider.FinishToolCalls, res.Finish)
-	require.Len(t, f.log(), 4)
+	require.Equal(t, callTypes(13), types(f.log()))
 }
 
 func TestModelLimitsValidate(t *testing.T) {

@@ -28,14 +28,15 @@ func assistantMessageID(turn, step int64) string {
 	return "assistant-" + strconv.FormatInt(turn, 10) + "-" + strconv.FormatInt(step, 10)
 }
 
-// assistantData is the data of an assistant/message this package stores.
+// assistantData is the data of an assistant/message this package stores
+// (docs/FORMAT.md §1.2): the harness's shape, the stream recorded as the
+// assistant/chunk events the message cites in sourceEventSeqs.
 type assistantData struct {
-	Turn        int64             `json:"turn"`
-	Step        int64             `json:"step"`
-	Message     assistantBody     `json:"message"`
-	Stream      []json.RawMessage `json:"stream"`
-	Usage       *provider.Usage   `json:"usage,omitempty"`
-	Interrupted bool              `json:"interrupted,omitempty"`
+	Turn        int64           `json:"turn"`
+	Step        int64           `json:"step"`
+	Message     assistantBody   `json:"message"`
+	Usage       *provider.Usage `json:"usage,omitempty"`
+	Interrupted bool            `json:"interrupted,omitempty"`
 }
 
 type assistantBody struct {
@@ -45,7 +46,20 @@ type assistantBody struct {
 	Source  messageSource    `json:"source"`
 }
 
+// messageSource is the model source the harness requires on every
+// assistant message.
 type messageSource struct {
+	Kind     string `json:"kind"`
+	Provider string `json:"provider"`
+	Model    string `json:"model"`
+}
+
+// sourceKindModel is the kind of an assistant message's source.
+const sourceKindModel = "model"
+
+// routeData is the data of a request/context event: the route of the
+// model calls that follow it.
+type routeData struct {
 	Provider string `json:"provider"`
 	Model    string `json:"model"`
 }
@@ -101,7 +115,10 @@ func (a *Activities) findModelCall(tail []session.Event, turn, step int64) (*sto
 				out.usage = &u
 			}
 		}
-		out.finish = streamFinish(m.Stream)
+		out.finish = citedFinish(tail, e.SourceEventSeqs)
+		if out.finish == "" {
+			out.finish = streamFinish(m.Stream)
+		}
 		if out.finish == "" && !m.Interrupted {
 			out.finish = provider.FinishStop
 			if len(out.calls) > 0 {
@@ -113,7 +130,41 @@ func (a *Activities) findModelCall(tail []session.Event, turn, step int64) (*sto
 	return nil, nil
 }
 
-// streamFinish reads the finish reason from a stored stream record.
+// citedFinish reads the finish reason from the finish chunk among the
+// assistant/chunk events of tail a message cites (seqs): "" when it cites
+// none, or one of a reason this package does not know.
+func citedFinish(tail []session.Event, seqs []int64) provider.FinishReason {
+	if len(tail) == 0 {
+		return ""
+	}
+	for i := len(seqs) - 1; i >= 0; i-- {
+		at := seqs[i] - tail[0].Seq
+		if at < 0 || at >= int64(len(tail)) || tail[at].Type != session.TypeAssistantChunk {
+			continue
+		}
+		var d struct {
+			Chunk struct {
+				Type   string `json:"type"`
+				Reason struct {
+					Kind provider.FinishReason `json:"kind"`
+				} `json:"reason"`
+			} `json:"chunk"`
+		}
+		if json.Unmarshal(tail[at].Data, &d) != nil || d.Chunk.Type != provider.RecordFinish {
+			continue
+		}
+		switch k := d.Chunk.Reason.Kind; k {
+		case provider.FinishStop, provider.FinishToolCalls, provider.FinishMaxTokens:
+			return k
+		}
+		return ""
+	}
+	return ""
+}
+
+// streamFinish reads the finish reason from the stream record of a
+// message stored before its chunks were (assistant/message.stream,
+// docs/FORMAT.md §1.2 "The stream record").
 func streamFinish(stream json.RawMessage) provider.FinishReason {
 	var recs []struct {
 		Type  string `json:"type"`
@@ -323,7 +374,11 @@ func (a *Activities) interrupted(ctx context.Context, h *jsonl.Handle, in ModelI
 }
 
 // storeMessage stores the assistant/message of the call (or its interrupted
-// anchor) unless the log already holds the step's message.
+// anchor) unless the log already holds the step's message. One batch holds,
+// in order: a request/context naming the call's route when the last one in
+// the log names another (or there is none), the call's recorded chunks as
+// assistant/chunk events at the times they arrived, and the message citing
+// them all in sourceEventSeqs (docs/FORMAT.md §1.2).
 func (a *Activities) storeMessage(ctx context.Context, h *jsonl.Handle, in ModelInput, f fold, interrupted bool) (ModelResult, error) {
 	content := f.Content()
 	if interrupted {
@@ -332,17 +387,14 @@ func (a *Activities) storeMessage(ctx context.Context, h *jsonl.Handle, in Model
 	if content == nil {
 		content = []provider.Block{}
 	}
-	stream := f.Stream()
-	if stream == nil {
-		stream = []json.RawMessage{}
-	}
+	record := f.Record()
 	data := assistantData{
 		Turn: in.Turn, Step: in.Step,
 		Message: assistantBody{
 			ID: assistantMessageID(in.Turn, in.Step), Role: provider.RoleAssistant, Content: content,
-			Source: messageSource{Provider: in.Provider, Model: in.Model},
+			Source: messageSource{Kind: sourceKindModel, Provider: in.Provider, Model: in.Model},
 		},
-		Stream: stream, Usage: f.Usage(), Interrupted: interrupted,
+		Usage: f.Usage(), Interrupted: interrupted,
 	}
 	var (
 		stored *storedModelCall
@@ -357,12 +409,11 @@ func (a *Activities) storeMessage(ctx context.Context, h *jsonl.Handle, in Model
 			reused = true // a concurrent attempt stored it first
 			return nil, nil
 		}
-		e, err := session.NewEvent(session.TypeAssistantMessage, next, a.nowMs(), data)
+		batch, err := a.callEvents(tail, next, in, record, data)
 		if err != nil {
 			return nil, err
 		}
-		e.SurfaceOp = session.AppendOp()
-		stored = &storedModelCall{seq: next, usage: f.Usage(), interrupted: interrupted, finish: f.Finish()}
+		stored = &storedModelCall{seq: batch[len(batch)-1].Seq, usage: f.Usage(), interrupted: interrupted, finish: f.Finish()}
 		if !interrupted {
 			for _, b := range content {
 				if b.Type == provider.BlockToolCall {
@@ -373,12 +424,61 @@ func (a *Activities) storeMessage(ctx context.Context, h *jsonl.Handle, in Model
 		} else {
 			stored.finish = ""
 		}
-		return []session.Event{e}, nil
+		return batch, nil
 	})
 	if err != nil {
 		return ModelResult{}, activities.MapError(err)
 	}
 	return stored.result(next, reused), nil
+}
+
+// callEvents builds the batch of storeMessage from seq next: the
+// request/context if the route changed, the chunk events, the message.
+func (a *Activities) callEvents(tail []session.Event, next int64, in ModelInput, record []provider.RecordedChunk, data assistantData) ([]session.Event, error) {
+	now := a.nowMs()
+	batch := make([]session.Event, 0, len(record)+2)
+	if lastRoute(tail) != (routeData{Provider: in.Provider, Model: in.Model}) {
+		e, err := session.NewEvent(session.TypeRequestContext, next, now, routeData{Provider: in.Provider, Model: in.Model})
+		if err != nil {
+			return nil, err
+		}
+		batch = append(batch, e)
+	}
+	cites := make([]int64, 0, len(record))
+	prefix := `{"turn":` + strconv.FormatInt(in.Turn, 10) + `,"step":` + strconv.FormatInt(in.Step, 10) + `,"chunk":`
+	for _, c := range record {
+		seq := next + int64(len(batch))
+		// The chunk is canonical JSON, so the data is too, with its keys in
+		// the order the store packs runs of deltas in (FORMAT.md §1.6).
+		b := make([]byte, 0, len(prefix)+len(c.Chunk)+1)
+		b = append(append(append(b, prefix...), c.Chunk...), '}')
+		e := session.Event{Type: session.TypeAssistantChunk, Seq: seq, Time: c.Time, Data: b}
+		if err := e.Validate(); err != nil {
+			return nil, fmt.Errorf("%w: %w", session.ErrInvalidEvent, err)
+		}
+		batch = append(batch, e)
+		cites = append(cites, seq)
+	}
+	e, err := session.NewEvent(session.TypeAssistantMessage, next+int64(len(batch)), now, data)
+	if err != nil {
+		return nil, err
+	}
+	e.SurfaceOp = session.AppendOp()
+	e.SourceEventSeqs = cites
+	return append(batch, e), nil
+}
+
+// lastRoute is the route of the last request/context event of tail, the
+// zero route when there is none or it does not decode.
+func lastRoute(tail []session.Event) routeData {
+	for i := len(tail) - 1; i >= 0; i-- {
+		if tail[i].Type == session.TypeRequestContext {
+			var r routeData
+			_ = json.Unmarshal(tail[i].Data, &r)
+			return r
+		}
+	}
+	return routeData{}
 }
 
 // providerError classifies a failed stream.

@@ -2,8 +2,8 @@ package agent_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -50,20 +50,42 @@ func TestConversation(t *testing.T) {
 	require.ErrorContains(t, err, "tool/result (seq 0) has no content")
 }
 
+// tickingClock returns a clock for agent.Activities.Now that reads
+// from, from+1, ... milliseconds on its successive calls.
+func tickingClock(from int64) func() time.Time {
+	var n atomic.Int64
+	return func() time.Time { return time.UnixMilli(from + n.Add(1) - 1) }
+}
+
+// storedLines are the stored JSONL lines of events.
+func storedLines(t *testing.T, events []session.Event) []string {
+	t.Helper()
+	out := make([]string, len(events))
+	for i, e := range events {
+		out[i] = storedLine(t, e)
+	}
+	return out
+}
+
 // TestCallModelStoresOneMessage: the call reads the conversation from the
-// log, offers the system prompt and the tools, and stores one
-// assistant/message of the documented shape at the next seq.
+// log, offers the system prompt and the tools, and stores in one batch, as
+// the published harness writes a model call: a request/context naming the
+// route (the log has none yet), the stream's chunks as assistant/chunk
+// events at the times they arrived (block-start, deltas and block-end per
+// block, indexed by content position; the usage and finish last), and the
+// assistant/message with its model source, citing every chunk.
 func TestCallModelStoresOneMessage(t *testing.T) {
 	var runs atomic.Int64
 	tools := newTools(t, echoTool("echo", true, true, &runs), echoTool("shell", false, false, &runs))
 	r := toolCalls([3]string{"call-1", "echo", `{"text":"a"}`}, [3]string{"call-2", "shell", `{}`})
 	r.chunks = append([]provider.Chunk{reasoning("think"), usage(7, 3)}, r.chunks...)
 	f := newFixture(t, tools, r)
+	f.acts.Now = tickingClock(1000)
 
 	res, err := f.callModel(f.acts, f.modelInput(1, 1))
 	require.NoError(t, err)
 	require.Equal(t, agent.ModelResult{
-		MessageSeq: 3, NextSeq: 4,
+		MessageSeq: 18, NextSeq: 19,
 		ToolCalls: []agent.CallRef{{ID: "call-1", Name: "echo", Parallel: true}, {ID: "call-2", Name: "shell"}},
 		Finish:    provider.FinishToolCalls, Usage: &provider.Usage{InputTokens: 7, OutputTokens: 3},
 	}, res)
@@ -77,27 +99,71 @@ func TestCallModelStoresOneMessage(t *testing.T) {
 	require.Len(t, req.Tools, 2)
 
 	log := f.log()
-	require.Len(t, log, 4)
-	e := log[3]
-	require.Equal(t, session.TypeAssistantMessage, e.Type)
-	require.Equal(t, session.AppendOp(), e.SurfaceOp)
-	require.Empty(t, e.SourceEventSeqs)
-	d := dataOf(t, e)
-	require.EqualValues(t, 1, d["turn"])
-	require.EqualValues(t, 1, d["step"])
-	require.NotContains(t, d, "interrupted")
-	msg := d["message"].(map[string]any)
-	require.Equal(t, "assistant-1-1", msg["id"])
-	require.Equal(t, "assistant", msg["role"])
-	require.Equal(t, map[string]any{"provider": "fake", "model": "m1"}, msg["source"])
-	content, _ := json.Marshal(msg["content"])
-	require.JSONEq(t, `[{"type":"reasoning","text":"think"},{"type":"text","text":"Let me look."},{"type":"tool-call","id":"call-1","name":"echo","arguments":"{\"text\":\"a\"}"},{"type":"tool-call","id":"call-2","name":"shell","arguments":"{}"}]`, string(content))
-	require.NotEmpty(t, d["stream"])
-	require.Equal(t, map[string]any{"inputTokens": 7.0, "outputTokens": 3.0}, d["usage"])
-	am, err := e.AssistantMessage()
+	chunk := func(seq, time int, c string) string {
+		return fmt.Sprintf(`{"type":"assistant/chunk","seq":%d,"time":%d,"data":{"turn":1,"step":1,"chunk":%s}}`, seq, time, c)
+	}
+	require.Equal(t, []string{
+		`{"type":"request/context","seq":3,"time":1006,"data":{"provider":"fake","model":"m1"}}`,
+		chunk(4, 1000, `{"type":"block-start","index":0,"blockType":"reasoning"}`),
+		chunk(5, 1000, `{"type":"reasoning-delta","index":0,"text":"think"}`),
+		chunk(6, 1002, `{"type":"block-end","index":0,"block":{"type":"reasoning","text":"think"}}`),
+		chunk(7, 1002, `{"type":"block-start","index":1,"blockType":"text"}`),
+		chunk(8, 1002, `{"type":"text-delta","index":1,"text":"Let me look."}`),
+		chunk(9, 1003, `{"type":"block-end","index":1,"block":{"type":"text","text":"Let me look."}}`),
+		chunk(10, 1003, `{"type":"block-start","index":2,"blockType":"tool-call"}`),
+		chunk(11, 1003, `{"type":"tool-call-delta","index":2,"id":"call-1","name":"echo","argumentsDelta":"{\"text\":\"a\"}"}`),
+		chunk(12, 1004, `{"type":"block-start","index":3,"blockType":"tool-call"}`),
+		chunk(13, 1004, `{"type":"tool-call-delta","index":3,"id":"call-2","name":"shell","argumentsDelta":"{}"}`),
+		chunk(14, 1005, `{"type":"block-end","index":2,"block":{"type":"tool-call","id":"call-1","name":"echo","arguments":"{\"text\":\"a\"}"}}`),
+		chunk(15, 1005, `{"type":"block-end","index":3,"block":{"type":"tool-call","id":"call-2","name":"shell","arguments":"{}"}}`),
+		chunk(16, 1001, `{"type":"usage","usage":{"inputTokens":7,"outputTokens":3}}`),
+		chunk(17, 1005, `{"type":"finish","reason":{"kind":"tool-calls"}}`),
+		`{"type":"assistant/message","seq":18,"time":1006,"data":{"turn":1,"step":1,"message":{"id":"assistant-1-1","role":"assistant",` +
+			`"content":[{"type":"reasoning","text":"think"},{"type":"text","text":"Let me look."},` +
+			`{"type":"tool-call","id":"call-1","name":"echo","arguments":"{\"text\":\"a\"}"},{"type":"tool-call","id":"call-2","name":"shell","arguments":"{}"}],` +
+			`"source":{"kind":"model","provider":"fake","model":"m1"}},"usage":{"inputTokens":7,"outputTokens":3}},` +
+			`"surfaceOp":"append","sourceEventSeqs":[4,5,6,7,8,9,10,11,12,13,14,15,16,17]}`,
+	}, storedLines(t, log[3:]))
+	am, err := log[18].AssistantMessage()
 	require.NoError(t, err)
 	require.Len(t, am.ToolCalls(), 2)
 	require.NoError(t, session.CheckAppendable(session.Header{Version: session.FormatVersion}, 3, log[3:]))
+	require.NoError(t, session.CheckAppendable(session.Header{Version: session.FormatVersionV0}, 3, log[3:]))
+}
+
+// TestCallModelStoresTheRouteWhenItChanges: a request/context is stored
+// before the first call of the log and again only when the call's route
+// differs from the last one stored.
+func TestCallModelStoresTheRouteWhenItChanges(t *testing.T) {
+	f := newFixture(t, nil, answer("one"), answer("two"), answer("three"), answer("four"))
+	f.acts.Providers["other"] = f.prov
+	step := func(n int64, seq int64, prov, model string) {
+		t.Helper()
+		if n > 1 {
+			f.append(ev(t, session.TypeStepStart, seq, fmt.Sprintf(`{"turn":1,"step":%d}`, n)))
+		}
+		in := f.modelInput(1, n)
+		in.Provider, in.Model = prov, model
+		_, err := f.callModel(f.acts, in)
+		require.NoError(t, err)
+	}
+	// Each call stores 5 chunks (block-start, delta, block-end, usage,
+	// finish) and the message, after the route when it changed.
+	step(1, 0, "fake", "m1")
+	step(2, 10, "fake", "m1")
+	step(3, 17, "fake", "m2")
+	step(4, 25, "other", "m2")
+	var routes []string
+	for _, e := range f.log() {
+		if e.Type == session.TypeRequestContext {
+			routes = append(routes, fmt.Sprintf("%d %s", e.Seq, e.Data))
+		}
+	}
+	require.Equal(t, []string{
+		`3 {"provider":"fake","model":"m1"}`,
+		`18 {"provider":"fake","model":"m2"}`,
+		`26 {"provider":"other","model":"m2"}`,
+	}, routes)
 }
 
 // TestCallModelRetryStoresNoSecondMessage: a retried call (on this or
@@ -120,14 +186,14 @@ func TestCallModelRetryStoresNoSecondMessage(t *testing.T) {
 		require.Equal(t, first, again)
 	}
 	require.Equal(t, 1, f.prov.calls())
-	require.Equal(t, []string{"turn/start", "user/message", "step/start", "assistant/message"}, types(f.log()))
+	require.Equal(t, callTypes(5), types(f.log()))
 
 	// The next step's call is a new call, with the first answer in its
-	// conversation.
-	f.append(ev(t, session.TypeStepStart, 4, `{"turn":1,"step":2}`))
+	// conversation, and the same route (no request/context).
+	f.append(ev(t, session.TypeStepStart, 10, `{"turn":1,"step":2}`))
 	second, err := f.callModel(f.acts, f.modelInput(1, 2))
 	require.NoError(t, err)
-	require.Equal(t, int64(5), second.MessageSeq)
+	require.Equal(t, int64(16), second.MessageSeq)
 	require.Equal(t, 2, f.prov.calls())
 	require.Equal(t, "assistant", f.prov.requests[1].Messages[1].Role)
 }
@@ -151,13 +217,13 @@ func TestCallModelConcurrentAttemptsStoreOneMessage(t *testing.T) {
 	reused := 0
 	for i, r := range results {
 		require.NoError(t, errs[i])
-		require.Equal(t, int64(3), r.MessageSeq)
+		require.Equal(t, int64(9), r.MessageSeq)
 		if r.Reused {
 			reused++
 		}
 	}
 	require.Equal(t, len(others)-1, reused, "all but the storing attempt see the stored message")
-	require.Equal(t, []string{"turn/start", "user/message", "step/start", "assistant/message"}, types(f.log()))
+	require.Equal(t, callTypes(5), types(f.log()))
 }
 
 // cancelAfter runs CallModel in an activity environment whose context is
@@ -176,21 +242,48 @@ func cancelAfter(t *testing.T, f *fixture, n int, cause error) error {
 	return err
 }
 
+// callTypes are the types of the fixture's log after one model call
+// stored n chunks: the route, the chunks, the message.
+func callTypes(n int) []string {
+	out := []string{"turn/start", "user/message", "step/start", "request/context"}
+	for range n {
+		out = append(out, "assistant/chunk")
+	}
+	return append(out, "assistant/message")
+}
+
 // TestCallModelCancelStoresInterruptedAnchor: a cancelled stream that showed
 // text stores the interrupted anchor with the shown text and reasoning and
-// no tool call, and returns the cancellation.
+// no tool call, citing the chunks that streamed, and returns the
+// cancellation.
 func TestCallModelCancelStoresInterruptedAnchor(t *testing.T) {
 	f := newFixture(t, nil, response{chunks: []provider.Chunk{reasoning("thinking"), text("Hello "), text("wor"), callChunk(0, "c1", "echo", `{"te`)}, stall: true})
+	f.acts.Now = tickingClock(1000)
 	err := cancelAfter(t, f, 4, temporal.NewCanceledError())
 	require.Error(t, err)
 	var canceled *temporal.CanceledError
 	require.True(t, errors.As(err, &canceled) || errors.Is(err, context.Canceled), "got %v", err)
 	log := f.log()
-	require.Equal(t, []string{"turn/start", "user/message", "step/start", "assistant/message"}, types(log))
-	d := dataOf(t, log[3])
-	require.Equal(t, true, d["interrupted"])
-	content, _ := json.Marshal(d["message"].(map[string]any)["content"])
-	require.JSONEq(t, `[{"type":"reasoning","text":"thinking"},{"type":"text","text":"Hello wor"}]`, string(content))
+	require.Equal(t, callTypes(9), types(log))
+	chunk := func(seq, time int, c string) string {
+		return fmt.Sprintf(`{"type":"assistant/chunk","seq":%d,"time":%d,"data":{"turn":1,"step":1,"chunk":%s}}`, seq, time, c)
+	}
+	require.Equal(t, []string{
+		`{"type":"request/context","seq":3,"time":1004,"data":{"provider":"fake","model":"m1"}}`,
+		chunk(4, 1000, `{"type":"block-start","index":0,"blockType":"reasoning"}`),
+		chunk(5, 1000, `{"type":"reasoning-delta","index":0,"text":"thinking"}`),
+		chunk(6, 1001, `{"type":"block-end","index":0,"block":{"type":"reasoning","text":"thinking"}}`),
+		chunk(7, 1001, `{"type":"block-start","index":1,"blockType":"text"}`),
+		chunk(8, 1001, `{"type":"text-delta","index":1,"text":"Hello "}`),
+		chunk(9, 1002, `{"type":"text-delta","index":1,"text":"wor"}`),
+		chunk(10, 1003, `{"type":"block-end","index":1,"block":{"type":"text","text":"Hello wor"}}`),
+		chunk(11, 1003, `{"type":"block-start","index":2,"blockType":"tool-call"}`),
+		chunk(12, 1003, `{"type":"tool-call-delta","index":2,"id":"c1","name":"echo","argumentsDelta":"{\"te"}`),
+		`{"type":"assistant/message","seq":13,"time":1004,"data":{"turn":1,"step":1,"message":{"id":"assistant-1-1","role":"assistant",` +
+			`"content":[{"type":"reasoning","text":"thinking"},{"type":"text","text":"Hello wor"}],` +
+			`"source":{"kind":"model","provider":"fake","model":"m1"}},"interrupted":true},` +
+			`"surfaceOp":"append","sourceEventSeqs":[4,5,6,7,8,9,10,11,12]}`,
+	}, storedLines(t, log[3:]))
 	requireBalancedAfterClosing(t, log)
 
 	// A retry of the cancelled call finds the anchor.
@@ -199,7 +292,7 @@ func TestCallModelCancelStoresInterruptedAnchor(t *testing.T) {
 	require.True(t, res.Reused)
 	require.True(t, res.Interrupted)
 	require.Empty(t, res.ToolCalls)
-	require.Equal(t, int64(3), res.MessageSeq)
+	require.Equal(t, int64(13), res.MessageSeq)
 }
 
 // requireBalancedAfterClosing: closing the open turn as resume would gives

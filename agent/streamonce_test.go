@@ -3,6 +3,8 @@ package agent_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -39,12 +41,12 @@ func storedLine(t *testing.T, e session.Event) string {
 	return string(line)
 }
 
-// TestCallModelStoresALargeAnswersTextOnce: the assistant/message of an
-// answer whose text is past agent.StreamTextLimit holds each piece of its
-// text once (before, its stream record repeated every delta beside the
-// content: the event was twice the answer); its finish reason and usage
-// still read back when the call is retried, and the next step's request
-// carries the text once.
+// TestCallModelStoresALargeAnswersTextOnce: the model call of an answer
+// whose text is past agent.StreamTextLimit stores each piece of its text
+// once, in the message (its chunks would repeat every delta beside the
+// content, and again in the block-ends): of its chunks only the usage and
+// finish are stored; its finish reason and usage still read back when the
+// call is retried, and the next step's request carries the text once.
 func TestCallModelStoresALargeAnswersTextOnce(t *testing.T) {
 	r, all := largeAnswer()
 	require.Greater(t, len(all), agent.StreamTextLimit)
@@ -55,28 +57,28 @@ func TestCallModelStoresALargeAnswersTextOnce(t *testing.T) {
 	require.Equal(t, &provider.Usage{InputTokens: 1234, OutputTokens: 5678}, first.Usage)
 
 	log := f.log()
-	require.Equal(t, []string{"turn/start", "user/message", "step/start", "assistant/message"}, types(log))
-	line := storedLine(t, log[3])
+	require.Equal(t, callTypes(2), types(log))
+	lines := strings.Join(storedLines(t, log), "\n")
 	for _, marker := range []string{"M-0000;", "M-0999;", "M-1999;", "REASONING-MARKER", "ARGS-MARKER"} {
-		require.Equal(t, 1, strings.Count(line, marker), "%q in the stored line of %d bytes", marker, len(line))
+		require.Equal(t, 1, strings.Count(lines, marker), "%q in the stored lines of %d bytes", marker, len(lines))
 	}
 	esc, err := json.Marshal(all)
 	require.NoError(t, err)
-	require.Less(t, len(line), len(esc)+2048, "the stored line is about the answer's size")
-	d := dataOf(t, log[3])
+	require.Less(t, len(lines), len(esc)+2048, "the stored lines are about the answer's size")
+	d := dataOf(t, log[6])
 	msg := d["message"].(map[string]any)
 	content := msg["content"].([]any)
 	require.Len(t, content, 3)
 	require.True(t, content[1].(map[string]any)["text"] == all, "the content holds the whole text")
-	stream, err := json.Marshal(d["stream"])
-	require.NoError(t, err)
-	require.JSONEq(t, `[{"type":"chunk","time":0,"chunk":{"type":"usage","usage":{"inputTokens":1234,"outputTokens":5678}}},{"type":"chunk","time":0,"chunk":{"type":"finish","finish":"max-tokens"}}]`,
-		zeroTimes(t, stream), "the stream record keeps the usage and finish chunks")
+	require.NotContains(t, d, "stream")
+	require.Equal(t, []int64{4, 5}, log[6].SourceEventSeqs)
+	require.Equal(t, `{"turn":1,"step":1,"chunk":{"type":"usage","usage":{"inputTokens":1234,"outputTokens":5678}}}`, string(log[4].Data))
+	require.Equal(t, `{"turn":1,"step":1,"chunk":{"type":"finish","reason":{"kind":"max-tokens"}}}`, string(log[5].Data))
 	require.Equal(t, map[string]any{"inputTokens": 1234.0, "outputTokens": 5678.0}, d["usage"])
 	require.NoError(t, session.CheckAppendable(session.Header{Version: session.FormatVersion}, 3, log[3:]))
 
 	// A retry, here or on another worker, reuses the stored message with
-	// its finish reason and usage.
+	// its finish reason (read from its finish chunk) and usage.
 	for _, acts := range []*agent.Activities{f.acts, f.actsOn(f.newStore())} {
 		again, err := f.callModel(acts, f.modelInput(1, 1))
 		require.NoError(t, err)
@@ -87,7 +89,7 @@ func TestCallModelStoresALargeAnswersTextOnce(t *testing.T) {
 	require.Equal(t, 1, f.prov.calls())
 
 	// The next step's request carries the text once.
-	f.append(ev(t, session.TypeStepStart, 4, `{"turn":1,"step":2}`))
+	f.append(ev(t, session.TypeStepStart, 7, `{"turn":1,"step":2}`))
 	_, err = f.callModel(f.acts, f.modelInput(1, 2))
 	require.NoError(t, err)
 	require.Equal(t, 2, f.prov.calls())
@@ -97,63 +99,81 @@ func TestCallModelStoresALargeAnswersTextOnce(t *testing.T) {
 	require.Less(t, len(req), len(esc)+2048)
 }
 
-// zeroTimes returns the stream records with their times set to 0.
-func zeroTimes(t *testing.T, stream []byte) string {
+// citedRecord is the record of the assistant/chunk events message e of
+// log cites.
+func citedRecord(t *testing.T, log []session.Event, e session.Event) []provider.RecordedChunk {
 	t.Helper()
-	var recs []map[string]any
-	require.NoError(t, json.Unmarshal(stream, &recs))
-	for _, r := range recs {
-		if _, ok := r["time"]; ok {
-			r["time"] = 0
+	var out []provider.RecordedChunk
+	for _, seq := range e.SourceEventSeqs {
+		c := log[seq]
+		require.Equal(t, session.TypeAssistantChunk, c.Type)
+		var d struct {
+			Chunk json.RawMessage `json:"chunk"`
 		}
+		require.NoError(t, json.Unmarshal(c.Data, &d))
+		out = append(out, provider.RecordedChunk{Time: c.Time, Chunk: d.Chunk})
 	}
-	out, err := json.Marshal(recs)
-	require.NoError(t, err)
-	return string(out)
+	return out
 }
 
-// TestCallModelKeepsAShortAnswersStream: an answer within
-// agent.StreamTextLimit keeps its whole stream record, which replays to
-// the stored content.
-func TestCallModelKeepsAShortAnswersStream(t *testing.T) {
+// TestCallModelKeepsAShortAnswersChunks: an answer within
+// agent.StreamTextLimit keeps all its chunks, which replay to the stored
+// content, usage and finish.
+func TestCallModelKeepsAShortAnswersChunks(t *testing.T) {
 	r := response{chunks: []provider.Chunk{reasoning("th"), reasoning("ink"), text("Hel"), text("lo"),
 		callChunk(0, "call-1", "echo", `{"te`), callChunk(0, "", "", `xt":"a"}`), usage(3, 4), finish(provider.FinishToolCalls)}}
 	f := newFixture(t, newTools(t, echoTool("echo", false, true, nil)), r)
 	_, err := f.callModel(f.acts, f.modelInput(1, 1))
 	require.NoError(t, err)
-	m, err := f.log()[3].AssistantMessage()
+	log := f.log()
+	msg := log[len(log)-1]
+	m, err := msg.AssistantMessage()
 	require.NoError(t, err)
-	var recs []json.RawMessage
-	require.NoError(t, json.Unmarshal(m.Stream, &recs))
-	chunks, err := provider.ReplayStream(recs)
+	require.Len(t, msg.SourceEventSeqs, 14)
+	chunks, err := provider.ReplayRecord(citedRecord(t, log, msg))
 	require.NoError(t, err)
-	require.Equal(t, r.chunks, chunks, "the stream record replays the whole stream")
 	a := provider.NewAssembler()
 	for _, c := range chunks {
-		require.NoError(t, a.Push(c, 1))
+		require.NoError(t, a.Push(c.Chunk, c.Time))
 	}
 	content, err := json.Marshal(a.Content())
 	require.NoError(t, err)
 	stored, err := json.Marshal(m.Message.Content)
 	require.NoError(t, err)
 	require.JSONEq(t, string(stored), string(content))
+	require.Equal(t, &provider.Usage{InputTokens: 3, OutputTokens: 4}, a.Usage())
+	require.Equal(t, provider.FinishToolCalls, a.Finish())
 }
 
-// TestCallModelReadsAnOldLargeMessage: a message stored before the text
-// was stored once (its stream record repeats every delta) is still reused
-// with the finish reason of its stream, and sent once in the next request.
+// oldStream is the stream record an older writer stored in
+// assistant/message.stream: one {"type":"chunk","time":T,"chunk":{...}}
+// record per chunk.
+func oldStream(t *testing.T, chunks []provider.Chunk) []json.RawMessage {
+	t.Helper()
+	out := make([]json.RawMessage, len(chunks))
+	for i, c := range chunks {
+		b, err := json.Marshal(map[string]any{"type": "chunk", "time": 1000 + i, "chunk": c})
+		require.NoError(t, err)
+		out[i] = b
+	}
+	return out
+}
+
+// TestCallModelReadsAnOldLargeMessage: a message stored before the stream
+// was stored as chunks (its stream record repeats every delta, and there
+// is no chunk event) is still reused with the finish reason of its stream,
+// and sent once in the next request.
 func TestCallModelReadsAnOldLargeMessage(t *testing.T) {
 	r, all := largeAnswer()
-	old := provider.NewAssembler() // no limit: the old writer's record
+	old := provider.NewAssembler()
 	for i, c := range r.chunks {
 		require.NoError(t, old.Push(c, int64(1000+i)))
 	}
-	require.False(t, old.StreamElided())
 	data, err := session.MarshalData(map[string]any{
 		"turn": 1, "step": 1,
 		"message": map[string]any{"id": "assistant-1-1", "role": "assistant", "content": old.Content(),
 			"source": map[string]any{"provider": "fake", "model": "m1"}},
-		"stream": old.Stream(), "usage": old.Usage(),
+		"stream": oldStream(t, r.chunks), "usage": old.Usage(),
 	})
 	require.NoError(t, err)
 	f := newFixture(t, newTools(t, echoTool("echo", false, true, nil)), answer("unused"), answer("done"))
@@ -184,19 +204,26 @@ func TestCallModelReadsAnOldLargeMessage(t *testing.T) {
 
 // TestCallModelLargeInterruptedAnchorHoldsItsTextOnce: the anchor of a
 // cancelled call that had shown more than agent.StreamTextLimit holds the
-// shown text once.
+// shown text once and cites no chunk (none came but text).
 func TestCallModelLargeInterruptedAnchorHoldsItsTextOnce(t *testing.T) {
 	r, _ := largeAnswer()
 	shown := r.chunks[:1500] // reasoning and 1499 text deltas
 	f := newFixture(t, nil, response{chunks: shown, stall: true})
 	require.Error(t, cancelAfter(t, f, len(shown), temporal.NewCanceledError()))
 	log := f.log()
-	require.Equal(t, []string{"turn/start", "user/message", "step/start", "assistant/message"}, types(log))
-	line := storedLine(t, log[3])
+	require.Equal(t, callTypes(0), types(log))
+	lines := strings.Join(storedLines(t, log), "\n")
 	for _, marker := range []string{"M-0000;", "M-1498;", "REASONING-MARKER"} {
-		require.Equal(t, 1, strings.Count(line, marker), "%q in the anchor's line", marker)
+		require.Equal(t, 1, strings.Count(lines, marker), "%q in the stored lines", marker)
 	}
-	d := dataOf(t, log[3])
+	d := dataOf(t, log[4])
 	require.Equal(t, true, d["interrupted"])
-	require.Equal(t, []any{}, d["stream"])
+	require.NotContains(t, d, "stream")
+	require.Empty(t, log[4].SourceEventSeqs)
+	files, err := filepath.Glob(filepath.Join(f.root, "*", "*", "session.v3.jsonl"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	raw, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	require.Contains(t, string(raw), `"interrupted":true},"surfaceOp":"append","sourceEventSeqs":[]}`+"\n", "the anchor cites no chunk")
 }

@@ -62,18 +62,19 @@ func TestRunToolStoresCallThenResult(t *testing.T) {
 	f = newFixture(t, newTools(t, echo), toolCalls([3]string{"c1", "echo", `{"text":"a"}`}))
 	res, err := f.callModel(f.acts, f.modelInput(1, 1))
 	require.NoError(t, err)
+	m := res.MessageSeq // the step's assistant/message, after its chunks
 
 	out, err := f.runTool(f.acts, f.toolInput(res.MessageSeq, 0, "c1", "echo"))
 	require.NoError(t, err)
-	require.Equal(t, agent.ToolOutcome{CallSeq: 4, NextSeq: 6}, out)
+	require.Equal(t, agent.ToolOutcome{CallSeq: m + 1, NextSeq: m + 3}, out)
 	log := f.log()
-	require.Equal(t, []string{"tool/call", "tool/result"}, types(log[4:]))
-	call, err := log[4].ToolCall()
+	require.Equal(t, []string{"tool/call", "tool/result"}, types(log[m+1:]))
+	call, err := log[m+1].ToolCall()
 	require.NoError(t, err)
 	require.Equal(t, session.ToolCall{Turn: 1, Step: 1, CallID: "c1", Name: "echo", Arguments: `{"text":"a"}`}, call)
-	require.Equal(t, []int64{4}, log[5].SourceEventSeqs)
-	require.Equal(t, session.AppendOp(), log[5].SurfaceOp)
-	require.JSONEq(t, fmt.Sprintf(`{"turn":1,"step":1,"message":{"id":"tool-result-1-1-c1","role":"user","source":{"kind":"tool","callId":"c1"},"content":[{"type":"tool-result","toolCallId":"c1","isError":false,"content":[{"type":"text","text":"echo:a@%s"}]}]}}`, filepath.Base(f.cwd)), string(log[5].Data))
+	require.Equal(t, []int64{m + 1}, log[m+2].SourceEventSeqs)
+	require.Equal(t, session.AppendOp(), log[m+2].SurfaceOp)
+	require.JSONEq(t, fmt.Sprintf(`{"turn":1,"step":1,"message":{"id":"tool-result-1-1-c1","role":"user","source":{"kind":"tool","callId":"c1"},"content":[{"type":"tool-result","toolCallId":"c1","isError":false,"content":[{"type":"text","text":"echo:a@%s"}]}]}}`, filepath.Base(f.cwd)), string(log[m+2].Data))
 	require.Empty(t, f.stagedFiles(), "a committed result is unstaged")
 
 	for _, acts := range []*agent.Activities{f.acts, f.actsOn(f.newStore())} {
@@ -82,7 +83,7 @@ func TestRunToolStoresCallThenResult(t *testing.T) {
 		require.Equal(t, out, again)
 	}
 	require.Equal(t, int64(1), runs.Load())
-	require.Len(t, f.log(), 6)
+	require.Len(t, f.log(), int(m)+3)
 }
 
 // TestRunToolRetryAfterCallStored: a retry that finds the tool/call but no
@@ -94,28 +95,29 @@ func TestRunToolRetryAfterCallStored(t *testing.T) {
 	f := newFixture(t, tools, toolCalls([3]string{"c1", "read", `{"text":"x"}`}, [3]string{"c2", "shell", `{"text":"rm"}`}))
 	res, err := f.callModel(f.acts, f.modelInput(1, 1))
 	require.NoError(t, err)
+	m := res.MessageSeq // the step's assistant/message, after its chunks
 	// The first attempts crashed after storing their tool/calls.
 	f.append(
-		ev(t, session.TypeToolCall, 4, `{"turn":1,"step":1,"callId":"c1","name":"read","arguments":"{\"text\":\"x\"}"}`),
-		ev(t, session.TypeToolCall, 5, `{"turn":1,"step":1,"callId":"c2","name":"shell","arguments":"{\"text\":\"rm\"}"}`),
+		ev(t, session.TypeToolCall, m+1, `{"turn":1,"step":1,"callId":"c1","name":"read","arguments":"{\"text\":\"x\"}"}`),
+		ev(t, session.TypeToolCall, m+2, `{"turn":1,"step":1,"callId":"c2","name":"shell","arguments":"{\"text\":\"rm\"}"}`),
 	)
 
 	out, err := f.runTool(f.acts, f.toolInput(res.MessageSeq, 0, "c1", "read"))
 	require.NoError(t, err)
-	require.Equal(t, agent.ToolOutcome{CallSeq: 4, NextSeq: 7, Reran: true}, out)
+	require.Equal(t, agent.ToolOutcome{CallSeq: m + 1, NextSeq: m + 4, Reran: true}, out)
 	require.Equal(t, int64(1), idem.Load())
 
 	closers, err := session.InterruptedTurnClosers(f.log())
 	require.NoError(t, err)
 	out, err = f.runTool(f.acts, f.toolInput(res.MessageSeq, 1, "c2", "shell"))
 	require.NoError(t, err)
-	require.Equal(t, agent.ToolOutcome{CallSeq: 5, NextSeq: 8, IsError: true, Code: "TOOL_OUTCOME_UNKNOWN", Unknown: true}, out)
+	require.Equal(t, agent.ToolOutcome{CallSeq: m + 2, NextSeq: m + 5, IsError: true, Code: "TOOL_OUTCOME_UNKNOWN", Unknown: true}, out)
 	require.Equal(t, int64(0), shell.Load(), "a non-idempotent tool is never re-run blindly")
 	log := f.log()
-	requireSameResult(t, closers[0], log[7])
-	r, err := log[7].ToolResult()
+	requireSameResult(t, closers[0], log[m+4])
+	r, err := log[m+4].ToolResult()
 	require.NoError(t, err)
-	require.Equal(t, "interrupted-tool-result-c2-7", r.Message.ID)
+	require.Equal(t, fmt.Sprintf("interrupted-tool-result-c2-%d", m+4), r.Message.ID)
 	require.Equal(t, "The tool call was interrupted after it was recorded, but no result was durably recorded. Its outcome is unknown. Decide whether to retry from the tool semantics: retry only if the operation is read-only or idempotent; if it may have side effects, first verify external state or ask the user. Do not retry blindly.", r.Message.Content[0].Content[0].Text)
 }
 
@@ -139,6 +141,7 @@ func TestRunToolStagedResultCommittedByRetry(t *testing.T) {
 			f := newFixture(t, newTools(t, shell), toolCalls([3]string{"c1", "shell", `{"text":"once"}`}, [3]string{"c2", "shell", `{}`}))
 			res, err := f.callModel(f.acts, f.modelInput(1, 1))
 			require.NoError(t, err)
+			m := res.MessageSeq // the step's assistant/message, after its chunks
 			faulty, err := jsonl.NewStore(jsonl.Options{Root: f.root, Compression: jsonl.CompressionNone, FS: ffs})
 			require.NoError(t, err)
 
@@ -146,15 +149,15 @@ func TestRunToolStagedResultCommittedByRetry(t *testing.T) {
 			var app *temporal.ApplicationError
 			require.ErrorAs(t, err, &app)
 			require.False(t, app.NonRetryable(), "a failed commit is retried")
-			require.Equal(t, []string{"tool/call"}, types(f.log()[4:]))
+			require.Equal(t, []string{"tool/call"}, types(f.log()[m+1:]))
 			require.Len(t, f.stagedFiles(), 1)
 
 			out, err := f.runTool(f.actsOn(f.newStore()), f.toolInput(res.MessageSeq, 0, "c1", "shell"))
 			require.NoError(t, err)
-			require.Equal(t, agent.ToolOutcome{CallSeq: 4, NextSeq: 6}, out, "the staged result is committed, not a re-run's")
-			require.Equal(t, []string{"tool/call", "tool/result"}, types(f.log()[4:]))
+			require.Equal(t, agent.ToolOutcome{CallSeq: m + 1, NextSeq: m + 3}, out, "the staged result is committed, not a re-run's")
+			require.Equal(t, []string{"tool/call", "tool/result"}, types(f.log()[m+1:]))
 			require.Equal(t, int64(1), runs.Load())
-			r, err := f.log()[5].ToolResult()
+			r, err := f.log()[m+2].ToolResult()
 			require.NoError(t, err)
 			require.Equal(t, "shell:once@"+filepath.Base(f.cwd), r.Message.Content[0].Content[0].Text)
 			require.Empty(t, f.stagedFiles())
@@ -179,13 +182,14 @@ func TestRunToolLastCallCommitsWithoutStaging(t *testing.T) {
 	f := newFixture(t, newTools(t, shell), toolCalls([3]string{"c1", "shell", `{}`}, [3]string{"c2", "shell", `{}`}))
 	res, err := f.callModel(f.acts, f.modelInput(1, 1))
 	require.NoError(t, err)
+	m := res.MessageSeq // the step's assistant/message, after its chunks
 	faulty, err := jsonl.NewStore(jsonl.Options{Root: f.root, Compression: jsonl.CompressionNone, FS: ffs})
 	require.NoError(t, err)
 	acts := f.actsOn(faulty)
 
 	out, err := f.runTool(acts, f.toolInput(res.MessageSeq, 0, "c1", "shell"))
 	require.NoError(t, err)
-	require.Equal(t, agent.ToolOutcome{CallSeq: 4, NextSeq: 6}, out)
+	require.Equal(t, agent.ToolOutcome{CallSeq: m + 1, NextSeq: m + 3}, out)
 	ffs.Reset()
 	_, err = f.runTool(acts, f.toolInput(res.MessageSeq, 1, "c2", "shell"))
 	require.Error(t, err)
@@ -194,11 +198,11 @@ func TestRunToolLastCallCommitsWithoutStaging(t *testing.T) {
 		staged = staged || strings.Contains(r.Path, string(filepath.Separator)+"staged")
 	}
 	require.False(t, staged, "the last call touches no staging file:\n%s", ffs)
-	require.Equal(t, []string{"tool/call", "tool/result", "tool/call"}, types(f.log()[4:]))
+	require.Equal(t, []string{"tool/call", "tool/result", "tool/call"}, types(f.log()[m+1:]))
 
 	out, err = f.runTool(f.acts, f.toolInput(res.MessageSeq, 1, "c2", "shell"))
 	require.NoError(t, err)
-	require.Equal(t, agent.ToolOutcome{CallSeq: 6, NextSeq: 8, IsError: true, Code: "TOOL_OUTCOME_UNKNOWN", Unknown: true}, out)
+	require.Equal(t, agent.ToolOutcome{CallSeq: m + 3, NextSeq: m + 5, IsError: true, Code: "TOOL_OUTCOME_UNKNOWN", Unknown: true}, out)
 	require.Equal(t, int64(2), runs.Load())
 	require.Empty(t, f.stagedFiles())
 }
@@ -257,6 +261,7 @@ func TestRunToolParallelResultsInModelOrder(t *testing.T) {
 	f := newFixture(t, newTools(t, gateTool(gates)), toolCalls(calls...))
 	res, err := f.callModel(f.acts, f.modelInput(1, 1))
 	require.NoError(t, err)
+	m := res.MessageSeq // the step's assistant/message, after its chunks
 	workers := []*agent.Activities{f.actsOn(f.newStore()), f.actsOn(f.newStore())}
 	type result struct {
 		out agent.ToolOutcome
@@ -270,21 +275,21 @@ func TestRunToolParallelResultsInModelOrder(t *testing.T) {
 			done[id] <- result{out, err}
 		}()
 	}
-	require.Eventually(t, func() bool { return len(f.log()) == 8 }, time.Minute, 5*time.Millisecond, "every call stores its tool/call before running (8 tool/calls; fsyncs are slow on a loaded disk)")
+	require.Eventually(t, func() bool { return len(f.log()) == int(m)+5 }, time.Minute, 5*time.Millisecond, "every call stores its tool/call before running (8 tool/calls; fsyncs are slow on a loaded disk)")
 	for _, id := range []string{"c3", "c1", "c2"} {
 		close(gates[id])
 		r := <-done[id]
 		require.NoError(t, r.err)
-		require.Equal(t, int64(8), r.out.NextSeq, "%s waits for c0", id)
-		require.Equal(t, []string{"tool/call", "tool/call", "tool/call", "tool/call"}, types(f.log()[4:]))
+		require.Equal(t, m+5, r.out.NextSeq, "%s waits for c0", id)
+		require.Equal(t, []string{"tool/call", "tool/call", "tool/call", "tool/call"}, types(f.log()[m+1:]))
 	}
 	require.Len(t, f.stagedFiles(), 3)
 	close(gates["c0"])
 	r := <-done["c0"]
 	require.NoError(t, r.err)
-	require.Equal(t, int64(12), r.out.NextSeq)
+	require.Equal(t, m+9, r.out.NextSeq)
 	log := f.log()
-	require.Len(t, log, 12)
+	require.Len(t, log, int(m)+9)
 	requireResultsInModelOrder(t, log, ids)
 	require.Empty(t, f.stagedFiles())
 }
@@ -315,6 +320,7 @@ func TestRunToolConcurrentFromTwoStores(t *testing.T) {
 	f := newFixture(t, newTools(t, slow), toolCalls(calls...))
 	res, err := f.callModel(f.acts, f.modelInput(1, 1))
 	require.NoError(t, err)
+	m := res.MessageSeq // the step's assistant/message, after its chunks
 	workers := []*agent.Activities{f.actsOn(f.newStore()), f.actsOn(f.newStore())}
 	var wg sync.WaitGroup
 	var maxNext atomic.Int64
@@ -341,7 +347,7 @@ func TestRunToolConcurrentFromTwoStores(t *testing.T) {
 		require.NoError(t, err)
 	}
 	log := f.log()
-	require.Len(t, log, 4+20)
+	require.Len(t, log, int(m)+1+20)
 	require.Equal(t, int64(len(log)), maxNext.Load(), "the largest NextSeq of the step's tool activities is the log's next seq")
 	requireResultsInModelOrder(t, log, ids)
 	requireBalancedAfterClosing(t, log)
@@ -356,15 +362,16 @@ func TestRunToolMissingToolAndBadArguments(t *testing.T) {
 		toolCalls([3]string{"c1", "nope", `{}`}, [3]string{"c2", "echo", `not json`}))
 	res, err := f.callModel(f.acts, f.modelInput(1, 1))
 	require.NoError(t, err)
+	m := res.MessageSeq // the step's assistant/message, after its chunks
 	out, err := f.runTool(f.acts, f.toolInput(res.MessageSeq, 0, "c1", "nope"))
 	require.NoError(t, err)
-	require.Equal(t, agent.ToolOutcome{CallSeq: 4, NextSeq: 6, IsError: true, Code: "TOOL_NOT_FOUND"}, out)
+	require.Equal(t, agent.ToolOutcome{CallSeq: m + 1, NextSeq: m + 3, IsError: true, Code: "TOOL_NOT_FOUND"}, out)
 	out, err = f.runTool(f.acts, f.toolInput(res.MessageSeq, 1, "c2", "echo"))
 	require.NoError(t, err)
-	require.Equal(t, agent.ToolOutcome{CallSeq: 6, NextSeq: 8, IsError: true, Code: "INVALID_ARGUMENTS"}, out)
+	require.Equal(t, agent.ToolOutcome{CallSeq: m + 3, NextSeq: m + 5, IsError: true, Code: "INVALID_ARGUMENTS"}, out)
 	require.Equal(t, int64(0), runs.Load())
 	log := f.log()
-	for _, i := range []int{5, 7} {
+	for _, i := range []int64{m + 2, m + 4} {
 		r, err := log[i].ToolResult()
 		require.NoError(t, err)
 		require.True(t, r.Message.Content[0].IsError)
@@ -416,8 +423,12 @@ func TestWholeTurnLeavesBalancedLog(t *testing.T) {
 	_, open, err := session.ScanOpenTurn(events)
 	require.NoError(t, err)
 	require.False(t, open)
-	require.Equal(t, []string{"turn/start", "user/message", "step/start", "assistant/message", "tool/call", "tool/result",
-		"tool/call", "tool/result", "step/end", "step/start", "assistant/message", "step/end", "turn/end"}, types(events))
+	want := append(callTypes(10), "tool/call", "tool/result", "tool/call", "tool/result", "step/end", "step/start")
+	for range 5 {
+		want = append(want, "assistant/chunk")
+	}
+	want = append(want, "assistant/message", "step/end", "turn/end")
+	require.Equal(t, want, types(events))
 }
 
 // TestRunToolCancelledAttemptStoresNoResult: a tool whose attempt ends
@@ -438,11 +449,12 @@ func TestRunToolCancelledAttemptStoresNoResult(t *testing.T) {
 	f := newFixture(t, newTools(t, block), toolCalls([3]string{"c1", "shell", `{}`}))
 	res, err := f.callModel(f.acts, f.modelInput(1, 1))
 	require.NoError(t, err)
+	m := res.MessageSeq // the step's assistant/message, after its chunks
 	ctx, cancel := context.WithCancelCause(bg)
 	go func() { <-started; cancel(errors.New("heartbeat timed out")) }()
 	_, err = f.env(f.acts, withContext(ctx)).ExecuteActivity(agent.RunToolActivity, f.toolInput(res.MessageSeq, 0, "c1", "shell"))
 	require.Error(t, err)
-	require.Equal(t, []string{"tool/call"}, types(f.log()[4:]))
+	require.Equal(t, []string{"tool/call"}, types(f.log()[m+1:]))
 	require.Empty(t, f.stagedFiles())
 
 	out, err := f.runTool(f.acts, f.toolInput(res.MessageSeq, 0, "c1", "shell"))
@@ -468,6 +480,7 @@ func TestRunToolCancelRequestedStoresTheToolsResult(t *testing.T) {
 	f := newFixture(t, newTools(t, block), toolCalls([3]string{"c1", "shell", `{}`}))
 	res, err := f.callModel(f.acts, f.modelInput(1, 1))
 	require.NoError(t, err)
+	m := res.MessageSeq // the step's assistant/message, after its chunks
 	ctx, cancel := context.WithCancelCause(bg)
 	go func() { <-started; cancel(temporal.NewCanceledError("turn cancelled")) }()
 	v, err := f.env(f.acts, withContext(ctx)).ExecuteActivity(agent.RunToolActivity, f.toolInput(res.MessageSeq, 0, "c1", "shell"))
@@ -478,8 +491,8 @@ func TestRunToolCancelRequestedStoresTheToolsResult(t *testing.T) {
 	require.Equal(t, "ABORTED", out.Code)
 	require.False(t, out.Unknown)
 	log := f.log()
-	require.Equal(t, []string{"tool/call", "tool/result"}, types(log[4:]))
-	r, err := log[5].ToolResult()
+	require.Equal(t, []string{"tool/call", "tool/result"}, types(log[m+1:]))
+	r, err := log[m+2].ToolResult()
 	require.NoError(t, err)
 	require.Equal(t, "ABORTED", r.Error.Code)
 	require.Equal(t, "partial\nError: the tool call was cancelled and the command was killed", r.Message.Content[0].Content[0].Text)
@@ -496,10 +509,11 @@ func TestWorkflowDeathMidStepIsClosedByResume(t *testing.T) {
 		toolCalls([3]string{"c0", "echo", `{}`}, [3]string{"c1", "echo", `{}`}, [3]string{"c2", "echo", `{}`}))
 	res, err := f.callModel(f.acts, f.modelInput(1, 1))
 	require.NoError(t, err)
-	f.append(ev(t, session.TypeToolCall, 4, `{"turn":1,"step":1,"callId":"c0","name":"echo","arguments":"{}"}`))
+	m := res.MessageSeq // the step's assistant/message, after its chunks
+	f.append(ev(t, session.TypeToolCall, m+1, `{"turn":1,"step":1,"callId":"c0","name":"echo","arguments":"{}"}`))
 	out, err := f.runTool(f.acts, f.toolInput(res.MessageSeq, 1, "c1", "echo"))
 	require.NoError(t, err)
-	require.Equal(t, int64(6), out.NextSeq, "c1 waits behind c0")
+	require.Equal(t, m+3, out.NextSeq, "c1 waits behind c0")
 	log := f.log()
 	closers, err := session.InterruptedTurnClosers(log)
 	require.NoError(t, err)
@@ -526,6 +540,7 @@ func TestBuiltinToolsInTheSessionCwd(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(filepath.Dir(f.cwd), "outside.txt"), []byte("secret\n"), 0o600))
 	res, err := f.callModel(f.acts, f.modelInput(1, 1))
 	require.NoError(t, err)
+	m := res.MessageSeq // the step's assistant/message, after its chunks
 	require.Equal(t, []agent.CallRef{{ID: "r1", Name: "read_file", Parallel: true}, {ID: "r2", Name: "read_file", Parallel: true}, {ID: "w1", Name: "write_file"}}, res.ToolCalls)
 	require.Len(t, f.prov.requests[0].Tools, 3)
 	for i, c := range res.ToolCalls {
@@ -534,11 +549,11 @@ func TestBuiltinToolsInTheSessionCwd(t *testing.T) {
 	}
 	log := f.log()
 	requireResultsInModelOrderAllowErrors(t, log, []string{"r1", "r2", "w1"})
-	r1, err := log[5].ToolResult()
+	r1, err := log[m+2].ToolResult()
 	require.NoError(t, err)
 	require.Contains(t, r1.Message.Content[0].Content[0].Text, "line one")
 	require.NotEmpty(t, r1.Meta)
-	r2, err := log[7].ToolResult()
+	r2, err := log[m+4].ToolResult()
 	require.NoError(t, err)
 	require.True(t, r2.Message.Content[0].IsError)
 	require.Equal(t, "OUTSIDE_CWD", r2.Error.Code)
@@ -570,6 +585,7 @@ func TestRunToolAfterItsStepClosed(t *testing.T) {
 	f := newFixture(t, newTools(t, echoTool("echo", true, true, &runs)), toolCalls([3]string{"c1", "echo", `{}`}))
 	res, err := f.callModel(f.acts, f.modelInput(1, 1))
 	require.NoError(t, err)
+	m := res.MessageSeq // the step's assistant/message, after its chunks
 	_, err = f.endTurn(f.acts, agent.EndTurnInput{Ref: f.hd.Ref(), Turn: 1, Step: 1, MessageSeq: -1, Reason: session.TurnEndReason{Kind: "error", Error: json.RawMessage(`{"message":"x"}`)}})
 	require.NoError(t, err)
 	before := types(f.log())
@@ -577,7 +593,7 @@ func TestRunToolAfterItsStepClosed(t *testing.T) {
 	var app *temporal.ApplicationError
 	require.ErrorAs(t, err, &app)
 	require.Equal(t, "InvalidLog", app.Type())
-	require.Contains(t, app.Error(), `tool call "c1" of the assistant/message at seq 3 has no result and its step is closed`)
+	require.Contains(t, app.Error(), fmt.Sprintf(`tool call "c1" of the assistant/message at seq %d has no result and its step is closed`, m))
 	require.Equal(t, before, types(f.log()))
 	require.Equal(t, int64(0), runs.Load())
 }

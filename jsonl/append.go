@@ -295,6 +295,12 @@ func (s *Store) appendChecked(ctx context.Context, st *handleState, batch []sess
 	if err := session.CheckAppendable(st.header, st.cursor, batch); err != nil {
 		return invalidArgument(id, err)
 	}
+	if st.header.Version == session.FormatVersionV0 {
+		// ... and, in a v0 log, loadable by the harness (FORMAT.md §8.2).
+		if err := s.checkHarnessBatch(st, batch); err != nil {
+			return err
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		return context.Cause(ctx)
 	}

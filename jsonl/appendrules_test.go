@@ -47,7 +47,7 @@ func TestAppendRefusesWhatReadRepairOrResumeRefuse(t *testing.T) {
 			batch: func(t *testing.T) []session.Event {
 				return []session.Event{ev(t, session.TypeTurnStart, 0, `{"turn":"1"}`)}
 			},
-			want: `invalid session event at index 0 (seq 0, type "turn/start"): crash repair could not read it: turn/start event (seq 0): malformed data: json: cannot unmarshal string into Go struct field turnShape.turn of type int64`,
+			want: `invalid session event at index 0 (seq 0, type "turn/start"): crash repair could not read it: turn/start event (seq 0): malformed data: must be a safe integer, got "1"`,
 		},
 		"turn/start turn 0": {
 			batch: func(t *testing.T) []session.Event {

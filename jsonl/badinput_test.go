@@ -606,7 +606,7 @@ func TestBadInput_CorruptLinesBeforeTurnEnd(t *testing.T) {
 		}
 		for name, bad := range map[string]string{
 			"null":                        `null`,
-			"data not an object":          `{"type":"step/start","seq":1,"time":1,"data":[]}`,
+			"data missing":                `{"type":"step/start","seq":1,"time":1}`,
 			"malformed assistant/message": `{"type":"assistant/message","seq":1,"time":1,"data":{"turn":1,"step":1,"message":{"role":"assistant","content":[]},"stream":[]},"sourceEventSeqs":[5]}`,
 			"unknown envelope key":        `{"type":"step/start","seq":1,"time":1,"data":{},"extra":1}`,
 			"negative zero seq":           `{"type":"step/start","seq":-0,"time":1,"data":{}}`,

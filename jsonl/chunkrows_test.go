@@ -53,6 +53,7 @@ func TestChunkDeltasArePackedAndReadBack(t *testing.T) {
 				require.NoError(t, h.Append(bg, batch))
 				replace := userMessage(t, 7, "summary")
 				replace.SurfaceOp = &session.SurfaceOp{Op: session.SurfaceReplace, StartSeq: 1, EndSeq: 1}
+				replace.SourceEventSeqs = []int64{1}
 				require.NoError(t, h.Append(bg, []session.Event{replace}))
 				require.NoError(t, h.Close(bg))
 
@@ -129,5 +130,23 @@ func TestV0LogHoldsOnlyTheHarnessVocabulary(t *testing.T) {
 	err = h.Append(bg, []session.Event{sys})
 	require.ErrorIs(t, err, jsonl.ErrInvalidArgument)
 	require.ErrorContains(t, err, `event type "system/message" is not one the published harness knows and not marked ignorable; the harness would refuse this v0 log`)
+
+	// A message the harness's load would refuse, and a replacement its fold
+	// would refuse, are refused; the log stays as it was.
+	noID, err := session.NewEvent(session.TypeUserMessage, 0, 1, json.RawMessage(`{"role":"user","content":[],"source":{"kind":"user"}}`))
+	require.NoError(t, err)
+	noID.SurfaceOp = session.AppendOp()
+	err = h.Append(bg, []session.Event{noID})
+	require.ErrorIs(t, err, jsonl.ErrInvalidArgument)
+	require.ErrorContains(t, err, `the harness would refuse this v0 log`)
+	require.NoError(t, h.Append(bg, []session.Event{userMessage(t, 0, "a")}))
+	uncited := userMessage(t, 1, "b")
+	uncited.SurfaceOp = &session.SurfaceOp{Op: session.SurfaceReplace, StartSeq: 0, EndSeq: 0}
+	err = h.Append(bg, []session.Event{uncited})
+	require.ErrorIs(t, err, jsonl.ErrInvalidArgument)
+	require.ErrorContains(t, err, `the harness would refuse this v0 log`)
+	uncited.SourceEventSeqs = []int64{0}
+	require.NoError(t, h.Append(bg, []session.Event{uncited}))
+	require.Equal(t, int64(2), h.NextSeq())
 	require.NoError(t, h.Close(bg))
 }

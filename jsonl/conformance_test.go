@@ -166,7 +166,7 @@ var losslessViolations = []struct{ name, data string }{
 	{"function", `{"extra":function () {}}`},
 	{"symbol", `{"extra":Symbol(x)}`},
 	{"Map (duplicate keys)", `{"extra":{"k":1,"k":2}}`},
-	{"cycle (unbounded nesting)", `{"extra":` + strings.Repeat("[", 600) + strings.Repeat("]", 600) + `}`},
+	{"cycle (unbounded nesting)", `{"extra":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `}`},
 	{"invalid UTF-8 string", "{\"extra\":\"\xff\"}"},
 	{"trailing garbage", `{"extra":1} {}`},
 }

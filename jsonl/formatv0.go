@@ -152,3 +152,65 @@ func checkFormatRules(h session.Header, events []session.Event) error {
 	}
 	return nil
 }
+
+// harnessUpgrade applies to the events of a v0 log, in place, the first
+// step of the published harness's load after its scan (FORMAT.md §8.2):
+// events in a shape older harnesses wrote are upgraded to the current shape
+// (the log file keeps them as written), and every event passes the
+// harness's per-event checks (session.HarnessUpgrader). events and then
+// recovered are one log.
+func harnessUpgrade(id string, events, recovered []session.Event) error {
+	up := session.HarnessUpgrader{SessionID: id}
+	for _, evs := range [][]session.Event{events, recovered} {
+		for i := range evs {
+			e, err := up.Upgrade(evs[i])
+			if err != nil {
+				return err
+			}
+			evs[i] = e
+		}
+	}
+	return nil
+}
+
+// harnessFold applies the last step of the harness's load to a v0 log: the
+// whole log folds into a valid surface (session.Surface), and only the
+// harness's three surface types carry surface metadata.
+func harnessFold(events, recovered []session.Event) error {
+	var surface session.Surface
+	for _, evs := range [][]session.Event{events, recovered} {
+		for _, e := range evs {
+			if (e.SurfaceOp != nil || e.SourceEventSeqs != nil) && !session.HarnessSurfaceEligible(e.Type) {
+				return fmt.Errorf("event at seq %d: %q events cannot join the harness's surface (surfaceOp, sourceEventSeqs)", e.Seq, e.Type)
+			}
+			if err := surface.Next(e); err != nil {
+				return fmt.Errorf("event at seq %d: %w", e.Seq, err)
+			}
+		}
+	}
+	return nil
+}
+
+// checkHarnessBatch refuses, as InvalidArgument, a batch that would make a
+// v0 log one the harness's load refuses: an event that fails the harness's
+// per-event checks, or one the surface fold of the log refuses.
+func (s *Store) checkHarnessBatch(st *handleState, batch []session.Event) error {
+	id := st.ref.SessionID
+	for i, e := range batch {
+		if err := session.CheckHarnessEvent(e); err != nil {
+			return invalidArgument(id, fmt.Errorf("%w at index %d (seq %d, type %q): the harness would refuse this v0 log: %w",
+				session.ErrInvalidEvent, i, e.Seq, e.Type, err))
+		}
+	}
+	var stored []session.Event
+	if st.materialized || st.primed != nil {
+		var err error
+		if stored, err = s.storedEvents(st); err != nil {
+			return err
+		}
+	}
+	if err := harnessFold(stored, batch); err != nil {
+		return invalidArgument(id, fmt.Errorf("%w: the harness would refuse this v0 log: %w", session.ErrInvalidEvent, err))
+	}
+	return nil
+}

@@ -76,7 +76,7 @@ func fuzzRawExamples() []struct {
 		{"unparsable line before a turn end", fuzzLog([]string{`{not json`, end1}, ""), 0, "unparsable committed event at line 1"},
 		{"null line before a turn end", fuzzLog([]string{`null`, end1}, ""), 0, "invalid committed event at line 1"},
 		{"malformed assistant message before a turn end", fuzzLog([]string{
-			fuzzEvent("assistant/message", 0, `"not an object"`), end1}, ""), 0, "invalid committed event at line 1"},
+			`{"type":"assistant/message","seq":0,"time":1,"data":{},"surfaceOp":"prepend"}`, end1}, ""), 0, "invalid committed event at line 1"},
 		{"header only", fuzzLog(nil, ""), 0, ""},
 		{"complete turn", fuzzLog(turn, ""), 6, ""},
 	}

@@ -2,10 +2,12 @@ package jsonl
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -61,6 +63,12 @@ type lineScanner struct {
 	// past damage that a torn write cannot explain (force only).
 	damagedAt int64
 	damaged   bool
+	// harness applies the published harness's scan to a v0 log (FORMAT.md
+	// §8.2): a line that is JSON but not a valid event is not damage a
+	// crash could leave (a torn write is never a complete JSON line), so
+	// the log is refused rather than cut there, as the harness's load
+	// refuses it.
+	harness bool
 }
 
 // feed scans the complete lines of buf and returns the number of bytes
@@ -89,9 +97,12 @@ func (s *lineScanner) feedChunks(chunks []lineChunk) (int64, error) {
 		for i := range chunk.events {
 			s.line++
 			ev := &chunk.events[i]
-			var err error
+			var (
+				err   error
+				probe seqProbe
+			)
 			if len(errs) > 0 && errs[0].line == i {
-				err, errs = errs[0].err, errs[1:]
+				err, probe, errs = errs[0].err, errs[0].seq, errs[1:]
 			}
 			if errors.Is(err, session.ErrUnparsable) {
 				if s.issue == nil {
@@ -114,6 +125,15 @@ func (s *lineScanner) feedChunks(chunks []lineChunk) (int64, error) {
 					return committed, &damageError{issue: s.issue, offset: s.damagedAt, line: s.line, validAt: s.base + s.lineStart(chunk, i)}
 				}
 				continue
+			}
+			if err != nil && s.harness && !s.force && !errors.Is(err, session.ErrMalformedChunkRow) {
+				// The harness's scan keeps a JSON line whose seq continues
+				// the log, and its load then refuses the log; any other
+				// seq is a gap, damage as below. On a null line its scan
+				// throws.
+				if probe.null || (probe.number && probe.value == float64(len(s.events))) {
+					return committed, fmt.Errorf("corrupt session log: invalid committed event at line %d: %w", s.line, err)
+				}
 			}
 			if err == nil {
 				if want := int64(len(s.events)); ev.Seq != want {
@@ -222,6 +242,38 @@ type lineChunk struct {
 type lineError struct {
 	line int
 	err  error
+	// seq is what the harness's scan sees of a JSON line that is not a
+	// valid event (probeSeq).
+	seq seqProbe
+}
+
+// seqProbe is the seq member of a JSON line as the published harness's
+// scan reads it (`event.seq !== events.length`): a number, something else,
+// or a line that is JSON null, on which the harness's scan throws.
+type seqProbe struct {
+	number bool
+	value  float64
+	null   bool
+}
+
+// probeSeq reads the seq member of line, a JSON text that failed to decode
+// as an event. A repeated key counts by its last value, as JSON.parse
+// keeps it.
+func probeSeq(line []byte) seqProbe {
+	if bytes.Equal(bytes.TrimSpace(line), []byte("null")) {
+		return seqProbe{null: true}
+	}
+	var v struct {
+		Seq json.RawMessage `json:"seq"`
+	}
+	if json.Unmarshal(line, &v) != nil || len(v.Seq) == 0 {
+		return seqProbe{}
+	}
+	f, err := strconv.ParseFloat(string(v.Seq), 64)
+	if err != nil {
+		return seqProbe{}
+	}
+	return seqProbe{number: true, value: f}
 }
 
 // decodeChunkBytes is the stretch of a buffer decoded as one unit of work.
@@ -310,7 +362,11 @@ func decodeRange(d *session.LineDecoder, buf []byte, start, end int, c *lineChun
 		var err error
 		c.events[k], err = d.Decode(buf[pos:nl])
 		if err != nil {
-			c.errs = append(c.errs, lineError{line: k, err: err})
+			le := lineError{line: k, err: err}
+			if !errors.Is(err, session.ErrUnparsable) {
+				le.seq = probeSeq(buf[pos:nl])
+			}
+			c.errs = append(c.errs, le)
 		}
 		pos = nl + 1
 	}
@@ -335,7 +391,7 @@ func scanRawDecoded(data []byte, chunks []lineChunk, force bool) (*scanResult, e
 	if chunks == nil {
 		chunks = decodeChunks(data[base:])
 	}
-	sc := lineScanner{intactTail: true, force: force, base: base}
+	sc := lineScanner{intactTail: true, force: force, base: base, harness: h.Version == session.FormatVersionV0}
 	n, err := sc.feedChunks(chunks)
 	if err != nil {
 		return nil, err

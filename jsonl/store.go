@@ -243,6 +243,13 @@ func (s *Store) scanFileForce(id, path string, force bool) (*scanResult, error) 
 	if err := checkGenerationVersion(id, path, r.header); err != nil {
 		return nil, err
 	}
+	v0 := r.header.Version == session.FormatVersionV0
+	if v0 {
+		if err := harnessUpgrade(id, r.events, r.recovered); err != nil {
+			return nil, &Error{Code: CodeCorrupt, SessionID: id, Path: path, Err: err,
+				Message: fmt.Sprintf("stored session %q failed validation: %v (raw log: %s)", id, err, path)}
+		}
+	}
 	for _, evs := range [][]session.Event{r.events, r.recovered} {
 		for _, e := range evs {
 			if !e.InterpretableIn(r.header) {
@@ -250,6 +257,12 @@ func (s *Store) scanFileForce(id, path string, force bool) (*scanResult, error) 
 					"session %q contains event type %q (seq %d) unknown to this harness and not marked ignorable; refusing to interpret the log — it was likely written by a newer harness (raw log: %s)",
 					id, e.Type, e.Seq, path)}
 			}
+		}
+	}
+	if v0 {
+		if err := harnessFold(r.events, r.recovered); err != nil {
+			return nil, &Error{Code: CodeCorrupt, SessionID: id, Path: path, Err: err,
+				Message: fmt.Sprintf("stored session %q failed validation: %v (raw log: %s)", id, err, path)}
 		}
 	}
 	if all := append(r.events[:len(r.events):len(r.events)], r.recovered...); len(all) > 0 {

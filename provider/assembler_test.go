@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -37,12 +38,29 @@ func usage(in, out int64) provider.Chunk {
 	return provider.Chunk{Type: provider.ChunkUsage, Usage: &provider.Usage{InputTokens: in, OutputTokens: out}}
 }
 
-func streamStrings(a *provider.Assembler) []string {
+// recordStrings renders the record as "time chunk" lines.
+func recordStrings(a *provider.Assembler) []string {
 	var out []string
-	for _, r := range a.Stream() {
-		out = append(out, string(r))
+	for _, r := range a.Record() {
+		out = append(out, strconv.FormatInt(r.Time, 10)+" "+string(r.Chunk))
 	}
 	return out
+}
+
+// replayed pushes the replay of a's record into a new Assembler.
+func replayed(t *testing.T, a *provider.Assembler) *provider.Assembler {
+	t.Helper()
+	chunks, err := provider.ReplayRecord(a.Record())
+	if err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+	b := provider.NewAssembler()
+	for i, c := range chunks {
+		if err := b.Push(c.Chunk, c.Time); err != nil {
+			t.Fatalf("replayed chunk %d: %v", i, err)
+		}
+	}
+	return b
 }
 
 func TestAssemblerFoldsAResponse(t *testing.T) {
@@ -76,26 +94,45 @@ func TestAssemblerFoldsAResponse(t *testing.T) {
 	if a.Finish() != "tool-calls" || a.ShownText() != "Hello \"you\"\n<&>\u2028" || a.Chunks() != 11 {
 		t.Fatalf("finish %q shown %q chunks %d", a.Finish(), a.ShownText(), a.Chunks())
 	}
-	wantStream := []string{
-		`{"type":"reasoning-chunks","time0":100,"index":0,"dt":[1],"texts":["th","ink"]}`,
-		`{"type":"text-chunks","time0":102,"index":1,"dt":[1,1],"texts":["Hel","lo \"you\"\n","<&>` + "\u2028" + `"]}`,
-		`{"type":"chunk","time":105,"chunk":{"type":"tool-call","id":"c1","name":"read_file","delta":"{\"pa"}}`,
-		`{"type":"chunk","time":106,"chunk":{"type":"tool-call","index":1,"id":"c2","name":"list_dir"}}`,
-		`{"type":"chunk","time":107,"chunk":{"type":"tool-call","delta":"th\":\"a\"}"}}`,
-		`{"type":"chunk","time":108,"chunk":{"type":"tool-call","index":1,"id":"c2","name":"list_dir","delta":"{}"}}`,
-		`{"type":"chunk","time":109,"chunk":{"type":"usage","usage":{"inputTokens":10,"outputTokens":3}}}`,
-		`{"type":"chunk","time":110,"chunk":{"type":"finish","finish":"tool-calls"}}`,
+	// The harness's shapes: block-start, deltas and block-end per block
+	// (indexes are content positions; every tool-call delta names its
+	// call), the tool-call blocks ending at the finish, then usage and
+	// finish.
+	wantRecord := []string{
+		`100 {"type":"block-start","index":0,"blockType":"reasoning"}`,
+		`100 {"type":"reasoning-delta","index":0,"text":"th"}`,
+		`101 {"type":"reasoning-delta","index":0,"text":"ink"}`,
+		`102 {"type":"block-end","index":0,"block":{"type":"reasoning","text":"think"}}`,
+		`102 {"type":"block-start","index":1,"blockType":"text"}`,
+		`102 {"type":"text-delta","index":1,"text":"Hel"}`,
+		`103 {"type":"text-delta","index":1,"text":"lo \"you\"\n"}`,
+		`104 {"type":"text-delta","index":1,"text":"<&>` + "\u2028" + `"}`,
+		`105 {"type":"block-end","index":1,"block":{"type":"text","text":"Hello \"you\"\n<&>` + "\u2028" + `"}}`,
+		`105 {"type":"block-start","index":2,"blockType":"tool-call"}`,
+		`105 {"type":"tool-call-delta","index":2,"id":"c1","name":"read_file","argumentsDelta":"{\"pa"}`,
+		`106 {"type":"block-start","index":3,"blockType":"tool-call"}`,
+		`106 {"type":"tool-call-delta","index":3,"id":"c2","name":"list_dir","argumentsDelta":""}`,
+		`107 {"type":"tool-call-delta","index":2,"id":"c1","name":"read_file","argumentsDelta":"th\":\"a\"}"}`,
+		`108 {"type":"tool-call-delta","index":3,"id":"c2","name":"list_dir","argumentsDelta":"{}"}`,
+		`110 {"type":"block-end","index":2,"block":{"type":"tool-call","id":"c1","name":"read_file","arguments":"{\"path\":\"a\"}"}}`,
+		`110 {"type":"block-end","index":3,"block":{"type":"tool-call","id":"c2","name":"list_dir","arguments":"{}"}}`,
+		`109 {"type":"usage","usage":{"inputTokens":10,"outputTokens":3}}`,
+		`110 {"type":"finish","reason":{"kind":"tool-calls"}}`,
 	}
-	if got := streamStrings(a); !reflect.DeepEqual(got, wantStream) {
-		t.Fatalf("stream:\n got %q\nwant %q", got, wantStream)
+	if got := recordStrings(a); !reflect.DeepEqual(got, wantRecord) {
+		t.Fatalf("record:\n got %q\nwant %q", got, wantRecord)
+	}
+	if b := replayed(t, a); !reflect.DeepEqual(b.Content(), want) || !reflect.DeepEqual(recordStrings(b), wantRecord) {
+		t.Fatalf("the replayed record folds into %+v, records %q", b.Content(), recordStrings(b))
 	}
 }
 
 func TestAssemblerBlocksFollowModelOrder(t *testing.T) {
 	a := provider.NewAssembler()
-	// A usage chunk does not close the text block; a reasoning delta does;
-	// a lone delta is stored as a plain chunk; an empty delta that continues
-	// nothing closes the open block.
+	// A usage chunk does not close the text block and is recorded at the
+	// end; a reasoning delta closes it; an empty delta that continues
+	// nothing closes the open block and is not recorded, nor is an empty
+	// delta that continues one.
 	push(t, a, text("a"), usage(1, 1), text("b"), text("c"), reasoning("r"), text("d"),
 		reasoning(""), text("e"), text(""), text("f"))
 	want := []provider.Block{
@@ -107,27 +144,38 @@ func TestAssemblerBlocksFollowModelOrder(t *testing.T) {
 	if got := a.Content(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("content:\n got %+v\nwant %+v", got, want)
 	}
-	wantStream := []string{
-		`{"type":"chunk","time":100,"chunk":{"type":"text","delta":"a"}}`,
-		`{"type":"chunk","time":101,"chunk":{"type":"usage","usage":{"inputTokens":1,"outputTokens":1}}}`,
-		`{"type":"text-chunks","time0":102,"index":0,"dt":[1],"texts":["b","c"]}`,
-		`{"type":"chunk","time":104,"chunk":{"type":"reasoning","delta":"r"}}`,
-		`{"type":"chunk","time":105,"chunk":{"type":"text","delta":"d"}}`,
-		`{"type":"chunk","time":106,"chunk":{"type":"reasoning"}}`,
-		`{"type":"text-chunks","time0":107,"index":3,"dt":[1,1],"texts":["e","","f"]}`,
+	wantRecord := []string{
+		`100 {"type":"block-start","index":0,"blockType":"text"}`,
+		`100 {"type":"text-delta","index":0,"text":"a"}`,
+		`102 {"type":"text-delta","index":0,"text":"b"}`,
+		`103 {"type":"text-delta","index":0,"text":"c"}`,
+		`104 {"type":"block-end","index":0,"block":{"type":"text","text":"abc"}}`,
+		`104 {"type":"block-start","index":1,"blockType":"reasoning"}`,
+		`104 {"type":"reasoning-delta","index":1,"text":"r"}`,
+		`105 {"type":"block-end","index":1,"block":{"type":"reasoning","text":"r"}}`,
+		`105 {"type":"block-start","index":2,"blockType":"text"}`,
+		`105 {"type":"text-delta","index":2,"text":"d"}`,
+		`106 {"type":"block-end","index":2,"block":{"type":"text","text":"d"}}`,
+		`107 {"type":"block-start","index":3,"blockType":"text"}`,
+		`107 {"type":"text-delta","index":3,"text":"e"}`,
+		`109 {"type":"text-delta","index":3,"text":"f"}`,
+		`101 {"type":"usage","usage":{"inputTokens":1,"outputTokens":1}}`,
 	}
-	if got := streamStrings(a); !reflect.DeepEqual(got, wantStream) {
-		t.Fatalf("stream:\n got %q\nwant %q", got, wantStream)
+	if got := recordStrings(a); !reflect.DeepEqual(got, wantRecord) {
+		t.Fatalf("record:\n got %q\nwant %q", got, wantRecord)
 	}
 	if a.Finish() != "" {
 		t.Fatalf("finish %q before a finish chunk", a.Finish())
+	}
+	if b := replayed(t, a); !reflect.DeepEqual(b.Content(), want) || !reflect.DeepEqual(recordStrings(b), wantRecord) {
+		t.Fatalf("the replayed record folds into %+v, records %q", b.Content(), recordStrings(b))
 	}
 }
 
 // A tool-call chunk closes the open text (or reasoning) block: text after
 // it starts a new block placed after the call, never joined to the text
-// before it, and the packed run of that text names the new block; the
-// stream record replays to the same content.
+// before it, and its chunks name the new block; the record replays to the
+// same content.
 func TestAssemblerToolCallClosesTheOpenTextBlock(t *testing.T) {
 	a := provider.NewAssembler()
 	push(t, a, text("Let me "), text("look."), call(0, "c1", "list_dir", "{}"), text("Then "), text("answer."),
@@ -143,56 +191,63 @@ func TestAssemblerToolCallClosesTheOpenTextBlock(t *testing.T) {
 	if got := a.Content(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("content:\n got %+v\nwant %+v", got, want)
 	}
-	wantStream := []string{
-		`{"type":"text-chunks","time0":100,"index":0,"dt":[1],"texts":["Let me ","look."]}`,
-		`{"type":"chunk","time":102,"chunk":{"type":"tool-call","id":"c1","name":"list_dir","delta":"{}"}}`,
-		`{"type":"text-chunks","time0":103,"index":2,"dt":[1],"texts":["Then ","answer."]}`,
-		`{"type":"chunk","time":105,"chunk":{"type":"reasoning","delta":"hm"}}`,
-		`{"type":"chunk","time":106,"chunk":{"type":"tool-call","index":1,"id":"c2","name":"read_file","delta":"{}"}}`,
-		`{"type":"chunk","time":107,"chunk":{"type":"reasoning","delta":"ok"}}`,
-		`{"type":"chunk","time":108,"chunk":{"type":"finish","finish":"tool-calls"}}`,
+	wantRecord := []string{
+		`100 {"type":"block-start","index":0,"blockType":"text"}`,
+		`100 {"type":"text-delta","index":0,"text":"Let me "}`,
+		`101 {"type":"text-delta","index":0,"text":"look."}`,
+		`102 {"type":"block-end","index":0,"block":{"type":"text","text":"Let me look."}}`,
+		`102 {"type":"block-start","index":1,"blockType":"tool-call"}`,
+		`102 {"type":"tool-call-delta","index":1,"id":"c1","name":"list_dir","argumentsDelta":"{}"}`,
+		`103 {"type":"block-start","index":2,"blockType":"text"}`,
+		`103 {"type":"text-delta","index":2,"text":"Then "}`,
+		`104 {"type":"text-delta","index":2,"text":"answer."}`,
+		`105 {"type":"block-end","index":2,"block":{"type":"text","text":"Then answer."}}`,
+		`105 {"type":"block-start","index":3,"blockType":"reasoning"}`,
+		`105 {"type":"reasoning-delta","index":3,"text":"hm"}`,
+		`106 {"type":"block-end","index":3,"block":{"type":"reasoning","text":"hm"}}`,
+		`106 {"type":"block-start","index":4,"blockType":"tool-call"}`,
+		`106 {"type":"tool-call-delta","index":4,"id":"c2","name":"read_file","argumentsDelta":"{}"}`,
+		`107 {"type":"block-start","index":5,"blockType":"reasoning"}`,
+		`107 {"type":"reasoning-delta","index":5,"text":"ok"}`,
+		`108 {"type":"block-end","index":5,"block":{"type":"reasoning","text":"ok"}}`,
+		`108 {"type":"block-end","index":1,"block":{"type":"tool-call","id":"c1","name":"list_dir","arguments":"{}"}}`,
+		`108 {"type":"block-end","index":4,"block":{"type":"tool-call","id":"c2","name":"read_file","arguments":"{}"}}`,
+		`108 {"type":"finish","reason":{"kind":"tool-calls"}}`,
 	}
-	if got := streamStrings(a); !reflect.DeepEqual(got, wantStream) {
-		t.Fatalf("stream:\n got %q\nwant %q", got, wantStream)
+	if got := recordStrings(a); !reflect.DeepEqual(got, wantRecord) {
+		t.Fatalf("record:\n got %q\nwant %q", got, wantRecord)
 	}
-	replayed, err := provider.ReplayStream(a.Stream())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := provider.NewAssembler()
-	push(t, b, replayed...)
-	if got := b.Content(); !reflect.DeepEqual(got, want) {
-		t.Fatalf("replayed content:\n got %+v\nwant %+v", got, want)
-	}
-}
-
-func TestAssemblerStreamMidRunStaysOpen(t *testing.T) {
-	a := provider.NewAssembler()
-	push(t, a, text("a"), text("b"))
-	mid := streamStrings(a)
-	if want := []string{`{"type":"text-chunks","time0":100,"index":0,"dt":[1],"texts":["a","b"]}`}; !reflect.DeepEqual(mid, want) {
-		t.Fatalf("mid-stream: %q", mid)
-	}
-	push(t, a, text("c"), finish("stop"))
-	want := []string{
-		`{"type":"text-chunks","time0":100,"index":0,"dt":[1,1],"texts":["a","b","c"]}`,
-		`{"type":"chunk","time":103,"chunk":{"type":"finish","finish":"stop"}}`,
-	}
-	if got := streamStrings(a); !reflect.DeepEqual(got, want) {
-		t.Fatalf("stream: %q", got)
+	if b := replayed(t, a); !reflect.DeepEqual(b.Content(), want) || !reflect.DeepEqual(recordStrings(b), wantRecord) {
+		t.Fatalf("the replayed record folds into %+v, records %q", b.Content(), recordStrings(b))
 	}
 }
 
-func TestAssemblerPackedGapsMayBeNegative(t *testing.T) {
+// Mid-stream, the open block has no block-end; the record grows as the
+// stream goes on. Times may go back (a clock step) and are kept as they
+// came.
+func TestAssemblerRecordMidStream(t *testing.T) {
 	a := provider.NewAssembler()
-	for i, tm := range []int64{50, 40, 40, 1 << 40} {
+	for i, tm := range []int64{50, 40} {
 		if err := a.Push(text(string(rune('a'+i))), tm); err != nil {
 			t.Fatal(err)
 		}
 	}
-	want := `{"type":"text-chunks","time0":50,"index":0,"dt":[-10,0,1099511627736],"texts":["a","b","c","d"]}`
-	if got := streamStrings(a); len(got) != 1 || got[0] != want {
-		t.Fatalf("stream %q", got)
+	mid := []string{
+		`50 {"type":"block-start","index":0,"blockType":"text"}`,
+		`50 {"type":"text-delta","index":0,"text":"a"}`,
+		`40 {"type":"text-delta","index":0,"text":"b"}`,
+	}
+	if got := recordStrings(a); !reflect.DeepEqual(got, mid) {
+		t.Fatalf("mid-stream: %q", got)
+	}
+	if err := a.Push(finish("stop"), 1<<40); err != nil {
+		t.Fatal(err)
+	}
+	want := append(mid,
+		`1099511627776 {"type":"block-end","index":0,"block":{"type":"text","text":"ab"}}`,
+		`1099511627776 {"type":"finish","reason":{"kind":"stop"}}`)
+	if got := recordStrings(a); !reflect.DeepEqual(got, want) {
+		t.Fatalf("record: %q", got)
 	}
 }
 
@@ -254,7 +309,7 @@ func TestAssemblerRefusesMalformedStreams(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			a := provider.NewAssembler()
 			push(t, a, tc.before...)
-			before := streamStrings(a)
+			before := recordStrings(a)
 			content := a.Content()
 			err := a.Push(tc.bad, tc.time)
 			if err == nil {
@@ -263,47 +318,57 @@ func TestAssemblerRefusesMalformedStreams(t *testing.T) {
 			if !errors.Is(err, provider.ErrMalformedStream) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %q, want it to contain %q and match ErrMalformedStream", err, tc.want)
 			}
-			if !reflect.DeepEqual(streamStrings(a), before) || !reflect.DeepEqual(a.Content(), content) || a.Chunks() != len(tc.before) {
+			if !reflect.DeepEqual(recordStrings(a), before) || !reflect.DeepEqual(a.Content(), content) || a.Chunks() != len(tc.before) {
 				t.Fatalf("a refused chunk changed the assembler")
 			}
 		})
 	}
 }
 
-func TestReplayStreamRefusesMalformedRecords(t *testing.T) {
+func TestReplayRecordRefusesMalformedRecords(t *testing.T) {
+	start := `{"type":"block-start","index":0,"blockType":"text"}`
 	cases := []struct {
-		name    string
-		records []string
-		want    string
+		name   string
+		chunks []string
+		want   string
 	}{
-		{"not json", []string{`{`}, "stream record 0: unexpected EOF"},
-		{"unknown record field", []string{`{"type":"chunk","time":1,"chunk":{"type":"text","delta":"a"},"x":1}`}, `stream record 0: json: unknown field "x"`},
-		{"unknown chunk field", []string{`{"type":"chunk","time":1,"chunk":{"type":"text","text":"a"}}`}, `stream record 0: chunk: json: unknown field "text"`},
-		{"unknown record type", []string{`{"type":"tool-call-chunks","time0":1}`}, `stream record 0: unknown record type "tool-call-chunks"`},
-		{"chunk without time", []string{`{"type":"chunk","chunk":{"type":"text","delta":"a"}}`}, "a chunk record must be exactly {type, time, chunk}"},
-		{"chunk with texts", []string{`{"type":"chunk","time":1,"chunk":{"type":"text","delta":"a"},"texts":[]}`}, "a chunk record must be exactly {type, time, chunk}"},
-		{"run without dt", []string{`{"type":"text-chunks","time0":1,"index":0,"texts":["a"]}`}, "a text-chunks record must be exactly {type, time0, index, dt, texts}"},
-		{"dt arity", []string{`{"type":"text-chunks","time0":1,"index":0,"dt":[1,1],"texts":["a","b"]}`}, "2 texts need 1 dt gaps, not 2"},
-		{"empty run", []string{`{"type":"text-chunks","time0":1,"index":0,"dt":[],"texts":[]}`}, "0 texts need 0 dt gaps, not 0"},
-		{"fractional time", []string{`{"type":"chunk","time":1.5,"chunk":{"type":"text","delta":"a"}}`}, "stream record 0: json: cannot unmarshal number 1.5"},
-		{"wrong index", []string{`{"type":"chunk","time":1,"chunk":{"type":"reasoning","delta":"r"}}`, `{"type":"text-chunks","time0":1,"index":0,"dt":[0],"texts":["a","b"]}`},
-			"stream record 1: text 0 folds into block 1, not the record's index 0"},
-		{"run of empty deltas continuing nothing", []string{`{"type":"text-chunks","time0":1,"index":0,"dt":[0],"texts":["","b"]}`},
-			"stream record 0: text 0 folds into block -1, not the record's index 0"},
-		{"reasoning run of a text block", []string{`{"type":"chunk","time":1,"chunk":{"type":"text","delta":"a"}}`, `{"type":"reasoning-chunks","time0":1,"index":0,"dt":[0],"texts":["a","b"]}`},
-			"stream record 1: text 0 folds into block 1, not the record's index 0"},
-		{"malformed chunk sequence", []string{`{"type":"chunk","time":1,"chunk":{"type":"tool-call","index":1,"id":"c","name":"n"}}`},
-			`stream record 0: chunk 0 ("tool-call"): malformed model stream: tool-call delta for index 1, which was never started (next index is 0)`},
-		{"time out of range", []string{`{"type":"text-chunks","time0":9007199254740991,"index":0,"dt":[1],"texts":["a","b"]}`},
-			"time 9007199254740992 is outside 0..9007199254740991"},
+		{"not json", []string{`{`}, "recorded chunk 0: unexpected EOF"},
+		{"unknown field", []string{`{"type":"usage","usage":{"inputTokens":1,"outputTokens":1},"x":1}`}, `recorded chunk 0: json: unknown field "x"`},
+		{"unknown usage field", []string{`{"type":"usage","usage":{"inputTokens":1,"outputTokens":1,"cacheWriteTokens":1}}`}, `json: unknown field "cacheWriteTokens"`},
+		{"unknown chunk type", []string{`{"type":"text","index":0,"text":"a"}`}, `recorded chunk 0: unknown chunk type "text"`},
+		{"delta without index", []string{start, `{"type":"text-delta","text":"a"}`}, "recorded chunk 1: the fields of a text-delta chunk are wrong"},
+		{"delta with a block type", []string{start, `{"type":"text-delta","index":0,"blockType":"text","text":"a"}`}, "the fields of a text-delta chunk are wrong"},
+		{"tool-call delta without id", []string{`{"type":"block-start","index":0,"blockType":"tool-call"}`, `{"type":"tool-call-delta","index":0,"name":"n","argumentsDelta":""}`},
+			"the fields of a tool-call-delta chunk are wrong"},
+		{"finish without reason", []string{`{"type":"finish"}`}, "the fields of a finish chunk are wrong"},
+		{"block-start out of order", []string{`{"type":"block-start","index":1,"blockType":"text"}`}, `recorded chunk 0: block-start 1 of type "text" (the next block is 0)`},
+		{"unknown block type", []string{`{"type":"block-start","index":0,"blockType":"image"}`}, `block-start 0 of type "image"`},
+		{"delta for a block not started", []string{`{"type":"text-delta","index":0,"text":"a"}`}, "recorded chunk 0: a text-delta for block 0, which is not started or has ended"},
+		{"delta after the block-end", []string{start, `{"type":"text-delta","index":0,"text":"a"}`, `{"type":"block-end","index":0,"block":{"type":"text","text":"a"}}`, `{"type":"text-delta","index":0,"text":"b"}`},
+			"recorded chunk 3: a text-delta for block 0, which is not started or has ended"},
+		{"delta of another kind", []string{start, `{"type":"reasoning-delta","index":0,"text":"a"}`}, "recorded chunk 1: a reasoning-delta for a text block"},
+		{"an empty first delta", []string{start, `{"type":"text-delta","index":0,"text":""}`}, "recorded chunk 1: the delta folds into block -1, not 0"},
+		{"a second text block while the first is open", []string{start, `{"type":"text-delta","index":0,"text":"a"}`, `{"type":"block-start","index":1,"blockType":"text"}`, `{"type":"text-delta","index":1,"text":"b"}`},
+			"recorded chunk 3: the delta folds into block 0, not 1"},
+		{"another call id", []string{`{"type":"block-start","index":0,"blockType":"tool-call"}`, `{"type":"tool-call-delta","index":0,"id":"c1","name":"n","argumentsDelta":"{"}`, `{"type":"tool-call-delta","index":0,"id":"c2","argumentsDelta":"}"}`},
+			`recorded chunk 2: a tool-call delta of call "c2" for block 0`},
+		{"a first tool-call delta without its name", []string{`{"type":"block-start","index":0,"blockType":"tool-call"}`, `{"type":"tool-call-delta","index":0,"id":"c1","argumentsDelta":"{"}`},
+			"the first chunk of tool call 0 must carry its id and name"},
+		{"a block-end that differs", []string{start, `{"type":"text-delta","index":0,"text":"a"}`, `{"type":"block-end","index":0,"block":{"type":"text","text":"b"}}`},
+			"recorded chunk 2: malformed model stream: block-end 0 holds"},
+		{"a block-end of an empty block", []string{start, `{"type":"block-end","index":0,"block":{"type":"text","text":""}}`},
+			"recorded chunk 1: malformed model stream: block-end 0 of a block that is not open"},
+		{"an unknown finish", []string{`{"type":"finish","reason":{"kind":"error"}}`}, `recorded chunk 0: chunk 0 ("finish"): malformed model stream: unknown finish reason "error"`},
+		{"a chunk after the finish", []string{`{"type":"finish","reason":{"kind":"stop"}}`, `{"type":"usage","usage":{"inputTokens":1,"outputTokens":1}}`},
+			"a chunk after the finish chunk"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var recs []json.RawMessage
-			for _, r := range tc.records {
-				recs = append(recs, json.RawMessage(r))
+			var rec []provider.RecordedChunk
+			for i, c := range tc.chunks {
+				rec = append(rec, provider.RecordedChunk{Time: int64(i), Chunk: json.RawMessage(c)})
 			}
-			_, err := provider.ReplayStream(recs)
+			_, err := provider.ReplayRecord(rec)
 			if err == nil {
 				t.Fatal("accepted")
 			}
@@ -399,7 +464,7 @@ func modelContent(chunks []provider.TimedChunk) []provider.Block {
 	return blocks
 }
 
-func TestAssemblerStreamRoundTripsRandomStreams(t *testing.T) {
+func TestAssemblerRecordRoundTripsRandomStreams(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	header := session.Header{Version: session.FormatVersion, ID: "s1", CreatedAt: 1}
 	for iter := range 3000 {
@@ -430,41 +495,52 @@ func TestAssemblerStreamRoundTripsRandomStreams(t *testing.T) {
 		if got := a.Interrupted(); !reflect.DeepEqual(got, interrupted) {
 			t.Fatalf("stream %d: interrupted %+v, want %+v", iter, got, interrupted)
 		}
-		records := a.Stream()
-		for i, rec := range records {
-			canon, err := session.CanonicalJSON(rec)
-			if err != nil || !bytes.Equal(canon, rec) {
-				t.Fatalf("stream %d record %d not canonical lossless JSON (%v):\n %s\n %s", iter, i, err, rec, canon)
+		record := a.Record()
+		for i, rec := range record {
+			canon, err := session.CanonicalJSON(rec.Chunk)
+			if err != nil || !bytes.Equal(canon, rec.Chunk) {
+				t.Fatalf("stream %d chunk %d not canonical lossless JSON (%v):\n %s\n %s", iter, i, err, rec.Chunk, canon)
 			}
 		}
-		replayed, err := provider.ReplayStreamTimed(records)
+		chunksBack, err := provider.ReplayRecord(record)
 		if err != nil {
-			t.Fatalf("stream %d: replay: %v", iter, err)
-		}
-		if !(len(replayed) == 0 && len(chunks) == 0) && !reflect.DeepEqual(replayed, chunks) {
-			t.Fatalf("stream %d: replay\n got %+v\nwant %+v", iter, replayed, chunks)
+			t.Fatalf("stream %d: replay: %v\n%q", iter, err, recordStrings(a))
 		}
 		again := provider.NewAssembler()
-		for _, tc := range replayed {
+		for _, tc := range chunksBack {
 			if err := again.Push(tc.Chunk, tc.Time); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if !reflect.DeepEqual(again.Stream(), records) {
-			t.Fatalf("stream %d: the record of the replayed chunks differs", iter)
+		if !reflect.DeepEqual(again.Content(), content) || !reflect.DeepEqual(again.Usage(), a.Usage()) || again.Finish() != a.Finish() {
+			t.Fatalf("stream %d: the replayed record folds into\n %+v\nnot\n %+v", iter, again.Content(), content)
 		}
-		// The record is storable as assistant/message.stream.
+		if !reflect.DeepEqual(again.Record(), record) {
+			t.Fatalf("stream %d: the record of the replayed chunks differs:\n %q\n %q", iter, recordStrings(again), recordStrings(a))
+		}
+		// The record is storable as assistant/chunk events cited by the
+		// assistant/message.
+		var events []session.Event
+		var seqs []int64
+		for i, rec := range record {
+			data, err := session.MarshalData(map[string]any{"turn": 1, "step": 1, "chunk": rec.Chunk})
+			if err != nil {
+				t.Fatalf("stream %d: %v", iter, err)
+			}
+			events = append(events, session.Event{Type: session.TypeAssistantChunk, Seq: int64(i), Time: rec.Time, Data: data})
+			seqs = append(seqs, int64(i))
+		}
 		data, err := session.MarshalData(map[string]any{
 			"turn": 1, "step": 1,
 			"message": map[string]any{"id": "m1", "role": "assistant", "content": content},
-			"stream":  records,
 			"usage":   a.Usage(),
 		})
 		if err != nil {
 			t.Fatalf("stream %d: %v", iter, err)
 		}
-		ev := session.Event{Type: session.TypeAssistantMessage, Seq: 0, Time: 1, Data: data, SurfaceOp: session.AppendOp()}
-		if err := session.CheckAppendable(header, 0, []session.Event{ev}); err != nil {
+		events = append(events, session.Event{Type: session.TypeAssistantMessage, Seq: int64(len(events)), Time: 1, Data: data,
+			SurfaceOp: session.AppendOp(), SourceEventSeqs: append([]int64{}, seqs...)})
+		if err := session.CheckAppendable(header, 0, events); err != nil {
 			t.Fatalf("stream %d: %v", iter, err)
 		}
 	}

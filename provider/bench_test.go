@@ -7,7 +7,7 @@ import (
 )
 
 // BenchmarkAssembler100kChunks folds a response of 100,000 four-byte text
-// deltas and a finish chunk, and builds its content and stream record.
+// deltas and a finish chunk, and builds its content and record.
 func BenchmarkAssembler100kChunks(b *testing.B) {
 	const n = 100_000
 	deltas := make([]provider.Chunk, n)
@@ -26,9 +26,9 @@ func BenchmarkAssembler100kChunks(b *testing.B) {
 			b.Fatal(err)
 		}
 		content := a.Content()
-		stream := a.Stream()
-		if len(content) != 1 || len(content[0].Text) != 4*n || len(stream) != 2 {
-			b.Fatalf("%d blocks, %d records", len(content), len(stream))
+		record := a.Record()
+		if len(content) != 1 || len(content[0].Text) != 4*n || len(record) != n+3 {
+			b.Fatalf("%d blocks, %d recorded chunks", len(content), len(record))
 		}
 	}
 }

@@ -1,8 +1,9 @@
 // Package provider defines how sessionflow talks to a model: a streaming
 // Provider interface, the messages and tools a request carries, the chunks a
 // response streams, and the Assembler that folds a stream into the content
-// and the compact stream record stored on an assistant/message event
-// (FORMAT.md §1.2).
+// of an assistant/message event and the record of the stream stored as the
+// assistant/chunk events it cites, in the published harness's chunk
+// vocabulary (FORMAT.md §1.2).
 //
 // A provider knows nothing of Temporal or of the store: the agent's model
 // activity derives the request from the session log, calls Stream, and stores

@@ -38,26 +38,29 @@ func TestAssemblerKeepsSignedReasoningBlocksApart(t *testing.T) {
 	if got := a.Interrupted(); !reflect.DeepEqual(got, want[:4]) {
 		t.Fatalf("interrupted\n got %+v\nwant %+v", got, want[:4])
 	}
-	wantStream := []string{
-		`{"type":"reasoning-chunks","time0":100,"index":0,"dt":[1],"texts":["first ","thought"]}`,
-		`{"type":"chunk","time":102,"chunk":{"type":"reasoning","signature":"sig-1"}}`,
-		`{"type":"chunk","time":103,"chunk":{"type":"reasoning","delta":"second"}}`,
-		`{"type":"chunk","time":104,"chunk":{"type":"reasoning","delta":"!","signature":"sig-2"}}`,
-		`{"type":"chunk","time":105,"chunk":{"type":"reasoning","signature":"sig-3"}}`,
-		`{"type":"chunk","time":106,"chunk":{"type":"text","delta":"answer"}}`,
-		`{"type":"chunk","time":107,"chunk":{"type":"tool-call","id":"c1","name":"read_file","delta":"{}"}}`,
-		`{"type":"chunk","time":108,"chunk":{"type":"finish","finish":"tool-calls"}}`,
+	wantRecord := []string{
+		`100 {"type":"block-start","index":0,"blockType":"reasoning"}`,
+		`100 {"type":"reasoning-delta","index":0,"text":"first "}`,
+		`101 {"type":"reasoning-delta","index":0,"text":"thought"}`,
+		`102 {"type":"block-end","index":0,"block":{"type":"reasoning","text":"first thought","signature":"sig-1"}}`,
+		`103 {"type":"block-start","index":1,"blockType":"reasoning"}`,
+		`103 {"type":"reasoning-delta","index":1,"text":"second"}`,
+		`104 {"type":"reasoning-delta","index":1,"text":"!"}`,
+		`104 {"type":"block-end","index":1,"block":{"type":"reasoning","text":"second!","signature":"sig-2"}}`,
+		`105 {"type":"block-start","index":2,"blockType":"reasoning"}`,
+		`105 {"type":"block-end","index":2,"block":{"type":"reasoning","text":"","signature":"sig-3"}}`,
+		`106 {"type":"block-start","index":3,"blockType":"text"}`,
+		`106 {"type":"text-delta","index":3,"text":"answer"}`,
+		`107 {"type":"block-end","index":3,"block":{"type":"text","text":"answer"}}`,
+		`107 {"type":"block-start","index":4,"blockType":"tool-call"}`,
+		`107 {"type":"tool-call-delta","index":4,"id":"c1","name":"read_file","argumentsDelta":"{}"}`,
+		`108 {"type":"block-end","index":4,"block":{"type":"tool-call","id":"c1","name":"read_file","arguments":"{}"}}`,
+		`108 {"type":"finish","reason":{"kind":"tool-calls"}}`,
 	}
-	if got := streamStrings(a); !reflect.DeepEqual(got, wantStream) {
-		t.Fatalf("stream\n got %q\nwant %q", got, wantStream)
+	if got := recordStrings(a); !reflect.DeepEqual(got, wantRecord) {
+		t.Fatalf("record\n got %q\nwant %q", got, wantRecord)
 	}
-	replayed, err := provider.ReplayStream(a.Stream())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := provider.NewAssembler()
-	push(t, b, replayed...)
-	if !reflect.DeepEqual(b.Content(), want) || !reflect.DeepEqual(streamStrings(b), wantStream) {
+	if b := replayed(t, a); !reflect.DeepEqual(b.Content(), want) || !reflect.DeepEqual(recordStrings(b), wantRecord) {
 		t.Fatalf("replay differs: %+v", b.Content())
 	}
 }
@@ -83,7 +86,7 @@ func TestAssemblerRefusesMisplacedSignatures(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Fatalf("%s: error %q, want %q", name, err, want)
 		}
-		if a.Chunks() != 0 || len(a.Stream()) != 0 {
+		if a.Chunks() != 0 || len(a.Record()) != 0 {
 			t.Fatalf("%s: a refused chunk changed the assembler", name)
 		}
 	}

@@ -10,28 +10,51 @@ import (
 	"github.com/sessionflow/sessionflow/provider"
 )
 
-// textOf is the text a chunk repeats from the content: what
-// LimitStreamText counts.
-func textOf(c provider.Chunk) int {
-	return len(c.Delta) + len(c.Signature) + len(c.ID) + len(c.Name)
+// recordText is the text a record holds, decoded from its chunks: what
+// LimitRecordText counts (the deltas, the blocks of the block-ends, and
+// the id and name of every tool-call delta).
+func recordText(t *testing.T, rec []provider.RecordedChunk) int {
+	t.Helper()
+	n := 0
+	for _, r := range rec {
+		var c struct {
+			Type, Text, ID, Name, ArgumentsDelta string
+			Block                                provider.Block
+		}
+		if err := json.Unmarshal(r.Chunk, &c); err != nil {
+			t.Fatal(err)
+		}
+		n += len(c.Text) + len(c.ID) + len(c.Name) + len(c.ArgumentsDelta)
+		n += len(c.Block.Text) + len(c.Block.Signature) + len(c.Block.ID) + len(c.Block.Name) + len(c.Block.Arguments)
+	}
+	return n
 }
 
-// TestLimitStreamTextRandomStreams: with a limit, the stream record is the
-// whole record while the chunks' text is within it, and past it only the
-// usage and finish chunk records, in order with their times; either way it
+// plainOf is the usage and finish chunks of a record.
+func plainOf(rec []provider.RecordedChunk) []provider.RecordedChunk {
+	out := []provider.RecordedChunk{}
+	for _, r := range rec {
+		if strings.HasPrefix(string(r.Chunk), `{"type":"usage"`) || strings.HasPrefix(string(r.Chunk), `{"type":"finish"`) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// TestLimitRecordTextRandomStreams: with a limit, the record is the whole
+// record while the text it would hold is within the limit, and past it
+// only the usage and finish chunks, with their times; either way it
 // replays, and the content, usage and finish are those of the unlimited
 // assembler. The limit is checked after every chunk (mid-stream: an
 // interrupted call's record).
-func TestLimitStreamTextRandomStreams(t *testing.T) {
+func TestLimitRecordTextRandomStreams(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	elided := 0
 	for iter := range 3000 {
 		chunks := randomStream(r)
-		limit := r.IntN(200)
+		limit := r.IntN(300)
 		full, lim := provider.NewAssembler(), provider.NewAssembler()
-		lim.LimitStreamText(limit)
-		total := 0
-		var plain []provider.TimedChunk // the usage and finish chunks so far
+		lim.LimitRecordText(limit)
 		for i, tc := range chunks {
 			if err := full.Push(tc.Chunk, tc.Time); err != nil {
 				t.Fatalf("stream %d chunk %d: %v", iter, i, err)
@@ -39,30 +62,25 @@ func TestLimitStreamTextRandomStreams(t *testing.T) {
 			if err := lim.Push(tc.Chunk, tc.Time); err != nil {
 				t.Fatalf("stream %d chunk %d (limited): %v", iter, i, err)
 			}
-			total += textOf(tc.Chunk)
-			if tc.Chunk.Type == provider.ChunkUsage || tc.Chunk.Type == provider.ChunkFinish {
-				plain = append(plain, tc)
-			}
-			got := lim.Stream()
-			if total <= limit {
-				if lim.StreamElided() || !reflect.DeepEqual(got, full.Stream()) {
-					t.Fatalf("stream %d chunk %d: %d bytes of text within the limit %d, but the record differs from the whole one:\n got %s\nwant %s",
-						iter, i, total, limit, got, full.Stream())
+			got, whole := lim.Record(), full.Record()
+			if total := recordText(t, whole); total <= limit {
+				if lim.RecordElided() || !reflect.DeepEqual(got, whole) {
+					t.Fatalf("stream %d chunk %d: %d bytes of text within the limit %d, but the record differs from the whole one:\n got %v\nwant %v",
+						iter, i, total, limit, got, whole)
 				}
 				continue
 			}
-			if !lim.StreamElided() {
-				t.Fatalf("stream %d chunk %d: %d bytes of text past the limit %d, not elided", iter, i, total, limit)
+			if !lim.RecordElided() {
+				t.Fatalf("stream %d chunk %d: past the limit %d, not elided", iter, i, limit)
 			}
-			replayed, err := provider.ReplayStreamTimed(got)
-			if err != nil {
-				t.Fatalf("stream %d chunk %d: the elided record does not replay: %v\n%s", iter, i, err, got)
+			if want := plainOf(whole); !reflect.DeepEqual(append([]provider.RecordedChunk{}, got...), want) {
+				t.Fatalf("stream %d chunk %d: elided record\n got %v\nwant %v", iter, i, got, want)
 			}
-			if !(len(replayed) == 0 && len(plain) == 0) && !reflect.DeepEqual(replayed, plain) {
-				t.Fatalf("stream %d chunk %d: elided record\n got %+v\nwant %+v", iter, i, replayed, plain)
+			if _, err := provider.ReplayRecord(got); err != nil {
+				t.Fatalf("stream %d chunk %d: the elided record does not replay: %v", iter, i, err)
 			}
 		}
-		if lim.StreamElided() {
+		if lim.RecordElided() {
 			elided++
 		}
 		if !reflect.DeepEqual(lim.Content(), full.Content()) || !reflect.DeepEqual(lim.Usage(), full.Usage()) ||
@@ -75,11 +93,11 @@ func TestLimitStreamTextRandomStreams(t *testing.T) {
 	}
 }
 
-// TestLimitStreamTextStoresTheTextOnce: a long answer's record keeps none
+// TestLimitRecordTextStoresTheTextOnce: a long answer's record keeps none
 // of its text, only its usage and finish with their times.
-func TestLimitStreamTextStoresTheTextOnce(t *testing.T) {
+func TestLimitRecordTextStoresTheTextOnce(t *testing.T) {
 	a := provider.NewAssembler()
-	a.LimitStreamText(1 << 10)
+	a.LimitRecordText(1 << 10)
 	push(t, a, reasoning("ponder "), text("Here is "))
 	for range 100 {
 		push(t, a, text("UNIQUE-MARKER-0123456789 "))
@@ -92,18 +110,19 @@ func TestLimitStreamTextStoresTheTextOnce(t *testing.T) {
 			t.Fatalf(format, args...)
 		}
 	}
-	raw, err := json.Marshal(a.Stream())
-	require(err == nil, "%v", err)
-	require(string(raw) == `[{"type":"chunk","time":203,"chunk":{"type":"usage","usage":{"inputTokens":12,"outputTokens":3456}}},{"type":"chunk","time":204,"chunk":{"type":"finish","finish":"tool-calls"}}]`,
-		"elided record %s", raw)
+	got := recordStrings(a)
+	require(reflect.DeepEqual(got, []string{
+		`203 {"type":"usage","usage":{"inputTokens":12,"outputTokens":3456}}`,
+		`204 {"type":"finish","reason":{"kind":"tool-calls"}}`,
+	}), "elided record %q", got)
 	content, err := json.Marshal(a.Content())
 	require(err == nil, "%v", err)
 	require(strings.Count(string(content), "UNIQUE-MARKER") == 100, "the content lost text: %.200s", content)
-	require(a.StreamElided(), "not reported elided")
+	require(a.RecordElided(), "not reported elided")
 
 	// A limit of -1 (the default) keeps the whole record.
 	b := provider.NewAssembler()
-	b.LimitStreamText(-1)
+	b.LimitRecordText(-1)
 	push(t, b, text(strings.Repeat("x", 5000)), text("y"), finish(provider.FinishStop))
-	require(!b.StreamElided() && len(b.Stream()) == 2, "an unlimited record: %d records", len(b.Stream()))
+	require(!b.RecordElided() && len(b.Record()) == 5, "an unlimited record: %d chunks", len(b.Record()))
 }

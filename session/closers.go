@@ -1,6 +1,7 @@
 package session
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 )
@@ -116,7 +117,7 @@ func (s *TurnScanner) Observe(e Event) error {
 			s.setPending(id, f.step)
 		}
 	case TypeToolCall:
-		if i, ok := s.index[f.callID]; ok {
+		if i, ok := s.index[f.callID]; ok && f.hasCallID {
 			s.calls[i].call.CallSeq = e.Seq
 		}
 	case TypeToolResult:
@@ -132,6 +133,7 @@ type repairFacts struct {
 	turn, step int64
 	callIDs    []string // tool-call block ids of an assistant/message
 	callID     string   // callId of a tool/call, message.source.callId of a tool/result
+	hasCallID  bool     // a tool/call's callId is a string
 }
 
 // readRepairFacts decodes what the crash-repair scan needs from e: the rules
@@ -149,10 +151,10 @@ func readRepairFacts(e Event) (repairFacts, error) {
 		if p.Turn == nil {
 			return f, payloadError(e, "data lacks %q", "turn")
 		}
-		if err := checkCount(e, "turn", *p.Turn, 1); err != nil {
+		if err := checkCount(e, "turn", int64(*p.Turn), 1); err != nil {
 			return f, err
 		}
-		f.turn = *p.Turn
+		f.turn = int64(*p.Turn)
 	case TypeStepStart:
 		var p stepShape
 		if err := decodeShape(e, &p); err != nil {
@@ -161,10 +163,10 @@ func readRepairFacts(e Event) (repairFacts, error) {
 		if p.Step == nil {
 			return f, payloadError(e, "data lacks %q", "step")
 		}
-		if err := checkCount(e, "step", *p.Step, 1); err != nil {
+		if err := checkCount(e, "step", int64(*p.Step), 1); err != nil {
 			return f, err
 		}
-		f.step = *p.Step
+		f.step = int64(*p.Step)
 	case TypeAssistantMessage:
 		var p assistantShape
 		if err := decodeShape(e, &p); err != nil {
@@ -174,16 +176,20 @@ func readRepairFacts(e Event) (repairFacts, error) {
 		if err != nil {
 			return f, err
 		}
-		f.step, f.callIDs = *p.Step, ids
+		f.step, f.callIDs = int64(*p.Step), ids
 	case TypeToolCall:
 		var p callShape
 		if err := decodeShape(e, &p); err != nil {
 			return f, err
 		}
-		if p.CallID == nil {
-			return f, payloadError(e, "data lacks %q", "callId")
+		// A callId that is absent or not a string matches no pending call,
+		// as in the harness's repair.
+		if len(p.CallID) > 0 && p.CallID[0] == '"' {
+			if err := json.Unmarshal(p.CallID, &f.callID); err != nil {
+				return f, payloadError(e, "malformed data: %v", err)
+			}
+			f.hasCallID = true
 		}
-		f.callID = *p.CallID
 	case TypeToolResult:
 		var p resultShape
 		if err := decodeShape(e, &p); err != nil {

@@ -94,7 +94,7 @@ func TestTurnNumberUpToMaxSafeInteger(t *testing.T) {
 	assert.Equal(t, int64(9007199254740991), s.LastTurn())
 	err := s.Observe(mk(TypeTurnStart, 1, `{"turn":9007199254740992}`))
 	require.Error(t, err)
-	assert.Equal(t, "turn/start event (seq 1): data.turn must be a safe integer >= 1, got 9007199254740992", err.Error())
+	assert.Equal(t, "turn/start event (seq 1): malformed data: must be a safe integer, got 9007199254740992", err.Error())
 	err = s.Observe(mk(TypeTurnStart, 2, `{"turn":0}`))
 	require.Error(t, err)
 	assert.Equal(t, "turn/start event (seq 2): data.turn must be a safe integer >= 1, got 0", err.Error())

@@ -301,7 +301,6 @@ func TestTurnScannerMalformedPayloads(t *testing.T) {
 		`assistant/message event (seq 0): data lacks "message.content"`:          mk(TypeAssistantMessage, 0, `{"turn":1,"step":1,"message":{}}`),
 		`assistant/message event (seq 0): data lacks "step"`:                     mk(TypeAssistantMessage, 0, `{"turn":1,"message":{"content":[]}}`),
 		`assistant/message event (seq 0): tool-call block 0 lacks "id"`:          mk(TypeAssistantMessage, 0, `{"turn":1,"step":1,"message":{"content":[{"type":"tool-call"}]}}`),
-		`tool/call event (seq 0): data lacks "callId"`:                           mk(TypeToolCall, 0, `{"turn":1,"step":1}`),
 		`tool/result event (seq 0): data lacks "message.source.callId"`:          mk(TypeToolResult, 0, `{"turn":1,"step":1,"message":{"source":{}}}`),
 		`tool/result event (seq 0): data is not a JSON object`:                   {Type: TypeToolResult},
 	}
@@ -325,8 +324,27 @@ func TestTurnScannerMalformedPayloads(t *testing.T) {
 	}
 	_, err := InterruptedTurnClosers([]Event{mk(TypeTurnStart, 0, `{"turn":"1"}`)})
 	assert.Error(t, err)
-	_, _, err = ScanOpenTurn([]Event{mk(TypeToolCall, 0, `{"callId":1}`)})
-	assert.Error(t, err)
+}
+
+// The repair scan reads what the harness's repair reads and no more: a
+// whole number in any spelling is a turn or step, a tool/call whose callId
+// is absent or not a string matches no call, and a content block whose type
+// is not the string "tool-call" is not a call.
+func TestTurnScannerReadsAsTheHarnessRepairs(t *testing.T) {
+	events := []Event{
+		mk(TypeTurnStart, 0, `{"turn":2.0}`),
+		mk(TypeStepStart, 1, `{"turn":2,"step":1e0}`),
+		mk(TypeAssistantMessage, 2, `{"turn":2,"step":1.0,"message":{"content":[{"type":{"x":1}},{"type":"tool-call","id":"c1"}]}}`),
+		mk(TypeToolCall, 3, `{"turn":2,"step":1}`),
+		mk(TypeToolCall, 4, `{"turn":2,"step":1,"callId":7}`),
+	}
+	closers, err := InterruptedTurnClosers(events)
+	require.NoError(t, err)
+	require.Len(t, closers, 3)
+	// c1 was never recorded by a tool/call with its id: not started.
+	assert.Equal(t, `{"type":"tool/result","seq":5,"time":1004,"data":{"turn":2,"step":1,"message":{"id":"interrupted-tool-result-c1-5","role":"user","source":{"kind":"tool","callId":"c1"},"content":[{"type":"tool-result","toolCallId":"c1","isError":true,"content":[{"type":"text","text":"The tool call was interrupted before the Harness recorded it as started. Retry it if it is still needed."}]}]},"error":{"name":"ToolNotStartedError","code":"TOOL_NOT_STARTED"}},"surfaceOp":"append"}`, encodeLine(t, closers[0]))
+	assert.Equal(t, `{"type":"step/end","seq":6,"time":1004,"data":{"turn":2,"step":1}}`, encodeLine(t, closers[1]))
+	assert.Equal(t, `{"type":"turn/end","seq":7,"time":1004,"data":{"turn":2,"reason":{"kind":"interrupted"}}}`, encodeLine(t, closers[2]))
 }
 
 func TestClosersSeqRange(t *testing.T) {

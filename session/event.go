@@ -258,9 +258,9 @@ func (e *Event) decodeMembers(canon []byte, members []member, d *LineDecoder) er
 		switch k {
 		case "type":
 			if v[0] != '"' {
-				err = errors.New("must be a non-empty string")
-			} else if ev.Type, err = unquoteCanonical(v); err == nil && ev.Type == "" {
-				err = errors.New("must be a non-empty string")
+				err = errors.New("must be a string")
+			} else {
+				ev.Type, err = unquoteCanonical(v)
 			}
 		case "seq":
 			if n, ok := shortUint(v); ok {
@@ -275,9 +275,6 @@ func (e *Event) decodeMembers(canon []byte, members []member, d *LineDecoder) er
 				ev.Time, err = parseSafeIntSigned(v)
 			}
 		case "data":
-			if v[0] != '{' {
-				err = fmt.Errorf("must be a JSON object, got %s", abbreviate(v))
-			}
 			ev.Data = v // part of canon
 		case "surfaceOp":
 			ev.SurfaceOp = d.newSurfaceOp()
@@ -355,7 +352,9 @@ func (e Event) Clone() Event {
 		c.SurfaceOp = &op
 	}
 	if e.SourceEventSeqs != nil {
-		c.SourceEventSeqs = append([]int64(nil), e.SourceEventSeqs...)
+		// An empty list is kept: on an assistant/message it says the
+		// message cites nothing, and is written as [].
+		c.SourceEventSeqs = append(make([]int64, 0, len(e.SourceEventSeqs)), e.SourceEventSeqs...)
 	}
 	return c
 }

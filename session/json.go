@@ -14,8 +14,10 @@ import (
 var ErrNotLossless = errors.New("value is not losslessly JSON-serializable")
 
 // maxJSONDepth bounds the nesting of a JSON value so hostile input cannot
-// exhaust the stack.
-const maxJSONDepth = 512
+// exhaust the stack. It is encoding/json's own bound: nothing in a Go
+// program could decode a deeper value. The harness has none, and writes
+// deep values it is given (docs/DECISIONS.md D80).
+const maxJSONDepth = 10000
 
 // smallObject is the key count up to which duplicate keys are detected by a
 // linear scan instead of a map.
@@ -43,7 +45,7 @@ func (e *LosslessError) Is(target error) bool { return target == ErrNotLossless 
 // whitespace is allowed), numbers that are not finite in float64 (1e400),
 // negative zero in any spelling (-0, -0.0, -0e3, and -1e-400, which reads as
 // -0), duplicate object keys (compared after unescaping, so "a" and "\u0061"
-// collide), strings holding invalid UTF-8, and nesting deeper than 512.
+// collide), strings holding invalid UTF-8, and nesting deeper than 10,000.
 //
 // The canonical form is compact (no insignificant whitespace); numbers keep
 // their spelling; strings are written as JavaScript's JSON.stringify writes

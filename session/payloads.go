@@ -405,25 +405,43 @@ func (e Event) EndSeed() (EndSeed, error) {
 // so that a missing field is told apart from a zero value.
 
 type turnShape struct {
-	Turn *int64 `json:"turn"`
+	Turn *wholeNumber `json:"turn"`
 }
 
 type stepShape struct {
-	Step *int64 `json:"step"`
+	Step *wholeNumber `json:"step"`
 }
 
+// callShape is a tool/call's callId as the harness's repair reads it: a
+// call whose callId is not a string matches no pending call.
 type callShape struct {
-	CallID *string `json:"callId"`
+	CallID json.RawMessage `json:"callId"`
 }
 
 type assistantShape struct {
-	Step    *int64 `json:"step"`
+	Step    *wholeNumber `json:"step"`
 	Message *struct {
 		Content *[]struct {
-			Type string  `json:"type"`
-			ID   *string `json:"id"`
+			// Type is compared with "tool-call" as the harness's repair
+			// compares it: any other value, of any JSON type, is not a call.
+			Type json.RawMessage `json:"type"`
+			ID   *string         `json:"id"`
 		} `json:"content"`
 	} `json:"message"`
+}
+
+// wholeNumber is a JSON number with an integer value in any spelling the
+// harness's JSON.parse reads as one (2, 2.0, 2e0), in the safe range.
+type wholeNumber int64
+
+// UnmarshalJSON decodes a whole number.
+func (n *wholeNumber) UnmarshalJSON(b []byte) error {
+	v, err := parseSafeIntSigned(b)
+	if err != nil {
+		return err
+	}
+	*n = wholeNumber(v)
+	return nil
 }
 
 // toolCalls returns the ids of the tool-call blocks, in order.
@@ -431,7 +449,7 @@ func (s assistantShape) toolCalls(e Event) ([]string, error) {
 	if s.Step == nil {
 		return nil, payloadError(e, "data lacks %q", "step")
 	}
-	if err := checkCount(e, "step", *s.Step, 0); err != nil {
+	if err := checkCount(e, "step", int64(*s.Step), 0); err != nil {
 		return nil, err
 	}
 	if s.Message == nil || s.Message.Content == nil {
@@ -439,7 +457,7 @@ func (s assistantShape) toolCalls(e Event) ([]string, error) {
 	}
 	var ids []string
 	for i, b := range *s.Message.Content {
-		if b.Type != BlockToolCall {
+		if string(b.Type) != `"`+BlockToolCall+`"` {
 			continue
 		}
 		if b.ID == nil {

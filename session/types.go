@@ -127,6 +127,13 @@ func sessionOnly(name string) bool {
 	return name == TypeSystemMessage || name == TypeAssistantAttempt
 }
 
+// HarnessSurfaceEligible reports whether the published harness lets events
+// of this type join the surface: user/message, assistant/message and
+// tool/result (system/message is sessionflow's own, in v3 logs).
+func HarnessSurfaceEligible(name string) bool {
+	return name == TypeUserMessage || name == TypeAssistantMessage || name == TypeToolResult
+}
+
 // SurfaceEligible reports whether events of this type may carry surfaceOp
 // and sourceEventSeqs.
 func SurfaceEligible(name string) bool { return surface[name] }

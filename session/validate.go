@@ -61,9 +61,6 @@ func (e Event) Validate() error {
 
 // validateEnvelope checks everything but the data.
 func (e Event) validateEnvelope() error {
-	if e.Type == "" {
-		return errors.New("event type must be a non-empty string")
-	}
 	if !utf8.ValidString(e.Type) {
 		return fmt.Errorf("event type %q is not valid UTF-8", e.Type)
 	}
@@ -116,21 +113,19 @@ func (e Event) validateEnvelope() error {
 			seen[s] = struct{}{}
 		}
 	}
-	if e.Ignorable && surface {
+	if e.Ignorable && HarnessSurfaceEligible(e.Type) {
 		return fmt.Errorf("ignorable is not allowed on surface-eligible %q events", e.Type)
 	}
 	return nil
 }
 
-// validateData checks that data is present and a JSON object, then applies
-// the lossless-JSON rule.
+// validateData checks that data is present, then applies the lossless-JSON
+// rule. Any JSON value is a payload, as the harness takes it; the payloads
+// sessionflow reads are checked where they are read (CheckAppendable).
 func validateData(data []byte) error {
 	first := firstNonSpace(data)
 	if first < 0 {
 		return errors.New("event data is missing")
-	}
-	if data[first] != '{' {
-		return fmt.Errorf("event data must be a JSON object, got %s", abbreviate(data[first:]))
 	}
 	if _, err := CanonicalJSON(data); err != nil {
 		return fmt.Errorf("event data: %w", err)
@@ -196,10 +191,6 @@ func SnapshotBatch(events []Event) ([]Event, error) {
 		}
 		if c.Data == nil {
 			return nil, fmt.Errorf("%w at index %d (seq %d): event data is missing", ErrInvalidEvent, i, e.Seq)
-		}
-		if c.Data[0] != '{' {
-			return nil, fmt.Errorf("%w at index %d (seq %d): event data must be a JSON object, got %s",
-				ErrInvalidEvent, i, e.Seq, abbreviate(c.Data))
 		}
 		out[i] = c
 	}

@@ -156,6 +156,7 @@ func TestTurnMaxTokensCallsClosedAtTurnEnd(t *testing.T) {
 	h.Env.RegisterActivity(acts)
 	evs := h.RunTurns(workflows.CreateSessionRequest{SessionID: "mc", AgentOptions: sessiontest.Route(), Meta: &workflows.SessionMeta{Cwd: t.TempDir()}}, sessiontest.Prompt("one"), sessiontest.Prompt("two"))
 	sessiontest.RequireBalanced(t, evs)
+	evs = sessiontest.WithoutRecords(t, evs)
 	requireCallsAnswered(t, evs)
 	require.Empty(t, p.refused)
 	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message",
@@ -183,6 +184,7 @@ func TestTurnMaxTokensCallsClosedBeforeNextStep(t *testing.T) {
 	h.Env.RegisterActivity(acts)
 	evs := h.RunSteeredTurn(workflows.CreateSessionRequest{SessionID: "ms", AgentOptions: sessiontest.Route(), Meta: &workflows.SessionMeta{Cwd: t.TempDir()}}, hold)
 	sessiontest.RequireBalanced(t, evs)
+	evs = sessiontest.WithoutRecords(t, evs)
 	requireCallsAnswered(t, evs)
 	require.Empty(t, p.refused)
 	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message", "tool/call", "tool/result", "step/end",
@@ -216,6 +218,7 @@ func TestTurnToolActivityFailureClosesCalls(t *testing.T) {
 	}, activity.RegisterOptions{Name: agent.RunToolActivity})
 	evs := h.RunTurns(workflows.CreateSessionRequest{SessionID: "tx", AgentOptions: sessiontest.Route(), Meta: &workflows.SessionMeta{Cwd: t.TempDir()}}, sessiontest.Prompt("one"), sessiontest.Prompt("two"))
 	sessiontest.RequireBalanced(t, evs)
+	evs = sessiontest.WithoutRecords(t, evs)
 	requireCallsAnswered(t, evs)
 	require.Empty(t, p.refused)
 	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message",
@@ -238,5 +241,6 @@ func TestTurnToolActivityFailureClosesCalls(t *testing.T) {
 	var end agent.EndTurnInput
 	h.StartedArg(agent.EndTurnActivity, 0, &end)
 	require.Equal(t, []string{"c3"}, end.Skipped)
-	require.Equal(t, int64(3), end.MessageSeq)
+	require.Equal(t, int64(14), end.MessageSeq, "the message, after its route and its 10 chunks")
+	require.Equal(t, int64(14), evs[3].Seq)
 }

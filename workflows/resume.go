@@ -14,7 +14,8 @@ import (
 // the end-seed marker before setup, then runs setup, commit and
 // publication like CreateSession with source "resume" and stays live until
 // disposal. Any failure before live closes the handle (the repair stays
-// stored), publishes nothing and is returned unchanged.
+// stored), publishes nothing and is returned unchanged. A request without a
+// model route takes the one the log records (storedRoute).
 func ResumeSession(ctx workflow.Context, req ResumeSessionRequest) (DisposeResult, error) {
 	set, optErr := resolveOptions(req.Options)
 	l := newLifecycle(ctx, req.ResumeSessionID, SourceResume, req.Hooks, set)
@@ -102,10 +103,28 @@ func (l *lifecycle) prepareResume(ctx workflow.Context, req ResumeSessionRequest
 	if err := validateAgentOptions(req.AgentOptions); err != nil {
 		return err
 	}
-	l.agent.options = req.AgentOptions
+	l.agent.options = storedRoute(req.AgentOptions, rep.Scan.Route)
 	l.pushDisposeHook()
 	return l.initialize(l.nextSeq, func(extra []session.Event) error {
 		l.lastTurn = max(l.lastTurn, session.LastTurn(extra))
 		return l.storeBatch(extra)
 	})
+}
+
+// storedRoute returns the agent options of a resume: the caller's, with
+// the route the log records (its last request/context) when they name no
+// provider and no model. The caller's limits stay. The route comes from the
+// Repair activity's recorded result, so a replay takes the same one; a
+// result recorded before the field existed has none, and the options stay
+// the caller's, as they were.
+func storedRoute(o *AgentOptions, r *activities.Route) *AgentOptions {
+	if r == nil || (o != nil && (o.Provider != "" || o.Model != "")) {
+		return o
+	}
+	var out AgentOptions
+	if o != nil {
+		out = *o
+	}
+	out.Provider, out.Model = r.Provider, r.Model
+	return &out
 }

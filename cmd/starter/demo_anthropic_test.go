@@ -94,7 +94,7 @@ func TestDemoOnAnthropic(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "")
 
 	r := mustOK(t, runCLI(t, "", "demo", "--root", t.TempDir(), "--compression", "none", "--model", "claude-demo"))
-	for _, sys := range requireDemoStory(t, r.stdout, &srv.demoModelRequests, "anthropic", "claude-demo", "toolu_1") {
+	for _, sys := range requireDemoStory(t, r.stdout, &srv.demoModelRequests, "anthropic", "claude-demo", "toolu_1", 24, 37) {
 		require.Contains(t, sys, "sleep 5 && echo '42 tests passed' >> test-report.txt")
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -54,9 +55,11 @@ func streamDemoSentence(ctx context.Context, stall bool, send func(word string))
 // requireDemoStory checks the demo's output on a real provider's model
 // (provider answering as model, the tool call named callID) and what the
 // model server was sent: the killed stream, its re-run and the answer, the
-// last carrying TOOL_OUTCOME_UNKNOWN's explanation. It returns the system
-// prompts for the caller to check.
-func requireDemoStory(t *testing.T, stdout string, srv *demoModelRequests, provider, model, callID string) []string {
+// last carrying TOOL_OUTCOME_UNKNOWN's explanation. msgSeq is the seq of
+// step 1's assistant/message (after its route and its chunks), the tool
+// result follows its tool/call, and the log holds events events. It returns
+// the system prompts for the caller to check.
+func requireDemoStory(t *testing.T, stdout string, srv *demoModelRequests, provider, model, callID string, msgSeq, events int) []string {
 	t.Helper()
 	for _, want := range []string{
 		"its agent on " + provider + " model " + model,
@@ -65,9 +68,10 @@ func requireDemoStory(t *testing.T, stdout string, srv *demoModelRequests, provi
 		"← run_command (" + callID + ") finished TOOL_OUTCOME_UNKNOWN",
 		"The outcome of the test run is unknown; I will not run it again.",
 		"turn 1 completed",
-		"model call of step 1: re-run on the next worker (idempotent); one assistant/message stored (seq 3)",
-		"tool call " + callID + ": not run again on the next worker (the tool is not idempotent); tool/result seq 5: TOOL_OUTCOME_UNKNOWN",
-		"11 events, seqs 0..10 contiguous",
+		fmt.Sprintf("model call of step 1: re-run on the next worker (idempotent); one assistant/message stored (seq %d)", msgSeq),
+		fmt.Sprintf("tool call %s: not run again on the next worker (the tool is not idempotent); tool/result seq %d: TOOL_OUTCOME_UNKNOWN", callID, msgSeq+2),
+		fmt.Sprintf("3 request/context\n4..%d assistant/chunk ×%d\n%d assistant/message\n", msgSeq-1, msgSeq-4, msgSeq),
+		fmt.Sprintf("%d events, seqs 0..%d contiguous", events, events-1),
 	} {
 		require.Contains(t, stdout, want)
 	}

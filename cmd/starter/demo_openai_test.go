@@ -78,7 +78,7 @@ func TestDemoOnOpenAI(t *testing.T) {
 	t.Setenv("OPENAI_BASE_URL", hs.URL+"/v1")
 
 	r := mustOK(t, runCLI(t, "", "demo", "--root", t.TempDir(), "--compression", "none", "--model", "gpt-demo"))
-	for _, sys := range requireDemoStory(t, r.stdout, &srv.demoModelRequests, "openai", "gpt-demo", "call_1") {
+	for _, sys := range requireDemoStory(t, r.stdout, &srv.demoModelRequests, "openai", "gpt-demo", "call_1", 22, 34) {
 		var text string
 		require.NoError(t, json.Unmarshal([]byte(sys), &text), sys)
 		require.Contains(t, text, "sleep 5 && echo '42 tests passed' >> test-report.txt")

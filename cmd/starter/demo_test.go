@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionflow/sessionflow/internal/sessiontest"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 )
@@ -69,13 +70,15 @@ func TestDemoOnEmbeddedServer(t *testing.T) {
 		"worker 3 (pid ",
 		"← run_command (call-1) finished TOOL_OUTCOME_UNKNOWN",
 		"turn 1 completed",
-		"model call of step 1: re-run on the next worker (idempotent); one assistant/message stored (seq 3)",
-		"tool call call-1: not run again on the next worker (the tool is not idempotent); tool/result seq 5: TOOL_OUTCOME_UNKNOWN",
+		"model call of step 1: re-run on the next worker (idempotent); one assistant/message stored (seq 44)",
+		"tool call call-1: not run again on the next worker (the tool is not idempotent); tool/result seq 46: TOOL_OUTCOME_UNKNOWN",
 		"test-report.txt holds 1 line(s): the command ran 1 time(s)",
 		"disposed; no lease held",
-		"5 tool/result TOOL_OUTCOME_UNKNOWN\n",
-		"10 turn/end\n",
-		"11 events, seqs 0..10 contiguous",
+		"3 request/context\n4..43 assistant/chunk ×40\n44 assistant/message\n",
+		"46 tool/result TOOL_OUTCOME_UNKNOWN\n",
+		"48 step/start\n49..66 assistant/chunk ×18\n67 assistant/message\n",
+		"69 turn/end\n",
+		"70 events, seqs 0..69 contiguous",
 	} {
 		require.Contains(t, r.stdout, want)
 	}
@@ -88,8 +91,9 @@ func TestDemoOnEmbeddedServer(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, in.TornBytes)
 	require.Nil(t, in.Lease)
+	evs := sessiontest.WithoutRecords(t, in.Events)
 	var types []string
-	for _, e := range in.Events {
+	for _, e := range evs {
 		types = append(types, e.Type)
 	}
 	require.Equal(t, []string{
@@ -97,11 +101,11 @@ func TestDemoOnEmbeddedServer(t *testing.T) {
 		session.TypeAssistantMessage, session.TypeToolCall, session.TypeToolResult, session.TypeStepEnd,
 		session.TypeStepStart, session.TypeAssistantMessage, session.TypeStepEnd, session.TypeTurnEnd,
 	}, types)
-	res, err := in.Events[5].ToolResult()
+	res, err := evs[5].ToolResult()
 	require.NoError(t, err)
 	require.NotNil(t, res.Error)
 	require.Equal(t, "TOOL_OUTCOME_UNKNOWN", res.Error.Code)
-	end, err := in.Events[10].TurnEnd()
+	end, err := evs[10].TurnEnd()
 	require.NoError(t, err)
 	require.Equal(t, "completed", end.Reason.Kind)
 }

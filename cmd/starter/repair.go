@@ -117,13 +117,26 @@ func repair(ctx context.Context, h *jsonl.Handle, now int64) ([]session.Event, e
 }
 
 // printEvents prints one line per event: seq, type, and for a tool result
-// with an error its code.
+// with an error its code. A run of assistant/chunk events (a model call's
+// stream, docs/FORMAT.md §1.2) is one line: its first and last seq and how
+// many.
 func printEvents(w io.Writer, events []session.Event) error {
-	for _, e := range events {
+	for i := 0; i < len(events); i++ {
+		e := events[i]
 		line := fmt.Sprintf("%d %s", e.Seq, e.Type)
-		if e.Type == session.TypeToolResult {
+		switch e.Type {
+		case session.TypeToolResult:
 			if r, err := e.ToolResult(); err == nil && r.Error != nil {
 				line += " " + r.Error.Code
+			}
+		case session.TypeAssistantChunk:
+			j := i
+			for j+1 < len(events) && events[j+1].Type == session.TypeAssistantChunk {
+				j++
+			}
+			if j > i {
+				line = fmt.Sprintf("%d..%d %s ×%d", e.Seq, events[j].Seq, e.Type, j-i+1)
+				i = j
 			}
 		}
 		if _, err := fmt.Fprintln(w, line); err != nil {

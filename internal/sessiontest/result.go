@@ -57,6 +57,23 @@ func (r *Result) OK(t *testing.T) {
 	require.NoError(t, r.err, "update %s failed", r.name)
 }
 
+// Outcome marks r checked and returns why it did not complete without
+// error: its rejection, its failure, or that it has not settled; nil when
+// it completed. It is for tests that report an outcome instead of
+// requiring one.
+func (r *Result) Outcome() error {
+	r.checked = true
+	switch {
+	case !r.done:
+		return fmt.Errorf("update %s did not complete", r.name)
+	case r.rejected != nil:
+		return fmt.Errorf("update %s was rejected: %w", r.name, r.rejected)
+	case r.err != nil:
+		return fmt.Errorf("update %s failed: %w", r.name, r.err)
+	}
+	return nil
+}
+
 // Rejection requires that the update was rejected (by its validator or
 // because its workflow did not take it) and returns why.
 func (r *Result) Rejection(t *testing.T) error {

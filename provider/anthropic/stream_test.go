@@ -62,12 +62,18 @@ func TestStreamThinkingTextAndParallelToolCalls(t *testing.T) {
 	if a.Finish() != provider.FinishToolCalls || !reflect.DeepEqual(a.Usage(), want[10].Usage) {
 		t.Fatalf("finish %q usage %+v", a.Finish(), a.Usage())
 	}
-	replayed, err := provider.ReplayStream(a.Stream())
+	replayed, err := provider.ReplayRecord(a.Record())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(replayed, chunks) {
-		t.Fatalf("the stored stream record replays as\n %+v\nnot\n %+v", replayed, chunks)
+	again := provider.NewAssembler()
+	for _, c := range replayed {
+		if err := again.Push(c.Chunk, c.Time); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !reflect.DeepEqual(again.Content(), wantContent) || !reflect.DeepEqual(again.Usage(), a.Usage()) {
+		t.Fatalf("the stored record replays as\n %+v\nnot\n %+v", again.Content(), wantContent)
 	}
 	if n := len(f.requests()); n != 1 {
 		t.Fatalf("%d requests, want 1", n)

@@ -16,6 +16,9 @@
 //         forks a loaded session into a live child, appends and flushes
 //     {"op": "resume", "id": "...", "append": [[type, data]...]}
 //         prepares the stored session, publishes it live, appends and flushes
+//     {"op": "messages", "id": "..."}
+//         prepares the stored session and returns the conversation the
+//         harness derives from it (Session.deriveMessages)
 // Output (stdout): one JSON array with {"ok": value} or {"error": message,
 // "name": class} per op. Every op runs even after a failure.
 import { Context } from '@deepseek-ai/cordis';
@@ -85,6 +88,7 @@ for (const op of input.ops) {
         v = await live(s, op.append);
         break;
       }
+      case 'messages': v = (await p.prepare(op.id)).session.deriveMessages(); break;
       default: throw new Error(`unknown op ${op.op}`);
     }
     out.push({ ok: v ?? null });
@@ -92,6 +96,7 @@ for (const op of input.ops) {
     out.push({ error: String(e?.message ?? e), name: e?.name ?? typeof e });
   }
 }
-process.stdout.write(JSON.stringify(out) + '\n');
 ctx.registry?.delete?.(Jsonl);
-process.exit(0);
+// Exit only once stdout is flushed: a pipe is written asynchronously, and an
+// exit before that cuts a large output short.
+process.stdout.write(JSON.stringify(out) + '\n', () => process.exit(0));

@@ -47,7 +47,17 @@ func TestStarterTurn(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &last))
 	require.Equal(t, "ended", last.Kind)
 	require.Equal(t, int64(2), last.Info.Turn)
-	require.Len(t, last.Events, 6)
+	var types []string
+	for _, e := range last.Events {
+		var ev struct {
+			Type string `json:"type"`
+		}
+		require.NoError(t, json.Unmarshal(e, &ev))
+		types = append(types, ev.Type)
+	}
+	require.Equal(t, []string{"turn/start", "step/start", "user/message",
+		"assistant/chunk", "assistant/chunk", "assistant/chunk", "assistant/chunk", "assistant/message",
+		"step/end", "turn/end"}, types, "the turn's stored events: the answer's 4 chunks beside it, no new route")
 
 	e.mustStarter("", "dispose", "--id", "t1")
 	evs := e.stored("t1")

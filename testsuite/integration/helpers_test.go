@@ -615,4 +615,8 @@ var (
 	turnEnd       = sessiontest.TurnEnd
 	assistantText = sessiontest.AssistantText
 	liveTurn      = sessiontest.LiveTurn
+	// withoutRecords drops the route and the chunks a model call stores
+	// beside its message, after checking them (for tests about the turns'
+	// structure).
+	withoutRecords = sessiontest.WithoutRecords
 )

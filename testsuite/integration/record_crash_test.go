@@ -67,6 +67,7 @@ func recordTurnCrash(t *testing.T, w *world) []fixture {
 	require.NoError(t, run.Get(w.ctx(), nil))
 	evs := readAll(t, w, id)
 	requireContiguous(t, evs)
+	evs = withoutRecords(t, evs)
 	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message", "tool/call", "tool/call", "tool/result", "tool/result", "step/end",
 		"step/start", "assistant/message", "step/end", "turn/end"}, eventTypes(evs))
 	require.Equal(t, map[string]int{"c1": 1, "c2": 1}, toolCallsOf(t, evs))
@@ -113,6 +114,7 @@ func recordTurnMaxTokensSteer(t *testing.T, w *world) []fixture {
 	require.NoError(t, run.Get(w.ctx(), nil))
 	evs := readAll(t, w, id)
 	requireContiguous(t, evs)
+	evs = withoutRecords(t, evs)
 	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message", "tool/call", "tool/result", "step/end",
 		"step/start", "user/message", "assistant/message", "step/end", "turn/end"}, eventTypes(evs))
 	r, err := evs[5].ToolResult()

@@ -56,7 +56,7 @@ func recordTurnCancelTool(t *testing.T, w *world) []fixture {
 	requireGone(t, shell, "the command's shell")
 	w.dispose(id)
 	require.NoError(t, run.Get(w.ctx(), nil))
-	evs := readAll(t, w, id)
+	evs := withoutRecords(t, readAll(t, w, id))
 	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message",
 		"tool/call", "tool/result", "step/end", "turn/end"}, eventTypes(evs))
 	r, err := evs[5].ToolResult()
@@ -148,7 +148,7 @@ func startLongCommand(t *testing.T, name string) (w *world, id, cwd string, run 
 // with cause.
 func requireAborted(t *testing.T, w *world, id, cause string) {
 	t.Helper()
-	evs := readAll(t, w, id)
+	evs := withoutRecords(t, readAll(t, w, id))
 	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message",
 		"tool/call", "tool/result", "tool/call", "tool/result", "step/end", "turn/end"}, eventTypes(evs))
 	r1, err := evs[5].ToolResult()
