@@ -3,53 +3,177 @@
 // session it runs the JSONL backend's load (its validator, its repair closers
 // and the surface validation of the Session it restores) and, when the load
 // accepts the log, foldSurface of @deepseek-ai/dsh-session over the loaded
-// events. One process judges many sessions, each in a root of its own.
+// events and the harness's own session invariants over them. One process
+// judges many sessions, each in a root of its own.
 //
 // Input (stdin): one JSON object per line, {"root", "compression", "id",
-// "plain"?}, where plain is a file holding the log's plaintext (the log
-// itself for a raw root). The caller may write a line only once it is done
-// with that root: the package's load writes its repairs into the log.
+// "plain"?, "checkWriter"?, "checkDamage"?}, where plain is a file holding
+// the log's plaintext (the log itself for a raw root); checkWriter asks for
+// roundTripDiffers and stringifyThrows, checkDamage for damage (the caller
+// asks where sessionflow's refusal is one they could exempt). The caller may
+// write a line only once it is done with that root: the package's load
+// writes its repairs into the log.
 // Output (stdout): one JSON object per input line, in order:
 //   {"accepted": bool, "error", "errorName",
 //    "events": [...] (as loaded, closers included), "meta",
 //    "nodes": [...], "replacements": [{seq, start, end, shadowedSeqs}],
-//    "foldError", "roundTripDiffers": bool}
+//    "foldError", "roundTripDiffers": bool, "stringifyThrows": bool,
+//    "invariantError", "invariantErrorName",
+//    "damage": {"storedEvents", "lineEvents", "droppedAfterDamage"}}
 // roundTripDiffers is true when some complete line of plain is not byte for
 // byte JSON.stringify(JSON.parse(line)): a line the package's writer could
 // not have written as it is (a repeated key, -0, a number beyond float64,
-// invalid UTF-8, ...). A line that does not parse is left out of that test.
-import { foldSurface } from '@deepseek-ai/dsh-session';
+// invalid UTF-8, ...); stringifyThrows when JSON.stringify throws on the
+// value of some complete line (nested deeper than it can recurse), which the
+// package's writer therefore cannot write at all. A line that does not parse
+// is left out of both tests. A verdict whose events JSON.stringify cannot
+// write either is sent without them, with "verdictError" saying why.
+//
+// invariantError (when the load accepts) is what the harness's session
+// invariants say of the loaded log: the companion of @deepseek-ai/dsh-session
+// (its ./invariant export) registered with the @deepseek-ai/dsh-invariants
+// service validates every event a live session appends, and replays the log
+// a session is seeded with when the session is announced. The judge seeds a
+// session with the loaded events exactly as the package's resume does
+// (SessionPersistence.prepare: sessions.prepare with seedSource
+// "persistence"), enters and announces it in a context where the service and
+// the companion are mounted (as the harness's own invariant tests set them
+// up), and reports the first error that throws ("" when none does).
+//
+// damage (raw roots only) counts, with the package's own scan
+// (the backend's loadStored, read before the load repairs anything) and its
+// decodeStorageRecord: storedEvents, the events of the committed prefix the
+// scan keeps; lineEvents, the events the complete lines after the header
+// decode to; droppedAfterDamage, the events of the complete lines after the
+// first complete line the scan did not keep (its first damage), which the
+// package drops without a word.
+import { Context } from '@deepseek-ai/cordis';
+import InvariantRegistry from '@deepseek-ai/dsh-invariants';
+import SessionStore, { decodeStorageRecord, foldSurface } from '@deepseek-ai/dsh-session';
+import * as SessionInvariant from '@deepseek-ai/dsh-session/invariant';
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { openRoot } from './root.mjs';
 
-/** Whether a complete line of the file does not survive a parse/stringify round trip. */
-function roundTripDiffers(path) {
-  let bytes;
-  try {
-    bytes = readFileSync(path);
-  } catch {
-    return false;
+/** The complete lines of bytes after its first, with their offsets. */
+function* completeLines(bytes) {
+  let start = bytes.indexOf(10) + 1;
+  if (start === 0) return;
+  for (let nl = bytes.indexOf(10, start); nl !== -1; nl = bytes.indexOf(10, start)) {
+    yield { line: bytes.subarray(start, nl), at: start };
+    start = nl + 1;
   }
+}
+
+/**
+ * How the complete lines of bytes survive the package's writer, which writes
+ * a record as JSON.stringify(record): roundTripDiffers when some line that
+ * parses is not byte for byte JSON.stringify(JSON.parse(line)),
+ * stringifyThrows when JSON.stringify throws on some line that parses (a
+ * value nested deeper than V8's JSON.stringify can recurse).
+ */
+function writerCheck(bytes) {
+  const out = { roundTripDiffers: false, stringifyThrows: false };
   let start = 0;
   for (let nl = bytes.indexOf(10); nl !== -1; nl = bytes.indexOf(10, start)) {
     const line = bytes.subarray(start, nl);
     start = nl + 1;
-    let again;
+    let value;
     try {
-      again = Buffer.from(JSON.stringify(JSON.parse(line.toString('utf8'))), 'utf8');
+      value = JSON.parse(line.toString('utf8'));
     } catch {
       continue;
     }
-    if (!again.equals(line)) return true;
+    let again;
+    try {
+      again = Buffer.from(JSON.stringify(value), 'utf8');
+    } catch {
+      out.stringifyThrows = true;
+      continue;
+    }
+    if (!again.equals(line)) out.roundTripDiffers = true;
   }
-  return false;
+  return out;
 }
 
-async function judge({ root, compression, id, plain }) {
-  const out = { roundTripDiffers: plain === undefined ? false : roundTripDiffers(plain) };
+/** How many events a storage record line decodes to with the package's decoder (0 if none). */
+function recordEvents(line) {
+  try {
+    return decodeStorageRecord(JSON.parse(line.toString('utf8'))).length;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * What the package's raw scan keeps and drops of a log (see damage above),
+ * or undefined when the scan refuses the log.
+ */
+async function damage(p, id, bytes) {
+  let stored;
+  try {
+    stored = await p.loadStored(id);
+  } catch {
+    return undefined;
+  }
+  if (stored === undefined) return undefined;
+  const committed = stored.tornMarker?.truncateTo ?? bytes.length;
+  const out = { storedEvents: stored.events.length, lineEvents: 0, droppedAfterDamage: 0 };
+  let damaged = false;
+  for (const { line, at } of completeLines(bytes)) {
+    const n = recordEvents(line);
+    out.lineEvents += n;
+    if (at < committed) continue;
+    if (damaged) out.droppedAfterDamage += n;
+    damaged = true;
+  }
+  return out;
+}
+
+// The session store with the invariant service and the session companion,
+// as the harness's own tests mount them (packages/core/session/tests/invariant.spec.ts).
+const invariantCtx = new Context();
+await invariantCtx.plugin(SessionStore);
+await invariantCtx.plugin(InvariantRegistry, { enabled: true });
+await invariantCtx.plugin(SessionInvariant);
+if (!invariantCtx.sessions || !invariantCtx.invariants) throw new Error('the invariant service did not start');
+
+/**
+ * Replays a loaded log through the harness's session invariants the way a
+ * resume seeds a live session with it, and returns the error that throws.
+ */
+function invariantViolation(id, meta, events) {
+  const sessions = invariantCtx.sessions;
+  let detach;
+  try {
+    const session = sessions.prepare(id, {
+      seed: events.map((event) => structuredClone(event)),
+      meta: structuredClone(meta),
+      seedSource: 'persistence',
+    });
+    detach = sessions.enter(session);
+    sessions.announce(session);
+    return undefined;
+  } catch (e) {
+    return e;
+  } finally {
+    detach?.();
+  }
+}
+
+async function judge({ root, compression, id, plain, checkWriter, checkDamage }) {
+  let bytes;
+  if (plain !== undefined && (checkWriter === true || checkDamage === true)) {
+    try {
+      bytes = readFileSync(plain);
+    } catch {
+      bytes = undefined;
+    }
+  }
+  const out = bytes !== undefined && checkWriter === true ? writerCheck(bytes) : { roundTripDiffers: false, stringifyThrows: false };
   const { p, close } = await openRoot(root, compression);
   try {
+    if (bytes !== undefined && checkDamage === true && compression === 'none') out.damage = await damage(p, id, bytes);
     const loaded = await p.load(id);
     out.accepted = true;
     out.meta = loaded.meta;
@@ -61,6 +185,11 @@ async function judge({ root, compression, id, plain }) {
     } catch (e) {
       out.foldError = String(e?.message ?? e);
     }
+    const violation = invariantViolation(id, loaded.meta, loaded.events);
+    if (violation !== undefined) {
+      out.invariantError = String(violation?.message ?? violation);
+      out.invariantErrorName = violation?.name ?? typeof violation;
+    }
   } catch (e) {
     out.accepted = false;
     out.error = String(e?.message ?? e);
@@ -71,6 +200,16 @@ async function judge({ root, compression, id, plain }) {
   return out;
 }
 
+/** One verdict as a line of output; without its events when they cannot be written. */
+function encodeVerdict(v) {
+  try {
+    return JSON.stringify(v) + '\n';
+  } catch (e) {
+    const { events: _events, meta: _meta, ...rest } = v;
+    return JSON.stringify({ ...rest, verdictError: String(e?.message ?? e) }) + '\n';
+  }
+}
+
 // Up to CONCURRENCY sessions are judged at once (each in its own root and
 // backend instance), so one's file I/O overlaps another's work; verdicts
 // are written in input order.
@@ -79,8 +218,8 @@ const pending = [];
 for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
   if (line === '') continue;
   pending.push(judge(JSON.parse(line)));
-  while (pending.length >= CONCURRENCY) process.stdout.write(JSON.stringify(await pending.shift()) + '\n');
+  while (pending.length >= CONCURRENCY) process.stdout.write(encodeVerdict(await pending.shift()));
 }
-while (pending.length > 0) process.stdout.write(JSON.stringify(await pending.shift()) + '\n');
+while (pending.length > 0) process.stdout.write(encodeVerdict(await pending.shift()));
 // Exit only once stdout is flushed: a pipe is written asynchronously.
 process.stdout.write('', () => process.exit(0));

@@ -1,12 +1,17 @@
 package harness
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/sessionflow/sessionflow/internal/testdeadline"
 )
 
 // corpusDir holds the session logs of the harness repository's snapshots
@@ -76,8 +81,43 @@ func restoreCorpus(t *testing.T, outDir string, compressions ...string) []restor
 	for _, rel := range corpusLogs(t) {
 		logs = append(logs, log{rel, filepath.Join(dir, filepath.FromSlash(rel))})
 	}
+	// The logs are restored in judgeWorkers processes, a log every
+	// judgeWorkers to each, and put back in order.
+	n := judgeWorkers()
+	shards := make([][]restoredLog, n)
+	errs := make([]error, n)
+	ctx := testdeadline.Context(t, 5*time.Minute)
+	node := nodeBinary(t)
+	var wg sync.WaitGroup
+	for w := range n {
+		var part []log
+		for i := w; i < len(logs); i += n {
+			part = append(part, logs[i])
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[w] = runNodeScript(ctx, node, "restore.mjs", map[string]any{"cwd": corpusCwd, "outDir": outDir, "compressions": compressions, "logs": part}, &shards[w])
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
 	var out []restoredLog
-	runScript(t, "restore.mjs", map[string]any{"cwd": corpusCwd, "outDir": outDir, "compressions": compressions, "logs": logs}, &out)
+	for i := range logs {
+		// restore.mjs writes a log's encodings one after the other.
+		w, k := i%n, i/n*len(compressions)
+		if k+len(compressions) > len(shards[w]) {
+			t.Fatalf("restore.mjs (shard %d) restored %d logs, fewer than it was given", w, len(shards[w]))
+		}
+		for _, r := range shards[w][k : k+len(compressions)] {
+			if r.Rel != logs[i].Rel {
+				t.Fatalf("restore.mjs (shard %d) restored %s in the place of %s", w, r.Rel, logs[i].Rel)
+			}
+			out = append(out, r)
+		}
+	}
 	if len(out) != len(logs)*len(compressions) {
 		t.Fatalf("restore.mjs restored %d logs, want %d", len(out), len(logs)*len(compressions))
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -24,23 +25,31 @@ import (
 // as its stdin, and decodes its stdout into out.
 func runScript(t *testing.T, script string, input, out any) {
 	t.Helper()
-	node := nodeBinary(t)
-	in, err := json.Marshal(input)
-	if err != nil {
+	ctx := testdeadline.Context(t, 5*time.Minute)
+	if err := runNodeScript(ctx, nodeBinary(t), script, input, out); err != nil {
 		t.Fatal(err)
 	}
-	ctx := testdeadline.Context(t, 5*time.Minute)
+}
+
+// runNodeScript runs a script of testdata/harness with the Node binary
+// node, input as its stdin, and decodes its stdout into out.
+func runNodeScript(ctx context.Context, node, script string, input, out any) error {
+	in, err := json.Marshal(input)
+	if err != nil {
+		return err
+	}
 	cmd := exec.CommandContext(ctx, node, script)
 	cmd.Dir = harnessDir
 	cmd.Stdin = bytes.NewReader(in)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("%s: %v\nstderr:\n%s", script, err, stderr.String())
+		return fmt.Errorf("%s: %w\nstderr:\n%s", script, err, stderr.String())
 	}
 	if err := json.Unmarshal(stdout.Bytes(), out); err != nil {
-		t.Fatalf("%s output: %v\nstderr:\n%s", script, err, stderr.String())
+		return fmt.Errorf("%s output: %w\nstderr:\n%s", script, err, stderr.String())
 	}
+	return nil
 }
 
 // judgeInput names one session for judge.mjs.
@@ -50,6 +59,12 @@ type judgeInput struct {
 	ID          string `json:"id"`
 	// Plain is a file holding the log's plaintext.
 	Plain string `json:"plain,omitempty"`
+	// CheckWriter asks the judge whether the package's writer could have
+	// written the lines of Plain, CheckDamage what the package's scan of a
+	// raw log drops: set where sessionflow's refusal is one an exemption
+	// could allow (judge.mjs).
+	CheckWriter bool `json:"checkWriter,omitempty"`
+	CheckDamage bool `json:"checkDamage,omitempty"`
 }
 
 // nodeVerdict is judge.mjs's verdict on one session.
@@ -67,39 +82,113 @@ type nodeVerdict struct {
 		End      int64   `json:"end"`
 		Shadowed []int64 `json:"shadowedSeqs"`
 	} `json:"replacements"`
-	FoldError        string `json:"foldError"`
-	RoundTripDiffers bool   `json:"roundTripDiffers"`
+	FoldError string `json:"foldError"`
+	// RoundTripDiffers is set when some complete line of the log is not
+	// JSON.stringify(JSON.parse(line)); StringifyThrows when
+	// JSON.stringify throws on one (see judge.mjs).
+	RoundTripDiffers bool `json:"roundTripDiffers"`
+	StringifyThrows  bool `json:"stringifyThrows"`
+	// VerdictError says why the loaded events could not be sent (they are
+	// then missing).
+	VerdictError string `json:"verdictError"`
+	// InvariantError is what the harness's session invariants throw on
+	// the loaded log, replayed as a resume seeds a live session ("" when
+	// they pass); InvariantErrorName the error's class.
+	InvariantError     string `json:"invariantError"`
+	InvariantErrorName string `json:"invariantErrorName"`
+	// Damage is what the package's raw scan keeps and drops of the log
+	// (raw roots judged with a plaintext only).
+	Damage *packageDamage `json:"damage"`
 }
 
+// packageDamage is what the package's raw scan keeps and drops of a log,
+// counted with its own scan and record decoder (judge.mjs).
+type packageDamage struct {
+	// StoredEvents are the events of the committed prefix the scan keeps.
+	StoredEvents int `json:"storedEvents"`
+	// LineEvents are the events the complete lines after the header
+	// decode to.
+	LineEvents int `json:"lineEvents"`
+	// DroppedAfterDamage are the events of the complete lines after the
+	// first damaged line, which the scan drops.
+	DroppedAfterDamage int `json:"droppedAfterDamage"`
+}
+
+// judgeWorkers is how many pairs of a sessionflow judge and a judge.mjs
+// process judge the sessions side by side: one per CPU, up to 4.
+func judgeWorkers() int { return max(1, min(runtime.GOMAXPROCS(0), 4)) }
+
 // judgeBoth judges every session with sessionflow (goJudge) and with the
-// package's own load and fold (judge.mjs, in one Node process). The two run
-// side by side, sessionflow a session ahead: the package's load writes its
-// repairs into the log, so each session goes to Node once sessionflow has
-// read it.
+// package's own load and fold (judge.mjs), in judgeWorkers shards, each a
+// goroutine feeding one Node process. In a shard the two run side by side,
+// sessionflow a session ahead: the package's load writes its repairs into
+// the log, so each session goes to Node once sessionflow has read it.
 func judgeBoth(t *testing.T, ctx context.Context, sessions []judgeInput) ([]goVerdict, []nodeVerdict) {
 	t.Helper()
 	node := nodeBinary(t)
+	gv := make([]goVerdict, len(sessions))
+	nv := make([]nodeVerdict, len(sessions))
+	workers := judgeWorkers()
+	type done struct {
+		err           error
+		goTime, nodes time.Duration
+	}
+	results := make(chan done, workers)
+	for w := range workers {
+		go func() {
+			var d done
+			d.goTime, d.nodes, d.err = judgeShard(ctx, node, sessions, w, workers, gv, nv)
+			results <- d
+		}()
+	}
+	var goTime, nodeTime time.Duration
+	var errs []error
+	for range workers {
+		d := <-results
+		goTime += d.goTime
+		nodeTime += d.nodes
+		if d.err != nil {
+			errs = append(errs, d.err)
+		}
+	}
+	if len(errs) > 0 {
+		t.Fatal(errors.Join(errs...))
+	}
+	t.Logf("judged %d sessions in %d shards: sessionflow %v, judge.mjs %v of CPU", len(sessions), workers,
+		goTime.Round(time.Millisecond), nodeTime.Round(time.Millisecond))
+	return gv, nv
+}
+
+// judgeShard judges sessions w, w+n, w+2n, ... with goJudge and with one
+// judge.mjs process, writing their verdicts into gv and nv. It returns the
+// time goJudge took and the CPU time of the Node process.
+func judgeShard(ctx context.Context, node string, sessions []judgeInput, w, n int, gv []goVerdict, nv []nodeVerdict) (time.Duration, time.Duration, error) {
 	cmd := exec.CommandContext(ctx, node, "judge.mjs")
 	cmd.Dir = harnessDir
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		t.Fatal(err)
+		return 0, 0, err
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		t.Fatal(err)
+		return 0, 0, err
 	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return 0, 0, err
 	}
-	gv := make([]goVerdict, len(sessions))
+	var goTime time.Duration // written by the feeder, read after sent
 	sent := make(chan error, 1)
 	go func() {
 		enc := json.NewEncoder(stdin)
-		for i, s := range sessions {
+		for i := w; i < len(sessions); i += n {
+			s := sessions[i]
+			t0 := time.Now()
 			gv[i] = goJudge(ctx, s.Root, s.Compression, s.ID)
+			goTime += time.Since(t0)
+			s.CheckWriter = losslessRefusal(gv[i].Err)
+			s.CheckDamage = errors.Is(gv[i].Err, jsonl.ErrDamageNotTorn)
 			if err := enc.Encode(s); err != nil {
 				sent <- err
 				return
@@ -107,24 +196,24 @@ func judgeBoth(t *testing.T, ctx context.Context, sessions []judgeInput) ([]goVe
 		}
 		sent <- stdin.Close()
 	}()
-	nv := make([]nodeVerdict, 0, len(sessions))
 	dec := json.NewDecoder(stdout)
-	for range sessions {
-		var v nodeVerdict
-		if err := dec.Decode(&v); err != nil {
+	for i := w; i < len(sessions); i += n {
+		if err := dec.Decode(&nv[i]); err != nil {
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
-			t.Fatalf("judge.mjs after %d verdicts: %v\nstderr:\n%s", len(nv), err, stderr.String())
+			<-sent
+			return 0, 0, fmt.Errorf("judge.mjs (shard %d) at session %d: %w\nstderr:\n%s", w, i, err, stderr.String())
 		}
-		nv = append(nv, v)
 	}
 	if err := <-sent; err != nil {
-		t.Fatalf("judge.mjs input: %v", err)
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return 0, 0, fmt.Errorf("judge.mjs (shard %d) input: %w", w, err)
 	}
 	if err := cmd.Wait(); err != nil {
-		t.Fatalf("judge.mjs: %v\nstderr:\n%s", err, stderr.String())
+		return 0, 0, fmt.Errorf("judge.mjs (shard %d): %w\nstderr:\n%s", w, err, stderr.String())
 	}
-	return gv, nv
+	return goTime, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), nil
 }
 
 // goVerdict is sessionflow's verdict on one session.
@@ -192,14 +281,6 @@ type noSyncFile struct{ jsonl.File }
 // Sync does nothing.
 func (noSyncFile) Sync() error { return nil }
 
-// losslessRefusal reports whether err is sessionflow's refusal of a record
-// that is not lossless JSON (FORMAT.md §1.4).
-func losslessRefusal(err error) bool {
-	var le *session.LosslessError
-	return errors.As(err, &le) || errors.Is(err, session.ErrNotLossless) ||
-		(err != nil && strings.Contains(err.Error(), "not lossless JSON"))
-}
-
 // compareVerdicts returns "" when the two verdicts agree, else what differs.
 func compareVerdicts(n nodeVerdict, g goVerdict) string {
 	switch {
@@ -212,6 +293,9 @@ func compareVerdicts(n nodeVerdict, g goVerdict) string {
 	}
 	if n.FoldError != "" {
 		return "the package's load accepts a log its fold refuses: " + n.FoldError
+	}
+	if n.VerdictError != "" {
+		return "the package accepts, and its loaded events cannot be written: " + n.VerdictError
 	}
 	if d := compareHeader(n.Meta, g.Header); d != "" {
 		return d

@@ -205,8 +205,11 @@ func mutateDuplicated(rng *rand.Rand, m *logModel, mu *mutant) bool {
 var (
 	// invalidUTF8 is a string holding a byte that is not UTF-8.
 	invalidUTF8 = jvRaw("\"caf\xe9\"")
-	// deepNesting is an array nested 600 deep.
+	// deepNesting is an array nested 600 deep, tooDeep one nested 10,001
+	// deep: past sessionflow's bound and past what JSON.stringify, the
+	// package's writer, can write.
 	deepNesting = jvRaw(strings.Repeat("[", 600) + strings.Repeat("]", 600))
+	tooDeep     = jvRaw(strings.Repeat("[", 10001) + strings.Repeat("]", 10001))
 )
 
 // retype returns another value in place of v, and what it did.
@@ -215,6 +218,9 @@ func retype(rng *rand.Rand, v *jv) (*jv, string) {
 	case 'o':
 		r := pick(rng, []*jv{{kind: 'a'}, jvLit("null"), jvString("x"), deepNesting})
 		if r == deepNesting {
+			if rng.IntN(2) == 0 {
+				return tooDeep, "object retyped to an array nested 10,001 deep"
+			}
 			return r, "object retyped to an array nested 600 deep"
 		}
 		return r, "object retyped to " + string(r.encode())

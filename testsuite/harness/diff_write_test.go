@@ -33,8 +33,8 @@ func (mu mutant) compression() string {
 }
 
 // writeMutant writes a mutant as the only log of a new root under dir, as
-// the backend lays it out, and its plaintext beside the root; it returns the
-// judge input.
+// the backend lays it out (a zstd one with its plaintext beside the root; a
+// raw log is its own plaintext); it returns the judge input.
 func writeMutant(enc *zstd.Encoder, dir string, i int, mu mutant) (judgeInput, error) {
 	root := filepath.Join(dir, fmt.Sprintf("m%05d", i))
 	project := "_no-cwd"
@@ -54,13 +54,14 @@ func writeMutant(enc *zstd.Encoder, dir string, i int, mu mutant) (judgeInput, e
 		return judgeInput{}, err
 	}
 	plain := mu.plaintext()
-	plainPath := root + ".plain"
-	if err := os.WriteFile(plainPath, plain, 0o644); err != nil {
-		return judgeInput{}, err
-	}
 	name, body := "session.jsonl", plain
+	plainPath := filepath.Join(sdir, name)
 	if mu.zstd {
 		name, body = "session.jsonl.zstd", zstdLog(enc, mu)
+		plainPath = root + ".plain"
+		if err := os.WriteFile(plainPath, plain, 0o644); err != nil {
+			return judgeInput{}, err
+		}
 	}
 	if err := os.WriteFile(filepath.Join(sdir, name), body, 0o644); err != nil {
 		return judgeInput{}, err
