@@ -150,3 +150,13 @@ func TestV0LogHoldsOnlyTheHarnessVocabulary(t *testing.T) {
 	require.Equal(t, int64(2), h.NextSeq())
 	require.NoError(t, h.Close(bg))
 }
+
+// A header whose version is -0 is not lossless JSON: refused as corrupt,
+// not read as the v0 it equals in JavaScript nor refused as an old version.
+func TestHeaderVersionNegativeZeroIsNotLossless(t *testing.T) {
+	st, root := storeFor(t, jsonl.CompressionNone, jsonl.FormatV0)
+	writeLogFile(t, root, "nz", "session.jsonl", `{"type":"session","version":-0,"id":"nz","createdAt":5,"delegationDepth":0}`+"\n")
+	_, err := st.Inspect(bg, "nz")
+	require.ErrorIs(t, err, jsonl.ErrCorrupt)
+	require.ErrorContains(t, err, "corrupt session log: header: not losslessly JSON-serializable: negative zero -0")
+}

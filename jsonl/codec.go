@@ -84,7 +84,12 @@ func parseHeaderLine(line []byte) (session.Header, error) {
 	}
 	version, isNumber := headerVersion(raw)
 	if isNumber {
-		if version == session.FormatVersionV0 && !bytes.HasPrefix(bytes.TrimSpace(raw["version"]), []byte("-")) {
+		if version == 0 && bytes.HasPrefix(bytes.TrimSpace(raw["version"]), []byte("-")) {
+			// JSON.parse reads -0 as 0, but no writer of either format
+			// writes it: the header must be lossless JSON (FORMAT.md §1.4).
+			return h, fmt.Errorf("corrupt session log: header: %w", &session.LosslessError{Detail: "negative zero " + string(bytes.TrimSpace(raw["version"]))})
+		}
+		if version == session.FormatVersionV0 {
 			return parseHeaderV0(raw)
 		}
 		if version != session.FormatVersion {
