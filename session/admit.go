@@ -93,3 +93,16 @@ func checkAppendableEvent(h Header, e Event) error {
 	}
 	return nil
 }
+
+// CheckRepairable applies to each event of events the payload rules of
+// crash repair (the rules of TurnScanner.Observe, part of CheckAppendable):
+// an event whose repair-relevant payload cannot be read could not be
+// repaired or resumed later. It names the first such event by its index.
+func CheckRepairable(events []Event) error {
+	for i, e := range events {
+		if _, err := readRepairFacts(e); err != nil {
+			return fmt.Errorf("%w at index %d (seq %d, type %q): crash repair could not read it: %w", ErrInvalidEvent, i, e.Seq, e.Type, err)
+		}
+	}
+	return nil
+}

@@ -294,6 +294,11 @@ func (lp *loop) validateStart(req StartRequest) error {
 	if (req.Create == nil) == (req.Resume == nil) {
 		return invalidArgument("start needs exactly one of create and resume")
 	}
+	if req.Create != nil {
+		if err := session.CheckRepairable(req.Create.Seed); err != nil {
+			return invalidArgument(fmt.Sprintf("invalid Start request: seed: %v", err))
+		}
+	}
 	id := startID(req)
 	if lp.occupied(id) {
 		return AlreadyExistsError(id)

@@ -188,12 +188,16 @@ type spec = struct {
 
 type obj = map[string]any
 
+// demoSource is the model source of the demo's answers, which the
+// published harness requires on every assistant message.
+var demoSource = obj{"kind": "model", "provider": "demo", "model": "demo"}
+
 func demoTurnOne(now int64) ([]session.Event, error) {
 	return demoEvents([]spec{
 		{session.TypeTurnStart, obj{"turn": 1}},
 		{session.TypeUserMessage, obj{"id": "u1", "role": "user", "source": obj{"kind": "user"}, "content": []any{obj{"type": "text", "text": "What is in this directory?"}}}},
 		{session.TypeStepStart, obj{"turn": 1, "step": 1}},
-		{session.TypeAssistantMessage, obj{"turn": 1, "step": 1, "stream": []any{}, "message": obj{"role": "assistant", "content": []any{obj{"type": "text", "text": "A Go module: sessionflow."}}}}},
+		{session.TypeAssistantMessage, obj{"turn": 1, "step": 1, "message": obj{"id": "assistant-1-1", "role": "assistant", "source": demoSource, "content": []any{obj{"type": "text", "text": "A Go module: sessionflow."}}}}},
 		{session.TypeStepEnd, obj{"turn": 1, "step": 1}},
 		{session.TypeTurnEnd, obj{"turn": 1, "reason": obj{"kind": "completed"}}},
 	}, 0, now)
@@ -203,7 +207,7 @@ func demoTurnTwo(first, now int64) ([]session.Event, error) {
 	return demoEvents([]spec{
 		{session.TypeTurnStart, obj{"turn": 2}},
 		{session.TypeStepStart, obj{"turn": 2, "step": 1}},
-		{session.TypeAssistantMessage, obj{"turn": 2, "step": 1, "stream": []any{}, "message": obj{"role": "assistant", "content": []any{
+		{session.TypeAssistantMessage, obj{"turn": 2, "step": 1, "message": obj{"id": "assistant-2-1", "role": "assistant", "source": demoSource, "content": []any{
 			obj{"type": "tool-call", "id": "call-1", "name": "run_tests", "arguments": obj{}},
 			obj{"type": "tool-call", "id": "call-2", "name": "read_file", "arguments": obj{"path": "README.md"}},
 		}}}},

@@ -48,7 +48,7 @@ func TestAppendPayloadsThatDoNotDecode(t *testing.T) {
 	batch := func(event string) string { return fmt.Sprintf(`{"events":[%s]}`, event) }
 	cases := []struct{ name, payload, msg string }{
 		{"data not an object", batch(fmt.Sprintf(`{"type":"turn/start","seq":%d,"time":1,"data":5}`, next)),
-			`invalid Append request: events[0]: event field "data": must be a JSON object, got 5`},
+			`invalid session event at index 0 (seq 0, type "turn/start"): crash repair could not read it: turn/start event (seq 0): data is not a JSON object`},
 		{"negative zero", batch(fmt.Sprintf(`{"type":"turn/start","seq":%d,"time":1,"data":{"turn":-0}}`, next)),
 			`invalid Append request: events[0]: event is not lossless JSON: not losslessly JSON-serializable: negative zero -0`},
 		{"non-finite number", batch(fmt.Sprintf(`{"type":"turn/start","seq":%d,"time":1e400,"data":{"turn":1}}`, next)),
@@ -145,6 +145,6 @@ func TestLoopPayloadsThatDoNotDecode(t *testing.T) {
 	err := w.update(wid, workflows.UpdateStart, nil, rawJSON(`{"craete":{"sessionId":"x"}}`))
 	requireInvalidArgument(t, err, `invalid Start request: unknown field "craete"`)
 	err = w.update(wid, workflows.UpdateStart, nil, rawJSON(`{"create":{"sessionId":"x","seed":[{"type":"turn/start","seq":0,"time":1,"data":[]}]}}`))
-	requireInvalidArgument(t, err, `invalid Start request: event field "data": must be a JSON object, got []`)
+	requireInvalidArgument(t, err, `invalid Start request: seed: invalid session event at index 0 (seq 0, type "turn/start"): crash repair could not read it: turn/start event (seq 0): data is not a JSON object`)
 	require.NoError(t, w.c.CancelWorkflow(w.ctx(), wid, ""))
 }
