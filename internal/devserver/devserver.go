@@ -163,7 +163,24 @@ type Server struct {
 // Start starts a dev server, waits until it answers, and registers
 // sessionflow's search attributes (SearchAttributes) in its namespace.
 // Stop it with Server.Stop.
+//
+// Ports left to the kernel (Port and UIPort 0) are free when they are
+// picked but may be taken by another process before the server binds them,
+// and the server binds further ports of its own; a server that exits
+// because a port was taken is started again on new ports, up to three
+// times in all.
 func Start(ctx context.Context, opts Options) (*Server, error) {
+	for attempt := 1; ; attempt++ {
+		s, err := start(ctx, opts)
+		if err == nil || attempt == 3 || opts.Port != 0 || opts.UIPort != 0 ||
+			!strings.Contains(err.Error(), "address already in use") || ctx.Err() != nil {
+			return s, err
+		}
+	}
+}
+
+// start is one attempt of Start.
+func start(ctx context.Context, opts Options) (*Server, error) {
 	if !opts.Ephemeral && opts.StateDir == "" {
 		return nil, errors.New("devserver: a state directory is required unless the server is ephemeral")
 	}

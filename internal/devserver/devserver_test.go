@@ -215,3 +215,31 @@ func TestStartOnFixedPorts(t *testing.T) {
 	assertUIServes(t, ctx, s.UIURL())
 	require.NoError(t, s.Stop())
 }
+
+// A server that exits because a port it binds was taken meanwhile is
+// started again on new ports; other failures are not retried.
+func TestStartRetriesAPortTakenMeanwhile(t *testing.T) {
+	ctx := testdeadline.Context(t, serverDeadline)
+	dir := t.TempDir()
+	tries := filepath.Join(dir, "tries")
+	wrapper := filepath.Join(dir, "temporal")
+	script := "#!/bin/sh\necho x >> " + tries + "\n" +
+		"if [ $(wc -l < " + tries + ") -lt 2 ]; then echo 'listen tcp 127.0.0.1:1: bind: address already in use' >&2; exit 1; fi\n" +
+		"exec " + cliPath + " \"$@\"\n"
+	require.NoError(t, os.WriteFile(wrapper, []byte(script), 0o755))
+	s, err := Start(ctx, Options{CLIPath: wrapper, Ephemeral: true})
+	require.NoError(t, err)
+	defer s.Stop()
+	runs, err := os.ReadFile(tries)
+	require.NoError(t, err)
+	require.Equal(t, "x\nx\n", string(runs))
+
+	failing := filepath.Join(dir, "failing")
+	require.NoError(t, os.WriteFile(failing, []byte("#!/bin/sh\necho x >> "+tries+"\necho 'no such flag' >&2\nexit 1\n"), 0o755))
+	require.NoError(t, os.Remove(tries))
+	_, err = Start(ctx, Options{CLIPath: failing, Ephemeral: true})
+	require.ErrorContains(t, err, "no such flag")
+	runs, err = os.ReadFile(tries)
+	require.NoError(t, err)
+	require.Equal(t, "x\n", string(runs))
+}

@@ -3,6 +3,7 @@ package sessiontest
 // Builders of the session events the tests drive sessions with.
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -28,12 +29,16 @@ func TurnEnd(t testing.TB, seq, turn int64) session.Event {
 	return Ev(t, session.TypeTurnEnd, seq, map[string]any{"turn": turn, "reason": map[string]any{"kind": "completed"}})
 }
 
-// AssistantText is an assistant message with one text block in step 1.
+// AssistantText is an assistant message with one text block in step 1, in
+// the shape the published harness reads (an id and a model source).
 func AssistantText(t testing.TB, seq, turn int64, text string) session.Event {
 	e := Ev(t, session.TypeAssistantMessage, seq, map[string]any{
 		"turn": turn, "step": 1,
-		"message": map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": text}}},
-		"stream":  []any{},
+		"message": map[string]any{
+			"id": fmt.Sprintf("assistant-%d", seq), "role": "assistant",
+			"content": []any{map[string]any{"type": "text", "text": text}},
+			"source":  map[string]any{"kind": "model", "provider": "scripted", "model": "test"},
+		},
 	})
 	e.SurfaceOp = session.AppendOp()
 	return e
