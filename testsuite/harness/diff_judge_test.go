@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"sort"
@@ -65,6 +66,9 @@ type judgeInput struct {
 	// could allow (judge.mjs).
 	CheckWriter bool `json:"checkWriter,omitempty"`
 	CheckDamage bool `json:"checkDamage,omitempty"`
+	// discard removes the root, and Plain when it lies outside it, once
+	// both judges are done with them.
+	discard bool
 }
 
 // nodeVerdict is judge.mjs's verdict on one session.
@@ -197,6 +201,7 @@ func judgeShard(ctx context.Context, node string, sessions []judgeInput, w, n in
 		sent <- stdin.Close()
 	}()
 	dec := json.NewDecoder(stdout)
+	var removeErrs []error
 	for i := w; i < len(sessions); i += n {
 		if err := dec.Decode(&nv[i]); err != nil {
 			_ = cmd.Process.Kill()
@@ -204,6 +209,18 @@ func judgeShard(ctx context.Context, node string, sessions []judgeInput, w, n in
 			<-sent
 			return 0, 0, fmt.Errorf("judge.mjs (shard %d) at session %d: %w\nstderr:\n%s", w, i, err, stderr.String())
 		}
+		if s := sessions[i]; s.discard {
+			removeErrs = append(removeErrs, os.RemoveAll(s.Root))
+			if s.Plain != "" && !strings.HasPrefix(s.Plain, s.Root+string(filepath.Separator)) {
+				removeErrs = append(removeErrs, os.Remove(s.Plain))
+			}
+		}
+	}
+	if err := errors.Join(removeErrs...); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		<-sent
+		return 0, 0, fmt.Errorf("judge.mjs (shard %d): removing judged roots: %w", w, err)
 	}
 	if err := <-sent; err != nil {
 		_ = cmd.Process.Kill()
