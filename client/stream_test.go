@@ -169,7 +169,7 @@ func TestAppendStreamTrailingBlankLines(t *testing.T) {
 func TestAppendStreamBadLineSendsNothingOfItsBatch(t *testing.T) {
 	events := testEvents(t, 0, 5, 10)
 	lines := strings.SplitAfter(strings.TrimSuffix(toJSONL(t, events), "\n"), "\n")
-	lines[3] = `{"type":"turn/start","seq":3,"time":1,"data":[1]}` + "\n"
+	lines[3] = `{"type":"turn/start","seq":3,"time":1}` + "\n"
 	a := &recordingAppender{}
 	res, err := appendStream(context.Background(), a, "s1", strings.NewReader(strings.Join(lines, "")), 1<<20, 2, nil)
 	require.ErrorIs(t, err, ErrInvalidArgument)

@@ -32,8 +32,7 @@ func (e *LineError) Unwrap() error { return e.Err }
 
 // ParseAppendLine decodes one JSONL line given for an append into an event
 // a reader of this build can read back: valid JSON, the envelope rules of
-// Validate, a type known to this build or marked ignorable, and the payload
-// fields crash repair reads (CheckAppendable's rule). It returns
+// Validate, and a type known to this build or marked ignorable. It returns
 // the event's encoded size as batch limits count it (its canonical encoding
 // plus a newline).
 func ParseAppendLine(line []byte) (Event, int, error) {
@@ -46,9 +45,6 @@ func ParseAppendLine(line []byte) (Event, int, error) {
 	}
 	if !e.Interpretable() {
 		return e, 0, fmt.Errorf("not a valid event: type %q is unknown to this build and not marked ignorable", e.Type)
-	}
-	if _, err := readRepairFacts(e); err != nil {
-		return e, 0, fmt.Errorf("not a valid event: crash repair could not read it: %w", err)
 	}
 	enc, err := e.MarshalJSON()
 	if err != nil {

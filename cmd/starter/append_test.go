@@ -76,7 +76,7 @@ func TestAppendInvalidLineWritesNothingOfItsBatch(t *testing.T) {
 		want string
 	}{
 		{"not json", `{"type":"step/end","seq":2,`, "stdin line 4: not a valid event"},
-		{"step without a step", `{"type":"step/start","seq":2,"time":12,"data":[]}`, "stdin line 4: not a valid event"},
+		{"data missing", `{"type":"step/start","seq":2,"time":12}`, "stdin line 4: not a valid event"},
 		{"unknown key", `{"type":"step/end","seq":2,"time":12,"data":{},"extra":1}`, "stdin line 4: not a valid event"},
 		{"surfaceOp on a log-only type", `{"type":"step/end","seq":2,"time":12,"data":{},"surfaceOp":"append"}`, "stdin line 4: not a valid event"},
 		{"unknown type", `{"type":"future/thing","seq":2,"time":12,"data":{}}`, `stdin line 4: not a valid event: type "future/thing" is unknown to this build and not marked ignorable`},
