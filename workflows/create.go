@@ -92,9 +92,6 @@ func planCreate(req CreateSessionRequest, set settings, now int64) (createPlan, 
 		if _, err := session.SnapshotBatch(req.Seed); err != nil {
 			return p, invalidArgument(err.Error())
 		}
-		if err := session.CheckRepairable(req.Seed); err != nil {
-			return p, invalidArgument(err.Error())
-		}
 		if err := session.CheckContiguous(req.SessionID, 0, req.Seed); err != nil {
 			return p, invalidArgument(err.Error())
 		}
