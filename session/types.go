@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"unicode/utf8"
 )
@@ -123,9 +124,7 @@ func HarnessEventTypes() []string { return append([]string(nil), harnessEventTyp
 func HarnessEventType(name string) bool { return builtin[name] && !sessionOnly(name) }
 
 // sessionOnly reports whether name is one of sessionOnlyTypes.
-func sessionOnly(name string) bool {
-	return name == TypeSystemMessage || name == TypeAssistantAttempt
-}
+func sessionOnly(name string) bool { return slices.Contains(sessionOnlyTypes, name) }
 
 // HarnessSurfaceEligible reports whether the published harness lets events
 // of this type join the surface: user/message, assistant/message and
