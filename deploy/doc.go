@@ -3,7 +3,7 @@
 // setup jobs, the Temporal Web UI and the sessionflow worker built from Dockerfile, with the
 // session store on a named volume. Files embeds the configuration the stack
 // mounts (the Temporal server configuration under temporal/config, its dynamic config and the
-// setup scripts), which the local cluster launcher (internal/cluster) runs with as well. Its
+// setup scripts), which the local cluster launcher (internal/app/cluster) runs with as well. Its
 // tests load the Compose file with the Compose specification's own loader and check the stack's
 // wiring, and its agreement with the launcher, without a Docker engine.
 package deploy

@@ -1,5 +1,5 @@
 // Command cluster runs sessionflow's production topology on this machine,
-// without containers (package internal/cluster): PostgreSQL from Debian's
+// without containers (package internal/app/cluster): PostgreSQL from Debian's
 // package (installed with apt-get when missing), the compose stack's schema
 // and namespace setup, the Temporal server with deploy/temporal/config
 // (4 history shards, SQL visibility with sessionflow's search attributes)
@@ -23,8 +23,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/sessionflow/sessionflow/internal/cluster"
-	"github.com/sessionflow/sessionflow/internal/devserver"
+	"github.com/sessionflow/sessionflow/internal/app/cluster"
+	"github.com/sessionflow/sessionflow/internal/app/devserver"
 	"github.com/sessionflow/sessionflow/jsonl"
 )
 

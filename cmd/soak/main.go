@@ -4,7 +4,7 @@
 // the store checked against what the client saw acknowledged.
 //
 //	go run ./cmd/soak -kills 200 -sessions 8 -seed 1
-//	go run ./cmd/soak -cluster -workers 2 -measure -kills 200   # on a local cluster (internal/cluster)
+//	go run ./cmd/soak -cluster -workers 2 -measure -kills 200   # on a local cluster (internal/app/cluster)
 //
 // Progress goes to stderr; the last line on stdout is the summary
 // `soak: kills=N sessions=S acked=A lost=L duplicates=D unresumable=U`.
@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/sessionflow/sessionflow/client"
-	"github.com/sessionflow/sessionflow/internal/workerapp"
+	"github.com/sessionflow/sessionflow/internal/app/workerapp"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/testsuite/soak"
 	"github.com/sessionflow/sessionflow/workflows"

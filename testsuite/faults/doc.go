@@ -8,7 +8,7 @@
 //
 // TestMain starts one ephemeral Temporal CLI dev server for the package
 // unless TEMPORAL_ADDRESS names another server. Every test runs its own
-// in-process workers (internal/workerapp) on its own task queue and store
+// in-process workers (internal/app/workerapp) on its own task queue and store
 // root, with the sticky workflow cache disabled so every workflow task
 // replays its history.
 package faults

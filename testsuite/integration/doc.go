@@ -1,6 +1,6 @@
 // Package integration holds sessionflow's end-to-end tests against a real
 // Temporal server: the workflows run on in-process workers (the worker
-// process's own code, internal/workerapp) with the real store activities,
+// process's own code, internal/app/workerapp) with the real store activities,
 // and every workflow task replays the whole history because the sticky
 // workflow cache is disabled.
 //

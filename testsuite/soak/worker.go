@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sessionflow/sessionflow/internal/procgroup"
-	"github.com/sessionflow/sessionflow/internal/readiness"
-	"github.com/sessionflow/sessionflow/internal/temporalconn"
+	"github.com/sessionflow/sessionflow/internal/app/procgroup"
+	"github.com/sessionflow/sessionflow/internal/app/readiness"
+	"github.com/sessionflow/sessionflow/internal/app/temporalconn"
 )
 
 // buildWorker builds ./worker of the module unless a binary is given.

@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sessionflow/sessionflow/internal/workerapp"
+	"github.com/sessionflow/sessionflow/internal/app/workerapp"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/tool"
 )
