@@ -7,6 +7,8 @@
 // RequireErased), event builders (Ev, LiveTurn), and a scripted fake of the
 // agent activities (FakeAgent) for the loop's turns.
 //
-// It is used by the unit tests of package workflows and by the conformance
-// suite in testsuite; nothing outside tests imports it.
+// It is used by the unit tests of package workflows (package workflows_test,
+// among them the S0 conformance cases) and by the suites under testsuite;
+// nothing outside tests imports it. It lives beside the tests, not in
+// internal/, because it is test harness, not code the programs run.
 package sessiontest
