@@ -213,20 +213,25 @@ func check(mod string, p listed) []violation {
 		return []violation{{noLayer, from + " is in no layer"}}
 	}
 	var out []violation
-	for _, imp := range p.Imports {
-		to, ok := rel(imp)
-		if !ok {
-			continue
-		}
-		switch {
-		case ruleOf(to) == nil:
-			out = append(out, violation{r.describe(), fmt.Sprintf("%s -> %s (in no layer)", from, to)})
-		case !r.allows(from, to):
-			out = append(out, violation{r.describe(), fmt.Sprintf("%s -> %s (layer %q)", from, to, ruleOf(to).name)})
+	held := func(imports []string, tests string) {
+		for _, imp := range imports {
+			to, ok := rel(imp)
+			if !ok {
+				continue
+			}
+			switch {
+			case ruleOf(to) == nil:
+				out = append(out, violation{r.describe(), fmt.Sprintf("%s%s -> %s (in no layer)", from, tests, to)})
+			case !r.allows(from, to):
+				out = append(out, violation{r.describe(), fmt.Sprintf("%s%s -> %s (layer %q)", from, tests, to, ruleOf(to).name)})
+			}
 		}
 	}
+	held(p.Imports, "")
 	if r.name == "tests" {
-		return out // a suite's test files are held to the suite's rule
+		// A suite's test files are held to the suite's own rule.
+		held(slices.Compact(slices.Sorted(slices.Values(slices.Concat(p.TestImports, p.XTestImports)))), " (tests)")
+		return out
 	}
 	seen := map[string]bool{}
 	for _, imp := range slices.Concat(p.TestImports, p.XTestImports) {
