@@ -106,7 +106,7 @@ func TestNoArrowUpTheHouse(t *testing.T) {
 // TestClientNeedsOnlyTheContract pins the client's whole dependency closure: no sessionflow
 // package but wire, whatever imports it goes through.
 func TestClientNeedsOnlyTheContract(t *testing.T) {
-	mod, _ := listModule(t)
+	mod := strings.TrimSpace(string(goList(t, "-m", "-f", "{{.Path}}")))
 	out := goList(t, "-deps", "-f", "{{.ImportPath}}", "./client")
 	var got []string
 	for _, path := range strings.Fields(string(out)) {
