@@ -11,6 +11,10 @@
 //
 // Run is used by TestSoak (a short variant under `go test ./...`) and by
 // cmd/soak (the long one).
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 9, the
+// tests. It may import any package of the house; only cmd/soak, its command
+// line, imports it.
 package soak
 
 import (
