@@ -6,4 +6,9 @@
 // setup scripts), which the local cluster launcher (internal/app/cluster) runs with as well. Its
 // tests load the Compose file with the Compose specification's own loader and check the stack's
 // wiring, and its agreement with the launcher, without a Docker engine.
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 8,
+// program wiring. Its code imports no sessionflow package; its tests may
+// import the packages they check against (internal/app/cluster,
+// internal/app/devserver, workflows).
 package deploy

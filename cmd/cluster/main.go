@@ -12,6 +12,12 @@
 // it. The first run builds the Temporal server and its SQL tool from tools/
 // into the cache directory of the dev server's CLI (several minutes on two
 // cores); later runs start in seconds.
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 8,
+// program wiring. It may import any package below the client's row (wire,
+// internal/lib/..., session, jsonl, provider, tool, activities, agent,
+// workflows) and client, and the other program-wiring packages
+// (internal/app/..., bench, deploy); nothing of testsuite.
 package main
 
 import (

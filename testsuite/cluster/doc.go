@@ -10,4 +10,7 @@
 // missing), so they run only when asked:
 //
 //	SESSIONFLOW_CLUSTER=1 go test ./testsuite/cluster/ -v
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 9, the
+// tests. It may import any package of the house; nothing imports it.
 package cluster

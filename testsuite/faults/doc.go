@@ -11,4 +11,7 @@
 // in-process workers (internal/app/workerapp) on its own task queue and store
 // root, with the sticky workflow cache disabled so every workflow task
 // replays its history.
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 9, the
+// tests. It may import any package of the house; nothing imports it.
 package faults

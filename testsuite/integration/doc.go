@@ -15,4 +15,7 @@
 // ../histories; with -record it writes the fixtures instead:
 //
 //	go test ./testsuite/integration -run TestRecordHistories -record
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 9, the
+// tests. It may import any package of the house; nothing imports it.
 package integration
