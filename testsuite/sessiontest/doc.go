@@ -11,4 +11,9 @@
 // among them the S0 conformance cases) and by the suites under testsuite;
 // nothing outside tests imports it. It lives beside the tests, not in
 // internal/, because it is test harness, not code the programs run.
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 9, the
+// tests. It may import any package of the house; of testsuite, only this
+// harness (sessiontest, testdeadline) may be imported, by the tests of any
+// package, never by production code.
 package sessiontest

@@ -9,6 +9,11 @@
 // was waiting on and aborts the wait; a test still running a grace period
 // later panics with the same description, which ends the test binary at
 // once and names the test.
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 9, the
+// tests. It may import any package of the house; of testsuite, only this
+// harness (sessiontest, testdeadline) may be imported, by the tests of any
+// package, never by production code.
 package testdeadline
 
 import (

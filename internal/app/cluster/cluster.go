@@ -9,6 +9,11 @@
 // Start brings it up; the methods kill and restart its parts for the
 // failover tests and the soak. The launcher command is cmd/cluster. The
 // package is Linux only (parent-death signals, Debian's PostgreSQL).
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 8,
+// program wiring (internal/app). It may import any package below the
+// client's row, the client and the other program-wiring packages; only
+// programs and tests import it.
 package cluster
 
 import (

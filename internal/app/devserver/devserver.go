@@ -7,6 +7,11 @@
 // or builds on first use. Start waits
 // for the server's health (package internal/app/readiness): it fails at once
 // when the process exits and reports the server's own output.
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 8,
+// program wiring (internal/app). It may import any package below the
+// client's row, the client and the other program-wiring packages; only
+// programs and tests import it.
 package devserver
 
 import (

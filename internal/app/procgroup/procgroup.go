@@ -1,5 +1,10 @@
 // Package procgroup runs a child process in a process group of its own, so
 // that a signal reaches the processes it starts as well.
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 8,
+// program wiring (internal/app). It may import any package below the
+// client's row, the client and the other program-wiring packages; only
+// programs and tests import it.
 package procgroup
 
 import (

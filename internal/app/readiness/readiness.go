@@ -6,6 +6,11 @@
 // enough for a loaded machine: a cold start of the Temporal dev server on two
 // cores busy with builds can take well over a minute. A failure carries the
 // process's own log, so the reason it did not come up is in the error.
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 8,
+// program wiring (internal/app). It may import any package below the
+// client's row, the client and the other program-wiring packages; only
+// programs and tests import it.
 package readiness
 
 import (

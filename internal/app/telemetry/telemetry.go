@@ -9,6 +9,11 @@
 // exporters, the Temporal SDK and its OpenTelemetry contrib module, and
 // internal/lib/wftrace; only programs (workers, the starter, tests) import
 // it, never workflow code.
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 8,
+// program wiring (internal/app). It may import any package below the
+// client's row, the client and the other program-wiring packages; only
+// programs and tests import it.
 package telemetry
 
 import (

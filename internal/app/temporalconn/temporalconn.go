@@ -10,6 +10,11 @@
 // TEMPORAL_GRPC_META_*), the profile of the Temporal client config file, the
 // default. The environment and the file are read through
 // go.temporal.io/sdk/contrib/envconfig, as the temporal CLI reads them.
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 8,
+// program wiring (internal/app). It may import any package below the
+// client's row, the client and the other program-wiring packages; only
+// programs and tests import it.
 package temporalconn
 
 import (

@@ -1,6 +1,11 @@
 // Package toolbuild finds the tools/ module of a sessionflow checkout and
 // builds its binaries once into a cache directory, under a file lock that
 // makes concurrent callers, in one process or several, build at most once.
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 8,
+// program wiring (internal/app). It may import any package below the
+// client's row, the client and the other program-wiring packages; only
+// programs and tests import it.
 package toolbuild
 
 import (

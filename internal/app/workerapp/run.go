@@ -3,6 +3,11 @@
 // dial, the registration of every workflow and activity, Prometheus metrics of
 // the SDK and of the store, and a graceful shutdown. The worker command, the
 // CLI demo and the integration tests run it in-process.
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 8,
+// program wiring (internal/app). It may import any package below the
+// client's row, the client and the other program-wiring packages; only
+// programs and tests import it.
 package workerapp
 
 import (

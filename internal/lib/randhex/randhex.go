@@ -1,5 +1,9 @@
 // Package randhex makes random names for temporary files, handles and
 // process-local owners.
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 1 of
+// the house, internal/lib. It imports no sessionflow package; every package
+// may import it.
 package randhex
 
 import (

@@ -9,6 +9,10 @@
 // no sessionflow package, so that workflow code compiles without them. The
 // process's exporter setup, which installs these spans on a worker, is
 // internal/app/telemetry.
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 1 of
+// the house, internal/lib. It imports no sessionflow package; every package
+// may import it.
 package wftrace
 
 import (
