@@ -28,8 +28,8 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/sessionflow/sessionflow/client"
-	"github.com/sessionflow/sessionflow/internal/devserver"
-	"github.com/sessionflow/sessionflow/internal/workerapp"
+	"github.com/sessionflow/sessionflow/internal/app/devserver"
+	"github.com/sessionflow/sessionflow/internal/app/workerapp"
 	"github.com/sessionflow/sessionflow/jsonl"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sessionflow/sessionflow/internal/devserver"
+	"github.com/sessionflow/sessionflow/internal/app/devserver"
 	"github.com/sessionflow/sessionflow/jsonl"
 )
 
@@ -66,7 +66,7 @@ func Report(res *Results) string {
 	p("medians), then starts an\n")
 	p("ephemeral Temporal dev server (CLI %s, with the dynamic config of `docs/DECISIONS.md` D8) and an\n", devserver.CLIVersion)
 	p("in-process sessionflow worker\n")
-	p("(`internal/workerapp`, default configuration but a raw store root, the baseline workflows registered through\n")
+	p("(`internal/app/workerapp`, default configuration but a raw store root, the baseline workflows registered through\n")
 	p("`Config.Register`), and drives it through the Go client. Flags shrink or grow every size\n")
 	p("(`go run ./bench/cmd/perf -h`); `-cpuprofile` profiles the harness process, worker included.\n\n")
 	p("This run: %s, %s/%s, %d CPUs, %s; 1-minute load average %.2f before and %.2f after\n",

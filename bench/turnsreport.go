@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sessionflow/sessionflow/internal/devserver"
+	"github.com/sessionflow/sessionflow/internal/app/devserver"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 

@@ -1,6 +1,6 @@
 package deploy_test
 
-// The compose stack and the local cluster launcher (internal/cluster) run
+// The compose stack and the local cluster launcher (internal/app/cluster) run
 // one configuration: these checks hold the stack to the files and values
 // the launcher uses.
 
@@ -20,7 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionflow/sessionflow/deploy"
-	"github.com/sessionflow/sessionflow/internal/cluster"
+	"github.com/sessionflow/sessionflow/internal/app/cluster"
 )
 
 // serverWorkDir is the working directory of the temporalio/server image, to

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/sessionflow/sessionflow/internal/devserver"
+	"github.com/sessionflow/sessionflow/internal/app/devserver"
 )
 
 const dynamicConfigFile = "dynamicconfig/sessionflow.yaml"

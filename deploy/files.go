@@ -3,7 +3,7 @@ package deploy
 import "embed"
 
 // Files holds the configuration files the compose stack mounts into its containers and the local
-// cluster launcher (internal/cluster) runs with: the Temporal server configuration, its dynamic
+// cluster launcher (internal/app/cluster) runs with: the Temporal server configuration, its dynamic
 // config and the two setup scripts, at the paths of the constants below.
 //
 //go:embed temporal/config/docker.yaml dynamicconfig/sessionflow.yaml scripts/setup-schema.sh scripts/create-namespace.sh

@@ -7,7 +7,7 @@ import (
 	"io/fs"
 	"path/filepath"
 
-	"github.com/sessionflow/sessionflow/internal/randhex"
+	"github.com/sessionflow/sessionflow/internal/lib/randhex"
 )
 
 // deletedDir holds session directories being deleted (docs/DECISIONS.md

@@ -9,7 +9,7 @@ import (
 	"io/fs"
 	"path/filepath"
 
-	"github.com/sessionflow/sessionflow/internal/randhex"
+	"github.com/sessionflow/sessionflow/internal/lib/randhex"
 	"github.com/sessionflow/sessionflow/session"
 )
 

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"syscall"
 
-	"github.com/sessionflow/sessionflow/internal/randhex"
+	"github.com/sessionflow/sessionflow/internal/lib/randhex"
 )
 
 // quarantineInfix joins a log's name and the offset of the bytes a cut

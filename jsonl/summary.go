@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/sessionflow/sessionflow/internal/randhex"
+	"github.com/sessionflow/sessionflow/internal/lib/randhex"
 )
 
 // Summary is the mutable session summary kept in the summary.json sidecar

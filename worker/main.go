@@ -29,9 +29,9 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/sessionflow/sessionflow/internal/devserver"
-	"github.com/sessionflow/sessionflow/internal/temporalconn"
-	"github.com/sessionflow/sessionflow/internal/workerapp"
+	"github.com/sessionflow/sessionflow/internal/app/devserver"
+	"github.com/sessionflow/sessionflow/internal/app/temporalconn"
+	"github.com/sessionflow/sessionflow/internal/app/workerapp"
 )
 
 func main() {

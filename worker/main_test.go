@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
-	"github.com/sessionflow/sessionflow/internal/devserver"
-	"github.com/sessionflow/sessionflow/internal/readiness"
+	"github.com/sessionflow/sessionflow/internal/app/devserver"
+	"github.com/sessionflow/sessionflow/internal/app/readiness"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 

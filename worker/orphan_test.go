@@ -125,7 +125,7 @@ func TestDevServerDiesWithAKilledWorker(t *testing.T) {
 
 	require.NoError(t, first.cmd.Process.Signal(syscall.SIGKILL))
 	_ = first.cmd.Wait()
-	// (internal/devserver's TestServerDiesWithItsKilledParent pins the
+	// (internal/app/devserver's TestServerDiesWithItsKilledParent pins the
 	// parent-death signal itself, with a server that cannot die of a
 	// broken output pipe.)
 	deadline := time.Now().Add(time.Minute) // a server's exit on a loaded machine

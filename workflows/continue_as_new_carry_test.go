@@ -20,8 +20,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sessionflow/sessionflow/activities"
-	"github.com/sessionflow/sessionflow/internal/sessiontest"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 

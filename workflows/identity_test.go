@@ -22,9 +22,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sessionflow/sessionflow/activities"
-	"github.com/sessionflow/sessionflow/internal/sessiontest"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 

@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sessionflow/sessionflow/activities"
-	"github.com/sessionflow/sessionflow/internal/tracing"
+	"github.com/sessionflow/sessionflow/internal/lib/wftrace"
 	"github.com/sessionflow/sessionflow/session"
 )
 
@@ -328,7 +328,7 @@ func (l *lifecycle) queueInput(ctx workflow.Context, k inputKind, req InputReque
 	if err != nil {
 		return InputResult{}, err
 	}
-	p.Trace = tracing.HeaderCarrier(ctx)
+	p.Trace = wftrace.HeaderCarrier(ctx)
 	a := &l.agent
 	res := InputResult{MessageID: p.ID, Target: k.target, SplicedSeq: -1}
 	if s, ok := a.inbox.takeAhead(p.ID); ok {

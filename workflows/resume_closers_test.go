@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionflow/sessionflow/activities"
-	"github.com/sessionflow/sessionflow/internal/sessiontest"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
 )
 
 // An open turn whose assistant message asked for two tools, of which only

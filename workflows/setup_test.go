@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionflow/sessionflow/activities"
-	"github.com/sessionflow/sessionflow/internal/sessiontest"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/agent"
-	"github.com/sessionflow/sessionflow/internal/tracing"
+	"github.com/sessionflow/sessionflow/internal/lib/wftrace"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/session"
 )
@@ -70,7 +70,7 @@ type turnRun struct {
 	cancelCh workflow.Channel
 	done     bool
 	// span is the turn's trace span (nil when not traced).
-	span *tracing.WorkflowSpan
+	span *wftrace.WorkflowSpan
 	// calls are the running step's tool calls.
 	calls []CallState
 }

@@ -8,7 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sessionflow/sessionflow/agent"
-	"github.com/sessionflow/sessionflow/internal/sessiontest"
+	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 

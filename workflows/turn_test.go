@@ -16,9 +16,9 @@ import (
 
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/agent"
-	"github.com/sessionflow/sessionflow/internal/sessiontest"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 

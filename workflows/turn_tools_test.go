@@ -9,8 +9,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sessionflow/sessionflow/agent"
-	"github.com/sessionflow/sessionflow/internal/sessiontest"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 

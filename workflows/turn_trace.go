@@ -6,7 +6,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/sessionflow/sessionflow/internal/tracing"
+	"github.com/sessionflow/sessionflow/internal/lib/wftrace"
 	"github.com/sessionflow/sessionflow/session"
 )
 
@@ -29,7 +29,7 @@ const (
 
 // turnTraceParent is the trace context of the input a turn starts with:
 // the first next-turn input's, else the first next-step input's.
-func (l *lifecycle) turnTraceParent() tracing.Carrier {
+func (l *lifecycle) turnTraceParent() wftrace.Carrier {
 	b := &l.agent.inbox
 	for _, q := range [][]PendingInput{b.nextTurn[:min(1, len(b.nextTurn))], b.nextStep} {
 		for _, p := range q {
@@ -47,7 +47,7 @@ func (l *lifecycle) startTurnSpan(tctx workflow.Context, t *turnRun) workflow.Co
 	if o := l.agent.options; o != nil {
 		provider, model = o.Provider, o.Model
 	}
-	tctx, t.span = tracing.StartWorkflowSpan(tctx, turnSpanName, "turn/"+strconv.FormatInt(t.summary.Turn, 10),
+	tctx, t.span = wftrace.StartWorkflowSpan(tctx, turnSpanName, "turn/"+strconv.FormatInt(t.summary.Turn, 10),
 		l.turnTraceParent(), workflow.Now(l.dctx),
 		attribute.String("gen_ai.operation.name", "invoke_agent"),
 		attribute.String("gen_ai.agent.name", "sessionflow"),

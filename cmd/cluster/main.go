@@ -29,8 +29,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/sessionflow/sessionflow/internal/cluster"
-	"github.com/sessionflow/sessionflow/internal/devserver"
+	"github.com/sessionflow/sessionflow/internal/app/cluster"
+	"github.com/sessionflow/sessionflow/internal/app/devserver"
 	"github.com/sessionflow/sessionflow/jsonl"
 )
 

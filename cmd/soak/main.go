@@ -30,7 +30,7 @@ import (
 	"time"
 
 	"github.com/sessionflow/sessionflow/client"
-	"github.com/sessionflow/sessionflow/internal/workerapp"
+	"github.com/sessionflow/sessionflow/internal/app/workerapp"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/testsuite/soak"
 	"github.com/sessionflow/sessionflow/workflows"

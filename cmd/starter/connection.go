@@ -16,8 +16,8 @@ import (
 	tlog "go.temporal.io/sdk/log"
 
 	"github.com/sessionflow/sessionflow/client"
-	"github.com/sessionflow/sessionflow/internal/temporalconn"
-	"github.com/sessionflow/sessionflow/internal/tracing"
+	"github.com/sessionflow/sessionflow/internal/app/telemetry"
+	"github.com/sessionflow/sessionflow/internal/app/temporalconn"
 )
 
 // Connection defaults and the environment variable of the task queue; the
@@ -131,7 +131,7 @@ func (a *app) withClientOptions(cmd *cobra.Command, cf *connFlags, co client.Opt
 		ctx, cancel = context.WithTimeout(ctx, cf.timeout)
 		defer cancel()
 	}
-	tr, err := tracing.New(ctx, tracing.Options{LookupEnv: appEnv{getenv: a.getenv}.LookupEnv, ServiceName: "sessionflow-starter"})
+	tr, err := telemetry.New(ctx, telemetry.Options{LookupEnv: appEnv{getenv: a.getenv}.LookupEnv, ServiceName: "sessionflow-starter"})
 	if err != nil {
 		return err
 	}

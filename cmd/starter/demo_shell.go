@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/sessionflow/sessionflow/internal/procgroup"
+	"github.com/sessionflow/sessionflow/internal/app/procgroup"
 )
 
 // The demo kills a worker while its run_command call runs. Which moment

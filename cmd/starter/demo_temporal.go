@@ -17,9 +17,9 @@ import (
 	tlog "go.temporal.io/sdk/log"
 
 	"github.com/sessionflow/sessionflow/client"
-	"github.com/sessionflow/sessionflow/internal/devserver"
-	"github.com/sessionflow/sessionflow/internal/procgroup"
-	"github.com/sessionflow/sessionflow/internal/randhex"
+	"github.com/sessionflow/sessionflow/internal/app/devserver"
+	"github.com/sessionflow/sessionflow/internal/app/procgroup"
+	"github.com/sessionflow/sessionflow/internal/lib/randhex"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/workflows"

@@ -7,9 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionflow/sessionflow/internal/sessiontest"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
 )
 
 func TestLogDemo(t *testing.T) {

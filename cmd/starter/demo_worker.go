@@ -15,10 +15,10 @@ import (
 
 	temporalclient "go.temporal.io/sdk/client"
 
-	"github.com/sessionflow/sessionflow/internal/procgroup"
-	"github.com/sessionflow/sessionflow/internal/readiness"
-	"github.com/sessionflow/sessionflow/internal/temporalconn"
-	"github.com/sessionflow/sessionflow/internal/toolbuild"
+	"github.com/sessionflow/sessionflow/internal/app/procgroup"
+	"github.com/sessionflow/sessionflow/internal/app/readiness"
+	"github.com/sessionflow/sessionflow/internal/app/temporalconn"
+	"github.com/sessionflow/sessionflow/internal/app/toolbuild"
 )
 
 // envWorkerBinary names a built worker binary for the demo.

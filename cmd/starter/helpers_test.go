@@ -13,9 +13,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionflow/sessionflow/internal/testdeadline"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/testsuite/testdeadline"
 )
 
 // run executes the command line args and returns the exit status.

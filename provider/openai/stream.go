@@ -10,7 +10,7 @@ import (
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/sessionflow/sessionflow/internal/randhex"
+	"github.com/sessionflow/sessionflow/internal/lib/randhex"
 	"github.com/sessionflow/sessionflow/provider"
 )
 

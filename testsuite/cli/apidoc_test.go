@@ -16,7 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionflow/sessionflow/internal/devserver"
+	"github.com/sessionflow/sessionflow/internal/app/devserver"
 	"github.com/sessionflow/sessionflow/jsonl"
 )
 

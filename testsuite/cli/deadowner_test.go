@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionflow/sessionflow/internal/devserver"
+	"github.com/sessionflow/sessionflow/internal/app/devserver"
 )
 
 // TestResumeAfterTerminateWithoutUnlock: a session with a non-ASCII id is

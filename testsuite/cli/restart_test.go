@@ -22,9 +22,9 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 
-	"github.com/sessionflow/sessionflow/internal/devserver"
-	"github.com/sessionflow/sessionflow/internal/readiness"
-	"github.com/sessionflow/sessionflow/internal/testdeadline"
+	"github.com/sessionflow/sessionflow/internal/app/devserver"
+	"github.com/sessionflow/sessionflow/internal/app/readiness"
+	"github.com/sessionflow/sessionflow/testsuite/testdeadline"
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"

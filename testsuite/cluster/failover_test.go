@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionflow/sessionflow/internal/cluster"
+	"github.com/sessionflow/sessionflow/internal/app/cluster"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 

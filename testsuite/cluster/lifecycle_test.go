@@ -16,9 +16,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sessionflow/sessionflow/client"
-	"github.com/sessionflow/sessionflow/internal/cluster"
-	"github.com/sessionflow/sessionflow/internal/sessiontest"
+	"github.com/sessionflow/sessionflow/internal/app/cluster"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessionflow/sessionflow/internal/cluster"
+	"github.com/sessionflow/sessionflow/internal/app/cluster"
 )
 
 // EnvSwitch is the environment variable that turns the tests on.

@@ -15,11 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessionflow/sessionflow/internal/sessiontest"
-	"github.com/sessionflow/sessionflow/internal/testdeadline"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/provider/scripted"
+	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
+	"github.com/sessionflow/sessionflow/testsuite/testdeadline"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 

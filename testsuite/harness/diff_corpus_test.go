@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessionflow/sessionflow/internal/testdeadline"
+	"github.com/sessionflow/sessionflow/testsuite/testdeadline"
 )
 
 // corpusDir holds the session logs of the harness repository's snapshots

@@ -17,9 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessionflow/sessionflow/internal/testdeadline"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/testsuite/testdeadline"
 )
 
 // runScript runs a script of testdata/harness with the pinned Node, input

@@ -9,7 +9,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/sessionflow/sessionflow/internal/testdeadline"
+	"github.com/sessionflow/sessionflow/testsuite/testdeadline"
 )
 
 // TestJudgeOracles runs judge.mjs and sessionflow's judge over hand-made

@@ -12,8 +12,8 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/sessionflow/sessionflow/internal/testdeadline"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/testsuite/testdeadline"
 )
 
 // unloadable are the corpus logs the package refuses once restored: the

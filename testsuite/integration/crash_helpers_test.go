@@ -23,8 +23,8 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/sessionflow/sessionflow/internal/readiness"
-	"github.com/sessionflow/sessionflow/internal/temporalconn"
+	"github.com/sessionflow/sessionflow/internal/app/readiness"
+	"github.com/sessionflow/sessionflow/internal/app/temporalconn"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 

@@ -19,11 +19,11 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/sessionflow/sessionflow/internal/sessiontest"
-	"github.com/sessionflow/sessionflow/internal/testdeadline"
-	"github.com/sessionflow/sessionflow/internal/workerapp"
+	"github.com/sessionflow/sessionflow/internal/app/workerapp"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
+	"github.com/sessionflow/sessionflow/testsuite/testdeadline"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 

@@ -18,8 +18,8 @@ import (
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/sessionflow/sessionflow/internal/devserver"
-	"github.com/sessionflow/sessionflow/internal/temporalconn"
+	"github.com/sessionflow/sessionflow/internal/app/devserver"
+	"github.com/sessionflow/sessionflow/internal/app/temporalconn"
 )
 
 // record makes TestRecordHistories write the fixtures of ../histories

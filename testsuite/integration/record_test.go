@@ -20,7 +20,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/sessionflow/sessionflow/internal/workerapp"
+	"github.com/sessionflow/sessionflow/internal/app/workerapp"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/workflows"

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	sfclient "github.com/sessionflow/sessionflow/client"
-	"github.com/sessionflow/sessionflow/internal/workerapp"
+	"github.com/sessionflow/sessionflow/internal/app/workerapp"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/session"

@@ -21,7 +21,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	sfclient "github.com/sessionflow/sessionflow/client"
-	"github.com/sessionflow/sessionflow/internal/workerapp"
+	"github.com/sessionflow/sessionflow/internal/app/workerapp"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/session"

@@ -21,8 +21,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	sfclient "github.com/sessionflow/sessionflow/client"
-	"github.com/sessionflow/sessionflow/internal/tracing"
-	"github.com/sessionflow/sessionflow/internal/workerapp"
+	"github.com/sessionflow/sessionflow/internal/app/telemetry"
+	"github.com/sessionflow/sessionflow/internal/app/workerapp"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/provider/scripted"
@@ -50,7 +50,7 @@ func gateTool(block bool, started chan<- string) tool.Tool {
 // startTracedWorker runs a worker of w whose spans go to exp.
 func startTracedWorker(t *testing.T, w *world, exp *tracetest.InMemoryExporter, agentCfg workerapp.AgentConfig) *workerapp.Running {
 	t.Helper()
-	tr, err := tracing.New(context.Background(), tracing.Options{Exporter: exp})
+	tr, err := telemetry.New(context.Background(), telemetry.Options{Exporter: exp})
 	require.NoError(t, err)
 	cfg := workerapp.DefaultConfig()
 	cfg.Client = w.c
@@ -148,7 +148,7 @@ func TestTurnTraceAcrossWorkerRestart(t *testing.T) {
 	exp1, exp2, clientExp := tracetest.NewInMemoryExporter(), tracetest.NewInMemoryExporter(), tracetest.NewInMemoryExporter()
 	r1 := startTracedWorker(t, w, exp1, workerapp.AgentConfig{Providers: script(), Tools: []tool.Tool{gateTool(true, started1)}})
 
-	ctr, err := tracing.New(context.Background(), tracing.Options{Exporter: clientExp})
+	ctr, err := telemetry.New(context.Background(), telemetry.Options{Exporter: clientExp})
 	require.NoError(t, err)
 	tc, err := client.NewClientFromExisting(w.c, client.Options{Interceptors: ctr.ClientInterceptors(), Logger: quietLogger(), Identity: clientIdentity})
 	require.NoError(t, err)
@@ -258,7 +258,7 @@ func TestTurnTraceContentOptIn(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	p, err := scripted.New(scripted.Responses(scripted.Text("the plain answer")))
 	require.NoError(t, err)
-	tr, err := tracing.New(context.Background(), tracing.Options{Exporter: exp})
+	tr, err := telemetry.New(context.Background(), telemetry.Options{Exporter: exp})
 	require.NoError(t, err)
 	cfg := workerapp.DefaultConfig()
 	cfg.Client, cfg.TaskQueue, cfg.StoreRoot, cfg.Compression = w.c, w.taskQueue, w.root, w.comp

@@ -22,7 +22,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	sfclient "github.com/sessionflow/sessionflow/client"
-	"github.com/sessionflow/sessionflow/internal/workerapp"
+	"github.com/sessionflow/sessionflow/internal/app/workerapp"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/provider/scripted"

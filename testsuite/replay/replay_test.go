@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/sessionflow/sessionflow/internal/workerapp"
+	"github.com/sessionflow/sessionflow/internal/app/workerapp"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 

@@ -8,8 +8,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/sessionflow/sessionflow/internal/cluster"
-	"github.com/sessionflow/sessionflow/internal/devserver"
+	"github.com/sessionflow/sessionflow/internal/app/cluster"
+	"github.com/sessionflow/sessionflow/internal/app/devserver"
 )
 
 // startDevServer starts the persistent dev server of a soak.

@@ -111,7 +111,7 @@ type Config struct {
 	// files in the session's cwd and calls a tool the worker lacks, through
 	// the worker's scripted provider (run_command stays off). 0 runs none.
 	Turns int
-	// Cluster runs the soak on a local cluster (internal/cluster:
+	// Cluster runs the soak on a local cluster (internal/app/cluster:
 	// PostgreSQL, the Temporal server with deploy's configuration, Workers
 	// worker processes on one task queue and one store root) instead of the
 	// dev server; each kill ends one of the workers, chosen at random, while

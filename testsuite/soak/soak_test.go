@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionflow/sessionflow/internal/testdeadline"
+	"github.com/sessionflow/sessionflow/testsuite/testdeadline"
 )
 
 // The short variant runs under `go test ./...`; the long one with, e.g.,

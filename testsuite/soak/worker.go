@@ -13,11 +13,11 @@ import (
 
 	temporalclient "go.temporal.io/sdk/client"
 
-	"github.com/sessionflow/sessionflow/internal/cluster"
-	"github.com/sessionflow/sessionflow/internal/devserver"
-	"github.com/sessionflow/sessionflow/internal/procgroup"
-	"github.com/sessionflow/sessionflow/internal/readiness"
-	"github.com/sessionflow/sessionflow/internal/temporalconn"
+	"github.com/sessionflow/sessionflow/internal/app/cluster"
+	"github.com/sessionflow/sessionflow/internal/app/devserver"
+	"github.com/sessionflow/sessionflow/internal/app/procgroup"
+	"github.com/sessionflow/sessionflow/internal/app/readiness"
+	"github.com/sessionflow/sessionflow/internal/app/temporalconn"
 )
 
 // fleet owns the soak's Temporal server (the dev server or the local

@@ -11,7 +11,7 @@
 // Usage, from the repository root:
 //
 //	go run -C tools ./mutate -module .. [flags] ./session
-//	go run -C tools ./mutate -module .. -tests ./testsuite -run 'TestS0_' ./workflows
+//	go run -C tools ./mutate -module .. -tests ./workflows -run 'TestS0_' ./workflows
 //
 // Operators (all on by default, pick with -ops):
 //

@@ -20,7 +20,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sessionflow/sessionflow/internal/workerapp"
+	"github.com/sessionflow/sessionflow/internal/app/workerapp"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/tool"
 )
