@@ -15,13 +15,13 @@ import (
 // verifies it); a batch identical to one accepted and not yet stored is
 // accepted too, and answered with the outcome of the batch it repeats.
 
-// pendingTwin returns the accepted, not yet stored Append whose batch is
+// twin returns the accepted, not yet stored Append whose batch is
 // exactly events, or nil.
-func (l *lifecycle) pendingTwin(events []session.Event) *appendItem {
+func (q *appendQueue) twin(events []session.Event) *appendItem {
 	if len(events) == 0 {
 		return nil
 	}
-	for _, it := range l.pending {
+	for _, it := range q.pending {
 		if sameBatch(it.events, events) {
 			return it
 		}
@@ -47,7 +47,7 @@ func sameBatch(a, b []session.Event) bool {
 
 // awaitTwin answers a repeated batch with the outcome of the batch it
 // repeats.
-func (l *lifecycle) awaitTwin(ctx workflow.Context, it *appendItem) (AppendResult, error) {
+func (q *appendQueue) awaitTwin(ctx workflow.Context, it *appendItem) (AppendResult, error) {
 	hctx, _ := workflow.NewDisconnectedContext(ctx)
 	if err := workflow.Await(hctx, func() bool { return it.done }); err != nil {
 		return AppendResult{}, err
