@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -208,4 +209,55 @@ func (b *inbox) traceParent() tracing.Carrier {
 		}
 	}
 	return nil
+}
+
+// take removes the pending input id from the inbox and returns it.
+func (b *inbox) take(id string) (PendingInput, bool) {
+	for _, l := range []*[]PendingInput{&b.nextStep, &b.nextTurn} {
+		if i := slices.IndexFunc(*l, func(p PendingInput) bool { return p.ID == id }); i >= 0 {
+			p := (*l)[i]
+			*l = slices.Delete(slices.Clone(*l), i, i+1)
+			return p, true
+		}
+	}
+	return PendingInput{}, false
+}
+
+// takeAhead reports whether id was stored ahead of its update, and forgets
+// it: the update is answered as claimed by that turn.
+func (b *inbox) takeAhead(id string) (AheadInput, bool) {
+	i := slices.IndexFunc(b.ahead, func(s AheadInput) bool { return s.ID == id })
+	if i < 0 {
+		return AheadInput{}, false
+	}
+	s := b.ahead[i]
+	b.ahead = slices.Delete(slices.Clone(b.ahead), i, i+1)
+	return s, true
+}
+
+// noteClaimed keeps the inputs turn stored.
+func (b *inbox) noteClaimed(turn int64, stored []PendingInput) {
+	for _, p := range stored {
+		b.claimed = append(b.claimed, ClaimedInput{ID: p.ID, Sum: messageSum(p.Message), Turn: turn})
+	}
+	if n := len(b.claimed); n > maxRecentClaims {
+		b.claimed = slices.Clone(b.claimed[n-maxRecentClaims:])
+	}
+}
+
+// delivered reports whether p is an input already queued or stored (the
+// same id and message), delivered again, and the turn that claimed it (0
+// while it is pending).
+func (b *inbox) delivered(p PendingInput) (int64, bool) {
+	same := func(q PendingInput) bool { return q.ID == p.ID && bytes.Equal(q.Message, p.Message) }
+	if slices.ContainsFunc(b.nextStep, same) || slices.ContainsFunc(b.nextTurn, same) {
+		return 0, true
+	}
+	sum := messageSum(p.Message)
+	for i := len(b.claimed) - 1; i >= 0; i-- {
+		if c := b.claimed[i]; c.ID == p.ID && bytes.Equal(c.Sum, sum) {
+			return c.Turn, true
+		}
+	}
+	return 0, false
 }

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/session"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -225,4 +227,132 @@ func (t *turnRun) storeBatch(events []session.Event, claimed []PendingInput) ([]
 		events = events[take:]
 	}
 	return ids, nil
+}
+
+// localStores reports whether this run stores the turn's own events
+// with local activities: the change's version, asked once per run, and the
+// store activities on the workflow's task queue (a worker polling it
+// registers them; a separate store queue keeps regular activities).
+func (t *turnRun) localStores() bool {
+	return t.a.gates.taken(t.a.dctx, turnLocalStoresChange) && t.a.storesOnOwnQueue()
+}
+
+// store runs the store activity name with in for the turn: a
+// local activity when localStores, else a regular one with the store
+// activities' options. Both are idempotent against the log, so a local
+// activity re-run after a worker crash (its workflow task retried) stores
+// nothing twice.
+func (t *turnRun) store(ctx workflow.Context, name string, in any) workflow.Future {
+	if t.localStores() {
+		return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+			StartToCloseTimeout: t.a.set.timeout,
+			RetryPolicy:         t.a.set.retry(),
+		}), name, in)
+	}
+	return workflow.ExecuteActivity(t.a.set.storeCtx(ctx), name, in)
+}
+
+// closesCalls reports whether this run closes a step's unresolved calls
+// (closeCallsChange), recording the version marker the first time it is
+// asked.
+func closesCalls(dctx workflow.Context) bool {
+	return workflow.GetVersion(dctx, closeCallsChange, workflow.DefaultVersion, 1) >= 1
+}
+
+// closeCalls stores the closing of the calls of the assistant/message at
+// msgSeq that have no result (CloseCalls), before the step ends and the
+// next one opens.
+func (t *turnRun) closeCalls(msgSeq int64, maxTokens bool) error {
+	a := t.a
+	var res agent.CloseCallsResult
+	err := workflow.ExecuteActivity(a.set.storeCtx(a.dctx), agent.CloseCallsActivity,
+		agent.CloseCallsInput{Ref: *a.log.ref, Turn: t.summary.Turn, MessageSeq: msgSeq, MaxTokens: maxTokens}).Get(a.dctx, &res)
+	if err != nil {
+		return unwrapActivity(err)
+	}
+	a.log.follow(res.NextSeq)
+	return nil
+}
+
+func abortedReason(cause string) *session.TurnEndReason {
+	r, _ := session.MarshalData(map[string]string{"kind": cause})
+	return &session.TurnEndReason{Kind: session.TurnEndAborted, Reason: r}
+}
+
+func failureJSON(f llmFailure) json.RawMessage {
+	b, _ := session.MarshalData(f)
+	return b
+}
+
+// modelCtx returns ctx with the model activity's options: it heartbeats
+// while streaming and is waited for when cancelled, so its interrupted
+// anchor is stored before the turn ends. A refused call is not retried.
+func (s settings) modelCtx(ctx workflow.Context) workflow.Context {
+	rp := s.retry()
+	rp.NonRetryableErrorTypes = append(rp.NonRetryableErrorTypes, errTypeProviderRefused)
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           s.taskQueue,
+		StartToCloseTimeout: s.timeout,
+		HeartbeatTimeout:    min(s.heartbeat, modelHeartbeatTimeout),
+		WaitForCancellation: true,
+		RetryPolicy:         rp,
+	})
+}
+
+// callModel runs the model activity of the turn's step.
+func (t *turnRun) callModel(tctx workflow.Context, step int64) (agent.ModelResult, error) {
+	a := t.a
+	in := agent.ModelInput{Ref: *a.log.ref, Turn: t.summary.Turn, Step: step}
+	if o := a.agentOptions; o != nil {
+		in.Provider, in.Model, in.ReasoningEffort = o.Provider, o.Model, o.ReasoningEffort
+		if o.MaxTokens != nil {
+			in.MaxTokens = int64(*o.MaxTokens)
+		}
+	}
+	var res agent.ModelResult
+	err := workflow.ExecuteActivity(a.set.modelCtx(tctx), agent.CallModelActivity, in).Get(a.dctx, &res)
+	return res, err
+}
+
+// modelFailure is the end of a turn whose model activity failed: aborted
+// when the turn was cancelled, else error: the provider's message and code
+// for a refused call; else the activity error's type as the code, UNKNOWN
+// when it has none (a timeout).
+func (t *turnRun) modelFailure(err error) *session.TurnEndReason {
+	if t.cause != "" || temporal.IsCanceledError(err) {
+		cause := t.cause
+		if cause == "" {
+			cause = CauseUser
+		}
+		return abortedReason(cause)
+	}
+	err = unwrapActivity(err)
+	f := activityFailure(err)
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) && app.Type() == errTypeProviderRefused {
+		var pe provider.Error
+		if app.HasDetails() && app.Details(&pe) == nil {
+			if pe.Message != "" {
+				f.Message = pe.Message
+			}
+			f.Code, f.Status = pe.Code, pe.Status
+		}
+		if f.Code == "" {
+			f.Code = errTypeProviderRefused
+		}
+	}
+	return &session.TurnEndReason{Kind: session.TurnEndError, Error: failureJSON(f)}
+}
+
+// activityFailure describes a failed activity: its message, and its
+// application error type (UnknownProvider, ProviderUnavailable after the
+// last attempt, a store code, ...) as the code, UNKNOWN without one (a
+// timeout).
+func activityFailure(err error) llmFailure {
+	err = unwrapActivity(err)
+	f := llmFailure{Message: errorMessage(err), Code: codeUnknown}
+	if t := errorType(err); t != "" {
+		f.Code = t
+	}
+	return f
 }
