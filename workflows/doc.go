@@ -26,6 +26,8 @@
 //     and the waits for them; its inbox (the pending inputs) and the
 //     running turnRun (steps, tool calls, span) own their own fields.
 //
+// A SessionLoop run is a loop, which owns the registry of its children.
+//
 // An update's validator decodes its request and keeps it, by update id, for
 // its handler (decodedRequests), so a request is decoded once; the handler
 // decodes the payload itself when the validator did not run in this process
