@@ -5,7 +5,28 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-func (l *lifecycle) normalizeAbort(a AbortRequest) error {
+// abortGuard is what interrupts a run before it is live: the Abort and
+// OwnerUnload signals and the root cancellation (watch), the first abort
+// they cause, and the step in flight it cancels (race). Once live, they
+// ask for disposal instead (dispose). Only its methods write its fields.
+type abortGuard struct {
+	*env
+	// phase is read: whether the run is before publication.
+	phase *phaseState
+	// dispose asks a live session to dispose (lifecycle.requestDispose).
+	dispose func()
+
+	abortErr   error
+	stepCancel workflow.CancelFunc
+	cancelSeen bool
+	// outstanding are the steps abandoned to an abort, awaited after the
+	// rollback.
+	outstanding []workflow.Future
+}
+
+// normalizeAbort is the error of the abort a: the caller's error, or
+// `creation aborted` with its reason.
+func normalizeAbort(id string, a AbortRequest) error {
 	if a.IsError {
 		typ := a.Type
 		if typ == "" {
@@ -13,87 +34,74 @@ func (l *lifecycle) normalizeAbort(a AbortRequest) error {
 		}
 		return temporal.NewNonRetryableApplicationError(a.Reason, typ, nil)
 	}
-	return CreationAbortedError(l.id, a.Reason)
-}
-
-// preLive reports whether the lifecycle has not published yet.
-func (l *lifecycle) preLive() bool {
-	return l.phase == PhasePreparing || l.phase == PhaseSetup || l.phase == PhaseCommitting
+	return CreationAbortedError(id, a.Reason)
 }
 
 // setAbort records the first abort and cancels the step in flight.
-func (l *lifecycle) setAbort(err error) {
-	if l.abortErr != nil || !l.preLive() {
+func (g *abortGuard) setAbort(err error) {
+	if g.abortErr != nil || !g.phase.preLive() {
 		return
 	}
-	l.abortErr = err
-	if l.stepCancel != nil {
-		l.stepCancel()
+	g.abortErr = err
+	if g.stepCancel != nil {
+		g.stepCancel()
 	}
 }
 
 // onCancel handles the root context's cancellation: before live it aborts
 // (with a reason signalled earlier, else `creation aborted`); while live it
 // disposes.
-func (l *lifecycle) onCancel(abortChs, ownerChs []workflow.ReceiveChannel) {
-	if l.cancelSeen {
+func (g *abortGuard) onCancel(abortChs, ownerChs []workflow.ReceiveChannel) {
+	if g.cancelSeen {
 		return
 	}
-	l.cancelSeen = true
-	l.drainSignals(abortChs, ownerChs)
-	if l.preLive() {
-		l.setAbort(CreationAbortedError(l.id, ""))
+	g.cancelSeen = true
+	g.drainSignals(abortChs, ownerChs)
+	if g.phase.preLive() {
+		g.setAbort(CreationAbortedError(g.id, ""))
 		return
 	}
-	l.requestDispose()
+	g.dispose()
 }
 
-func (l *lifecycle) drainSignals(abortChs, ownerChs []workflow.ReceiveChannel) {
+func (g *abortGuard) drainSignals(abortChs, ownerChs []workflow.ReceiveChannel) {
 	for _, abortCh := range abortChs {
 		for {
 			var a AbortRequest
 			if !abortCh.ReceiveAsync(&a) {
 				break
 			}
-			l.onAbort(a)
+			g.onAbort(a)
 		}
 	}
 	for _, ownerCh := range ownerChs {
 		for ownerCh.ReceiveAsync(nil) {
-			l.onOwnerUnload()
+			g.onOwnerUnload()
 		}
 	}
 }
 
-func (l *lifecycle) onAbort(a AbortRequest) {
-	if l.preLive() {
-		l.setAbort(l.normalizeAbort(a))
+func (g *abortGuard) onAbort(a AbortRequest) {
+	if g.phase.preLive() {
+		g.setAbort(normalizeAbort(g.id, a))
 	}
 }
 
-func (l *lifecycle) onOwnerUnload() {
-	if l.preLive() {
-		l.setAbort(OwnerDisposedError(l.id))
+func (g *abortGuard) onOwnerUnload() {
+	if g.phase.preLive() {
+		g.setAbort(OwnerDisposedError(g.id))
 		return
 	}
-	l.requestDispose()
-}
-
-func (l *lifecycle) requestDispose() {
-	if l.phase == PhaseLive {
-		l.disposeWanted = true
-		// A running turn ends first, aborted with cause "disposed".
-		l.cancelTurn(l.agent.turn, CauseDisposed)
-	}
+	g.dispose()
 }
 
 // watch receives the Abort and OwnerUnload signals (under their current and
 // their legacy names) and the root cancellation for the whole run.
-func (l *lifecycle) watch() {
-	abortChs := signalChannels(l.ctx, SignalAbort, LegacySignalAbort)
-	ownerChs := signalChannels(l.ctx, SignalOwnerUnload, LegacySignalOwnerUnload)
-	root := l.ctx
-	workflow.Go(l.dctx, func(gctx workflow.Context) {
+func (g *abortGuard) watch() {
+	abortChs := signalChannels(g.ctx, SignalAbort, LegacySignalAbort)
+	ownerChs := signalChannels(g.ctx, SignalOwnerUnload, LegacySignalOwnerUnload)
+	root := g.ctx
+	workflow.Go(g.dctx, func(gctx workflow.Context) {
 		rootDone := false
 		for {
 			sel := workflow.NewSelector(gctx)
@@ -101,19 +109,19 @@ func (l *lifecycle) watch() {
 				sel.AddReceive(abortCh, func(c workflow.ReceiveChannel, _ bool) {
 					var a AbortRequest
 					c.Receive(gctx, &a)
-					l.onAbort(a)
+					g.onAbort(a)
 				})
 			}
 			for _, ownerCh := range ownerChs {
 				sel.AddReceive(ownerCh, func(c workflow.ReceiveChannel, _ bool) {
 					c.Receive(gctx, nil)
-					l.onOwnerUnload()
+					g.onOwnerUnload()
 				})
 			}
 			if !rootDone {
 				sel.AddReceive(root.Done(), func(workflow.ReceiveChannel, bool) {
 					rootDone = true
-					l.onCancel(abortChs, ownerChs)
+					g.onCancel(abortChs, ownerChs)
 				})
 			}
 			sel.Select(gctx)
@@ -128,37 +136,45 @@ func (l *lifecycle) watch() {
 // watcher's blocked selector, where a receive from here would not see it,
 // so the decision waits until the watcher has handled that signal and then
 // the cancellation.
-func (l *lifecycle) syncCancel() {
-	if l.ctx.Err() != nil && !l.cancelSeen {
-		_ = workflow.Await(l.dctx, func() bool { return l.cancelSeen })
+func (g *abortGuard) syncCancel() {
+	if g.ctx.Err() != nil && !g.cancelSeen {
+		_ = workflow.Await(g.dctx, func() bool { return g.cancelSeen })
 	}
 }
 
-// checkAbort returns the normalized abort, if any.
-func (l *lifecycle) checkAbort() error {
-	l.syncCancel()
-	return l.abortErr
+// check returns the normalized abort, if any.
+func (g *abortGuard) check() error {
+	g.syncCancel()
+	return g.abortErr
 }
 
 // race runs a step that an abort interrupts: it waits for the future start
 // returns or for an abort, whichever comes first. On an abort it cancels the
 // step and returns the normalized reason at once; the abandoned step is
 // awaited (it runs with wait-for-cancellation) only after the rollback.
-func (l *lifecycle) race(start func(workflow.Context) workflow.Future, out any) error {
-	if err := l.checkAbort(); err != nil {
+func (g *abortGuard) race(start func(workflow.Context) workflow.Future, out any) error {
+	if err := g.check(); err != nil {
 		return err
 	}
-	sctx, cancel := workflow.WithCancel(l.ctx)
+	sctx, cancel := workflow.WithCancel(g.ctx)
 	f := start(sctx)
-	l.stepCancel = cancel
-	_ = workflow.Await(l.dctx, func() bool { return f.IsReady() || l.abortErr != nil || l.ctx.Err() != nil })
-	l.stepCancel = nil
-	if err := l.checkAbort(); err != nil {
+	g.stepCancel = cancel
+	_ = workflow.Await(g.dctx, func() bool { return f.IsReady() || g.abortErr != nil || g.ctx.Err() != nil })
+	g.stepCancel = nil
+	if err := g.check(); err != nil {
 		cancel()
 		if !f.IsReady() {
-			l.outstanding = append(l.outstanding, f)
+			g.outstanding = append(g.outstanding, f)
 		}
 		return err
 	}
-	return unwrapActivity(f.Get(l.dctx, out))
+	return unwrapActivity(f.Get(g.dctx, out))
+}
+
+// awaitAbandoned waits for the steps abandoned to an abort.
+func (g *abortGuard) awaitAbandoned() {
+	for _, f := range g.outstanding {
+		_ = f.Get(g.dctx, nil)
+	}
+	g.outstanding = nil
 }

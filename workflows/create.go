@@ -122,12 +122,6 @@ func planCreate(req CreateSessionRequest, set settings, now int64) (createPlan, 
 	return p, nil
 }
 
-// seedRulesChange names the versioned change that refuses, before any side
-// effect, an inline seed breaking a rule the store applies at append (a
-// payload crash repair cannot read, an event type a reader refuses, a
-// misplaced inherited end-seed marker). Earlier runs failed at the store.
-const seedRulesChange = "seed-append-rules"
-
 // CreateSession is the create of LIFECYCLE.md §4 as a workflow, run with
 // workflow id session/<id>: it validates the request, creates the stored
 // session under a write handle whose id it chose, validates the agent
@@ -137,8 +131,7 @@ const seedRulesChange = "seed-append-rules"
 // published) and is returned unchanged; WaitReady returns it at once.
 func CreateSession(ctx workflow.Context, req CreateSessionRequest) (DisposeResult, error) {
 	set, optErr := resolveOptions(req.Options)
-	l := newLifecycle(ctx, req.SessionID, SourceStartup, req.Hooks, set)
-	l.options = req.Options
+	l := newLifecycle(ctx, req.SessionID, SourceStartup, req.Hooks, req.Options, set)
 	if err := l.register(); err != nil {
 		return DisposeResult{}, err
 	}
@@ -168,14 +161,14 @@ func (l *lifecycle) prepareCreate(ctx workflow.Context, req CreateSessionRequest
 			return invalidArgument(err.Error())
 		}
 	}
-	if err := l.checkAbort(); err != nil {
+	if err := l.aborts.check(); err != nil {
 		return err
 	}
 	// Step 2: the stored session, under a handle id chosen here.
 	ref := l.chooseHandle()
 	var hi activities.HandleInfo
-	err = l.race(func(c workflow.Context) workflow.Future {
-		return workflow.ExecuteActivity(l.storeCtx(c), acts.CreateHandle, activities.CreateHandleInput{
+	err = l.aborts.race(func(c workflow.Context) workflow.Future {
+		return workflow.ExecuteActivity(l.set.storeCtx(c), acts.CreateHandle, activities.CreateHandleInput{
 			Header:              plan.header,
 			HandleID:            ref.HandleID,
 			Owner:               l.owner(),
@@ -185,26 +178,24 @@ func (l *lifecycle) prepareCreate(ctx workflow.Context, req CreateSessionRequest
 	if err != nil {
 		return err
 	}
-	l.handleOpen = true
-	l.header, l.inherited, l.nextSeq = hi.Header, plan.inherited, hi.NextSeq
+	l.log.opened(hi.Header, plan.inherited, hi.NextSeq)
 	// Step 3: agent options, after the handle exists.
 	if err := validateAgentOptions(req.AgentOptions); err != nil {
 		return err
 	}
-	l.agent.options = req.AgentOptions
-	if err := l.checkAbort(); err != nil {
+	l.agent.setOptions(req.AgentOptions)
+	if err := l.aborts.check(); err != nil {
 		return err
 	}
-	l.pushDisposeHook()
+	l.saga.pushDisposeHook()
 	eventCount := plan.eventCount
-	l.firstLiveSeq = plan.firstLiveSeq
-	l.lastTurn = session.LastTurn(plan.suffix)
+	l.log.planned(plan.firstLiveSeq, session.LastTurn(plan.suffix))
 	// Step 4: setup, commit, the commit point, publication.
 	return l.initialize(eventCount, func(extra []session.Event) error {
 		if plan.fork != nil {
 			var res activities.SeedResult
-			err := workflow.ExecuteActivity(l.storeCtx(l.dctx), acts.StoreSeed, activities.StoreSeedInput{
-				Ref:             *l.ref,
+			err := workflow.ExecuteActivity(l.set.storeCtx(l.dctx), acts.StoreSeed, activities.StoreSeedInput{
+				Ref:             *l.log.ref,
 				ParentSessionID: plan.fork.ParentSessionID,
 				Count:           plan.fork.Count,
 				Now:             now,
@@ -213,11 +204,11 @@ func (l *lifecycle) prepareCreate(ctx workflow.Context, req CreateSessionRequest
 			if err != nil {
 				return unwrapActivity(err)
 			}
-			l.nextSeq, l.lastTurn = res.NextSeq, res.LastTurn
+			l.log.seeded(res.NextSeq, res.LastTurn)
 			return nil
 		}
 		batch := append(session.CloneEvents(plan.suffix), extra...)
-		l.lastTurn = max(l.lastTurn, session.LastTurn(extra))
-		return l.storeBatch(batch)
+		l.log.noteTurn(session.LastTurn(extra))
+		return l.log.storeBatch(batch)
 	})
 }

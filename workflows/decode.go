@@ -300,46 +300,49 @@ func ResumeSessionWorkflow(ctx workflow.Context, in converter.RawValue) (Dispose
 // gets the failure too.
 func refuseInput(ctx workflow.Context, source string, err error) (DisposeResult, error) {
 	set, _ := resolveOptions(nil)
-	l := newLifecycle(ctx, "", source, Hooks{}, set)
+	l := newLifecycle(ctx, "", source, Hooks{}, nil, set)
 	if rerr := l.register(); rerr != nil {
 		return DisposeResult{}, rerr
 	}
 	return DisposeResult{}, l.fail(err)
 }
 
-// validateAppendPayload is the Append validator over the raw request: it
-// decodes it strictly, validates it and keeps it for the handler, which the
-// SDK runs next (validators do not run on replay, so the handler decodes
-// again when it finds nothing kept).
-func (l *lifecycle) validateAppendPayload(ctx workflow.Context, in converter.RawValue) error {
-	var req AppendRequest
-	if err := decodeRequest(UpdateAppend, in, &req); err != nil {
-		return err
-	}
-	if l.phase != PhaseLive || l.disposeWanted || l.pendingTwin(req.Events) == nil {
-		if err := l.validateAppend(req); err != nil {
-			return err
-		}
-	}
-	if l.decodedAppends == nil {
-		l.decodedAppends = make(map[string]AppendRequest)
-	}
-	l.decodedAppends[workflow.GetCurrentUpdateInfo(ctx).ID] = req
-	return nil
+// decodedRequests holds the requests of one update type that its
+// validator decoded (and checked), by update id, until its handler takes
+// them: a request is decoded once. The SDK runs an accepted update's
+// handler right after its validator, in the same workflow task; a
+// validator does not run on replay (nor for an update accepted in a task
+// this process did not run), so the handler decodes the payload itself
+// when it finds nothing kept. Either way the handler sees the same
+// request: decoding is a pure function of the payload.
+type decodedRequests[T any] struct {
+	byID map[string]T
 }
 
-// handleAppendPayload is the Append handler over the raw request.
-func (l *lifecycle) handleAppendPayload(ctx workflow.Context, in converter.RawValue) (AppendResult, error) {
+// keep keeps req, decoded and accepted by the running update's validator.
+func (d *decodedRequests[T]) keep(ctx workflow.Context, req T) {
+	if d.byID == nil {
+		d.byID = make(map[string]T)
+	}
+	d.byID[workflow.GetCurrentUpdateInfo(ctx).ID] = req
+}
+
+// take returns the request of the running update: the one its validator
+// kept, or in decoded as the request named name (decodeRequest).
+func (d *decodedRequests[T]) take(ctx workflow.Context, name string, in converter.RawValue) (T, error) {
+	req, ok := d.taken(ctx)
+	if ok {
+		return req, nil
+	}
+	err := decodeRequest(name, in, &req)
+	return req, err
+}
+
+// taken returns, and forgets, the request the running update's validator
+// kept, if any.
+func (d *decodedRequests[T]) taken(ctx workflow.Context) (T, bool) {
 	id := workflow.GetCurrentUpdateInfo(ctx).ID
-	req, ok := l.decodedAppends[id]
-	delete(l.decodedAppends, id)
-	if !ok {
-		if err := decodeRequest(UpdateAppend, in, &req); err != nil {
-			return AppendResult{}, err
-		}
-	}
-	if it := l.pendingTwin(req.Events); it != nil {
-		return l.awaitTwin(ctx, it)
-	}
-	return l.handleAppend(ctx, req)
+	req, ok := d.byID[id]
+	delete(d.byID, id)
+	return req, ok
 }

@@ -6,10 +6,6 @@ import (
 	"github.com/sessionflow/sessionflow/activities"
 )
 
-// forfeitDeadOwnerChange names the versioned change that lets a resume
-// forfeit the lease of a closed owner (dead-owner recovery).
-const forfeitDeadOwnerChange = "resume-forfeit-dead-owner"
-
 // forfeitDeadOwner is a resume's answer to an open refused with
 // SessionAlreadyOwned: the ForfeitDeadOwner activity asks Temporal whether
 // the lease's owning workflow is closed and, if so, forfeits the lease; the
@@ -23,8 +19,8 @@ func (l *lifecycle) forfeitDeadOwner(owned error, open func(workflow.Context) wo
 		return owned
 	}
 	var res activities.ForfeitResult
-	err := l.race(func(c workflow.Context) workflow.Future {
-		return workflow.ExecuteActivity(l.storeCtx(c), acts.ForfeitDeadOwner, activities.ForfeitInput{SessionID: l.id, Self: l.owner()})
+	err := l.aborts.race(func(c workflow.Context) workflow.Future {
+		return workflow.ExecuteActivity(l.set.storeCtx(c), acts.ForfeitDeadOwner, activities.ForfeitInput{SessionID: l.id, Self: l.owner()})
 	}, &res)
 	if err != nil {
 		return err
@@ -33,7 +29,7 @@ func (l *lifecycle) forfeitDeadOwner(owned error, open func(workflow.Context) wo
 		workflow.GetLogger(l.ctx).Info("forfeited the lease of a closed owner", "session", l.id,
 			"handle", res.Forfeited.HandleID, "ownerWorkflowId", res.Forfeited.Owner.WorkflowID, "ownerRunId", res.Forfeited.Owner.RunID)
 	}
-	return l.race(open, hi)
+	return l.aborts.race(open, hi)
 }
 
 // forfeitDeadOwner reports whether the request asks for dead-owner

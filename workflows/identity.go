@@ -8,11 +8,6 @@ import (
 	"github.com/sessionflow/sessionflow/wire"
 )
 
-// sessionIdentityChange names the versioned change that refuses, before
-// any activity, a session id the store cannot hold and a workflow id other
-// than WorkflowID(sessionID).
-const sessionIdentityChange = "session-identity-check"
-
 // CheckSessionIdentity is the identity rule of CreateSession and
 // ResumeSession, a pure function: the session id must fit the store
 // (wire.CheckIDLength) and the workflow must run under WorkflowID(id), the

@@ -5,11 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"unicode/utf8"
-
-	"go.temporal.io/sdk/converter"
-	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/internal/lib/wftrace"
@@ -135,252 +130,134 @@ func ids(l []PendingInput) []string {
 	return out
 }
 
-// inputKind is one of the three input updates.
-type inputKind struct {
-	name   string
-	target string
-	wake   bool
-}
-
-var (
-	followupKind = inputKind{name: UpdateFollowup, target: TargetNextTurn, wake: true}
-	steerKind    = inputKind{name: UpdateSteer, target: TargetNextStep, wake: true}
-	injectKind   = inputKind{name: UpdateInject, target: TargetNextStep, wake: false}
-)
-
-// userMessage is the data of a user/message event.
-type userMessage struct {
-	ID      string          `json:"id"`
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
-	Source  json.RawMessage `json:"source"`
-}
-
-// buildInput validates req and builds the pending input; updateID names
-// the message when the request does not.
-func (l *lifecycle) buildInput(name string, req InputRequest, updateID string) (PendingInput, error) {
-	id := req.MessageID
-	if id == "" {
-		id = "msg-" + updateID
-	}
-	switch {
-	case len(id) > MaxMessageIDLength:
-		return PendingInput{}, invalidArgument(fmt.Sprintf("%s: messageId must be at most %d bytes", name, MaxMessageIDLength))
-	case !utf8.ValidString(id):
-		return PendingInput{}, invalidArgument(name + ": messageId must be valid UTF-8")
-	}
-	content, err := inputContent(name, req.Content)
-	if err != nil {
-		return PendingInput{}, err
-	}
-	source := json.RawMessage(`{"kind":"user"}`)
-	if len(req.Source) > 0 && string(req.Source) != "null" {
-		if source, err = inputSource(name, req.Source); err != nil {
-			return PendingInput{}, err
-		}
-	}
-	msg, err := session.MarshalData(userMessage{ID: id, Role: session.RoleUser, Content: content, Source: source})
-	if err != nil {
-		return PendingInput{}, invalidArgument(fmt.Sprintf("%s: the message is %s", name, err))
-	}
-	// The message must fit one stored batch with the turn's own events.
-	if n := len(msg) + 256; n > l.set.maxBatchBytes {
-		return PendingInput{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("%s: a message of %d bytes exceeds the batch limit of %d bytes", name, len(msg), l.set.maxBatchBytes), ErrTypeBatchTooLarge, nil)
-	}
-	return PendingInput{ID: id, Message: msg}, nil
-}
-
-// inputContent returns content as an array of blocks: a non-empty string
-// becomes one text block; an array must be non-empty and hold objects with
-// a non-empty string "type", and a text block a non-empty "text".
-func inputContent(name string, raw json.RawMessage) (json.RawMessage, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, invalidArgument(name + ": content is required (a string or an array of content blocks)")
-	}
-	canon, err := session.CanonicalJSON(raw)
-	if err != nil {
-		return nil, invalidArgument(fmt.Sprintf("%s: content is %s", name, err))
-	}
-	if canon[0] == '"' {
-		var text string
-		if err := json.Unmarshal(canon, &text); err != nil {
-			return nil, invalidArgument(fmt.Sprintf("%s: content: %s", name, err))
-		}
-		if text == "" {
-			return nil, invalidArgument(name + ": content must not be empty")
-		}
-		return session.MarshalData([]session.TextContent{{Type: session.BlockText, Text: text}})
-	}
-	var blocks []json.RawMessage
-	if canon[0] != '[' || json.Unmarshal(canon, &blocks) != nil {
-		return nil, invalidArgument(name + ": content must be a string or an array of content blocks")
-	}
-	if len(blocks) == 0 {
-		return nil, invalidArgument(name + ": content must not be empty")
-	}
-	for i, b := range blocks {
-		var head struct {
-			Type *string `json:"type"`
-			Text *string `json:"text"`
-		}
-		if b[0] != '{' || json.Unmarshal(b, &head) != nil || head.Type == nil || *head.Type == "" {
-			return nil, invalidArgument(fmt.Sprintf("%s: content[%d] must be an object with a non-empty string \"type\"", name, i))
-		}
-		if *head.Type == session.BlockText && (head.Text == nil || *head.Text == "") {
-			return nil, invalidArgument(fmt.Sprintf("%s: content[%d] is a text block without text", name, i))
-		}
-	}
-	return canon, nil
-}
-
-// inputSource checks a message source: an object with a non-empty string
-// "kind".
-func inputSource(name string, raw json.RawMessage) (json.RawMessage, error) {
-	canon, err := session.CanonicalJSON(raw)
-	if err != nil {
-		return nil, invalidArgument(fmt.Sprintf("%s: source is %s", name, err))
-	}
-	var head struct {
-		Kind *string `json:"kind"`
-	}
-	if canon[0] != '{' || json.Unmarshal(canon, &head) != nil || head.Kind == nil || *head.Kind == "" {
-		return nil, invalidArgument(name + `: source must be an object with a non-empty string "kind"`)
-	}
-	return canon, nil
-}
-
-// validateInput is the validator of Followup, Steer and Inject.
-func (l *lifecycle) validateInput(ctx workflow.Context, k inputKind, in converter.RawValue) error {
-	if l.phase != PhaseLive || l.disposeWanted {
-		return l.notLive()
-	}
-	var req InputRequest
-	if err := decodeRequest(k.name, in, &req); err != nil {
-		return err
-	}
-	upd := workflow.GetCurrentUpdateInfo(ctx).ID
-	p, err := l.buildInput(k.name, req, upd)
-	if err != nil {
-		return err
-	}
-	if err := sendableInput(k.name, p.Message); err != nil {
-		return err
-	}
-	if k.wake {
-		if err := l.routeMissing(); err != nil {
-			return err
-		}
-	}
-	if _, again := l.agent.inbox.delivered(p); again {
-		// The same input delivered again: answered, not queued twice.
-		return nil
-	}
-	if l.agent.inbox.has(p.ID) {
-		return invalidArgument(fmt.Sprintf("%s: message %s is already pending", k.name, quoteID(p.ID)))
-	}
-	if l.agent.inbox.len() >= MaxPendingInputs {
-		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("agent %s holds %d pending inputs; wait for a turn to claim them", quoteID(l.id), MaxPendingInputs), ErrTypeInboxFull, nil)
-	}
-	if n := l.agent.inbox.bytes(); n+len(p.Message) > MaxPendingInputBytes {
-		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("agent %s holds %d bytes of pending inputs; a message of %d bytes would exceed %d; wait for a turn to claim them",
-				quoteID(l.id), n, len(p.Message), MaxPendingInputBytes), ErrTypeInboxFull, nil)
-	}
-	return nil
-}
-
-// routeMissing refuses a waking input when the session has no model route:
-// its turn could only fail.
-func (l *lifecycle) routeMissing() error {
-	o := l.agent.options
-	if o == nil || o.Provider == "" || o.Model == "" {
-		return invalidArgument(fmt.Sprintf("agent %s has no provider/model: set agentOptions.provider and agentOptions.model", quoteID(l.id)))
-	}
-	return nil
-}
-
-// handleInput queues the input. An Inject while idle is stored first, as
-// an agent/inbox/spliced insertion, with the appends (it returns once it is
-// durable).
-func (l *lifecycle) handleInput(ctx workflow.Context, k inputKind, in converter.RawValue) (InputResult, error) {
-	var req InputRequest
-	if err := decodeRequest(k.name, in, &req); err != nil {
-		return InputResult{}, err
-	}
-	res, err := l.queueInput(ctx, k, req)
-	if err != nil || !req.Wait {
-		return res, err
-	}
-	info, err := l.waitTurn(ctx, WaitTurnRequest{MessageID: res.MessageID})
-	if err != nil {
-		return InputResult{}, err
-	}
-	res.Ended = &info
-	return res, nil
-}
-
-// queueInput queues the decoded input req.
-func (l *lifecycle) queueInput(ctx workflow.Context, k inputKind, req InputRequest) (InputResult, error) {
-	p, err := l.buildInput(k.name, req, workflow.GetCurrentUpdateInfo(ctx).ID)
-	if err != nil {
-		return InputResult{}, err
-	}
-	p.Trace = wftrace.HeaderCarrier(ctx)
-	a := &l.agent
-	res := InputResult{MessageID: p.ID, Target: k.target, SplicedSeq: -1}
-	if s, ok := a.inbox.takeAhead(p.ID); ok {
-		// An earlier attempt of the workflow task stored it in a turn's
-		// batch before this attempt admitted it: it is not queued twice.
-		a.inbox.noteClaimed(s.Turn, []PendingInput{p})
-		res.Turn = s.Turn
-		return res, nil
-	}
-	if turn, again := a.inbox.delivered(p); again && a.againChange.takenIn(l.dctx, inputAgainChange) {
-		// Its update delivered again (sent again by a client whose answer
-		// was lost, or to the next run after continue-as-new): the input
-		// is pending or stored already.
-		res.Turn = turn
-		if turn == 0 && a.turn != nil {
-			res.Turn = a.turn.summary.Turn
-		}
-		return res, nil
-	}
-	if a.turn != nil {
-		res.Turn = a.turn.summary.Turn
-	}
-	if k == injectKind && a.turn == nil {
-		if !l.agentTurns() {
-			return InputResult{}, invalidArgument("Inject: this run predates the agent loop")
-		}
-		seq := l.nextSeq + l.pendingEvents
-		e, err := session.NewEvent(session.TypeInboxSpliced, seq, workflow.Now(ctx).UnixMilli(), session.InboxSplice{
-			Target:   TargetNextStep,
-			Start:    int64(a.inbox.storedNextStep()),
-			Inserted: []json.RawMessage{p.Message},
-		})
-		if err != nil {
-			return InputResult{}, invalidArgument(err.Error())
-		}
-		p.Stored = true
-		a.inbox.nextStep = append(a.inbox.nextStep, p)
-		res.SplicedSeq = seq
-		if _, err := l.handleAppend(ctx, AppendRequest{Events: []session.Event{e}}); err != nil {
-			// Not stored: the input is not pending either.
-			a.inbox.nextStep = slices.DeleteFunc(a.inbox.nextStep, func(q PendingInput) bool { return q.ID == p.ID })
-			return InputResult{}, err
-		}
-		return res, nil
-	}
-	if k.target == TargetNextTurn {
-		a.inbox.nextTurn = append(a.inbox.nextTurn, p)
+// queue queues p for target; wake marks a waking input pending.
+func (b *inbox) queue(p PendingInput, target string, wake bool) {
+	if target == TargetNextTurn {
+		b.nextTurn = append(b.nextTurn, p)
 	} else {
-		a.inbox.nextStep = append(a.inbox.nextStep, p)
+		b.nextStep = append(b.nextStep, p)
 	}
-	if k.wake {
-		a.inbox.wake = true
+	if wake {
+		b.wake = true
 	}
-	return res, nil
+}
+
+// unqueue removes the next-step input id (an idle Inject not stored).
+func (b *inbox) unqueue(id string) {
+	b.nextStep = slices.DeleteFunc(b.nextStep, func(q PendingInput) bool { return q.ID == id })
+}
+
+// requeue puts inputs a turn claimed back at the front of the next-step
+// inbox.
+func (b *inbox) requeue(ps []PendingInput) {
+	b.nextStep = append(slices.Clone(ps), b.nextStep...)
+}
+
+// noteAhead keeps id as stored by turn ahead of its update (the latest
+// maxStoredAhead).
+func (b *inbox) noteAhead(id string, turn int64) {
+	b.ahead = append(b.ahead, AheadInput{ID: id, Turn: turn})
+	if n := len(b.ahead); n > maxStoredAhead {
+		b.ahead = slices.Clone(b.ahead[n-maxStoredAhead:])
+	}
+}
+
+// setWake says whether a turn is due for the inputs pending.
+func (b *inbox) setWake(wake bool) {
+	b.wake = wake
+}
+
+// claim removes the inputs a step claims: at the start of a turn every
+// next-step input and the first next-turn input; later, the next-step
+// inputs. It returns them and the deletion splice of the stored ones.
+func (b *inbox) claim(first bool, seq, now int64) ([]PendingInput, []session.Event, error) {
+	var splices []session.Event
+	remove := func(target string, n int) error {
+		if n == 0 {
+			return nil
+		}
+		e, err := session.NewEvent(session.TypeInboxSpliced, seq+int64(len(splices)), now, session.InboxSplice{
+			Target: target, Start: 0, RemovedCount: int64(n), Inserted: []json.RawMessage{},
+		})
+		splices = append(splices, e)
+		return err
+	}
+	claimed := b.nextStep
+	b.nextStep = nil
+	if err := remove(TargetNextStep, storedCount(claimed)); err != nil {
+		return nil, nil, err
+	}
+	if first && len(b.nextTurn) > 0 {
+		p := b.nextTurn[0]
+		claimed = append(claimed, p)
+		b.nextTurn = slices.Clone(b.nextTurn[1:])
+		if err := remove(TargetNextTurn, storedCount([]PendingInput{p})); err != nil {
+			return nil, nil, err
+		}
+	}
+	return claimed, splices, nil
+}
+
+// traceParent is the trace context of the input a turn starts with: the
+// first next-turn input's, else the first next-step input's.
+func (b *inbox) traceParent() wftrace.Carrier {
+	for _, q := range [][]PendingInput{b.nextTurn[:min(1, len(b.nextTurn))], b.nextStep} {
+		for _, p := range q {
+			if len(p.Trace) > 0 {
+				return p.Trace
+			}
+		}
+	}
+	return nil
+}
+
+// take removes the pending input id from the inbox and returns it.
+func (b *inbox) take(id string) (PendingInput, bool) {
+	for _, l := range []*[]PendingInput{&b.nextStep, &b.nextTurn} {
+		if i := slices.IndexFunc(*l, func(p PendingInput) bool { return p.ID == id }); i >= 0 {
+			p := (*l)[i]
+			*l = slices.Delete(slices.Clone(*l), i, i+1)
+			return p, true
+		}
+	}
+	return PendingInput{}, false
+}
+
+// takeAhead reports whether id was stored ahead of its update, and forgets
+// it: the update is answered as claimed by that turn.
+func (b *inbox) takeAhead(id string) (AheadInput, bool) {
+	i := slices.IndexFunc(b.ahead, func(s AheadInput) bool { return s.ID == id })
+	if i < 0 {
+		return AheadInput{}, false
+	}
+	s := b.ahead[i]
+	b.ahead = slices.Delete(slices.Clone(b.ahead), i, i+1)
+	return s, true
+}
+
+// noteClaimed keeps the inputs turn stored.
+func (b *inbox) noteClaimed(turn int64, stored []PendingInput) {
+	for _, p := range stored {
+		b.claimed = append(b.claimed, ClaimedInput{ID: p.ID, Sum: messageSum(p.Message), Turn: turn})
+	}
+	if n := len(b.claimed); n > maxRecentClaims {
+		b.claimed = slices.Clone(b.claimed[n-maxRecentClaims:])
+	}
+}
+
+// delivered reports whether p is an input already queued or stored (the
+// same id and message), delivered again, and the turn that claimed it (0
+// while it is pending).
+func (b *inbox) delivered(p PendingInput) (int64, bool) {
+	same := func(q PendingInput) bool { return q.ID == p.ID && bytes.Equal(q.Message, p.Message) }
+	if slices.ContainsFunc(b.nextStep, same) || slices.ContainsFunc(b.nextTurn, same) {
+		return 0, true
+	}
+	sum := messageSum(p.Message)
+	for i := len(b.claimed) - 1; i >= 0; i-- {
+		if c := b.claimed[i]; c.ID == p.ID && bytes.Equal(c.Sum, sum) {
+			return c.Turn, true
+		}
+	}
+	return 0, false
 }

@@ -16,77 +16,57 @@ import (
 // signatures.
 var acts *activities.Activities
 
-// appendItem is one accepted Append waiting to be stored.
-type appendItem struct {
-	events []session.Event
-	bytes  int
-	done   bool
-	err    error
-	next   int64
-}
-
-// lifecycle is the state of one session workflow run: creation or resume,
-// then the live phase, then disposal.
-type lifecycle struct {
-	ctx  workflow.Context // the root context
-	dctx workflow.Context // disconnected from root cancellation (main coroutine)
-	id   string
-	set  settings
-
+// env is what every owner of a run's state reads: the run's contexts, the
+// session, its settings, options and hooks, and the run's version gates.
+// It is set when the run starts and its fields are not written after
+// (gates, a map, is written by its own method only).
+type env struct {
+	ctx     workflow.Context // the root context
+	dctx    workflow.Context // disconnected from root cancellation (main coroutine)
+	id      string
 	source  string
 	hooks   Hooks
 	options *Options
-
-	phase       Phase
-	phaseChange change // the SessionPhase upserts
-
-	groupCommitChange change // group commit
-	localAppendChange change // the local append
-	canEventsChange   change // the history-length continue-as-new
-	ref               *wire.HandleRef
-	handleOpen        bool
-	header            session.Header
-	inherited         int64
-	nextSeq           int64
-	firstLiveSeq      int64
-	lastTurn          int64
-	entries           []LifecycleEntry
-	compErrs          []CompensationError
-	comps             []compensation
-
-	outstanding []workflow.Future
-	stepCancel  workflow.CancelFunc
-	abortErr    error
-	cancelSeen  bool
-	failure     error
-	// failureAnswered says WaitReady may return the failure: at once in
-	// runs recorded before the failAfterRollback change, after the
-	// rollback since.
-	failureAnswered bool
-	ready           *SessionInfo
-
-	nonce   string
-	handleN int
-
-	// live phase
-	pending       []*appendItem
-	pendingEvents int64
-	timerRunning  bool
-	flushDue      bool
-	disposeWanted bool
-	disposeDone   bool
-	disposeErr    error
-	// decodedAppends holds the Append requests the validator decoded, by
-	// update id, until their handler takes them.
-	decodedAppends map[string]AppendRequest
-
-	// agent is the agent loop (turn.go).
-	agent agentLoop
+	set     settings
+	gates   gates
 }
 
-func newLifecycle(ctx workflow.Context, id, source string, hooks Hooks, set settings) *lifecycle {
+// lifecycle is one session workflow run: creation or resume, then the
+// live phase, then disposal. It composes the owners of the run's state and
+// writes none of their fields: each owner writes its own, through its
+// methods (the rule of doc.go, State).
+type lifecycle struct {
+	*env
+	// log is the stored log: the write handle and the cursor (storedlog.go).
+	log *storedLog
+	// phase is the lifecycle phase, its entries and its answers (phase.go).
+	phase *phaseState
+	// saga is the compensation stack of creation and resume (saga.go).
+	saga *saga
+	// aborts is what interrupts the run before it is live (abort.go).
+	aborts *abortGuard
+	// appends is the queue of accepted appends (appends.go).
+	appends *appendQueue
+	// agent is the agent loop: its inputs, turns and waits (turn.go).
+	agent *agentLoop
+}
+
+func newLifecycle(ctx workflow.Context, id, source string, hooks Hooks, options *Options, set settings) *lifecycle {
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	return &lifecycle{ctx: ctx, dctx: dctx, id: id, source: source, hooks: hooks, set: set, phase: PhasePreparing}
+	e := &env{ctx: ctx, dctx: dctx, id: id, source: source, hooks: hooks, options: options, set: set, gates: gates{}}
+	log := &storedLog{env: e}
+	phase := &phaseState{env: e, log: log, phase: PhasePreparing}
+	appends := &appendQueue{env: e, log: log}
+	l := &lifecycle{
+		env:     e,
+		log:     log,
+		phase:   phase,
+		saga:    &saga{env: e},
+		appends: appends,
+		agent:   &agentLoop{env: e, log: log, phase: phase, appends: appends},
+	}
+	l.aborts = &abortGuard{env: e, phase: phase, dispose: l.requestDispose}
+	return l
 }
 
 // register installs the query and update handlers shared by every phase.
@@ -96,7 +76,7 @@ func (l *lifecycle) register() error {
 			return err
 		}
 	}
-	if err := workflow.SetUpdateHandler(l.ctx, UpdateWaitReady, l.waitReady); err != nil {
+	if err := workflow.SetUpdateHandler(l.ctx, UpdateWaitReady, l.phase.waitReady); err != nil {
 		return err
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(l.ctx, UpdateAppend, l.handleAppendPayload,
@@ -106,47 +86,36 @@ func (l *lifecycle) register() error {
 		return err
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(l.ctx, UpdateDispose, l.handleDispose,
-		workflow.UpdateHandlerOptions{Validator: l.validateDispose}); err != nil {
+		workflow.UpdateHandlerOptions{Validator: l.phase.validateDispose}); err != nil {
 		return err
 	}
-	if err := l.registerAgent(); err != nil {
+	if err := l.agent.register(); err != nil {
 		return err
 	}
-	l.watch()
+	l.aborts.watch()
 	return nil
 }
 
 func (l *lifecycle) describe() (Description, error) {
 	d := Description{
 		SessionID:          l.id,
-		Phase:              l.phase,
+		Phase:              l.phase.phase,
 		Source:             l.source,
-		HandleOpen:         l.handleOpen,
-		NextSeq:            l.nextSeq,
-		PendingEvents:      l.pendingEvents,
-		Lifecycle:          append([]LifecycleEntry{}, l.entries...),
-		CompensationErrors: append([]CompensationError{}, l.compErrs...),
+		HandleOpen:         l.log.handleOpen,
+		NextSeq:            l.log.nextSeq,
+		PendingEvents:      l.appends.pendingEvents,
+		Lifecycle:          append([]LifecycleEntry{}, l.phase.entries...),
+		CompensationErrors: append([]CompensationError{}, l.saga.errs...),
 	}
-	if l.ref != nil {
-		ref := *l.ref
+	if l.log.ref != nil {
+		ref := *l.log.ref
 		d.Handle = &ref
 	}
-	if l.failure != nil {
-		fi := errorInfo(l.failure)
+	if l.phase.failure != nil {
+		fi := errorInfo(l.phase.failure)
 		d.Failure = &fi
 	}
 	return d, nil
-}
-
-func (l *lifecycle) waitReady(ctx workflow.Context) (SessionInfo, error) {
-	hctx, _ := workflow.NewDisconnectedContext(ctx)
-	if err := workflow.Await(hctx, func() bool { return l.ready != nil || l.failureAnswered }); err != nil {
-		return SessionInfo{}, err
-	}
-	if l.ready != nil {
-		return *l.ready, nil
-	}
-	return SessionInfo{}, l.failure
 }
 
 // batchBytes is the encoded size of a batch.
@@ -163,7 +132,7 @@ func batchBytes(events []session.Event) (int, error) {
 }
 
 // checkBatch validates a bounded batch that must continue at next.
-func (l *lifecycle) checkBatch(what string, events []session.Event, next int64) error {
+func (e *env) checkBatch(what string, events []session.Event, next int64) error {
 	if _, err := session.SnapshotBatch(events); err != nil {
 		return invalidArgument(err.Error())
 	}
@@ -171,114 +140,27 @@ func (l *lifecycle) checkBatch(what string, events []session.Event, next int64) 
 	if err != nil {
 		return invalidArgument(err.Error())
 	}
-	if n > l.set.maxBatchBytes {
+	if n > e.set.maxBatchBytes {
 		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("%s of %d bytes exceeds the batch limit of %d bytes", what, n, l.set.maxBatchBytes), ErrTypeBatchTooLarge, nil)
+			fmt.Sprintf("%s of %d bytes exceeds the batch limit of %d bytes", what, n, e.set.maxBatchBytes), ErrTypeBatchTooLarge, nil)
 	}
-	if err := session.CheckContiguous(l.id, next, events); err != nil {
+	if err := session.CheckContiguous(e.id, next, events); err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), string(wire.CodeSeqMismatch), nil)
 	}
 	return nil
 }
 
-// setupRulesChange names the versioned change that refuses, before the
-// commit hook, setup events breaking a rule the store applies at append.
-// Earlier runs failed when the store refused them at the commit point.
-const setupRulesChange = "setup-append-rules"
-
-// initialize runs LIFECYCLE.md §6 for create and resume: setup, commit,
-// the commit point (store) and publication.
-// eventCount is the session's length including the unstored suffix;
-// storeSuffix stores that suffix plus the setup events as one batch.
-func (l *lifecycle) initialize(eventCount int64, storeSuffix func(extra []session.Event) error) error {
-	l.setPhase(PhaseSetup)
-	in := SetupInput{SessionID: l.id, Source: l.source, Handle: *l.ref, Header: l.header, EventCount: eventCount, StoredCount: l.nextSeq}
-	var setup SetupResult
-	if l.hooks.SetupActivity != "" {
-		err := l.race(func(ctx workflow.Context) workflow.Future {
-			return workflow.ExecuteActivity(l.hookCtx(ctx), l.hooks.SetupActivity, in)
-		}, &setup)
-		if err != nil {
-			return err
-		}
-		if len(setup.Events) > 0 {
-			if err := l.checkBatch("setup events", setup.Events, eventCount); err != nil {
-				return err
-			}
-			if err := session.CheckAppendable(l.header, eventCount, setup.Events); err != nil {
-				// Versioned only where it matters: setup events the store
-				// would refuse now fail here, before the commit hook.
-				if workflow.GetVersion(l.dctx, setupRulesChange, workflow.DefaultVersion, 1) >= 1 {
-					return invalidArgument("setup events: " + err.Error())
-				}
-			}
-		}
-	}
-	if err := l.checkAbort(); err != nil {
-		return err
-	}
-	if l.hooks.CommitActivity != "" {
-		err := unwrapActivity(workflow.ExecuteActivity(l.hookCtx(l.dctx), l.hooks.CommitActivity, in).Get(l.dctx, nil))
-		if err != nil {
-			return err
-		}
-	}
-	if err := l.checkAbort(); err != nil {
-		return err
-	}
-	l.setPhase(PhaseCommitting)
-	if err := storeSuffix(setup.Events); err != nil {
-		return err
-	}
-	return l.publishAll()
+// storesOnOwnQueue reports whether the store activities run on the
+// workflow's own task queue, whose workers register them: the condition of
+// every local store (D43, D45).
+func (e *env) storesOnOwnQueue() bool {
+	return e.set.taskQueue == "" || e.set.taskQueue == workflow.GetInfo(e.dctx).TaskQueueName
 }
 
-// publishAll publishes the lifecycle entries with the checks of LIFECYCLE.md §6
-// step 4.
-func (l *lifecycle) publishAll() error {
-	if err := l.checkAbort(); err != nil {
-		return err
-	}
-	if err := l.publish(LifecycleEntry{Type: EntrySessionCreated}); err != nil {
-		return err
-	}
-	if err := l.checkAbort(); err != nil {
-		return err
-	}
-	if err := l.publish(LifecycleEntry{Type: EntryAgentCreated}); err != nil {
-		return err
-	}
-	if err := l.publish(LifecycleEntry{Type: EntrySessionStart, Source: l.source}); err != nil {
-		return err
-	}
-	return l.checkAbort()
-}
-
-func (l *lifecycle) publish(e LifecycleEntry) error {
-	if l.hooks.PublishActivity != "" {
-		err := workflow.ExecuteActivity(l.hookCtx(l.dctx), l.hooks.PublishActivity, PublishInput{SessionID: l.id, Entry: e}).Get(l.dctx, nil)
-		if err != nil {
-			return unwrapActivity(err)
-		}
-	}
-	l.entries = append(l.entries, e)
-	return nil
-}
-
-// storeBatch appends events through the handle (not raced: a stored
-// suffix is legitimate history).
-func (l *lifecycle) storeBatch(events []session.Event) error {
-	if len(events) == 0 {
-		return nil
-	}
-	var res activities.AppendResult
-	err := workflow.ExecuteActivity(l.storeCtx(l.dctx), acts.AppendBatch,
-		activities.AppendBatchInput{Ref: *l.ref, Events: events}).Get(l.dctx, &res)
-	if err != nil {
-		return unwrapActivity(err)
-	}
-	l.nextSeq = res.NextSeq
-	return nil
+// owner is the run as the store's lease owner.
+func (e *env) owner() wire.Owner {
+	info := workflow.GetInfo(e.ctx)
+	return wire.Owner{WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID}
 }
 
 // start runs prepare, a create's or resume's work before the live phase,
@@ -294,9 +176,8 @@ func (l *lifecycle) start(prepare func() error) (DisposeResult, error) {
 // goLive enters the live phase: the close compensation now belongs to
 // disposal, WaitReady returns, and a parent SessionLoop is told.
 func (l *lifecycle) goLive() (DisposeResult, error) {
-	l.comps = nil
-	l.setPhase(PhaseLive)
-	l.ready = l.sessionInfo()
+	l.saga.clear()
+	l.phase.goLive(l.sessionInfo())
 	info := workflow.GetInfo(l.ctx)
 	if p := info.ParentWorkflowExecution; p != nil {
 		notice := ReadyNotice{SessionID: l.id, RunID: info.WorkflowExecution.RunID}
@@ -315,12 +196,55 @@ func (l *lifecycle) sessionInfo() *SessionInfo {
 		SessionID:           l.id,
 		WorkflowID:          info.WorkflowExecution.ID,
 		RunID:               info.WorkflowExecution.RunID,
-		Handle:              *l.ref,
-		Header:              l.header,
-		InheritedEventCount: l.inherited,
-		NextSeq:             l.nextSeq,
-		FirstLiveSeq:        l.firstLiveSeq,
-		LastTurn:            l.lastTurn,
+		Handle:              *l.log.ref,
+		Header:              l.log.header,
+		InheritedEventCount: l.log.inherited,
+		NextSeq:             l.log.nextSeq,
+		FirstLiveSeq:        l.log.firstLiveSeq,
+		LastTurn:            l.log.lastTurn,
 		Source:              l.source,
+	}
+}
+
+// fail records the failure, unwinds the compensation stack, waits for
+// abandoned steps and running handlers, and returns err unchanged. WaitReady
+// returns the failure once the rollback is done, in the workflow task that
+// completes the run: a caller who sees it can start a new run of the id at
+// once (runs recorded before the failAfterRollback change answered first).
+func (l *lifecycle) fail(err error) error {
+	answerLate := workflow.GetVersion(l.dctx, failAfterRollbackChange, workflow.DefaultVersion, 1) >= 1
+	l.phase.failed(err, !answerLate)
+	workflow.GetLogger(l.ctx).Info("session lifecycle failed", "session", l.id, "error", errorMessage(err))
+	l.saga.unwind()
+	l.aborts.awaitAbandoned()
+	l.phase.enter(PhaseClosed)
+	l.phase.rolledBack()
+	awaitHandlers(l.dctx)
+	return err
+}
+
+// awaitHandlers waits until every update handler of the run has finished.
+func awaitHandlers(dctx workflow.Context) {
+	_ = workflow.Await(dctx, func() bool { return workflow.AllHandlersFinished(dctx) })
+}
+
+// chooseHandle picks the write handle id before the create or open
+// activity runs and pushes its close: a compensation closes the handle id
+// whatever happened to the activity.
+func (l *lifecycle) chooseHandle() wire.HandleRef {
+	ref := l.log.choose()
+	l.saga.push("close-handle", func(ctx workflow.Context) error {
+		err := l.log.closeHandle(ctx)
+		l.log.closed()
+		return err
+	})
+	return ref
+}
+
+// requestDispose asks a live session to dispose: a running turn ends
+// first, aborted with cause "disposed".
+func (l *lifecycle) requestDispose() {
+	if l.phase.requestDispose() {
+		l.agent.cancelTurn(CauseDisposed)
 	}
 }

@@ -150,6 +150,9 @@ type loop struct {
 	children []*loopChild
 	failures []ConfigStartFailure
 	running  int // config starts in progress
+	// starts holds the Start requests the validator decoded
+	// (decodedRequests).
+	starts decodedRequests[StartRequest]
 }
 
 // configEntry is a validated configured agent.
@@ -225,7 +228,9 @@ func SessionLoop(ctx workflow.Context, in SessionLoopInput) (LoopDescription, er
 		}
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateStart, lp.handleStartPayload,
-		workflow.UpdateHandlerOptions{Validator: func(in converter.RawValue) error { return boundRejection(lp.validateStartPayload(in)) }}); err != nil {
+		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, in converter.RawValue) error {
+			return boundRejection(lp.validateStartPayload(ctx, in))
+		}}); err != nil {
 		return LoopDescription{}, err
 	}
 	readyChs := signalChannels(ctx, SignalSessionReady, LegacySignalSessionReady)

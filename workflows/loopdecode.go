@@ -17,20 +17,26 @@ func SessionLoopWorkflow(ctx workflow.Context, in converter.RawValue) (LoopDescr
 	return SessionLoop(ctx, req)
 }
 
-// validateStartPayload is the Start validator over the raw request.
-func (lp *loop) validateStartPayload(in converter.RawValue) error {
+// validateStartPayload is the Start validator over the raw request; it
+// keeps the request it accepts for the handler.
+func (lp *loop) validateStartPayload(ctx workflow.Context, in converter.RawValue) error {
 	var req StartRequest
 	if err := decodeRequest(UpdateStart, in, &req); err != nil {
 		return err
 	}
-	return lp.validateStart(req)
+	if err := lp.validateStart(req); err != nil {
+		return err
+	}
+	lp.starts.keep(ctx, req)
+	return nil
 }
 
-// handleStartPayload is the Start handler over the raw request (decoded
-// again: validators do not run on replay, and Start is rare).
+// handleStartPayload is the Start handler over the raw request: the one
+// the validator kept, or decoded here where the validator did not run in
+// this process (a replay).
 func (lp *loop) handleStartPayload(ctx workflow.Context, in converter.RawValue) (StartResult, error) {
-	var req StartRequest
-	if err := decodeRequest(UpdateStart, in, &req); err != nil {
+	req, err := lp.starts.take(ctx, UpdateStart, in)
+	if err != nil {
 		return StartResult{}, err
 	}
 	return lp.handleStart(ctx, req)

@@ -2,12 +2,6 @@ package workflows
 
 import "go.temporal.io/sdk/workflow"
 
-// wireNamesChange gates the names the workflows send: the signals a session
-// sends its parent loop and a loop sends its children, and the activity types
-// a resume schedules. Runs recorded before it send the Legacy* names and
-// replay through its default branch; the receiving side accepts both names.
-const wireNamesChange = "wire-names"
-
 // sentName returns name, or legacy in a run recorded before wireNamesChange.
 // The version is taken once per run, at its first use.
 func sentName(ctx workflow.Context, name, legacy string) string {

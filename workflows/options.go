@@ -112,14 +112,14 @@ func resolveOptions(o *Options) (settings, error) {
 // an abandoned create or open is awaited after the rollback closed its
 // handle id. The options are not part of the command sequence (a replay does
 // not compare them), so changing them needs no version gate.
-func (l *lifecycle) storeCtx(ctx workflow.Context) workflow.Context {
-	rp := l.retry()
+func (s settings) storeCtx(ctx workflow.Context) workflow.Context {
+	rp := s.retry()
 	rp.InitialInterval = DefaultStoreRetryInterval
 	rp.BackoffCoefficient = StoreRetryBackoff
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:           l.set.taskQueue,
-		StartToCloseTimeout: l.set.timeout,
-		HeartbeatTimeout:    l.set.storeHeartbeat,
+		TaskQueue:           s.taskQueue,
+		StartToCloseTimeout: s.timeout,
+		HeartbeatTimeout:    s.storeHeartbeat,
 		WaitForCancellation: true,
 		RetryPolicy:         rp,
 	})
@@ -128,20 +128,20 @@ func (l *lifecycle) storeCtx(ctx workflow.Context) workflow.Context {
 // hookCtx returns ctx with the options of the hook activities. An
 // abandoned hook is not waited for: it holds nothing the rollback must
 // release, and its late result is ignored.
-func (l *lifecycle) hookCtx(ctx workflow.Context) workflow.Context {
+func (s settings) hookCtx(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:           l.set.hookTaskQueue,
-		StartToCloseTimeout: l.set.timeout,
-		RetryPolicy:         l.retry(),
+		TaskQueue:           s.hookTaskQueue,
+		StartToCloseTimeout: s.timeout,
+		RetryPolicy:         s.retry(),
 	})
 }
 
-func (l *lifecycle) retry() *temporal.RetryPolicy {
+func (s settings) retry() *temporal.RetryPolicy {
 	return &temporal.RetryPolicy{
 		InitialInterval:    time.Second,
 		BackoffCoefficient: 2,
 		MaximumInterval:    time.Minute,
-		MaximumAttempts:    l.set.attempts,
+		MaximumAttempts:    s.attempts,
 		// A validation failure fails the same way on every attempt, even
 		// from an activity (a hook, a worker in another SDK) that forgot to
 		// mark it non-retryable.

@@ -18,7 +18,7 @@ func storeActivityOptions(t *testing.T, o *Options) workflow.ActivityOptions {
 	var got workflow.ActivityOptions
 	env := (&testsuite.WorkflowTestSuite{}).NewTestWorkflowEnvironment()
 	env.ExecuteWorkflow(func(ctx workflow.Context) error {
-		got = workflow.GetActivityOptions((&lifecycle{set: set}).storeCtx(ctx))
+		got = workflow.GetActivityOptions(set.storeCtx(ctx))
 		return nil
 	})
 	require.NoError(t, env.GetWorkflowError())

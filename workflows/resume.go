@@ -18,8 +18,7 @@ import (
 // model route takes the one the log records (storedRoute).
 func ResumeSession(ctx workflow.Context, req ResumeSessionRequest) (DisposeResult, error) {
 	set, optErr := resolveOptions(req.Options)
-	l := newLifecycle(ctx, req.ResumeSessionID, SourceResume, req.Hooks, set)
-	l.options = req.Options
+	l := newLifecycle(ctx, req.ResumeSessionID, SourceResume, req.Hooks, req.Options, set)
 	if err := l.register(); err != nil {
 		return DisposeResult{}, err
 	}
@@ -40,74 +39,70 @@ func (l *lifecycle) prepareResume(ctx workflow.Context, req ResumeSessionRequest
 	if err := checkIdentity(ctx, req.ResumeSessionID); err != nil {
 		return err
 	}
-	if err := l.checkAbort(); err != nil {
+	if err := l.aborts.check(); err != nil {
 		return err
 	}
 	// Step 3: write ownership first.
 	ref := l.chooseHandle()
 	var hi activities.HandleInfo
 	open := func(c workflow.Context) workflow.Future {
-		return workflow.ExecuteActivity(l.storeCtx(c), acts.OpenHandle, activities.OpenHandleInput{
+		return workflow.ExecuteActivity(l.set.storeCtx(c), acts.OpenHandle, activities.OpenHandleInput{
 			SessionID: l.id,
 			Access:    wire.AccessWrite,
 			HandleID:  ref.HandleID,
 			Owner:     l.owner(),
 		})
 	}
-	err := l.race(open, &hi)
+	err := l.aborts.race(open, &hi)
 	if err != nil && errorType(err) == string(wire.CodeAlreadyOwned) && req.forfeitDeadOwner() {
 		err = l.forfeitDeadOwner(err, open, &hi)
 	}
 	if err != nil {
 		return err
 	}
-	l.handleOpen = true
-	l.header, l.inherited, l.nextSeq = hi.Header, hi.InheritedEventCount, hi.NextSeq
+	l.log.opened(hi.Header, hi.InheritedEventCount, hi.NextSeq)
 	// Step 4: scan the validated log (a bounded description of it). A
 	// failure here fails the resume; the scan itself is not kept, because
 	// Repair below returns the one after the closers are stored.
 	scanLog := sentName(ctx, activities.ScanLogName, activities.LegacyReadSummaryName)
-	err = l.race(func(c workflow.Context) workflow.Future {
-		return workflow.ExecuteActivity(l.storeCtx(c), scanLog, activities.HandleInput{Ref: ref})
+	err = l.aborts.race(func(c workflow.Context) workflow.Future {
+		return workflow.ExecuteActivity(l.set.storeCtx(c), scanLog, activities.HandleInput{Ref: ref})
 	}, nil)
 	if err != nil {
 		return err
 	}
-	if err := l.checkAbort(); err != nil {
+	if err := l.aborts.check(); err != nil {
 		return err
 	}
 	// Steps 5-7: closers and marker, stored now, as one batch.
 	var rep activities.RepairResult
 	repair := sentName(ctx, activities.RepairName, activities.LegacyRepairAndMarkName)
-	err = workflow.ExecuteActivity(l.storeCtx(l.dctx), repair, activities.RepairInput{
+	err = workflow.ExecuteActivity(l.set.storeCtx(l.dctx), repair, activities.RepairInput{
 		Ref: ref,
 		Now: workflow.Now(ctx).UnixMilli(),
 	}).Get(l.dctx, &rep)
 	if err != nil {
 		return unwrapActivity(err)
 	}
-	l.header = rep.Scan.Header
-	l.inherited = rep.Scan.InheritedEventCount
-	l.nextSeq = rep.Scan.NextSeq
-	l.lastTurn = rep.Scan.LastTurn
+	firstLive := rep.Scan.NextSeq
+	if rep.MarkerSeq >= 0 {
+		firstLive = rep.MarkerSeq
+	}
+	l.log.repaired(rep.Scan.Header, rep.Scan.InheritedEventCount, rep.Scan.NextSeq, rep.Scan.LastTurn, firstLive)
 	// The agent's inputs still pending in the log wait for a waking input.
 	l.agent.inbox.restoreStored(rep.Scan.Inbox)
-	l.firstLiveSeq = l.nextSeq
-	if rep.MarkerSeq >= 0 {
-		l.firstLiveSeq = rep.MarkerSeq
-	}
 	// Step 9: owner and loop still active; then agent options.
-	if err := l.checkAbort(); err != nil {
+	if err := l.aborts.check(); err != nil {
 		return err
 	}
 	if err := validateAgentOptions(req.AgentOptions); err != nil {
 		return err
 	}
-	l.agent.options = storedRoute(req.AgentOptions, rep.Scan.Route)
-	l.pushDisposeHook()
-	return l.initialize(l.nextSeq, func(extra []session.Event) error {
-		l.lastTurn = max(l.lastTurn, session.LastTurn(extra))
-		return l.storeBatch(extra)
+	l.agent.setOptions(storedRoute(req.AgentOptions, rep.Scan.Route))
+	l.saga.pushDisposeHook()
+	return l.initialize(l.log.nextSeq, func(extra []session.Event) error {
+		l.log.noteTurn(session.LastTurn(extra))
+		return l.log.storeBatch(extra)
 	})
 }
 

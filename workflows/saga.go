@@ -1,15 +1,18 @@
 package workflows
 
 import (
-	"crypto/rand"
-	"encoding/hex"
-	"fmt"
-
 	"go.temporal.io/sdk/workflow"
-
-	"github.com/sessionflow/sessionflow/activities"
-	"github.com/sessionflow/sessionflow/wire"
 )
+
+// saga is the compensation stack of creation and resume: the undo steps
+// pushed as their side effects are taken, run in reverse by a rollback,
+// and the compensation errors the rollback recorded. Only its methods
+// write its fields.
+type saga struct {
+	*env
+	comps []compensation
+	errs  []CompensationError
+}
 
 // compensation is one undo step of the rollback stack.
 type compensation struct {
@@ -17,95 +20,38 @@ type compensation struct {
 	fn   func(ctx workflow.Context) error
 }
 
-// nextHandleID returns a fresh handle id: a per-run random nonce recorded
-// once through SideEffect, and a counter, so replays choose the same ids and
-// no two runs share one.
-func (l *lifecycle) nextHandleID() string {
-	if l.nonce == "" {
-		_ = workflow.SideEffect(l.dctx, func(workflow.Context) any {
-			b := make([]byte, 12)
-			_, _ = rand.Read(b)
-			return hex.EncodeToString(b)
-		}).Get(&l.nonce)
-	}
-	l.handleN++
-	return fmt.Sprintf("h-%s-%d", l.nonce, l.handleN)
-}
-
-func (l *lifecycle) owner() wire.Owner {
-	info := workflow.GetInfo(l.ctx)
-	return wire.Owner{WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID}
-}
-
-// chooseHandle picks the write handle id before the create or open
-// activity runs and pushes its close: a compensation closes the handle id
-// whatever happened to the activity.
-func (l *lifecycle) chooseHandle() wire.HandleRef {
-	ref := wire.HandleRef{SessionID: l.id, HandleID: l.nextHandleID(), Access: wire.AccessWrite}
-	l.ref = &ref
-	l.push("close-handle", func(ctx workflow.Context) error {
-		err := l.closeHandle(ctx)
-		l.handleOpen = false
-		return err
-	})
-	return ref
-}
-
-func (l *lifecycle) closeHandle(ctx workflow.Context) error {
-	return unwrapActivity(workflow.ExecuteActivity(l.storeCtx(ctx), acts.CloseHandle,
-		activities.HandleInput{Ref: *l.ref}).Get(ctx, nil))
+// push pushes the undo step fn, named step.
+func (s *saga) push(step string, fn func(workflow.Context) error) {
+	s.comps = append(s.comps, compensation{step: step, fn: fn})
 }
 
 // pushDisposeHook pushes the agent machine's teardown (the dispose hook).
-func (l *lifecycle) pushDisposeHook() {
-	if l.hooks.DisposeActivity == "" {
+func (s *saga) pushDisposeHook() {
+	if s.hooks.DisposeActivity == "" {
 		return
 	}
-	l.push("dispose-hook", func(ctx workflow.Context) error {
-		return unwrapActivity(workflow.ExecuteActivity(l.hookCtx(ctx), l.hooks.DisposeActivity,
-			DisposeInput{SessionID: l.id, Reason: "rollback"}).Get(ctx, nil))
+	s.push("dispose-hook", func(ctx workflow.Context) error {
+		return unwrapActivity(workflow.ExecuteActivity(s.set.hookCtx(ctx), s.hooks.DisposeActivity,
+			DisposeInput{SessionID: s.id, Reason: "rollback"}).Get(ctx, nil))
 	})
 }
 
-func (l *lifecycle) push(step string, fn func(workflow.Context) error) {
-	l.comps = append(l.comps, compensation{step: step, fn: fn})
+// clear forgets the stack: the session is live, and what it undid now
+// belongs to disposal.
+func (s *saga) clear() {
+	s.comps = nil
 }
 
 // unwind runs the compensation stack in reverse in a disconnected context,
 // recording (and logging) every compensation error and swallowing it.
-func (l *lifecycle) unwind() {
-	ctx, _ := workflow.NewDisconnectedContext(l.ctx)
-	for i := len(l.comps) - 1; i >= 0; i-- {
-		c := l.comps[i]
+func (s *saga) unwind() {
+	ctx, _ := workflow.NewDisconnectedContext(s.ctx)
+	for i := len(s.comps) - 1; i >= 0; i-- {
+		c := s.comps[i]
 		if err := c.fn(ctx); err != nil {
-			l.compErrs = append(l.compErrs, CompensationError{Step: c.step, Error: errorInfo(err)})
-			workflow.GetLogger(l.ctx).Warn("compensation failed", "session", l.id, "step", c.step, "error", errorMessage(err))
+			s.errs = append(s.errs, CompensationError{Step: c.step, Error: errorInfo(err)})
+			workflow.GetLogger(s.ctx).Warn("compensation failed", "session", s.id, "step", c.step, "error", errorMessage(err))
 		}
 	}
-	l.comps = nil
-}
-
-// fail records the failure, unwinds the compensation stack, waits for
-// abandoned steps and running handlers, and returns err unchanged. WaitReady
-// returns the failure once the rollback is done, in the workflow task that
-// completes the run: a caller who sees it can start a new run of the id at
-// once (runs recorded before the failAfterRollback change answered first).
-func (l *lifecycle) fail(err error) error {
-	l.failure = err
-	answerLate := workflow.GetVersion(l.dctx, failAfterRollbackChange, workflow.DefaultVersion, 1) >= 1
-	l.failureAnswered = !answerLate
-	workflow.GetLogger(l.ctx).Info("session lifecycle failed", "session", l.id, "error", errorMessage(err))
-	l.unwind()
-	for _, f := range l.outstanding {
-		_ = f.Get(l.dctx, nil)
-	}
-	l.outstanding = nil
-	l.setPhase(PhaseClosed)
-	l.failureAnswered = true
-	l.awaitHandlers()
-	return err
-}
-
-func (l *lifecycle) awaitHandlers() {
-	_ = workflow.Await(l.dctx, func() bool { return workflow.AllHandlersFinished(l.dctx) })
+	s.comps = nil
 }

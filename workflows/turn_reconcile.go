@@ -23,18 +23,6 @@ import (
 // writing (jsonl.Handle.AppendReconcile) and the turn adopts it: the log
 // is the truth (docs/DECISIONS.md D77, LIFECYCLE.md §13.2).
 
-// turnReconcileChange names the versioned change that adopts a turn's
-// batch stored by an earlier attempt of the workflow task. Its marker is
-// recorded only by a run that adopts one.
-const turnReconcileChange = "turn-reconcile-held"
-
-// inputAgainChange names the versioned change that answers an input
-// update delivered again (the same message id and message as a pending or
-// recently stored input) without queuing it: runs recorded before it
-// queued (and stored) it again. Its marker is recorded by the first such
-// update of a run.
-const inputAgainChange = "input-delivered-again"
-
 // AheadInput is an input an earlier attempt of a workflow task stored
 // before this attempt admitted its update: when the update comes, it is
 // answered without being queued again.
@@ -68,19 +56,20 @@ func messageID(msg json.RawMessage) string {
 // attempt queued since the claim leaves the inbox. It returns the message
 // ids the log holds, in order. Any other difference is refused as the
 // store refused it before.
-func (l *lifecycle) adoptHeld(events []session.Event, claimed []PendingInput, res activities.AppendResult) ([]string, error) {
+func (t *turnRun) adoptHeld(events []session.Event, claimed []PendingInput, res activities.AppendResult) ([]string, error) {
+	a := t.a
 	first := events[0].Seq
 	refuse := func(why string) error {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 			"the log of %s holds other events at seqs %d..%d than the turn's batch: %s",
-			quoteID(l.id), first, res.NextSeq-1, why), "SeqMismatch", nil)
+			quoteID(a.id), first, res.NextSeq-1, why), "SeqMismatch", nil)
 	}
 	built, msgs := splitClaims(events)
 	if msgs > len(claimed) {
 		return nil, refuse("the batch claims inputs it does not hold")
 	}
 	claimed = claimed[len(claimed)-msgs:]
-	if ended, err := l.heldTurnEnd(built, claimed, res, refuse); err != nil {
+	if ended, err := t.heldTurnEnd(built, claimed, res, refuse); err != nil {
 		return nil, err
 	} else if ended != nil {
 		return nil, ended
@@ -124,10 +113,10 @@ func (l *lifecycle) adoptHeld(events []session.Event, claimed []PendingInput, re
 	if same {
 		return inputIDs(heldIDs, claimed), nil
 	}
-	if !l.agent.reconcileChange.takenIn(l.dctx, turnReconcileChange) {
+	if !a.gates.taken(a.dctx, turnReconcileChange) {
 		return nil, refuse("this run predates adopting them")
 	}
-	b := &l.agent.inbox
+	b := &a.inbox
 	var back []PendingInput
 	for _, p := range claimed {
 		if !slices.Contains(heldIDs, messageID(p.Message)) {
@@ -137,10 +126,7 @@ func (l *lifecycle) adoptHeld(events []session.Event, claimed []PendingInput, re
 			back = append(back, p)
 		}
 	}
-	turn := int64(0)
-	if l.agent.turn != nil {
-		turn = l.agent.turn.summary.Turn
-	}
+	turn := t.summary.Turn
 	for _, id := range heldIDs {
 		if slices.ContainsFunc(claimed, func(p PendingInput) bool { return messageID(p.Message) == id }) {
 			continue
@@ -150,15 +136,12 @@ func (l *lifecycle) adoptHeld(events []session.Event, claimed []PendingInput, re
 			b.noteClaimed(turn, []PendingInput{p})
 			continue
 		}
-		b.ahead = append(b.ahead, AheadInput{ID: id, Turn: turn})
+		b.noteAhead(id, turn)
 	}
-	if n := len(b.ahead); n > maxStoredAhead {
-		b.ahead = slices.Clone(b.ahead[n-maxStoredAhead:])
-	}
-	b.nextStep = append(back, b.nextStep...)
+	b.requeue(back)
 	heldIDs = inputIDs(heldIDs, claimed)
-	workflow.GetLogger(l.dctx).Warn("the log holds the turn's batch as an earlier attempt of the workflow task stored it; adopted",
-		"SessionID", l.id, "Seq", first, "NextSeq", res.NextSeq, "Held", len(heldIDs), "Requeued", len(back))
+	workflow.GetLogger(a.dctx).Warn("the log holds the turn's batch as an earlier attempt of the workflow task stored it; adopted",
+		"SessionID", a.id, "Seq", first, "NextSeq", res.NextSeq, "Held", len(heldIDs), "Requeued", len(back))
 	return heldIDs, nil
 }
 
@@ -179,13 +162,14 @@ func (e *turnEndedHeld) Error() string { return "the turn ended as stored by an 
 // the front of the next-step inbox and the turn ends with the stored
 // reason (adoptHeld returns the *turnEndedHeld as its error). It returns
 // nil, nil when the held run does not end the turn.
-func (l *lifecycle) heldTurnEnd(built []session.Event, claimed []PendingInput, res activities.AppendResult, refuse func(string) error) (*turnEndedHeld, error) {
+func (t *turnRun) heldTurnEnd(built []session.Event, claimed []PendingInput, res activities.AppendResult, refuse func(string) error) (*turnEndedHeld, error) {
+	a := t.a
 	end := slices.IndexFunc(res.Held, func(h activities.HeldEvent) bool { return h.Type == session.TypeTurnEnd })
-	if end < 0 || l.agent.turn == nil {
+	if end < 0 {
 		return nil, nil
 	}
 	var te session.TurnEnd
-	if err := json.Unmarshal(res.Held[end].Data, &te); err != nil || te.Turn != l.agent.turn.summary.Turn {
+	if err := json.Unmarshal(res.Held[end].Data, &te); err != nil || te.Turn != t.summary.Turn {
 		return nil, refuse("a turn/end of another turn")
 	}
 	for i, h := range res.Held[:end] {
@@ -197,14 +181,13 @@ func (l *lifecycle) heldTurnEnd(built []session.Event, claimed []PendingInput, r
 	if slices.ContainsFunc(claimed, func(p PendingInput) bool { return p.Stored }) {
 		return nil, refuse("the turn ended without claiming the inputs of stored splices")
 	}
-	if !l.agent.reconcileChange.takenIn(l.dctx, turnReconcileChange) {
+	if !a.gates.taken(a.dctx, turnReconcileChange) {
 		return nil, refuse("this run predates adopting it")
 	}
-	b := &l.agent.inbox
-	b.nextStep = append(slices.Clone(claimed), b.nextStep...)
+	a.inbox.requeue(claimed)
 	first := res.NextSeq - int64(len(res.Held))
-	workflow.GetLogger(l.dctx).Warn("the log holds the turn's end as an earlier attempt of the workflow task stored it; adopted",
-		"SessionID", l.id, "Seq", first, "Requeued", len(claimed))
+	workflow.GetLogger(a.dctx).Warn("the log holds the turn's end as an earlier attempt of the workflow task stored it; adopted",
+		"SessionID", a.id, "Seq", first, "Requeued", len(claimed))
 	return &turnEndedHeld{reason: te.Reason, next: first + int64(end) + 1}, nil
 }
 
@@ -237,64 +220,38 @@ func splitClaims(events []session.Event) ([]session.Event, int) {
 	return out, n
 }
 
-// take removes the pending input id from the inbox and returns it.
-func (b *inbox) take(id string) (PendingInput, bool) {
-	for _, l := range []*[]PendingInput{&b.nextStep, &b.nextTurn} {
-		if i := slices.IndexFunc(*l, func(p PendingInput) bool { return p.ID == id }); i >= 0 {
-			p := (*l)[i]
-			*l = slices.Delete(slices.Clone(*l), i, i+1)
-			return p, true
-		}
-	}
-	return PendingInput{}, false
-}
-
-// takeAhead reports whether id was stored ahead of its update, and forgets
-// it: the update is answered as claimed by that turn.
-func (b *inbox) takeAhead(id string) (AheadInput, bool) {
-	i := slices.IndexFunc(b.ahead, func(s AheadInput) bool { return s.ID == id })
-	if i < 0 {
-		return AheadInput{}, false
-	}
-	s := b.ahead[i]
-	b.ahead = slices.Delete(slices.Clone(b.ahead), i, i+1)
-	return s, true
-}
-
 // adoptNextStep makes the turn go on with the step an earlier attempt of
 // the workflow task opened where this one ended the turn: EndTurn found
 // the step/end of step, the step/start of step+1 and that step's claimed
 // inputs (res.Held) and stored nothing. The held inputs are the step's
 // claim: one this attempt has queued leaves the inbox, the others are
 // stored ahead. The turn continues with the step's model call.
-func (l *lifecycle) adoptNextStep(t *turnRun, step int64, res agent.EndTurnResult) error {
+func (t *turnRun) adoptNextStep(step int64, res agent.EndTurnResult) error {
+	a := t.a
 	h := res.Held
 	first := res.NextSeq - int64(len(h))
 	if len(h) < 2 || h[0].Type != session.TypeStepEnd || h[1].Type != session.TypeStepStart {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
-			"the log of %s holds other events at seqs %d..%d than the end of turn %d", quoteID(l.id), first, res.NextSeq-1, t.summary.Turn), "SeqMismatch", nil)
+			"the log of %s holds other events at seqs %d..%d than the end of turn %d", quoteID(a.id), first, res.NextSeq-1, t.summary.Turn), "SeqMismatch", nil)
 	}
-	if !l.agent.reconcileChange.takenIn(l.dctx, turnReconcileChange) {
+	if !a.gates.taken(a.dctx, turnReconcileChange) {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
-			"the log of %s holds step %d of turn %d, opened by a run that predates adopting it", quoteID(l.id), step+1, t.summary.Turn), "SeqMismatch", nil)
+			"the log of %s holds step %d of turn %d, opened by a run that predates adopting it", quoteID(a.id), step+1, t.summary.Turn), "SeqMismatch", nil)
 	}
-	b := &l.agent.inbox
+	b := &a.inbox
 	for _, e := range h[2:] {
 		id := e.MessageID
 		if p, ok := b.take(id); ok {
 			b.noteClaimed(t.summary.Turn, []PendingInput{p})
 		} else {
-			b.ahead = append(b.ahead, AheadInput{ID: id, Turn: t.summary.Turn})
+			b.noteAhead(id, t.summary.Turn)
 		}
 		t.summary.Claimed = append(t.summary.Claimed, id)
 	}
-	if n := len(b.ahead); n > maxStoredAhead {
-		b.ahead = slices.Clone(b.ahead[n-maxStoredAhead:])
-	}
 	t.step, t.calls = step+1, nil
-	l.nextSeq = res.NextSeq
-	workflow.GetLogger(l.dctx).Warn("the log holds the turn's next step as an earlier attempt of the workflow task stored it; adopted",
-		"SessionID", l.id, "Seq", first, "Step", step+1, "Held", len(h)-2)
+	a.log.moveTo(res.NextSeq)
+	workflow.GetLogger(a.dctx).Warn("the log holds the turn's next step as an earlier attempt of the workflow task stored it; adopted",
+		"SessionID", a.id, "Seq", first, "Step", step+1, "Held", len(h)-2)
 	return nil
 }
 
@@ -319,31 +276,4 @@ const maxRecentClaims = 4 * MaxPendingInputs
 func messageSum(msg []byte) []byte {
 	s := sha256.Sum256(msg)
 	return s[:]
-}
-
-// noteClaimed keeps the inputs turn stored.
-func (b *inbox) noteClaimed(turn int64, stored []PendingInput) {
-	for _, p := range stored {
-		b.claimed = append(b.claimed, ClaimedInput{ID: p.ID, Sum: messageSum(p.Message), Turn: turn})
-	}
-	if n := len(b.claimed); n > maxRecentClaims {
-		b.claimed = slices.Clone(b.claimed[n-maxRecentClaims:])
-	}
-}
-
-// delivered reports whether p is an input already queued or stored (the
-// same id and message), delivered again, and the turn that claimed it (0
-// while it is pending).
-func (b *inbox) delivered(p PendingInput) (int64, bool) {
-	same := func(q PendingInput) bool { return q.ID == p.ID && bytes.Equal(q.Message, p.Message) }
-	if slices.ContainsFunc(b.nextStep, same) || slices.ContainsFunc(b.nextTurn, same) {
-		return 0, true
-	}
-	sum := messageSum(p.Message)
-	for i := len(b.claimed) - 1; i >= 0; i-- {
-		if c := b.claimed[i]; c.ID == p.ID && bytes.Equal(c.Sum, sum) {
-			return c.Turn, true
-		}
-	}
-	return 0, false
 }

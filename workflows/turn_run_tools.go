@@ -15,20 +15,15 @@ import (
 // calls (runTools, D71): they heartbeat, so the cancellation reaches them,
 // and wait-for-cancellation lets each store its ABORTED result before the
 // turn ends. The options are not part of the command sequence.
-func (l *lifecycle) toolCtx(ctx workflow.Context) workflow.Context {
+func (s settings) toolCtx(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:           l.set.taskQueue,
-		StartToCloseTimeout: l.set.timeout,
-		HeartbeatTimeout:    l.set.heartbeat,
+		TaskQueue:           s.taskQueue,
+		StartToCloseTimeout: s.timeout,
+		HeartbeatTimeout:    s.heartbeat,
 		WaitForCancellation: true,
-		RetryPolicy:         l.retry(),
+		RetryPolicy:         s.retry(),
 	})
 }
-
-// toolCancelChange names the versioned change that cancels a cancelled
-// turn's running tool calls instead of letting them run to their end
-// (D71).
-const toolCancelChange = "cancel-running-tools"
 
 // toolsOutcome is how a step's tool calls ended.
 type toolsOutcome struct {
@@ -47,14 +42,15 @@ type toolsOutcome struct {
 // activity (its store failed) stops dispatching too; the started calls
 // drain, the undispatched ones are returned as skipped and the step fails
 // with that error.
-func (l *lifecycle) runTools(t *turnRun, step int64, res agent.ModelResult) toolsOutcome {
+func (t *turnRun) runTools(step int64, res agent.ModelResult) toolsOutcome {
+	a := t.a
 	calls := res.ToolCalls
-	limit := l.maxParallelToolCalls()
+	limit := maxParallelToolCalls(a.agentOptions)
 	var out toolsOutcome
 	aborted := t.cause != ""
-	sel := workflow.NewSelector(l.dctx)
+	sel := workflow.NewSelector(a.dctx)
 	next, inFlight, exclusive := 0, 0, false
-	callsCtx, cancelCalls := workflow.WithCancel(l.dctx)
+	callsCtx, cancelCalls := workflow.WithCancel(a.dctx)
 	defer cancelCalls()
 	cancelled := false
 	sel.AddReceive(t.cancelCh, func(c workflow.ReceiveChannel, _ bool) {
@@ -65,12 +61,12 @@ func (l *lifecycle) runTools(t *turnRun, step int64, res agent.ModelResult) tool
 				t.calls[i].State = CallSkipped
 			}
 		}
-		if inFlight > 0 && l.agent.toolCancelChange.takenIn(l.dctx, toolCancelChange) {
+		if inFlight > 0 && a.gates.taken(a.dctx, toolCancelChange) {
 			cancelled = true
 			cancelCalls()
 		}
 	})
-	ctx := t.span.Context(l.toolCtx(callsCtx))
+	ctx := t.span.Context(a.set.toolCtx(callsCtx))
 	t.calls = make([]CallState, len(calls))
 	for i, c := range calls {
 		t.calls[i] = CallState{ID: c.ID, Name: c.Name, Index: i, State: CallPending}
@@ -82,7 +78,7 @@ func (l *lifecycle) runTools(t *turnRun, step int64, res agent.ModelResult) tool
 				break
 			}
 			f := workflow.ExecuteActivity(ctx, agent.RunToolActivity, agent.ToolInput{
-				Ref: *l.ref, Turn: t.summary.Turn, Step: step, MessageSeq: res.MessageSeq,
+				Ref: *a.log.ref, Turn: t.summary.Turn, Step: step, MessageSeq: res.MessageSeq,
 				CallID: c.ID, Name: c.Name, Index: next,
 			})
 			parallel, idx := c.Parallel, next
@@ -92,7 +88,7 @@ func (l *lifecycle) runTools(t *turnRun, step int64, res agent.ModelResult) tool
 			exclusive = !parallel
 			sel.AddFuture(f, func(f workflow.Future) {
 				var o agent.ToolOutcome
-				err := f.Get(l.dctx, &o)
+				err := f.Get(a.dctx, &o)
 				inFlight--
 				if !parallel {
 					exclusive = false
@@ -111,13 +107,13 @@ func (l *lifecycle) runTools(t *turnRun, step int64, res agent.ModelResult) tool
 					return
 				}
 				t.calls[idx].State, t.calls[idx].IsError, t.calls[idx].Code = CallDone, o.IsError, o.Code
-				l.nextSeq = max(l.nextSeq, o.NextSeq)
+				a.log.follow(o.NextSeq)
 			})
 		}
 		if inFlight == 0 {
 			break
 		}
-		sel.Select(l.dctx)
+		sel.Select(a.dctx)
 	}
 	if aborted || t.cause != "" || out.err != nil {
 		out.aborted = aborted || t.cause != ""

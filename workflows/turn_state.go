@@ -8,35 +8,39 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// registerAgent installs the agent loop's updates and query.
-func (l *lifecycle) registerAgent() error {
+// register installs the agent loop's updates and query.
+func (a *agentLoop) register() error {
 	for _, k := range []inputKind{followupKind, steerKind, injectKind} {
-		if err := workflow.SetUpdateHandlerWithOptions(l.ctx, k.name,
+		if err := workflow.SetUpdateHandlerWithOptions(a.ctx, k.name,
 			func(ctx workflow.Context, in converter.RawValue) (InputResult, error) {
-				return l.handleInput(ctx, k, in)
+				return a.handleInput(ctx, k, in)
 			},
 			workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, in converter.RawValue) error {
-				return boundRejection(l.validateInput(ctx, k, in))
+				return boundRejection(a.validateInput(ctx, k, in))
 			}}); err != nil {
 			return err
 		}
 	}
-	if err := workflow.SetUpdateHandlerWithOptions(l.ctx, UpdateCancel, l.handleCancel,
-		workflow.UpdateHandlerOptions{Validator: func(in converter.RawValue) error { return boundRejection(l.validateCancel(in)) }}); err != nil {
+	if err := workflow.SetUpdateHandlerWithOptions(a.ctx, UpdateCancel, a.handleCancel,
+		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, in converter.RawValue) error {
+			return boundRejection(a.validateCancel(ctx, in))
+		}}); err != nil {
 		return err
 	}
-	if err := workflow.SetUpdateHandlerWithOptions(l.ctx, UpdateWaitTurn, l.handleWaitTurn,
-		workflow.UpdateHandlerOptions{Validator: func(in converter.RawValue) error { return boundRejection(l.validateWaitTurn(in)) }}); err != nil {
+	if err := workflow.SetUpdateHandlerWithOptions(a.ctx, UpdateWaitTurn, a.handleWaitTurn,
+		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, in converter.RawValue) error {
+			return boundRejection(a.validateWaitTurn(ctx, in))
+		}}); err != nil {
 		return err
 	}
-	return workflow.SetQueryHandler(l.ctx, QueryLoopState, l.loopState)
+	return workflow.SetQueryHandler(a.ctx, QueryLoopState, a.loopState)
 }
 
 // validateCancel accepts a Cancel of a live session with cause "user" or
-// "parent".
-func (l *lifecycle) validateCancel(in converter.RawValue) error {
-	if l.phase != PhaseLive || l.disposeWanted {
-		return l.notLive()
+// "parent", and keeps the request for the handler.
+func (a *agentLoop) validateCancel(ctx workflow.Context, in converter.RawValue) error {
+	if err := a.phase.admit(); err != nil {
+		return err
 	}
 	var req CancelRequest
 	if err := decodeRequest(UpdateCancel, in, &req); err != nil {
@@ -45,6 +49,7 @@ func (l *lifecycle) validateCancel(in converter.RawValue) error {
 	if req.Cause != CauseUser && req.Cause != CauseParent {
 		return invalidArgument(fmt.Sprintf("Cancel: cause must be %q or %q, not %q", CauseUser, CauseParent, req.Cause))
 	}
+	a.cancels.keep(ctx, req)
 	return nil
 }
 
@@ -53,21 +58,21 @@ func (l *lifecycle) validateCancel(in converter.RawValue) error {
 // are discarded (none of them is stored while a turn runs: an Inject is
 // stored only while idle, and a turn claims every stored input at its
 // start).
-func (l *lifecycle) handleCancel(ctx workflow.Context, in converter.RawValue) (CancelResult, error) {
-	var req CancelRequest
-	if err := decodeRequest(UpdateCancel, in, &req); err != nil {
+func (a *agentLoop) handleCancel(ctx workflow.Context, in converter.RawValue) (CancelResult, error) {
+	req, err := a.cancels.take(ctx, UpdateCancel, in)
+	if err != nil {
 		return CancelResult{}, err
 	}
-	t := l.agent.turn
+	t := a.turn
 	if t == nil {
 		return CancelResult{}, nil
 	}
 	res := CancelResult{Cancelled: true, Turn: t.summary.Turn}
 	if !req.KeepInbox {
-		res.Discarded = l.agent.inbox.clear()
+		res.Discarded = a.inbox.clear()
 	}
-	l.agent.inbox.wake = false
-	l.cancelTurn(t, req.Cause)
+	a.inbox.setWake(false)
+	t.cancelWith(req.Cause)
 	hctx, _ := workflow.NewDisconnectedContext(ctx)
 	if err := workflow.Await(hctx, func() bool { return t.done }); err != nil {
 		return CancelResult{}, err
@@ -77,13 +82,12 @@ func (l *lifecycle) handleCancel(ctx workflow.Context, in converter.RawValue) (C
 }
 
 // loopState answers the LoopState query.
-func (l *lifecycle) loopState() (LoopState, error) {
-	a := &l.agent
+func (a *agentLoop) loopState() (LoopState, error) {
 	s := LoopState{
 		State:    LoopIdle,
 		Pending:  PendingInputs{NextTurn: ids(a.inbox.nextTurn), NextStep: ids(a.inbox.nextStep)},
-		LastTurn: l.lastTurn,
-		NextSeq:  l.nextSeq,
+		LastTurn: a.log.lastTurn,
+		NextSeq:  a.log.nextSeq,
 		Recent:   slices.Clone(a.recent),
 	}
 	if s.Recent == nil {

@@ -27,31 +27,19 @@ const (
 	attrTurnEnd   = "sessionflow.turn.end_reason"
 )
 
-// turnTraceParent is the trace context of the input a turn starts with:
-// the first next-turn input's, else the first next-step input's.
-func (l *lifecycle) turnTraceParent() wftrace.Carrier {
-	b := &l.agent.inbox
-	for _, q := range [][]PendingInput{b.nextTurn[:min(1, len(b.nextTurn))], b.nextStep} {
-		for _, p := range q {
-			if len(p.Trace) > 0 {
-				return p.Trace
-			}
-		}
-	}
-	return nil
-}
-
-// startTurnSpan starts the span of turn t and returns tctx under it.
-func (l *lifecycle) startTurnSpan(tctx workflow.Context, t *turnRun) workflow.Context {
+// startSpan starts the span of turn t and returns tctx under it. Its
+// parent is the trace context of the input the turn starts with.
+func (t *turnRun) startSpan(tctx workflow.Context) workflow.Context {
+	a := t.a
 	var provider, model string
-	if o := l.agent.options; o != nil {
+	if o := a.agentOptions; o != nil {
 		provider, model = o.Provider, o.Model
 	}
 	tctx, t.span = wftrace.StartWorkflowSpan(tctx, turnSpanName, "turn/"+strconv.FormatInt(t.summary.Turn, 10),
-		l.turnTraceParent(), workflow.Now(l.dctx),
+		a.inbox.traceParent(), workflow.Now(a.dctx),
 		attribute.String("gen_ai.operation.name", "invoke_agent"),
 		attribute.String("gen_ai.agent.name", "sessionflow"),
-		attribute.String("gen_ai.conversation.id", l.id),
+		attribute.String("gen_ai.conversation.id", a.id),
 		attribute.String("gen_ai.provider.name", provider),
 		attribute.String("gen_ai.request.model", model),
 		attribute.Int64(attrTurn, t.summary.Turn),
@@ -59,21 +47,13 @@ func (l *lifecycle) startTurnSpan(tctx workflow.Context, t *turnRun) workflow.Co
 	return tctx
 }
 
-// endTurnSpan ends the span of turn t with its end reason.
-func (l *lifecycle) endTurnSpan(t *turnRun, reason session.TurnEndReason) {
+// endSpan ends the span of turn t with its end reason.
+func (t *turnRun) endSpan(reason session.TurnEndReason) {
 	errText := ""
 	if reason.Kind == session.TurnEndError || reason.Kind == TurnEndStoreFailed {
 		errText = "turn ended " + reason.Kind
 	}
-	t.span.End(l.dctx, workflow.Now(l.dctx), errText,
+	t.span.End(t.a.dctx, workflow.Now(t.a.dctx), errText,
 		attribute.String(attrTurnEnd, reason.Kind),
 		attribute.Int64(attrTurnSteps, t.step))
-}
-
-// turnTraced returns ctx under the running turn's span, if any.
-func (l *lifecycle) turnTraced(ctx workflow.Context) workflow.Context {
-	if t := l.agent.turn; t != nil {
-		return t.span.Context(ctx)
-	}
-	return ctx
 }

@@ -78,10 +78,6 @@ const (
 	CauseDisposed = "disposed"
 )
 
-// agentTurnsChange names the versioned change that added the agent loop:
-// the first turn (or idle inject) of a run records its marker.
-const agentTurnsChange = "agent-turns"
-
 // InputRequest is the argument of Followup, Steer and Inject: one user
 // message.
 type InputRequest struct {

@@ -55,8 +55,7 @@ const (
 )
 
 // findTurn locates the turn req waits for.
-func (l *lifecycle) findTurn(req WaitTurnRequest) (TurnInfo, waitState) {
-	a := &l.agent
+func (a *agentLoop) findTurn(req WaitTurnRequest) (TurnInfo, waitState) {
 	match := func(t TurnInfo) bool {
 		if req.MessageID != "" {
 			return slices.Contains(t.Claimed, req.MessageID)
@@ -77,7 +76,7 @@ func (l *lifecycle) findTurn(req WaitTurnRequest) (TurnInfo, waitState) {
 		}
 		return TurnInfo{}, waitGone
 	}
-	last := l.lastTurn
+	last := a.log.lastTurn
 	if a.turn != nil {
 		last = max(last, a.turn.summary.Turn)
 	}
@@ -106,10 +105,11 @@ func TurnWaitMovedError(id string) error {
 }
 
 // validateWaitTurn accepts a WaitTurn of a live session naming exactly one
-// of a turn (a positive number) and a message.
-func (l *lifecycle) validateWaitTurn(in converter.RawValue) error {
-	if l.phase != PhaseLive || l.disposeWanted {
-		return l.notLive()
+// of a turn (a positive number) and a message, and keeps the request for
+// the handler.
+func (a *agentLoop) validateWaitTurn(ctx workflow.Context, in converter.RawValue) error {
+	if err := a.phase.admit(); err != nil {
+		return err
 	}
 	var req WaitTurnRequest
 	if err := decodeRequest(UpdateWaitTurn, in, &req); err != nil {
@@ -118,23 +118,23 @@ func (l *lifecycle) validateWaitTurn(in converter.RawValue) error {
 	if (req.Turn > 0) == (req.MessageID != "") || req.Turn < 0 {
 		return invalidArgument("WaitTurn: give exactly one of a positive turn and a messageId")
 	}
+	a.waits.keep(ctx, req)
 	return nil
 }
 
 // handleWaitTurn answers once the turn has ended.
-func (l *lifecycle) handleWaitTurn(ctx workflow.Context, in converter.RawValue) (TurnInfo, error) {
-	var req WaitTurnRequest
-	if err := decodeRequest(UpdateWaitTurn, in, &req); err != nil {
+func (a *agentLoop) handleWaitTurn(ctx workflow.Context, in converter.RawValue) (TurnInfo, error) {
+	req, err := a.waits.take(ctx, UpdateWaitTurn, in)
+	if err != nil {
 		return TurnInfo{}, err
 	}
-	return l.waitTurn(ctx, req)
+	return a.waitTurn(ctx, req)
 }
 
 // waitTurn waits until the turn req names has ended and returns its
 // summary; a turn that will not come (the session is disposing, the run
 // continues as new) or cannot be found is answered with an error.
-func (l *lifecycle) waitTurn(ctx workflow.Context, req WaitTurnRequest) (TurnInfo, error) {
-	a := &l.agent
+func (a *agentLoop) waitTurn(ctx workflow.Context, req WaitTurnRequest) (TurnInfo, error) {
 	a.waiters++
 	defer func() { a.waiters-- }()
 	var info TurnInfo
@@ -142,20 +142,20 @@ func (l *lifecycle) waitTurn(ctx workflow.Context, req WaitTurnRequest) (TurnInf
 	hctx, _ := workflow.NewDisconnectedContext(ctx)
 	if aerr := workflow.Await(hctx, func() bool {
 		var st waitState
-		info, st = l.findTurn(req)
+		info, st = a.findTurn(req)
 		switch {
 		case st == waitEnded:
 			return true
 		case st == waitGone:
-			err = NoSuchTurnError(l.id, req)
+			err = NoSuchTurnError(a.id, req)
 			return true
 		case st == waitRunning:
 			return false
-		case l.disposeWanted || l.phase != PhaseLive:
-			err = LifecycleDisposedError(l.id)
+		case !a.phase.live():
+			err = LifecycleDisposedError(a.id)
 			return true
 		case a.releaseWaiters:
-			err = TurnWaitMovedError(l.id)
+			err = TurnWaitMovedError(a.id)
 			return true
 		}
 		return false

@@ -1,0 +1,147 @@
+package workflows
+
+import "go.temporal.io/sdk/workflow"
+
+// Every version gate of the workflows (the rule: doc.go, Versioning). A
+// gate is asked of workflow.GetVersion with versions DefaultVersion (the
+// command sequence recorded before the change) and 1 (since), and only on
+// the path the change affects, so a run that never reaches that path
+// records no marker. The ids are recorded in histories: never rename one.
+// The histories of both branches are in testsuite/histories (the earlier
+// ones under legacy/; see its README); "Recorded in" names the files that
+// hold a gate's marker.
+const (
+	// sessionIdentityChange refuses, before any activity, a session id the
+	// store cannot hold and a workflow id other than WorkflowID(sessionID)
+	// (checkIdentity). Asked only when the check fails.
+	// Recorded in: create-foreign-workflow-id.json.
+	sessionIdentityChange = "session-identity-check"
+
+	// seedRulesChange refuses, before any side effect, an inline seed
+	// breaking a rule the store applies at append (a payload crash repair
+	// cannot read, an event type a reader refuses, a misplaced inherited
+	// end-seed marker). Earlier runs failed at the store. Asked only when
+	// the seed breaks a rule.
+	// Recorded in: seed-refused.json.
+	seedRulesChange = "seed-append-rules"
+
+	// setupRulesChange refuses, before the commit hook, setup events
+	// breaking a rule the store applies at append. Earlier runs failed when
+	// the store refused them at the commit point. Asked only then.
+	// Recorded in: setup-events-refused.json.
+	setupRulesChange = "setup-append-rules"
+
+	// forfeitDeadOwnerChange lets a resume whose open was refused as owned
+	// forfeit the lease of a closed owner (ForfeitDeadOwner, then the open
+	// again). Earlier runs returned the refusal. Asked only on that path.
+	// Recorded in: resume-forfeit-dead-owner.json.
+	forfeitDeadOwnerChange = "resume-forfeit-dead-owner"
+
+	// failAfterRollbackChange made WaitReady return a creation or resume
+	// failure only once the rollback is done, in the workflow task that
+	// completes the run. Before it, WaitReady answered as soon as the
+	// failure was known and the run stayed open while its compensations
+	// ran, so a caller retrying at once found the workflow id still taken.
+	// Recorded in: setup-failure.json, abort-during-setup.json,
+	// owner-unload.json, loop-restore-missing.json, loop-child-aborted.json;
+	// before: legacy/.
+	failAfterRollbackChange = "fail-after-rollback"
+
+	// wireNamesChange gates the names the workflows send: the signals a
+	// session sends its parent loop and a loop sends its children, and the
+	// activity types a resume schedules. Earlier runs send the Legacy*
+	// names; the receiving side accepts both (sentName).
+	// Recorded in: resume-repair.json, loop-deactivation.json,
+	// loop-child-live.json; before: legacy/*.before-wire-names.json.
+	wireNamesChange = "wire-names"
+
+	// phaseSearchAttributeChange introduced the SessionPhase (SessionId,
+	// SessionCwd) search attribute upserts at every phase change, for a
+	// session whose options ask for them.
+	// Recorded in: create-search-attributes.json; before: every file recorded
+	// without the option.
+	phaseSearchAttributeChange = "session-phase-search-attribute"
+
+	// groupCommitChange replaced the default coalescing timer of appends by
+	// group commit: Temporal fires no timer sooner than about a second
+	// after it is started, so a 200 ms window held every append for a
+	// second; group commit stores an append as soon as no store is in
+	// flight. A request with an explicit window keeps the timer.
+	// Recorded in: append-group-commit.json and most live paths; before:
+	// legacy/.
+	groupCommitChange = "append-group-commit"
+
+	// localAppendChange stores the live phase's appends with a local
+	// activity run by the workflow's own worker (D45, D46): the batch is
+	// not recorded in history a second time and the store runs without a
+	// round trip through the server's task queues.
+	// Recorded in: append-local.json, append-activity-option.json; before:
+	// legacy/*.before-local-append.json.
+	localAppendChange = "append-local-activity"
+
+	// canEventsChange makes a live run continue as new once its history
+	// reaches Options.ContinueAsNewEvents (D64); earlier runs continue as
+	// new only when the server suggests it. Asked the first time the
+	// threshold is reached.
+	// Recorded in: continue-as-new-threshold.json; before:
+	// legacy/continue-as-new-threshold.before-history-length.json.
+	canEventsChange = "continue-as-new-history-length"
+
+	// agentTurnsChange added the agent loop: the first turn (or idle
+	// Inject) of a run records its marker.
+	// Recorded in: turn-*.json.
+	agentTurnsChange = "agent-turns"
+
+	// turnLocalStoresChange stores a turn's own events (the AppendBatch of
+	// turn/start, step/start and the claimed inputs, and EndTurn) as local
+	// activities when the store activities run on the workflow's own task
+	// queue (D43). The first turn of a run records the marker.
+	// Recorded in: turn-*.json; before:
+	// legacy/turn-*.before-turn-local-stores.json.
+	turnLocalStoresChange = "turn-local-stores"
+
+	// closeCallsChange closes the tool calls a step leaves without a result
+	// (D40): a max-tokens step's calls (at the turn's end through EndTurn,
+	// or before the next step through CloseCalls) and the calls of a step
+	// whose tool activity failed (through EndTurn).
+	// Recorded in: turn-max-tokens-steer.json; before:
+	// legacy/turn-max-tokens-steer.before-close-calls.json.
+	closeCallsChange = "close-unresolved-calls"
+
+	// toolCancelChange cancels a cancelled turn's running tool calls
+	// instead of letting them run to their end (D71).
+	// Recorded in: turn-cancel-tool.json.
+	toolCancelChange = "cancel-running-tools"
+
+	// turnReconcileChange adopts a turn's batch stored by an earlier
+	// attempt of the workflow task (D77). Its marker is recorded only by a
+	// run that adopts one.
+	// Recorded in: none (a workflow task retried after its local store ran);
+	// workflows/local_rerun_test.go runs its paths.
+	turnReconcileChange = "turn-reconcile-held"
+
+	// inputAgainChange answers an input update delivered again (the same
+	// message id and message as a pending or recently stored input) without
+	// queuing it (D77): earlier runs queued (and stored) it again. Its
+	// marker is recorded by the first such update of a run.
+	// Recorded in: none; workflows/local_rerun_test.go
+	// (TestTurnInputDeliveredAgainIsStoredOnce) runs its path.
+	inputAgainChange = "input-delivered-again"
+)
+
+// gates remembers the gates a run has asked, by change id: a gate asked
+// where many commands depend on it is asked of workflow.GetVersion once,
+// the first time the run reaches one of them, and its answer kept for the
+// rest of the run. Only its method writes it.
+type gates map[string]bool
+
+// taken reports whether the run takes the change id (version 1), asking
+// workflow.GetVersion the first time.
+func (g gates) taken(ctx workflow.Context, id string) bool {
+	if t, ok := g[id]; ok {
+		return t
+	}
+	t := workflow.GetVersion(ctx, id, workflow.DefaultVersion, 1) >= 1
+	g[id] = t
+	return t
+}
