@@ -16,9 +16,8 @@ const maxCachedConversations = 64
 // convCache keeps, per session of a store, the message decoded from each
 // event the model activity read (docs/DECISIONS.md D44): each Activities
 // value has its own (D84), so two workers of one process share nothing. A
-// model call
-// decodes only the events stored since the last one instead of the whole
-// conversation. An entry is used only for the very event it was decoded
+// model call decodes only the events stored since the last one instead of
+// the whole conversation. An entry is used only for the very event it was decoded
 // from: same seq, type and data (the same bytes of the store's read view,
 // which entries keep alive, so the address cannot be reused). An event the
 // store read again (a repair, a compaction, another process's append, a
