@@ -20,7 +20,7 @@ func newActs(t *testing.T) *activities.Activities {
 	t.Helper()
 	st, err := jsonl.NewStore(jsonl.Options{Root: t.TempDir(), Compression: jsonl.CompressionZstd})
 	require.NoError(t, err)
-	return &activities.Activities{Store: st, ReadChunk: 2}
+	return &activities.Activities{Runtime: &activities.Runtime{Store: st}, ReadChunk: 2}
 }
 
 func ev(t *testing.T, typ string, seq int64, data any) session.Event {
@@ -61,7 +61,7 @@ func TestCreateAndOpenAreIdempotent(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, first.Ref, again.Ref)
 	require.False(t, again.Materialized)
-	lease, err := a.Store.LeaseOf(ctx, "c")
+	lease, err := a.Runtime.Store.LeaseOf(ctx, "c")
 	require.NoError(t, err)
 	require.Equal(t, "h1", lease.HandleID)
 	require.Equal(t, "session/c", lease.Owner.WorkflowID)
@@ -90,7 +90,7 @@ func TestLateOpenAfterCloseIsRevoked(t *testing.T) {
 	typ, nonRetryable := appType(t, err)
 	require.Equal(t, "HandleRevoked", typ)
 	require.True(t, nonRetryable)
-	lease, err := a.Store.LeaseOf(ctx, "s")
+	lease, err := a.Runtime.Store.LeaseOf(ctx, "s")
 	require.NoError(t, err)
 	require.Nil(t, lease)
 }
@@ -164,7 +164,7 @@ func TestStoreSeedForksInsideTheActivity(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, res, again)
 	require.NoError(t, a.CloseHandle(ctx, activities.HandleInput{Ref: info.Ref}))
-	h, err := a.Store.Open(ctx, "k", jsonl.AccessRead, jsonl.OpenOptions{})
+	h, err := a.Runtime.Store.Open(ctx, "k", jsonl.AccessRead, jsonl.OpenOptions{})
 	require.NoError(t, err)
 	evs, err := h.Read(ctx, 0, -1)
 	require.NoError(t, err)
@@ -231,7 +231,7 @@ func TestWithoutStore(t *testing.T) {
 // In an activity context the readers heartbeat and still read everything.
 func TestScanLogInActivityEnvironment(t *testing.T) {
 	a := newActs(t)
-	a.HeartbeatInterval = time.Millisecond
+	a.Runtime.HeartbeatInterval = time.Millisecond
 	events := make([]session.Event, 0, 9)
 	for i := int64(0); i < 9; i++ {
 		events = append(events, ev(t, session.TypeTodoWrite, i, map[string]any{}))

@@ -105,8 +105,7 @@ func (a *Activities) AppendBatch(ctx context.Context, in AppendBatchInput) (Appe
 	if err != nil {
 		return AppendResult{}, err
 	}
-	stop := a.heartbeat(ctx)
-	defer stop()
+	defer a.runtime().Heartbeat(ctx, nil).Stop()
 	h := st.Attach(in.Ref)
 	if in.Rerun && in.Reconcile {
 		held, err := h.AppendReconcile(ctx, in.Events, MaxHeld)
@@ -141,8 +140,7 @@ func (a *Activities) StoreSeed(ctx context.Context, in StoreSeedInput) (SeedResu
 	if err != nil {
 		return SeedResult{}, err
 	}
-	stop := a.heartbeat(ctx)
-	defer stop()
+	defer a.runtime().Heartbeat(ctx, nil).Stop()
 	res, err := a.storeSeed(ctx, st, in)
 	return res, MapError(err)
 }

@@ -21,7 +21,7 @@ func TestAppendBatchReportsNextSeq(t *testing.T) {
 		require.NoError(t, err)
 		return st
 	}
-	a := &activities.Activities{Store: newStore()}
+	a := &activities.Activities{Runtime: &activities.Runtime{Store: newStore()}}
 	ctx := context.Background()
 	info, err := a.CreateHandle(ctx, activities.CreateHandleInput{Header: session.Header{ID: "n", CreatedAt: 1}, HandleID: "w"})
 	require.NoError(t, err)
@@ -38,7 +38,7 @@ func TestAppendBatchReportsNextSeq(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(3), res.NextSeq)
 
-	other := &activities.Activities{Store: newStore()}
+	other := &activities.Activities{Runtime: &activities.Runtime{Store: newStore()}}
 	res, err = other.AppendBatch(ctx, activities.AppendBatchInput{Ref: info.Ref, Events: batch})
 	require.NoError(t, err)
 	require.Equal(t, int64(3), res.NextSeq)

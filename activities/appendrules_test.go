@@ -164,7 +164,7 @@ func TestAppendAcceptsOnlyWhatReadRepairAndResumeAccept(t *testing.T) {
 	for _, comp := range []jsonl.Compression{jsonl.CompressionNone, jsonl.CompressionZstd} {
 		st, err := jsonl.NewStore(jsonl.Options{Root: memTempDir(t), Compression: comp})
 		require.NoError(t, err)
-		roots[comp] = &activities.Activities{Store: st, ReadChunk: 7}
+		roots[comp] = &activities.Activities{Runtime: &activities.Runtime{Store: st}, ReadChunk: 7}
 	}
 	const cases = 300
 	accepted, refused, mustRefuse := 0, 0, 0
@@ -211,14 +211,14 @@ func TestAppendAcceptsOnlyWhatReadRepairAndResumeAccept(t *testing.T) {
 		var kept []session.Event
 		wasRefused := false
 		for _, b := range batches {
-			before := logBytes(t, a.Store, id)
+			before := logBytes(t, a.Runtime.Store, id)
 			_, err := a.AppendBatch(ctx, activities.AppendBatchInput{Ref: info.Ref, Events: b})
 			if err != nil {
 				typ, nonRetryable := appType(t, err)
 				require.Equal(t, "InvalidArgument", typ, "%s (%s): %v", id, what, err)
 				require.True(t, nonRetryable)
 				require.Contains(t, err.Error(), "invalid session event at index ")
-				require.Equal(t, before, logBytes(t, a.Store, id), "a refused batch writes nothing")
+				require.Equal(t, before, logBytes(t, a.Runtime.Store, id), "a refused batch writes nothing")
 				wasRefused = true
 				break
 			}
@@ -238,7 +238,7 @@ func TestAppendAcceptsOnlyWhatReadRepairAndResumeAccept(t *testing.T) {
 			continue
 		}
 		// Read.
-		rh, err := a.Store.Open(ctx, id, jsonl.AccessRead, jsonl.OpenOptions{})
+		rh, err := a.Runtime.Store.Open(ctx, id, jsonl.AccessRead, jsonl.OpenOptions{})
 		require.NoError(t, err, "%s (%s): read", id, what)
 		got, err := rh.Read(ctx, 0, -1)
 		require.NoError(t, err)
@@ -291,7 +291,7 @@ func TestResumeRefusesMidTailDamageWithoutTouchingTheLog(t *testing.T) {
 	ctx := context.Background()
 	st, err := jsonl.NewStore(jsonl.Options{Root: t.TempDir(), Compression: jsonl.CompressionNone})
 	require.NoError(t, err)
-	a := &activities.Activities{Store: st}
+	a := &activities.Activities{Runtime: &activities.Runtime{Store: st}}
 	seedSession(t, a, "mid", []session.Event{
 		ev(t, session.TypeTurnStart, 0, map[string]any{"turn": 1}),
 		ev(t, session.TypeTurnEnd, 1, map[string]any{"turn": 1, "reason": map[string]any{"kind": "completed"}}),

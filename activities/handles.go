@@ -76,7 +76,7 @@ func (a *Activities) CreateHandle(ctx context.Context, in CreateHandleInput) (Ha
 	if in.HandleID == "" {
 		return HandleInfo{}, MapError(invalid("create: handle id is required"))
 	}
-	info, err := cancellable(a, ctx, func(ctx context.Context) (HandleInfo, error) {
+	info, err := cancellable(a.runtime(), ctx, func(ctx context.Context) (HandleInfo, error) {
 		h, err := st.Create(ctx, in.Header, jsonl.CreateOptions{
 			HandleID:            in.HandleID,
 			Owner:               in.Owner,
@@ -96,14 +96,14 @@ func (a *Activities) CreateHandle(ctx context.Context, in CreateHandleInput) (Ha
 // a handle id closed before the open landed fails HandleRevoked and releases
 // what the open took. It heartbeats while the store reads the log.
 func (a *Activities) OpenHandle(ctx context.Context, in OpenHandleInput) (HandleInfo, error) {
-	if a == nil || a.Store == nil {
+	st, err := a.store()
+	if err != nil {
 		return HandleInfo{}, temporal.NewNonRetryableApplicationError(PersistenceNotConfiguredText, ErrTypePersistenceNotConfigured, nil)
 	}
-	st := a.Store
 	if in.Access == jsonl.AccessWrite && in.HandleID == "" {
 		return HandleInfo{}, MapError(invalid("open: a write handle id is required"))
 	}
-	info, err := cancellable(a, ctx, func(ctx context.Context) (HandleInfo, error) {
+	info, err := cancellable(a.runtime(), ctx, func(ctx context.Context) (HandleInfo, error) {
 		h, err := st.Open(ctx, in.SessionID, in.Access, jsonl.OpenOptions{HandleID: in.HandleID, Owner: in.Owner})
 		if err != nil {
 			return HandleInfo{}, err
@@ -133,7 +133,6 @@ func (a *Activities) CloseHandle(ctx context.Context, in HandleInput) error {
 	if err != nil {
 		return err
 	}
-	stop := a.heartbeat(ctx)
-	defer stop()
+	defer a.runtime().Heartbeat(ctx, nil).Stop()
 	return MapError(st.CloseHandle(ctx, in.Ref))
 }

@@ -29,14 +29,16 @@ func heartbeatEveryIn(t *testing.T, hb, every time.Duration) time.Duration {
 	return d
 }
 
-// An activity heartbeats every 2 s, or as configured, but at least four
+// An activity heartbeats every second, or as configured, but at least four
 // times per heartbeat timeout, so that a short timeout does not expire
 // while it works.
 func TestHeartbeatEveryFitsTheTimeout(t *testing.T) {
-	require.Equal(t, 2*time.Second, heartbeatEveryIn(t, 0, 0), "no heartbeat timeout")
-	require.Equal(t, 2*time.Second, heartbeatEveryIn(t, 10*time.Second, 0))
+	require.Equal(t, time.Second, heartbeatEveryIn(t, 0, 0), "no heartbeat timeout")
+	require.Equal(t, time.Second, heartbeatEveryIn(t, 10*time.Second, 0))
+	require.Equal(t, time.Second, heartbeatEveryIn(t, 5*time.Second, 0), "the store activities' default timeout")
+	require.Equal(t, 750*time.Millisecond, heartbeatEveryIn(t, 3*time.Second, 0), "the model call's timeout")
 	require.Equal(t, 250*time.Millisecond, heartbeatEveryIn(t, time.Second, 0))
 	require.Equal(t, 100*time.Millisecond, heartbeatEveryIn(t, time.Second, 100*time.Millisecond), "a shorter interval is kept")
 	require.Equal(t, 10*time.Millisecond, heartbeatEveryIn(t, 20*time.Millisecond, 0), "at least 10 ms apart")
-	require.Equal(t, 2*time.Second, HeartbeatEvery(context.Background(), 0), "outside an activity")
+	require.Equal(t, time.Second, HeartbeatEvery(context.Background(), 0), "outside an activity")
 }

@@ -46,7 +46,7 @@ func (f slowSyncFile) Sync() error {
 func TestAppendBatchHeartbeatsWhileTheStoreIsSlow(t *testing.T) {
 	st, err := jsonl.NewStore(jsonl.Options{Root: t.TempDir(), Compression: jsonl.CompressionNone, FS: slowSyncFS{delay: 40 * time.Millisecond}})
 	require.NoError(t, err)
-	a := &activities.Activities{Store: st, HeartbeatInterval: time.Millisecond}
+	a := &activities.Activities{Runtime: &activities.Runtime{Store: st, HeartbeatInterval: time.Millisecond}}
 	ctx := context.Background()
 	info, err := a.CreateHandle(ctx, activities.CreateHandleInput{Header: session.Header{ID: "slow", CreatedAt: 1}, HandleID: "w"})
 	require.NoError(t, err)

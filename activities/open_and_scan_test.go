@@ -41,7 +41,7 @@ func TestOpenHandleWriteNeedsHandleID(t *testing.T) {
 // per-chunk heartbeats, so only their presence is checked).
 func TestScanLogHeartbeatsPerChunk(t *testing.T) {
 	a := newActs(t)
-	a.HeartbeatInterval = time.Hour // the timer never fires
+	a.Runtime.HeartbeatInterval = time.Hour // the timer never fires
 	a.ReadChunk = 2
 	events := make([]session.Event, 0, 9)
 	for i := int64(0); i < 9; i++ {

@@ -34,10 +34,10 @@ func TestOpenOfAnOwnedSessionNamesTheOwner(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			a := newActs(t)
-			h, err := a.Store.Create(ctx, session.Header{Version: session.FormatVersion, ID: "K2", CreatedAt: 1}, jsonl.CreateOptions{HandleID: "h1", Owner: c.owner})
+			h, err := a.Runtime.Store.Create(ctx, session.Header{Version: session.FormatVersion, ID: "K2", CreatedAt: 1}, jsonl.CreateOptions{HandleID: "h1", Owner: c.owner})
 			require.NoError(t, err)
 			defer h.Close(ctx)
-			l, err := a.Store.LeaseOf(ctx, "K2")
+			l, err := a.Runtime.Store.LeaseOf(ctx, "K2")
 			require.NoError(t, err)
 
 			_, err = a.OpenHandle(ctx, activities.OpenHandleInput{SessionID: "K2", Access: jsonl.AccessWrite, HandleID: "h2"})

@@ -162,10 +162,11 @@ type ForfeitResult struct {
 // whose activities have no Temporal client fails it the same way. No lease
 // at all is a success with nothing forfeited.
 func (a *Activities) ForfeitDeadOwner(ctx context.Context, in ForfeitInput) (ForfeitResult, error) {
-	if a.Store == nil {
+	store, err := a.store()
+	if err != nil {
 		return ForfeitResult{}, temporal.NewNonRetryableApplicationError(PersistenceNotConfiguredText, ErrTypePersistenceNotConfigured, nil)
 	}
-	lease, err := a.Store.LeaseOf(ctx, in.SessionID)
+	lease, err := store.LeaseOf(ctx, in.SessionID)
 	if errors.Is(err, jsonl.ErrCorrupt) {
 		// An empty or damaged lease names no owner Temporal could check.
 		msg := fmt.Sprintf("session %q is already owned by an active write handle: its lease cannot be read (%v), so Temporal cannot tell whether its owner is gone; once it is, run `starter unlock --id %q --force`",
@@ -194,7 +195,7 @@ func (a *Activities) ForfeitDeadOwner(ctx context.Context, in ForfeitInput) (For
 	case OwnerUnknown:
 		return ForfeitResult{}, owned("Temporal cannot tell whether that owner is gone (no such execution in this namespace); once it is, run `starter unlock --id %q --force`", in.SessionID)
 	}
-	if err := ForfeitLease(ctx, a.Store, in.SessionID, lease); err != nil {
+	if err := ForfeitLease(ctx, store, in.SessionID, lease); err != nil {
 		if errors.Is(err, ErrLeaseChanged) {
 			return ForfeitResult{}, temporal.NewNonRetryableApplicationError(err.Error(), string(jsonl.CodeAlreadyOwned), err)
 		}

@@ -141,7 +141,7 @@ func TestForfeitDeadOwner(t *testing.T) {
 		require.True(t, nonRetryable)
 		require.ErrorContains(t, err, `session "s" is already owned by an active write handle (handle "h-old" of workflow "session/other" run "r5"`)
 		require.ErrorContains(t, err, "that workflow is running (run r5); dispose or cancel it, then resume")
-		l, err := a.Store.LeaseOf(ctx, "s")
+		l, err := a.Runtime.Store.LeaseOf(ctx, "s")
 		require.NoError(t, err)
 		require.Equal(t, "h-old", l.HandleID, "the lease is kept")
 	})
@@ -174,7 +174,7 @@ func TestForfeitDeadOwner(t *testing.T) {
 	t.Run("unreadable lease: refused with the way out", func(t *testing.T) {
 		a := newActs(t)
 		leased(t, a, "s", old)
-		matches, err := filepath.Glob(filepath.Join(a.Store.Root(), "*", "s", "session.lock"))
+		matches, err := filepath.Glob(filepath.Join(a.Runtime.Store.Root(), "*", "s", "session.lock"))
 		require.NoError(t, err)
 		require.Len(t, matches, 1)
 		require.NoError(t, os.WriteFile(matches[0], nil, 0o600))

@@ -64,8 +64,7 @@ func (a *Activities) Repair(ctx context.Context, in RepairInput) (RepairResult, 
 	if err != nil {
 		return RepairResult{}, err
 	}
-	stop := a.heartbeat(ctx)
-	defer stop()
+	defer a.runtime().Heartbeat(ctx, nil).Stop()
 	res, err := a.repair(ctx, st.Attach(in.Ref), in.Now)
 	return res, MapError(err)
 }

@@ -91,7 +91,7 @@ func TestRepairStoresOneBatch(t *testing.T) {
 				root := t.TempDir()
 				st, err := jsonl.NewStore(jsonl.Options{Root: root, Compression: comp, FS: fsys})
 				require.NoError(t, err)
-				a := &activities.Activities{Store: st}
+				a := &activities.Activities{Runtime: &activities.Runtime{Store: st}}
 				stored := openToolTurn(t)
 				seedSession(t, a, "rm", stored)
 				snap, err := st.Stat(ctx, "rm")

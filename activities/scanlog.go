@@ -152,7 +152,7 @@ func (a *Activities) ScanLog(ctx context.Context, in HandleInput) (LogScan, erro
 	if err != nil {
 		return LogScan{}, err
 	}
-	sum, err := cancellable(a, ctx, func(ctx context.Context) (LogScan, error) {
+	sum, err := cancellable(a.runtime(), ctx, func(ctx context.Context) (LogScan, error) {
 		s, _, _, err := a.describeLog(ctx, st.Attach(in.Ref))
 		return s, err
 	})

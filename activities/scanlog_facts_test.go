@@ -60,7 +60,7 @@ func TestScanAndRepairRefuseAnUnreadableEvent(t *testing.T) {
 		return st
 	}
 	ctx := context.Background()
-	seedSession(t, &activities.Activities{Store: newStore()}, "u", []session.Event{
+	seedSession(t, &activities.Activities{Runtime: &activities.Runtime{Store: newStore()}}, "u", []session.Event{
 		ev(t, session.TypeTurnStart, 0, map[string]any{"turn": 1}),
 		ev(t, session.TypeToolCall, 1, map[string]any{"turn": 1, "step": 1, "callId": "zz", "name": "read"}),
 	})
@@ -72,7 +72,7 @@ func TestScanAndRepairRefuseAnUnreadableEvent(t *testing.T) {
 	require.NotEqual(t, string(raw), edited)
 	require.NoError(t, os.WriteFile(snap.Path, []byte(edited), 0o644))
 
-	a := &activities.Activities{Store: newStore()}
+	a := &activities.Activities{Runtime: &activities.Runtime{Store: newStore()}}
 	info, err := a.OpenHandle(ctx, activities.OpenHandleInput{SessionID: "u", Access: jsonl.AccessWrite, HandleID: "w"})
 	require.NoError(t, err)
 	const want = `session "u": event 0: turn/start event (seq 0): malformed data: must be a safe integer, got "1"`

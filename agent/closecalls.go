@@ -48,15 +48,14 @@ type CloseCallsResult struct {
 // It is idempotent: calls closed already, or a step ended already, store
 // nothing.
 func (a *Activities) CloseCalls(ctx context.Context, in CloseCallsInput) (CloseCallsResult, error) {
-	st, err := a.store()
+	h, err := a.Runtime.Attach(in.Ref)
 	if err != nil {
 		return CloseCallsResult{}, err
 	}
 	if in.MessageSeq < 0 {
 		return CloseCallsResult{}, invalidLog("closing the calls of turn %d: no message seq", in.Turn)
 	}
-	h := st.Attach(in.Ref)
-	staged, err := a.stagedOf(ctx, h, in.Turn, in.MessageSeq)
+	staged, err := stagedOf(ctx, h, in.Turn, in.MessageSeq)
 	if err != nil {
 		return CloseCallsResult{}, err
 	}
@@ -70,7 +69,7 @@ func (a *Activities) CloseCalls(ctx context.Context, in CloseCallsInput) (CloseC
 		return CloseCallsResult{}, activities.MapError(err)
 	}
 	for _, k := range commitKeys {
-		a.unstage(ctx, h, k)
+		unstage(ctx, h, k)
 	}
 	return CloseCallsResult{NextSeq: next}, nil
 }
@@ -78,36 +77,30 @@ func (a *Activities) CloseCalls(ctx context.Context, in CloseCallsInput) (CloseC
 // stagedOf reads the staged results of the recorded calls without a result
 // of the assistant/message at msgSeq (none when msgSeq < 0). They are read
 // before the locked update that closes the calls, which must not call the
-// store.
-func (a *Activities) stagedOf(ctx context.Context, h *jsonl.Handle, turn, msgSeq int64) (map[string]stagedResult, error) {
+// store, and with no lock held: that update scans the step again.
+func stagedOf(ctx context.Context, h *jsonl.Handle, turn, msgSeq int64) (map[string]stagedResult, error) {
 	staged := map[string]stagedResult{}
 	if msgSeq < 0 {
 		return staged, nil
 	}
-	var (
-		ids  []string
-		step int64
-	)
-	if _, err := readLog(ctx, h, msgSeq, func(tail []session.Event, _ int64) error {
-		ids = ids[:0]
-		sc, err := scanStep(tail, msgSeq, turn)
-		if err != nil {
-			return err
-		}
-		step = sc.step
-		for _, c := range sc.calls {
-			if _, done := sc.result[c.ID]; !done {
-				if _, recorded := sc.callSeq[c.ID]; recorded {
-					ids = append(ids, c.ID)
-				}
-			}
-		}
-		return nil
-	}); err != nil {
+	tail, _, err := h.Tail(ctx, msgSeq)
+	if err != nil {
 		return nil, activities.MapError(err)
 	}
+	sc, err := scanStep(tail, msgSeq, turn)
+	if err != nil {
+		return nil, activities.MapError(err)
+	}
+	var ids []string
+	for _, c := range sc.calls {
+		if _, done := sc.result[c.ID]; !done {
+			if _, recorded := sc.callSeq[c.ID]; recorded {
+				ids = append(ids, c.ID)
+			}
+		}
+	}
 	for _, id := range ids {
-		r, ok, err := readStaged(ctx, h, stagingKey(turn, step, id))
+		r, ok, err := readStaged(ctx, h, stagingKey(turn, sc.step, id))
 		if err != nil {
 			return nil, err
 		}

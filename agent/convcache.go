@@ -14,17 +14,21 @@ import (
 const maxCachedConversations = 64
 
 // convCache keeps, per session of a store, the message decoded from each
-// event the model activity read (docs/DECISIONS.md D44), so a model call
-// decodes only the events stored since the last one instead of the whole
-// conversation. An entry is used only for the very event it was decoded
+// event the model activity read (docs/DECISIONS.md D44): each Activities
+// value has its own (D84), so two workers of one process share nothing. A
+// model call decodes only the events stored since the last one instead of
+// the whole conversation. An entry is used only for the very event it was decoded
 // from: same seq, type and data (the same bytes of the store's read view,
 // which entries keep alive, so the address cannot be reused). An event the
 // store read again (a repair, a compaction, another process's append, a
 // reopened handle) has new bytes and is decoded again; there is nothing to
-// invalidate by hand.
+// invalidate by hand. The zero value is an empty cache.
 type convCache struct {
 	mu       sync.Mutex // guards sessions; each entry has its own lock
 	sessions map[convKey]*convEntries
+	// decoding, when set (by tests), is called before a conversation is
+	// decoded.
+	decoding func()
 }
 
 type convKey struct {
@@ -49,8 +53,6 @@ type convEntry struct {
 	ok   bool
 }
 
-var conversations = &convCache{sessions: map[convKey]*convEntries{}}
-
 // sameBytes reports whether a and b are the same slice of memory.
 func sameBytes(a, b []byte) bool {
 	return len(a) == len(b) && len(a) > 0 && &a[0] == &b[0]
@@ -59,6 +61,9 @@ func sameBytes(a, b []byte) bool {
 // conversation is Conversation(events) for session id of st, decoding only
 // the events the cache does not hold.
 func (c *convCache) conversation(st *jsonl.Store, id string, events []session.Event) ([]provider.Message, error) {
+	if c.decoding != nil {
+		c.decoding()
+	}
 	order, err := surfaceOrder(events)
 	if err != nil {
 		return nil, err
@@ -106,6 +111,9 @@ func (c *convCache) conversation(st *jsonl.Store, id string, events []session.Ev
 func (c *convCache) entries(k convKey) *convEntries {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.sessions == nil {
+		c.sessions = map[convKey]*convEntries{}
+	}
 	ce := c.sessions[k]
 	if ce == nil {
 		if len(c.sessions) >= maxCachedConversations {

@@ -3,6 +3,13 @@
 // write handle, call a provider or a tool, and store what they produced
 // themselves, so that workflow history carries only seqs, ids and names.
 //
+// The activities are built on the worker's activities.Runtime, which they
+// share with the store activities: the store, the heartbeat and the error
+// classes (docs/DECISIONS.md D84). Each Activities value owns its
+// conversation cache. A model call reads the log with jsonl.Handle.Tail and
+// decodes it with no lock held; only the store of its message runs under
+// the session's lock (jsonl.Handle.Update).
+//
 // Every activity is idempotent against the log: a retry finds what an
 // earlier attempt stored and continues from there (LIFECYCLE.md, turns).
 //

@@ -17,7 +17,7 @@ import (
 // idempotent: when the log already holds the turn's turn/end it stores
 // nothing.
 func (a *Activities) EndTurn(ctx context.Context, in EndTurnInput) (EndTurnResult, error) {
-	st, err := a.store()
+	h, err := a.Runtime.Attach(in.Ref)
 	if err != nil {
 		return EndTurnResult{}, err
 	}
@@ -27,8 +27,7 @@ func (a *Activities) EndTurn(ctx context.Context, in EndTurnInput) (EndTurnResul
 	if in.Reason.Kind == "" {
 		return EndTurnResult{}, invalidLog("end of turn %d: the reason has no kind", in.Turn)
 	}
-	h := st.Attach(in.Ref)
-	staged, err := a.stagedOf(ctx, h, in.Turn, in.MessageSeq)
+	staged, err := stagedOf(ctx, h, in.Turn, in.MessageSeq)
 	if err != nil {
 		return EndTurnResult{}, err
 	}
@@ -79,7 +78,7 @@ func (a *Activities) EndTurn(ctx context.Context, in EndTurnInput) (EndTurnResul
 		return EndTurnResult{NextSeq: next, Held: activities.HeldEvents(held)}, nil
 	}
 	for _, k := range commitKeys {
-		a.unstage(ctx, h, k)
+		unstage(ctx, h, k)
 	}
 	return EndTurnResult{NextSeq: next}, nil
 }

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider"
@@ -171,7 +172,8 @@ func newFixture(t *testing.T, tools agent.ToolSet, responses ...response) *fixtu
 		ev(t, session.TypeStepStart, 2, `{"turn":1,"step":1}`),
 	)
 	f.prov = &fakeProvider{responses: responses}
-	f.acts = &agent.Activities{Store: f.store, Providers: provider.Set{"fake": f.prov}, Tools: tools, System: "be brief", HeartbeatInterval: time.Millisecond}
+	f.acts = &agent.Activities{Runtime: &activities.Runtime{Store: f.store, HeartbeatInterval: time.Millisecond},
+		Providers: provider.Set{"fake": f.prov}, Tools: tools, System: "be brief"}
 	return f
 }
 
@@ -183,11 +185,13 @@ func (f *fixture) newStore() *jsonl.Store {
 	return st
 }
 
-// actsOn returns activities over another store instance on the same root.
+// actsOn returns activities over another store instance on the same root,
+// as another worker's: their own runtime and conversation cache.
 func (f *fixture) actsOn(st *jsonl.Store) *agent.Activities {
-	c := *f.acts
-	c.Store = st
-	return &c
+	rt := *f.acts.Runtime
+	rt.Store = st
+	return &agent.Activities{Runtime: &rt, Providers: f.acts.Providers, Tools: f.acts.Tools, System: f.acts.System,
+		Now: f.acts.Now, TracerProvider: f.acts.TracerProvider, TraceContent: f.acts.TraceContent, Limits: f.acts.Limits}
 }
 
 func (f *fixture) append(events ...session.Event) {

@@ -13,7 +13,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sessionflow/sessionflow/activities"
-	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/session"
 )
@@ -64,130 +63,6 @@ type routeData struct {
 	Model    string `json:"model"`
 }
 
-// storedModelCall is what CallModel reads back from a stored message.
-type storedModelCall struct {
-	seq         int64
-	calls       []CallRef
-	finish      provider.FinishReason
-	usage       *provider.Usage
-	interrupted bool
-}
-
-// findModelCall returns the assistant/message of (turn, step) in tail: the
-// first one after the last step/start of that step.
-func (a *Activities) findModelCall(tail []session.Event, turn, step int64) (*storedModelCall, error) {
-	start := -1
-	for i := len(tail) - 1; i >= 0; i-- {
-		if tail[i].Type != session.TypeStepStart {
-			continue
-		}
-		ss, err := tail[i].StepStart()
-		if err != nil {
-			return nil, err
-		}
-		if ss.Turn == turn && ss.Step == step {
-			start = i
-			break
-		}
-	}
-	if start < 0 {
-		return nil, nil
-	}
-	for _, e := range tail[start+1:] {
-		if e.Type != session.TypeAssistantMessage {
-			continue
-		}
-		m, err := e.AssistantMessage()
-		if err != nil {
-			return nil, err
-		}
-		if m.Turn != turn || m.Step != step {
-			continue
-		}
-		out := &storedModelCall{seq: e.Seq, interrupted: m.Interrupted}
-		for _, c := range m.ToolCalls() {
-			t, _ := a.lookup(c.Name)
-			out.calls = append(out.calls, CallRef{ID: c.ID, Name: c.Name, Parallel: t.Parallel})
-		}
-		if len(m.Usage) > 0 {
-			var u provider.Usage
-			if json.Unmarshal(m.Usage, &u) == nil {
-				out.usage = &u
-			}
-		}
-		out.finish = citedFinish(tail, e.SourceEventSeqs)
-		if out.finish == "" {
-			out.finish = streamFinish(m.Stream)
-		}
-		if out.finish == "" && !m.Interrupted {
-			out.finish = provider.FinishStop
-			if len(out.calls) > 0 {
-				out.finish = provider.FinishToolCalls
-			}
-		}
-		return out, nil
-	}
-	return nil, nil
-}
-
-// citedFinish reads the finish reason from the finish chunk among the
-// assistant/chunk events of tail a message cites (seqs): "" when it cites
-// none, or one of a reason this package does not know.
-func citedFinish(tail []session.Event, seqs []int64) provider.FinishReason {
-	if len(tail) == 0 {
-		return ""
-	}
-	for i := len(seqs) - 1; i >= 0; i-- {
-		at := seqs[i] - tail[0].Seq
-		if at < 0 || at >= int64(len(tail)) || tail[at].Type != session.TypeAssistantChunk {
-			continue
-		}
-		var d struct {
-			Chunk struct {
-				Type   string `json:"type"`
-				Reason struct {
-					Kind provider.FinishReason `json:"kind"`
-				} `json:"reason"`
-			} `json:"chunk"`
-		}
-		if json.Unmarshal(tail[at].Data, &d) != nil || d.Chunk.Type != provider.RecordFinish {
-			continue
-		}
-		switch k := d.Chunk.Reason.Kind; k {
-		case provider.FinishStop, provider.FinishToolCalls, provider.FinishMaxTokens:
-			return k
-		}
-		return ""
-	}
-	return ""
-}
-
-// streamFinish reads the finish reason from the stream record of a
-// message stored before its chunks were (assistant/message.stream,
-// docs/FORMAT.md §1.2 "The stream record").
-func streamFinish(stream json.RawMessage) provider.FinishReason {
-	var recs []struct {
-		Type  string `json:"type"`
-		Chunk struct {
-			Type   provider.ChunkType    `json:"type"`
-			Finish provider.FinishReason `json:"finish"`
-		} `json:"chunk"`
-	}
-	if json.Unmarshal(stream, &recs) != nil {
-		return ""
-	}
-	for i := len(recs) - 1; i >= 0; i-- {
-		if recs[i].Type == "chunk" && recs[i].Chunk.Type == provider.ChunkFinish {
-			return recs[i].Chunk.Finish
-		}
-	}
-	return ""
-}
-
-func (c *storedModelCall) result(next int64, reused bool) ModelResult {
-	return ModelResult{MessageSeq: c.seq, NextSeq: next, ToolCalls: c.calls, Finish: c.finish, Usage: c.usage, Interrupted: c.interrupted, Reused: reused}
-}
-
 // CallModel performs the model call of step in.Step of turn in.Turn and
 // stores its assistant/message (D28: a model call's message is stored once,
 // at its end). It reads the conversation from the log from in.From, calls
@@ -205,31 +80,17 @@ func (c *storedModelCall) result(next int64, reused bool) ModelResult {
 func (a *Activities) CallModel(ctx context.Context, in ModelInput) (res ModelResult, err error) {
 	ctx, span := a.startChat(ctx, in)
 	defer func() { endChat(span, res, err) }()
-	st, err := a.store()
+	h, err := a.Runtime.Attach(in.Ref)
 	if err != nil {
 		return ModelResult{}, err
 	}
 	if in.Turn < 1 || in.Step < 1 {
 		return ModelResult{}, invalidLog("model call of turn %d step %d: turn and step start at 1", in.Turn, in.Step)
 	}
-	h := st.Attach(in.Ref)
-	var (
-		found    *storedModelCall
-		messages []provider.Message
-	)
-	next, err := readLog(ctx, h, in.From, func(tail []session.Event, _ int64) error {
-		var err error
-		if found, err = a.findModelCall(tail, in.Turn, in.Step); err != nil || found != nil {
-			return err
-		}
-		if messages, err = conversations.conversation(st, in.Ref.SessionID, tail); err != nil {
-			// The log will read the same on every attempt.
-			return invalidLog("%v", err)
-		}
-		return nil
-	})
+	c := &modelCall{a: a, h: h, in: in}
+	found, messages, next, err := c.conversation(ctx)
 	if err != nil {
-		return ModelResult{}, activities.MapError(err)
+		return ModelResult{}, err
 	}
 	if found != nil {
 		return found.result(next, true), nil
@@ -252,22 +113,22 @@ func (a *Activities) CallModel(ctx context.Context, in ModelInput) (res ModelRes
 	if activity.IsActivity(ctx) {
 		progress.Attempt = activity.GetInfo(ctx).Attempt
 	}
-	// The fold and progress change only inside hb.step; the shown tail is
+	// The fold and progress change only inside hb.Step; the shown tail is
 	// copied only for a heartbeat that is sent.
-	hb := a.startHeartbeat(ctx, func() any { return withShownTail(progress, f) })
-	streamErr := a.stream(ctx, p, req, func(c provider.Chunk) error {
-		return hb.step(func() error {
-			if err := f.Push(c, a.nowMs()); err != nil {
+	hb := a.Runtime.Heartbeat(ctx, func() any { return withShownTail(progress, f) })
+	streamErr := c.stream(ctx, p, req, func(ch provider.Chunk) error {
+		return hb.Step(func() error {
+			if err := f.Push(ch, a.nowMs()); err != nil {
 				return err
 			}
-			progress = a.progress(progress, f, c)
+			progress = nextProgress(progress, f, ch)
 			return nil
 		})
 	})
-	hb.close()
+	hb.Stop()
 
 	if ctx.Err() != nil {
-		return ModelResult{}, a.interrupted(ctx, h, in, f)
+		return ModelResult{}, c.interrupted(ctx, f)
 	}
 	if streamErr != nil {
 		return ModelResult{}, providerError(streamErr)
@@ -276,7 +137,7 @@ func (a *Activities) CallModel(ctx context.Context, in ModelInput) (res ModelRes
 		return ModelResult{}, temporal.NewApplicationError("model call failed: the stream ended without a finish", ErrTypeProviderUnavailable)
 	}
 	a.traceResponse(ctx, f.Content(), f.Finish())
-	return a.storeMessage(ctx, h, in, f, false)
+	return c.store(ctx, f, false)
 }
 
 // stream runs one provider stream under the call's limits (ModelLimits,
@@ -286,8 +147,8 @@ func (a *Activities) CallModel(ctx context.Context, in ModelInput) (res ModelRes
 // for a chunk push refused (the provider broke its own stream, not
 // retryable). A cancellation of ctx ends it with ctx's error or nil; the
 // caller checks ctx.
-func (a *Activities) stream(ctx context.Context, p provider.Provider, req provider.Request, push func(provider.Chunk) error) error {
-	lim := a.Limits.resolved()
+func (c *modelCall) stream(ctx context.Context, p provider.Provider, req provider.Request, push func(provider.Chunk) error) error {
+	lim := c.a.Limits.resolved()
 	sctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	idle := time.AfterFunc(lim.IdleTimeout, func() {
@@ -309,7 +170,7 @@ func (a *Activities) stream(ctx context.Context, p provider.Provider, req provid
 		return nil
 	}
 	output := 0
-	for c, err := range p.Stream(sctx, req) {
+	for ch, err := range p.Stream(sctx, req) {
 		if err != nil {
 			if le := limitErr(); le != nil {
 				return le
@@ -317,11 +178,11 @@ func (a *Activities) stream(ctx context.Context, p provider.Provider, req provid
 			return err
 		}
 		idle.Reset(lim.IdleTimeout)
-		if output += len(c.Delta); output > lim.MaxOutputBytes {
+		if output += len(ch.Delta); output > lim.MaxOutputBytes {
 			return &provider.Error{Code: CodeModelOutputTooLarge,
 				Message: fmt.Sprintf("the model's output exceeds the limit of %d bytes", lim.MaxOutputBytes)}
 		}
-		if err := push(c); err != nil {
+		if err := push(ch); err != nil {
 			// The provider broke its own stream: retrying the same
 			// provider is not expected to do better.
 			return &provider.Error{Message: err.Error()}
@@ -333,9 +194,9 @@ func (a *Activities) stream(ctx context.Context, p provider.Provider, req provid
 	return limitErr()
 }
 
-// progress is the heartbeat detail after chunk c, without its text (see
+// nextProgress is the heartbeat detail after chunk c, without its text (see
 // withShownTail).
-func (a *Activities) progress(p ModelProgress, f fold, c provider.Chunk) ModelProgress {
+func nextProgress(p ModelProgress, f fold, c provider.Chunk) ModelProgress {
 	p.Chunks++
 	shown := f.ShownLen() > 0
 	if c.Type == provider.ChunkReasoning && !shown {
@@ -358,7 +219,7 @@ func withShownTail(p ModelProgress, f fold) ModelProgress {
 // cancellation of the activity (not a timeout or a worker shutdown, after
 // which the call is retried) stores the anchor of what was shown. It
 // returns the cancellation.
-func (a *Activities) interrupted(ctx context.Context, h *jsonl.Handle, in ModelInput, f fold) error {
+func (c *modelCall) interrupted(ctx context.Context, f fold) error {
 	cause := context.Cause(ctx)
 	var canceled *temporal.CanceledError
 	if !errors.As(cause, &canceled) || len(f.Interrupted()) == 0 {
@@ -366,20 +227,23 @@ func (a *Activities) interrupted(ctx context.Context, h *jsonl.Handle, in ModelI
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), anchorTimeout)
 	defer cancel()
-	if _, err := a.storeMessage(sctx, h, in, f, true); err != nil {
+	if _, err := c.store(sctx, f, true); err != nil {
 		slog.Warn("agent: storing the interrupted anchor of a cancelled model call failed",
-			"session", in.Ref.SessionID, "turn", in.Turn, "step", in.Step, "error", err)
+			"session", c.in.Ref.SessionID, "turn", c.in.Turn, "step", c.in.Step, "error", err)
 	}
 	return ctx.Err()
 }
 
-// storeMessage stores the assistant/message of the call (or its interrupted
+// store stores the assistant/message of the call (or its interrupted
 // anchor) unless the log already holds the step's message. One batch holds,
 // in order: a request/context naming the call's route when the last one in
 // the log names another (or there is none), the call's recorded chunks as
 // assistant/chunk events at the times they arrived, and the message citing
-// them all in sourceEventSeqs (docs/FORMAT.md §1.2).
-func (a *Activities) storeMessage(ctx context.Context, h *jsonl.Handle, in ModelInput, f fold, interrupted bool) (ModelResult, error) {
+// them all in sourceEventSeqs (docs/FORMAT.md §1.2). It stores nothing, and
+// fails with a retryable error, when the log no longer begins with the
+// events the conversation was read from.
+func (c *modelCall) store(ctx context.Context, f fold, interrupted bool) (ModelResult, error) {
+	in := c.in
 	content := f.Content()
 	if interrupted {
 		content = f.Interrupted()
@@ -400,16 +264,20 @@ func (a *Activities) storeMessage(ctx context.Context, h *jsonl.Handle, in Model
 		stored *storedModelCall
 		reused bool
 	)
-	next, err := h.Update(ctx, in.From, func(tail []session.Event, next int64) ([]session.Event, error) {
+	next, err := c.h.Update(ctx, in.From, func(tail []session.Event, next int64) ([]session.Event, error) {
 		var err error
-		if stored, err = a.findModelCall(tail, in.Turn, in.Step); err != nil {
+		if stored, err = c.find(tail); err != nil {
 			return nil, err
 		}
 		if stored != nil {
 			reused = true // a concurrent attempt stored it first
 			return nil, nil
 		}
-		batch, err := a.callEvents(tail, next, in, record, data)
+		if !c.continues(tail) {
+			return nil, temporal.NewApplicationError(fmt.Sprintf(
+				"model call of turn %d step %d: the log changed since its conversation was read", in.Turn, in.Step), activities.ErrTypeIO)
+		}
+		batch, err := c.events(tail, next, record, data)
 		if err != nil {
 			return nil, err
 		}
@@ -417,7 +285,7 @@ func (a *Activities) storeMessage(ctx context.Context, h *jsonl.Handle, in Model
 		if !interrupted {
 			for _, b := range content {
 				if b.Type == provider.BlockToolCall {
-					t, _ := a.lookup(b.Name)
+					t, _ := c.a.lookup(b.Name)
 					stored.calls = append(stored.calls, CallRef{ID: b.ID, Name: b.Name, Parallel: t.Parallel})
 				}
 			}
@@ -432,10 +300,11 @@ func (a *Activities) storeMessage(ctx context.Context, h *jsonl.Handle, in Model
 	return stored.result(next, reused), nil
 }
 
-// callEvents builds the batch of storeMessage from seq next: the
-// request/context if the route changed, the chunk events, the message.
-func (a *Activities) callEvents(tail []session.Event, next int64, in ModelInput, record []provider.RecordedChunk, data assistantData) ([]session.Event, error) {
-	now := a.nowMs()
+// events builds the batch of store from seq next: the request/context if
+// the route changed, the chunk events, the message.
+func (c *modelCall) events(tail []session.Event, next int64, record []provider.RecordedChunk, data assistantData) ([]session.Event, error) {
+	in := c.in
+	now := c.a.nowMs()
 	batch := make([]session.Event, 0, len(record)+2)
 	if lastRoute(tail) != (routeData{Provider: in.Provider, Model: in.Model}) {
 		e, err := session.NewEvent(session.TypeRequestContext, next, now, routeData{Provider: in.Provider, Model: in.Model})
@@ -446,13 +315,13 @@ func (a *Activities) callEvents(tail []session.Event, next int64, in ModelInput,
 	}
 	cites := make([]int64, 0, len(record))
 	prefix := `{"turn":` + strconv.FormatInt(in.Turn, 10) + `,"step":` + strconv.FormatInt(in.Step, 10) + `,"chunk":`
-	for _, c := range record {
+	for _, rc := range record {
 		seq := next + int64(len(batch))
 		// The chunk is canonical JSON, so the data is too, with its keys in
 		// the order the store packs runs of deltas in (FORMAT.md §1.6).
-		b := make([]byte, 0, len(prefix)+len(c.Chunk)+1)
-		b = append(append(append(b, prefix...), c.Chunk...), '}')
-		e := session.Event{Type: session.TypeAssistantChunk, Seq: seq, Time: c.Time, Data: b}
+		b := make([]byte, 0, len(prefix)+len(rc.Chunk)+1)
+		b = append(append(append(b, prefix...), rc.Chunk...), '}')
+		e := session.Event{Type: session.TypeAssistantChunk, Seq: seq, Time: rc.Time, Data: b}
 		if err := e.Validate(); err != nil {
 			return nil, fmt.Errorf("%w: %w", session.ErrInvalidEvent, err)
 		}

@@ -383,7 +383,7 @@ func TestCallModelHeartbeatsProgress(t *testing.T) {
 	})
 	// The first chunk is recorded at once; the next heartbeat would be due
 	// after an hour.
-	f.acts.HeartbeatInterval = time.Hour
+	f.acts.Runtime.HeartbeatInterval = time.Hour
 	_, err := env.ExecuteActivity(agent.CallModelActivity, f.modelInput(1, 1))
 	require.NoError(t, err)
 	mu.Lock()

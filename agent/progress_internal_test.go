@@ -14,20 +14,19 @@ import (
 // the shown text at most, cut at a character boundary, with TextOffset its
 // start in the shown text; Reasoning is set while only reasoning streamed.
 func TestProgressWindow(t *testing.T) {
-	a := &Activities{}
 	f := newFold()
 	var shown strings.Builder
 	p := ModelProgress{Turn: 2, Step: 3}
 	c := provider.Chunk{Type: provider.ChunkReasoning, Delta: "plan"}
 	f.Push(c, 1)
-	p = withShownTail(a.progress(p, f, c), f)
+	p = withShownTail(nextProgress(p, f, c), f)
 	require.Equal(t, ModelProgress{Turn: 2, Step: 3, Chunks: 1, Reasoning: true}, p)
 	for i := range 300 {
 		s := strings.Repeat(string(rune('a'+i%26)), 20) + "é"
 		shown.WriteString(s)
 		c := provider.Chunk{Type: provider.ChunkText, Delta: s}
 		f.Push(c, int64(i))
-		p = withShownTail(a.progress(p, f, c), f)
+		p = withShownTail(nextProgress(p, f, c), f)
 		full := shown.String()
 		require.False(t, p.Reasoning)
 		require.True(t, utf8.ValidString(p.Text))

@@ -46,18 +46,36 @@ const storeAfterCancel = 30 * time.Second
 func (a *Activities) RunTool(ctx context.Context, in ToolInput) (out ToolOutcome, err error) {
 	ctx, span := a.startTool(ctx, in)
 	defer func() { endTool(span, out, err) }()
-	st, err := a.store()
+	h, err := a.Runtime.Attach(in.Ref)
 	if err != nil {
 		return ToolOutcome{}, err
 	}
-	h := st.Attach(in.Ref)
+	c := &toolCall{a: a, h: h, in: in}
+	return c.run(ctx)
+}
+
+// toolCall is one attempt of RunTool: its activities, the session's write
+// handle and the input, and what it learnt of the call's step.
+type toolCall struct {
+	a  *Activities
+	h  *jsonl.Handle
+	in ToolInput
+	// step is the step of the call's message; callIDs are the message's
+	// calls in model order.
+	step    int64
+	callIDs []string
+}
+
+// run is RunTool after its span: it records the call, runs it (or takes
+// the result an earlier attempt staged) and commits the results that are
+// next in model order.
+func (c *toolCall) run(ctx context.Context) (ToolOutcome, error) {
+	in, h := c.in, c.h
 	var (
 		block   session.ContentBlock
 		callSeq int64 = -1
 		created bool
 		stored  *session.Event
-		step    int64
-		callIDs []string
 	)
 	next, err := h.Update(ctx, in.MessageSeq, func(tail []session.Event, next int64) ([]session.Event, error) {
 		sc, err := scanStep(tail, in.MessageSeq, in.Turn)
@@ -67,7 +85,7 @@ func (a *Activities) RunTool(ctx context.Context, in ToolInput) (out ToolOutcome
 		if in.Step != 0 && sc.step != in.Step {
 			return nil, invalidLog("the assistant/message at seq %d belongs to step %d, not %d", in.MessageSeq, sc.step, in.Step)
 		}
-		step = sc.step
+		c.step = sc.step
 		var ok bool
 		if block, _, ok = sc.block(in.CallID); !ok {
 			return nil, invalidLog("the assistant/message at seq %d has no tool call %q", in.MessageSeq, in.CallID)
@@ -75,8 +93,9 @@ func (a *Activities) RunTool(ctx context.Context, in ToolInput) (out ToolOutcome
 		if in.Name != "" && block.Name != in.Name {
 			return nil, invalidLog("tool call %q of the assistant/message at seq %d calls %q, not %q", in.CallID, in.MessageSeq, block.Name, in.Name)
 		}
-		for _, c := range sc.calls {
-			callIDs = append(callIDs, c.ID)
+		c.callIDs = c.callIDs[:0]
+		for _, mc := range sc.calls {
+			c.callIDs = append(c.callIDs, mc.ID)
 		}
 		if r, ok := sc.result[in.CallID]; ok {
 			stored = &r
@@ -93,7 +112,7 @@ func (a *Activities) RunTool(ctx context.Context, in ToolInput) (out ToolOutcome
 			callSeq = s
 			return nil, nil
 		}
-		e, err := toolCallEvent(in.Turn, sc.step, block, next, a.nowMs())
+		e, err := toolCallEvent(in.Turn, sc.step, block, next, c.a.nowMs())
 		if err != nil {
 			return nil, err
 		}
@@ -103,14 +122,14 @@ func (a *Activities) RunTool(ctx context.Context, in ToolInput) (out ToolOutcome
 	if err != nil {
 		return ToolOutcome{}, activities.MapError(err)
 	}
-	key := stagingKey(in.Turn, step, in.CallID)
+	key := stagingKey(in.Turn, c.step, in.CallID)
 	if stored != nil {
 		isErr, code := resultOutcome(*stored)
-		a.unstage(ctx, h, key)
+		unstage(ctx, h, key)
 		return ToolOutcome{CallSeq: callSeq, NextSeq: next, IsError: isErr, Code: code, Unknown: code == session.ToolOutcomeUnknown}, nil
 	}
 
-	res, staged, err := a.stagedOrRun(ctx, h, in, block, key, created)
+	res, staged, err := c.stagedOrRun(ctx, block, key, created)
 	if err != nil {
 		return ToolOutcome{}, err
 	}
@@ -124,7 +143,7 @@ func (a *Activities) RunTool(ctx context.Context, in ToolInput) (out ToolOutcome
 	if !staged {
 		// The last call of the message, after all the others: nothing can
 		// wait behind it, so it is committed without staging.
-		done, other, n, err := a.commitLast(ctx, h, in, res)
+		done, other, n, err := c.commitLast(ctx, res)
 		if err != nil {
 			return ToolOutcome{}, err
 		}
@@ -136,11 +155,11 @@ func (a *Activities) RunTool(ctx context.Context, in ToolInput) (out ToolOutcome
 			isErr, code := res.outcome()
 			return ToolOutcome{CallSeq: callSeq, NextSeq: n, IsError: isErr, Code: code, Reran: res.Reran, Unknown: res.Unknown}, nil
 		}
-		if res, err = a.stage(ctx, h, key, res); err != nil {
+		if res, err = stage(ctx, h, key, res); err != nil {
 			return ToolOutcome{}, err
 		}
 	}
-	next, mine, err := a.commit(ctx, h, in.Turn, step, in.MessageSeq, callIDs, in.CallID)
+	next, mine, err := c.commit(ctx)
 	if err != nil {
 		return ToolOutcome{}, err
 	}
@@ -155,17 +174,17 @@ func (a *Activities) RunTool(ctx context.Context, in ToolInput) (out ToolOutcome
 // stagedOrRun returns the call's result: the one an earlier attempt staged
 // (staged is then true), or the result of running the tool now, or the
 // outcome-unknown result of a call that must not run again.
-func (a *Activities) stagedOrRun(ctx context.Context, h *jsonl.Handle, in ToolInput, block session.ContentBlock, key string, created bool) (res stagedResult, staged bool, err error) {
+func (c *toolCall) stagedOrRun(ctx context.Context, block session.ContentBlock, key string, created bool) (res stagedResult, staged bool, err error) {
 	if !created {
-		if r, ok, err := readStaged(ctx, h, key); err != nil || ok {
+		if r, ok, err := readStaged(ctx, c.h, key); err != nil || ok {
 			return r, ok, err
 		}
 	}
-	t, known := a.lookup(block.Name)
+	t, known := c.a.lookup(block.Name)
 	if !created && !(known && t.Idempotent) {
 		return stagedResult{Unknown: true}, false, nil
 	}
-	r := a.execute(ctx, h, in, block)
+	r := c.execute(ctx, block)
 	if err := ctx.Err(); err != nil && !cancelRequested(ctx) {
 		// The attempt timed out, lost its heartbeat or its worker stopped
 		// while the tool ran: its result is not the tool's outcome. A retry
@@ -180,7 +199,7 @@ func (a *Activities) stagedOrRun(ctx context.Context, h *jsonl.Handle, in ToolIn
 
 // stage stages res under key durably and returns the staged result: res,
 // or the result a concurrent attempt staged first.
-func (a *Activities) stage(ctx context.Context, h *jsonl.Handle, key string, res stagedResult) (stagedResult, error) {
+func stage(ctx context.Context, h *jsonl.Handle, key string, res stagedResult) (stagedResult, error) {
 	body, err := json.Marshal(res)
 	if err != nil {
 		return stagedResult{}, err
@@ -216,8 +235,9 @@ func cancelRequested(ctx context.Context) bool {
 // every call before it has its result: no result can be waiting behind it,
 // so staging would only cost a durable write. done reports that it stored
 // res; other is the call's result when another attempt stored it first.
-func (a *Activities) commitLast(ctx context.Context, h *jsonl.Handle, in ToolInput, res stagedResult) (done bool, other *session.Event, next int64, err error) {
-	next, err = h.Update(ctx, in.MessageSeq, func(tail []session.Event, next int64) ([]session.Event, error) {
+func (c *toolCall) commitLast(ctx context.Context, res stagedResult) (done bool, other *session.Event, next int64, err error) {
+	in := c.in
+	next, err = c.h.Update(ctx, in.MessageSeq, func(tail []session.Event, next int64) ([]session.Event, error) {
 		done, other = false, nil
 		sc, err := scanStep(tail, in.MessageSeq, in.Turn)
 		if err != nil {
@@ -237,7 +257,7 @@ func (a *Activities) commitLast(ctx context.Context, h *jsonl.Handle, in ToolInp
 				return nil, nil
 			}
 		}
-		e, err := res.event(in.Turn, sc.step, in.CallID, callSeq, next, a.nowMs())
+		e, err := res.event(in.Turn, sc.step, in.CallID, callSeq, next, c.a.nowMs())
 		if err != nil {
 			return nil, err
 		}
@@ -251,7 +271,8 @@ func (a *Activities) commitLast(ctx context.Context, h *jsonl.Handle, in ToolInp
 }
 
 // execute runs the tool, heartbeating while it runs.
-func (a *Activities) execute(ctx context.Context, h *jsonl.Handle, in ToolInput, block session.ContentBlock) tool.Result {
+func (c *toolCall) execute(ctx context.Context, block session.ContentBlock) tool.Result {
+	a := c.a
 	args, err := argumentsText(block.Arguments)
 	if err != nil {
 		return tool.ErrorResult(tool.NameInvalidArguments, tool.CodeInvalidArguments, fmt.Sprintf("Error: the arguments of tool call %q cannot be read: %v", block.ID, err))
@@ -259,10 +280,9 @@ func (a *Activities) execute(ctx context.Context, h *jsonl.Handle, in ToolInput,
 	if a.Tools == nil {
 		return tool.ErrorResult(tool.NameNotFound, tool.CodeNotFound, fmt.Sprintf("Error: tool %q not found; available tools: none", block.Name))
 	}
-	hb := a.startHeartbeat(ctx, nil)
-	defer hb.close()
+	defer a.Runtime.Heartbeat(ctx, nil).Stop()
 	res := a.Tools.Execute(ctx, block.Name, tool.Call{
-		SessionID: in.Ref.SessionID, CallID: block.ID, Cwd: h.Header().Cwd, Arguments: json.RawMessage(args),
+		SessionID: c.in.Ref.SessionID, CallID: block.ID, Cwd: c.h.Header().Cwd, Arguments: json.RawMessage(args),
 	})
 	a.traceToolRun(ctx, args, res)
 	return res
@@ -281,17 +301,18 @@ func readStaged(ctx context.Context, h *jsonl.Handle, key string) (stagedResult,
 	return r, true, nil
 }
 
-// commit stores, in model order, every staged result of the message at
-// msgSeq (of step step) that is next: from the first call without a tool/result, each
-// call with a tool/call and a staged result, up to the first call that has
-// neither a result nor a staged one. It then removes the staged results
-// the log holds. It returns the log's next seq.
-func (a *Activities) commit(ctx context.Context, h *jsonl.Handle, turn, step, msgSeq int64, callIDs []string, mine string) (int64, *session.Event, error) {
+// commit stores, in model order, every staged result of the call's message
+// that is next: from the first call without a tool/result, each call with a
+// tool/call and a staged result, up to the first call that has neither a
+// result nor a staged one. It then removes the staged results the log
+// holds. It returns the log's next seq and the call's own result.
+func (c *toolCall) commit(ctx context.Context) (int64, *session.Event, error) {
+	h, turn, step, msgSeq, mine := c.h, c.in.Turn, c.step, c.in.MessageSeq, c.in.CallID
 	// Staged results are read before the locked update (the update must
 	// not call the store). A result staged after this read by another
 	// attempt is committed by that attempt, which reads after staging.
 	staged := map[string]stagedResult{}
-	for _, id := range callIDs {
+	for _, id := range c.callIDs {
 		r, ok, err := readStaged(ctx, h, stagingKey(turn, step, id))
 		if err != nil {
 			return 0, nil, err
@@ -311,8 +332,8 @@ func (a *Activities) commit(ctx context.Context, h *jsonl.Handle, turn, step, ms
 			return nil, err
 		}
 		var batch []session.Event
-		now := a.nowMs()
-		for _, c := range sc.calls {
+		now := c.a.nowMs()
+		for _, mc := range sc.calls {
 			if sc.closed {
 				// The step ended without this call's result (the turn's
 				// end closed it): store nothing after it.
@@ -321,25 +342,25 @@ func (a *Activities) commit(ctx context.Context, h *jsonl.Handle, turn, step, ms
 				}
 				break
 			}
-			if r, ok := sc.result[c.ID]; ok {
-				done = append(done, c.ID)
-				if c.ID == mine {
+			if r, ok := sc.result[mc.ID]; ok {
+				done = append(done, mc.ID)
+				if mc.ID == mine {
 					stored = &r
 				}
 				continue
 			}
-			r, ok := staged[c.ID]
-			callSeq, recorded := sc.callSeq[c.ID]
+			r, ok := staged[mc.ID]
+			callSeq, recorded := sc.callSeq[mc.ID]
 			if !ok || !recorded {
 				break
 			}
-			e, err := r.event(turn, sc.step, c.ID, callSeq, next+int64(len(batch)), now)
+			e, err := r.event(turn, sc.step, mc.ID, callSeq, next+int64(len(batch)), now)
 			if err != nil {
 				return nil, err
 			}
 			batch = append(batch, e)
-			done = append(done, c.ID)
-			if c.ID == mine {
+			done = append(done, mc.ID)
+			if mc.ID == mine {
 				stored = &batch[len(batch)-1]
 			}
 		}
@@ -350,7 +371,7 @@ func (a *Activities) commit(ctx context.Context, h *jsonl.Handle, turn, step, ms
 	}
 	for _, id := range done {
 		if _, ok := staged[id]; ok {
-			a.unstage(ctx, h, stagingKey(turn, step, id))
+			unstage(ctx, h, stagingKey(turn, step, id))
 		}
 	}
 	return next, stored, nil
@@ -358,7 +379,7 @@ func (a *Activities) commit(ctx context.Context, h *jsonl.Handle, turn, step, ms
 
 // unstage removes a committed result's staged copy, best-effort: a copy
 // left behind is never read again, as the log holds the result.
-func (a *Activities) unstage(ctx context.Context, h *jsonl.Handle, key string) {
+func unstage(ctx context.Context, h *jsonl.Handle, key string) {
 	if err := h.Unstage(ctx, key); err != nil {
 		slog.Warn("agent: removing a committed tool result's staged copy failed", "session", h.ID(), "key", key, "error", err)
 	}

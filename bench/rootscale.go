@@ -238,7 +238,7 @@ func (m *rootMeasurer) firstCreate(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	acts := &activities.Activities{Store: st}
+	acts := &activities.Activities{Runtime: &activities.Runtime{Store: st}}
 	env.RegisterActivity(acts)
 	val, err := env.ExecuteActivity(acts.CreateHandle, activities.CreateHandleInput{
 		Header:   session.Header{ID: id, CreatedAt: time.Now().UnixMilli(), Cwd: rootCwd(m.created, m.projects)},

@@ -12,6 +12,7 @@ import (
 	sdktest "go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider"
@@ -131,7 +132,7 @@ func TestHarnessLoadsTheAgentsClosersOfAV0Root(t *testing.T) {
 		t.Fatal(err)
 	}
 	streamed := make(chan struct{}, 64)
-	l := &agentLog{t: t, st: st, h: h, acts: &agent.Activities{Store: st,
+	l := &agentLog{t: t, st: st, h: h, acts: &agent.Activities{Runtime: &activities.Runtime{Store: st},
 		Providers: provider.Set{"scripted": signalling{next: p, streamed: streamed}}}}
 
 	// Turn 1: the model's calls are cut at its token limit.

@@ -96,7 +96,7 @@ func NewHarnessOn(t *testing.T, st *jsonl.Store) *Harness {
 	h := &Harness{T: t, Store: st, Hooks: &Hooks{}, Logs: &LogCapture{}}
 	h.suite = &sdktest.WorkflowTestSuite{}
 	h.suite.SetLogger(h.Logs)
-	h.Acts = &activities.Activities{Store: st, HeartbeatInterval: 50 * time.Millisecond}
+	h.Acts = &activities.Activities{Runtime: &activities.Runtime{Store: st, HeartbeatInterval: 50 * time.Millisecond}}
 	h.Env = &SessionEnv{TestWorkflowEnvironment: h.newEnv()}
 	t.Cleanup(h.requireChecked)
 	testdeadline.Watch(t, Deadline, h.state, func() { h.expired.Store(true) })

@@ -63,13 +63,14 @@ func (h *Harness) RunSteeredTurn(req workflows.CreateSessionRequest, release cha
 	return Stored(h.T, h.Store, req.SessionID)
 }
 
-// AgentActivities returns the agent activities over the harness's store,
-// offering providers and the built-in tools plus extra.
+// AgentActivities returns the agent activities over the harness's runtime
+// (the store activities' own), offering providers and the built-in tools
+// plus extra.
 func AgentActivities(h *Harness, providers provider.Set, extra ...tool.Tool) *agent.Activities {
 	h.T.Helper()
 	reg, err := tool.NewRegistry(append(tool.Builtins(tool.BuiltinOptions{}), extra...)...)
 	require.NoError(h.T, err)
-	return &agent.Activities{Store: h.Store, Providers: providers, Tools: reg, HeartbeatInterval: 20 * time.Millisecond}
+	return &agent.Activities{Runtime: h.Acts.Runtime, Providers: providers, Tools: reg}
 }
 
 // ScriptedProvider returns a scripted provider playing responses.

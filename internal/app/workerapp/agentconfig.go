@@ -5,8 +5,8 @@ import (
 
 	"go.temporal.io/sdk/worker"
 
+	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/agent"
-	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/tool"
@@ -51,12 +51,12 @@ type AgentConfig struct {
 	DenyPaths []string
 }
 
-// AgentActivities builds the agent activities of cfg over store: the
+// AgentActivities builds the agent activities of cfg over rt: the
 // providers (cfg.Providers, the scripted one from ProviderScript, and those
 // of cfg.Anthropic and cfg.OpenAI), the built-in tools (run_command when
 // enabled; kept out of cfg.DenyPaths, the provider script and the MCP
 // configuration) and cfg.Tools, and the system prompt.
-func AgentActivities(store *jsonl.Store, cfg AgentConfig) (*agent.Activities, error) {
+func AgentActivities(rt *activities.Runtime, cfg AgentConfig) (*agent.Activities, error) {
 	providers := provider.Set{}
 	for name, p := range cfg.Providers {
 		providers[name] = p
@@ -86,7 +86,7 @@ func AgentActivities(store *jsonl.Store, cfg AgentConfig) (*agent.Activities, er
 	if err := cfg.Limits.Validate(); err != nil {
 		return nil, err
 	}
-	return &agent.Activities{Store: store, Providers: providers, Tools: reg, System: cfg.SystemPrompt, Limits: cfg.Limits}, nil
+	return &agent.Activities{Runtime: rt, Providers: providers, Tools: reg, System: cfg.SystemPrompt, Limits: cfg.Limits}, nil
 }
 
 // RegisterAgent registers the agent activities (CallModel, RunTool,

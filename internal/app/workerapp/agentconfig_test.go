@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/contrib/envconfig"
 
+	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider"
@@ -41,10 +42,11 @@ func TestAgentActivities(t *testing.T) {
 	require.NoError(t, os.WriteFile(script, []byte(`{"responses":[{"text":"hi"}]}`), 0o644))
 	st, err := jsonl.NewStore(jsonl.Options{Root: t.TempDir()})
 	require.NoError(t, err)
+	rt := &activities.Runtime{Store: st}
 
-	acts, err := AgentActivities(st, AgentConfig{ProviderScript: script, SystemPrompt: "be brief"})
+	acts, err := AgentActivities(rt, AgentConfig{ProviderScript: script, SystemPrompt: "be brief"})
 	require.NoError(t, err)
-	require.Same(t, st, acts.Store)
+	require.Same(t, rt, acts.Runtime)
 	require.Equal(t, "be brief", acts.System)
 	_, err = acts.Providers.Get("scripted")
 	require.NoError(t, err)
@@ -57,7 +59,7 @@ func TestAgentActivities(t *testing.T) {
 	}
 	require.Equal(t, []string{"list_dir", "read_file", "write_file"}, names(acts))
 
-	acts, err = AgentActivities(st, AgentConfig{EnableRunCommand: true})
+	acts, err = AgentActivities(rt, AgentConfig{EnableRunCommand: true})
 	require.NoError(t, err)
 	require.Equal(t, []string{"list_dir", "read_file", "run_command", "write_file"}, names(acts))
 	_, err = acts.Providers.Get("scripted")
@@ -65,14 +67,14 @@ func TestAgentActivities(t *testing.T) {
 
 	bad := filepath.Join(dir, "bad.json")
 	require.NoError(t, os.WriteFile(bad, []byte(`{"responses":[{"txt":"hi"}]}`), 0o644))
-	_, err = AgentActivities(st, AgentConfig{ProviderScript: bad})
+	_, err = AgentActivities(rt, AgentConfig{ProviderScript: bad})
 	require.ErrorIs(t, err, scripted.ErrInvalidScript)
 	require.ErrorContains(t, err, "--provider-script: "+bad)
 
-	_, err = AgentActivities(st, AgentConfig{ProviderScript: filepath.Join(dir, "absent.json")})
+	_, err = AgentActivities(rt, AgentConfig{ProviderScript: filepath.Join(dir, "absent.json")})
 	require.ErrorIs(t, err, fs.ErrNotExist)
 
-	_, err = AgentActivities(st, AgentConfig{Tools: []tool.Tool{tool.Builtins(tool.BuiltinOptions{})[0]}})
+	_, err = AgentActivities(rt, AgentConfig{Tools: []tool.Tool{tool.Builtins(tool.BuiltinOptions{})[0]}})
 	require.ErrorContains(t, err, "the agent's tools: ")
 }
 
@@ -96,7 +98,8 @@ func TestAgentActivitiesDenyTheWorkersFiles(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(cwd, "open.txt"), []byte("open"), 0o644))
 	st, err := jsonl.NewStore(jsonl.Options{Root: t.TempDir()})
 	require.NoError(t, err)
-	acts, err := AgentActivities(st, AgentConfig{ProviderScript: script, DenyPaths: []string{filepath.Join(cwd, "secret.txt")}})
+	rt := &activities.Runtime{Store: st}
+	acts, err := AgentActivities(rt, AgentConfig{ProviderScript: script, DenyPaths: []string{filepath.Join(cwd, "secret.txt")}})
 	require.NoError(t, err)
 	read := func(p string) tool.Result {
 		return acts.Tools.Execute(t.Context(), "read_file", tool.Call{Cwd: cwd, Arguments: []byte(`{"path":"` + p + `"}`)})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/provider/anthropic"
@@ -71,6 +72,7 @@ func TestAnthropicKeyIsRedactedInTheConfig(t *testing.T) {
 func TestAgentActivitiesAnthropic(t *testing.T) {
 	st, err := jsonl.NewStore(jsonl.Options{Root: t.TempDir()})
 	require.NoError(t, err)
+	rt := &activities.Runtime{Store: st}
 
 	var mu sync.Mutex
 	var gotKey string
@@ -94,7 +96,7 @@ func TestAgentActivitiesAnthropic(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	acts, err := AgentActivities(st, AgentConfig{Anthropic: AnthropicConfig{Enabled: true, BaseURL: srv.URL, APIKey: testAnthropicKey}})
+	acts, err := AgentActivities(rt, AgentConfig{Anthropic: AnthropicConfig{Enabled: true, BaseURL: srv.URL, APIKey: testAnthropicKey}})
 	require.NoError(t, err)
 	p, err := acts.Providers.Get("anthropic")
 	require.NoError(t, err)
@@ -109,14 +111,14 @@ func TestAgentActivitiesAnthropic(t *testing.T) {
 	require.Equal(t, testAnthropicKey, gotKey)
 	mu.Unlock()
 
-	_, err = AgentActivities(st, AgentConfig{Anthropic: AnthropicConfig{Enabled: true}})
+	_, err = AgentActivities(rt, AgentConfig{Anthropic: AnthropicConfig{Enabled: true}})
 	require.ErrorIs(t, err, anthropic.ErrNoAPIKey)
 	require.EqualError(t, err, "--anthropic: anthropic: no API key (set ANTHROPIC_API_KEY)")
 
-	_, err = AgentActivities(st, AgentConfig{Anthropic: AnthropicConfig{Enabled: true, APIKey: "k"}, Providers: provider.Set{"anthropic": p}})
+	_, err = AgentActivities(rt, AgentConfig{Anthropic: AnthropicConfig{Enabled: true, APIKey: "k"}, Providers: provider.Set{"anthropic": p}})
 	require.EqualError(t, err, `provider "anthropic" is given twice: by --anthropic and by the embedding application`)
 
-	acts, err = AgentActivities(st, AgentConfig{})
+	acts, err = AgentActivities(rt, AgentConfig{})
 	require.NoError(t, err)
 	_, err = acts.Providers.Get("anthropic")
 	require.ErrorIs(t, err, provider.ErrUnknownProvider, "not offered unless enabled")

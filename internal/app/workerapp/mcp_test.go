@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/tool"
 )
@@ -60,7 +61,8 @@ func TestStartMCPOffersTheServersTools(t *testing.T) {
 	require.NoError(t, err)
 	st, err := jsonl.NewStore(jsonl.Options{Root: t.TempDir(), Compression: jsonl.CompressionNone})
 	require.NoError(t, err)
-	acts, err := AgentActivities(st, cfg)
+	rt := &activities.Runtime{Store: st}
+	acts, err := AgentActivities(rt, cfg)
 	require.NoError(t, err)
 	lookup, ok := acts.Tools.Lookup("kb__lookup")
 	require.True(t, ok)

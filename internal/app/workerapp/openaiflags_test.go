@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider"
 )
@@ -69,7 +70,8 @@ func agentProviders(t *testing.T, cfg AgentConfig) provider.Set {
 	t.Helper()
 	st, err := jsonl.NewStore(jsonl.Options{Root: t.TempDir()})
 	require.NoError(t, err)
-	acts, err := AgentActivities(st, cfg)
+	rt := &activities.Runtime{Store: st}
+	acts, err := AgentActivities(rt, cfg)
 	require.NoError(t, err)
 	return acts.Providers
 }
@@ -150,10 +152,11 @@ func TestParseArgsOpenAIFlagsRefusals(t *testing.T) {
 func TestAgentActivitiesRefuseAnOpenAINameTaken(t *testing.T) {
 	st, err := jsonl.NewStore(jsonl.Options{Root: t.TempDir()})
 	require.NoError(t, err)
+	rt := &activities.Runtime{Store: st}
 	cfg := AgentConfig{
 		Anthropic: AnthropicConfig{Enabled: true, APIKey: "sk-ant"},
 		OpenAI:    OpenAIConfig{Compatible: []OpenAIEndpoint{{Name: "anthropic", BaseURL: "http://h"}}},
 	}
-	_, err = AgentActivities(st, cfg)
+	_, err = AgentActivities(rt, cfg)
 	require.EqualError(t, err, `--openai-compatible: provider "anthropic" is given twice: by another flag or the embedding application`)
 }

@@ -37,19 +37,19 @@ import (
 )
 
 // Register registers sessionflow's workflows (CreateSession, ResumeSession,
-// LiveSession, SessionLoop) and the store activities over store with r. The
+// LiveSession, SessionLoop) and the store activities over rt with r. The
 // session workflows are registered through their strict decoders
 // (workflows.CreateSessionWorkflow, workflows.ResumeSessionWorkflow,
 // workflows.SessionLoopWorkflow). tc is the Temporal client the activities
 // use to check a lease's owner (ForfeitDeadOwner); nil keeps every lease.
 // The activities renamed are registered under their earlier names too
 // (activities.RegisterLegacyNames).
-func Register(r worker.Registry, store *jsonl.Store, tc client.Client) {
+func Register(r worker.Registry, rt *activities.Runtime, tc client.Client) {
 	r.RegisterWorkflowWithOptions(workflows.CreateSessionWorkflow, workflow.RegisterOptions{Name: workflows.CreateSessionName})
 	r.RegisterWorkflowWithOptions(workflows.ResumeSessionWorkflow, workflow.RegisterOptions{Name: workflows.ResumeSessionName})
 	r.RegisterWorkflowWithOptions(workflows.LiveSession, workflow.RegisterOptions{Name: workflows.LiveSessionName})
 	r.RegisterWorkflowWithOptions(workflows.SessionLoopWorkflow, workflow.RegisterOptions{Name: workflows.SessionLoopName})
-	acts := &activities.Activities{Store: store, Temporal: tc}
+	acts := &activities.Activities{Runtime: rt, Temporal: tc}
 	r.RegisterActivity(acts)
 	activities.RegisterLegacyNames(r, acts)
 }
@@ -141,14 +141,17 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	fatal := make(chan error, 1)
 	setWorkflowCacheSize(cfg.WorkflowCacheSize)
 	w := worker.New(c, cfg.TaskQueue, workerOptions(cfg, append(tr.WorkerInterceptors(clientTraced), newWorkerInterceptor(cfg, metrics)), fatal))
-	Register(w, store, c)
+	// One runtime for the store and the agent activities: one store, one
+	// heartbeat (docs/DECISIONS.md D84).
+	rt := &activities.Runtime{Store: store}
+	Register(w, rt, c)
 	agentCfg, stopMCP, err := StartMCP(ctx, cfg.Agent, logger)
 	if err != nil {
 		return err
 	}
 	agentCfg.DenyPaths = append(ownPaths(cfg), agentCfg.DenyPaths...)
 	defer stopMCP()
-	agentActs, err := AgentActivities(store, agentCfg)
+	agentActs, err := AgentActivities(rt, agentCfg)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package agent
+package activities
 
 import (
 	"context"
@@ -12,10 +12,10 @@ import (
 	"go.temporal.io/sdk/testsuite"
 )
 
-// TestHeartbeaterComputesDetailsOnlyToSend: the details function runs only
+// TestHeartbeatComputesDetailsOnlyToSend: the details function runs only
 // for a heartbeat that is recorded, not at every step, and what is recorded
 // is the state after the step that recorded it.
-func TestHeartbeaterComputesDetailsOnlyToSend(t *testing.T) {
+func TestHeartbeatComputesDetailsOnlyToSend(t *testing.T) {
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
 	var mu sync.Mutex
@@ -28,15 +28,15 @@ func TestHeartbeaterComputesDetailsOnlyToSend(t *testing.T) {
 			mu.Unlock()
 		}
 	})
-	a := &Activities{HeartbeatInterval: time.Hour}
+	rt := &Runtime{HeartbeatInterval: time.Hour}
 	var calls int
 	env.RegisterActivityWithOptions(func(ctx context.Context) (int, error) {
 		steps := 0
-		hb := a.startHeartbeat(ctx, func() any { calls++; return steps })
+		hb := rt.Heartbeat(ctx, func() any { calls++; return steps })
 		for range 200 {
-			require.NoError(t, hb.step(func() error { steps++; return nil }))
+			require.NoError(t, hb.Step(func() error { steps++; return nil }))
 		}
-		hb.close()
+		hb.Stop()
 		return calls, nil
 	}, activity.RegisterOptions{Name: "beat"})
 	v, err := env.ExecuteActivity("beat")
