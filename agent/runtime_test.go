@@ -12,8 +12,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sessionflow/sessionflow/agent"
-	"github.com/sessionflow/sessionflow/internal/testdeadline"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/testsuite/testdeadline"
 )
 
 // TestCallModelDecodesWithoutTheWriteLock: while CallModel decodes the
