@@ -1,7 +1,6 @@
 package sessiontest
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -31,6 +30,10 @@ import (
 const Deadline = 6 * time.Minute
 
 // Harness is one test's store, activities and Temporal test environment.
+// Its state has three owners: the embedded activity log (what the
+// environment started and completed, and what waits for it), the step
+// sequencer (At, UpdateAt, WaitFor, ...) and the Harness itself (the
+// environment, the updates' results, the deadline).
 type Harness struct {
 	T     *testing.T
 	suite *sdktest.WorkflowTestSuite
@@ -40,40 +43,16 @@ type Harness struct {
 	Hooks *Hooks
 	Logs  *LogCapture
 
-	mu        sync.Mutex
-	started   []activityCall
-	completed []activityCall
-	results   []*Result
+	*activityLog
+	seq *sequencer
 
-	// The sequence of the steps of At, UpdateAt, AtNoWait and
-	// UpdateNoWaitAt; used only inside the environment's callbacks.
-	scheduled int          // steps registered so far
-	next      int          // the step whose turn it is
-	due       map[int]step // steps whose offset has passed, by number
-	busy      bool         // a step holds the sequence
-	inFlight  int          // updateNoWaitAt updates not settled yet
-	// startWaiters run when an activity of their name starts.
-	startWaiters map[string][]func()
-	// localStarts counts the local activities started, by name.
-	localStarts map[string]int
-	// waiting names the condition a WaitFor step still waits for; written
-	// under mu.
-	waiting string
+	mu      sync.Mutex
+	results []*Result
+
 	// expired is set when the test's deadline passed: the next activity to
 	// start cancels the workflow.
 	expired    atomic.Bool
 	cancelOnce sync.Once
-
-	// OnStarted and OnCompleted, when set, run inside the environment's
-	// listeners (so they may signal or cancel the workflow).
-	OnStarted   func(name string)
-	OnCompleted func(name string, err error)
-}
-
-type activityCall struct {
-	name string
-	args converter.EncodedValues
-	err  error
 }
 
 // NewStore returns a store in a fresh temporary directory, writing comp.
@@ -93,11 +72,12 @@ func NewHarness(t *testing.T) *Harness {
 // same store gets a fresh environment).
 func NewHarnessOn(t *testing.T, st *jsonl.Store) *Harness {
 	t.Helper()
-	h := &Harness{T: t, Store: st, Hooks: &Hooks{}, Logs: &LogCapture{}}
+	h := &Harness{T: t, Store: st, Hooks: &Hooks{}, Logs: &LogCapture{}, activityLog: &activityLog{t: t}}
 	h.suite = &sdktest.WorkflowTestSuite{}
 	h.suite.SetLogger(h.Logs)
 	h.Acts = &activities.Activities{Runtime: &activities.Runtime{Store: st, HeartbeatInterval: 50 * time.Millisecond}}
 	h.Env = &SessionEnv{TestWorkflowEnvironment: h.newEnv()}
+	h.seq = &sequencer{env: h.Env}
 	t.Cleanup(h.requireChecked)
 	testdeadline.Watch(t, Deadline, h.state, func() { h.expired.Store(true) })
 	return h
@@ -106,15 +86,10 @@ func NewHarnessOn(t *testing.T, st *jsonl.Store) *Harness {
 // state describes what the harness's workflows did so far, for a test
 // that missed its deadline.
 func (h *Harness) state() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var last []string
-	for _, c := range h.started[max(0, len(h.started)-6):] {
-		last = append(last, c.name)
-	}
-	s := fmt.Sprintf("the workflow under test has not ended: %d activities started (the last: %v), %d completed", len(h.started), last, len(h.completed))
-	if h.waiting != "" {
-		s += "; a WaitFor step waits for: " + h.waiting
+	started, last, completed := h.summary()
+	s := fmt.Sprintf("the workflow under test has not ended: %d activities started (the last: %v), %d completed", started, last, completed)
+	if w := h.seq.waitingFor(); w != "" {
+		s += "; a WaitFor step waits for: " + w
 	}
 	return s
 }
@@ -157,53 +132,14 @@ func (h *Harness) newEnv() *sdktest.TestWorkflowEnvironment {
 	env.RegisterActivityWithOptions(h.Hooks.Commit, activity.RegisterOptions{Name: HookCommit})
 	env.RegisterActivityWithOptions(h.Hooks.Publish, activity.RegisterOptions{Name: HookPublish})
 	env.RegisterActivityWithOptions(h.Hooks.Dispose, activity.RegisterOptions{Name: HookDispose})
-	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
-		h.recordStarted(info.ActivityType.Name, args, false)
-	})
-	env.SetOnActivityCompletedListener(func(info *activity.Info, _ converter.EncodedValue, err error) {
-		h.recordCompleted(info.ActivityType.Name, err)
-	})
-	h.listenLocal(env)
-	return env
-}
-
-// recordStarted records the start of the activity name (local: a local
-// activity) and runs the hooks waiting for it.
-func (h *Harness) recordStarted(name string, args converter.EncodedValues, local bool) {
-	h.mu.Lock()
-	h.started = append(h.started, activityCall{name: name, args: args})
-	if local {
-		if h.localStarts == nil {
-			h.localStarts = map[string]int{}
+	h.listen(env, func() {
+		if h.expired.Load() {
+			// The deadline passed (the test already failed): end the
+			// workflow from inside the environment, as OnStarted may.
+			h.cancelOnce.Do(h.Env.CancelWorkflow)
 		}
-		h.localStarts[name]++
-	}
-	fn := h.OnStarted
-	waiters := h.startWaiters[name]
-	delete(h.startWaiters, name)
-	h.mu.Unlock()
-	if h.expired.Load() {
-		// The deadline passed (the test already failed): end the workflow
-		// from inside the environment, as OnStarted may.
-		h.cancelOnce.Do(h.Env.CancelWorkflow)
-	}
-	if fn != nil {
-		fn(name)
-	}
-	for _, w := range waiters {
-		w()
-	}
-}
-
-// recordCompleted records the end of the activity name with its error.
-func (h *Harness) recordCompleted(name string, err error) {
-	h.mu.Lock()
-	h.completed = append(h.completed, activityCall{name: name, err: err})
-	fn := h.OnCompleted
-	h.mu.Unlock()
-	if fn != nil {
-		fn(name, err)
-	}
+	})
+	return env
 }
 
 // WithID makes the top-level workflow run under workflow id session/<id>.
@@ -232,58 +168,6 @@ func (h *Harness) AbortNow(wid string, reason string, isError bool) {
 	}
 	require.NoError(h.T, h.Env.SignalWorkflowByID(wid, workflows.SignalAbort, req))
 	h.Env.CancelWorkflowByID(wid, "")
-}
-
-// StartedNames lists the activities started so far, in order.
-func (h *Harness) StartedNames() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	out := make([]string, len(h.started))
-	for i, c := range h.started {
-		out[i] = c.name
-	}
-	return out
-}
-
-// Count returns how many times an activity was started.
-func (h *Harness) Count(name string) int {
-	n := 0
-	for _, s := range h.StartedNames() {
-		if s == name {
-			n++
-		}
-	}
-	return n
-}
-
-// StartedArg decodes the argument of the i-th start of an activity.
-func (h *Harness) StartedArg(name string, i int, out any) {
-	h.T.Helper()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	k := 0
-	for _, c := range h.started {
-		if c.name != name {
-			continue
-		}
-		if k == i {
-			require.NoError(h.T, c.args.Get(out))
-			return
-		}
-		k++
-	}
-	h.T.Fatalf("activity %s was not started %d times", name, i+1)
-}
-
-// ClosedHandles returns the handle ids given to CloseHandle, in order.
-func (h *Harness) ClosedHandles() []string {
-	var out []string
-	for i := 0; i < h.Count(activities.CloseHandleName); i++ {
-		var in activities.HandleInput
-		h.StartedArg(activities.CloseHandleName, i, &in)
-		out = append(out, in.Ref.HandleID)
-	}
-	return out
 }
 
 // Describe queries a session workflow.

@@ -120,11 +120,11 @@ func (h *Harness) requireChecked() {
 	if h.T.Failed() {
 		return
 	}
-	if h.waiting != "" {
-		h.T.Errorf("the run ended while a step still waited for: %s", h.waiting)
+	if w := h.seq.waitingFor(); w != "" {
+		h.T.Errorf("the run ended while a step still waited for: %s", w)
 	}
-	if h.next < h.scheduled {
-		h.T.Errorf("the run ended before %d of its %d scheduled steps ran", h.scheduled-h.next, h.scheduled)
+	if left, scheduled := h.seq.unfinished(); left > 0 {
+		h.T.Errorf("the run ended before %d of its %d scheduled steps ran", left, scheduled)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()

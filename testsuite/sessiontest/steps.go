@@ -1,6 +1,7 @@
 package sessiontest
 
 import (
+	"sync"
 	"time"
 
 	"github.com/sessionflow/sessionflow/workflows"
@@ -37,42 +38,87 @@ type step struct {
 	run     func(done func())
 }
 
+// sequencer runs the steps in the order they were scheduled; it is used
+// only inside the environment's callbacks, except for waitingFor and
+// unfinished, which read it after the run or from the deadline's report.
+type sequencer struct {
+	env *SessionEnv
+
+	scheduled int          // steps registered so far
+	next      int          // the step whose turn it is
+	due       map[int]step // steps whose offset has passed, by number
+	busy      bool         // a step holds the sequence
+	inFlight  int          // updateNoWaitAt updates not settled yet
+
+	// waiting names the condition a WaitFor step still waits for.
+	mu      sync.Mutex
+	waiting string
+}
+
 // schedule registers a step due at d and returns; steps run in the order
 // they were scheduled, whatever order the environment fires equal offsets
 // in.
-func (h *Harness) schedule(d time.Duration, s step) {
-	n := h.scheduled
-	h.scheduled++
-	h.Env.RegisterDelayedCallback(func() {
-		if h.due == nil {
-			h.due = make(map[int]step)
+func (q *sequencer) schedule(d time.Duration, s step) {
+	n := q.scheduled
+	q.scheduled++
+	q.env.RegisterDelayedCallback(func() {
+		if q.due == nil {
+			q.due = make(map[int]step)
 		}
-		h.due[n] = s
-		h.pump()
+		q.due[n] = s
+		q.pump()
 	}, d)
 }
 
 // pump runs the next step if it is due and its turn has come.
-func (h *Harness) pump() {
-	if h.busy {
+func (q *sequencer) pump() {
+	if q.busy {
 		return
 	}
-	s, ok := h.due[h.next]
-	if !ok || (s.barrier && h.inFlight > 0) {
+	s, ok := q.due[q.next]
+	if !ok || (s.barrier && q.inFlight > 0) {
 		return
 	}
-	delete(h.due, h.next)
-	h.next++
-	h.busy = true
+	delete(q.due, q.next)
+	q.next++
+	q.busy = true
 	s.run(func() {
-		h.busy = false
-		h.pump()
+		q.busy = false
+		q.pump()
 	})
+}
+
+// hold counts an update in flight; the next barrier step waits for it.
+func (q *sequencer) hold() { q.inFlight++ }
+
+// release ends what hold counted and lets the sequence go on.
+func (q *sequencer) release() {
+	q.inFlight--
+	q.pump()
+}
+
+// setWaiting records the condition a WaitFor step waits for ("" = none).
+func (q *sequencer) setWaiting(what string) {
+	q.mu.Lock()
+	q.waiting = what
+	q.mu.Unlock()
+}
+
+// waitingFor returns the condition a WaitFor step waits for, "" if none.
+func (q *sequencer) waitingFor() string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.waiting
+}
+
+// unfinished returns the number of scheduled steps that have not run.
+func (q *sequencer) unfinished() (left, scheduled int) {
+	return q.scheduled - q.next, q.scheduled
 }
 
 // At runs fn at d on the workflow clock, once every earlier step settled.
 func (h *Harness) At(d time.Duration, fn func()) {
-	h.schedule(d, step{barrier: true, run: func(done func()) { fn(); done() }})
+	h.seq.schedule(d, step{barrier: true, run: func(done func()) { fn(); done() }})
 }
 
 // AtStarted runs fn at d on the workflow clock once an activity named
@@ -80,18 +126,8 @@ func (h *Harness) At(d time.Duration, fn func()) {
 // UpdateAt and At steps, whatever UpdateNoWaitAt updates are still in
 // flight: an abort or a deactivation that must find the activity pending.
 func (h *Harness) AtStarted(d time.Duration, activity string, fn func()) {
-	h.schedule(d, step{run: func(done func()) {
-		if h.Count(activity) > 0 {
-			fn()
-			done()
-			return
-		}
-		h.mu.Lock()
-		if h.startWaiters == nil {
-			h.startWaiters = make(map[string][]func())
-		}
-		h.startWaiters[activity] = append(h.startWaiters[activity], func() { fn(); done() })
-		h.mu.Unlock()
+	h.seq.schedule(d, step{run: func(done func()) {
+		h.whenStarted(activity, func() { fn(); done() })
 	}})
 }
 
@@ -101,26 +137,19 @@ func (h *Harness) AtStarted(d time.Duration, activity string, fn func()) {
 // UpdateAt and At steps have settled by then; UpdateNoWaitAt updates may
 // still be in flight. A condition never met fails the test.
 func (h *Harness) WaitFor(d time.Duration, what string, cond func() bool) {
-	h.schedule(d, step{run: func(done func()) {
+	h.seq.schedule(d, step{run: func(done func()) {
 		var check func()
 		check = func() {
 			if cond() {
-				h.setWaiting("")
+				h.seq.setWaiting("")
 				done()
 				return
 			}
-			h.setWaiting(what)
+			h.seq.setWaiting(what)
 			h.Env.RegisterDelayedCallback(check, 100*time.Millisecond)
 		}
 		check()
 	}})
-}
-
-// setWaiting records the condition a WaitFor step waits for ("" = none).
-func (h *Harness) setWaiting(what string) {
-	h.mu.Lock()
-	h.waiting = what
-	h.mu.Unlock()
 }
 
 // LoopChildrenSettled is a WaitFor condition: the top-level loop lists at
@@ -162,14 +191,14 @@ func (h *Harness) LoopDescription() (workflows.LoopDescription, bool) {
 // AtNoWait runs fn at d on the workflow clock, after the earlier UpdateAt
 // and At steps, whatever UpdateNoWaitAt updates are still in flight.
 func (h *Harness) AtNoWait(d time.Duration, fn func()) {
-	h.schedule(d, step{run: func(done func()) { fn(); done() }})
+	h.seq.schedule(d, step{run: func(done func()) { fn(); done() }})
 }
 
 // UpdateAt sends an update at d once every earlier step settled, holds the
 // sequence until it settles, and returns its future result.
 func (h *Harness) UpdateAt(d time.Duration, wid, name string, args ...any) *Result {
 	r := h.NewResult(name)
-	h.schedule(d, step{barrier: true, run: func(done func()) {
+	h.seq.schedule(d, step{barrier: true, run: func(done func()) {
 		r.then = done
 		h.Send(r, wid, name, args...)
 	}})
@@ -181,12 +210,9 @@ func (h *Harness) UpdateAt(d time.Duration, wid, name string, args ...any) *Resu
 // UpdateAt or at step waits for it.
 func (h *Harness) UpdateNoWaitAt(d time.Duration, wid, name string, args ...any) *Result {
 	r := h.NewResult(name)
-	h.schedule(d, step{run: func(done func()) {
-		h.inFlight++
-		r.then = func() {
-			h.inFlight--
-			h.pump()
-		}
+	h.seq.schedule(d, step{run: func(done func()) {
+		h.seq.hold()
+		r.then = h.seq.release
 		h.Send(r, wid, name, args...)
 		done()
 	}})
