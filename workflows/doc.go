@@ -99,5 +99,7 @@
 // error), internal/lib/wftrace (the workflow side of tracing; today
 // internal/tracing), the Temporal SDK and API, the OpenTelemetry attribute
 // API, github.com/google/uuid and the standard library. It imports no
-// client, jsonl, tool, internal/app package nor testsuite package.
+// client, internal/app or testsuite package (testsuite/layers checks the
+// house), and needs none of the store (jsonl) or the tools (tool): it
+// reaches them through their activities.
 package workflows
