@@ -422,3 +422,14 @@ const (
 func (r ResumeSessionRequest) ForfeitsDeadOwner() bool {
 	return r.ForfeitDeadOwner == nil || *r.ForfeitDeadOwner
 }
+
+// LiveStateHeader is the part of LiveSession's input that a client reads:
+// the session header of the state a live session carries across
+// continue-as-new (workflows.LiveState, whose other fields are the
+// workflow's own).
+type LiveStateHeader struct {
+	// SessionID is the session id.
+	SessionID string `json:"sessionId"`
+	// Header is the session header.
+	Header Header `json:"header"`
+}

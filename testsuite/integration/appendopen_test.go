@@ -10,6 +10,7 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -26,7 +27,7 @@ func TestAppendLeavingTurnOpenRefusedWhileAgentRuns(t *testing.T) {
 	w.startWorker()
 	c := w.client()
 	id := w.id("append-open")
-	run := w.create(workflows.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute})
+	run := w.create(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute})
 	info, err := c.WaitReady(w.ctx(), id)
 	require.NoError(t, err)
 	next := info.NextSeq
@@ -62,7 +63,7 @@ func TestAppendLeavingTurnOpenRefusedWhileAgentRuns(t *testing.T) {
 	// Without a route, no turn of the agent can nest: the open turn is
 	// stored (a resume closes it).
 	plain := w.id("append-open-plain")
-	prun := w.create(workflows.CreateSessionRequest{SessionID: plain})
+	prun := w.create(wire.CreateSessionRequest{SessionID: plain})
 	info, err = c.WaitReady(w.ctx(), plain)
 	require.NoError(t, err)
 	res, err = c.Append(w.ctx(), plain, []session.Event{turnStart(t, info.NextSeq, 1)})

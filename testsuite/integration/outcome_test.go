@@ -13,7 +13,7 @@ import (
 	sfclient "github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 func TestAppendWithoutWorkerThenRetry(t *testing.T) {
@@ -21,7 +21,7 @@ func TestAppendWithoutWorkerThenRetry(t *testing.T) {
 	w := newWorld(t, shared, jsonl.CompressionNone)
 	first := w.startWorker()
 	id := w.id("nowork")
-	w.create(workflows.CreateSessionRequest{SessionID: id})
+	w.create(wire.CreateSessionRequest{SessionID: id})
 	next := w.waitReady(id).NextSeq
 	require.NoError(t, first.Stop())
 

@@ -16,6 +16,7 @@ import (
 	"github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -69,7 +70,7 @@ func TestShardRouterTwoShards(t *testing.T) {
 	create := func(id string, opts ...client.CallOption) {
 		t.Helper()
 		wa.track(workflows.WorkflowID(id))
-		s, err := sf.Create(wa.ctx(), workflows.CreateSessionRequest{SessionID: id}, opts...)
+		s, err := sf.Create(wa.ctx(), wire.CreateSessionRequest{SessionID: id}, opts...)
 		require.NoError(t, err, id)
 		next[id] = s.NextSeq
 	}

@@ -9,6 +9,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -40,7 +41,7 @@ func (r *runner) lifecycleLoop(ctx context.Context, loop int, rng *rand.Rand, st
 // lifecycle runs one session's lifecycle (see lifecycleLoop).
 func (r *runner) lifecycle(ctx context.Context, t *tracked, rng *rand.Rand) error {
 	cctx, cancel := context.WithTimeout(ctx, r.cfg.BatchDeadline)
-	_, err := r.cl.Create(cctx, workflows.CreateSessionRequest{SessionID: t.id, Options: r.options()})
+	_, err := r.cl.Create(cctx, wire.CreateSessionRequest{SessionID: t.id, Options: r.options()})
 	cancel()
 	if err != nil {
 		return fmt.Errorf("create: %w", err)

@@ -20,6 +20,7 @@ import (
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -83,7 +84,7 @@ func (r *runner) createTurnSessions(ctx context.Context) error {
 			return fmt.Errorf("soak: turn session cwd: %w", err)
 		}
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		_, err := r.cl.Create(cctx, workflows.CreateSessionRequest{
+		_, err := r.cl.Create(cctx, wire.CreateSessionRequest{
 			SessionID: t.id, Options: r.options(), Meta: &workflows.SessionMeta{Cwd: t.cwd},
 			AgentOptions: &workflows.AgentOptions{Provider: "scripted", Model: "soak"},
 		})
