@@ -52,7 +52,7 @@ func TestLifecycleOnCluster(t *testing.T) {
 	seed := []session.Event{sessiontest.TurnStart(t, 0, 1), sessiontest.AssistantText(t, 1, 1, "seeded"), sessiontest.TurnEnd(t, 2, 1)}
 
 	s, err := cl.Create(ctx, wire.CreateSessionRequest{
-		SessionID: id, Seed: seed, Meta: &workflows.SessionMeta{Cwd: "/work/cluster"}, Options: sessionOptions(),
+		SessionID: id, Seed: session.WireEvents(seed), Meta: &workflows.SessionMeta{Cwd: "/work/cluster"}, Options: sessionOptions(),
 	})
 	require.NoError(t, err)
 	require.Equal(t, id, s.SessionID)
@@ -61,7 +61,7 @@ func TestLifecycleOnCluster(t *testing.T) {
 	firstRun := s.RunID
 
 	turn := sessiontest.LiveTurn(t, 4, 2, "hello from the cluster")
-	res, err := cl.Append(ctx, id, turn)
+	res, err := cl.Append(ctx, id, session.WireEvents(turn))
 	require.NoError(t, err)
 	require.Equal(t, int64(9), res.NextSeq)
 
@@ -114,7 +114,7 @@ func TestLifecycleOnCluster(t *testing.T) {
 	require.Equal(t, int64(10), r.NextSeq, "the resume stores an end-seed marker")
 	require.Equal(t, int64(9), r.FirstLiveSeq)
 	again := sessiontest.LiveTurn(t, 10, 3, "after the resume")
-	res, err = cl.Append(ctx, id, again)
+	res, err = cl.Append(ctx, id, session.WireEvents(again))
 	require.NoError(t, err)
 	require.Equal(t, int64(15), res.NextSeq)
 	awaitListed(t, cl, id, func(l client.ListedSession) bool {

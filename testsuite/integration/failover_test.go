@@ -45,7 +45,7 @@ func (a *failoverAppender) run(ctx context.Context, c *sfclient.Client) {
 		ev.Ignorable = true
 		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		sent := time.Now()
-		_, err = c.Append(actx, a.id, []session.Event{ev})
+		_, err = c.Append(actx, a.id, session.WireEvents([]session.Event{ev}))
 		cancel()
 		switch {
 		case err == nil:

@@ -28,7 +28,7 @@ func TestAppendWithoutWorkerThenRetry(t *testing.T) {
 	c := sfclient.New(w.c, sfclient.Options{TaskQueue: w.taskQueue})
 	batch := []session.Event{turnStart(t, next, 1), turnEnd(t, next+1, 1)}
 	ctx, cancel := context.WithTimeout(w.ctx(), 2*time.Second)
-	_, err := c.Append(ctx, id, batch)
+	_, err := c.Append(ctx, id, session.WireEvents(batch))
 	cancel()
 	require.ErrorIs(t, err, sfclient.ErrOutcomeUnknown)
 	require.Equal(t, `append to session "`+id+`": outcome unknown: no answer before the call ended (is a worker running?); `+
@@ -43,7 +43,7 @@ func TestAppendWithoutWorkerThenRetry(t *testing.T) {
 	}
 	retried := make(chan outcome, 1)
 	go func() {
-		res, err := c.Append(w.ctx(), id, batch)
+		res, err := c.Append(w.ctx(), id, session.WireEvents(batch))
 		retried <- outcome{res, err}
 	}()
 	time.Sleep(time.Second)

@@ -138,7 +138,9 @@ func recordTurnCancel(t *testing.T, w *world) []fixture {
 
 func readAll(t *testing.T, w *world, id string) []session.Event {
 	t.Helper()
-	evs, err := sfclient.StoreReader(w.store).ReadEvents(w.ctx(), id, 0, -1)
+	stored, err := sfclient.StoreReader(w.store).ReadEvents(w.ctx(), id, 0, -1)
+	require.NoError(t, err)
+	evs, err := session.FromWireEvents(stored)
 	require.NoError(t, err)
 	return evs
 }

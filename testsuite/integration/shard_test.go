@@ -90,7 +90,7 @@ func TestShardRouterTwoShards(t *testing.T) {
 	}
 	appendOK := func(id string, evs []session.Event) {
 		t.Helper()
-		res, err := sf.Append(wa.ctx(), id, evs)
+		res, err := sf.Append(wa.ctx(), id, session.WireEvents(evs))
 		require.NoError(t, err, id)
 		require.Equal(t, evs[len(evs)-1].Seq+1, res.NextSeq, id)
 		next[id] = res.NextSeq
@@ -115,7 +115,7 @@ func TestShardRouterTwoShards(t *testing.T) {
 	for _, id := range onB {
 		evs := batch(id, 2)
 		ctx, cancel := context.WithTimeout(wa.ctx(), 3*time.Second)
-		_, err := sf.Append(ctx, id, evs)
+		_, err := sf.Append(ctx, id, session.WireEvents(evs))
 		cancel()
 		require.ErrorIs(t, err, client.ErrOutcomeUnknown, "an append to %s on the stopped shard", id)
 		pending[id] = evs
