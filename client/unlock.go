@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	temporalclient "go.temporal.io/sdk/client"
+
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"go.temporal.io/api/serviceerror"
@@ -45,7 +47,7 @@ func (c *Client) Unlock(ctx context.Context, store wire.LeaseStore, id string) (
 	// looked up without a run id, as continue-as-new changes the run while
 	// the same workflow keeps the lease, and a workflow id Temporal does
 	// not know counts as gone, as it always did for unlock.
-	running, err := c.ownerRun(ctx, owner.WorkflowID)
+	running, err := ownerRun(ctx, c.c, owner.WorkflowID)
 	if err != nil {
 		return nil, fmt.Errorf("look up the owner %q of session %q: %w", owner.WorkflowID, id, err)
 	}
@@ -69,8 +71,8 @@ func (c *Client) Unlock(ctx context.Context, store wire.LeaseStore, id string) (
 // ownerRun returns the run id of the running execution of workflowID, ""
 // when none runs or Temporal knows none; a failed lookup returns
 // Temporal's error.
-func (c *Client) ownerRun(ctx context.Context, workflowID string) (string, error) {
-	desc, err := c.c.DescribeWorkflow(ctx, workflowID, "")
+func ownerRun(ctx context.Context, tc temporalclient.Client, workflowID string) (string, error) {
+	desc, err := tc.DescribeWorkflow(ctx, workflowID, "")
 	var nf *serviceerror.NotFound
 	switch {
 	case errors.As(err, &nf):
