@@ -6,10 +6,15 @@
 // forfeits the lease of a session whose owner is gone, after checking through
 // Temporal that it is gone.
 //
-// Every name it uses is the public contract of docs/API.md. Failures reported
-// by the workflows come back as *Error, whose Error() is the reference text
-// and whose class is matched with errors.Is (ErrAlreadyExists, ErrNotLive,
-// ErrSeqMismatch, jsonl.ErrNotFound, ...).
+// Every name and type it uses is the public contract of docs/API.md,
+// declared in package wire; the client imports no other package of the
+// module (a test pins it, docs/DECISIONS.md D83), so it does not compile
+// the store, the providers or the workflows. It reads a store through the
+// interfaces EventReader and wire.LeaseStore, which *jsonl.Store implements.
+// Failures reported by the workflows come back as *Error, whose Error() is
+// the reference text and whose class is matched with errors.Is
+// (ErrAlreadyExists, ErrNotLive, ErrSeqMismatch, wire.ErrNotFound, which
+// is jsonl.ErrNotFound, ...).
 package client
 
 import (
