@@ -34,23 +34,21 @@ const (
 	UpdateStart = "Start"
 )
 
-// Earlier names of the query and signals, still accepted by the workflows.
+// Earlier names of the query and signals, still accepted by the workflows:
+// the workflows register their handlers under them too; a client sends the
+// current names.
 const (
 	// LegacyQueryDescribe is the earlier name of QueryDescribe.
-	//
-	// Deprecated: send QueryDescribe.
+	// A client sends QueryDescribe.
 	LegacyQueryDescribe = "describe"
 	// LegacySignalAbort is the earlier name of SignalAbort.
-	//
-	// Deprecated: send SignalAbort.
+	// A client sends SignalAbort.
 	LegacySignalAbort = "abort"
 	// LegacySignalOwnerUnload is the earlier name of SignalOwnerUnload.
-	//
-	// Deprecated: send SignalOwnerUnload.
+	// A client sends SignalOwnerUnload.
 	LegacySignalOwnerUnload = "owner-unload"
 	// LegacySignalSessionReady is the earlier name of SignalSessionReady.
-	//
-	// Deprecated: send SignalSessionReady.
+	// A client sends SignalSessionReady.
 	LegacySignalSessionReady = "session-ready"
 )
 
