@@ -135,7 +135,7 @@ func TestCreateRequest(t *testing.T) {
 	require.Equal(t, int64(10), req.InheritedEventCount)
 
 	req = build("--id", "s3", "--seed", seedFile)
-	require.Equal(t, seed, req.Seed)
+	require.Equal(t, session.WireEvents(seed), req.Seed)
 	require.False(t, req.Meta.IsSeeded, "an inline seed without a parent is not inherited")
 	require.Zero(t, req.InheritedEventCount)
 
