@@ -11,6 +11,10 @@
 // whose type is the error's code (FORMAT.md §7.1); transient I/O errors stay
 // retryable. Activities that read a log heartbeat while they read, and never
 // return events through history except a bounded batch given to them.
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 4. It
+// may import wire, internal/lib/..., session and the packages of row 3 (jsonl,
+// provider, tool and theirs); not agent, workflows, client or anything above.
 package activities
 
 import (

@@ -5,4 +5,8 @@
 //
 // Every activity is idempotent against the log: a retry finds what an
 // earlier attempt stored and continues from there (LIFECYCLE.md, turns).
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 5. It
+// may import wire, internal/lib/..., session, jsonl, provider, tool (and their
+// subpackages) and activities; not workflows, client or anything above.
 package agent

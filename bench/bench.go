@@ -8,6 +8,12 @@
 //
 // The measurements run from the perf command (bench/cmd/perf), never from
 // `go test ./...`, which only runs a smoke test with tiny sizes.
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 8,
+// beside the program wiring it measures. It may import any package below the
+// client's row (wire, internal/lib/..., session, jsonl, provider, tool,
+// activities, agent, workflows) and client, and the other program-wiring
+// packages (internal/app/..., deploy); nothing of testsuite.
 package bench
 
 import (

@@ -78,4 +78,9 @@
 // batch never duplicates seqs; retrying a batch that did land succeeds
 // without writing. A new log is published with a no-overwrite link of a
 // fsynced temp file followed by a directory fsync.
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): the store is
+// on row 3. It may import wire, internal/lib/... and session; not its
+// neighbours provider and tool, nor anything above. Its subpackages crashfs
+// and faultfs are on the same row.
 package jsonl

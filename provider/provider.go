@@ -8,6 +8,11 @@
 // A provider knows nothing of Temporal or of the store: the agent's model
 // activity derives the request from the session log, calls Stream, and stores
 // what the Assembler produced.
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 3. It
+// may import wire, internal/lib/... and session; not its neighbours jsonl and
+// tool, nor anything above. The vendors (anthropic, openai, scripted) are on
+// the same row and import provider.
 package provider
 
 import (

@@ -6,4 +6,8 @@
 //
 // Everything here is pure: no I/O, no clocks, no randomness. The store
 // (package jsonl) and the Temporal workflows build on these values.
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 2 of the
+// house. It may import wire and internal/lib/..., and no other sessionflow
+// package; every package above may import it.
 package session

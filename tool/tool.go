@@ -6,6 +6,11 @@
 // schema, a path that escapes the working directory or a failing tool become
 // a Result with IsError set and a clear text, so a turn records the failure
 // and goes on.
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 3. It
+// may import wire, internal/lib/... and session, and provider, whose tool
+// types a model sees; not jsonl, nor anything above. mcptool is on the same
+// row.
 package tool
 
 import (

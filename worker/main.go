@@ -8,6 +8,12 @@
 // conventions (see -h). SIGINT or SIGTERM stop it gracefully: polling stops,
 // running activities finish (up to --stop-timeout), then the embedded dev
 // server, if any, stops.
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 8,
+// program wiring. It may import any package below the client's row (wire,
+// internal/lib/..., session, jsonl, provider, tool, activities, agent,
+// workflows) and client, and the other program-wiring packages
+// (internal/app/..., bench, deploy); nothing of testsuite.
 package main
 
 import (

@@ -1,5 +1,5 @@
 // Command cluster runs sessionflow's production topology on this machine,
-// without containers (package internal/cluster): PostgreSQL from Debian's
+// without containers (package internal/app/cluster): PostgreSQL from Debian's
 // package (installed with apt-get when missing), the compose stack's schema
 // and namespace setup, the Temporal server with deploy/temporal/config
 // (4 history shards, SQL visibility with sessionflow's search attributes)
@@ -12,6 +12,12 @@
 // it. The first run builds the Temporal server and its SQL tool from tools/
 // into the cache directory of the dev server's CLI (several minutes on two
 // cores); later runs start in seconds.
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 8,
+// program wiring. It may import any package below the client's row (wire,
+// internal/lib/..., session, jsonl, provider, tool, activities, agent,
+// workflows) and client, and the other program-wiring packages
+// (internal/app/..., bench, deploy); nothing of testsuite.
 package main
 
 import (

@@ -4,12 +4,19 @@
 // the store checked against what the client saw acknowledged.
 //
 //	go run ./cmd/soak -kills 200 -sessions 8 -seed 1
-//	go run ./cmd/soak -cluster -workers 2 -measure -kills 200   # on a local cluster (internal/cluster)
+//	go run ./cmd/soak -cluster -workers 2 -measure -kills 200   # on a local cluster (internal/app/cluster)
 //
 // Progress goes to stderr; the last line on stdout is the summary
 // `soak: kills=N sessions=S acked=A lost=L duplicates=D unresumable=U`.
 // The exit status is 1 when an invariant failed, 2 on a usage error and 3
 // when the harness itself failed.
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 8,
+// program wiring. It may import any package below the client's row (wire,
+// internal/lib/..., session, jsonl, provider, tool, activities, agent,
+// workflows) and client, the other program-wiring packages (internal/app/...,
+// bench, deploy), and, the house's one exception, testsuite/soak, whose
+// command line it is.
 package main
 
 import (

@@ -1,6 +1,12 @@
 // Command starter is the sessionflow command line: offline inspection and
 // maintenance of a session store (the log group) and, beside it, the
 // lifecycle commands that drive sessions through Temporal.
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 8,
+// program wiring. It may import any package below the client's row (wire,
+// internal/lib/..., session, jsonl, provider, tool, activities, agent,
+// workflows) and client, and the other program-wiring packages
+// (internal/app/..., bench, deploy); nothing of testsuite.
 package main
 
 import (

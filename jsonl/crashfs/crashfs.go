@@ -28,6 +28,10 @@
 // Mixed decides each volatile name on its own, so an unsynced rename may
 // leave both names or neither, which journaling filesystems do not (a
 // superset of the real outcomes).
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 3,
+// beside the store it serves: it may import jsonl, wire, internal/lib/... and
+// session.
 package crashfs
 
 import (

@@ -2,6 +2,10 @@
 // operation by its index or kind, or simulate a crash, in the manner of
 // pebble's vfs/errorfs. Every call through the FS or one of its files counts
 // as one operation; indexes start at 0 after New or Reset.
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 3,
+// beside the store it serves: it may import jsonl, wire, internal/lib/... and
+// session.
 package faultfs
 
 import (

@@ -14,6 +14,10 @@
 // anthropic-version header. It never appears in an
 // error, a chunk or a log line: the package logs nothing, and every error
 // text is scrubbed of the key before it is returned.
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 3, with
+// provider: it may import provider, wire, internal/lib/... and session, and
+// nothing above.
 package anthropic
 
 import (

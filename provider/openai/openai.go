@@ -28,6 +28,10 @@
 // service that sent a broken chunk would answer the same way again. The SDK's own retries are off: the caller retries, and
 // honours the service's delay there. The API key never appears in an error
 // or a log line, even when the service echoes it back.
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 3, with
+// provider: it may import provider, wire, internal/lib/... and session, and
+// nothing above.
 package openai
 
 import (

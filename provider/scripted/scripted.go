@@ -1,6 +1,10 @@
 // Package scripted is a deterministic model provider driven by a script of
 // responses (docs/SCRIPTED.md): it streams text, reasoning and tool calls
 // chunk by chunk, and fails or stalls on cue. Tests and the demo use it.
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 3, with
+// provider: it may import provider, wire, internal/lib/... and session, and
+// nothing above.
 package scripted
 
 import (

@@ -1,5 +1,5 @@
 // Package cluster holds the tests of sessionflow on the production topology,
-// run on a local cluster (internal/cluster): PostgreSQL, the Temporal server
+// run on a local cluster (internal/app/cluster): PostgreSQL, the Temporal server
 // with several history shards and SQL visibility, and separate worker
 // processes sharing one store root. They cover the lifecycle paths, the
 // failover of a live session from a worker killed with SIGKILL to another,
@@ -10,4 +10,7 @@
 // missing), so they run only when asked:
 //
 //	SESSIONFLOW_CLUSTER=1 go test ./testsuite/cluster/ -v
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 9, the
+// tests. It may import any package of the house; nothing imports it.
 package cluster

@@ -8,7 +8,10 @@
 //
 // TestMain starts one ephemeral Temporal CLI dev server for the package
 // unless TEMPORAL_ADDRESS names another server. Every test runs its own
-// in-process workers (internal/workerapp) on its own task queue and store
+// in-process workers (internal/app/workerapp) on its own task queue and store
 // root, with the sticky workflow cache disabled so every workflow task
 // replays its history.
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 9, the
+// tests. It may import any package of the house; nothing imports it.
 package faults

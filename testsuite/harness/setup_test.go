@@ -2,6 +2,9 @@
 // (@deepseek-ai/dsh-session-persistence-jsonl, pinned with its peers and a
 // Node 22 binary in testdata/harness) on shared roots, through small scripts
 // of the harness's own API (testdata/harness/driver.mjs).
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 9, the
+// tests. It may import any package of the house; nothing imports it.
 package harness
 
 import (

@@ -1,6 +1,6 @@
 // Package integration holds sessionflow's end-to-end tests against a real
 // Temporal server: the workflows run on in-process workers (the worker
-// process's own code, internal/workerapp) with the real store activities,
+// process's own code, internal/app/workerapp) with the real store activities,
 // and every workflow task replays the whole history because the sticky
 // workflow cache is disabled.
 //
@@ -15,4 +15,7 @@
 // ../histories; with -record it writes the fixtures instead:
 //
 //	go test ./testsuite/integration -run TestRecordHistories -record
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 9, the
+// tests. It may import any package of the house; nothing imports it.
 package integration

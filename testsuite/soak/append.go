@@ -103,7 +103,7 @@ func (r *runner) createSessions(ctx context.Context) error {
 		}
 		r.sessions = append(r.sessions, newTracked(id))
 	}
-	r.progress("%d sessions created", len(r.sessions))
+	r.rep.progress("%d sessions created", len(r.sessions))
 	return nil
 }
 
@@ -142,7 +142,7 @@ func (r *runner) appendBatch(ctx context.Context, t *tracked, rng *rand.Rand) bo
 		ev, err := session.NewEvent(EventType, next+int64(i), time.Now().UnixMilli(),
 			map[string]any{"session": t.id, "seq": next + int64(i), "nonce": rng.Int63()})
 		if err != nil {
-			r.fail("session %s: building event %d: %v", t.id, next+int64(i), err)
+			r.rep.fail("session %s: building event %d: %v", t.id, next+int64(i), err)
 			return false
 		}
 		ev.Ignorable = true
@@ -180,12 +180,12 @@ func (r *runner) appendUntilAcked(ctx context.Context, t *tracked, batch []sessi
 				return true
 			}
 			if detail != "" {
-				r.fail("session %s: append of seqs %d..%d (attempt %d) reports %q and the store %s", t.id, first, last, attempt+1, err, detail)
+				r.rep.fail("session %s: append of seqs %d..%d (attempt %d) reports %q and the store %s", t.id, first, last, attempt+1, err, detail)
 				return false
 			}
 		}
 		if time.Now().After(deadline) {
-			r.fail("session %s: batch seqs %d..%d not acknowledged within %v after %d attempts: %v",
+			r.rep.fail("session %s: batch seqs %d..%d not acknowledged within %v after %d attempts: %v",
 				t.id, first, last, r.cfg.BatchDeadline, attempt+1, lastErr)
 			return false
 		}

@@ -44,12 +44,12 @@ func compare(want, got session.Event) string {
 // events it checked.
 func (r *runner) check(ctx context.Context, final bool) int64 {
 	var total int64
-	for _, t := range append(r.sessions[:len(r.sessions):len(r.sessions)], r.cycledSessions(false)...) {
+	for _, t := range append(r.sessions[:len(r.sessions):len(r.sessions)], r.cycles.sessions(false)...) {
 		acked := t.snapshot()
 		total += int64(len(acked))
 		events, err := r.read(ctx, t.id)
 		if err != nil {
-			r.fail("session %s does not open for read (final=%v): %v", t.id, final, err)
+			r.rep.fail("session %s does not open for read (final=%v): %v", t.id, final, err)
 			continue
 		}
 		stored := make(map[int64]session.Event, len(events))
@@ -70,7 +70,7 @@ func (r *runner) check(ctx context.Context, final bool) int64 {
 			for i, e := range events {
 				seqs[i] = e.Seq
 			}
-			r.fail("session %s: stored seqs are not 0..%d contiguous (duplicates %v): %v", t.id, len(events)-1, dups, abbreviate(seqs))
+			r.rep.fail("session %s: stored seqs are not 0..%d contiguous (duplicates %v): %v", t.id, len(events)-1, dups, abbreviate(seqs))
 		}
 		var lost []string
 		for _, a := range acked {
@@ -88,7 +88,7 @@ func (r *runner) check(ctx context.Context, final bool) int64 {
 			lost = append(lost, fmt.Sprintf("seq %d %s", a.Seq, diff))
 		}
 		if len(lost) > 0 {
-			r.fail("session %s: %d acknowledged events lost (acked %d, stored %d): %s", t.id, len(lost), len(acked), len(events), strings.Join(firstN(lost, 5), "; "))
+			r.rep.fail("session %s: %d acknowledged events lost (acked %d, stored %d): %s", t.id, len(lost), len(acked), len(events), strings.Join(firstN(lost, 5), "; "))
 		}
 		if len(dups) > 0 {
 			t.mu.Lock()
@@ -106,27 +106,11 @@ func (r *runner) check(ctx context.Context, final bool) int64 {
 func (r *runner) disposeAndResume(ctx context.Context) int {
 	for _, t := range r.sessions {
 		if err := r.dispose(ctx, t.id); err != nil {
-			r.fail("session %s: final dispose: %v", t.id, err)
+			r.rep.fail("session %s: final dispose: %v", t.id, err)
 		}
 	}
 	unresumable := r.resumeAndDispose(ctx, r.sessions, "session")
-	r.progress("%d sessions disposed, resumed and disposed again (%d unresumable)", len(r.sessions), unresumable)
-	return unresumable
-}
-
-// resumeTurnSessions disposes every turn session (idle once its loop
-// ended), then resumes and disposes it again; it returns the number that
-// could not be resumed.
-func (r *runner) resumeTurnSessions(ctx context.Context) int {
-	var ts []*tracked
-	for _, t := range r.turnSessions {
-		if err := r.dispose(ctx, t.id); err != nil {
-			r.fail("turn session %s: final dispose: %v", t.id, err)
-		}
-		ts = append(ts, newTracked(t.id))
-	}
-	unresumable := r.resumeAndDispose(ctx, ts, "turn session")
-	r.progress("%d turn sessions disposed, resumed and disposed again (%d unresumable)", len(ts), unresumable)
+	r.rep.progress("%d sessions disposed, resumed and disposed again (%d unresumable)", len(r.sessions), unresumable)
 	return unresumable
 }
 
@@ -155,35 +139,35 @@ func (r *runner) checkTaskTimeouts(ctx context.Context) {
 	for _, t := range r.sessions {
 		d, err := r.tc.DescribeWorkflow(ctx, workflows.WorkflowID(t.id), "")
 		if err != nil {
-			r.fail("session %s: describing its workflow: %v", t.id, err)
+			r.rep.fail("session %s: describing its workflow: %v", t.id, err)
 			continue
 		}
 		if d.RawResponse.GetWorkflowExecutionInfo().GetExecution().GetRunId() != d.RawResponse.GetWorkflowExecutionInfo().GetFirstRunId() {
 			runs++
 		}
 		if got := d.RawResponse.GetExecutionConfig().GetDefaultWorkflowTaskTimeout().AsDuration(); got != want {
-			r.fail("session %s: its latest run's workflow task timeout is %v, not the %v it was started with", t.id, got, want)
+			r.rep.fail("session %s: its latest run's workflow task timeout is %v, not the %v it was started with", t.id, got, want)
 		}
 	}
-	r.progress("workflow task timeout %v kept by every session (%d of %d continued as new)", want, runs, len(r.sessions))
+	r.rep.progress("workflow task timeout %v kept by every session (%d of %d continued as new)", want, runs, len(r.sessions))
 }
 
 // checkLeases checks that no session's lease outlives its closed workflow.
 func (r *runner) checkLeases(ctx context.Context) {
-	ids := make([]string, 0, len(r.sessions)+len(r.turnSessions))
-	for _, t := range append(r.sessions[:len(r.sessions):len(r.sessions)], r.cycledSessions(true)...) {
+	ids := make([]string, 0, len(r.sessions)+len(r.turns.sessions))
+	for _, t := range append(r.sessions[:len(r.sessions):len(r.sessions)], r.cycles.sessions(true)...) {
 		ids = append(ids, t.id)
 	}
-	for _, t := range r.turnSessions {
+	for _, t := range r.turns.sessions {
 		ids = append(ids, t.id)
 	}
 	for _, id := range ids {
 		l, err := r.reader.LeaseOf(ctx, id)
 		switch {
 		case err != nil:
-			r.fail("session %s: reading its lease: %v", id, err)
+			r.rep.fail("session %s: reading its lease: %v", id, err)
 		case l != nil:
-			r.fail("session %s: lease still held after the final dispose: handle %s, owner %+v, pid %d", id, l.HandleID, l.Owner, l.PID)
+			r.rep.fail("session %s: lease still held after the final dispose: handle %s, owner %+v, pid %d", id, l.HandleID, l.Owner, l.PID)
 		}
 	}
 }

@@ -30,7 +30,9 @@ func checkRunner(t *testing.T, id string, stored []session.Event) *runner {
 	require.NoError(t, err)
 	require.NoError(t, h.Append(ctx, stored))
 	require.NoError(t, h.Close(ctx))
-	r := &runner{cfg: Config{Progress: io.Discard}, reader: st}
+	r := &runner{cfg: Config{Progress: io.Discard}, rep: &report{out: io.Discard}, reader: st}
+	r.cycles = &cycler{r: r}
+	r.turns = &turnDriver{r: r}
 	r.sessions = []*tracked{{id: id, lost: map[int64]bool{}, dups: map[int64]bool{}}}
 	return r
 }
@@ -44,15 +46,15 @@ func TestCheckFindsLostEvents(t *testing.T) {
 	ok := checkRunner(t, "s", stored)
 	ok.sessions[0].ack(stored[:2])
 	require.EqualValues(t, 2, ok.check(context.Background(), true))
-	require.Empty(t, ok.failures)
+	require.Empty(t, ok.rep.snapshot())
 	require.Empty(t, ok.sessions[0].lost)
 
 	r := checkRunner(t, "s", stored)
 	r.sessions[0].ack([]session.Event{tick(t, 0, 1), tick(t, 1, 99), tick(t, 2, 3), tick(t, 3, 4)})
 	r.check(context.Background(), true)
 	require.Equal(t, map[int64]bool{1: true, 3: true}, r.sessions[0].lost)
-	require.Len(t, r.failures, 1)
-	require.Contains(t, r.failures[0], "2 acknowledged events lost")
+	require.Len(t, r.rep.snapshot(), 1)
+	require.Contains(t, r.rep.snapshot()[0], "2 acknowledged events lost")
 	sum := r.finish(Summary{Sessions: 1})
 	require.Equal(t, 2, sum.Lost)
 	require.False(t, sum.OK())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand"
 	"os"
 	"path/filepath"
 
@@ -12,47 +13,47 @@ import (
 )
 
 // startDevServer starts the persistent dev server of a soak.
-func (r *runner) startDevServer(ctx context.Context) error {
-	serverLog, err := os.Create(filepath.Join(r.dir, "temporal.log"))
+func (f *fleet) startDevServer(ctx context.Context) error {
+	serverLog, err := os.Create(filepath.Join(f.dir, "temporal.log"))
 	if err != nil {
 		return fmt.Errorf("soak: server log: %w", err)
 	}
 	var dynamicConfig []string
-	if r.cfg.ContinueAsNewEvents > 0 {
-		dynamicConfig = append(dynamicConfig, fmt.Sprintf("limit.historyCount.suggestContinueAsNew=%d", r.cfg.ContinueAsNewEvents))
+	if f.cfg.ContinueAsNewEvents > 0 {
+		dynamicConfig = append(dynamicConfig, fmt.Sprintf("limit.historyCount.suggestContinueAsNew=%d", f.cfg.ContinueAsNewEvents))
 	}
-	r.srv, err = devserver.Start(ctx, devserver.Options{
+	f.srv, err = devserver.Start(ctx, devserver.Options{
 		DynamicConfig: dynamicConfig,
-		StateDir:      filepath.Join(r.dir, "dev"),
-		Locate:        devserver.LocateOptions{Progress: r.cfg.Progress, WorkDir: r.cfg.ModuleDir},
+		StateDir:      filepath.Join(f.dir, "dev"),
+		Locate:        devserver.LocateOptions{Progress: f.cfg.Progress, WorkDir: f.cfg.ModuleDir},
 		Output:        serverLog,
 	})
 	if err != nil {
 		serverLog.Close()
 		return fmt.Errorf("soak: starting the dev server: %w", err)
 	}
-	r.serverLog = serverLog
-	r.progress("dev server %s, state %s", r.srv.Address(), r.srv.DBPath())
+	f.serverLog = serverLog
+	f.rep.progress("dev server %s, state %s", f.srv.Address(), f.srv.DBPath())
 	return nil
 }
 
 // startCluster starts the local cluster of a cluster soak without workers
 // (startClusterWorkers starts them): PostgreSQL, the Temporal server and
 // the namespace, in <dir>/cluster.
-func (r *runner) startCluster(ctx context.Context) error {
-	if r.cfg.ContinueAsNewEvents > 0 {
+func (f *fleet) startCluster(ctx context.Context) error {
+	if f.cfg.ContinueAsNewEvents > 0 {
 		return errors.New("soak: -continue-as-new-events needs the dev server: the cluster runs deploy's dynamic config")
 	}
 	var err error
-	r.lc, err = cluster.Start(ctx, cluster.Options{
-		Dir:          filepath.Join(r.dir, "cluster"),
+	f.lc, err = cluster.Start(ctx, cluster.Options{
+		Dir:          filepath.Join(f.dir, "cluster"),
 		Workers:      -1,
-		TaskQueue:    r.cfg.TaskQueue,
-		Root:         r.root,
-		Compression:  r.cfg.Compression,
-		WorkerBinary: r.bin,
-		Build:        cluster.BuildOptions{WorkDir: r.cfg.ModuleDir},
-		Progress:     r.cfg.Progress,
+		TaskQueue:    f.cfg.TaskQueue,
+		Root:         f.root,
+		Compression:  f.cfg.Compression,
+		WorkerBinary: f.bin,
+		Build:        cluster.BuildOptions{WorkDir: f.cfg.ModuleDir},
+		Progress:     f.cfg.Progress,
 	})
 	if err != nil {
 		return fmt.Errorf("soak: starting the cluster: %w", err)
@@ -62,56 +63,56 @@ func (r *runner) startCluster(ctx context.Context) error {
 
 // startClusterWorkers starts the cluster's workers, each waited for until it
 // polls.
-func (r *runner) startClusterWorkers(ctx context.Context) error {
-	for i := range r.cfg.Workers {
-		if _, err := r.lc.StartWorker(ctx, i, cluster.WorkerOptions{Args: r.workerArgs()}); err != nil {
+func (f *fleet) startClusterWorkers(ctx context.Context) error {
+	for i := range f.cfg.Workers {
+		if _, err := f.lc.StartWorker(ctx, i, cluster.WorkerOptions{Args: f.workerArgs()}); err != nil {
 			return fmt.Errorf("soak: starting cluster worker %d: %w", i, err)
 		}
 	}
-	r.progress("%d workers polling %s", r.cfg.Workers, r.cfg.TaskQueue)
+	f.rep.progress("%d workers polling %s", f.cfg.Workers, f.cfg.TaskQueue)
 	return nil
 }
 
 // workerArgs are the flags of a cluster worker beyond the cluster's own.
-func (r *runner) workerArgs() []string {
-	args := []string{"--sticky-timeout", r.cfg.StickyTimeout.String()}
-	if r.script != "" {
-		args = append(args, "--provider-script", r.script)
+func (f *fleet) workerArgs() []string {
+	args := []string{"--sticky-timeout", f.cfg.StickyTimeout.String()}
+	if f.script != "" {
+		args = append(args, "--provider-script", f.script)
 	}
 	return args
 }
 
 // killAndRestart kills a worker with SIGKILL and starts one in its place,
 // returning the killed process's id: the soak's only worker, or on the
-// cluster a worker chosen at random while the others keep running.
-func (r *runner) killAndRestart(ctx context.Context) (int, error) {
-	if r.lc == nil {
+// cluster a worker chosen with rng while the others keep running.
+func (f *fleet) killAndRestart(ctx context.Context, rng *rand.Rand) (int, error) {
+	if f.lc == nil {
 		select {
-		case <-r.worker.Exited():
-			r.fail("worker %s exited before it was killed (see %s)", r.worker.identity, filepath.Join(r.dir, "worker.log"))
+		case <-f.worker.Exited():
+			f.rep.fail("worker %s exited before it was killed (see %s)", f.worker.identity, filepath.Join(f.dir, "worker.log"))
 		default:
 		}
-		pid := r.worker.Pid()
-		r.killWorker()
-		return pid, r.startWorker(ctx)
+		pid := f.worker.Pid()
+		f.killWorker()
+		return pid, f.startWorker(ctx)
 	}
-	slot := r.rng.Intn(r.cfg.Workers)
-	w := r.lc.Workers()[slot]
+	slot := rng.Intn(f.cfg.Workers)
+	w := f.lc.Workers()[slot]
 	select {
 	case <-w.Exited():
-		r.fail("cluster worker %s exited before it was killed (see %s)", w.Identity, w.Log)
+		f.rep.fail("cluster worker %s exited before it was killed (see %s)", w.Identity, w.Log)
 	default:
 	}
 	pid := w.Pid()
-	r.lc.KillWorker(slot)
-	_, err := r.lc.StartWorker(ctx, slot, cluster.WorkerOptions{Args: r.workerArgs()})
+	f.lc.KillWorker(slot)
+	_, err := f.lc.StartWorker(ctx, slot, cluster.WorkerOptions{Args: f.workerArgs()})
 	return pid, err
 }
 
 // killedName names what a kill ends in the progress lines.
-func (r *runner) killedName() string {
-	if r.lc == nil {
+func (f *fleet) killedName() string {
+	if f.lc == nil {
 		return "worker"
 	}
-	return fmt.Sprintf("one of %d cluster workers,", r.cfg.Workers)
+	return fmt.Sprintf("one of %d cluster workers,", f.cfg.Workers)
 }

@@ -116,12 +116,12 @@ func (r *runner) classifyTimeouts(workflowID string, events []*historypb.History
 				if id := startedBy[a.GetStartedEventId()]; id != "" {
 					who = id
 				}
-				if r.killedBefore(who, at) {
+				if r.fleet.killedBefore(who, at) {
 					f.KilledStartToClose++
 					continue
 				}
 			case enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START:
-				if r.killedBefore(who, at) {
+				if r.fleet.killedBefore(who, at) {
 					f.KilledSticky++
 					continue
 				}
@@ -133,13 +133,4 @@ func (r *runner) classifyTimeouts(workflowID string, events []*historypb.History
 			}
 		}
 	}
-}
-
-// killedBefore reports whether the worker of identity was killed at or
-// before t.
-func (r *runner) killedBefore(identity string, t time.Time) bool {
-	r.killedMu.Lock()
-	defer r.killedMu.Unlock()
-	k, ok := r.killedAt[identity]
-	return ok && !t.Before(k)
 }

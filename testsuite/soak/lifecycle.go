@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"sync"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -13,22 +14,32 @@ import (
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
-// lifecycleLoop takes new sessions, one after another until stop closes,
+// cycler owns the sessions of the lifecycle loops: each loop takes new
+// sessions through create, appends, dispose and resume during the kills;
+// the checks read those whose lifecycle is over.
+type cycler struct {
+	r *runner
+
+	mu  sync.Mutex
+	all []*tracked
+}
+
+// loop takes new sessions, one after another until stop closes,
 // through create, one to three appends, dispose, resume, one append and
 // dispose, each step retried or awaited across the kills. A step that does
 // not complete within the batch deadline is a failure and ends the loop.
-func (r *runner) lifecycleLoop(ctx context.Context, loop int, rng *rand.Rand, stop <-chan struct{}) {
+func (c *cycler) loop(ctx context.Context, loop int, rng *rand.Rand, stop <-chan struct{}) {
 	for n := 0; ; n++ {
 		if stopped(ctx, stop) {
 			return
 		}
-		t := newTracked(fmt.Sprintf("soak-%d-l%d-%04d", r.cfg.Seed, loop, n))
-		r.cycledMu.Lock()
-		r.cycled = append(r.cycled, t)
-		r.cycledMu.Unlock()
-		if err := r.lifecycle(ctx, t, rng); err != nil {
+		t := newTracked(fmt.Sprintf("soak-%d-l%d-%04d", c.r.cfg.Seed, loop, n))
+		c.mu.Lock()
+		c.all = append(c.all, t)
+		c.mu.Unlock()
+		if err := c.lifecycle(ctx, t, rng); err != nil {
 			if ctx.Err() == nil {
-				r.fail("session %s: lifecycle: %v", t.id, err)
+				c.r.rep.fail("session %s: lifecycle: %v", t.id, err)
 			}
 			return
 		}
@@ -38,27 +49,27 @@ func (r *runner) lifecycleLoop(ctx context.Context, loop int, rng *rand.Rand, st
 	}
 }
 
-// lifecycle runs one session's lifecycle (see lifecycleLoop).
-func (r *runner) lifecycle(ctx context.Context, t *tracked, rng *rand.Rand) error {
-	cctx, cancel := context.WithTimeout(ctx, r.cfg.BatchDeadline)
-	_, err := r.cl.Create(cctx, wire.CreateSessionRequest{SessionID: t.id, Options: r.options()})
+// lifecycle runs one session's lifecycle (see loop).
+func (c *cycler) lifecycle(ctx context.Context, t *tracked, rng *rand.Rand) error {
+	cctx, cancel := context.WithTimeout(ctx, c.r.cfg.BatchDeadline)
+	_, err := c.r.cl.Create(cctx, wire.CreateSessionRequest{SessionID: t.id, Options: c.r.options()})
 	cancel()
 	if err != nil {
 		return fmt.Errorf("create: %w", err)
 	}
 	for i := 1 + rng.Intn(3); i > 0; i-- {
-		if !r.appendBatch(ctx, t, rng) {
+		if !c.r.appendBatch(ctx, t, rng) {
 			return errors.New("append not acknowledged")
 		}
 	}
-	if err := r.disposeUntilClosed(ctx, t.id); err != nil {
+	if err := c.r.disposeUntilClosed(ctx, t.id); err != nil {
 		return err
 	}
-	if err := r.leaseReleased(ctx, t.id); err != nil {
+	if err := c.r.leaseReleased(ctx, t.id); err != nil {
 		return err
 	}
-	cctx, cancel = context.WithTimeout(ctx, r.cfg.BatchDeadline)
-	live, err := r.cl.Resume(cctx, t.id, workflows.ResumeSessionRequest{Options: r.options()})
+	cctx, cancel = context.WithTimeout(ctx, c.r.cfg.BatchDeadline)
+	live, err := c.r.cl.Resume(cctx, t.id, workflows.ResumeSessionRequest{Options: c.r.options()})
 	cancel()
 	if err != nil {
 		return fmt.Errorf("resume: %w", err)
@@ -66,13 +77,13 @@ func (r *runner) lifecycle(ctx context.Context, t *tracked, rng *rand.Rand) erro
 	if err := t.resumed(live.NextSeq); err != nil {
 		return err
 	}
-	if !r.appendBatch(ctx, t, rng) {
+	if !c.r.appendBatch(ctx, t, rng) {
 		return errors.New("append after the resume not acknowledged")
 	}
-	if err := r.disposeUntilClosed(ctx, t.id); err != nil {
+	if err := c.r.disposeUntilClosed(ctx, t.id); err != nil {
 		return err
 	}
-	return r.leaseReleased(ctx, t.id)
+	return c.r.leaseReleased(ctx, t.id)
 }
 
 // disposeUntilClosed disposes the live session id and waits until its
@@ -122,13 +133,13 @@ func (r *runner) leaseReleased(ctx context.Context, id string) error {
 	return nil
 }
 
-// cycledSessions returns the lifecycle sessions, only those whose lifecycle
+// sessions returns the lifecycle sessions, only those whose lifecycle
 // is over unless all is set.
-func (r *runner) cycledSessions(all bool) []*tracked {
-	r.cycledMu.Lock()
-	defer r.cycledMu.Unlock()
+func (c *cycler) sessions(all bool) []*tracked {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	var out []*tracked
-	for _, t := range r.cycled {
+	for _, t := range c.all {
 		if all || t.isDone() {
 			out = append(out, t)
 		}
@@ -136,12 +147,12 @@ func (r *runner) cycledSessions(all bool) []*tracked {
 	return out
 }
 
-// resumeCycled resumes and disposes every lifecycle session whose
+// resume resumes and disposes every lifecycle session whose
 // lifecycle completed; it returns the number that could not be resumed.
-func (r *runner) resumeCycled(ctx context.Context) int {
-	cycled := r.cycledSessions(false)
-	unresumable := r.resumeAndDispose(ctx, cycled, "lifecycle session")
-	r.progress("%d lifecycle sessions resumed and disposed again (%d unresumable)", len(cycled), unresumable)
+func (c *cycler) resume(ctx context.Context) int {
+	cycled := c.sessions(false)
+	unresumable := c.r.resumeAndDispose(ctx, cycled, "lifecycle session")
+	c.r.rep.progress("%d lifecycle sessions resumed and disposed again (%d unresumable)", len(cycled), unresumable)
 	return unresumable
 }
 
@@ -158,7 +169,7 @@ func (r *runner) resumeAndDispose(ctx context.Context, sessions []*tracked, kind
 		}
 		if err != nil {
 			unresumable++
-			r.fail("%s %s is unresumable: %v", kind, t.id, err)
+			r.rep.fail("%s %s is unresumable: %v", kind, t.id, err)
 		}
 	}
 	return unresumable

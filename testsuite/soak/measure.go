@@ -159,7 +159,7 @@ func (r *runner) measure(ctx context.Context) (ClusterFigures, error) {
 			return f, fmt.Errorf("soak: measuring: dispose: %w", err)
 		}
 	}
-	r.progress("%s", f)
+	r.rep.progress("%s", f)
 	return f, nil
 }
 

@@ -11,6 +11,10 @@
 //
 // Run is used by TestSoak (a short variant under `go test ./...`) and by
 // cmd/soak (the long one).
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 9, the
+// tests. It may import any package of the house; only cmd/soak, its command
+// line, imports it.
 package soak
 
 import (
@@ -29,8 +33,6 @@ import (
 	"go.temporal.io/sdk/log"
 
 	"github.com/sessionflow/sessionflow/client"
-	"github.com/sessionflow/sessionflow/internal/cluster"
-	"github.com/sessionflow/sessionflow/internal/devserver"
 	"github.com/sessionflow/sessionflow/jsonl"
 )
 
@@ -38,58 +40,24 @@ import (
 // built-in vocabulary, so the events carry the ignorable flag.
 const EventType = "soak/tick"
 
-// runner is one soak run.
+// runner is one soak run. The state of the run is split by owner: the
+// report (progress and failures), the fleet (the server and the worker
+// processes), the append sessions (here), the lifecycle loops' sessions
+// (cycler) and the turn sessions (turnDriver).
 type runner struct {
-	cfg  Config
-	dir  string
-	root string
-	bin  string
-	srv  *devserver.Server
+	cfg   Config
+	rep   *report
+	fleet *fleet
 	// namespace is the namespace of the dev server or the cluster.
 	namespace string
-	// serverLog is the dev server's output.
-	serverLog *os.File
-	// lc is the local cluster of a cluster soak (Config.Cluster), nil
-	// otherwise.
-	lc     *cluster.Cluster
-	tc     temporalclient.Client
-	cl     *client.Client
-	reader *jsonl.Store
-	rng    *rand.Rand
+	tc        temporalclient.Client
+	cl        *client.Client
+	reader    *jsonl.Store
+	rng       *rand.Rand
 
 	sessions []*tracked
-
-	// cycled are the sessions of the lifecycle loops; the checks during the
-	// kills read those whose lifecycle is over.
-	cycledMu sync.Mutex
-	cycled   []*tracked
-
-	failMu   sync.Mutex
-	failures []string
-
-	worker *workerProc
-	gen    int
-
-	// killedAt is when each killed worker identity was killed.
-	killedMu sync.Mutex
-	killedAt map[string]time.Time
-
-	// script is the worker's provider script (turn sessions only);
-	// turnSessions are the sessions of the turn loops.
-	script       string
-	turnSessions []*turnSession
-}
-
-func (r *runner) fail(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	r.failMu.Lock()
-	r.failures = append(r.failures, msg)
-	r.failMu.Unlock()
-	fmt.Fprintf(r.cfg.Progress, "soak: FAIL %s\n", msg)
-}
-
-func (r *runner) progress(format string, args ...any) {
-	fmt.Fprintf(r.cfg.Progress, "soak: "+format+"\n", args...)
+	cycles   *cycler
+	turns    *turnDriver
 }
 
 // Run runs the soak. The error reports a harness failure (a build, the
@@ -98,49 +66,53 @@ func (r *runner) progress(format string, args ...any) {
 func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 	start := time.Now()
 	cfg.defaults()
-	r := &runner{cfg: cfg, rng: rand.New(rand.NewSource(cfg.Seed))}
+	r := &runner{cfg: cfg, rep: &report{out: cfg.Progress}, rng: rand.New(rand.NewSource(cfg.Seed))}
+	r.cycles = &cycler{r: r}
+	r.turns = &turnDriver{r: r}
+	f := &fleet{cfg: &r.cfg, rep: r.rep}
+	r.fleet = f
 	defer func() { sum.Elapsed = time.Since(start) }()
 
-	r.dir = cfg.Dir
-	if r.dir == "" {
-		if r.dir, err = os.MkdirTemp("", "sessionflow-soak-"); err != nil {
+	f.dir = cfg.Dir
+	if f.dir == "" {
+		if f.dir, err = os.MkdirTemp("", "sessionflow-soak-"); err != nil {
 			return sum, fmt.Errorf("soak: temporary directory: %w", err)
 		}
 		if !cfg.Keep {
-			defer os.RemoveAll(r.dir)
+			defer os.RemoveAll(f.dir)
 		}
 	}
-	if err := os.MkdirAll(r.dir, 0o755); err != nil {
+	if err := os.MkdirAll(f.dir, 0o755); err != nil {
 		return sum, fmt.Errorf("soak: working directory: %w", err)
 	}
-	r.root = filepath.Join(r.dir, "store")
-	if r.bin, err = r.buildWorker(ctx); err != nil {
+	f.root = filepath.Join(f.dir, "store")
+	if f.bin, err = f.buildWorker(ctx); err != nil {
 		return sum, err
 	}
-	r.progress("dir %s, worker %s", r.dir, r.bin)
+	r.rep.progress("dir %s, worker %s", f.dir, f.bin)
 
 	var address, namespace string
 	if cfg.Cluster {
-		if err := r.startCluster(ctx); err != nil {
+		if err := f.startCluster(ctx); err != nil {
 			return sum, err
 		}
 		defer func() {
-			if serr := r.lc.Stop(); serr != nil {
+			if serr := f.lc.Stop(); serr != nil {
 				err = errors.Join(err, fmt.Errorf("soak: stopping the cluster: %w", serr))
 			}
 		}()
-		address, namespace = r.lc.Address(), r.lc.Namespace()
+		address, namespace = f.lc.Address(), f.lc.Namespace()
 	} else {
-		if err := r.startDevServer(ctx); err != nil {
+		if err := f.startDevServer(ctx); err != nil {
 			return sum, err
 		}
 		defer func() {
-			if serr := r.srv.Stop(); serr != nil {
+			if serr := f.srv.Stop(); serr != nil {
 				err = errors.Join(err, fmt.Errorf("soak: stopping the dev server: %w", serr))
 			}
-			r.serverLog.Close()
+			f.serverLog.Close()
 		}()
-		address, namespace = r.srv.Address(), r.srv.Namespace()
+		address, namespace = f.srv.Address(), f.srv.Namespace()
 	}
 
 	r.namespace = namespace
@@ -154,18 +126,19 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 		return sum, fmt.Errorf("soak: connecting to the Temporal server: %w", err)
 	}
 	defer r.tc.Close()
+	f.tc = r.tc
 	r.cl = client.New(r.tc, client.Options{TaskQueue: cfg.TaskQueue, Namespace: namespace, WorkflowTaskTimeout: cfg.WorkflowTaskTimeout})
-	if r.reader, err = jsonl.NewStore(jsonl.Options{Root: r.root, Compression: cfg.Compression}); err != nil {
+	if r.reader, err = jsonl.NewStore(jsonl.Options{Root: f.root, Compression: cfg.Compression}); err != nil {
 		return sum, fmt.Errorf("soak: opening the store for read: %w", err)
 	}
 
 	if cfg.Turns > 0 {
-		if r.script, err = r.writeTurnScript(); err != nil {
+		if f.script, err = f.writeTurnScript(); err != nil {
 			return sum, err
 		}
 	}
 	if cfg.Cluster {
-		if err := r.startClusterWorkers(ctx); err != nil {
+		if err := f.startClusterWorkers(ctx); err != nil {
 			return sum, err
 		}
 		if cfg.Measure {
@@ -176,13 +149,13 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 			sum.Cluster = &figures
 		}
 	} else {
-		if err := r.startWorker(ctx); err != nil {
+		if err := f.startWorker(ctx); err != nil {
 			return sum, err
 		}
-		defer r.stopWorker()
+		defer f.stopWorker()
 	}
 	if cfg.Standby {
-		standby, err := r.spawnWorker(ctx, "soak-standby")
+		standby, err := f.spawnWorker(ctx, "soak-standby")
 		if err != nil {
 			return sum, err
 		}
@@ -192,7 +165,7 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 	if err := r.createSessions(ctx); err != nil {
 		return sum, err
 	}
-	if err := r.createTurnSessions(ctx); err != nil {
+	if err := r.turns.create(ctx); err != nil {
 		return sum, err
 	}
 
@@ -213,14 +186,14 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 		wg.Add(1)
 		go func(loop int, seed int64) {
 			defer wg.Done()
-			r.lifecycleLoop(appendCtx, loop, rand.New(rand.NewSource(seed)), stop)
+			r.cycles.loop(appendCtx, loop, rand.New(rand.NewSource(seed)), stop)
 		}(i, cfg.Seed-int64(i)-1)
 	}
-	for _, t := range r.turnSessions {
+	for _, t := range r.turns.sessions {
 		wg.Add(1)
 		go func(t *turnSession) {
 			defer wg.Done()
-			r.turnLoop(appendCtx, t, stop)
+			r.turns.loop(appendCtx, t, stop)
 		}(t)
 	}
 
@@ -228,7 +201,7 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 	killsStarted := time.Now()
 	for k := 1; k <= cfg.Kills; k++ {
 		if cfg.KillBudget > 0 && time.Since(killsStarted) > cfg.KillBudget {
-			r.progress("kill budget of %v spent after %d kills", cfg.KillBudget, sum.Kills)
+			r.rep.progress("kill budget of %v spent after %d kills", cfg.KillBudget, sum.Kills)
 			break
 		}
 		interval := cfg.MinInterval
@@ -249,13 +222,13 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 		}
 		killed := time.Now()
 		var pid int
-		if pid, loopErr = r.killAndRestart(ctx); loopErr != nil {
+		if pid, loopErr = f.killAndRestart(ctx, r.rng); loopErr != nil {
 			break
 		}
 		sum.Kills++
 		polling := time.Since(killed)
 		acked := r.check(ctx, false)
-		r.checkTurns(ctx, false)
+		r.turns.check(ctx, false)
 		recovery := ""
 		if !cfg.Eager {
 			took, ok := r.awaitProgress(ctx, before, killed)
@@ -268,12 +241,12 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 			}
 		}
 		turns := ""
-		if len(r.turnSessions) > 0 {
-			turns = fmt.Sprintf(", turns ended=%d", r.turnsEnded())
+		if len(r.turns.sessions) > 0 {
+			turns = fmt.Sprintf(", turns ended=%d", r.turns.ended())
 		}
-		r.progress("kill %d/%d: %s %d killed after %v, polling again after %v%s; acked=%d, lifecycles done=%d%s, check ok=%v",
-			k, cfg.Kills, r.killedName(), pid, interval.Round(time.Millisecond), polling.Round(time.Millisecond), recovery, acked,
-			len(r.cycledSessions(false)), turns, len(r.snapshotFailures()) == 0)
+		r.rep.progress("kill %d/%d: %s %d killed after %v, polling again after %v%s; acked=%d, lifecycles done=%d%s, check ok=%v",
+			k, cfg.Kills, f.killedName(), pid, interval.Round(time.Millisecond), polling.Round(time.Millisecond), recovery, acked,
+			len(r.cycles.sessions(false)), turns, len(r.rep.snapshot()) == 0)
 	}
 	sum.KillPhase = time.Since(killsStarted)
 	close(stop)
@@ -287,27 +260,27 @@ func Run(ctx context.Context, cfg Config) (sum Summary, err error) {
 	}
 
 	r.check(ctx, true)
-	r.checkTurns(ctx, true)
-	if len(r.turnSessions) > 0 {
-		if sum.AgentRetries, err = r.agentRetries(ctx); err != nil {
-			r.fail("counting the retried agent activities: %v", err)
+	r.turns.check(ctx, true)
+	if len(r.turns.sessions) > 0 {
+		if sum.AgentRetries, err = r.turns.agentRetries(ctx); err != nil {
+			r.rep.fail("counting the retried agent activities: %v", err)
 		}
-		r.progress("agent activities retried after a kill: %d model calls, %d tool calls", sum.AgentRetries.Model, sum.AgentRetries.Tool)
+		r.rep.progress("agent activities retried after a kill: %d model calls, %d tool calls", sum.AgentRetries.Model, sum.AgentRetries.Tool)
 	}
 	r.checkTaskTimeouts(ctx)
 	if err := r.taskTimeouts(ctx, &sum.Failover); err != nil {
-		r.fail("counting the workflow task timeouts: %v", err)
+		r.rep.fail("counting the workflow task timeouts: %v", err)
 	}
-	r.progress("%s", sum.Failover)
+	r.rep.progress("%s", sum.Failover)
 	for _, o := range sum.Failover.OtherTimeouts {
-		r.progress("workflow task timeout not caused by a kill: %s", o)
+		r.rep.progress("workflow task timeout not caused by a kill: %s", o)
 	}
 	sum.Unresumable = r.disposeAndResume(ctx)
-	sum.Unresumable += r.resumeCycled(ctx)
-	sum.Unresumable += r.resumeTurnSessions(ctx)
+	sum.Unresumable += r.cycles.resume(ctx)
+	sum.Unresumable += r.turns.resume(ctx)
 	r.checkLeases(ctx)
 	r.check(ctx, true)
-	sum.Turns = r.checkTurns(ctx, true)
+	sum.Turns = r.turns.check(ctx, true)
 	return r.finish(sum), nil
 }
 
@@ -335,9 +308,9 @@ func (r *runner) awaitProgress(ctx context.Context, before []int, killed time.Ti
 
 // finish fills the counts of the summary.
 func (r *runner) finish(sum Summary) Summary {
-	sum.Lifecycles = len(r.cycledSessions(false))
-	sum.Sessions = len(r.sessions) + sum.Lifecycles + len(r.turnSessions)
-	for _, t := range append(r.sessions[:len(r.sessions):len(r.sessions)], r.cycledSessions(true)...) {
+	sum.Lifecycles = len(r.cycles.sessions(false))
+	sum.Sessions = len(r.sessions) + sum.Lifecycles + len(r.turns.sessions)
+	for _, t := range append(r.sessions[:len(r.sessions):len(r.sessions)], r.cycles.sessions(true)...) {
 		t.mu.Lock()
 		sum.Acked += int64(len(t.acked))
 		sum.Batches += int64(t.batches)
@@ -345,12 +318,6 @@ func (r *runner) finish(sum Summary) Summary {
 		sum.Duplicates += len(t.dups)
 		t.mu.Unlock()
 	}
-	sum.Failures = r.snapshotFailures()
+	sum.Failures = r.rep.snapshot()
 	return sum
-}
-
-func (r *runner) snapshotFailures() []string {
-	r.failMu.Lock()
-	defer r.failMu.Unlock()
-	return append([]string(nil), r.failures...)
 }

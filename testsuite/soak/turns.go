@@ -55,16 +55,23 @@ func turnScript() scripted.Script {
 }
 
 // writeTurnScript writes the provider script into the run's directory.
-func (r *runner) writeTurnScript() (string, error) {
+func (f *fleet) writeTurnScript() (string, error) {
 	b, err := turnScript().Marshal()
 	if err != nil {
 		return "", fmt.Errorf("soak: the provider script: %w", err)
 	}
-	path := filepath.Join(r.dir, "provider-script.json")
+	path := filepath.Join(f.dir, "provider-script.json")
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		return "", fmt.Errorf("soak: the provider script: %w", err)
 	}
 	return path, nil
+}
+
+// turnDriver owns the turn sessions: it creates them, runs their turn
+// loops, checks their logs and resumes them at the end.
+type turnDriver struct {
+	r        *runner
+	sessions []*turnSession
 }
 
 // turnSession is one session of the turn loop.
@@ -76,51 +83,51 @@ type turnSession struct {
 	ended atomic.Int64
 }
 
-// createTurnSessions creates the turn sessions, each with its own cwd.
-func (r *runner) createTurnSessions(ctx context.Context) error {
-	for i := 0; i < r.cfg.Turns; i++ {
-		t := &turnSession{id: fmt.Sprintf("soak-%d-t%03d", r.cfg.Seed, i), cwd: filepath.Join(r.dir, "cwd", fmt.Sprint(i))}
+// create creates the turn sessions, each with its own cwd.
+func (d *turnDriver) create(ctx context.Context) error {
+	for i := 0; i < d.r.cfg.Turns; i++ {
+		t := &turnSession{id: fmt.Sprintf("soak-%d-t%03d", d.r.cfg.Seed, i), cwd: filepath.Join(d.r.fleet.dir, "cwd", fmt.Sprint(i))}
 		if err := os.MkdirAll(t.cwd, 0o755); err != nil {
 			return fmt.Errorf("soak: turn session cwd: %w", err)
 		}
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		_, err := r.cl.Create(cctx, wire.CreateSessionRequest{
-			SessionID: t.id, Options: r.options(), Meta: &workflows.SessionMeta{Cwd: t.cwd},
+		_, err := d.r.cl.Create(cctx, wire.CreateSessionRequest{
+			SessionID: t.id, Options: d.r.options(), Meta: &workflows.SessionMeta{Cwd: t.cwd},
 			AgentOptions: &workflows.AgentOptions{Provider: "scripted", Model: "soak"},
 		})
 		cancel()
 		if err != nil {
 			return fmt.Errorf("soak: creating turn session %s: %w", t.id, err)
 		}
-		r.turnSessions = append(r.turnSessions, t)
+		d.sessions = append(d.sessions, t)
 	}
-	r.progress("%d turn sessions created", len(r.turnSessions))
+	d.r.rep.progress("%d turn sessions created", len(d.sessions))
 	return nil
 }
 
-// turnsEnded returns the number of turns the turn loops saw ended.
-func (r *runner) turnsEnded() int64 {
+// ended returns the number of turns the turn loops saw ended.
+func (d *turnDriver) ended() int64 {
 	var n int64
-	for _, t := range r.turnSessions {
+	for _, t := range d.sessions {
 		n += t.ended.Load()
 	}
 	return n
 }
 
-// turnLoop asks t's agent for one turn after another until stop closes,
+// loop asks t's agent for one turn after another until stop closes,
 // each time waiting until the turn that claimed the message has ended.
-func (r *runner) turnLoop(ctx context.Context, t *turnSession, stop <-chan struct{}) {
+func (d *turnDriver) loop(ctx context.Context, t *turnSession, stop <-chan struct{}) {
 	for n := 1; !stopped(ctx, stop); n++ {
 		msgID := fmt.Sprintf("%s-m%04d", t.id, n)
-		if err := r.followup(ctx, t.id, msgID, n); err != nil {
+		if err := d.followup(ctx, t.id, msgID, n); err != nil {
 			if ctx.Err() == nil {
-				r.fail("turn session %s: %v", t.id, err)
+				d.r.rep.fail("turn session %s: %v", t.id, err)
 			}
 			return
 		}
-		if err := r.awaitTurnEnd(ctx, t.id, msgID); err != nil {
+		if err := d.awaitTurnEnd(ctx, t.id, msgID); err != nil {
 			if ctx.Err() == nil {
-				r.fail("turn session %s: %v", t.id, err)
+				d.r.rep.fail("turn session %s: %v", t.id, err)
 			}
 			return
 		}
@@ -131,13 +138,13 @@ func (r *runner) turnLoop(ctx context.Context, t *turnSession, stop <-chan struc
 // followup sends the Followup update with a fixed update id, retried
 // across the kills until accepted: a retry of an accepted update gets its
 // outcome rather than queuing the message twice.
-func (r *runner) followup(ctx context.Context, id, msgID string, n int) error {
+func (d *turnDriver) followup(ctx context.Context, id, msgID string, n int) error {
 	content, _ := json.Marshal(fmt.Sprintf("Turn request %d: check the notes.", n))
 	req := workflows.InputRequest{MessageID: msgID, Content: content}
-	deadline := time.Now().Add(r.cfg.BatchDeadline)
+	deadline := time.Now().Add(d.r.cfg.BatchDeadline)
 	for {
-		actx, cancel := context.WithTimeout(ctx, r.cfg.AppendTimeout)
-		h, err := r.tc.UpdateWorkflow(actx, temporalclient.UpdateWorkflowOptions{
+		actx, cancel := context.WithTimeout(ctx, d.r.cfg.AppendTimeout)
+		h, err := d.r.tc.UpdateWorkflow(actx, temporalclient.UpdateWorkflowOptions{
 			UpdateID: "followup-" + msgID, WorkflowID: workflows.WorkflowID(id),
 			UpdateName: workflows.UpdateFollowup, Args: []any{req},
 			WaitForStage: temporalclient.WorkflowUpdateStageCompleted,
@@ -153,7 +160,7 @@ func (r *runner) followup(ctx context.Context, id, msgID string, n int) error {
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case time.Now().After(deadline):
-			return fmt.Errorf("followup %s not accepted within %v: %w", msgID, r.cfg.BatchDeadline, err)
+			return fmt.Errorf("followup %s not accepted within %v: %w", msgID, d.r.cfg.BatchDeadline, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -161,10 +168,10 @@ func (r *runner) followup(ctx context.Context, id, msgID string, n int) error {
 
 // awaitTurnEnd polls the store until the turn that stored the user
 // message msgID has its turn/end.
-func (r *runner) awaitTurnEnd(ctx context.Context, id, msgID string) error {
-	deadline := time.Now().Add(r.cfg.BatchDeadline)
+func (d *turnDriver) awaitTurnEnd(ctx context.Context, id, msgID string) error {
+	deadline := time.Now().Add(d.r.cfg.BatchDeadline)
 	for {
-		events, err := r.read(ctx, id)
+		events, err := d.r.read(ctx, id)
 		if err == nil && turnOfMessageEnded(events, msgID) {
 			return nil
 		}
@@ -172,7 +179,7 @@ func (r *runner) awaitTurnEnd(ctx context.Context, id, msgID string) error {
 			return ctx.Err()
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the turn of message %s has not ended within %v (read error %v)", msgID, r.cfg.BatchDeadline, err)
+			return fmt.Errorf("the turn of message %s has not ended within %v (read error %v)", msgID, d.r.cfg.BatchDeadline, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -358,21 +365,21 @@ func checkTurnLog(events []session.Event, final bool) (TurnFigures, []string) {
 	return fig, bad
 }
 
-// checkTurns checks every turn session's log; it returns their figures.
-func (r *runner) checkTurns(ctx context.Context, final bool) TurnFigures {
+// check checks every turn session's log; it returns their figures.
+func (d *turnDriver) check(ctx context.Context, final bool) TurnFigures {
 	var all TurnFigures
-	for _, t := range r.turnSessions {
-		events, err := r.read(ctx, t.id)
+	for _, t := range d.sessions {
+		events, err := d.r.read(ctx, t.id)
 		if err != nil {
-			r.fail("turn session %s does not open for read (final=%v): %v", t.id, final, err)
+			d.r.rep.fail("turn session %s does not open for read (final=%v): %v", t.id, final, err)
 			continue
 		}
 		fig, bad := checkTurnLog(events, final)
 		for _, b := range bad {
-			r.fail("turn session %s (final=%v): %s", t.id, final, b)
+			d.r.rep.fail("turn session %s (final=%v): %s", t.id, final, b)
 		}
 		if ended := int(t.ended.Load()); final && fig.Turns < ended {
-			r.fail("turn session %s: %d turns ended in the log, %d seen ended", t.id, fig.Turns, ended)
+			d.r.rep.fail("turn session %s: %d turns ended in the log, %d seen ended", t.id, fig.Turns, ended)
 		}
 		all.Turns += fig.Turns
 		all.ModelCalls += fig.ModelCalls
@@ -393,12 +400,12 @@ type AgentRetries struct {
 // agentRetries reads every run of every turn session's workflow, newest
 // first along the continue-as-new chain, and counts the agent activities
 // whose last started attempt was not the first.
-func (r *runner) agentRetries(ctx context.Context) (AgentRetries, error) {
+func (d *turnDriver) agentRetries(ctx context.Context) (AgentRetries, error) {
 	var n AgentRetries
-	for _, t := range r.turnSessions {
+	for _, t := range d.sessions {
 		runID := ""
 		for {
-			it := r.tc.GetWorkflowHistory(ctx, workflows.WorkflowID(t.id), runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+			it := d.r.tc.GetWorkflowHistory(ctx, workflows.WorkflowID(t.id), runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 			scheduled := map[int64]string{}
 			previous := ""
 			for it.HasNext() {
@@ -428,4 +435,20 @@ func (r *runner) agentRetries(ctx context.Context) (AgentRetries, error) {
 		}
 	}
 	return n, nil
+}
+
+// resume disposes every turn session (idle once its loop
+// ended), then resumes and disposes it again; it returns the number that
+// could not be resumed.
+func (d *turnDriver) resume(ctx context.Context) int {
+	var ts []*tracked
+	for _, t := range d.sessions {
+		if err := d.r.dispose(ctx, t.id); err != nil {
+			d.r.rep.fail("turn session %s: final dispose: %v", t.id, err)
+		}
+		ts = append(ts, newTracked(t.id))
+	}
+	unresumable := d.r.resumeAndDispose(ctx, ts, "turn session")
+	d.r.rep.progress("%d turn sessions disposed, resumed and disposed again (%d unresumable)", len(ts), unresumable)
+	return unresumable
 }

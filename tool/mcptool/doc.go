@@ -36,4 +36,8 @@
 // The tools are listed once, at Start: a restarted server is expected to
 // offer the same tools, and a tool it no longer offers fails its calls with
 // the server's error (list-changed notifications are not followed).
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 3, with
+// tool: it may import tool, provider, wire, internal/lib/... and session, and
+// nothing above.
 package mcptool

@@ -14,6 +14,9 @@
 //
 // Run it from the module root. It waits for the machine's 1-minute load
 // average to drop below -max-load (up to -load-wait) before measuring.
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 8: it
+// may import bench and what bench may.
 package main
 
 import (

@@ -4,6 +4,9 @@
 // of one session, a worker's first create, and the first row of a listing.
 // The roots are removed afterwards. Cold runs drop the page cache
 // (/proc/sys/vm/drop_caches), which needs root.
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 8: it
+// may import bench and what bench may.
 package main
 
 import (

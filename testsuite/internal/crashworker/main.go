@@ -4,6 +4,9 @@
 // counts its runs in a file of the session's cwd and blocks on its first
 // run, so a test can kill the worker while the tool runs and see it run
 // again after the restart. It is test infrastructure, never deployed.
+//
+// Layering (README.md, Architecture; testsuite/layers checks it): row 9, the
+// tests. It may import any package of the house; nothing imports it.
 package main
 
 import (
