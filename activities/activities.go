@@ -25,43 +25,6 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 )
 
-// Activity names, as registered by RegisterActivity(&Activities{...}). They
-// are part of the public contract (docs/API.md).
-const (
-	CreateHandleName = "CreateHandle"
-	OpenHandleName   = "OpenHandle"
-	ScanLogName      = "ScanLog"
-	RepairName       = "Repair"
-	AppendBatchName  = "AppendBatch"
-	StoreSeedName    = "StoreSeed"
-	FlushName        = "Flush"
-	CloseHandleName  = "CloseHandle"
-	StatName         = "Stat"
-)
-
-// Earlier activity names, still registered by RegisterLegacyNames so that
-// workflows recorded before the rename (which schedule these types) keep
-// running and replaying.
-const (
-	// LegacyReadSummaryName is the earlier name of ScanLog.
-	LegacyReadSummaryName = "ReadSummary"
-	// LegacyRepairAndMarkName is the earlier name of Repair.
-	LegacyRepairAndMarkName = "RepairAndMark"
-)
-
-// Application error types produced here besides the store's codes
-// (jsonl.Code values such as "SessionNotFound").
-const (
-	// ErrTypeInvalidArgument is the type of a request the activity refuses
-	// before touching the store (and of session validation errors).
-	ErrTypeInvalidArgument = "InvalidArgument"
-	// ErrTypeIO is the type of a retryable transient I/O error.
-	ErrTypeIO = "IOError"
-	// ErrTypePersistenceNotConfigured is the type of every activity's error
-	// when the worker runs without a store.
-	ErrTypePersistenceNotConfigured = "PersistenceNotConfigured"
-)
-
 // PersistenceNotConfiguredText is the error text of a resume without a
 // persistence backend (LIFECYCLE.md §12).
 const PersistenceNotConfiguredText = "cannot resume: session persistence is not configured (load a dsh-session-persistence backend)"

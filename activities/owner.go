@@ -13,10 +13,6 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 )
 
-// ForfeitDeadOwnerName is the activity that forfeits the lease of a session
-// whose owning workflow is closed (docs/API.md: Dead-owner recovery).
-const ForfeitDeadOwnerName = "ForfeitDeadOwner"
-
 // OwnerState is what Temporal reports about the workflow a lease names.
 type OwnerState int
 
@@ -86,58 +82,7 @@ func LookupOwner(ctx context.Context, tc sdkclient.Client, owner, self jsonl.Own
 	return OwnerStatus{State: OwnerGone}, nil
 }
 
-// ErrLeaseChanged reports that ForfeitLease found another lease than the
-// one that was checked; nothing was removed.
-var ErrLeaseChanged = errors.New("the lease changed while its owner was checked")
-
-// LeaseChangedError is ForfeitLease's refusal: the lease now held.
-type LeaseChangedError struct {
-	// SessionID is the session.
-	SessionID string
-	// Now is the lease found instead of the checked one.
-	Now *jsonl.Lease
-}
-
-// Error names the lease found.
-func (e *LeaseChangedError) Error() string {
-	return fmt.Sprintf("session %q: the lease changed while its owner was checked (now handle %q of workflow %q); nothing was removed",
-		e.SessionID, e.Now.HandleID, e.Now.Owner.WorkflowID)
-}
-
-// Is matches ErrLeaseChanged.
-func (e *LeaseChangedError) Is(target error) bool { return target == ErrLeaseChanged }
-
-// LeaseStore is what forfeiting a lease needs of a store: reading a
-// session's lease and closing a write handle by reference. *jsonl.Store
-// implements it.
-type LeaseStore interface {
-	// LeaseOf returns the session's lease, nil when none is held.
-	LeaseOf(ctx context.Context, id string) (*jsonl.Lease, error)
-	// CloseHandle closes a handle by reference; closing a write handle
-	// revokes its id and removes the lease it holds.
-	CloseHandle(ctx context.Context, ref jsonl.HandleRef) error
-}
-
 var _ LeaseStore = (*jsonl.Store)(nil)
-
-// ForfeitLease releases lease, whose owner was found gone, as a forfeit
-// does: the checked handle id is closed by reference (revoked, the lease
-// removed, a session never written erased). A lease taken by another handle
-// after the check survives, and ForfeitLease returns a *LeaseChangedError.
-func ForfeitLease(ctx context.Context, store LeaseStore, id string, lease *jsonl.Lease) error {
-	ref := jsonl.HandleRef{SessionID: id, HandleID: lease.HandleID, Access: jsonl.AccessWrite}
-	if err := store.CloseHandle(ctx, ref); err != nil {
-		return fmt.Errorf("forfeit the lease of session %q: %w", id, err)
-	}
-	now, err := store.LeaseOf(ctx, id)
-	if err != nil {
-		return err
-	}
-	if now != nil {
-		return &LeaseChangedError{SessionID: id, Now: now}
-	}
-	return nil
-}
 
 // ForfeitInput is the input of ForfeitDeadOwner.
 type ForfeitInput struct {

@@ -13,33 +13,6 @@ import (
 	"github.com/sessionflow/sessionflow/tool"
 )
 
-// Application error types of the agent activities (besides the store's
-// codes, see activities.MapError).
-const (
-	// ErrTypeProviderRefused is the non-retryable error of a model call the
-	// provider refused; its details hold the *provider.Error. The turn ends
-	// "error".
-	ErrTypeProviderRefused = "ProviderRefused"
-	// ErrTypeProviderUnavailable is the retryable error of a model call that
-	// may succeed when made again (rate limit, server error, a cut stream);
-	// its next retry waits for the provider's RetryAfter when it gave one.
-	ErrTypeProviderUnavailable = "ProviderUnavailable"
-	// ErrTypeUnknownProvider is the non-retryable error of a model call
-	// naming a provider the worker does not offer.
-	ErrTypeUnknownProvider = "UnknownProvider"
-	// ErrTypeInvalidLog is the non-retryable error of an activity whose
-	// input does not match the log (no such message or call at the seqs it
-	// names).
-	ErrTypeInvalidLog = "InvalidLog"
-)
-
-// Tool-result codes of the agent activities.
-const (
-	// CodeAbortedBeforeDispatch is the code of the result EndTurn stores
-	// for a call the turn never dispatched.
-	CodeAbortedBeforeDispatch = "ABORTED_BEFORE_DISPATCH"
-)
-
 // ProgressWindow bounds the text of a ModelProgress heartbeat: the last
 // ProgressWindow bytes of the shown text.
 const ProgressWindow = 4 << 10

@@ -10,11 +10,6 @@ import (
 	"github.com/sessionflow/sessionflow/wire"
 )
 
-// CodeMaxTokensNotRun is the code of the result stored for a tool call of a
-// model response that finished at its token limit (D35: such calls are
-// never run, their arguments may be cut off).
-const CodeMaxTokensNotRun = "MAX_TOKENS_NOT_RUN"
-
 // Model-facing text and error name of the result of a call not run because
 // its response reached the max-tokens limit.
 const (

@@ -7,16 +7,6 @@ import (
 	"github.com/sessionflow/sessionflow/wire"
 )
 
-// Activity names, as registered by a worker (the method names of
-// *Activities).
-const (
-	CallModelActivity = "CallModel"
-	RunToolActivity   = "RunTool"
-	EndTurnActivity   = "EndTurn"
-	// CloseCallsActivity closes a step's calls without a result (D40).
-	CloseCallsActivity = "CloseCalls"
-)
-
 // CallRef names one tool call the model requested.
 type CallRef struct {
 	// ID is the model's call id.
@@ -63,24 +53,6 @@ type ModelResult struct {
 	Interrupted bool `json:"interrupted,omitempty"`
 	// Reused reports that an earlier attempt had stored the message.
 	Reused bool `json:"reused,omitempty"`
-}
-
-// ModelProgress is the heartbeat detail of a streaming model call: clients
-// read it from the workflow's pending activities to show the text as it
-// streams. Text is a bounded window that ends at the shown text's end and
-// starts at byte TextOffset of it.
-type ModelProgress struct {
-	Turn       int64  `json:"turn"`
-	Step       int64  `json:"step"`
-	Chunks     int64  `json:"chunks"`
-	TextOffset int64  `json:"textOffset"`
-	Text       string `json:"text"`
-	// Reasoning reports that the model is still reasoning (no text yet).
-	Reasoning bool `json:"reasoning,omitempty"`
-	// Attempt is the activity attempt streaming (1 for the first): a
-	// retried call streams its text again from offset 0, and the text an
-	// earlier attempt showed was discarded.
-	Attempt int32 `json:"attempt,omitempty"`
 }
 
 // ToolInput is the input of RunTool: one call of the step's

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -42,7 +43,7 @@ type LongAppendResult struct {
 }
 
 // activityReq is createReq with appends stored by the AppendBatch activity.
-func (e *env) activityReq(id string) workflows.CreateSessionRequest {
+func (e *env) activityReq(id string) wire.CreateSessionRequest {
 	req := e.createReq(id, 0)
 	req.Options = &workflows.Options{ActivityAppends: true}
 	return req
@@ -108,7 +109,7 @@ func (e *env) longAppends(ctx context.Context, res *Results) error {
 			return err
 		}
 		s0 := time.Now()
-		if _, err := e.sf.Append(ctx, id, []session.Event{ev}); err != nil {
+		if _, err := e.sf.Append(ctx, id, session.WireEvents([]session.Event{ev})); err != nil {
 			return fmt.Errorf("append %d: %w", i+1, err)
 		}
 		d := time.Since(s0)

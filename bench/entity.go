@@ -8,6 +8,7 @@ import (
 	temporalclient "go.temporal.io/sdk/client"
 
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -134,7 +135,7 @@ func (e *env) entityComparison(ctx context.Context, res *Results) error {
 	return nil
 }
 
-func (e *env) sessionflowSameLoad(ctx context.Context, req workflows.CreateSessionRequest, appends int) (EntityResult, error) {
+func (e *env) sessionflowSameLoad(ctx context.Context, req wire.CreateSessionRequest, appends int) (EntityResult, error) {
 	id := req.SessionID
 	info, err := e.sf.Create(ctx, req)
 	if err != nil {
@@ -151,7 +152,7 @@ func (e *env) sessionflowSameLoad(ctx context.Context, req workflows.CreateSessi
 			return r, err
 		}
 		t0 := time.Now()
-		if _, err := e.sf.Append(ctx, id, evs); err != nil {
+		if _, err := e.sf.Append(ctx, id, session.WireEvents(evs)); err != nil {
 			return r, fmt.Errorf("append %d: %w", r.Appends+1, err)
 		}
 		total += time.Since(t0)

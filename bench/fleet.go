@@ -23,6 +23,7 @@ import (
 	"github.com/sessionflow/sessionflow/internal/app/workerapp"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -266,7 +267,7 @@ func RunFleet(ctx context.Context, cfg FleetConfig) (*FleetResults, error) {
 	ids := make([]string, n+1)
 	next := make([]int64, n+1)
 	ids[n] = "fleet-single"
-	info, err := sf.Create(ctx, workflows.CreateSessionRequest{SessionID: ids[n], Meta: &workflows.SessionMeta{Cwd: "/bench"}})
+	info, err := sf.Create(ctx, wire.CreateSessionRequest{SessionID: ids[n], Meta: &workflows.SessionMeta{Cwd: "/bench"}})
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", ids[n], err)
 	}
@@ -277,7 +278,7 @@ func RunFleet(ctx context.Context, cfg FleetConfig) (*FleetResults, error) {
 			return 0, err
 		}
 		t0 := time.Now()
-		r, err := sf.Append(ctx, ids[i], []session.Event{ev})
+		r, err := sf.Append(ctx, ids[i], session.WireEvents([]session.Event{ev}))
 		d := time.Since(t0)
 		if err != nil {
 			return 0, fmt.Errorf("append to %s at %d: %w", ids[i], next[i], err)
@@ -315,7 +316,7 @@ func RunFleet(ctx context.Context, cfg FleetConfig) (*FleetResults, error) {
 	t0 := time.Now()
 	el, err := parallel(n, cfg.InFlight, func(i int) error {
 		ids[i] = fmt.Sprintf("fleet-%05d", i)
-		info, err := sf.Create(ctx, workflows.CreateSessionRequest{SessionID: ids[i], Meta: &workflows.SessionMeta{Cwd: "/bench"}})
+		info, err := sf.Create(ctx, wire.CreateSessionRequest{SessionID: ids[i], Meta: &workflows.SessionMeta{Cwd: "/bench"}})
 		if err != nil {
 			return fmt.Errorf("create %s: %w", ids[i], err)
 		}

@@ -12,6 +12,7 @@ import (
 	temporalclient "go.temporal.io/sdk/client"
 
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -83,8 +84,8 @@ type AppendRate struct {
 // PerSecond is the number of appends stored per second.
 func (a AppendRate) PerSecond() float64 { return float64(a.Appends) / a.Elapsed.Seconds() }
 
-func (e *env) createReq(id string, window time.Duration) workflows.CreateSessionRequest {
-	req := workflows.CreateSessionRequest{SessionID: id, Meta: &workflows.SessionMeta{Cwd: "/bench"}}
+func (e *env) createReq(id string, window time.Duration) wire.CreateSessionRequest {
+	req := wire.CreateSessionRequest{SessionID: id, Meta: &workflows.SessionMeta{Cwd: "/bench"}}
 	if window > 0 {
 		req.Options = &workflows.Options{AppendWindowMs: max(1, window.Milliseconds())}
 	}
@@ -223,7 +224,7 @@ func (e *env) appendRate(ctx context.Context, id string, window time.Duration, c
 }
 
 // appendRateReq is appendRate on the session req creates.
-func (e *env) appendRateReq(ctx context.Context, req workflows.CreateSessionRequest, window time.Duration, callers int) (AppendRate, error) {
+func (e *env) appendRateReq(ctx context.Context, req wire.CreateSessionRequest, window time.Duration, callers int) (AppendRate, error) {
 	id := req.SessionID
 	info, err := e.sf.Create(ctx, req)
 	if err != nil {
@@ -260,7 +261,7 @@ func (e *env) appendRateReq(ctx context.Context, req workflows.CreateSessionRequ
 					return
 				}
 				if callers == 1 {
-					_, err = e.sf.Append(ctx, id, []session.Event{ev})
+					_, err = e.sf.Append(ctx, id, session.WireEvents([]session.Event{ev}))
 					nextSeq++
 					mu.Unlock()
 				} else {

@@ -122,7 +122,7 @@ func (e *env) liveHistories(ctx context.Context, id string, lengths []int) ([]*h
 				if err != nil {
 					return nil, err
 				}
-				if _, err := e.sf.Append(ctx, id, []session.Event{ev}); err != nil {
+				if _, err := e.sf.Append(ctx, id, session.WireEvents([]session.Event{ev})); err != nil {
 					return nil, fmt.Errorf("append at %d: %w", seq, err)
 				}
 				seq++

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -34,7 +35,7 @@ func (f *flowDriver) open(ctx context.Context, name string, n, chunks int) error
 		f.wid = s.WorkflowID
 		return nil
 	}
-	s, err := f.e.sf.Create(ctx, workflows.CreateSessionRequest{SessionID: f.id, Meta: &workflows.SessionMeta{Cwd: "/bench"}, AgentOptions: opts})
+	s, err := f.e.sf.Create(ctx, wire.CreateSessionRequest{SessionID: f.id, Meta: &workflows.SessionMeta{Cwd: "/bench"}, AgentOptions: opts})
 	if err != nil {
 		return fmt.Errorf("creating %s: %w", f.id, err)
 	}

@@ -6,10 +6,15 @@
 // forfeits the lease of a session whose owner is gone, after checking through
 // Temporal that it is gone.
 //
-// Every name it uses is the public contract of docs/API.md. Failures reported
-// by the workflows come back as *Error, whose Error() is the reference text
-// and whose class is matched with errors.Is (ErrAlreadyExists, ErrNotLive,
-// ErrSeqMismatch, jsonl.ErrNotFound, ...).
+// Every name and type it uses is the public contract of docs/API.md,
+// declared in package wire; the client imports no other package of the
+// module (a test pins it, docs/DECISIONS.md D83), so it does not compile
+// the store, the providers or the workflows. It reads a store through the
+// interfaces EventReader and wire.LeaseStore, which *jsonl.Store implements.
+// Failures reported by the workflows come back as *Error, whose Error() is
+// the reference text and whose class is matched with errors.Is
+// (ErrAlreadyExists, ErrNotLive, ErrSeqMismatch, wire.ErrNotFound, which
+// is jsonl.ErrNotFound, ...).
 package client
 
 import (
@@ -24,8 +29,7 @@ import (
 	temporalclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/sessionflow/sessionflow/session"
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // DefaultTaskQueue is the task queue of the session workflows when Options
@@ -49,8 +53,7 @@ type Options struct {
 	TaskQueue string
 	// MaxBatchBytes bounds the encoded size of one Append batch sent by
 	// AppendStream. It must not exceed the session's own limit
-	// (workflows.Options.MaxBatchBytes); default
-	// workflows.DefaultMaxBatchBytes.
+	// (wire.Options.MaxBatchBytes); default wire.DefaultMaxBatchBytes.
 	MaxBatchBytes int
 	// MaxBatchEvents bounds the number of events of one Append batch sent by
 	// AppendStream; default DefaultMaxBatchEvents.
@@ -67,6 +70,13 @@ type Options struct {
 	// the stall of a session whose worker crashed; raise it when a workflow
 	// task may legitimately take longer (docs/DECISIONS.md D48).
 	WorkflowTaskTimeout time.Duration
+	// ParseLine decodes each line AppendStream reads and counts its size;
+	// nil means wire.ParseEventLine, which decodes the envelope and leaves
+	// the event rules to the session's Append validator. A program that
+	// links package session sets session.ParseAppendLineWire, so that a
+	// line this build's rules refuse stops the stream before its batch is
+	// sent, with the line's number (cmd/starter does).
+	ParseLine wire.LineParser[wire.Event]
 	// Router, when set, spreads the session and loop workflows over
 	// several shards (store roots, each served by its own task queue):
 	// Create, Resume and LoopStart start on the task queue of the shard
@@ -92,7 +102,10 @@ func New(c temporalclient.Client, opts Options) *Client {
 		opts.TaskQueue = DefaultTaskQueue
 	}
 	if opts.MaxBatchBytes <= 0 {
-		opts.MaxBatchBytes = workflows.DefaultMaxBatchBytes
+		opts.MaxBatchBytes = wire.DefaultMaxBatchBytes
+	}
+	if opts.ParseLine == nil {
+		opts.ParseLine = wire.ParseEventLine
 	}
 	if opts.MaxBatchEvents <= 0 {
 		opts.MaxBatchEvents = DefaultMaxBatchEvents
@@ -118,12 +131,12 @@ func (c *Client) Temporal() temporalclient.Client { return c.c }
 // Session is a live session: the SessionInfo its workflow's WaitReady update
 // returned.
 type Session struct {
-	workflows.SessionInfo
+	wire.SessionInfo
 }
 
 // AppendResult is the outcome of an Append: the stored cursor after the
 // batch.
-type AppendResult = workflows.AppendResult
+type AppendResult = wire.AppendResult
 
 // startOptions are the options of a session or loop workflow start: a new
 // run is allowed after a closed one, a running one refuses the start with an
@@ -153,12 +166,12 @@ func (c *Client) startOptions(workflowID, taskQueue string) temporalclient.Start
 //
 // With Options.Router the session starts on its shard's task queue (see
 // ShardOf); OnShard picks the shard explicitly.
-func (c *Client) Create(ctx context.Context, req workflows.CreateSessionRequest, opts ...CallOption) (*Session, error) {
+func (c *Client) Create(ctx context.Context, req wire.CreateSessionRequest, opts ...CallOption) (*Session, error) {
 	if req.SessionID == "" {
 		return nil, invalidArgument("", "create: the session id is required")
 	}
 	req.Options = c.withSearchAttributes(ctx, req.Options)
-	return c.startReady(ctx, req.SessionID, workflows.CreateSessionName, req, opts)
+	return c.startReady(ctx, req.SessionID, wire.CreateSessionName, req, opts)
 }
 
 // Resume starts a ResumeSession workflow for the stored session id (the
@@ -168,7 +181,7 @@ func (c *Client) Create(ctx context.Context, req workflows.CreateSessionRequest,
 // ErrAlreadyExists; an unknown id with the store's SessionNotFound
 // (jsonl.ErrNotFound). With Options.Router it starts on the session's
 // shard, as Create does.
-func (c *Client) Resume(ctx context.Context, id string, req workflows.ResumeSessionRequest, opts ...CallOption) (*Session, error) {
+func (c *Client) Resume(ctx context.Context, id string, req wire.ResumeSessionRequest, opts ...CallOption) (*Session, error) {
 	if id == "" {
 		return nil, invalidArgument("", "resume: the session id is required")
 	}
@@ -179,18 +192,18 @@ func (c *Client) Resume(ctx context.Context, id string, req workflows.ResumeSess
 		return nil, invalidArgument(id, "resume of session %q: the request names session %q", id, req.ResumeSessionID)
 	}
 	req.Options = c.withSearchAttributes(ctx, req.Options)
-	return c.startReady(ctx, id, workflows.ResumeSessionName, req, opts)
+	return c.startReady(ctx, id, wire.ResumeSessionName, req, opts)
 }
 
 // withSearchAttributes returns the workflow options with SearchAttributes
 // set when the namespace has sessionflow's search attributes registered, so
 // List can read session id, phase and cwd from visibility. The caller's
 // options are not modified.
-func (c *Client) withSearchAttributes(ctx context.Context, o *workflows.Options) *workflows.Options {
+func (c *Client) withSearchAttributes(ctx context.Context, o *wire.Options) *wire.Options {
 	if !c.searchAttributesRegistered(ctx) {
 		return o
 	}
-	var out workflows.Options
+	var out wire.Options
 	if o != nil {
 		out = *o
 	}
@@ -212,8 +225,8 @@ func (c *Client) searchAttributesRegistered(ctx context.Context) bool {
 			return
 		}
 		custom := resp.GetCustomAttributes()
-		for _, k := range []temporal.SearchAttributeKeyKeyword{workflows.SearchAttributeSessionID, workflows.SearchAttributeSessionPhase, workflows.SearchAttributeSessionCwd} {
-			if custom[k.GetName()] != enumspb.INDEXED_VALUE_TYPE_KEYWORD {
+		for _, k := range []string{wire.SearchAttributeSessionID, wire.SearchAttributeSessionPhase, wire.SearchAttributeSessionCwd} {
+			if custom[k] != enumspb.INDEXED_VALUE_TYPE_KEYWORD {
 				return
 			}
 		}
@@ -235,17 +248,17 @@ func (c *Client) startReady(ctx context.Context, id, workflowName string, req an
 	if err != nil {
 		return nil, err
 	}
-	wid := workflows.WorkflowID(id)
+	wid := wire.WorkflowID(id)
 	op := c.c.NewWithStartWorkflowOperation(c.startOptions(wid, shard.TaskQueue), workflowName, req)
 	h, err := c.c.UpdateWithStartWorkflow(ctx, temporalclient.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: op,
 		UpdateOptions: temporalclient.UpdateWorkflowOptions{
 			WorkflowID:   wid,
-			UpdateName:   workflows.UpdateWaitReady,
+			UpdateName:   wire.UpdateWaitReady,
 			WaitForStage: temporalclient.WorkflowUpdateStageCompleted,
 		},
 	})
-	var info workflows.SessionInfo
+	var info wire.SessionInfo
 	if err == nil {
 		err = h.Get(ctx, &info)
 	}
@@ -262,7 +275,7 @@ func (c *Client) startReady(ctx context.Context, id, workflowName string, req an
 		// The run started, and its task failed before WaitReady was
 		// admitted: ask again once the task is retried.
 		return c.WaitReady(ctx, id)
-	case errors.As(err, &started) && workflowName == workflows.ResumeSessionName:
+	case errors.As(err, &started) && workflowName == wire.ResumeSessionName:
 		return nil, resumeRunningError(id, err)
 	case errors.As(err, &started):
 		return nil, startError(id, err)
@@ -293,7 +306,7 @@ func (c *Client) startReady(ctx context.Context, id, workflowName string, req an
 // update runs a session update to completion and decodes its result.
 func (c *Client) update(ctx context.Context, id, name string, result any, args ...any) error {
 	h, err := c.updateWorkflow(ctx, temporalclient.UpdateWorkflowOptions{
-		WorkflowID:   workflows.WorkflowID(id),
+		WorkflowID:   wire.WorkflowID(id),
 		UpdateName:   name,
 		Args:         args,
 		WaitForStage: temporalclient.WorkflowUpdateStageCompleted,
@@ -313,9 +326,9 @@ func (c *Client) update(ctx context.Context, id, name string, result any, args .
 // done, no worker running) is ErrOutcomeUnknown: the batch may be stored
 // later, and retrying the same batch is safe (a batch already stored, or
 // accepted and not yet stored, is answered without storing it twice).
-func (c *Client) Append(ctx context.Context, id string, events []session.Event) (AppendResult, error) {
+func (c *Client) Append(ctx context.Context, id string, events []wire.Event) (AppendResult, error) {
 	var res AppendResult
-	err := c.update(ctx, id, workflows.UpdateAppend, &res, workflows.AppendRequest{Events: events})
+	err := c.update(ctx, id, wire.UpdateAppend, &res, wire.AppendRequest{Events: events})
 	return res, appendError(id, err)
 }
 
@@ -323,9 +336,9 @@ func (c *Client) Append(ctx context.Context, id string, events []session.Event) 
 // dispose hook runs, pending appends drain, the handle closes and the
 // workflow completes. One failure is returned as it is, several as
 // ErrAggregate with the parts in Error.Errors.
-func (c *Client) Dispose(ctx context.Context, id string) (workflows.DisposeResult, error) {
-	var res workflows.DisposeResult
-	err := c.update(ctx, id, workflows.UpdateDispose, &res)
+func (c *Client) Dispose(ctx context.Context, id string) (wire.DisposeResult, error) {
+	var res wire.DisposeResult
+	err := c.update(ctx, id, wire.UpdateDispose, &res)
 	return res, callError("dispose session", id, err)
 }
 
@@ -335,8 +348,8 @@ func (c *Client) Dispose(ctx context.Context, id string) (workflows.DisposeResul
 // cancellation. It returns once the request is delivered, not once the
 // workflow has closed.
 func (c *Client) Cancel(ctx context.Context, id, reason string) error {
-	wid := workflows.WorkflowID(id)
-	if err := c.c.SignalWorkflow(ctx, wid, "", workflows.SignalAbort, workflows.AbortRequest{Reason: reason}); err != nil {
+	wid := wire.WorkflowID(id)
+	if err := c.c.SignalWorkflow(ctx, wid, "", wire.SignalAbort, wire.AbortRequest{Reason: reason}); err != nil {
 		return callError("signal Abort to session", id, err)
 	}
 	return callError("cancel session", id, c.c.CancelWorkflow(ctx, wid, ""))
@@ -345,9 +358,9 @@ func (c *Client) Cancel(ctx context.Context, id, reason string) error {
 // Describe returns the Describe query of the session's latest run: phase,
 // handle, cursor, lifecycle entries, compensation errors and failure. A
 // closed run is described as well while the server keeps it.
-func (c *Client) Describe(ctx context.Context, id string) (workflows.Description, error) {
-	var d workflows.Description
-	v, err := c.c.QueryWorkflow(ctx, workflows.WorkflowID(id), "", workflows.QueryDescribe)
+func (c *Client) Describe(ctx context.Context, id string) (wire.Description, error) {
+	var d wire.Description
+	v, err := c.c.QueryWorkflow(ctx, wire.WorkflowID(id), "", wire.QueryDescribe)
 	if err == nil {
 		err = v.Get(&d)
 	}

@@ -17,6 +17,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -103,7 +105,7 @@ func TestCreateStartsAndWaitsReady(t *testing.T) {
 		},
 	}
 	c := New(f, Options{TaskQueue: "tq"})
-	req := workflows.CreateSessionRequest{SessionID: "s1", Meta: &workflows.SessionMeta{Cwd: "/w"}}
+	req := wire.CreateSessionRequest{SessionID: "s1", Meta: &workflows.SessionMeta{Cwd: "/w"}}
 	s, err := c.Create(context.Background(), req)
 	require.NoError(t, err)
 	require.Equal(t, info, s.SessionInfo)
@@ -135,13 +137,13 @@ func TestWorkflowTaskTimeoutReachesTheStart(t *testing.T) {
 		},
 	}
 	ctx := context.Background()
-	_, err := New(f, Options{WorkflowTaskTimeout: 2 * time.Second}).Create(ctx, workflows.CreateSessionRequest{SessionID: "s1"})
+	_, err := New(f, Options{WorkflowTaskTimeout: 2 * time.Second}).Create(ctx, wire.CreateSessionRequest{SessionID: "s1"})
 	require.NoError(t, err)
 	_, err = New(f, Options{WorkflowTaskTimeout: 3 * time.Second}).Resume(ctx, "s1", workflows.ResumeSessionRequest{})
 	require.NoError(t, err)
-	_, err = New(f, Options{}).Create(ctx, workflows.CreateSessionRequest{SessionID: "s2"})
+	_, err = New(f, Options{}).Create(ctx, wire.CreateSessionRequest{SessionID: "s2"})
 	require.NoError(t, err)
-	_, err = New(f, Options{WorkflowTaskTimeout: -time.Second}).Create(ctx, workflows.CreateSessionRequest{SessionID: "s3"})
+	_, err = New(f, Options{WorkflowTaskTimeout: -time.Second}).Create(ctx, wire.CreateSessionRequest{SessionID: "s3"})
 	require.NoError(t, err)
 	require.Len(t, started, 4)
 	require.Equal(t, 2*time.Second, started[0].WorkflowTaskTimeout)
@@ -157,7 +159,7 @@ func TestCreateFailures(t *testing.T) {
 		f := &fakeTemporal{execute: func(temporalclient.StartWorkflowOptions, any, []any) (temporalclient.WorkflowRun, error) {
 			return nil, serviceerror.NewWorkflowExecutionAlreadyStarted("already started", "", "run-0")
 		}}
-		_, err := New(f, Options{}).Create(ctx, workflows.CreateSessionRequest{SessionID: "s1"})
+		_, err := New(f, Options{}).Create(ctx, wire.CreateSessionRequest{SessionID: "s1"})
 		require.EqualError(t, err, `session "s1" already exists`)
 		require.ErrorIs(t, err, ErrAlreadyExists)
 		require.Equal(t, []string{"update-with-start session/s1 WaitReady"}, f.recorded())
@@ -166,7 +168,7 @@ func TestCreateFailures(t *testing.T) {
 		f := &fakeTemporal{execute: func(temporalclient.StartWorkflowOptions, any, []any) (temporalclient.WorkflowRun, error) {
 			return nil, serviceerror.NewUnavailable("connection refused")
 		}}
-		_, err := New(f, Options{}).Create(ctx, workflows.CreateSessionRequest{SessionID: "s1"})
+		_, err := New(f, Options{}).Create(ctx, wire.CreateSessionRequest{SessionID: "s1"})
 		require.Error(t, err)
 		require.NotErrorIs(t, err, ErrAlreadyExists)
 		var unavailable *serviceerror.Unavailable
@@ -182,7 +184,7 @@ func TestCreateFailures(t *testing.T) {
 				return &fakeUpdate{err: overTheWire(temporal.NewNonRetryableApplicationError(workflows.MaxTokensText, workflows.ErrTypeTypeError, nil))}, nil
 			},
 		}
-		_, err := New(f, Options{}).Create(ctx, workflows.CreateSessionRequest{SessionID: "s1"})
+		_, err := New(f, Options{}).Create(ctx, wire.CreateSessionRequest{SessionID: "s1"})
 		require.EqualError(t, err, "agent maxTokens must be a positive safe integer")
 		var ce *Error
 		require.ErrorAs(t, err, &ce)
@@ -198,12 +200,12 @@ func TestCreateFailures(t *testing.T) {
 				return nil, serviceerror.NewNotFound("workflow execution already completed")
 			},
 		}
-		_, err := New(f, Options{}).Create(ctx, workflows.CreateSessionRequest{SessionID: "s1"})
+		_, err := New(f, Options{}).Create(ctx, wire.CreateSessionRequest{SessionID: "s1"})
 		require.EqualError(t, err, `agent "s1" creation aborted`)
 		require.ErrorIs(t, err, ErrAborted)
 	})
 	t.Run("empty id", func(t *testing.T) {
-		_, err := New(&fakeTemporal{}, Options{}).Create(ctx, workflows.CreateSessionRequest{})
+		_, err := New(&fakeTemporal{}, Options{}).Create(ctx, wire.CreateSessionRequest{})
 		require.ErrorIs(t, err, ErrInvalidArgument)
 	})
 }
@@ -245,12 +247,12 @@ func TestAppendRejectionAndDispose(t *testing.T) {
 	}}
 	c := New(f, Options{})
 	events := testEvents(t, 9, 1, 10)
-	_, err := c.Append(ctx, "s1", events)
+	_, err := c.Append(ctx, "s1", session.WireEvents(events))
 	require.EqualError(t, err, rejection)
 	require.ErrorIs(t, err, ErrSeqMismatch)
 	require.Equal(t, "session/s1", got.WorkflowID)
 	require.Empty(t, got.RunID, "updates go to the latest run: continue-as-new changes it")
-	require.Equal(t, []any{workflows.AppendRequest{Events: events}}, got.Args)
+	require.Equal(t, []any{wire.AppendRequest{Events: session.WireEvents(events)}}, got.Args)
 	require.Equal(t, temporalclient.WorkflowUpdateStageCompleted, got.WaitForStage)
 
 	res, err := c.Dispose(ctx, "s1")
@@ -372,9 +374,9 @@ func TestCreateAsksForSearchAttributesOnlyWhenRegistered(t *testing.T) {
 				},
 			}
 			callerOpts := &workflows.Options{MaxBatchBytes: 1000}
-			_, err := New(f, Options{}).Create(context.Background(), workflows.CreateSessionRequest{SessionID: "s1", Options: callerOpts})
+			_, err := New(f, Options{}).Create(context.Background(), wire.CreateSessionRequest{SessionID: "s1", Options: callerOpts})
 			require.NoError(t, err)
-			sent := startedArgs[0].(workflows.CreateSessionRequest)
+			sent := startedArgs[0].(wire.CreateSessionRequest)
 			require.Equal(t, tc.want, sent.Options.SearchAttributes)
 			require.Equal(t, 1000, sent.Options.MaxBatchBytes)
 			require.False(t, callerOpts.SearchAttributes, "the caller's options are not modified")
@@ -395,7 +397,7 @@ func TestCreateFailureWaitsForTheRollback(t *testing.T) {
 			return &fakeUpdate{get: func() { require.Zero(t, run.gets, "the run is awaited after the update reports") }, err: failure}, nil
 		},
 	}
-	_, err := New(f, Options{}).Create(context.Background(), workflows.CreateSessionRequest{SessionID: "s1"})
+	_, err := New(f, Options{}).Create(context.Background(), wire.CreateSessionRequest{SessionID: "s1"})
 	require.ErrorContains(t, err, "setup exploded")
 	require.Equal(t, 1, run.gets, "Create returned before the run ended")
 }

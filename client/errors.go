@@ -7,12 +7,11 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/sessionflow/sessionflow/jsonl"
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // Error types the client raises itself, beside the workflows' application
-// error types (workflows.ErrType*) and the store's codes (jsonl.Code*).
+// error types (wire.ErrType*) and the store's codes (jsonl.Code*).
 const (
 	// TypeNotRunning: no execution of the session's (or loop's) workflow
 	// id is running, or none exists.
@@ -33,7 +32,7 @@ const (
 	TypeInputTooLarge = "InputTooLarge"
 	// TypeInvalidInput is the earlier type of an input the client refuses
 	// before calling Temporal; such inputs are now of type
-	// workflows.ErrTypeInvalidArgument ("InvalidArgument"), like the
+	// wire.ErrTypeInvalidArgument ("InvalidArgument"), like the
 	// requests a workflow refuses. An *Error of this type still matches
 	// ErrInvalidArgument.
 	//
@@ -60,7 +59,7 @@ type Error struct {
 	SessionID string
 	// Errors lists the parts of an AggregateError (a disposal with several
 	// failures), in order.
-	Errors []workflows.ErrorInfo
+	Errors []wire.ErrorInfo
 	// Err is the underlying error, if any.
 	Err error
 }
@@ -83,7 +82,7 @@ func (e *Error) Is(target error) bool {
 	switch t := target.(type) {
 	case *Error:
 		return t.Message == "" && currentType(t.Type) == currentType(e.Type)
-	case *jsonl.Error:
+	case *wire.StoreError:
 		return t.Code != "" && string(t.Code) == e.Type
 	}
 	return false
@@ -92,7 +91,7 @@ func (e *Error) Is(target error) bool {
 // currentType maps an earlier error type to the one that replaced it.
 func currentType(typ string) string {
 	if typ == TypeInvalidInput {
-		return workflows.ErrTypeInvalidArgument
+		return wire.ErrTypeInvalidArgument
 	}
 	return typ
 }
@@ -103,30 +102,30 @@ func currentType(typ string) string {
 var (
 	// ErrAlreadyExists: `session "<id>" already exists`: Create of an id
 	// whose workflow runs, or of an id already stored.
-	ErrAlreadyExists = &Error{Type: workflows.ErrTypeAlreadyExists}
+	ErrAlreadyExists = &Error{Type: wire.ErrTypeAlreadyExists}
 	// ErrNotLive: `session "<id>" is not live (phase <p>)`.
-	ErrNotLive = &Error{Type: workflows.ErrTypeNotLive}
+	ErrNotLive = &Error{Type: wire.ErrTypeNotLive}
 	// ErrLifecycleDisposed: `agent "<id>" lifecycle disposed`.
-	ErrLifecycleDisposed = &Error{Type: workflows.ErrTypeLifecycleDisposed}
+	ErrLifecycleDisposed = &Error{Type: wire.ErrTypeLifecycleDisposed}
 	// ErrBatchTooLarge: `append batch of N bytes exceeds the batch limit of
 	// M bytes`.
-	ErrBatchTooLarge = &Error{Type: workflows.ErrTypeBatchTooLarge}
+	ErrBatchTooLarge = &Error{Type: wire.ErrTypeBatchTooLarge}
 	// ErrSeqMismatch: `append seq mismatch for "<id>": ...`.
-	ErrSeqMismatch = &Error{Type: string(jsonl.CodeSeqMismatch)}
+	ErrSeqMismatch = &Error{Type: string(wire.CodeSeqMismatch)}
 	// ErrInvalidArgument: a request the workflow refused, or an input the
 	// client refuses before calling Temporal (a malformed JSONL line, an
 	// event larger than the batch limit, an inconsistent request).
-	ErrInvalidArgument = &Error{Type: workflows.ErrTypeInvalidArgument}
+	ErrInvalidArgument = &Error{Type: wire.ErrTypeInvalidArgument}
 	// ErrAborted: `agent "<id>" creation aborted`.
-	ErrAborted = &Error{Type: workflows.ErrTypeAbort}
+	ErrAborted = &Error{Type: wire.ErrTypeAbort}
 	// ErrOwnerDisposed: `agent "<id>" setup aborted: owner disposed during
 	// setup`.
-	ErrOwnerDisposed = &Error{Type: workflows.ErrTypeOwnerDisposed}
+	ErrOwnerDisposed = &Error{Type: wire.ErrTypeOwnerDisposed}
 	// ErrLoopInactive: `agent loop is not active`.
-	ErrLoopInactive = &Error{Type: workflows.ErrTypeLoopInactive}
+	ErrLoopInactive = &Error{Type: wire.ErrTypeLoopInactive}
 	// ErrAggregate: `agent "<id>" disposal failed: <m1>; <m2>`; the parts
 	// are in Error.Errors.
-	ErrAggregate = &Error{Type: workflows.ErrTypeAggregate}
+	ErrAggregate = &Error{Type: wire.ErrTypeAggregate}
 	// ErrNotRunning: the session's workflow is not running.
 	ErrNotRunning = &Error{Type: TypeNotRunning}
 	// ErrLoopAlreadyRunning: LoopStart of a running loop id.
@@ -149,12 +148,7 @@ var (
 
 // alreadyExistsError is the reference error of a duplicate session id.
 func alreadyExistsError(id string, cause error) *Error {
-	msg := fmt.Sprintf("session %q already exists", id)
-	var ae *temporal.ApplicationError
-	if errors.As(workflows.AlreadyExistsError(id), &ae) {
-		msg = ae.Message()
-	}
-	return &Error{Type: workflows.ErrTypeAlreadyExists, Message: msg, SessionID: id, Err: cause}
+	return &Error{Type: wire.ErrTypeAlreadyExists, Message: wire.AlreadyExistsMessage(id), SessionID: id, Err: cause}
 }
 
 // startError maps the error of starting a session workflow: an execution of
@@ -182,8 +176,8 @@ func callError(what, id string, err error) error {
 	var ae *temporal.ApplicationError
 	if errors.As(err, &ae) {
 		e := &Error{Type: ae.Type(), Message: ae.Message(), SessionID: id, Err: err}
-		if ae.Type() == workflows.ErrTypeAggregate && ae.HasDetails() {
-			var parts []workflows.ErrorInfo
+		if ae.Type() == wire.ErrTypeAggregate && ae.HasDetails() {
+			var parts []wire.ErrorInfo
 			if ae.Details(&parts) == nil {
 				e.Errors = parts
 			}
@@ -200,5 +194,5 @@ func callError(what, id string, err error) error {
 // invalidArgument is an *Error of type InvalidArgument raised by the client
 // before any call.
 func invalidArgument(id, format string, args ...any) *Error {
-	return &Error{Type: workflows.ErrTypeInvalidArgument, Message: fmt.Sprintf(format, args...), SessionID: id}
+	return &Error{Type: wire.ErrTypeInvalidArgument, Message: fmt.Sprintf(format, args...), SessionID: id}
 }

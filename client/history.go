@@ -9,7 +9,7 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/temporalproto"
 
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // ExportHistory writes the history of session id's latest run to w as JSON,
@@ -17,7 +17,7 @@ import (
 // and client.HistoryFromJSON read, for replay fixtures. It returns the number
 // of events written.
 func (c *Client) ExportHistory(ctx context.Context, id string, w io.Writer) (int, error) {
-	return c.ExportWorkflowHistory(ctx, workflows.WorkflowID(id), "", w)
+	return c.ExportWorkflowHistory(ctx, wire.WorkflowID(id), "", w)
 }
 
 // ExportWorkflowHistory is ExportHistory for any workflow id (a loop's, for

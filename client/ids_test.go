@@ -10,6 +10,7 @@ import (
 	workflowpb "go.temporal.io/api/workflow/v1"
 	temporalclient "go.temporal.io/sdk/client"
 
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -18,7 +19,7 @@ func TestStartRefusesAnIDTheStoreCannotHold(t *testing.T) {
 	c := New(f, Options{})
 	ctx := context.Background()
 	long := strings.Repeat("x", 300)
-	_, err := c.Create(ctx, workflows.CreateSessionRequest{SessionID: long})
+	_, err := c.Create(ctx, wire.CreateSessionRequest{SessionID: long})
 	require.ErrorIs(t, err, ErrInvalidArgument)
 	require.ErrorContains(t, err, "session id is too long: it encodes to a 300-byte directory name and the store's limit is 255 bytes")
 	_, err = c.Resume(ctx, long, workflows.ResumeSessionRequest{})
@@ -38,7 +39,7 @@ func TestStartEncodesNonASCIIIDs(t *testing.T) {
 		},
 	}
 	c := New(f, Options{})
-	_, err := c.Create(context.Background(), workflows.CreateSessionRequest{SessionID: "é"})
+	_, err := c.Create(context.Background(), wire.CreateSessionRequest{SessionID: "é"})
 	require.NoError(t, err)
 	_, err = c.Resume(context.Background(), "日本", workflows.ResumeSessionRequest{})
 	require.NoError(t, err)

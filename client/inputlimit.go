@@ -7,7 +7,6 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // checkUpdateInput refuses an update whose encoded input exceeds
@@ -22,7 +21,7 @@ func checkUpdateInput(opts temporalclient.UpdateWorkflowOptions) error {
 	}
 	ps, err := converter.GetDefaultDataConverter().ToPayloads(opts.Args...)
 	if err != nil {
-		return &Error{Type: workflows.ErrTypeInvalidArgument, SessionID: sessionOf(opts.WorkflowID), Err: err,
+		return &Error{Type: wire.ErrTypeInvalidArgument, SessionID: sessionOf(opts.WorkflowID), Err: err,
 			Message: fmt.Sprintf("%s: the input cannot be encoded: %v", opts.UpdateName, err)}
 	}
 	size := 0
@@ -40,7 +39,7 @@ func checkUpdateInput(opts temporalclient.UpdateWorkflowOptions) error {
 // sessionOf returns the session (or loop) id of a workflow id, or the
 // workflow id itself when it is not one of theirs.
 func sessionOf(workflowID string) string {
-	if id, err := workflows.SessionIDFromWorkflowID(workflowID); err == nil {
+	if id, err := wire.SessionIDFromWorkflowID(workflowID); err == nil {
 		return id
 	}
 	return workflowID

@@ -40,7 +40,7 @@ func TestUpdateInputLimit(t *testing.T) {
 	_, err = c.Followup(ctx, "s1", at(10_000_000))
 	require.ErrorIs(t, err, ErrInputTooLarge)
 	big := session.Event{Type: "custom/x", Seq: 0, Ignorable: true, Data: json.RawMessage(`{"t":"` + strings.Repeat("y", 2_000_000) + `"}`)}
-	_, err = c.Append(ctx, "s1", []session.Event{big})
+	_, err = c.Append(ctx, "s1", session.WireEvents([]session.Event{big}))
 	require.ErrorIs(t, err, ErrInputTooLarge)
 	require.Empty(t, sent, "an oversized input was sent")
 

@@ -15,7 +15,6 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // Where List found a session's id, phase and cwd.
@@ -29,8 +28,8 @@ const (
 
 // ListQuery is the visibility query of List: every running session
 // workflow.
-const ListQuery = "WorkflowType IN ('" + workflows.CreateSessionName + "', '" + workflows.ResumeSessionName + "', '" +
-	workflows.LiveSessionName + "') AND ExecutionStatus = 'Running'"
+const ListQuery = "WorkflowType IN ('" + wire.CreateSessionName + "', '" + wire.ResumeSessionName + "', '" +
+	wire.LiveSessionName + "') AND ExecutionStatus = 'Running'"
 
 // describeTimeout bounds one Describe query of List's fallback, so that a
 // session whose worker is away does not hold the listing.
@@ -51,7 +50,7 @@ type ListedSession struct {
 	// when it continued).
 	StartTime time.Time `json:"startTime"`
 	// Phase is the lifecycle phase, empty when it could not be learned.
-	Phase workflows.Phase `json:"phase,omitempty"`
+	Phase wire.Phase `json:"phase,omitempty"`
 	// Cwd is the session's working directory, empty when it has none or it
 	// could not be learned (a ResumeSession run without search attributes).
 	Cwd string `json:"cwd,omitempty"`
@@ -108,12 +107,12 @@ func listedFromInfo(info *workflowpb.WorkflowExecutionInfo) ListedSession {
 	fields := info.GetSearchAttributes().GetIndexedFields()
 	if id := keyword(fields, wire.SearchAttributeSessionID); id != "" {
 		s.SessionID = id
-		s.Phase = workflows.Phase(keyword(fields, wire.SearchAttributeSessionPhase))
+		s.Phase = wire.Phase(keyword(fields, wire.SearchAttributeSessionPhase))
 		s.Cwd = keyword(fields, wire.SearchAttributeSessionCwd)
 		s.Source = SourceSearchAttributes
 		return s
 	}
-	id, err := workflows.SessionIDFromWorkflowID(s.WorkflowID)
+	id, err := wire.SessionIDFromWorkflowID(s.WorkflowID)
 	if err != nil {
 		// A session workflow started under a workflow id that no session id
 		// encodes to (by a client that ignored the contract): show the id
@@ -155,8 +154,8 @@ func (c *Client) completeListed(ctx context.Context, out []ListedSession) {
 			defer func() { <-sem; wg.Done() }()
 			qctx, cancel := context.WithTimeout(ctx, describeTimeout)
 			defer cancel()
-			v, err := c.c.QueryWorkflow(qctx, s.WorkflowID, s.RunID, workflows.QueryDescribe)
-			var d workflows.Description
+			v, err := c.c.QueryWorkflow(qctx, s.WorkflowID, s.RunID, wire.QueryDescribe)
+			var d wire.Description
 			if err == nil {
 				err = v.Get(&d)
 			}
@@ -178,7 +177,7 @@ func (c *Client) completeListed(ctx context.Context, out []ListedSession) {
 // CreateSession request or the header of a LiveSession state. It returns ""
 // when the input has none or cannot be read.
 func (c *Client) startCwd(ctx context.Context, workflowID, runID, workflowType string) string {
-	if workflowType != workflows.CreateSessionName && workflowType != workflows.LiveSessionName {
+	if workflowType != wire.CreateSessionName && workflowType != wire.LiveSessionName {
 		return ""
 	}
 	it := c.c.GetWorkflowHistory(ctx, workflowID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
@@ -194,14 +193,14 @@ func (c *Client) startCwd(ctx context.Context, workflowID, runID, workflowType s
 		return ""
 	}
 	dc := converter.GetDefaultDataConverter()
-	if workflowType == workflows.CreateSessionName {
-		var req workflows.CreateSessionRequest
+	if workflowType == wire.CreateSessionName {
+		var req wire.CreateSessionRequest
 		if dc.FromPayloads(input, &req) != nil || req.Meta == nil {
 			return ""
 		}
 		return req.Meta.Cwd
 	}
-	var st workflows.LiveState
+	var st wire.LiveStateHeader
 	if dc.FromPayloads(input, &st) != nil {
 		return ""
 	}

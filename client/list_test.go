@@ -17,6 +17,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -85,7 +86,7 @@ func TestList(t *testing.T) {
 		history: func(wid, rid string) temporalclient.HistoryEventIterator {
 			switch wid {
 			case "session/beta":
-				return &fakeHistory{events: []*historypb.HistoryEvent{startedEvent(t, workflows.CreateSessionRequest{SessionID: "beta", Meta: &workflows.SessionMeta{Cwd: "/b"}})}}
+				return &fakeHistory{events: []*historypb.HistoryEvent{startedEvent(t, wire.CreateSessionRequest{SessionID: "beta", Meta: &workflows.SessionMeta{Cwd: "/b"}})}}
 			case "session/alpha":
 				return &fakeHistory{events: []*historypb.HistoryEvent{startedEvent(t, workflows.LiveState{SessionID: "alpha",
 					Handle: jsonl.HandleRef{SessionID: "alpha", HandleID: "h", Access: jsonl.AccessWrite}, Header: session.Header{ID: "alpha", Cwd: "/a"}})}}

@@ -8,15 +8,14 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // LoopWorkflowID returns the workflow id of the loop loopID, the one
 // LoopStart starts it under: wire.LoopWorkflowIDPrefix and
-// the loop id encoded as session ids are (workflows.EncodeWorkflowIDPart), so
+// the loop id encoded as session ids are (wire.EncodeWorkflowIDPart), so
 // any loop id gives a printable ASCII workflow id.
 func LoopWorkflowID(loopID string) string {
-	return wire.LoopWorkflowIDPrefix + workflows.EncodeWorkflowIDPart(loopID)
+	return wire.LoopWorkflowIDPrefix + wire.EncodeWorkflowIDPart(loopID)
 }
 
 // Loop names a started SessionLoop.
@@ -34,7 +33,7 @@ type Loop struct {
 // LoopStop. With Options.Router the loop starts on the shard of its loop id
 // (or the one OnShard names), and its sessions, started on the loop's task
 // queue unless in.SessionTaskQueue says otherwise, live in that shard.
-func (c *Client) LoopStart(ctx context.Context, loopID string, in workflows.SessionLoopInput, opts ...CallOption) (Loop, error) {
+func (c *Client) LoopStart(ctx context.Context, loopID string, in wire.SessionLoopInput, opts ...CallOption) (Loop, error) {
 	if loopID == "" {
 		return Loop{}, invalidArgument("", "the loop id is empty")
 	}
@@ -43,7 +42,7 @@ func (c *Client) LoopStart(ctx context.Context, loopID string, in workflows.Sess
 		return Loop{}, err
 	}
 	wid := LoopWorkflowID(loopID)
-	run, err := c.c.ExecuteWorkflow(ctx, c.startOptions(wid, shard.TaskQueue), workflows.SessionLoopName, in)
+	run, err := c.c.ExecuteWorkflow(ctx, c.startOptions(wid, shard.TaskQueue), wire.SessionLoopName, in)
 	if err != nil {
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
 		if errors.As(err, &started) {
@@ -64,16 +63,16 @@ func (c *Client) LoopStop(ctx context.Context, loopID string) error {
 
 // LoopResult waits for the loop loopID's latest run to complete and returns
 // its final description.
-func (c *Client) LoopResult(ctx context.Context, loopID string) (workflows.LoopDescription, error) {
-	var d workflows.LoopDescription
+func (c *Client) LoopResult(ctx context.Context, loopID string) (wire.LoopDescription, error) {
+	var d wire.LoopDescription
 	err := c.c.GetWorkflow(ctx, LoopWorkflowID(loopID), "").Get(ctx, &d)
 	return d, callError("wait for loop", loopID, err)
 }
 
 // DescribeLoop returns the Describe query of the loop loopID.
-func (c *Client) DescribeLoop(ctx context.Context, loopID string) (workflows.LoopDescription, error) {
-	var d workflows.LoopDescription
-	v, err := c.c.QueryWorkflow(ctx, LoopWorkflowID(loopID), "", workflows.QueryDescribe)
+func (c *Client) DescribeLoop(ctx context.Context, loopID string) (wire.LoopDescription, error) {
+	var d wire.LoopDescription
+	v, err := c.c.QueryWorkflow(ctx, LoopWorkflowID(loopID), "", wire.QueryDescribe)
 	if err == nil {
 		err = v.Get(&d)
 	}

@@ -11,6 +11,7 @@ import (
 	temporalclient "go.temporal.io/sdk/client"
 
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -32,7 +33,7 @@ func TestAppendSendsTheUpdateAgainWhileTheWorkflowIsNotReady(t *testing.T) {
 		},
 	}
 	c := New(f, Options{TaskQueue: "tq"})
-	res, err := c.Append(context.Background(), "s1", []session.Event{{Seq: 4, Type: "turn/start"}})
+	res, err := c.Append(context.Background(), "s1", session.WireEvents([]session.Event{{Seq: 4, Type: "turn/start"}}))
 	require.NoError(t, err)
 	require.Equal(t, int64(5), res.NextSeq)
 	require.Equal(t, []string{"update session/s1 Append", "update session/s1 Append", "update session/s1 Append"}, f.recorded())
@@ -47,7 +48,7 @@ func TestAppendStopsAskingWhenTheContextEnds(t *testing.T) {
 	c := New(f, Options{TaskQueue: "tq"})
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	_, err := c.Append(ctx, "s1", []session.Event{{Seq: 4, Type: "turn/start"}})
+	_, err := c.Append(ctx, "s1", session.WireEvents([]session.Event{{Seq: 4, Type: "turn/start"}}))
 	require.Error(t, err)
 	var nr *serviceerror.WorkflowNotReady
 	require.True(t, errors.As(err, &nr), "the last refusal is returned: %v", err)
@@ -70,7 +71,7 @@ func TestCreateWaitsReadyAgainWhenTheFirstTaskFailed(t *testing.T) {
 		},
 	}
 	c := New(f, Options{TaskQueue: "tq"})
-	s, err := c.Create(context.Background(), workflows.CreateSessionRequest{SessionID: "s1", Meta: &workflows.SessionMeta{Cwd: "/w"}})
+	s, err := c.Create(context.Background(), wire.CreateSessionRequest{SessionID: "s1", Meta: &workflows.SessionMeta{Cwd: "/w"}})
 	require.NoError(t, err)
 	require.Equal(t, info, s.SessionInfo)
 	require.Equal(t, []string{"update-with-start session/s1 WaitReady", "update session/s1 WaitReady"}, f.recorded(), "one start, then WaitReady alone")

@@ -7,7 +7,7 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // WaitReady waits until the session id, whose CreateSession or
@@ -20,8 +20,8 @@ func (c *Client) WaitReady(ctx context.Context, id string) (*Session, error) {
 	if id == "" {
 		return nil, invalidArgument("", "wait for session: the session id is required")
 	}
-	var info workflows.SessionInfo
-	err := c.update(ctx, id, workflows.UpdateWaitReady, &info)
+	var info wire.SessionInfo
+	err := c.update(ctx, id, wire.UpdateWaitReady, &info)
 	if err == nil {
 		return &Session{SessionInfo: info}, nil
 	}
@@ -31,7 +31,7 @@ func (c *Client) WaitReady(ctx context.Context, id string) (*Session, error) {
 	}
 	// The run ended before the update reached it (workflow execution
 	// already completed), or none exists: its result is the answer.
-	if rerr := c.c.GetWorkflow(ctx, workflows.WorkflowID(id), "").Get(ctx, nil); rerr != nil {
+	if rerr := c.c.GetWorkflow(ctx, wire.WorkflowID(id), "").Get(ctx, nil); rerr != nil {
 		var rnf *serviceerror.NotFound
 		if errors.As(rerr, &rnf) {
 			return nil, callError("wait for session", id, err)
@@ -46,7 +46,7 @@ func (c *Client) WaitReady(ctx context.Context, id string) (*Session, error) {
 // already runs: another resume of the id won the race, or the session is
 // live (created or resumed earlier). Its class is ErrAlreadyExists.
 func resumeRunningError(id string, cause error) *Error {
-	return &Error{Type: workflows.ErrTypeAlreadyExists, SessionID: id, Err: cause, Message: fmt.Sprintf(
+	return &Error{Type: wire.ErrTypeAlreadyExists, SessionID: id, Err: cause, Message: fmt.Sprintf(
 		"session %q is already being resumed or is live: its workflow %s is running (dispose it, or wait for its resume to finish)",
-		id, workflows.WorkflowID(id))}
+		id, wire.WorkflowID(id))}
 }

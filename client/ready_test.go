@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	temporalclient "go.temporal.io/sdk/client"
 
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -17,7 +18,7 @@ func TestEmptySessionIDSaysWhatIsMissing(t *testing.T) {
 	_, err := c.Resume(ctx, "", workflows.ResumeSessionRequest{})
 	require.ErrorIs(t, err, ErrInvalidArgument)
 	require.EqualError(t, err, "resume: the session id is required")
-	_, err = c.Create(ctx, workflows.CreateSessionRequest{})
+	_, err = c.Create(ctx, wire.CreateSessionRequest{})
 	require.ErrorIs(t, err, ErrInvalidArgument)
 	require.EqualError(t, err, "create: the session id is required")
 	_, err = c.WaitReady(ctx, "")

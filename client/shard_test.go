@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	temporalclient "go.temporal.io/sdk/client"
 
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -164,13 +165,13 @@ func TestRouterStartsOnTheShardQueue(t *testing.T) {
 	c := New(f, Options{Router: r})
 	ctx := context.Background()
 
-	_, _ = c.Create(ctx, workflows.CreateSessionRequest{SessionID: "sess-1"})
-	_, _ = c.Create(ctx, workflows.CreateSessionRequest{SessionID: "sess-3"})
+	_, _ = c.Create(ctx, wire.CreateSessionRequest{SessionID: "sess-1"})
+	_, _ = c.Create(ctx, wire.CreateSessionRequest{SessionID: "sess-3"})
 	_, _ = c.Resume(ctx, "sess-1", workflows.ResumeSessionRequest{}, OnShard("a"))
 	_, _ = c.LoopStart(ctx, "alpha", workflows.SessionLoopInput{})
 	require.Equal(t, []string{"qb", "qa", "qa", "qa"}, queues)
 
-	_, err := c.Create(ctx, workflows.CreateSessionRequest{SessionID: "sess-2"}, OnShard("nope"))
+	_, err := c.Create(ctx, wire.CreateSessionRequest{SessionID: "sess-2"}, OnShard("nope"))
 	require.ErrorIs(t, err, ErrUnknownShard)
 	_, err = c.LoopStart(ctx, "alpha", workflows.SessionLoopInput{}, OnShard("nope"))
 	require.ErrorIs(t, err, ErrUnknownShard)

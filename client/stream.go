@@ -8,8 +8,7 @@ import (
 
 	temporalclient "go.temporal.io/sdk/client"
 
-	"github.com/sessionflow/sessionflow/session"
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // maxInFlight bounds the Append updates AppendStream keeps accepted but not
@@ -40,21 +39,22 @@ type StreamResult struct {
 // called after each stored batch with the number of input bytes whose events
 // are stored so far.
 //
-// A line that is not a valid event (session.ParseAppendLine: malformed
-// JSON, the envelope rules, a type unknown to this build and not marked
-// ignorable), or an event larger than the batch limit on its own, stops the
-// stream before its batch is sent (an *Error of
+// A line that Options.ParseLine refuses (with session.ParseAppendLineWire:
+// malformed JSON, the envelope rules, a type unknown to this build and not
+// marked ignorable; with the default, a line that is not an envelope), or an
+// event larger than the batch limit on its own, stops the stream before its
+// batch is sent (an *Error of
 // type InvalidArgument or ErrBatchTooLarge naming the line). On any failure the
 // result counts the events stored before it; batches accepted after the
 // failing one fail with it.
 func (c *Client) AppendStream(ctx context.Context, id string, r io.Reader, progress func(done int64)) (StreamResult, error) {
-	return appendStream(ctx, &updateAppender{c: c, id: id}, id, r, c.opts.MaxBatchBytes, c.opts.MaxBatchEvents, progress)
+	return appendStream(ctx, &updateAppender{c: c, id: id}, id, r, c.opts.ParseLine, c.opts.MaxBatchBytes, c.opts.MaxBatchEvents, progress)
 }
 
 // batchAppender submits Append batches: submit returns once the session has
 // accepted the batch, and the returned wait once the batch is stored.
 type batchAppender interface {
-	submit(ctx context.Context, events []session.Event) (appendWait, error)
+	submit(ctx context.Context, events []wire.Event) (appendWait, error)
 }
 
 // appendWait waits for an accepted batch to be stored.
@@ -66,11 +66,11 @@ type updateAppender struct {
 	id string
 }
 
-func (u *updateAppender) submit(ctx context.Context, events []session.Event) (appendWait, error) {
+func (u *updateAppender) submit(ctx context.Context, events []wire.Event) (appendWait, error) {
 	h, err := u.c.updateWorkflow(ctx, temporalclient.UpdateWorkflowOptions{
-		WorkflowID:   workflows.WorkflowID(u.id),
-		UpdateName:   workflows.UpdateAppend,
-		Args:         []any{workflows.AppendRequest{Events: events}},
+		WorkflowID:   wire.WorkflowID(u.id),
+		UpdateName:   wire.UpdateAppend,
+		Args:         []any{wire.AppendRequest{Events: events}},
 		WaitForStage: temporalclient.WorkflowUpdateStageAccepted,
 	})
 	if err != nil {
@@ -91,7 +91,7 @@ type pendingBatch struct {
 }
 
 // appendStream is AppendStream over any batchAppender.
-func appendStream(ctx context.Context, a batchAppender, id string, r io.Reader, maxBytes, maxEvents int, progress func(int64)) (StreamResult, error) {
+func appendStream(ctx context.Context, a batchAppender, id string, r io.Reader, parse wire.LineParser[wire.Event], maxBytes, maxEvents int, progress func(int64)) (StreamResult, error) {
 	var (
 		res      StreamResult
 		inflight []pendingBatch
@@ -123,7 +123,7 @@ func appendStream(ctx context.Context, a batchAppender, id string, r io.Reader, 
 		}
 		return res, err
 	}
-	send := func(b session.Batch) error {
+	send := func(b wire.Batch) error {
 		if len(inflight) == maxInFlight {
 			if err := settle(); err != nil {
 				return err
@@ -137,16 +137,16 @@ func appendStream(ctx context.Context, a batchAppender, id string, r io.Reader, 
 		return nil
 	}
 
-	br := session.NewBatchReader(r, session.BatchLimits{MaxBytes: maxBytes, MaxEvents: maxEvents})
+	br := wire.NewBatchReaderOf(r, wire.BatchLimits{MaxBytes: maxBytes, MaxEvents: maxEvents}, parse)
 	for {
 		b, err := br.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		var le *session.LineError
+		var le *wire.LineError
 		switch {
-		case errors.As(err, &le) && errors.Is(err, session.ErrEventTooLarge):
-			return fail(&Error{Type: workflows.ErrTypeBatchTooLarge, SessionID: id,
+		case errors.As(err, &le) && errors.Is(err, wire.ErrEventTooLarge):
+			return fail(&Error{Type: wire.ErrTypeBatchTooLarge, SessionID: id,
 				Message: fmt.Sprintf("line %d: append batch of %d bytes exceeds the batch limit of %d bytes", le.Line, le.Size, maxBytes)})
 		case errors.As(err, &le):
 			return fail(invalidArgument(id, "%v", le))

@@ -12,6 +12,7 @@ import (
 	temporalclient "go.temporal.io/sdk/client"
 
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -69,7 +70,11 @@ type recordingAppender struct {
 	rejectFrom  int   // 1-based index from which submits fail; 0 = none
 }
 
-func (a *recordingAppender) submit(_ context.Context, events []session.Event) (appendWait, error) {
+func (a *recordingAppender) submit(_ context.Context, sent []wire.Event) (appendWait, error) {
+	events, err := session.FromWireEvents(sent)
+	if err != nil {
+		return nil, err
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	idx := len(a.batches) + 1
@@ -109,7 +114,7 @@ func TestAppendStreamBatchesUnderLimits(t *testing.T) {
 		t.Run(fmt.Sprint(maxEvents), func(t *testing.T) {
 			a := &recordingAppender{}
 			var progress []int64
-			res, err := appendStream(context.Background(), a, "s1", strings.NewReader(input), maxBytes, maxEvents, func(done int64) {
+			res, err := appendStream(context.Background(), a, "s1", strings.NewReader(input), session.ParseAppendLineWire, maxBytes, maxEvents, func(done int64) {
 				progress = append(progress, done)
 			})
 			require.NoError(t, err)
@@ -147,7 +152,7 @@ func TestAppendStreamProgressCountsStoredLinesOnly(t *testing.T) {
 	lines := strings.SplitAfter(toJSONL(t, events), "\n")
 	a := &recordingAppender{}
 	var progress []int64
-	_, err := appendStream(context.Background(), a, "s1", strings.NewReader(strings.Join(lines, "")), 1<<20, 2, func(done int64) {
+	_, err := appendStream(context.Background(), a, "s1", strings.NewReader(strings.Join(lines, "")), session.ParseAppendLineWire, 1<<20, 2, func(done int64) {
 		progress = append(progress, done)
 	})
 	require.NoError(t, err)
@@ -157,7 +162,7 @@ func TestAppendStreamProgressCountsStoredLinesOnly(t *testing.T) {
 func TestAppendStreamTrailingBlankLines(t *testing.T) {
 	input := toJSONL(t, testEvents(t, 0, 2, 10))
 	var progress []int64
-	res, err := appendStream(context.Background(), &recordingAppender{}, "s1", strings.NewReader(input+"\n \n"), 1<<20, 1, func(done int64) {
+	res, err := appendStream(context.Background(), &recordingAppender{}, "s1", strings.NewReader(input+"\n \n"), session.ParseAppendLineWire, 1<<20, 1, func(done int64) {
 		progress = append(progress, done)
 	})
 	require.NoError(t, err)
@@ -171,13 +176,13 @@ func TestAppendStreamBadLineSendsNothingOfItsBatch(t *testing.T) {
 	lines := strings.SplitAfter(strings.TrimSuffix(toJSONL(t, events), "\n"), "\n")
 	lines[3] = `{"type":"turn/start","seq":3,"time":1}` + "\n"
 	a := &recordingAppender{}
-	res, err := appendStream(context.Background(), a, "s1", strings.NewReader(strings.Join(lines, "")), 1<<20, 2, nil)
+	res, err := appendStream(context.Background(), a, "s1", strings.NewReader(strings.Join(lines, "")), session.ParseAppendLineWire, 1<<20, 2, nil)
 	require.ErrorIs(t, err, ErrInvalidArgument)
 	require.Contains(t, err.Error(), "line 4: not a valid event")
 	require.Len(t, a.batches, 1, "events 0-1 were sent; event 2 waited for its batch, which the bad line stopped")
 	require.Equal(t, StreamResult{Events: 2, Batches: 1, Bytes: int64(len(lines[0]) + len(lines[1])), NextSeq: 2}, res)
 
-	_, err = appendStream(context.Background(), &recordingAppender{}, "s1", strings.NewReader("not json\n"), 1<<20, 2, nil)
+	_, err = appendStream(context.Background(), &recordingAppender{}, "s1", strings.NewReader("not json\n"), session.ParseAppendLineWire, 1<<20, 2, nil)
 	require.ErrorIs(t, err, ErrInvalidArgument)
 	require.Contains(t, err.Error(), "line 1")
 }
@@ -188,7 +193,7 @@ func TestAppendStreamOversizedEvent(t *testing.T) {
 	input := toJSONL(t, append(small, big...))
 	limit := encodedSize(t, big) - 1
 	a := &recordingAppender{}
-	res, err := appendStream(context.Background(), a, "s1", strings.NewReader(input), limit, 100, nil)
+	res, err := appendStream(context.Background(), a, "s1", strings.NewReader(input), session.ParseAppendLineWire, limit, 100, nil)
 	require.ErrorIs(t, err, ErrBatchTooLarge)
 	require.EqualError(t, err, fmt.Sprintf("line 2: append batch of %d bytes exceeds the batch limit of %d bytes", limit+1, limit))
 	require.Empty(t, a.batches, "the pending small event is not sent either")
@@ -199,7 +204,7 @@ func TestAppendStreamStoreFailure(t *testing.T) {
 	events := testEvents(t, 0, 40, 10)
 	storeErr := &Error{Type: "IOError", Message: "disk full"}
 	a := &recordingAppender{failBatch: 3, failErr: storeErr}
-	res, err := appendStream(context.Background(), a, "s1", strings.NewReader(toJSONL(t, events)), 1<<20, 4, nil)
+	res, err := appendStream(context.Background(), a, "s1", strings.NewReader(toJSONL(t, events)), session.ParseAppendLineWire, 1<<20, 4, nil)
 	require.ErrorIs(t, err, storeErr)
 	require.Equal(t, int64(8), res.Events, "the two batches stored before the failure")
 	require.Equal(t, int64(8), res.NextSeq)
@@ -207,14 +212,14 @@ func TestAppendStreamStoreFailure(t *testing.T) {
 	require.LessOrEqual(t, len(a.batches), 3+maxInFlight, "no batch is submitted once the failure is known")
 
 	rejected := &recordingAppender{rejectFrom: 2}
-	res, err = appendStream(context.Background(), rejected, "s1", strings.NewReader(toJSONL(t, events)), 1<<20, 4, nil)
+	res, err = appendStream(context.Background(), rejected, "s1", strings.NewReader(toJSONL(t, events)), session.ParseAppendLineWire, 1<<20, 4, nil)
 	require.EqualError(t, err, "batch 2 rejected")
 	require.Equal(t, int64(4), res.Events, "the accepted first batch is still awaited")
 }
 
 func TestAppendStreamEmptyInput(t *testing.T) {
 	a := &recordingAppender{}
-	res, err := appendStream(context.Background(), a, "s1", strings.NewReader("\n  \n"), 1<<20, 4, func(int64) { t.Fatal("no progress without a batch") })
+	res, err := appendStream(context.Background(), a, "s1", strings.NewReader("\n  \n"), session.ParseAppendLineWire, 1<<20, 4, func(int64) { t.Fatal("no progress without a batch") })
 	require.NoError(t, err)
 	require.Equal(t, StreamResult{Bytes: 4}, res)
 	require.Empty(t, a.batches)
@@ -225,7 +230,7 @@ func TestAppendStreamSendsAcceptedUpdates(t *testing.T) {
 	var opts []temporalclient.UpdateWorkflowOptions
 	f := &fakeTemporal{update: func(o temporalclient.UpdateWorkflowOptions) (temporalclient.WorkflowUpdateHandle, error) {
 		opts = append(opts, o)
-		req := o.Args[0].(workflows.AppendRequest)
+		req := o.Args[0].(wire.AppendRequest)
 		return &fakeUpdate{result: AppendResult{NextSeq: req.Events[len(req.Events)-1].Seq + 1}}, nil
 	}}
 	c := New(f, Options{MaxBatchEvents: 2})
@@ -238,8 +243,8 @@ func TestAppendStreamSendsAcceptedUpdates(t *testing.T) {
 		require.Equal(t, workflows.UpdateAppend, o.UpdateName)
 		require.Equal(t, temporalclient.WorkflowUpdateStageAccepted, o.WaitForStage, "the next batch goes once this one is accepted")
 	}
-	require.Equal(t, events[:2], opts[0].Args[0].(workflows.AppendRequest).Events)
-	require.Equal(t, events[2:], opts[1].Args[0].(workflows.AppendRequest).Events)
+	require.Equal(t, session.WireEvents(events[:2]), opts[0].Args[0].(wire.AppendRequest).Events)
+	require.Equal(t, session.WireEvents(events[2:]), opts[1].Args[0].(wire.AppendRequest).Events)
 
 	rejecting := &fakeTemporal{update: func(temporalclient.UpdateWorkflowOptions) (temporalclient.WorkflowUpdateHandle, error) {
 		return &fakeUpdate{err: overTheWire(workflows.LifecycleDisposedError("s1"))}, nil

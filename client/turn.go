@@ -10,47 +10,44 @@ import (
 
 	"go.temporal.io/sdk/converter"
 
-	"github.com/sessionflow/sessionflow/agent"
-	"github.com/sessionflow/sessionflow/jsonl"
-	"github.com/sessionflow/sessionflow/session"
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // ErrTurnRunning: `agent "<id>" is running turn N; append between turns`:
 // an Append while the session's agent runs a turn.
-var ErrTurnRunning = &Error{Type: workflows.ErrTypeTurnRunning}
+var ErrTurnRunning = &Error{Type: wire.ErrTypeTurnRunning}
 
 // ErrTurnLeftOpen: `agent "<id>" runs its own turns: the append batch leaves
 // turn N open (...); append whole turns`: an Append that would leave a turn
 // open while the session's agent has a provider and model.
-var ErrTurnLeftOpen = &Error{Type: workflows.ErrTypeTurnLeftOpen}
+var ErrTurnLeftOpen = &Error{Type: wire.ErrTypeTurnLeftOpen}
 
-// ErrInboxFull: the session's agent holds workflows.MaxPendingInputs
+// ErrInboxFull: the session's agent holds wire.MaxPendingInputs
 // inputs already.
-var ErrInboxFull = &Error{Type: workflows.ErrTypeInboxFull}
+var ErrInboxFull = &Error{Type: wire.ErrTypeInboxFull}
 
 // Followup queues a user message for the agent's next turn and wakes it
 // (the Followup update). It returns once the message is queued, with its
 // id; WatchTurn follows the turn that claims it.
-func (c *Client) Followup(ctx context.Context, id string, req workflows.InputRequest) (workflows.InputResult, error) {
-	return c.input(ctx, id, workflows.UpdateFollowup, req)
+func (c *Client) Followup(ctx context.Context, id string, req wire.InputRequest) (wire.InputResult, error) {
+	return c.input(ctx, id, wire.UpdateFollowup, req)
 }
 
 // Steer queues a user message for the next step of the running turn (or
 // of a new turn when idle) and wakes the agent (the Steer update).
-func (c *Client) Steer(ctx context.Context, id string, req workflows.InputRequest) (workflows.InputResult, error) {
-	return c.input(ctx, id, workflows.UpdateSteer, req)
+func (c *Client) Steer(ctx context.Context, id string, req wire.InputRequest) (wire.InputResult, error) {
+	return c.input(ctx, id, wire.UpdateSteer, req)
 }
 
 // Inject queues a user message for the next step without waking the agent
 // (the Inject update). While idle the message is stored at once as an
 // agent/inbox/spliced event (InputResult.SplicedSeq).
-func (c *Client) Inject(ctx context.Context, id string, req workflows.InputRequest) (workflows.InputResult, error) {
-	return c.input(ctx, id, workflows.UpdateInject, req)
+func (c *Client) Inject(ctx context.Context, id string, req wire.InputRequest) (wire.InputResult, error) {
+	return c.input(ctx, id, wire.UpdateInject, req)
 }
 
-func (c *Client) input(ctx context.Context, id, name string, req workflows.InputRequest) (workflows.InputResult, error) {
-	var res workflows.InputResult
+func (c *Client) input(ctx context.Context, id, name string, req wire.InputRequest) (wire.InputResult, error) {
+	var res wire.InputResult
 	err := c.update(ctx, id, name, &res, req)
 	return res, callError(name+" to session", id, err)
 }
@@ -59,16 +56,16 @@ func (c *Client) input(ctx context.Context, id, name string, req workflows.Input
 // "parent" (the Cancel update) and returns once the turn has ended
 // (turn/end {aborted}); while idle it does nothing (Cancelled false).
 // Unless keepInbox, the pending inputs are discarded.
-func (c *Client) CancelTurn(ctx context.Context, id, cause string, keepInbox bool) (workflows.CancelResult, error) {
-	var res workflows.CancelResult
-	err := c.update(ctx, id, workflows.UpdateCancel, &res, workflows.CancelRequest{Cause: cause, KeepInbox: keepInbox})
+func (c *Client) CancelTurn(ctx context.Context, id, cause string, keepInbox bool) (wire.CancelResult, error) {
+	var res wire.CancelResult
+	err := c.update(ctx, id, wire.UpdateCancel, &res, wire.CancelRequest{Cause: cause, KeepInbox: keepInbox})
 	return res, callError("cancel the turn of session", id, err)
 }
 
 // LoopState returns the agent loop's state (the LoopState query).
-func (c *Client) LoopState(ctx context.Context, id string) (workflows.LoopState, error) {
-	var s workflows.LoopState
-	v, err := c.c.QueryWorkflow(ctx, workflows.WorkflowID(id), "", workflows.QueryLoopState)
+func (c *Client) LoopState(ctx context.Context, id string) (wire.LoopState, error) {
+	var s wire.LoopState
+	v, err := c.c.QueryWorkflow(ctx, wire.WorkflowID(id), "", wire.QueryLoopState)
 	if err == nil {
 		err = v.Get(&s)
 	}
@@ -76,29 +73,15 @@ func (c *Client) LoopState(ctx context.Context, id string) (workflows.LoopState,
 }
 
 // EventReader reads a session's stored events [from, to) (to -1 for the
-// end). StoreReader reads them from a store root.
+// end), as plain envelopes. The store (*jsonl.Store) is one: it reads them
+// through a read handle.
 type EventReader interface {
-	ReadEvents(ctx context.Context, id string, from, to int64) ([]session.Event, error)
+	ReadEvents(ctx context.Context, id string, from, to int64) ([]wire.Event, error)
 }
 
-// StoreReader returns an EventReader over st, through read handles.
-func StoreReader(st *jsonl.Store) EventReader { return storeReader{st} }
-
-type storeReader struct{ st *jsonl.Store }
-
-// ReadEvents opens a read handle and reads [from, to).
-func (r storeReader) ReadEvents(ctx context.Context, id string, from, to int64) ([]session.Event, error) {
-	h, err := r.st.Open(ctx, id, jsonl.AccessRead, jsonl.OpenOptions{})
-	if err != nil {
-		return nil, err
-	}
-	defer h.Close(ctx)
-	n := int64(-1)
-	if to >= 0 {
-		n = to - from
-	}
-	return h.Read(ctx, from, n)
-}
+// StoreReader returns st: the store is an EventReader of its own. It is
+// kept for the callers that wrapped a *jsonl.Store with it.
+func StoreReader(st EventReader) EventReader { return st }
 
 // Turn progress kinds.
 const (
@@ -137,11 +120,11 @@ type TurnProgress struct {
 	// what streamed): Text starts the step's text over.
 	Restart bool `json:"restart,omitempty"`
 	// Call is the tool call of a tool progress.
-	Call *workflows.CallState `json:"call,omitempty"`
+	Call *wire.CallState `json:"call,omitempty"`
 	// Info is the ended turn.
-	Info *workflows.TurnInfo `json:"info,omitempty"`
+	Info *wire.TurnInfo `json:"info,omitempty"`
 	// Events are the ended turn's stored events [StartSeq, EndSeq).
-	Events []session.Event `json:"events,omitempty"`
+	Events []wire.Event `json:"events,omitempty"`
 }
 
 // WatchOptions tune WatchTurn.
@@ -155,7 +138,7 @@ type WatchOptions struct {
 // WatchTurn follows the turn that claims message messageID of session id
 // (the id Followup returned) until it ends: it polls the LoopState query and
 // the workflow's pending activities (the model activity's heartbeat details
-// are an agent.ModelProgress) and yields the streamed text, the tool calls
+// are an wire.ModelProgress) and yields the streamed text, the tool calls
 // started and finished, and finally the ended turn (TurnInfo) and, with
 // opts.Events, its stored events. Beside the polls it waits on the turn's
 // end (WaitTurn), so the end is seen when the turn ends, not at the next
@@ -173,7 +156,7 @@ func (c *Client) WatchTurn(ctx context.Context, id, messageID string, opts Watch
 		ended := make(chan struct{})
 		var endedCh <-chan struct{} = ended
 		go func() {
-			if _, err := c.WaitTurn(wctx, id, workflows.WaitTurnRequest{MessageID: messageID}); err == nil {
+			if _, err := c.WaitTurn(wctx, id, wire.WaitTurnRequest{MessageID: messageID}); err == nil {
 				close(ended)
 			}
 		}()
@@ -251,7 +234,7 @@ func (w *turnWatch) poll(ctx context.Context, yield func(TurnProgress, error) bo
 		}
 		return false, err
 	}
-	i := slices.IndexFunc(st.Recent, func(s workflows.TurnInfo) bool { return slices.Contains(s.Claimed, w.msg) })
+	i := slices.IndexFunc(st.Recent, func(s wire.TurnInfo) bool { return slices.Contains(s.Claimed, w.msg) })
 	if i < 0 {
 		if !slices.Contains(st.Pending.NextTurn, w.msg) && !slices.Contains(st.Pending.NextStep, w.msg) {
 			return false, invalidArgument(w.id, "message %q of session %q is neither pending nor claimed by a recent turn (discarded by a cancel, or older than the recent turns)", w.msg, w.id)
@@ -329,12 +312,13 @@ func (w *turnWatch) poll(ctx context.Context, yield func(TurnProgress, error) bo
 // does not continue, with Restart), and each tool call that ran between
 // two polls (unless calls is false: the running step's calls are followed
 // by the polls).
-func (w *turnWatch) replay(evs []session.Event, calls bool, emit func(TurnProgress) bool) bool {
+func (w *turnWatch) replay(evs []wire.Event, calls bool, emit func(TurnProgress) bool) bool {
 	names := map[string]string{}
 	for _, e := range evs {
 		switch e.Type {
-		case session.TypeAssistantMessage:
-			m, err := e.AssistantMessage()
+		case wire.TypeAssistantMessage:
+			var m wire.AssistantMessage
+			err := e.Decode(wire.TypeAssistantMessage, &m)
 			if err != nil || m.Turn != w.turn || w.textDone[m.Step] {
 				continue
 			}
@@ -342,37 +326,39 @@ func (w *turnWatch) replay(evs []session.Event, calls bool, emit func(TurnProgre
 			if p, ok := w.storedText(m.Step, messageText(m)); ok && !emit(p) {
 				return false
 			}
-		case session.TypeToolCall:
+		case wire.TypeToolCall:
 			if !calls {
 				continue
 			}
-			c, err := e.ToolCall()
+			var c wire.ToolCall
+			err := e.Decode(wire.TypeToolCall, &c)
 			if err != nil {
 				continue
 			}
 			names[callKey(c.Step, c.CallID)] = c.Name
-		case session.TypeToolResult:
-			r, err := e.ToolResult()
+		case wire.TypeToolResult:
+			var r wire.ToolResult
+			err := e.Decode(wire.TypeToolResult, &r)
 			if err != nil || !calls {
 				continue
 			}
 			key := callKey(r.Step, r.Message.Source.CallID)
 			prev := w.reported[key]
-			if prev == workflows.CallDone || prev == workflows.CallFailed || prev == workflows.CallSkipped {
+			if prev == wire.CallDone || prev == wire.CallFailed || prev == wire.CallSkipped {
 				continue
 			}
-			call := workflows.CallState{ID: r.Message.Source.CallID, Name: names[key], State: workflows.CallDone}
+			call := wire.CallState{ID: r.Message.Source.CallID, Name: names[key], State: wire.CallDone}
 			if len(r.Message.Content) > 0 {
 				call.IsError = r.Message.Content[0].IsError
 			}
 			if r.Error != nil {
 				call.Code = r.Error.Code
 			}
-			if call.Code == agent.CodeAbortedBeforeDispatch || call.Code == agent.CodeMaxTokensNotRun {
-				call.State = workflows.CallSkipped
-			} else if prev != workflows.CallRunning {
+			if call.Code == wire.CodeAbortedBeforeDispatch || call.Code == wire.CodeMaxTokensNotRun {
+				call.State = wire.CallSkipped
+			} else if prev != wire.CallRunning {
 				started := call
-				started.State, started.IsError, started.Code = workflows.CallRunning, false, ""
+				started.State, started.IsError, started.Code = wire.CallRunning, false, ""
 				if !emit(TurnProgress{Kind: ProgressToolStarted, Turn: r.Turn, Step: r.Step, Call: &started}) {
 					return false
 				}
@@ -409,10 +395,10 @@ func (w *turnWatch) storedText(step int64, stored string) (TurnProgress, bool) {
 }
 
 // messageText is the text of an assistant message's text blocks.
-func messageText(m session.AssistantMessage) string {
+func messageText(m wire.AssistantMessage) string {
 	var text strings.Builder
 	for _, b := range m.Message.Content {
-		if b.Type == session.BlockText {
+		if b.Type == wire.BlockText {
 			text.WriteString(b.Text)
 		}
 	}
@@ -424,7 +410,7 @@ func callKey(step int64, id string) string { return fmt.Sprintf("%d/%s", step, i
 
 // toolProgress yields the tool calls of the running step whose state
 // changed.
-func (w *turnWatch) toolProgress(st workflows.LoopState, emit func(TurnProgress) bool) bool {
+func (w *turnWatch) toolProgress(st wire.LoopState, emit func(TurnProgress) bool) bool {
 	for _, call := range st.Calls {
 		key := callKey(st.Step, call.ID)
 		prev := w.reported[key]
@@ -434,15 +420,15 @@ func (w *turnWatch) toolProgress(st workflows.LoopState, emit func(TurnProgress)
 		w.reported[key] = call.State
 		c := call
 		switch call.State {
-		case workflows.CallRunning:
+		case wire.CallRunning:
 			if !emit(TurnProgress{Kind: ProgressToolStarted, Turn: st.Turn, Step: st.Step, Call: &c}) {
 				return false
 			}
-		case workflows.CallDone, workflows.CallFailed, workflows.CallSkipped:
-			if prev == "" || prev == workflows.CallPending {
-				if call.State != workflows.CallSkipped {
+		case wire.CallDone, wire.CallFailed, wire.CallSkipped:
+			if prev == "" || prev == wire.CallPending {
+				if call.State != wire.CallSkipped {
 					started := c
-					started.State = workflows.CallRunning
+					started.State = wire.CallRunning
 					if !emit(TurnProgress{Kind: ProgressToolStarted, Turn: st.Turn, Step: st.Step, Call: &started}) {
 						return false
 					}
@@ -508,9 +494,9 @@ func (w *turnWatch) resetText() {
 
 // modelProgress reads the heartbeat details of the session's pending model
 // activity.
-func (c *Client) modelProgress(ctx context.Context, id string) (agent.ModelProgress, bool, error) {
-	var p agent.ModelProgress
-	d, err := c.c.DescribeWorkflow(ctx, workflows.WorkflowID(id), "")
+func (c *Client) modelProgress(ctx context.Context, id string) (wire.ModelProgress, bool, error) {
+	var p wire.ModelProgress
+	d, err := c.c.DescribeWorkflow(ctx, wire.WorkflowID(id), "")
 	if err != nil {
 		return p, false, callError("describe the workflow of session", id, err)
 	}
@@ -518,7 +504,7 @@ func (c *Client) modelProgress(ctx context.Context, id string) (agent.ModelProgr
 		return p, false, nil
 	}
 	for _, pa := range d.RawResponse.GetPendingActivities() {
-		if pa.GetActivityType().GetName() != agent.CallModelActivity || pa.GetHeartbeatDetails() == nil {
+		if pa.GetActivityType().GetName() != wire.CallModelActivity || pa.GetHeartbeatDetails() == nil {
 			continue
 		}
 		if err := converter.GetDefaultDataConverter().FromPayloads(pa.GetHeartbeatDetails(), &p); err != nil {
@@ -531,22 +517,16 @@ func (c *Client) modelProgress(ctx context.Context, id string) (agent.ModelProgr
 
 // AnswerText returns the text of the last assistant/message of events
 // (an ended turn's), or "".
-func AnswerText(events []session.Event) string {
+func AnswerText(events []wire.Event) string {
 	for i := len(events) - 1; i >= 0; i-- {
-		if events[i].Type != session.TypeAssistantMessage {
+		if events[i].Type != wire.TypeAssistantMessage {
 			continue
 		}
-		m, err := events[i].AssistantMessage()
-		if err != nil {
+		var m wire.AssistantMessage
+		if err := events[i].Decode(wire.TypeAssistantMessage, &m); err != nil {
 			return ""
 		}
-		var text string
-		for _, b := range m.Message.Content {
-			if b.Type == session.BlockText {
-				text += b.Text
-			}
-		}
-		return text
+		return messageText(m)
 	}
 	return ""
 }

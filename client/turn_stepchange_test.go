@@ -9,6 +9,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -114,12 +115,12 @@ func TestWatchTurnFirstSeenOnALaterStepYieldsTheEarlierStepsFirst(t *testing.T) 
 // store does (to < 0: to the end).
 type boundedReader struct{ evs []session.Event }
 
-func (r *boundedReader) ReadEvents(_ context.Context, _ string, from, to int64) ([]session.Event, error) {
+func (r *boundedReader) ReadEvents(_ context.Context, _ string, from, to int64) ([]wire.Event, error) {
 	var out []session.Event
 	for _, e := range r.evs {
 		if e.Seq >= from && (to < 0 || e.Seq < to) {
 			out = append(out, e)
 		}
 	}
-	return out, nil
+	return session.WireEvents(out), nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -51,10 +52,10 @@ type sliceReader struct {
 	readCalls int
 }
 
-func (r *sliceReader) ReadEvents(_ context.Context, id string, from, to int64) ([]session.Event, error) {
+func (r *sliceReader) ReadEvents(_ context.Context, id string, from, to int64) ([]wire.Event, error) {
 	r.readCalls++
 	r.from, r.to = from, to
-	return r.evs, nil
+	return session.WireEvents(r.evs), nil
 }
 
 func TestWatchTurnYieldsTextToolsAndEnd(t *testing.T) {
@@ -107,7 +108,7 @@ func TestWatchTurnYieldsTextToolsAndEnd(t *testing.T) {
 	require.True(t, got[8].Call.IsError)
 	require.Equal(t, TurnProgress{Kind: "text", Turn: 3, Step: 2, Text: "done.", Gap: true}, got[9])
 	require.Equal(t, int64(20), got[10].Info.EndSeq)
-	require.Equal(t, r.evs, got[10].Events)
+	require.Equal(t, session.WireEvents(r.evs), got[10].Events)
 	require.Equal(t, [2]int64{10, 20}, [2]int64{r.from, r.to})
 }
 
@@ -164,7 +165,7 @@ func TestAnswerText(t *testing.T) {
 		require.NoError(t, err)
 		return e
 	}
-	require.Equal(t, "second", AnswerText([]session.Event{msg(0, "first"), msg(1, "second")}))
+	require.Equal(t, "second", AnswerText(session.WireEvents([]session.Event{msg(0, "first"), msg(1, "second")})))
 	require.Equal(t, "", AnswerText(nil))
 }
 

@@ -7,13 +7,13 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // ErrNoSuchTurn: a wait for a turn the session's agent cannot answer (the
 // message is neither pending, running nor claimed by a recent turn: never
 // sent, or discarded by a cancel).
-var ErrNoSuchTurn = &Error{Type: workflows.ErrTypeNoSuchTurn}
+var ErrNoSuchTurn = &Error{Type: wire.ErrTypeNoSuchTurn}
 
 // waitMovedPause is the pause before a wait given up for continue-as-new
 // is sent again (to the next run).
@@ -26,15 +26,15 @@ const waitMovedPause = 10 * time.Millisecond
 // gives up to continue as new is sent again, to the next run. A disposed
 // session answers ErrLifecycleDisposed, one that cannot find the turn
 // ErrNoSuchTurn.
-func (c *Client) WaitTurn(ctx context.Context, id string, req workflows.WaitTurnRequest) (workflows.TurnInfo, error) {
+func (c *Client) WaitTurn(ctx context.Context, id string, req wire.WaitTurnRequest) (wire.TurnInfo, error) {
 	for {
-		var info workflows.TurnInfo
-		err := c.update(ctx, id, workflows.UpdateWaitTurn, &info, req)
+		var info wire.TurnInfo
+		err := c.update(ctx, id, wire.UpdateWaitTurn, &info, req)
 		if err = callError("wait for a turn of session", id, err); !moved(err) {
 			return info, err
 		}
 		if err := pause(ctx, waitMovedPause); err != nil {
-			return workflows.TurnInfo{}, err
+			return wire.TurnInfo{}, err
 		}
 	}
 }
@@ -45,7 +45,7 @@ func (c *Client) WaitTurn(ctx context.Context, id string, req workflows.WaitTurn
 // store). The update completes with the workflow task that ends the turn.
 // An empty MessageID is chosen here (a random UUID), so the wait can follow
 // the message to the next run when the session continues as new.
-func (c *Client) RunTurn(ctx context.Context, id string, req workflows.InputRequest) (workflows.InputResult, error) {
+func (c *Client) RunTurn(ctx context.Context, id string, req wire.InputRequest) (wire.InputResult, error) {
 	if req.MessageID == "" {
 		req.MessageID = "msg-" + uuid.NewString()
 	}
@@ -54,16 +54,16 @@ func (c *Client) RunTurn(ctx context.Context, id string, req workflows.InputRequ
 	if !moved(err) {
 		return res, err
 	}
-	info, err := c.WaitTurn(ctx, id, workflows.WaitTurnRequest{MessageID: req.MessageID})
+	info, err := c.WaitTurn(ctx, id, wire.WaitTurnRequest{MessageID: req.MessageID})
 	if err != nil {
-		return workflows.InputResult{}, err
+		return wire.InputResult{}, err
 	}
-	return workflows.InputResult{MessageID: req.MessageID, Target: workflows.TargetNextTurn, SplicedSeq: -1, Ended: &info}, nil
+	return wire.InputResult{MessageID: req.MessageID, Target: wire.TargetNextTurn, SplicedSeq: -1, Ended: &info}, nil
 }
 
 // errTurnWaitMoved is the class of a wait the session gave up to continue
 // as new.
-var errTurnWaitMoved = &Error{Type: workflows.ErrTypeTurnWaitMoved}
+var errTurnWaitMoved = &Error{Type: wire.ErrTypeTurnWaitMoved}
 
 // moved reports a wait the session gave up to continue as new.
 func moved(err error) bool { return errors.Is(err, errTurnWaitMoved) }

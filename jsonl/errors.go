@@ -6,55 +6,6 @@ import (
 	"strings"
 )
 
-// Error is a named store error. Its Error() text is the text FORMAT.md
-// states (the codes are in FORMAT.md §7.1). Match a class with
-// errors.Is(err, ErrNotFound) and friends, or read Code through errors.As.
-type Error struct {
-	// Code is the error class.
-	Code Code
-	// SessionID is the session concerned, when there is one.
-	SessionID string
-	// Path is the raw log or artifact the error is about, when known.
-	Path string
-	// Message is the full error text.
-	Message string
-	// Err is the underlying cause, if any.
-	Err error
-}
-
-// Sentinels for errors.Is. They match any *Error with the same Code.
-var (
-	ErrNotFound          = &Error{Code: CodeNotFound}
-	ErrAlreadyExists     = &Error{Code: CodeAlreadyExists}
-	ErrAlreadyOwned      = &Error{Code: CodeAlreadyOwned}
-	ErrReadOnly          = &Error{Code: CodeReadOnly}
-	ErrHandleClosed      = &Error{Code: CodeHandleClosed}
-	ErrOwnershipLost     = &Error{Code: CodeOwnershipLost}
-	ErrHandleRevoked     = &Error{Code: CodeHandleRevoked}
-	ErrCorrupt           = &Error{Code: CodeCorrupt}
-	ErrFormatUnsupported = &Error{Code: CodeFormatUnsupported}
-	ErrSeqMismatch       = &Error{Code: CodeSeqMismatch}
-	ErrInvalidArgument   = &Error{Code: CodeInvalidArgument}
-	ErrLayout            = &Error{Code: CodeLayout}
-)
-
-// Error returns the reference text.
-func (e *Error) Error() string {
-	if e.Message == "" {
-		return string(e.Code)
-	}
-	return e.Message
-}
-
-// Unwrap returns the cause.
-func (e *Error) Unwrap() error { return e.Err }
-
-// Is matches a sentinel of the same Code.
-func (e *Error) Is(target error) bool {
-	t, ok := target.(*Error)
-	return ok && t.Message == "" && t.Code == e.Code
-}
-
 func newError(code Code, id, format string, args ...any) *Error {
 	return &Error{Code: code, SessionID: id, Message: fmt.Sprintf(format, args...)}
 }

@@ -13,39 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sessionflow/sessionflow/internal/lib/randhex"
-	"github.com/sessionflow/sessionflow/session"
 )
-
-// Lease is the content of a session's lease file (FORMAT.md §6.1).
-type Lease struct {
-	// HandleID is the id of the handle that owns the session (the
-	// HandleRef.HandleID of its write handle). The lease file carries it
-	// under "handleId" and, for readers of the earlier key, under "handle";
-	// either is read (FORMAT.md §6.1).
-	HandleID string `json:"handleId"`
-	// Owner is the workflow that holds the handle.
-	Owner Owner `json:"owner"`
-	// Host and PID identify the process that acquired the lease.
-	Host string `json:"host"`
-	PID  int    `json:"pid"`
-	// AcquiredAt is the acquisition time in Unix milliseconds.
-	AcquiredAt int64 `json:"acquiredAt"`
-	// Pending is set for a created session that has not materialized yet: it
-	// carries what any worker needs to materialize it.
-	Pending *PendingSession `json:"pending,omitempty"`
-	// Unreadable is set, instead of the other fields, on a lease that
-	// ForceUnlock removed although its content could not be decoded (an
-	// empty or damaged session.lock): why it could not.
-	Unreadable string `json:"-"`
-}
-
-// PendingSession is a created, never-materialized session.
-type PendingSession struct {
-	// Header is the header the first write will publish.
-	Header session.Header `json:"header"`
-	// InheritedEventCount is the fork cut of the session.
-	InheritedEventCount int64 `json:"inheritedEventCount"`
-}
 
 // errLeaseHeld reports that the lease file exists (held by someone).
 var errLeaseHeld = errors.New("lease held")

@@ -9,11 +9,6 @@ import (
 	"strconv"
 )
 
-// MaxSafeInteger is the largest integer a JSON number can carry without loss
-// in the reference harness (2^53 - 1). Seqs, times, counts and offsets stay at
-// or below it.
-const MaxSafeInteger = 1<<53 - 1
-
 // Event is one record of a session log: the envelope of FORMAT.md §1.1. Data is the
 // type-specific payload as canonical (compact, lossless) JSON; it is never nil
 // for a valid event.

@@ -2,16 +2,6 @@ package session
 
 import "encoding/json"
 
-// Inbox targets: the pending-message lists an agent/inbox/spliced event
-// changes (FORMAT.md §1.2).
-const (
-	// InboxNextTurn is the list of messages waiting for the next turn.
-	InboxNextTurn = "next-turn"
-	// InboxNextStep is the list of messages waiting for the next step of
-	// the running turn.
-	InboxNextStep = "next-step"
-)
-
 // InboxSplice is the data of an agent/inbox/spliced event (FORMAT.md §1.2):
 // at Start of the Target list, RemovedCount messages are removed and
 // Inserted are put in their place. The workflows write it; a resume

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // invalidArgument is a non-retryable InvalidArgument application error.
@@ -37,7 +39,7 @@ func LoopInactiveError() error {
 
 // AlreadyExistsError is the error of a duplicate live session id.
 func AlreadyExistsError(id string) error {
-	return temporal.NewNonRetryableApplicationError("session "+quoteID(id)+" already exists", ErrTypeAlreadyExists, nil)
+	return temporal.NewNonRetryableApplicationError(wire.AlreadyExistsMessage(id), ErrTypeAlreadyExists, nil)
 }
 
 // MaxTokensText is the error text of an invalid maxTokens (LIFECYCLE.md §4 step 4).

@@ -31,9 +31,3 @@ func (l *lifecycle) forfeitDeadOwner(owned error, open func(workflow.Context) wo
 	}
 	return l.aborts.race(open, hi)
 }
-
-// forfeitDeadOwner reports whether the request asks for dead-owner
-// recovery: absent means yes.
-func (r ResumeSessionRequest) forfeitDeadOwner() bool {
-	return r.ForfeitDeadOwner == nil || *r.ForfeitDeadOwner
-}

@@ -9,9 +9,10 @@ package workflows_test
 import (
 	"context"
 	"encoding/json"
-	"github.com/sessionflow/sessionflow/agent"
 	"testing"
 	"time"
+
+	"github.com/sessionflow/sessionflow/agent"
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"

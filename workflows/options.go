@@ -13,8 +13,6 @@ import (
 // Defaults of Options.
 const (
 	DefaultAppendWindow     = 200 * time.Millisecond
-	DefaultMaxBatchBytes    = 256 << 10
-	MaxMaxBatchBytes        = 1 << 20
 	DefaultActivityTimeout  = 10 * time.Minute
 	DefaultHeartbeatTimeout = 10 * time.Second
 	DefaultMaxAttempts      = 10

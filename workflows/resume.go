@@ -54,7 +54,7 @@ func (l *lifecycle) prepareResume(ctx workflow.Context, req ResumeSessionRequest
 		})
 	}
 	err := l.aborts.race(open, &hi)
-	if err != nil && errorType(err) == string(wire.CodeAlreadyOwned) && req.forfeitDeadOwner() {
+	if err != nil && errorType(err) == string(wire.CodeAlreadyOwned) && req.ForfeitsDeadOwner() {
 		err = l.forfeitDeadOwner(err, open, &hi)
 	}
 	if err != nil {

@@ -18,32 +18,6 @@ import (
 // which carries the recent turns); on disposal, the waiters of a turn that
 // is not running are answered with LifecycleDisposed.
 
-// UpdateWaitTurn waits for a turn to end (a WaitTurnRequest); it returns
-// the ended turn's TurnInfo.
-const UpdateWaitTurn = "WaitTurn"
-
-// ErrTypeNoSuchTurn is the type of a wait for a turn the loop cannot
-// answer: the message is neither pending nor claimed by a recent turn
-// (discarded by a cancel, never sent, or older than the recent turns), or
-// the turn ended before the recent turns.
-const ErrTypeNoSuchTurn = "NoSuchTurn"
-
-// ErrTypeTurnWaitMoved is the type of the answer to a wait the run gave up
-// to continue as new: the wait is to be sent again (it reaches the next
-// run, which answers it).
-const ErrTypeTurnWaitMoved = "TurnWaitMoved"
-
-// WaitTurnRequest is the argument of WaitTurn: exactly one of Turn and
-// MessageID.
-type WaitTurnRequest struct {
-	// Turn is the turn number to wait for (a turn already ended, running,
-	// or still to come).
-	Turn int64 `json:"turn,omitempty"`
-	// MessageID waits for the turn that claims this message (the id
-	// Followup, Steer or Inject returned).
-	MessageID string `json:"messageId,omitempty"`
-}
-
 // waitState is where a waited-for turn stands.
 type waitState int
 

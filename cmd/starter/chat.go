@@ -20,6 +20,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -220,7 +221,7 @@ func (ch *chat) open(ctx context.Context, cwd string, route routeFlags) error {
 	how := "resumed"
 	if errors.Is(err, jsonl.ErrNotFound) {
 		how = "created"
-		s, err = ch.c.Create(ctx, workflows.CreateSessionRequest{SessionID: ch.id, Meta: &workflows.SessionMeta{Cwd: cwd}, AgentOptions: route.options()})
+		s, err = ch.c.Create(ctx, wire.CreateSessionRequest{SessionID: ch.id, Meta: &workflows.SessionMeta{Cwd: cwd}, AgentOptions: route.options()})
 	}
 	if err != nil {
 		return err

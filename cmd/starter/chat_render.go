@@ -12,6 +12,7 @@ import (
 	"github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -81,7 +82,7 @@ func (v *turnView) show(ctx context.Context, p client.TurnProgress) {
 		v.newline()
 		fmt.Fprintln(w, v.ch.toolLine(evs, p.Call))
 	case client.ProgressEnded:
-		v.finishSteps(p.Events, p.Turn, p.Info.Steps)
+		v.finishSteps(sessionEvents(p.Events), p.Turn, p.Info.Steps)
 		v.newline()
 		if p.Info.EndSeq > v.ch.cursor {
 			v.ch.cursor = p.Info.EndSeq
@@ -153,7 +154,17 @@ func (ch *chat) turnEvents(ctx context.Context) []session.Event {
 	if err != nil {
 		return nil
 	}
-	return evs
+	return sessionEvents(evs)
+}
+
+// sessionEvents decodes stored events read as plain envelopes with the
+// session rules; nil when one cannot be decoded.
+func sessionEvents(evs []wire.Event) []session.Event {
+	out, err := session.FromWireEvents(evs)
+	if err != nil {
+		return nil
+	}
+	return out
 }
 
 // toolLine renders a finished tool call on one line: its name, its
@@ -219,7 +230,11 @@ func (ch *chat) history(ctx context.Context) error {
 		fmt.Fprintf(ch.w, "/history reads the store: start the chat with --root DIR or $%s\n", envRoot)
 		return nil
 	}
-	evs, err := ch.reader.ReadEvents(ctx, ch.id, 0, -1)
+	stored, err := ch.reader.ReadEvents(ctx, ch.id, 0, -1)
+	if err != nil {
+		return err
+	}
+	evs, err := session.FromWireEvents(stored)
 	if err != nil {
 		return err
 	}

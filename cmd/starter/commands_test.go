@@ -23,6 +23,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -105,7 +106,7 @@ func TestCreateRequest(t *testing.T) {
 	seed := openTurnEvents(t, false)
 	require.NoError(t, os.WriteFile(seedFile, []byte("\n"+jsonlOf(t, seed...)+"\n"), 0o600))
 
-	build := func(args ...string) workflows.CreateSessionRequest {
+	build := func(args ...string) wire.CreateSessionRequest {
 		t.Helper()
 		var in createInput
 		cmd := newCreateCmd(&app{})
@@ -124,7 +125,7 @@ func TestCreateRequest(t *testing.T) {
 	req := build("--id", "s1", "--cwd", "rel/dir")
 	wd, err := os.Getwd()
 	require.NoError(t, err)
-	require.Equal(t, workflows.CreateSessionRequest{SessionID: "s1", Meta: &workflows.SessionMeta{Cwd: filepath.Join(wd, "rel", "dir")}}, req)
+	require.Equal(t, wire.CreateSessionRequest{SessionID: "s1", Meta: &workflows.SessionMeta{Cwd: filepath.Join(wd, "rel", "dir")}}, req)
 	require.Nil(t, req.Seed, "no seed: a nil seed means unseeded")
 
 	req = build("--id", "s2", "--parent", "p", "--fork-through", "9")
@@ -134,7 +135,7 @@ func TestCreateRequest(t *testing.T) {
 	require.Equal(t, int64(10), req.InheritedEventCount)
 
 	req = build("--id", "s3", "--seed", seedFile)
-	require.Equal(t, seed, req.Seed)
+	require.Equal(t, session.WireEvents(seed), req.Seed)
 	require.False(t, req.Meta.IsSeeded, "an inline seed without a parent is not inherited")
 	require.Zero(t, req.InheritedEventCount)
 

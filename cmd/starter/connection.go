@@ -18,6 +18,7 @@ import (
 	"github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/internal/app/telemetry"
 	"github.com/sessionflow/sessionflow/internal/app/temporalconn"
+	"github.com/sessionflow/sessionflow/session"
 )
 
 // Connection defaults and the environment variable of the task queue; the
@@ -151,6 +152,9 @@ func (a *app) withClientOptions(cmd *cobra.Command, cf *connFlags, co client.Opt
 	co.TaskQueue = conn.TaskQueue
 	co.Namespace = conn.Profile.Namespace
 	co.Router = router
+	// The client leaves the event rules to the session's validator; the
+	// starter refuses a bad line before its batch is sent, with its number.
+	co.ParseLine = session.ParseAppendLineWire
 	return fn(ctx, client.New(tc, co))
 }
 

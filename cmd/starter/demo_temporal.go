@@ -22,6 +22,7 @@ import (
 	"github.com/sessionflow/sessionflow/internal/lib/randhex"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -252,7 +253,7 @@ func runTemporalDemo(ctx context.Context, a *app, df *demoFlags) (err error) {
 
 	id := "demo-" + randhex.String(4)
 	out.step("create session %q (workflow %s), its agent on %s model %s", id, workflows.WorkflowID(id), providerName, modelName)
-	if _, err := c.Create(ctx, workflows.CreateSessionRequest{
+	if _, err := c.Create(ctx, wire.CreateSessionRequest{
 		SessionID:    id,
 		Meta:         &workflows.SessionMeta{Cwd: cwd},
 		AgentOptions: &workflows.AgentOptions{Provider: providerName, Model: modelName},

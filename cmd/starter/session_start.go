@@ -17,6 +17,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -45,8 +46,8 @@ func (r *routeFlags) add(fs *pflag.FlagSet) {
 }
 
 // request builds the CreateSession request; the seed file is read here.
-func (in createInput) request() (workflows.CreateSessionRequest, error) {
-	req := workflows.CreateSessionRequest{SessionID: in.id, Meta: &workflows.SessionMeta{Cwd: in.cwd, ParentSession: in.parent}, AgentOptions: in.route.options()}
+func (in createInput) request() (wire.CreateSessionRequest, error) {
+	req := wire.CreateSessionRequest{SessionID: in.id, Meta: &workflows.SessionMeta{Cwd: in.cwd, ParentSession: in.parent}, AgentOptions: in.route.options()}
 	if in.fork {
 		req.Fork = &workflows.ForkSeed{ParentSessionID: in.parent, Count: in.forkThrough + 1}
 		req.Meta.IsSeeded = true
@@ -57,7 +58,7 @@ func (in createInput) request() (workflows.CreateSessionRequest, error) {
 		if err != nil {
 			return req, err
 		}
-		req.Seed = seed
+		req.Seed = session.WireEvents(seed)
 		if in.parent != "" && len(seed) > 0 {
 			req.Meta.IsSeeded = true
 			req.InheritedEventCount = int64(len(seed))

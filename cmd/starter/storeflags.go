@@ -9,7 +9,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/jsonl"
-	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // addRoot registers --root (described by rootUsage) and --compression on
@@ -75,7 +75,7 @@ type markedReader struct {
 }
 
 // ReadEvents reads through the store of the root's recorded encoding.
-func (m *markedReader) ReadEvents(ctx context.Context, id string, from, to int64) ([]session.Event, error) {
+func (m *markedReader) ReadEvents(ctx context.Context, id string, from, to int64) ([]wire.Event, error) {
 	m.mu.Lock()
 	r := m.marked
 	if r == nil {

@@ -12,14 +12,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionflow/sessionflow/internal/app/cluster"
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 func TestFailoverToTheOtherWorker(t *testing.T) {
 	ctx := ctxT(t)
 	cl := newClient()
 	id := sessionID("failover")
-	s, err := cl.Create(ctx, workflows.CreateSessionRequest{SessionID: id, Options: sessionOptions()})
+	s, err := cl.Create(ctx, wire.CreateSessionRequest{SessionID: id, Options: sessionOptions()})
 	require.NoError(t, err)
 
 	a := startAppender(t, cl, id, s.NextSeq, 1)

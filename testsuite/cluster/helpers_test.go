@@ -169,7 +169,7 @@ func (a *appender) appendOne() error {
 	for attempt := 1; ; attempt++ {
 		sent := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		_, err := a.cl.Append(ctx, a.id, batch)
+		_, err := a.cl.Append(ctx, a.id, session.WireEvents(batch))
 		cancel()
 		if err == nil || (errors.Is(err, client.ErrSeqMismatch) && a.storeHolds(batch)) {
 			a.mu.Lock()

@@ -19,6 +19,7 @@ import (
 	"github.com/sessionflow/sessionflow/internal/app/cluster"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -50,8 +51,8 @@ func TestLifecycleOnCluster(t *testing.T) {
 	id := sessionID("lifecycle")
 	seed := []session.Event{sessiontest.TurnStart(t, 0, 1), sessiontest.AssistantText(t, 1, 1, "seeded"), sessiontest.TurnEnd(t, 2, 1)}
 
-	s, err := cl.Create(ctx, workflows.CreateSessionRequest{
-		SessionID: id, Seed: seed, Meta: &workflows.SessionMeta{Cwd: "/work/cluster"}, Options: sessionOptions(),
+	s, err := cl.Create(ctx, wire.CreateSessionRequest{
+		SessionID: id, Seed: session.WireEvents(seed), Meta: &workflows.SessionMeta{Cwd: "/work/cluster"}, Options: sessionOptions(),
 	})
 	require.NoError(t, err)
 	require.Equal(t, id, s.SessionID)
@@ -60,7 +61,7 @@ func TestLifecycleOnCluster(t *testing.T) {
 	firstRun := s.RunID
 
 	turn := sessiontest.LiveTurn(t, 4, 2, "hello from the cluster")
-	res, err := cl.Append(ctx, id, turn)
+	res, err := cl.Append(ctx, id, session.WireEvents(turn))
 	require.NoError(t, err)
 	require.Equal(t, int64(9), res.NextSeq)
 
@@ -113,7 +114,7 @@ func TestLifecycleOnCluster(t *testing.T) {
 	require.Equal(t, int64(10), r.NextSeq, "the resume stores an end-seed marker")
 	require.Equal(t, int64(9), r.FirstLiveSeq)
 	again := sessiontest.LiveTurn(t, 10, 3, "after the resume")
-	res, err = cl.Append(ctx, id, again)
+	res, err = cl.Append(ctx, id, session.WireEvents(again))
 	require.NoError(t, err)
 	require.Equal(t, int64(15), res.NextSeq)
 	awaitListed(t, cl, id, func(l client.ListedSession) bool {
@@ -160,7 +161,7 @@ func TestAbortOnCluster(t *testing.T) {
 	queue := "abort-" + runTag
 	run, err := lc.Client().ExecuteWorkflow(ctx, temporalclient.StartWorkflowOptions{
 		ID: workflows.WorkflowID(id), TaskQueue: queue,
-	}, workflows.CreateSessionName, workflows.CreateSessionRequest{SessionID: id, Options: sessionOptions()})
+	}, workflows.CreateSessionName, wire.CreateSessionRequest{SessionID: id, Options: sessionOptions()})
 	require.NoError(t, err)
 	cl := client.New(lc.Client(), client.Options{TaskQueue: queue, Namespace: lc.Namespace()})
 	require.NoError(t, cl.Cancel(ctx, id, ""))
@@ -185,7 +186,7 @@ func TestAbortOnCluster(t *testing.T) {
 	require.Nil(t, lease)
 
 	// The id is free: the cluster's workers create it.
-	s, err := newClient().Create(ctx, workflows.CreateSessionRequest{SessionID: id, Options: sessionOptions()})
+	s, err := newClient().Create(ctx, wire.CreateSessionRequest{SessionID: id, Options: sessionOptions()})
 	require.NoError(t, err)
 	require.NotEqual(t, run.GetRunID(), s.RunID)
 	_, err = newClient().Dispose(ctx, id)

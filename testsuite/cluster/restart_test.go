@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // restartUnderLoad creates sessions with an appender each, stops a part of
@@ -25,7 +25,7 @@ func restartUnderLoad(t *testing.T, name string, down func(), up func(context.Co
 	var apps []*appender
 	for i := range sessions {
 		id := sessionID(fmt.Sprintf("%s-%d", name, i))
-		s, err := cl.Create(ctx, workflows.CreateSessionRequest{SessionID: id, Options: sessionOptions()})
+		s, err := cl.Create(ctx, wire.CreateSessionRequest{SessionID: id, Options: sessionOptions()})
 		require.NoError(t, err)
 		apps = append(apps, startAppender(t, cl, id, s.NextSeq, int64(i+1)))
 	}

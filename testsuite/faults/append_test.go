@@ -8,6 +8,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/jsonl/faultfs"
+	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -29,7 +30,7 @@ func TestAppendENOSPCTransient(t *testing.T) {
 
 	ffs.Add(logSync(1))
 	batch := turn(t, s.NextSeq, s.LastTurn+1)
-	res, err := e.c.Append(e.ctx, id, batch)
+	res, err := e.c.Append(e.ctx, id, session.WireEvents(batch))
 	require.NoError(t, err)
 	require.Equal(t, s.NextSeq+2, res.NextSeq)
 	require.Contains(t, ffs.String(), "no space left on device", "the fault fired")
@@ -59,7 +60,7 @@ func TestAppendENOSPCPersistent(t *testing.T) {
 
 	ffs.Add(logSync(0))
 	batch := turn(t, s.NextSeq, s.LastTurn+1)
-	_, err := e.c.Append(e.ctx, id, batch)
+	_, err := e.c.Append(e.ctx, id, session.WireEvents(batch))
 	msg := clientError(t, err, "IOError", "no space left on device")
 	t.Logf("client-visible error: %s", msg)
 
@@ -78,7 +79,7 @@ func TestAppendENOSPCPersistent(t *testing.T) {
 
 	// The fault is gone: the same seqs append, and disposal works.
 	ffs.Reset()
-	res, err := e.c.Append(e.ctx, id, batch)
+	res, err := e.c.Append(e.ctx, id, session.WireEvents(batch))
 	require.NoError(t, err)
 	require.Equal(t, s.NextSeq+2, res.NextSeq)
 	acked = append(acked, batch...)

@@ -41,7 +41,7 @@ func TestCrashDuringLiveAppend(t *testing.T) {
 			id := e.id("crash")
 			s, acked := e.create(id, 0)
 			b1 := turn(t, s.NextSeq, s.LastTurn+1)
-			_, err := e.c.Append(e.ctx, id, b1)
+			_, err := e.c.Append(e.ctx, id, session.WireEvents(b1))
 			require.NoError(t, err)
 			acked = append(acked, b1...)
 
@@ -53,7 +53,7 @@ func TestCrashDuringLiveAppend(t *testing.T) {
 			}
 			done := make(chan result, 1)
 			go func() {
-				res, err := e.c.Append(e.ctx, id, b2)
+				res, err := e.c.Append(e.ctx, id, session.WireEvents(b2))
 				done <- result{res, err}
 			}()
 			deadline := time.Now().Add(opTimeout)
@@ -76,7 +76,7 @@ func TestCrashDuringLiveAppend(t *testing.T) {
 			requireSameEvents(t, acked, e.events(id))
 
 			b3 := turn(t, s.NextSeq+4, s.LastTurn+3)
-			res, err := e.c.Append(e.ctx, id, b3)
+			res, err := e.c.Append(e.ctx, id, session.WireEvents(b3))
 			require.NoError(t, err)
 			require.Equal(t, s.NextSeq+6, res.NextSeq)
 			acked = append(acked, b3...)

@@ -11,7 +11,8 @@ import (
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/jsonl/faultfs"
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // materializeSync is ENOSPC on the fsync of the temp file a log is
@@ -24,8 +25,8 @@ func materializeSync(times int) faultfs.Rule {
 
 // seededCreate is a create whose seed is stored at the commit point, after
 // the setup hook.
-func seededCreate(t *testing.T, id string, hook bool) workflows.CreateSessionRequest {
-	req := workflows.CreateSessionRequest{SessionID: id, Seed: turn(t, 0, 1), Options: options(2)}
+func seededCreate(t *testing.T, id string, hook bool) wire.CreateSessionRequest {
+	req := wire.CreateSessionRequest{SessionID: id, Seed: session.WireEvents(turn(t, 0, 1)), Options: options(2)}
 	if hook {
 		req.SetupActivity = setupHookName
 	}

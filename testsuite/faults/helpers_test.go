@@ -21,6 +21,7 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/testsuite/testdeadline"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -257,7 +258,7 @@ func turn(t *testing.T, seq, n int64) []session.Event {
 // events, all acknowledged by the create.
 func (e *env) create(id string, attempts int32) (*client.Session, []session.Event) {
 	e.t.Helper()
-	s, err := e.c.Create(e.ctx, workflows.CreateSessionRequest{SessionID: id, Seed: turn(e.t, 0, 1), Options: options(attempts)})
+	s, err := e.c.Create(e.ctx, wire.CreateSessionRequest{SessionID: id, Seed: session.WireEvents(turn(e.t, 0, 1)), Options: options(attempts)})
 	require.NoError(e.t, err)
 	stored := e.events(id)
 	require.Len(e.t, stored, int(s.NextSeq))

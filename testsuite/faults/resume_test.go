@@ -24,7 +24,7 @@ func TestResumeEIOOnLogRead(t *testing.T) {
 	id := e.id("resume-eio")
 	s, acked := e.create(id, 2)
 	batch := turn(t, s.NextSeq, s.LastTurn+1)
-	_, err := e.c.Append(e.ctx, id, batch)
+	_, err := e.c.Append(e.ctx, id, session.WireEvents(batch))
 	require.NoError(t, err)
 	acked = append(acked, batch...)
 	_, err = e.c.Dispose(e.ctx, id)

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -35,7 +36,7 @@ func TestAbortSignalAndCancelInOneWorkflowTask(t *testing.T) {
 			id := w.id("abort-task-" + c.typ)
 			wid := workflows.WorkflowID(id)
 			w.hooks.blockSetup(id)
-			run := w.create(workflows.CreateSessionRequest{SessionID: id, Hooks: allHooks})
+			run := w.create(wire.CreateSessionRequest{SessionID: id, Hooks: allHooks})
 			w.awaitSetup(id)
 			require.NoError(t, first.Stop())
 			require.NoError(t, c.send(w, wid))

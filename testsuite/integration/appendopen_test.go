@@ -10,6 +10,7 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -26,7 +27,7 @@ func TestAppendLeavingTurnOpenRefusedWhileAgentRuns(t *testing.T) {
 	w.startWorker()
 	c := w.client()
 	id := w.id("append-open")
-	run := w.create(workflows.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute})
+	run := w.create(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute})
 	info, err := c.WaitReady(w.ctx(), id)
 	require.NoError(t, err)
 	next := info.NextSeq
@@ -41,14 +42,14 @@ func TestAppendLeavingTurnOpenRefusedWhileAgentRuns(t *testing.T) {
 		ev(t, session.TypeStepStart, next+1, map[string]any{"turn": 1, "step": 1}),
 		msg,
 	}
-	_, err = c.Append(w.ctx(), id, open)
+	_, err = c.Append(w.ctx(), id, session.WireEvents(open))
 	require.ErrorIs(t, err, sfclient.ErrTurnLeftOpen)
 	require.Equal(t, `agent "`+id+`" runs its own turns: the append batch leaves turn 1 open (its turn/start at index 0, seq `+
 		jsonInt(next)+`, has no turn/end); append whole turns`, err.Error())
 	require.Len(t, w.storedEvents(id), int(next), "the refused batch was stored")
 
 	// A whole turn is accepted, and the agent's turn follows it.
-	res, err := c.Append(w.ctx(), id, []session.Event{turnStart(t, next, 1), assistantText(t, next+1, 1, "harness turn"), turnEnd(t, next+2, 1)})
+	res, err := c.Append(w.ctx(), id, session.WireEvents([]session.Event{turnStart(t, next, 1), assistantText(t, next+1, 1, "harness turn"), turnEnd(t, next+2, 1)}))
 	require.NoError(t, err)
 	require.Equal(t, next+3, res.NextSeq)
 	turn, err := c.RunTurn(w.ctx(), id, workflows.InputRequest{MessageID: "m1", Content: json.RawMessage(`"hi"`)})
@@ -62,10 +63,10 @@ func TestAppendLeavingTurnOpenRefusedWhileAgentRuns(t *testing.T) {
 	// Without a route, no turn of the agent can nest: the open turn is
 	// stored (a resume closes it).
 	plain := w.id("append-open-plain")
-	prun := w.create(workflows.CreateSessionRequest{SessionID: plain})
+	prun := w.create(wire.CreateSessionRequest{SessionID: plain})
 	info, err = c.WaitReady(w.ctx(), plain)
 	require.NoError(t, err)
-	res, err = c.Append(w.ctx(), plain, []session.Event{turnStart(t, info.NextSeq, 1)})
+	res, err = c.Append(w.ctx(), plain, session.WireEvents([]session.Event{turnStart(t, info.NextSeq, 1)}))
 	require.NoError(t, err)
 	require.Equal(t, info.NextSeq+1, res.NextSeq)
 	_, err = c.Dispose(w.ctx(), plain)

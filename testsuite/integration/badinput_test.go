@@ -16,6 +16,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -42,7 +43,7 @@ func TestAppendPayloadsThatDoNotDecode(t *testing.T) {
 	w := newWorld(t, shared, jsonl.CompressionNone)
 	w.startWorker()
 	id := w.id("badappend")
-	w.create(workflows.CreateSessionRequest{SessionID: id})
+	w.create(wire.CreateSessionRequest{SessionID: id})
 	next := w.waitReady(id).NextSeq
 
 	batch := func(event string) string { return fmt.Sprintf(`{"events":[%s]}`, event) }

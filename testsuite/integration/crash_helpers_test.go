@@ -25,6 +25,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/internal/app/readiness"
 	"github.com/sessionflow/sessionflow/internal/app/temporalconn"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -177,7 +178,7 @@ func attemptsOf(hist *historypb.History, name string) []int32 {
 
 // startTurn creates the session of req, waits until it is live and sends
 // a Followup of text (message id "m1").
-func (w *world) startTurn(req workflows.CreateSessionRequest, text string) (client.WorkflowRun, workflows.InputResult) {
+func (w *world) startTurn(req wire.CreateSessionRequest, text string) (client.WorkflowRun, workflows.InputResult) {
 	w.t.Helper()
 	run := w.create(req)
 	w.awaitLive(req.SessionID)

@@ -21,6 +21,7 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -90,7 +91,7 @@ func TestCrashMidStream(t *testing.T) {
 	first := w.startProc(workerBin, "--provider-script", stalled, "--log-level", "warn")
 	id := w.id("crash-stream")
 	wid := workflows.WorkflowID(id)
-	run, in := w.startTurn(workflows.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Options: crashOptions}, "stream it")
+	run, in := w.startTurn(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Options: crashOptions}, "stream it")
 	c := w.client()
 	shown := ""
 	for p, err := range c.WatchTurn(w.ctx(), id, in.MessageID, sfclient.WatchOptions{Interval: 20 * time.Millisecond}) {
@@ -156,7 +157,7 @@ func TestCrashMidToolNotIdempotent(t *testing.T) {
 	first := w.startProc(workerBin, args...)
 	id := w.id("crash-tool-unknown")
 	wid := workflows.WorkflowID(id)
-	run, in := w.startTurn(workflows.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Options: crashOptions, Meta: &workflows.SessionMeta{Cwd: cwd}}, "run it")
+	run, in := w.startTurn(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Options: crashOptions, Meta: &workflows.SessionMeta{Cwd: cwd}}, "run it")
 	require.True(t, awaitCtx(w.ctx(), func() bool { return lines(t, filepath.Join(cwd, "runs.txt")) == 1 }), "the command never ran")
 	first.kill()
 	before := readAll(t, w, id)
@@ -216,7 +217,7 @@ func TestCrashMidToolIdempotent(t *testing.T) {
 	first := w.startProc(crashBin, "--provider-script", script)
 	id := w.id("crash-tool-rerun")
 	wid := workflows.WorkflowID(id)
-	run, in := w.startTurn(workflows.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Options: crashOptions, Meta: &workflows.SessionMeta{Cwd: cwd}}, "count")
+	run, in := w.startTurn(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Options: crashOptions, Meta: &workflows.SessionMeta{Cwd: cwd}}, "count")
 	c := w.client()
 	require.True(t, awaitCtx(w.ctx(), func() bool {
 		st, err := c.LoopState(w.ctx(), id)
@@ -275,7 +276,7 @@ func TestCrashWorkflowDiesMidTurn(t *testing.T) {
 	first := w.startProc(workerBin, "--provider-script", script, "--enable-run-command", "--log-level", "warn")
 	id := w.id("crash-workflow")
 	wid := workflows.WorkflowID(id)
-	run, _ := w.startTurn(workflows.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Options: crashOptions, Meta: &workflows.SessionMeta{Cwd: cwd}}, "run it")
+	run, _ := w.startTurn(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Options: crashOptions, Meta: &workflows.SessionMeta{Cwd: cwd}}, "run it")
 	require.True(t, awaitCtx(w.ctx(), func() bool { return lines(t, filepath.Join(cwd, "runs.txt")) == 1 }), "the command never ran")
 	first.kill()
 	require.NoError(t, w.c.TerminateWorkflow(w.ctx(), wid, run.GetRunID(), "the machine crashed"))

@@ -14,12 +14,13 @@ import (
 
 	sfclient "github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // updateWithStartReady sends a start and WaitReady in one request, as a
 // client in any language does, and returns the update's outcome.
-func (w *world) updateWithStartReady(req workflows.CreateSessionRequest) (workflows.SessionInfo, error) {
+func (w *world) updateWithStartReady(req wire.CreateSessionRequest) (workflows.SessionInfo, error) {
 	w.t.Helper()
 	wid := workflows.WorkflowID(req.SessionID)
 	w.track(wid)
@@ -44,7 +45,7 @@ func TestFailedCreateAnswersOnceClosed(t *testing.T) {
 	id := w.id("failclosed")
 	wid := workflows.WorkflowID(id)
 	w.hooks.failSetup(id, temporal.NewNonRetryableApplicationError("setup refused", "SetupRefused", nil))
-	req := workflows.CreateSessionRequest{SessionID: id, Hooks: workflows.Hooks{SetupActivity: hookSetup, DisposeActivity: hookDispose}}
+	req := wire.CreateSessionRequest{SessionID: id, Hooks: workflows.Hooks{SetupActivity: hookSetup, DisposeActivity: hookDispose}}
 
 	_, err := w.updateWithStartReady(req)
 	requireAppError(t, err, "setup refused", "SetupRefused")
@@ -68,7 +69,7 @@ func TestWaitReadyAfterTheRunFailed(t *testing.T) {
 	w.startWorker()
 	id := w.id("failthenwait")
 	w.hooks.failSetup(id, temporal.NewNonRetryableApplicationError("setup refused", "SetupRefused", nil))
-	run := w.create(workflows.CreateSessionRequest{SessionID: id, Hooks: workflows.Hooks{SetupActivity: hookSetup}})
+	run := w.create(wire.CreateSessionRequest{SessionID: id, Hooks: workflows.Hooks{SetupActivity: hookSetup}})
 	requireAppError(t, run.Get(w.ctx(), nil), "setup refused", "SetupRefused")
 
 	// WaitReady sent after the run failed finds no run to update; the
@@ -82,7 +83,7 @@ func TestWaitReadyAfterTheRunFailed(t *testing.T) {
 
 	// A disposed session's completed run is not a failure, but not live.
 	id2 := w.id("disposedthenwait")
-	w.create(workflows.CreateSessionRequest{SessionID: id2})
+	w.create(wire.CreateSessionRequest{SessionID: id2})
 	w.waitReady(id2)
 	w.dispose(id2)
 	require.NoError(t, w.c.GetWorkflow(w.ctx(), workflows.WorkflowID(id2), "").Get(w.ctx(), nil))

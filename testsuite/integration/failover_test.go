@@ -15,6 +15,7 @@ import (
 	sfclient "github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -44,7 +45,7 @@ func (a *failoverAppender) run(ctx context.Context, c *sfclient.Client) {
 		ev.Ignorable = true
 		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		sent := time.Now()
-		_, err = c.Append(actx, a.id, []session.Event{ev})
+		_, err = c.Append(actx, a.id, session.WireEvents([]session.Event{ev}))
 		cancel()
 		switch {
 		case err == nil:
@@ -125,7 +126,7 @@ func TestFailoverAfterKill(t *testing.T) {
 	for i := range appenders {
 		id := w.id("failover-" + string(rune('a'+i)))
 		w.track(workflows.WorkflowID(id))
-		s, err := c.Create(w.ctx(), workflows.CreateSessionRequest{SessionID: id})
+		s, err := c.Create(w.ctx(), wire.CreateSessionRequest{SessionID: id})
 		require.NoError(t, err)
 		appenders[i] = &failoverAppender{id: id, next: s.NextSeq}
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/sessionflow/sessionflow/internal/app/workerapp"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // startLimitedWorker runs a worker like startWorker whose store keeps at
@@ -56,7 +56,7 @@ func TestManyLiveSessionsWithFewDescriptors(t *testing.T) {
 	next := make([]int64, sessions)
 	for n := range sessions {
 		ids[n] = w.id(fmt.Sprintf("fleet-%02d", n))
-		w.create(workflows.CreateSessionRequest{SessionID: ids[n]})
+		w.create(wire.CreateSessionRequest{SessionID: ids[n]})
 		next[n] = w.waitReady(ids[n]).NextSeq
 	}
 	rng := rand.New(rand.NewPCG(3, 4))

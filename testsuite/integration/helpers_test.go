@@ -24,6 +24,7 @@ import (
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
 	"github.com/sessionflow/sessionflow/testsuite/testdeadline"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -309,7 +310,7 @@ func (w *world) startWorkflow(workflowID, name string, arg any) client.WorkflowR
 }
 
 // create starts CreateSession for req.SessionID.
-func (w *world) create(req workflows.CreateSessionRequest) client.WorkflowRun {
+func (w *world) create(req wire.CreateSessionRequest) client.WorkflowRun {
 	w.t.Helper()
 	return w.startWorkflow(workflows.WorkflowID(req.SessionID), workflows.CreateSessionName, req)
 }

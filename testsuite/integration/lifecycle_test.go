@@ -16,6 +16,7 @@ import (
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -56,9 +57,9 @@ func TestCreateAppendDispose(t *testing.T) {
 	wid := workflows.WorkflowID(id)
 	w.hooks.todoSetup(id)
 	seed := []session.Event{turnStart(t, 0, 1), assistantText(t, 1, 1, "seeded"), turnEnd(t, 2, 1)}
-	run := w.create(workflows.CreateSessionRequest{
+	run := w.create(wire.CreateSessionRequest{
 		SessionID: id,
-		Seed:      seed,
+		Seed:      session.WireEvents(seed),
 		Meta:      &workflows.SessionMeta{Cwd: "/work/project"},
 		Hooks:     allHooks,
 		// A window long enough that three appends sent one after the
@@ -213,7 +214,7 @@ func TestCancelDuringSetupAborts(t *testing.T) {
 	id := w.id("abort")
 	wid := workflows.WorkflowID(id)
 	w.hooks.blockSetup(id)
-	run := w.create(workflows.CreateSessionRequest{SessionID: id, Hooks: allHooks})
+	run := w.create(wire.CreateSessionRequest{SessionID: id, Hooks: allHooks})
 	w.awaitSetup(id)
 	require.NotNil(t, w.lease(id), "the handle is held during setup")
 	d := w.describe(id)
@@ -236,7 +237,7 @@ func TestCancelDuringSetupAborts(t *testing.T) {
 	require.Equal(t, []string{"setup", "dispose:rollback"}, w.hooks.log(id))
 
 	// The id is reusable: a new run creates, appends and disposes it.
-	run2 := w.create(workflows.CreateSessionRequest{SessionID: id})
+	run2 := w.create(wire.CreateSessionRequest{SessionID: id})
 	require.NotEqual(t, run.GetRunID(), run2.GetRunID())
 	w.waitReady(id)
 	turn := liveTurn(t, 0, 1, "second life")
@@ -253,9 +254,9 @@ func TestSetupFailureRollsBack(t *testing.T) {
 	w.startWorker()
 	id := w.id("setupfail")
 	w.hooks.failSetup(id, temporal.NewNonRetryableApplicationError("setup refused", "SetupRefused", nil))
-	run := w.create(workflows.CreateSessionRequest{
+	run := w.create(wire.CreateSessionRequest{
 		SessionID: id,
-		Seed:      liveTurn(t, 0, 1, "never stored"),
+		Seed:      session.WireEvents(liveTurn(t, 0, 1, "never stored")),
 		Hooks:     allHooks,
 	})
 	err := run.Get(w.ctx(), nil)
@@ -278,7 +279,7 @@ func TestOwnerUnloadDuringSetup(t *testing.T) {
 	id := w.id("unload")
 	wid := workflows.WorkflowID(id)
 	w.hooks.blockSetup(id)
-	run := w.create(workflows.CreateSessionRequest{SessionID: id, Hooks: allHooks})
+	run := w.create(wire.CreateSessionRequest{SessionID: id, Hooks: allHooks})
 	w.awaitSetup(id)
 	require.NoError(t, w.c.SignalWorkflow(w.ctx(), wid, "", workflows.SignalOwnerUnload, nil))
 	err := run.Get(w.ctx(), nil)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -145,7 +146,7 @@ func TestWorkerRestartDuringLiveSession(t *testing.T) {
 	first := w.startWorker()
 	id := w.id("restart")
 	wid := workflows.WorkflowID(id)
-	run := w.create(workflows.CreateSessionRequest{SessionID: id, Options: &workflows.Options{AppendWindowMs: 500}})
+	run := w.create(wire.CreateSessionRequest{SessionID: id, Options: &workflows.Options{AppendWindowMs: 500}})
 	info := w.waitReady(id)
 	one := liveTurn(t, 0, 1, "before the restart")
 	require.Equal(t, int64(5), w.appendEvents(id, one).NextSeq)
@@ -181,7 +182,7 @@ func TestContinueAsNewKeepsTheSession(t *testing.T) {
 	w.startWorker()
 	id := w.id("can")
 	wid := workflows.WorkflowID(id)
-	run := w.create(workflows.CreateSessionRequest{
+	run := w.create(wire.CreateSessionRequest{
 		SessionID: id,
 		Hooks:     workflows.Hooks{DisposeActivity: hookDispose},
 		Options:   &workflows.Options{AppendWindowMs: 50},

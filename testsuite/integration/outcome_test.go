@@ -13,7 +13,7 @@ import (
 	sfclient "github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 func TestAppendWithoutWorkerThenRetry(t *testing.T) {
@@ -21,14 +21,14 @@ func TestAppendWithoutWorkerThenRetry(t *testing.T) {
 	w := newWorld(t, shared, jsonl.CompressionNone)
 	first := w.startWorker()
 	id := w.id("nowork")
-	w.create(workflows.CreateSessionRequest{SessionID: id})
+	w.create(wire.CreateSessionRequest{SessionID: id})
 	next := w.waitReady(id).NextSeq
 	require.NoError(t, first.Stop())
 
 	c := sfclient.New(w.c, sfclient.Options{TaskQueue: w.taskQueue})
 	batch := []session.Event{turnStart(t, next, 1), turnEnd(t, next+1, 1)}
 	ctx, cancel := context.WithTimeout(w.ctx(), 2*time.Second)
-	_, err := c.Append(ctx, id, batch)
+	_, err := c.Append(ctx, id, session.WireEvents(batch))
 	cancel()
 	require.ErrorIs(t, err, sfclient.ErrOutcomeUnknown)
 	require.Equal(t, `append to session "`+id+`": outcome unknown: no answer before the call ended (is a worker running?); `+
@@ -43,7 +43,7 @@ func TestAppendWithoutWorkerThenRetry(t *testing.T) {
 	}
 	retried := make(chan outcome, 1)
 	go func() {
-		res, err := c.Append(w.ctx(), id, batch)
+		res, err := c.Append(w.ctx(), id, session.WireEvents(batch))
 		retried <- outcome{res, err}
 	}()
 	time.Sleep(time.Second)

@@ -16,6 +16,7 @@ import (
 	"github.com/sessionflow/sessionflow/agent"
 	sfclient "github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/provider/scripted"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -43,7 +44,7 @@ func recordTurnCrash(t *testing.T, w *world) []fixture {
 	proc := w.startProc(crashBin, "--provider-script", stalled)
 	id := w.id("rec-turn-crash")
 	wid := workflows.WorkflowID(id)
-	run, in := w.startTurn(workflows.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Options: crashOptions, Meta: &workflows.SessionMeta{Cwd: cwd}}, "count")
+	run, in := w.startTurn(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Options: crashOptions, Meta: &workflows.SessionMeta{Cwd: cwd}}, "count")
 	c := w.client()
 	for p, err := range c.WatchTurn(w.ctx(), id, in.MessageID, sfclient.WatchOptions{Interval: 20 * time.Millisecond}) {
 		require.NoError(t, err)
@@ -97,7 +98,7 @@ func init() {
 func recordTurnMaxTokensSteer(t *testing.T, w *world) []fixture {
 	id := w.id("rec-turn-maxtokens")
 	wid := workflows.WorkflowID(id)
-	run, in := w.startTurn(workflows.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Meta: &workflows.SessionMeta{Cwd: t.TempDir()}}, "list")
+	run, in := w.startTurn(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Meta: &workflows.SessionMeta{Cwd: t.TempDir()}}, "list")
 	c := w.client()
 	for p, err := range c.WatchTurn(w.ctx(), id, in.MessageID, sfclient.WatchOptions{Interval: 20 * time.Millisecond}) {
 		require.NoError(t, err)

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -24,7 +25,7 @@ func init() {
 func recordResumeForfeitDeadOwner(t *testing.T, w *world) []fixture {
 	id := w.id("rec-forfeit")
 	wid := workflows.WorkflowID(id)
-	first := w.create(workflows.CreateSessionRequest{SessionID: id})
+	first := w.create(wire.CreateSessionRequest{SessionID: id})
 	w.awaitLive(id)
 	w.appendEvents(id, liveTurn(t, 0, 1, "before the crash"))
 	require.NoError(t, w.c.TerminateWorkflow(w.ctx(), wid, first.GetRunID(), "the harness crashed"))
@@ -46,7 +47,7 @@ func recordResumeForfeitDeadOwner(t *testing.T, w *world) []fixture {
 func recordCreateForeignWorkflowID(t *testing.T, w *world) []fixture {
 	id := w.id("rec-foreign")
 	wid := "foreign-" + id
-	run := w.startWorkflow(wid, workflows.CreateSessionName, workflows.CreateSessionRequest{SessionID: id})
+	run := w.startWorkflow(wid, workflows.CreateSessionName, wire.CreateSessionRequest{SessionID: id})
 	requireAppError(t, run.Get(w.ctx(), nil),
 		`session "`+id+`" must run under workflow id "session/`+id+`", not "`+wid+`" (docs/API.md: Workflow ids)`, workflows.ErrTypeInvalidArgument)
 	w.requireNothingStored(id)

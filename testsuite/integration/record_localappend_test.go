@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -24,7 +25,7 @@ func init() {
 func recordAppendLocal(t *testing.T, w *world) []fixture {
 	id := w.id("rec-local")
 	wid := workflows.WorkflowID(id)
-	run := w.create(workflows.CreateSessionRequest{SessionID: id, Options: &workflows.Options{MaxBatchBytes: 1 << 20}})
+	run := w.create(wire.CreateSessionRequest{SessionID: id, Options: &workflows.Options{MaxBatchBytes: 1 << 20}})
 	w.awaitLive(id)
 	turn := liveTurn(t, 0, 1, "hello")
 	w.appendEvents(id, turn[:2])
@@ -43,7 +44,7 @@ func recordAppendLocal(t *testing.T, w *world) []fixture {
 func recordAppendActivityOption(t *testing.T, w *world) []fixture {
 	id := w.id("rec-activity-appends")
 	wid := workflows.WorkflowID(id)
-	run := w.create(workflows.CreateSessionRequest{SessionID: id, Options: &workflows.Options{ActivityAppends: true}})
+	run := w.create(wire.CreateSessionRequest{SessionID: id, Options: &workflows.Options{ActivityAppends: true}})
 	w.awaitLive(id)
 	turn := liveTurn(t, 0, 1, "hello")
 	w.appendEvents(id, turn[:2])

@@ -23,6 +23,7 @@ import (
 	"github.com/sessionflow/sessionflow/internal/app/workerapp"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -81,9 +82,9 @@ func recordCreate(t *testing.T, w *world) []fixture {
 	id := w.id("rec-create")
 	wid := workflows.WorkflowID(id)
 	w.hooks.todoSetup(id)
-	run := w.create(workflows.CreateSessionRequest{
+	run := w.create(wire.CreateSessionRequest{
 		SessionID: id,
-		Seed:      []session.Event{turnStart(t, 0, 1), assistantText(t, 1, 1, "seeded"), turnEnd(t, 2, 1)},
+		Seed:      session.WireEvents([]session.Event{turnStart(t, 0, 1), assistantText(t, 1, 1, "seeded"), turnEnd(t, 2, 1)}),
 		Meta:      &workflows.SessionMeta{Cwd: "/work/project"},
 		Hooks:     allHooks,
 		Options:   &workflows.Options{AppendWindowMs: 2000},
@@ -111,7 +112,7 @@ func recordCreate(t *testing.T, w *world) []fixture {
 func recordCreateSearchAttributes(t *testing.T, w *world) []fixture {
 	id := w.id("rec-create-sa")
 	wid := workflows.WorkflowID(id)
-	run := w.create(workflows.CreateSessionRequest{
+	run := w.create(wire.CreateSessionRequest{
 		SessionID: id,
 		Meta:      &workflows.SessionMeta{Cwd: "/work/project"},
 		Options:   &workflows.Options{SearchAttributes: true},
@@ -130,7 +131,7 @@ func recordCreateSearchAttributes(t *testing.T, w *world) []fixture {
 func recordAppendGroupCommit(t *testing.T, w *world) []fixture {
 	id := w.id("rec-group-commit")
 	wid := workflows.WorkflowID(id)
-	run := w.create(workflows.CreateSessionRequest{SessionID: id})
+	run := w.create(wire.CreateSessionRequest{SessionID: id})
 	w.awaitLive(id)
 	turn := liveTurn(t, 0, 1, "hello")
 	for _, batch := range [][]session.Event{turn[:2], turn[2:4], turn[4:]} {
@@ -160,7 +161,7 @@ func recordResumeRepair(t *testing.T, w *world) []fixture {
 func recordSetupFailure(t *testing.T, w *world) []fixture {
 	id := w.id("rec-setupfail")
 	w.hooks.failSetup(id, temporal.NewNonRetryableApplicationError("setup refused", "SetupRefused", nil))
-	run := w.create(workflows.CreateSessionRequest{SessionID: id, Seed: liveTurn(t, 0, 1, "never stored"), Hooks: allHooks})
+	run := w.create(wire.CreateSessionRequest{SessionID: id, Seed: session.WireEvents(liveTurn(t, 0, 1, "never stored")), Hooks: allHooks})
 	requireAppError(t, run.Get(w.ctx(), nil), "setup refused", "SetupRefused")
 	return only("setup-failure", workflows.WorkflowID(id), run)
 }
@@ -171,7 +172,7 @@ func recordSetupFailure(t *testing.T, w *world) []fixture {
 func recordSeedRefused(t *testing.T, w *world) []fixture {
 	id := w.id("rec-seedrules")
 	bad := session.Event{Type: session.TypeTurnStart, Seq: 0, Time: 1, Data: []byte(`{}`)}
-	run := w.create(workflows.CreateSessionRequest{SessionID: id, Seed: []session.Event{bad}, Hooks: allHooks})
+	run := w.create(wire.CreateSessionRequest{SessionID: id, Seed: session.WireEvents([]session.Event{bad}), Hooks: allHooks})
 	requireAppError(t, run.Get(w.ctx(), nil),
 		`invalid session event at index 0 (seq 0, type "turn/start"): crash repair could not read it: turn/start event (seq 0): data lacks "turn"`,
 		workflows.ErrTypeInvalidArgument)
@@ -184,7 +185,7 @@ func recordSeedRefused(t *testing.T, w *world) []fixture {
 func recordSetupEventsRefused(t *testing.T, w *world) []fixture {
 	id := w.id("rec-setuprules")
 	w.hooks.badSetup(id)
-	run := w.create(workflows.CreateSessionRequest{SessionID: id, Hooks: allHooks})
+	run := w.create(wire.CreateSessionRequest{SessionID: id, Hooks: allHooks})
 	requireAppError(t, run.Get(w.ctx(), nil),
 		`setup events: invalid session event at index 0 (seq 0, type "turn/start"): crash repair could not read it: turn/start event (seq 0): data.turn must be a safe integer >= 1, got 0`,
 		workflows.ErrTypeInvalidArgument)
@@ -195,7 +196,7 @@ func recordSetupEventsRefused(t *testing.T, w *world) []fixture {
 func recordAbortDuringSetup(t *testing.T, w *world) []fixture {
 	id := w.id("rec-abort")
 	w.hooks.blockSetup(id)
-	run := w.create(workflows.CreateSessionRequest{SessionID: id, Hooks: allHooks})
+	run := w.create(wire.CreateSessionRequest{SessionID: id, Hooks: allHooks})
 	w.awaitSetup(id)
 	require.NoError(t, w.c.CancelWorkflow(w.ctx(), workflows.WorkflowID(id), ""))
 	requireAppError(t, run.Get(w.ctx(), nil), `agent "`+id+`" creation aborted`, "AbortError")
@@ -206,7 +207,7 @@ func recordAbortDuringSetup(t *testing.T, w *world) []fixture {
 func recordOwnerUnload(t *testing.T, w *world) []fixture {
 	id := w.id("rec-unload")
 	w.hooks.blockSetup(id)
-	run := w.create(workflows.CreateSessionRequest{SessionID: id, Hooks: allHooks})
+	run := w.create(wire.CreateSessionRequest{SessionID: id, Hooks: allHooks})
 	w.awaitSetup(id)
 	require.NoError(t, w.c.SignalWorkflow(w.ctx(), workflows.WorkflowID(id), "", workflows.SignalOwnerUnload, nil))
 	requireAppError(t, run.Get(w.ctx(), nil), `agent "`+id+`" setup aborted: owner disposed during setup`, "OwnerDisposed")
@@ -218,7 +219,7 @@ func recordOwnerUnload(t *testing.T, w *world) []fixture {
 func recordDispose(t *testing.T, w *world) []fixture {
 	id := w.id("rec-dispose")
 	wid := workflows.WorkflowID(id)
-	run := w.create(workflows.CreateSessionRequest{
+	run := w.create(wire.CreateSessionRequest{
 		SessionID: id,
 		Hooks:     workflows.Hooks{DisposeActivity: hookDispose},
 		Options:   &workflows.Options{AppendWindowMs: 600_000},
@@ -239,7 +240,7 @@ func recordDispose(t *testing.T, w *world) []fixture {
 func recordDisposeCancel(t *testing.T, w *world) []fixture {
 	id := w.id("rec-cancel")
 	wid := workflows.WorkflowID(id)
-	run := w.create(workflows.CreateSessionRequest{SessionID: id, Hooks: workflows.Hooks{DisposeActivity: hookDispose}})
+	run := w.create(wire.CreateSessionRequest{SessionID: id, Hooks: workflows.Hooks{DisposeActivity: hookDispose}})
 	w.awaitLive(id)
 	w.waitReady(id)
 	w.appendEvents(id, liveTurn(t, 0, 1, "then cancelled"))
@@ -294,7 +295,7 @@ func recordLoopDeactivation(t *testing.T, w *world) []fixture {
 func recordContinueAsNew(t *testing.T, w *world) []fixture {
 	id := w.id("rec-can")
 	wid := workflows.WorkflowID(id)
-	run := w.create(workflows.CreateSessionRequest{
+	run := w.create(wire.CreateSessionRequest{
 		SessionID: id,
 		Hooks:     workflows.Hooks{DisposeActivity: hookDispose},
 		Options:   &workflows.Options{AppendWindowMs: 50},

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -26,7 +27,7 @@ const thresholdEvents = 100
 func recordContinueAsNewThreshold(t *testing.T, w *world) []fixture {
 	id := w.id("rec-can-threshold")
 	wid := workflows.WorkflowID(id)
-	run := w.create(workflows.CreateSessionRequest{
+	run := w.create(wire.CreateSessionRequest{
 		SessionID: id,
 		Options:   &workflows.Options{ContinueAsNewEvents: thresholdEvents},
 	})

@@ -19,6 +19,7 @@ import (
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -62,7 +63,7 @@ func recordTurnTools(t *testing.T, w *world) []fixture {
 	wid := workflows.WorkflowID(id)
 	cwd := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(cwd, "a.txt"), []byte("alpha\n"), 0o644))
-	run := w.create(workflows.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Meta: &workflows.SessionMeta{Cwd: cwd}})
+	run := w.create(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Meta: &workflows.SessionMeta{Cwd: cwd}})
 	w.awaitLive(id)
 	c := w.client()
 	in, err := c.Followup(w.ctx(), id, workflows.InputRequest{MessageID: "m1", Content: json.RawMessage(`"read a.txt"`)})
@@ -107,7 +108,7 @@ func recordTurnTools(t *testing.T, w *world) []fixture {
 func recordTurnCancel(t *testing.T, w *world) []fixture {
 	id := w.id("rec-turn-cancel")
 	wid := workflows.WorkflowID(id)
-	run := w.create(workflows.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute})
+	run := w.create(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute})
 	w.awaitLive(id)
 	c := w.client()
 	in, err := c.Followup(w.ctx(), id, workflows.InputRequest{MessageID: "m1", Content: json.RawMessage(`"tell me"`)})
@@ -137,7 +138,9 @@ func recordTurnCancel(t *testing.T, w *world) []fixture {
 
 func readAll(t *testing.T, w *world, id string) []session.Event {
 	t.Helper()
-	evs, err := sfclient.StoreReader(w.store).ReadEvents(w.ctx(), id, 0, -1)
+	stored, err := sfclient.StoreReader(w.store).ReadEvents(w.ctx(), id, 0, -1)
+	require.NoError(t, err)
+	evs, err := session.FromWireEvents(stored)
 	require.NoError(t, err)
 	return evs
 }
@@ -157,7 +160,7 @@ func eventTypes(evs []session.Event) []string {
 func recordTurnContinueAsNew(t *testing.T, w *world) []fixture {
 	id := w.id("rec-turn-can")
 	wid := workflows.WorkflowID(id)
-	run := w.create(workflows.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute})
+	run := w.create(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute})
 	w.awaitLive(id)
 	latest := func() string {
 		desc, err := w.c.DescribeWorkflow(w.ctx(), wid, "")

@@ -14,6 +14,7 @@ import (
 
 	sfclient "github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/provider/scripted"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -28,7 +29,7 @@ func init() {
 func recordTurnWait(t *testing.T, w *world) []fixture {
 	id := w.id("rec-turn-wait")
 	wid := workflows.WorkflowID(id)
-	run := w.create(workflows.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute})
+	run := w.create(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute})
 	w.awaitLive(id)
 	c := w.client()
 	res, err := c.RunTurn(w.ctx(), id, workflows.InputRequest{MessageID: "m1", Content: json.RawMessage(`"wait for me"`)})

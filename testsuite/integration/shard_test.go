@@ -16,6 +16,7 @@ import (
 	"github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -69,7 +70,7 @@ func TestShardRouterTwoShards(t *testing.T) {
 	create := func(id string, opts ...client.CallOption) {
 		t.Helper()
 		wa.track(workflows.WorkflowID(id))
-		s, err := sf.Create(wa.ctx(), workflows.CreateSessionRequest{SessionID: id}, opts...)
+		s, err := sf.Create(wa.ctx(), wire.CreateSessionRequest{SessionID: id}, opts...)
 		require.NoError(t, err, id)
 		next[id] = s.NextSeq
 	}
@@ -89,7 +90,7 @@ func TestShardRouterTwoShards(t *testing.T) {
 	}
 	appendOK := func(id string, evs []session.Event) {
 		t.Helper()
-		res, err := sf.Append(wa.ctx(), id, evs)
+		res, err := sf.Append(wa.ctx(), id, session.WireEvents(evs))
 		require.NoError(t, err, id)
 		require.Equal(t, evs[len(evs)-1].Seq+1, res.NextSeq, id)
 		next[id] = res.NextSeq
@@ -114,7 +115,7 @@ func TestShardRouterTwoShards(t *testing.T) {
 	for _, id := range onB {
 		evs := batch(id, 2)
 		ctx, cancel := context.WithTimeout(wa.ctx(), 3*time.Second)
-		_, err := sf.Append(ctx, id, evs)
+		_, err := sf.Append(ctx, id, session.WireEvents(evs))
 		cancel()
 		require.ErrorIs(t, err, client.ErrOutcomeUnknown, "an append to %s on the stopped shard", id)
 		pending[id] = evs

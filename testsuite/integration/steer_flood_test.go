@@ -23,6 +23,7 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -118,7 +119,7 @@ func (w *world) logDeliveries(firstRunID, id string, dup []string) {
 // log.
 func floodSession(t *testing.T, w *world, id string) {
 	c := w.client()
-	run, _ := w.startTurn(workflows.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute}, "start")
+	run, _ := w.startTurn(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute}, "start")
 
 	var (
 		mu    sync.Mutex

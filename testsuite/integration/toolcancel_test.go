@@ -25,6 +25,7 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -44,7 +45,7 @@ func init() {
 func recordTurnCancelTool(t *testing.T, w *world) []fixture {
 	id := w.id("rec-turn-cancel-tool")
 	cwd := t.TempDir()
-	run := w.create(workflows.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Meta: &workflows.SessionMeta{Cwd: cwd}})
+	run := w.create(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Meta: &workflows.SessionMeta{Cwd: cwd}})
 	w.awaitLive(id)
 	c := w.client()
 	_, err := c.Followup(w.ctx(), id, workflows.InputRequest{MessageID: "m1", Content: json.RawMessage(`"run it"`)})
@@ -134,7 +135,7 @@ func startLongCommand(t *testing.T, name string) (w *world, id, cwd string, run 
 	w.startWorker()
 	id = w.id(name)
 	cwd = t.TempDir()
-	r := w.create(workflows.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Meta: &workflows.SessionMeta{Cwd: cwd}})
+	r := w.create(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Meta: &workflows.SessionMeta{Cwd: cwd}})
 	w.awaitLive(id)
 	_, err = w.client().Followup(w.ctx(), id, workflows.InputRequest{Content: json.RawMessage(`"run it"`)})
 	require.NoError(t, err)
@@ -210,7 +211,7 @@ func TestRunCommandTimesOutBeforeItsActivityOnServer(t *testing.T) {
 	w.agent.EnableRunCommand = true
 	w.startWorker()
 	id := w.id("command-activity-timeout")
-	run := w.create(workflows.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute,
+	run := w.create(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute,
 		Meta: &workflows.SessionMeta{Cwd: t.TempDir()}, Options: &workflows.Options{ActivityTimeoutMs: 20000}})
 	w.awaitLive(id)
 	c := w.client()

@@ -27,6 +27,7 @@ import (
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/tool"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -155,7 +156,7 @@ func TestTurnTraceAcrossWorkerRestart(t *testing.T) {
 	traced := sfclient.New(tc, sfclient.Options{TaskQueue: w.taskQueue})
 
 	id := w.id("trace-restart")
-	run := w.create(workflows.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute,
+	run := w.create(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute,
 		Meta: &workflows.SessionMeta{Cwd: t.TempDir()}, Options: &workflows.Options{HeartbeatTimeoutMs: 2000}})
 	w.awaitLive(id)
 	in, err := traced.Followup(w.ctx(), id, workflows.InputRequest{MessageID: "m1", Content: json.RawMessage(`"a secret prompt"`)})
@@ -270,7 +271,7 @@ func TestTurnTraceContentOptIn(t *testing.T) {
 	t.Cleanup(func() { _ = r.Stop() })
 
 	id := w.id("trace-content")
-	run := w.create(workflows.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute})
+	run := w.create(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute})
 	w.awaitLive(id)
 	c := w.client()
 	in, err := c.Followup(w.ctx(), id, workflows.InputRequest{Content: json.RawMessage(`"the plain prompt"`)})
@@ -334,7 +335,7 @@ func TestWorkerExportsOverOTLP(t *testing.T) {
 	t.Cleanup(func() { _ = r.Stop() })
 
 	id := w.id("trace-otlp")
-	run := w.create(workflows.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute})
+	run := w.create(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute})
 	w.awaitLive(id)
 	c := w.client()
 	in, err := c.Followup(w.ctx(), id, workflows.InputRequest{Content: json.RawMessage(`"hi"`)})

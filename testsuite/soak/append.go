@@ -10,6 +10,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -95,7 +96,7 @@ func (r *runner) createSessions(ctx context.Context) error {
 	for i := 0; i < r.cfg.Sessions; i++ {
 		id := fmt.Sprintf("soak-%d-%03d", r.cfg.Seed, i)
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		_, err := r.cl.Create(cctx, workflows.CreateSessionRequest{SessionID: id, Options: r.options()})
+		_, err := r.cl.Create(cctx, wire.CreateSessionRequest{SessionID: id, Options: r.options()})
 		cancel()
 		if err != nil {
 			return fmt.Errorf("soak: creating session %s: %w", id, err)
@@ -164,7 +165,7 @@ func (r *runner) appendUntilAcked(ctx context.Context, t *tracked, batch []sessi
 	var lastErr error
 	for attempt := 0; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, r.cfg.AppendTimeout)
-		_, err := r.cl.Append(actx, t.id, batch)
+		_, err := r.cl.Append(actx, t.id, session.WireEvents(batch))
 		cancel()
 		if err == nil {
 			return true

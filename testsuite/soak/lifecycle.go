@@ -10,6 +10,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -51,7 +52,7 @@ func (c *cycler) loop(ctx context.Context, loop int, rng *rand.Rand, stop <-chan
 // lifecycle runs one session's lifecycle (see loop).
 func (c *cycler) lifecycle(ctx context.Context, t *tracked, rng *rand.Rand) error {
 	cctx, cancel := context.WithTimeout(ctx, c.r.cfg.BatchDeadline)
-	_, err := c.r.cl.Create(cctx, workflows.CreateSessionRequest{SessionID: t.id, Options: c.r.options()})
+	_, err := c.r.cl.Create(cctx, wire.CreateSessionRequest{SessionID: t.id, Options: c.r.options()})
 	cancel()
 	if err != nil {
 		return fmt.Errorf("create: %w", err)

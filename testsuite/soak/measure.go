@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/sessionflow/sessionflow/session"
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // Sizes of the measurements of a cluster soak (Config.Measure).
@@ -61,7 +61,7 @@ func (r *runner) measure(ctx context.Context) (ClusterFigures, error) {
 	for i := range measureLatencyRuns + 2 {
 		id := fmt.Sprintf("%s-lat-%03d", prefix, i)
 		t0 := time.Now()
-		s, err := r.cl.Create(ctx, workflows.CreateSessionRequest{SessionID: id})
+		s, err := r.cl.Create(ctx, wire.CreateSessionRequest{SessionID: id})
 		if err != nil {
 			return f, fmt.Errorf("soak: measuring: create %s: %w", id, err)
 		}
@@ -71,7 +71,7 @@ func (r *runner) measure(ctx context.Context) (ClusterFigures, error) {
 			return f, err
 		}
 		t0 = time.Now()
-		if _, err := r.cl.Append(ctx, id, []session.Event{ev}); err != nil {
+		if _, err := r.cl.Append(ctx, id, session.WireEvents([]session.Event{ev})); err != nil {
 			return f, fmt.Errorf("soak: measuring: append to %s: %w", id, err)
 		}
 		appended := time.Since(t0)
@@ -99,7 +99,7 @@ func (r *runner) measure(ctx context.Context) (ClusterFigures, error) {
 			defer wg.Done()
 			for i := next.Add(1) - 1; i < measureCreates; i = next.Add(1) - 1 {
 				id := fmt.Sprintf("%s-tp-%03d", prefix, i)
-				if _, err := r.cl.Create(ctx, workflows.CreateSessionRequest{SessionID: id}); err != nil {
+				if _, err := r.cl.Create(ctx, wire.CreateSessionRequest{SessionID: id}); err != nil {
 					errs <- fmt.Errorf("soak: measuring: create %s: %w", id, err)
 					return
 				}
@@ -126,7 +126,7 @@ func (r *runner) measure(ctx context.Context) (ClusterFigures, error) {
 	t0 = time.Now()
 	for i := range measureAppendSessions {
 		id := fmt.Sprintf("%s-ap-%d", prefix, i)
-		s, err := r.cl.Create(ctx, workflows.CreateSessionRequest{SessionID: id})
+		s, err := r.cl.Create(ctx, wire.CreateSessionRequest{SessionID: id})
 		if err != nil {
 			return f, fmt.Errorf("soak: measuring: create %s: %w", id, err)
 		}
@@ -136,7 +136,7 @@ func (r *runner) measure(ctx context.Context) (ClusterFigures, error) {
 			for time.Now().Before(deadline) {
 				ev, err := measureTick(id, seq)
 				if err == nil {
-					_, err = r.cl.Append(ctx, id, []session.Event{ev})
+					_, err = r.cl.Append(ctx, id, session.WireEvents([]session.Event{ev}))
 				}
 				if err != nil {
 					errs <- fmt.Errorf("soak: measuring: append to %s: %w", id, err)

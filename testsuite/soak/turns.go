@@ -20,6 +20,7 @@ import (
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -90,7 +91,7 @@ func (d *turnDriver) create(ctx context.Context) error {
 			return fmt.Errorf("soak: turn session cwd: %w", err)
 		}
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		_, err := d.r.cl.Create(cctx, workflows.CreateSessionRequest{
+		_, err := d.r.cl.Create(cctx, wire.CreateSessionRequest{
 			SessionID: t.id, Options: d.r.options(), Meta: &workflows.SessionMeta{Cwd: t.cwd},
 			AgentOptions: &workflows.AgentOptions{Provider: "scripted", Model: "soak"},
 		})

@@ -1,12 +1,10 @@
-package workflows
+package wire
 
 import (
 	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/sessionflow/sessionflow/wire"
 )
 
 // workflowIDEscape starts an escaped byte of a workflow id part.
@@ -15,22 +13,22 @@ const workflowIDEscape = '%'
 // ErrBadWorkflowID reports a workflow id that no session id encodes to.
 var ErrBadWorkflowID = errors.New("not a session workflow id")
 
-// WorkflowID returns the workflow id of a session: wire.SessionWorkflowIDPrefix followed
+// WorkflowID returns the workflow id of a session: SessionWorkflowIDPrefix followed
 // by the session id encoded by EncodeWorkflowIDPart. Temporal sends the
 // workflow id in a gRPC header, which carries printable ASCII only, so the
 // encoding keeps printable ASCII (other than '%') and percent-escapes every
 // other byte: "cli-x" → "session/cli-x", "é" → "session/%C3%A9".
 func WorkflowID(sessionID string) string {
-	return wire.SessionWorkflowIDPrefix + EncodeWorkflowIDPart(sessionID)
+	return SessionWorkflowIDPrefix + EncodeWorkflowIDPart(sessionID)
 }
 
 // SessionIDFromWorkflowID returns the session id whose workflow id is wid,
 // or an error wrapping ErrBadWorkflowID when wid is not WorkflowID of any
 // session id.
 func SessionIDFromWorkflowID(wid string) (string, error) {
-	rest, ok := strings.CutPrefix(wid, wire.SessionWorkflowIDPrefix)
+	rest, ok := strings.CutPrefix(wid, SessionWorkflowIDPrefix)
 	if !ok {
-		return "", fmt.Errorf("%w: %q does not start with %q", ErrBadWorkflowID, wid, wire.SessionWorkflowIDPrefix)
+		return "", fmt.Errorf("%w: %q does not start with %q", ErrBadWorkflowID, wid, SessionWorkflowIDPrefix)
 	}
 	id, err := DecodeWorkflowIDPart(rest)
 	if err != nil {

@@ -1,0 +1,41 @@
+package wire
+
+// Event types of FORMAT.md §1.2 that the store, crash repair or the lifecycle use.
+const (
+	// TypeTurnStart opens a turn.
+	TypeTurnStart = "turn/start"
+	// TypeTurnEnd closes a turn.
+	TypeTurnEnd = "turn/end"
+	// TypeStepStart opens a step inside a turn.
+	TypeStepStart = "step/start"
+	// TypeStepEnd closes a step.
+	TypeStepEnd = "step/end"
+	// TypeUserMessage is a user message (surface-eligible).
+	TypeUserMessage = "user/message"
+	// TypeSystemMessage carries the system prompt (surface-eligible).
+	TypeSystemMessage = "system/message"
+	// TypeAssistantMessage is an assistant message (surface-eligible).
+	TypeAssistantMessage = "assistant/message"
+	// TypeAssistantAttempt is a settled model attempt without a message.
+	TypeAssistantAttempt = "assistant/attempt"
+	// TypeToolCall records a tool call as started.
+	TypeToolCall = "tool/call"
+	// TypeToolResult is a tool result (surface-eligible).
+	TypeToolResult = "tool/result"
+	// TypeEndSeed is the session/end-seed marker of FORMAT.md §5.4.
+	TypeEndSeed = "session/end-seed"
+	// TypeInboxSpliced is a mutation of the agent's pending-message lists.
+	TypeInboxSpliced = "agent/inbox/spliced"
+	// TypeRequestHeader records a model request header.
+	TypeRequestHeader = "request/header"
+	// TypeRequestContext records a model request context.
+	TypeRequestContext = "request/context"
+	// TypeTodoWrite records a todo-list write.
+	TypeTodoWrite = "todo/write"
+	// TypeFeedbackRecord records feedback.
+	TypeFeedbackRecord = "feedback/record"
+	// TypeAssistantChunk is one chunk of a streamed model answer; the
+	// assistant/message assembled from the stream cites its chunks in
+	// sourceEventSeqs. Runs of deltas are stored as packed rows (chunkrows.go).
+	TypeAssistantChunk = "assistant/chunk"
+)
