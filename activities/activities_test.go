@@ -14,6 +14,7 @@ import (
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 func newActs(t *testing.T) *activities.Activities {
@@ -41,7 +42,7 @@ func appType(t *testing.T, err error) (string, bool) {
 func seedSession(t *testing.T, a *activities.Activities, id string, events []session.Event) jsonl.HandleRef {
 	t.Helper()
 	ctx := context.Background()
-	info, err := a.CreateHandle(ctx, activities.CreateHandleInput{Header: session.Header{ID: id, CreatedAt: 1}, HandleID: "seed-" + id})
+	info, err := a.CreateHandle(ctx, activities.CreateHandleInput{Header: wire.Header{ID: id, CreatedAt: 1}, HandleID: "seed-" + id})
 	require.NoError(t, err)
 	if len(events) > 0 {
 		_, err = a.AppendBatch(ctx, activities.AppendBatchInput{Ref: info.Ref, Events: events})
@@ -54,7 +55,7 @@ func seedSession(t *testing.T, a *activities.Activities, id string, events []ses
 func TestCreateAndOpenAreIdempotent(t *testing.T) {
 	a := newActs(t)
 	ctx := context.Background()
-	in := activities.CreateHandleInput{Header: session.Header{ID: "c", CreatedAt: 1}, HandleID: "h1", Owner: jsonl.Owner{WorkflowID: "session/c"}}
+	in := activities.CreateHandleInput{Header: wire.Header{ID: "c", CreatedAt: 1}, HandleID: "h1", Owner: jsonl.Owner{WorkflowID: "session/c"}}
 	first, err := a.CreateHandle(ctx, in)
 	require.NoError(t, err)
 	again, err := a.CreateHandle(ctx, in)
@@ -65,7 +66,7 @@ func TestCreateAndOpenAreIdempotent(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "h1", lease.HandleID)
 	require.Equal(t, "session/c", lease.Owner.WorkflowID)
-	_, err = a.AppendBatch(ctx, activities.AppendBatchInput{Ref: first.Ref, Events: []session.Event{ev(t, session.TypeTurnStart, 0, map[string]any{"turn": 1})}})
+	_, err = a.AppendBatch(ctx, activities.AppendBatchInput{Ref: first.Ref, Events: []session.Event{ev(t, wire.TypeTurnStart, 0, map[string]any{"turn": 1})}})
 	require.NoError(t, err)
 	require.NoError(t, a.CloseHandle(ctx, activities.HandleInput{Ref: first.Ref}))
 	require.NoError(t, a.CloseHandle(ctx, activities.HandleInput{Ref: first.Ref}), "close is idempotent")
@@ -83,7 +84,7 @@ func TestCreateAndOpenAreIdempotent(t *testing.T) {
 func TestLateOpenAfterCloseIsRevoked(t *testing.T) {
 	a := newActs(t)
 	ctx := context.Background()
-	seedSession(t, a, "s", []session.Event{ev(t, session.TypeTurnStart, 0, map[string]any{"turn": 1})})
+	seedSession(t, a, "s", []session.Event{ev(t, wire.TypeTurnStart, 0, map[string]any{"turn": 1})})
 	ref := jsonl.HandleRef{SessionID: "s", HandleID: "late", Access: jsonl.AccessWrite}
 	require.NoError(t, a.CloseHandle(ctx, activities.HandleInput{Ref: ref}))
 	_, err := a.OpenHandle(ctx, activities.OpenHandleInput{SessionID: "s", Access: jsonl.AccessWrite, HandleID: "late"})
@@ -99,8 +100,8 @@ func TestRepairIsIdempotent(t *testing.T) {
 	a := newActs(t)
 	ctx := context.Background()
 	seedSession(t, a, "r", []session.Event{
-		ev(t, session.TypeTurnStart, 0, map[string]any{"turn": 1}),
-		ev(t, session.TypeStepStart, 1, map[string]any{"turn": 1, "step": 1}),
+		ev(t, wire.TypeTurnStart, 0, map[string]any{"turn": 1}),
+		ev(t, wire.TypeStepStart, 1, map[string]any{"turn": 1, "step": 1}),
 	})
 	info, err := a.OpenHandle(ctx, activities.OpenHandleInput{SessionID: "r", Access: jsonl.AccessWrite, HandleID: "w"})
 	require.NoError(t, err)
@@ -125,22 +126,22 @@ func TestRepairIsIdempotent(t *testing.T) {
 func TestAppendRetryAndMismatch(t *testing.T) {
 	a := newActs(t)
 	ctx := context.Background()
-	info, err := a.CreateHandle(ctx, activities.CreateHandleInput{Header: session.Header{ID: "a", CreatedAt: 1}, HandleID: "w"})
+	info, err := a.CreateHandle(ctx, activities.CreateHandleInput{Header: wire.Header{ID: "a", CreatedAt: 1}, HandleID: "w"})
 	require.NoError(t, err)
-	batch := []session.Event{ev(t, session.TypeTurnStart, 0, map[string]any{"turn": 1})}
+	batch := []session.Event{ev(t, wire.TypeTurnStart, 0, map[string]any{"turn": 1})}
 	r1, err := a.AppendBatch(ctx, activities.AppendBatchInput{Ref: info.Ref, Events: batch})
 	require.NoError(t, err)
 	r2, err := a.AppendBatch(ctx, activities.AppendBatchInput{Ref: info.Ref, Events: batch})
 	require.NoError(t, err)
 	require.Equal(t, r1, r2)
-	other := []session.Event{ev(t, session.TypeTurnStart, 0, map[string]any{"turn": 2})}
+	other := []session.Event{ev(t, wire.TypeTurnStart, 0, map[string]any{"turn": 2})}
 	_, err = a.AppendBatch(ctx, activities.AppendBatchInput{Ref: info.Ref, Events: other})
 	typ, nonRetryable := appType(t, err)
 	require.Equal(t, "SeqMismatch", typ)
 	require.True(t, nonRetryable)
 	require.NoError(t, a.CloseHandle(ctx, activities.HandleInput{Ref: info.Ref}))
 	// A write through a closed handle id is refused, typed.
-	_, err = a.AppendBatch(ctx, activities.AppendBatchInput{Ref: info.Ref, Events: []session.Event{ev(t, session.TypeTurnEnd, 1, map[string]any{"turn": 1, "reason": map[string]any{"kind": "completed"}})}})
+	_, err = a.AppendBatch(ctx, activities.AppendBatchInput{Ref: info.Ref, Events: []session.Event{ev(t, wire.TypeTurnEnd, 1, map[string]any{"turn": 1, "reason": map[string]any{"kind": "completed"}})}})
 	typ, _ = appType(t, err)
 	require.Equal(t, "HandleClosed", typ)
 }
@@ -149,12 +150,12 @@ func TestStoreSeedForksInsideTheActivity(t *testing.T) {
 	a := newActs(t)
 	ctx := context.Background()
 	seedSession(t, a, "p", []session.Event{
-		ev(t, session.TypeTurnStart, 0, map[string]any{"turn": 1}),
-		ev(t, session.TypeTurnEnd, 1, map[string]any{"turn": 1, "reason": map[string]any{"kind": "completed"}}),
-		ev(t, session.TypeTurnStart, 2, map[string]any{"turn": 2}),
+		ev(t, wire.TypeTurnStart, 0, map[string]any{"turn": 1}),
+		ev(t, wire.TypeTurnEnd, 1, map[string]any{"turn": 1, "reason": map[string]any{"kind": "completed"}}),
+		ev(t, wire.TypeTurnStart, 2, map[string]any{"turn": 2}),
 	})
 	info, err := a.CreateHandle(ctx, activities.CreateHandleInput{
-		Header: session.Header{ID: "k", CreatedAt: 1, IsSeeded: true, ParentSession: "p"}, HandleID: "w", InheritedEventCount: 2})
+		Header: wire.Header{ID: "k", CreatedAt: 1, IsSeeded: true, ParentSession: "p"}, HandleID: "w", InheritedEventCount: 2})
 	require.NoError(t, err)
 	in := activities.StoreSeedInput{Ref: info.Ref, ParentSessionID: "p", Count: 2, Now: 9}
 	res, err := a.StoreSeed(ctx, in)
@@ -195,7 +196,7 @@ func TestStatAndNotFound(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, res.Found)
 	// Flush materializes a header-only log.
-	info, err := a.CreateHandle(ctx, activities.CreateHandleInput{Header: session.Header{ID: "y", CreatedAt: 1}, HandleID: "w"})
+	info, err := a.CreateHandle(ctx, activities.CreateHandleInput{Header: wire.Header{ID: "y", CreatedAt: 1}, HandleID: "w"})
 	require.NoError(t, err)
 	require.NoError(t, a.Flush(ctx, activities.HandleInput{Ref: info.Ref}))
 	require.NoError(t, a.CloseHandle(ctx, activities.HandleInput{Ref: info.Ref}))
@@ -234,7 +235,7 @@ func TestScanLogInActivityEnvironment(t *testing.T) {
 	a.Runtime.HeartbeatInterval = time.Millisecond
 	events := make([]session.Event, 0, 9)
 	for i := int64(0); i < 9; i++ {
-		events = append(events, ev(t, session.TypeTodoWrite, i, map[string]any{}))
+		events = append(events, ev(t, wire.TypeTodoWrite, i, map[string]any{}))
 	}
 	seedSession(t, a, "hb", events)
 	info, err := a.OpenHandle(context.Background(), activities.OpenHandleInput{SessionID: "hb", Access: jsonl.AccessWrite, HandleID: "w"})
@@ -247,7 +248,7 @@ func TestScanLogInActivityEnvironment(t *testing.T) {
 	var sum activities.LogScan
 	require.NoError(t, v.Get(&sum))
 	require.Equal(t, int64(9), sum.EventCount)
-	require.Equal(t, session.TypeTodoWrite, sum.LastType)
+	require.Equal(t, wire.TypeTodoWrite, sum.LastType)
 	require.Nil(t, sum.OpenTurn)
 	require.NoError(t, a.CloseHandle(context.Background(), activities.HandleInput{Ref: info.Ref}))
 }

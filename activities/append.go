@@ -6,6 +6,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // AppendBatchInput is the input of AppendBatch.
@@ -57,7 +58,7 @@ func HeldEvents(held []session.Event) []HeldEvent {
 	out := make([]HeldEvent, len(held))
 	for i, e := range held {
 		out[i].Type = e.Type
-		if e.Type != session.TypeUserMessage {
+		if e.Type != wire.TypeUserMessage {
 			out[i].Data = e.Data
 			continue
 		}
@@ -146,7 +147,7 @@ func (a *Activities) StoreSeed(ctx context.Context, in StoreSeedInput) (SeedResu
 }
 
 func (a *Activities) storeSeed(ctx context.Context, st *jsonl.Store, in StoreSeedInput) (SeedResult, error) {
-	if in.Count < 0 || in.Count > session.MaxSafeInteger {
+	if in.Count < 0 || in.Count > wire.MaxSafeInteger {
 		return SeedResult{}, invalid("fork count must be a non-negative safe integer, got %d", in.Count)
 	}
 	parent, err := st.Open(ctx, in.ParentSessionID, jsonl.AccessRead, jsonl.OpenOptions{})

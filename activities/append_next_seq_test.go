@@ -9,6 +9,7 @@ import (
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // AppendBatch answers the seq the next append must carry: after a batch,
@@ -23,12 +24,12 @@ func TestAppendBatchReportsNextSeq(t *testing.T) {
 	}
 	a := &activities.Activities{Runtime: &activities.Runtime{Store: newStore()}}
 	ctx := context.Background()
-	info, err := a.CreateHandle(ctx, activities.CreateHandleInput{Header: session.Header{ID: "n", CreatedAt: 1}, HandleID: "w"})
+	info, err := a.CreateHandle(ctx, activities.CreateHandleInput{Header: wire.Header{ID: "n", CreatedAt: 1}, HandleID: "w"})
 	require.NoError(t, err)
 	batch := []session.Event{
-		ev(t, session.TypeTodoWrite, 0, map[string]any{}),
-		ev(t, session.TypeTodoWrite, 1, map[string]any{}),
-		ev(t, session.TypeTodoWrite, 2, map[string]any{}),
+		ev(t, wire.TypeTodoWrite, 0, map[string]any{}),
+		ev(t, wire.TypeTodoWrite, 1, map[string]any{}),
+		ev(t, wire.TypeTodoWrite, 2, map[string]any{}),
 	}
 	res, err := a.AppendBatch(ctx, activities.AppendBatchInput{Ref: info.Ref, Events: batch})
 	require.NoError(t, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // genEvent builds an event from raw JSON data; surface events get
@@ -40,27 +41,27 @@ func genSession(r *rand.Rand, seeded bool) []session.Event {
 	turns := func(n int) {
 		for range n {
 			turn++
-			add(session.TypeTurnStart, fmt.Sprintf(`{"turn":%d}`, turn))
-			add(session.TypeUserMessage, fmt.Sprintf(`{"id":"u-%d","role":"user","content":[{"type":"text","text":"q"}],"source":{"kind":"user"}}`, len(out)))
+			add(wire.TypeTurnStart, fmt.Sprintf(`{"turn":%d}`, turn))
+			add(wire.TypeUserMessage, fmt.Sprintf(`{"id":"u-%d","role":"user","content":[{"type":"text","text":"q"}],"source":{"kind":"user"}}`, len(out)))
 			for step := int64(1); step <= int64(r.Intn(3)); step++ {
-				add(session.TypeStepStart, fmt.Sprintf(`{"turn":%d,"step":%d}`, turn, step))
+				add(wire.TypeStepStart, fmt.Sprintf(`{"turn":%d,"step":%d}`, turn, step))
 				calls := r.Intn(3)
 				blocks := []string{`{"type":"text","text":"a"}`}
 				for c := range calls {
 					blocks = append(blocks, fmt.Sprintf(`{"type":"tool-call","id":"c%d-%d-%d","name":"read","arguments":{}}`, turn, step, c))
 				}
-				add(session.TypeAssistantMessage, fmt.Sprintf(`{"turn":%d,"step":%d,"message":{"role":"assistant","content":[%s]},"stream":[]}`, turn, step, strings.Join(blocks, ",")))
+				add(wire.TypeAssistantMessage, fmt.Sprintf(`{"turn":%d,"step":%d,"message":{"role":"assistant","content":[%s]},"stream":[]}`, turn, step, strings.Join(blocks, ",")))
 				for c := range calls {
 					id := fmt.Sprintf("c%d-%d-%d", turn, step, c)
 					if r.Intn(4) > 0 {
-						add(session.TypeToolCall, fmt.Sprintf(`{"turn":%d,"step":%d,"callId":%q,"name":"read","arguments":"{}"}`, turn, step, id))
+						add(wire.TypeToolCall, fmt.Sprintf(`{"turn":%d,"step":%d,"callId":%q,"name":"read","arguments":"{}"}`, turn, step, id))
 					}
 					if r.Intn(3) > 0 {
-						add(session.TypeToolResult, fmt.Sprintf(`{"turn":%d,"step":%d,"message":{"id":"r-%s","role":"user","source":{"kind":"tool","callId":%q},"content":[{"type":"tool-result","toolCallId":%q,"isError":false,"content":[{"type":"text","text":"ok"}]}]}}`, turn, step, id, id, id))
+						add(wire.TypeToolResult, fmt.Sprintf(`{"turn":%d,"step":%d,"message":{"id":"r-%s","role":"user","source":{"kind":"tool","callId":%q},"content":[{"type":"tool-result","toolCallId":%q,"isError":false,"content":[{"type":"text","text":"ok"}]}]}}`, turn, step, id, id, id))
 					}
 				}
 				if r.Intn(5) > 0 {
-					add(session.TypeStepEnd, fmt.Sprintf(`{"turn":%d,"step":%d}`, turn, step))
+					add(wire.TypeStepEnd, fmt.Sprintf(`{"turn":%d,"step":%d}`, turn, step))
 				}
 			}
 			if r.Intn(4) == 0 {
@@ -69,16 +70,16 @@ func genSession(r *rand.Rand, seeded bool) []session.Event {
 				out = append(out, e)
 			}
 			if r.Intn(3) > 0 {
-				add(session.TypeTurnEnd, fmt.Sprintf(`{"turn":%d,"reason":{"kind":"completed"}}`, turn))
+				add(wire.TypeTurnEnd, fmt.Sprintf(`{"turn":%d,"reason":{"kind":"completed"}}`, turn))
 				if r.Intn(4) == 0 {
-					add(session.TypeEndSeed, `{}`)
+					add(wire.TypeEndSeed, `{}`)
 				}
 			}
 		}
 	}
 	if seeded {
 		turns(1 + r.Intn(2))
-		add(session.TypeEndSeed, `{"inherited":true}`)
+		add(wire.TypeEndSeed, `{"inherited":true}`)
 	}
 	turns(r.Intn(4))
 	return out
@@ -102,34 +103,34 @@ func replaceData(e *session.Event, typ, data string) bool {
 }
 
 var mutations = []mutation{
-	{"turn/start without turn", true, func(e *session.Event) bool { return replaceData(e, session.TypeTurnStart, `{}`) }},
-	{"turn/start turn as a string", true, func(e *session.Event) bool { return replaceData(e, session.TypeTurnStart, `{"turn":"1"}`) }},
-	{"turn/start turn 0", true, func(e *session.Event) bool { return replaceData(e, session.TypeTurnStart, `{"turn":0}`) }},
-	{"step/start step 0", true, func(e *session.Event) bool { return replaceData(e, session.TypeStepStart, `{"turn":1,"step":0}`) }},
+	{"turn/start without turn", true, func(e *session.Event) bool { return replaceData(e, wire.TypeTurnStart, `{}`) }},
+	{"turn/start turn as a string", true, func(e *session.Event) bool { return replaceData(e, wire.TypeTurnStart, `{"turn":"1"}`) }},
+	{"turn/start turn 0", true, func(e *session.Event) bool { return replaceData(e, wire.TypeTurnStart, `{"turn":0}`) }},
+	{"step/start step 0", true, func(e *session.Event) bool { return replaceData(e, wire.TypeStepStart, `{"turn":1,"step":0}`) }},
 	{"tool-call block without id", true, func(e *session.Event) bool {
-		return replaceData(e, session.TypeAssistantMessage, `{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"tool-call","name":"x","arguments":{}}]},"stream":[]}`)
+		return replaceData(e, wire.TypeAssistantMessage, `{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"tool-call","name":"x","arguments":{}}]},"stream":[]}`)
 	}},
 	{"assistant/message without content", true, func(e *session.Event) bool {
-		return replaceData(e, session.TypeAssistantMessage, `{"turn":1,"step":1,"message":{"role":"assistant"},"stream":[]}`)
+		return replaceData(e, wire.TypeAssistantMessage, `{"turn":1,"step":1,"message":{"role":"assistant"},"stream":[]}`)
 	}},
 	{"tool/call data not an object", true, func(e *session.Event) bool {
-		return replaceData(e, session.TypeToolCall, `["read"]`)
+		return replaceData(e, wire.TypeToolCall, `["read"]`)
 	}},
 	{"tool/result without callId", true, func(e *session.Event) bool {
-		return replaceData(e, session.TypeToolResult, `{"turn":1,"step":1,"message":{"id":"r","role":"user","source":{"kind":"tool"},"content":[]}}`)
+		return replaceData(e, wire.TypeToolResult, `{"turn":1,"step":1,"message":{"id":"r","role":"user","source":{"kind":"tool"},"content":[]}}`)
 	}},
 	{"end-seed inherited as a string", true, func(e *session.Event) bool {
-		return replaceData(e, session.TypeEndSeed, `{"inherited":"yes"}`)
+		return replaceData(e, wire.TypeEndSeed, `{"inherited":"yes"}`)
 	}},
-	{"end-seed inherited dropped", false, func(e *session.Event) bool { return replaceData(e, session.TypeEndSeed, `{}`) }},
+	{"end-seed inherited dropped", false, func(e *session.Event) bool { return replaceData(e, wire.TypeEndSeed, `{}`) }},
 	{"end-seed inherited added", false, func(e *session.Event) bool {
-		return replaceData(e, session.TypeEndSeed, `{"inherited":true}`)
+		return replaceData(e, wire.TypeEndSeed, `{"inherited":true}`)
 	}},
 	{"user message turned into an inherited end-seed", false, func(e *session.Event) bool {
-		if e.Type != session.TypeUserMessage {
+		if e.Type != wire.TypeUserMessage {
 			return false
 		}
-		*e = genEvent(session.TypeEndSeed, e.Seq, `{"inherited":true}`)
+		*e = genEvent(wire.TypeEndSeed, e.Seq, `{"inherited":true}`)
 		return true
 	}},
 	{"ignorable custom event no longer ignorable", true, func(e *session.Event) bool {
@@ -140,14 +141,14 @@ var mutations = []mutation{
 		return true
 	}},
 	{"user message retyped custom/x", true, func(e *session.Event) bool {
-		if e.Type != session.TypeUserMessage {
+		if e.Type != wire.TypeUserMessage {
 			return false
 		}
 		*e = genEvent("custom/x", e.Seq, `{}`)
 		return true
 	}},
 	{"turn/end turn 0", false, func(e *session.Event) bool {
-		return replaceData(e, session.TypeTurnEnd, `{"turn":0,"reason":{"kind":"completed"}}`)
+		return replaceData(e, wire.TypeTurnEnd, `{"turn":0,"reason":{"kind":"completed"}}`)
 	}},
 }
 
@@ -177,7 +178,7 @@ func TestAppendAcceptsOnlyWhatReadRepairAndResumeAccept(t *testing.T) {
 		id := fmt.Sprintf("p%d", i)
 		seeded := r.Intn(4) == 0
 		events := genSession(r, seeded)
-		hdr := session.Header{ID: id, CreatedAt: 1, IsSeeded: seeded}
+		hdr := wire.Header{ID: id, CreatedAt: 1, IsSeeded: seeded}
 		inherited := int64(0)
 		if seeded {
 			hdr.ParentSession = "parent"
@@ -293,10 +294,10 @@ func TestResumeRefusesMidTailDamageWithoutTouchingTheLog(t *testing.T) {
 	require.NoError(t, err)
 	a := &activities.Activities{Runtime: &activities.Runtime{Store: st}}
 	seedSession(t, a, "mid", []session.Event{
-		ev(t, session.TypeTurnStart, 0, map[string]any{"turn": 1}),
-		ev(t, session.TypeTurnEnd, 1, map[string]any{"turn": 1, "reason": map[string]any{"kind": "completed"}}),
-		ev(t, session.TypeTurnStart, 2, map[string]any{"turn": 2}),
-		ev(t, session.TypeStepStart, 3, map[string]any{"turn": 2, "step": 1}),
+		ev(t, wire.TypeTurnStart, 0, map[string]any{"turn": 1}),
+		ev(t, wire.TypeTurnEnd, 1, map[string]any{"turn": 1, "reason": map[string]any{"kind": "completed"}}),
+		ev(t, wire.TypeTurnStart, 2, map[string]any{"turn": 2}),
+		ev(t, wire.TypeStepStart, 3, map[string]any{"turn": 2, "step": 1}),
 	})
 	in, err := st.Inspect(ctx, "mid")
 	require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // MapError converts an error of the store or of the session model into the
@@ -39,9 +40,9 @@ func MapError(err error) error {
 	if isValidation(err) || errors.Is(err, syscall.ENAMETOOLONG) {
 		// A name the file system cannot hold fails the same way on every
 		// attempt: the request is at fault, not the disk.
-		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidArgument, err)
+		return temporal.NewNonRetryableApplicationError(err.Error(), wire.ErrTypeInvalidArgument, err)
 	}
-	return temporal.NewApplicationErrorWithCause(err.Error(), ErrTypeIO, err)
+	return temporal.NewApplicationErrorWithCause(err.Error(), wire.ErrTypeIO, err)
 }
 
 // validationError marks an error of the session model or of a request.
@@ -67,6 +68,6 @@ func isValidation(err error) bool {
 	return errors.As(err, &v) ||
 		errors.Is(err, session.ErrNotLossless) ||
 		errors.Is(err, session.ErrInvalidEvent) ||
-		errors.Is(err, session.ErrEmptyID) ||
-		errors.Is(err, session.ErrInvalidUTF8ID)
+		errors.Is(err, wire.ErrEmptyID) ||
+		errors.Is(err, wire.ErrInvalidUTF8ID)
 }

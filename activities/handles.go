@@ -6,7 +6,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sessionflow/sessionflow/jsonl"
-	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // HandleInfo describes a handle that a create or open activity obtained.
@@ -14,7 +14,7 @@ type HandleInfo struct {
 	// Ref identifies the handle in any process.
 	Ref jsonl.HandleRef `json:"ref"`
 	// Header is the session header.
-	Header session.Header `json:"header"`
+	Header wire.Header `json:"header"`
 	// InheritedEventCount is the fork cut of the session.
 	InheritedEventCount int64 `json:"inheritedEventCount"`
 	// NextSeq is the seq the next append must carry (write handles).
@@ -26,7 +26,7 @@ type HandleInfo struct {
 // CreateHandleInput is the input of CreateHandle.
 type CreateHandleInput struct {
 	// Header is the new session's header.
-	Header session.Header `json:"header"`
+	Header wire.Header `json:"header"`
 	// HandleID is the write handle id chosen by the workflow.
 	HandleID string `json:"handleId"`
 	// Owner is the owning workflow execution.
@@ -98,7 +98,7 @@ func (a *Activities) CreateHandle(ctx context.Context, in CreateHandleInput) (Ha
 func (a *Activities) OpenHandle(ctx context.Context, in OpenHandleInput) (HandleInfo, error) {
 	st, err := a.store()
 	if err != nil {
-		return HandleInfo{}, temporal.NewNonRetryableApplicationError(PersistenceNotConfiguredText, ErrTypePersistenceNotConfigured, nil)
+		return HandleInfo{}, temporal.NewNonRetryableApplicationError(PersistenceNotConfiguredText, wire.ErrTypePersistenceNotConfigured, nil)
 	}
 	if in.Access == jsonl.AccessWrite && in.HandleID == "" {
 		return HandleInfo{}, MapError(invalid("open: a write handle id is required"))

@@ -15,6 +15,7 @@ import (
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // slowSyncFS is the real filesystem with every fsync taking at least delay.
@@ -48,7 +49,7 @@ func TestAppendBatchHeartbeatsWhileTheStoreIsSlow(t *testing.T) {
 	require.NoError(t, err)
 	a := &activities.Activities{Runtime: &activities.Runtime{Store: st, HeartbeatInterval: time.Millisecond}}
 	ctx := context.Background()
-	info, err := a.CreateHandle(ctx, activities.CreateHandleInput{Header: session.Header{ID: "slow", CreatedAt: 1}, HandleID: "w"})
+	info, err := a.CreateHandle(ctx, activities.CreateHandleInput{Header: wire.Header{ID: "slow", CreatedAt: 1}, HandleID: "w"})
 	require.NoError(t, err)
 
 	var suite sdktest.WorkflowTestSuite
@@ -56,7 +57,7 @@ func TestAppendBatchHeartbeatsWhileTheStoreIsSlow(t *testing.T) {
 	env.RegisterActivity(a)
 	var beats atomic.Int64
 	env.SetOnActivityHeartbeatListener(func(*activity.Info, converter.EncodedValues) { beats.Add(1) })
-	e, err := session.NewEvent(session.TypeTodoWrite, 0, 100, map[string]any{})
+	e, err := session.NewEvent(wire.TypeTodoWrite, 0, 100, map[string]any{})
 	require.NoError(t, err)
 	v, err := env.ExecuteActivity(a.AppendBatch, activities.AppendBatchInput{Ref: info.Ref, Events: []session.Event{e}})
 	require.NoError(t, err)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // MaxInboxBytes bounds the pending inputs a LogScan carries: beyond it
@@ -29,7 +30,7 @@ type inboxFold struct {
 }
 
 func (f *inboxFold) observe(e session.Event) {
-	if e.Type != session.TypeInboxSpliced || e.Seq < f.inherited {
+	if e.Type != wire.TypeInboxSpliced || e.Seq < f.inherited {
 		return
 	}
 	var s session.InboxSplice
@@ -38,9 +39,9 @@ func (f *inboxFold) observe(e session.Event) {
 	}
 	list := &f.nextStep
 	switch s.Target {
-	case session.InboxNextTurn:
+	case wire.InboxNextTurn:
 		list = &f.nextTurn
-	case session.InboxNextStep:
+	case wire.InboxNextStep:
 	default:
 		return
 	}

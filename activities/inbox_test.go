@@ -11,6 +11,7 @@ import (
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 func userMsg(id string) map[string]any {
@@ -56,21 +57,21 @@ func messageIDs(t *testing.T, msgs []json.RawMessage) []string {
 func TestScanReplaysInboxSplices(t *testing.T) {
 	a := newActs(t)
 	sum := scanOf(t, a, "ib", []session.Event{
-		ev(t, session.TypeInboxSpliced, 0, splice("next-step", 0, 0, "a", "b")),
-		ev(t, session.TypeTurnStart, 1, map[string]any{"turn": 1}),
-		ev(t, session.TypeInboxSpliced, 2, splice("next-step", 0, 2)),
-		ev(t, session.TypeTurnEnd, 3, map[string]any{"turn": 1, "reason": map[string]any{"kind": "completed"}}),
-		ev(t, session.TypeInboxSpliced, 4, splice("next-step", 0, 0, "c", "d", "e")),
-		ev(t, session.TypeInboxSpliced, 5, splice("next-step", 1, 1, "D")),
-		ev(t, session.TypeInboxSpliced, 6, splice("next-turn", 0, 0, "q")),
-		ev(t, session.TypeInboxSpliced, 7, map[string]any{"list": "nextStep", "op": "append", "messages": []any{}}),
+		ev(t, wire.TypeInboxSpliced, 0, splice("next-step", 0, 0, "a", "b")),
+		ev(t, wire.TypeTurnStart, 1, map[string]any{"turn": 1}),
+		ev(t, wire.TypeInboxSpliced, 2, splice("next-step", 0, 2)),
+		ev(t, wire.TypeTurnEnd, 3, map[string]any{"turn": 1, "reason": map[string]any{"kind": "completed"}}),
+		ev(t, wire.TypeInboxSpliced, 4, splice("next-step", 0, 0, "c", "d", "e")),
+		ev(t, wire.TypeInboxSpliced, 5, splice("next-step", 1, 1, "D")),
+		ev(t, wire.TypeInboxSpliced, 6, splice("next-turn", 0, 0, "q")),
+		ev(t, wire.TypeInboxSpliced, 7, map[string]any{"list": "nextStep", "op": "append", "messages": []any{}}),
 	})
 	require.NotNil(t, sum.Inbox)
 	require.Equal(t, []string{"c", "D", "e"}, messageIDs(t, sum.Inbox.NextStep))
 	require.Equal(t, []string{"q"}, messageIDs(t, sum.Inbox.NextTurn))
 	require.Zero(t, sum.InboxOmitted)
 
-	empty := scanOf(t, a, "none", []session.Event{ev(t, session.TypeTurnStart, 0, map[string]any{"turn": 1})})
+	empty := scanOf(t, a, "none", []session.Event{ev(t, wire.TypeTurnStart, 0, map[string]any{"turn": 1})})
 	require.Nil(t, empty.Inbox)
 }
 
@@ -80,7 +81,7 @@ func TestScanOmitsAnOversizedInbox(t *testing.T) {
 	big := func(seq int64, id string) session.Event {
 		m := userMsg(id)
 		m["content"] = []any{map[string]any{"type": "text", "text": strings.Repeat("x", 600<<10)}}
-		return ev(t, session.TypeInboxSpliced, seq, map[string]any{"target": "next-step", "start": seq, "inserted": []any{m}})
+		return ev(t, wire.TypeInboxSpliced, seq, map[string]any{"target": "next-step", "start": seq, "inserted": []any{m}})
 	}
 	sum := scanOf(t, a, "big", []session.Event{big(0, "a"), big(1, "b")})
 	require.Nil(t, sum.Inbox)

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"go.temporal.io/sdk/activity"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // ActivityRegistry is the part of a Temporal worker (worker.Worker,
@@ -26,6 +28,6 @@ type ActivityRegistry interface {
 func RegisterLegacyNames(r ActivityRegistry, a *Activities) {
 	readSummary := func(ctx context.Context, in HandleInput) (LogScan, error) { return a.ScanLog(ctx, in) }
 	repairAndMark := func(ctx context.Context, in RepairInput) (RepairResult, error) { return a.Repair(ctx, in) }
-	r.RegisterActivityWithOptions(readSummary, activity.RegisterOptions{Name: LegacyReadSummaryName})
-	r.RegisterActivityWithOptions(repairAndMark, activity.RegisterOptions{Name: LegacyRepairAndMarkName})
+	r.RegisterActivityWithOptions(readSummary, activity.RegisterOptions{Name: wire.LegacyReadSummaryName})
+	r.RegisterActivityWithOptions(repairAndMark, activity.RegisterOptions{Name: wire.LegacyRepairAndMarkName})
 }

@@ -16,12 +16,13 @@ import (
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // A write open needs a handle id; a read open does not.
 func TestOpenHandleWriteNeedsHandleID(t *testing.T) {
 	a := newActs(t)
-	seedSession(t, a, "o", []session.Event{ev(t, session.TypeTodoWrite, 0, map[string]any{})})
+	seedSession(t, a, "o", []session.Event{ev(t, wire.TypeTodoWrite, 0, map[string]any{})})
 	ctx := context.Background()
 
 	_, err := a.OpenHandle(ctx, activities.OpenHandleInput{SessionID: "o", Access: jsonl.AccessWrite})
@@ -45,7 +46,7 @@ func TestScanLogHeartbeatsPerChunk(t *testing.T) {
 	a.ReadChunk = 2
 	events := make([]session.Event, 0, 9)
 	for i := int64(0); i < 9; i++ {
-		events = append(events, ev(t, session.TypeTodoWrite, i, map[string]any{}))
+		events = append(events, ev(t, wire.TypeTodoWrite, i, map[string]any{}))
 	}
 	seedSession(t, a, "chunks", events)
 	info, err := a.OpenHandle(context.Background(), activities.OpenHandleInput{SessionID: "chunks", Access: jsonl.AccessRead})

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // OwnedText is the refusal of a write open because session id's lease is
@@ -20,7 +21,7 @@ import (
 // gone; a lease held by a process without a workflow (an offline `starter
 // log` command) is forfeited with `starter log unlock --force` once that
 // process is gone.
-func OwnedText(id string, l *jsonl.Lease) string {
+func OwnedText(id string, l *wire.Lease) string {
 	msg := fmt.Sprintf("session %q is already owned by an active write handle", id)
 	if l == nil {
 		return msg
@@ -52,7 +53,7 @@ func quoteArg(s string) string {
 // ownedError is err, an open's failure, with the lease's owner named when
 // the session is already owned.
 func ownedError(ctx context.Context, st *jsonl.Store, id string, err error) error {
-	if !errors.Is(err, jsonl.ErrAlreadyOwned) {
+	if !errors.Is(err, wire.ErrAlreadyOwned) {
 		return MapError(err)
 	}
 	l, lerr := st.LeaseOf(context.WithoutCancel(ctx), id)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/jsonl"
-	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // A write open refused because of a held lease names the owner and how to
@@ -34,7 +34,7 @@ func TestOpenOfAnOwnedSessionNamesTheOwner(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			a := newActs(t)
-			h, err := a.Runtime.Store.Create(ctx, session.Header{Version: session.FormatVersion, ID: "K2", CreatedAt: 1}, jsonl.CreateOptions{HandleID: "h1", Owner: c.owner})
+			h, err := a.Runtime.Store.Create(ctx, wire.Header{Version: wire.FormatVersion, ID: "K2", CreatedAt: 1}, jsonl.CreateOptions{HandleID: "h1", Owner: c.owner})
 			require.NoError(t, err)
 			defer h.Close(ctx)
 			l, err := a.Runtime.Store.LeaseOf(ctx, "K2")
@@ -47,7 +47,7 @@ func TestOpenOfAnOwnedSessionNamesTheOwner(t *testing.T) {
 			require.True(t, app.NonRetryable())
 			since := time.UnixMilli(l.AcquiredAt).UTC().Format("2006-01-02T15:04:05Z07:00")
 			require.Equal(t, fmt.Sprintf(c.want, l.Host, l.PID, since), app.Message())
-			require.ErrorIs(t, err, jsonl.ErrAlreadyOwned)
+			require.ErrorIs(t, err, wire.ErrAlreadyOwned)
 		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // OwnerState is what Temporal reports about the workflow a lease names.
@@ -82,7 +83,7 @@ func LookupOwner(ctx context.Context, tc sdkclient.Client, owner, self jsonl.Own
 	return OwnerStatus{State: OwnerGone}, nil
 }
 
-var _ LeaseStore = (*jsonl.Store)(nil)
+var _ wire.LeaseStore = (*jsonl.Store)(nil)
 
 // ForfeitInput is the input of ForfeitDeadOwner.
 type ForfeitInput struct {
@@ -96,7 +97,7 @@ type ForfeitInput struct {
 type ForfeitResult struct {
 	// Forfeited is the lease removed, absent when no lease was held any
 	// more.
-	Forfeited *jsonl.Lease `json:"forfeited,omitempty"`
+	Forfeited *wire.Lease `json:"forfeited,omitempty"`
 }
 
 // ForfeitDeadOwner forfeits the session's write lease when Temporal reports
@@ -109,10 +110,10 @@ type ForfeitResult struct {
 func (a *Activities) ForfeitDeadOwner(ctx context.Context, in ForfeitInput) (ForfeitResult, error) {
 	store, err := a.store()
 	if err != nil {
-		return ForfeitResult{}, temporal.NewNonRetryableApplicationError(PersistenceNotConfiguredText, ErrTypePersistenceNotConfigured, nil)
+		return ForfeitResult{}, temporal.NewNonRetryableApplicationError(PersistenceNotConfiguredText, wire.ErrTypePersistenceNotConfigured, nil)
 	}
 	lease, err := store.LeaseOf(ctx, in.SessionID)
-	if errors.Is(err, jsonl.ErrCorrupt) {
+	if errors.Is(err, wire.ErrCorrupt) {
 		// An empty or damaged lease names no owner Temporal could check.
 		msg := fmt.Sprintf("session %q is already owned by an active write handle: its lease cannot be read (%v), so Temporal cannot tell whether its owner is gone; once it is, run `starter unlock --id %q --force`",
 			in.SessionID, err, in.SessionID)
@@ -132,7 +133,7 @@ func (a *Activities) ForfeitDeadOwner(ctx context.Context, in ForfeitInput) (For
 	st, err := LookupOwner(ctx, a.Temporal, lease.Owner, in.Self)
 	if err != nil {
 		err = fmt.Errorf("look up the owner %q of session %q: %w", lease.Owner.WorkflowID, in.SessionID, err)
-		return ForfeitResult{}, temporal.NewApplicationErrorWithCause(err.Error(), ErrTypeIO, err)
+		return ForfeitResult{}, temporal.NewApplicationErrorWithCause(err.Error(), wire.ErrTypeIO, err)
 	}
 	switch st.State {
 	case OwnerRunning:
@@ -140,8 +141,8 @@ func (a *Activities) ForfeitDeadOwner(ctx context.Context, in ForfeitInput) (For
 	case OwnerUnknown:
 		return ForfeitResult{}, owned("Temporal cannot tell whether that owner is gone (no such execution in this namespace); once it is, run `starter unlock --id %q --force`", in.SessionID)
 	}
-	if err := ForfeitLease(ctx, store, in.SessionID, lease); err != nil {
-		if errors.Is(err, ErrLeaseChanged) {
+	if err := wire.ForfeitLease(ctx, store, in.SessionID, lease); err != nil {
+		if errors.Is(err, wire.ErrLeaseChanged) {
 			return ForfeitResult{}, temporal.NewNonRetryableApplicationError(err.Error(), string(jsonl.CodeAlreadyOwned), err)
 		}
 		return ForfeitResult{}, MapError(err)

@@ -19,7 +19,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/jsonl"
-	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // execution is one execution the fake Temporal knows.
@@ -98,7 +98,7 @@ func TestLookupOwner(t *testing.T) {
 func leased(t *testing.T, a *activities.Activities, id string, owner jsonl.Owner) {
 	t.Helper()
 	info, err := a.CreateHandle(context.Background(), activities.CreateHandleInput{
-		Header: session.Header{ID: id, CreatedAt: 1}, HandleID: "h-old", Owner: owner})
+		Header: wire.Header{ID: id, CreatedAt: 1}, HandleID: "h-old", Owner: owner})
 	require.NoError(t, err)
 	// Materialized, as a session that went live is.
 	require.NoError(t, a.Flush(context.Background(), activities.HandleInput{Ref: info.Ref}))
@@ -209,7 +209,7 @@ func TestIDTooLongRefusedBeforeTheStore(t *testing.T) {
 	ctx := context.Background()
 	a := newActs(t)
 	long := strings.Repeat("x", 256)
-	_, err := a.CreateHandle(ctx, activities.CreateHandleInput{Header: session.Header{ID: long, CreatedAt: 1}, HandleID: "h1"})
+	_, err := a.CreateHandle(ctx, activities.CreateHandleInput{Header: wire.Header{ID: long, CreatedAt: 1}, HandleID: "h1"})
 	typ, nonRetryable := appType(t, err)
 	require.Equal(t, "InvalidArgument", typ)
 	require.True(t, nonRetryable)
@@ -219,6 +219,6 @@ func TestIDTooLongRefusedBeforeTheStore(t *testing.T) {
 	require.Equal(t, "InvalidArgument", typ)
 	require.True(t, nonRetryable)
 	// 255 bytes is the limit itself.
-	_, err = a.CreateHandle(ctx, activities.CreateHandleInput{Header: session.Header{ID: strings.Repeat("x", 255), CreatedAt: 1}, HandleID: "h2"})
+	_, err = a.CreateHandle(ctx, activities.CreateHandleInput{Header: wire.Header{ID: strings.Repeat("x", 255), CreatedAt: 1}, HandleID: "h2"})
 	require.NoError(t, err)
 }

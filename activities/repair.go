@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/sessionflow/sessionflow/jsonl"
-	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // RepairInput is the input of Repair.
@@ -96,7 +96,7 @@ func (a *Activities) repair(ctx context.Context, h *jsonl.Handle, now int64) (Re
 	sum.EventCount += int64(len(batch))
 	sum.NextSeq += int64(len(batch))
 	sum.LastType = final.Type
-	sum.EndsWithMarker = final.Type == session.TypeEndSeed
+	sum.EndsWithMarker = final.Type == wire.TypeEndSeed
 	sum.OpenTurn = nil
 	res.Scan = sum
 	return res, nil

@@ -16,6 +16,7 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/jsonl/faultfs"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // openToolTurn is a log whose last turn is open with a recorded tool call
@@ -25,13 +26,13 @@ func openToolTurn(t *testing.T) []session.Event {
 	t.Helper()
 	type obj = map[string]any
 	return []session.Event{
-		ev(t, session.TypeTurnStart, 0, obj{"turn": 1}),
-		ev(t, session.TypeUserMessage, 1, obj{"turn": 1, "message": obj{"role": "user", "content": []any{obj{"type": "text", "text": "Read /etc/hosts."}}}}),
-		ev(t, session.TypeStepStart, 2, obj{"turn": 1, "step": 1}),
-		ev(t, session.TypeAssistantMessage, 3, obj{"turn": 1, "step": 1, "stream": []any{}, "message": obj{"role": "assistant", "content": []any{
+		ev(t, wire.TypeTurnStart, 0, obj{"turn": 1}),
+		ev(t, wire.TypeUserMessage, 1, obj{"turn": 1, "message": obj{"role": "user", "content": []any{obj{"type": "text", "text": "Read /etc/hosts."}}}}),
+		ev(t, wire.TypeStepStart, 2, obj{"turn": 1, "step": 1}),
+		ev(t, wire.TypeAssistantMessage, 3, obj{"turn": 1, "step": 1, "stream": []any{}, "message": obj{"role": "assistant", "content": []any{
 			obj{"type": "tool-call", "id": "call-1", "name": "read", "arguments": obj{"path": "/etc/hosts"}},
 		}}}),
-		ev(t, session.TypeToolCall, 4, obj{"turn": 1, "step": 1, "callId": "call-1", "name": "read", "arguments": `{"path":"/etc/hosts"}`}),
+		ev(t, wire.TypeToolCall, 4, obj{"turn": 1, "step": 1, "callId": "call-1", "name": "read", "arguments": `{"path":"/etc/hosts"}`}),
 	}
 }
 

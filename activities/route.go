@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // MaxRouteNameBytes bounds the provider and the model name a LogScan
@@ -33,7 +34,7 @@ type routeFold struct {
 }
 
 func (f *routeFold) observe(e session.Event) {
-	if e.Type != session.TypeRequestContext {
+	if e.Type != wire.TypeRequestContext {
 		return
 	}
 	var r struct {

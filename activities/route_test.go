@@ -10,6 +10,7 @@ import (
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // The scan and the repair report the route of the log's last
@@ -21,15 +22,15 @@ func TestScanLogReportsTheLastRecordedRoute(t *testing.T) {
 	ctx := context.Background()
 	long := strings.Repeat("m", activities.MaxRouteNameBytes+1)
 	seedSession(t, a, "r", []session.Event{
-		ev(t, session.TypeTurnStart, 0, map[string]any{"turn": 1}),
-		ev(t, session.TypeRequestContext, 1, map[string]any{"provider": "p1", "model": "m1"}),
-		ev(t, session.TypeRequestContext, 2, map[string]any{"provider": "deepseek-official", "model": "deepseek-v4-pro", "contextWindow": 1000000}),
-		ev(t, session.TypeTurnEnd, 3, map[string]any{"turn": 1, "reason": map[string]any{"kind": "completed"}}),
-		ev(t, session.TypeTurnStart, 4, map[string]any{"turn": 2}),
-		ev(t, session.TypeRequestContext, 5, map[string]any{"provider": "p3"}),
-		ev(t, session.TypeRequestContext, 6, map[string]any{"provider": "p4", "model": long}),
-		ev(t, session.TypeRequestContext, 7, map[string]any{"provider": 4, "model": "m5"}),
-		ev(t, session.TypeRequestContext, 8, map[string]any{"provider": "", "model": "m6"}),
+		ev(t, wire.TypeTurnStart, 0, map[string]any{"turn": 1}),
+		ev(t, wire.TypeRequestContext, 1, map[string]any{"provider": "p1", "model": "m1"}),
+		ev(t, wire.TypeRequestContext, 2, map[string]any{"provider": "deepseek-official", "model": "deepseek-v4-pro", "contextWindow": 1000000}),
+		ev(t, wire.TypeTurnEnd, 3, map[string]any{"turn": 1, "reason": map[string]any{"kind": "completed"}}),
+		ev(t, wire.TypeTurnStart, 4, map[string]any{"turn": 2}),
+		ev(t, wire.TypeRequestContext, 5, map[string]any{"provider": "p3"}),
+		ev(t, wire.TypeRequestContext, 6, map[string]any{"provider": "p4", "model": long}),
+		ev(t, wire.TypeRequestContext, 7, map[string]any{"provider": 4, "model": "m5"}),
+		ev(t, wire.TypeRequestContext, 8, map[string]any{"provider": "", "model": "m6"}),
 	})
 	info, err := a.OpenHandle(ctx, activities.OpenHandleInput{SessionID: "r", Access: jsonl.AccessWrite, HandleID: "w"})
 	require.NoError(t, err)
@@ -49,8 +50,8 @@ func TestScanLogWithoutRequestContextHasNoRoute(t *testing.T) {
 	a := newActs(t)
 	ctx := context.Background()
 	seedSession(t, a, "n", []session.Event{
-		ev(t, session.TypeTurnStart, 0, map[string]any{"turn": 1}),
-		ev(t, session.TypeTurnEnd, 1, map[string]any{"turn": 1, "reason": map[string]any{"kind": "completed"}}),
+		ev(t, wire.TypeTurnStart, 0, map[string]any{"turn": 1}),
+		ev(t, wire.TypeTurnEnd, 1, map[string]any{"turn": 1, "reason": map[string]any{"kind": "completed"}}),
 	})
 	info, err := a.OpenHandle(ctx, activities.OpenHandleInput{SessionID: "n", Access: jsonl.AccessWrite, HandleID: "w"})
 	require.NoError(t, err)

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // DefaultHeartbeatInterval is how often a running activity, a store
@@ -38,7 +39,7 @@ type Runtime struct {
 // ErrTypePersistenceNotConfigured error when the runtime has none.
 func (r *Runtime) Sessions() (*jsonl.Store, error) {
 	if r == nil || r.Store == nil {
-		return nil, temporal.NewNonRetryableApplicationError("session persistence is not configured", ErrTypePersistenceNotConfigured, nil)
+		return nil, temporal.NewNonRetryableApplicationError("session persistence is not configured", wire.ErrTypePersistenceNotConfigured, nil)
 	}
 	return r.Store, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // OpenTurnFacts describes an unfinished turn at the end of a log.
@@ -26,7 +27,7 @@ type OpenTurnFacts struct {
 // it: never its events.
 type LogScan struct {
 	// Header is the session header.
-	Header session.Header `json:"header"`
+	Header wire.Header `json:"header"`
 	// EventCount is the number of events in the log.
 	EventCount int64 `json:"eventCount"`
 	// NextSeq is the seq of the next event.
@@ -127,7 +128,7 @@ func (a *Activities) describeLog(ctx context.Context, h *jsonl.Handle) (LogScan,
 	if last != nil {
 		sum.NextSeq = last.Seq + 1
 		sum.LastType = last.Type
-		sum.EndsWithMarker = last.Type == session.TypeEndSeed
+		sum.EndsWithMarker = last.Type == wire.TypeEndSeed
 	}
 	if ot, ok := sc.OpenTurn(); ok {
 		f := &OpenTurnFacts{Turn: ot.Turn, Step: ot.Step, PendingCalls: len(ot.PendingCalls)}

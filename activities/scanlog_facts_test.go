@@ -14,6 +14,7 @@ import (
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // A summary counts the open turn's pending calls and, among them, those a
@@ -24,10 +25,10 @@ func TestScanLogOpenTurnFactsAndMarker(t *testing.T) {
 	assistant := json.RawMessage(`{"turn":1,"step":1,"message":{"role":"assistant","content":[` +
 		`{"type":"tool-call","id":"c1","name":"read","arguments":{}},{"type":"tool-call","id":"c2","name":"read","arguments":{}}]},"stream":[]}`)
 	seedSession(t, a, "f", []session.Event{
-		ev(t, session.TypeTurnStart, 0, map[string]any{"turn": 1}),
-		ev(t, session.TypeStepStart, 1, map[string]any{"turn": 1, "step": 1}),
-		ev(t, session.TypeAssistantMessage, 2, assistant),
-		ev(t, session.TypeToolCall, 3, map[string]any{"turn": 1, "step": 1, "callId": "c2", "name": "read", "arguments": "{}"}),
+		ev(t, wire.TypeTurnStart, 0, map[string]any{"turn": 1}),
+		ev(t, wire.TypeStepStart, 1, map[string]any{"turn": 1, "step": 1}),
+		ev(t, wire.TypeAssistantMessage, 2, assistant),
+		ev(t, wire.TypeToolCall, 3, map[string]any{"turn": 1, "step": 1, "callId": "c2", "name": "read", "arguments": "{}"}),
 	})
 	info, err := a.OpenHandle(ctx, activities.OpenHandleInput{SessionID: "f", Access: jsonl.AccessWrite, HandleID: "w"})
 	require.NoError(t, err)
@@ -61,8 +62,8 @@ func TestScanAndRepairRefuseAnUnreadableEvent(t *testing.T) {
 	}
 	ctx := context.Background()
 	seedSession(t, &activities.Activities{Runtime: &activities.Runtime{Store: newStore()}}, "u", []session.Event{
-		ev(t, session.TypeTurnStart, 0, map[string]any{"turn": 1}),
-		ev(t, session.TypeToolCall, 1, map[string]any{"turn": 1, "step": 1, "callId": "zz", "name": "read"}),
+		ev(t, wire.TypeTurnStart, 0, map[string]any{"turn": 1}),
+		ev(t, wire.TypeToolCall, 1, map[string]any{"turn": 1, "step": 1, "callId": "zz", "name": "read"}),
 	})
 	snap, err := newStore().Stat(ctx, "u")
 	require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // StoreSeed refuses a fork count outside the safe integers before reading
@@ -15,9 +16,9 @@ import (
 func TestStoreSeedCountRange(t *testing.T) {
 	a := newActs(t)
 	ctx := context.Background()
-	seedSession(t, a, "p", []session.Event{ev(t, session.TypeTurnStart, 0, map[string]any{"turn": 1})})
+	seedSession(t, a, "p", []session.Event{ev(t, wire.TypeTurnStart, 0, map[string]any{"turn": 1})})
 	info, err := a.CreateHandle(ctx, activities.CreateHandleInput{
-		Header: session.Header{ID: "k", CreatedAt: 1, IsSeeded: true, ParentSession: "p"}, HandleID: "w", InheritedEventCount: 1})
+		Header: wire.Header{ID: "k", CreatedAt: 1, IsSeeded: true, ParentSession: "p"}, HandleID: "w", InheritedEventCount: 1})
 	require.NoError(t, err)
 	cases := map[int64]string{
 		-1:        "fork count must be a non-negative safe integer, got -1",

@@ -11,6 +11,7 @@ import (
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/tool"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // ProgressWindow bounds the text of a ModelProgress heartbeat: the last
@@ -82,5 +83,5 @@ func (a *Activities) lookup(name string) (tool.Tool, bool) {
 // invalidLog is the non-retryable error of an input that does not match
 // the log.
 func invalidLog(format string, args ...any) error {
-	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), ErrTypeInvalidLog, nil)
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), wire.ErrTypeInvalidLog, nil)
 }

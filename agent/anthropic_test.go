@@ -17,8 +17,8 @@ import (
 	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/provider/anthropic"
-	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/tool"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // sseEvents writes Messages API events (JSON objects with a "type") as
@@ -108,7 +108,7 @@ func TestAnthropicTurn(t *testing.T) {
 	out, err := f.runTool(f.acts, f.toolInput(res.MessageSeq, 0, "toolu_1", "read_file"))
 	require.NoError(t, err)
 	require.False(t, out.IsError)
-	f.append(ev(t, session.TypeStepEnd, out.NextSeq, `{"turn":1,"step":1}`), ev(t, session.TypeStepStart, out.NextSeq+1, `{"turn":1,"step":2}`))
+	f.append(ev(t, wire.TypeStepEnd, out.NextSeq, `{"turn":1,"step":1}`), ev(t, wire.TypeStepStart, out.NextSeq+1, `{"turn":1,"step":2}`))
 
 	in.Step = 2
 	_, err = f.callModel(f.acts, in)

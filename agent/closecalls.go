@@ -138,9 +138,9 @@ func closingEvents(tail []session.Event, turn, msgSeq int64, skipped []string, m
 		}
 		callSeq, recorded := sc.callSeq[c.ID]
 		if !recorded {
-			res := tool.ErrorResult(tool.NameAborted, CodeAbortedBeforeDispatch, abortedBeforeDispatchText)
+			res := tool.ErrorResult(tool.NameAborted, wire.CodeAbortedBeforeDispatch, abortedBeforeDispatchText)
 			if maxTokens {
-				res = tool.ErrorResult(maxTokensNotRunName, CodeMaxTokensNotRun, maxTokensNotRunText)
+				res = tool.ErrorResult(maxTokensNotRunName, wire.CodeMaxTokensNotRun, maxTokensNotRunText)
 			}
 			pair, err := notRunPair(turn, sc.step, c, seq(), now, res)
 			if err != nil {

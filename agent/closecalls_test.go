@@ -8,10 +8,11 @@ import (
 
 	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 func (f *fixture) closeCalls(acts *agent.Activities, in agent.CloseCallsInput) (agent.CloseCallsResult, error) {
-	v, err := f.env(acts).ExecuteActivity(agent.CloseCallsActivity, in)
+	v, err := f.env(acts).ExecuteActivity(wire.CloseCallsActivity, in)
 	if err != nil {
 		return agent.CloseCallsResult{}, err
 	}
@@ -29,7 +30,7 @@ func TestCloseCallsMaxTokens(t *testing.T) {
 	res, err := f.callModel(f.acts, f.modelInput(1, 1))
 	require.NoError(t, err)
 	m := res.MessageSeq // the step's assistant/message, after its chunks
-	f.append(ev(t, session.TypeToolCall, m+1, `{"turn":1,"step":1,"callId":"c2","name":"shell","arguments":"{}"}`))
+	f.append(ev(t, wire.TypeToolCall, m+1, `{"turn":1,"step":1,"callId":"c2","name":"shell","arguments":"{}"}`))
 	in := agent.CloseCallsInput{Ref: f.hd.Ref(), Turn: 1, MessageSeq: res.MessageSeq, MaxTokens: true}
 	out, err := f.closeCalls(f.acts, in)
 	require.NoError(t, err)
@@ -38,7 +39,7 @@ func TestCloseCallsMaxTokens(t *testing.T) {
 	require.Equal(t, []string{"tool/call", "tool/call", "tool/result", "tool/result", "tool/call", "tool/result"}, types(log[m+1:]))
 	call, err := log[m+2].ToolCall()
 	require.NoError(t, err)
-	require.Equal(t, session.ToolCall{Turn: 1, Step: 1, CallID: "c1", Name: "echo", Arguments: `{"te`}, call)
+	require.Equal(t, wire.ToolCall{Turn: 1, Step: 1, CallID: "c1", Name: "echo", Arguments: `{"te`}, call)
 	for _, c := range []struct {
 		i       int64
 		id      string
@@ -55,8 +56,8 @@ func TestCloseCallsMaxTokens(t *testing.T) {
 		require.Equal(t, c.id, r.Message.Source.CallID)
 		require.Equal(t, []int64{c.callSeq}, log[c.i].SourceEventSeqs)
 		require.Equal(t, c.code, r.Error.Code)
-		require.Equal(t, []session.ToolResultContent{{Type: "tool-result", ToolCallID: c.id, IsError: true,
-			Content: []session.TextContent{{Type: "text", Text: c.text}}}}, r.Message.Content)
+		require.Equal(t, []wire.ToolResultContent{{Type: "tool-result", ToolCallID: c.id, IsError: true,
+			Content: []wire.TextContent{{Type: "text", Text: c.text}}}}, r.Message.Content)
 	}
 	for _, acts := range []*agent.Activities{f.acts, f.actsOn(f.newStore())} {
 		again, err := f.closeCalls(acts, in)
@@ -66,7 +67,7 @@ func TestCloseCallsMaxTokens(t *testing.T) {
 	require.Len(t, f.log(), int(m)+7)
 
 	// EndTurn after CloseCalls closes only the step and the turn.
-	_, err = f.endTurn(f.acts, agent.EndTurnInput{Ref: f.hd.Ref(), Turn: 1, Step: 1, MessageSeq: res.MessageSeq, MaxTokens: true, Reason: session.TurnEndReason{Kind: "max-tokens"}})
+	_, err = f.endTurn(f.acts, agent.EndTurnInput{Ref: f.hd.Ref(), Turn: 1, Step: 1, MessageSeq: res.MessageSeq, MaxTokens: true, Reason: wire.TurnEndReason{Kind: "max-tokens"}})
 	require.NoError(t, err)
 	require.Equal(t, []string{"step/end", "turn/end"}, types(f.log()[m+7:]))
 	requireBalanced(t, f.log())
@@ -79,7 +80,7 @@ func TestCloseCallsClosedStep(t *testing.T) {
 	res, err := f.callModel(f.acts, f.modelInput(1, 1))
 	require.NoError(t, err)
 	m := res.MessageSeq // the step's assistant/message, after its chunks
-	f.append(ev(t, session.TypeStepEnd, m+1, `{"turn":1,"step":1}`))
+	f.append(ev(t, wire.TypeStepEnd, m+1, `{"turn":1,"step":1}`))
 	out, err := f.closeCalls(f.acts, agent.CloseCallsInput{Ref: f.hd.Ref(), Turn: 1, MessageSeq: res.MessageSeq})
 	require.NoError(t, err)
 	require.Equal(t, m+2, out.NextSeq)
@@ -99,7 +100,7 @@ func TestEndTurnMaxTokens(t *testing.T) {
 	res, err := f.callModel(f.acts, f.modelInput(1, 1))
 	require.NoError(t, err)
 	m := res.MessageSeq // the step's assistant/message, after its chunks
-	_, err = f.endTurn(f.acts, agent.EndTurnInput{Ref: f.hd.Ref(), Turn: 1, Step: 1, MessageSeq: res.MessageSeq, MaxTokens: true, Reason: session.TurnEndReason{Kind: "max-tokens"}})
+	_, err = f.endTurn(f.acts, agent.EndTurnInput{Ref: f.hd.Ref(), Turn: 1, Step: 1, MessageSeq: res.MessageSeq, MaxTokens: true, Reason: wire.TurnEndReason{Kind: "max-tokens"}})
 	require.NoError(t, err)
 	log := f.log()
 	require.Equal(t, []string{"tool/call", "tool/result", "step/end", "turn/end"}, types(log[m+1:]))

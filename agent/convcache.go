@@ -6,6 +6,7 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // maxCachedConversations bounds the sessions whose decoded messages a
@@ -77,7 +78,7 @@ func (c *convCache) conversation(st *jsonl.Store, id string, events []session.Ev
 		if !isMessageEvent(e.Type) {
 			continue
 		}
-		if e.Seq < 0 || e.Seq > session.MaxSafeInteger {
+		if e.Seq < 0 || e.Seq > wire.MaxSafeInteger {
 			msg, ok, err := messageOf(e)
 			if err != nil {
 				return nil, err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 func cacheEvent(t *testing.T, typ string, seq int64, data string) session.Event {
@@ -29,16 +30,16 @@ func text(role, s string) provider.Message {
 func TestConversationCacheFollowsTheLog(t *testing.T) {
 	c := &convCache{sessions: map[convKey]*convEntries{}}
 	log := []session.Event{
-		cacheEvent(t, session.TypeUserMessage, 0, userText("one")),
-		cacheEvent(t, session.TypeStepStart, 1, `{"turn":1,"step":1}`),
-		cacheEvent(t, session.TypeAssistantMessage, 2, `{"turn":1,"step":1,"message":{"id":"a","role":"assistant","content":[{"type":"text","text":"two"}]},"stream":[]}`),
+		cacheEvent(t, wire.TypeUserMessage, 0, userText("one")),
+		cacheEvent(t, wire.TypeStepStart, 1, `{"turn":1,"step":1}`),
+		cacheEvent(t, wire.TypeAssistantMessage, 2, `{"turn":1,"step":1,"message":{"id":"a","role":"assistant","content":[{"type":"text","text":"two"}]},"stream":[]}`),
 	}
 	got, err := c.conversation(nil, "s", log)
 	require.NoError(t, err)
 	require.Equal(t, []provider.Message{text("user", "one"), text("assistant", "two")}, got)
 
 	// Appended events are decoded; the stored ones come from the cache.
-	log = append(log, cacheEvent(t, session.TypeUserMessage, 3, userText("three")))
+	log = append(log, cacheEvent(t, wire.TypeUserMessage, 3, userText("three")))
 	got, err = c.conversation(nil, "s", log)
 	require.NoError(t, err)
 	require.Equal(t, []provider.Message{text("user", "one"), text("assistant", "two"), text("user", "three")}, got)
@@ -47,9 +48,9 @@ func TestConversationCacheFollowsTheLog(t *testing.T) {
 	// The same seqs read again with other bytes (a rewritten log): the new
 	// content, not the cached one.
 	rewritten := []session.Event{
-		cacheEvent(t, session.TypeUserMessage, 0, userText("ONE")),
-		cacheEvent(t, session.TypeStepStart, 1, `{"turn":1,"step":1}`),
-		cacheEvent(t, session.TypeTurnEnd, 2, `{"turn":1,"reason":{"kind":"interrupted"}}`),
+		cacheEvent(t, wire.TypeUserMessage, 0, userText("ONE")),
+		cacheEvent(t, wire.TypeStepStart, 1, `{"turn":1,"step":1}`),
+		cacheEvent(t, wire.TypeTurnEnd, 2, `{"turn":1,"reason":{"kind":"interrupted"}}`),
 	}
 	got, err = c.conversation(nil, "s", rewritten)
 	require.NoError(t, err)
@@ -66,7 +67,7 @@ func TestConversationCacheFollowsTheLog(t *testing.T) {
 
 	// An unreadable message is the error Conversation gives, and is not
 	// cached as a message.
-	bad := []session.Event{cacheEvent(t, session.TypeToolResult, 0, `{"message":{"content":[]}}`)}
+	bad := []session.Event{cacheEvent(t, wire.TypeToolResult, 0, `{"message":{"content":[]}}`)}
 	_, want := Conversation(bad)
 	_, err = c.conversation(nil, "s", bad)
 	require.EqualError(t, err, want.Error())
@@ -78,7 +79,7 @@ func TestConversationCacheFollowsTheLog(t *testing.T) {
 func TestConversationCacheIsBounded(t *testing.T) {
 	c := &convCache{sessions: map[convKey]*convEntries{}}
 	for i := range maxCachedConversations + 10 {
-		_, err := c.conversation(nil, string(rune('a'+i)), []session.Event{cacheEvent(t, session.TypeUserMessage, 0, userText("x"))})
+		_, err := c.conversation(nil, string(rune('a'+i)), []session.Event{cacheEvent(t, wire.TypeUserMessage, 0, userText("x"))})
 		require.NoError(t, err)
 	}
 	require.Len(t, c.sessions, maxCachedConversations)

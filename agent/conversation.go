@@ -6,6 +6,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // storedBlock is a content block as the log stores it. A tool-call block's
@@ -142,7 +143,7 @@ func surfaceOrder(events []session.Event) ([]int, error) {
 // isMessageEvent reports whether events of typ carry a message.
 func isMessageEvent(typ string) bool {
 	switch typ {
-	case session.TypeUserMessage, session.TypeToolResult, session.TypeAssistantMessage:
+	case wire.TypeUserMessage, wire.TypeToolResult, wire.TypeAssistantMessage:
 		return true
 	}
 	return false
@@ -152,7 +153,7 @@ func isMessageEvent(typ string) bool {
 // content.
 func messageOf(e session.Event) (msg provider.Message, ok bool, err error) {
 	role := provider.RoleUser
-	if e.Type == session.TypeAssistantMessage {
+	if e.Type == wire.TypeAssistantMessage {
 		role = provider.RoleAssistant
 	}
 	content, err := messageContent(e)
@@ -161,7 +162,7 @@ func messageOf(e session.Event) (msg provider.Message, ok bool, err error) {
 	}
 	content = sendable(e.Type, content)
 	if len(content) == 0 {
-		if e.Type == session.TypeToolResult {
+		if e.Type == wire.TypeToolResult {
 			return provider.Message{}, false, fmt.Errorf("conversation: tool/result (seq %d) has no content", e.Seq)
 		}
 		return provider.Message{}, false, nil
@@ -180,9 +181,9 @@ func messageOf(e session.Event) (msg provider.Message, ok bool, err error) {
 func sendable(typ string, content []provider.Block) []provider.Block {
 	keep := func(b provider.Block) bool {
 		switch typ {
-		case session.TypeUserMessage:
+		case wire.TypeUserMessage:
 			return b.Type == provider.BlockText
-		case session.TypeToolResult:
+		case wire.TypeToolResult:
 			if b.Type != provider.BlockToolResult {
 				return false
 			}
@@ -210,7 +211,7 @@ func sendable(typ string, content []provider.Block) []provider.Block {
 		if out == nil {
 			out = append(make([]provider.Block, 0, len(content)), content[:i]...)
 		}
-		if typ == session.TypeToolResult && b.Type == provider.BlockToolResult {
+		if typ == wire.TypeToolResult && b.Type == provider.BlockToolResult {
 			r := b
 			r.Content = make([]provider.Block, 0, len(b.Content))
 			for _, c := range b.Content {
@@ -240,7 +241,7 @@ func omitted(typ string) provider.Block {
 // user/message holds them at "content", an assistant/message and a
 // tool/result at "message.content".
 func messageContent(e session.Event) ([]provider.Block, error) {
-	if e.Type == session.TypeUserMessage {
+	if e.Type == wire.TypeUserMessage {
 		var m struct {
 			Content []storedBlock `json:"content"`
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // A stored block the agent cannot send (an image in user input, a forged
@@ -18,10 +19,10 @@ import (
 // they are.
 func TestConversationReplacesUnsendableBlocks(t *testing.T) {
 	events := []session.Event{
-		surface(t, session.TypeUserMessage, 0, `{"id":"u","role":"user","content":[{"type":"text","text":"see"},{"type":"image","data":"AAAA"},{"type":"tool-result","toolCallId":"forged","content":[{"type":"text","text":"x"}]}],"source":{"kind":"user"}}`),
-		ev(t, session.TypeStepStart, 1, `{"turn":1,"step":1}`),
-		surface(t, session.TypeAssistantMessage, 2, `{"turn":1,"step":1,"message":{"id":"a","role":"assistant","content":[{"type":"text","text":"ok"},{"type":"audio","data":"AAAA"},{"type":"tool-call","id":"c1","name":"read_file","arguments":"{}"}]},"stream":[]}`),
-		surface(t, session.TypeToolResult, 3, `{"turn":1,"step":1,"message":{"id":"r","role":"user","source":{"kind":"tool","callId":"c1"},"content":[{"type":"tool-result","toolCallId":"c1","isError":false,"content":[{"type":"text","text":"body"},{"type":"image","data":"AAAA"}]}]}}`),
+		surface(t, wire.TypeUserMessage, 0, `{"id":"u","role":"user","content":[{"type":"text","text":"see"},{"type":"image","data":"AAAA"},{"type":"tool-result","toolCallId":"forged","content":[{"type":"text","text":"x"}]}],"source":{"kind":"user"}}`),
+		ev(t, wire.TypeStepStart, 1, `{"turn":1,"step":1}`),
+		surface(t, wire.TypeAssistantMessage, 2, `{"turn":1,"step":1,"message":{"id":"a","role":"assistant","content":[{"type":"text","text":"ok"},{"type":"audio","data":"AAAA"},{"type":"tool-call","id":"c1","name":"read_file","arguments":"{}"}]},"stream":[]}`),
+		surface(t, wire.TypeToolResult, 3, `{"turn":1,"step":1,"message":{"id":"r","role":"user","source":{"kind":"tool","callId":"c1"},"content":[{"type":"tool-result","toolCallId":"c1","isError":false,"content":[{"type":"text","text":"body"},{"type":"image","data":"AAAA"}]}]}}`),
 	}
 	got, err := agent.Conversation(events)
 	require.NoError(t, err)
@@ -49,14 +50,14 @@ func TestConversationFollowsTheSurface(t *testing.T) {
 		return e
 	}
 	user := func(seq int64, text string) session.Event {
-		return ev(session.TypeUserMessage, seq, `{"id":"u`+text+`","role":"user","content":[{"type":"text","text":"`+text+`"}],"source":{"kind":"user"}}`, session.AppendOp())
+		return ev(wire.TypeUserMessage, seq, `{"id":"u`+text+`","role":"user","content":[{"type":"text","text":"`+text+`"}],"source":{"kind":"user"}}`, session.AppendOp())
 	}
 	events := []session.Event{
-		ev(session.TypeTurnStart, 0, `{"turn":1}`, nil),
+		ev(wire.TypeTurnStart, 0, `{"turn":1}`, nil),
 		user(1, "one"),
 		user(2, "two"),
 		user(3, "three"),
-		ev(session.TypeUserMessage, 4, `{"id":"s","role":"user","content":[{"type":"text","text":"summary of one and two"}],"source":{"kind":"plugin","plugin":"compact"}}`,
+		ev(wire.TypeUserMessage, 4, `{"id":"s","role":"user","content":[{"type":"text","text":"summary of one and two"}],"source":{"kind":"plugin","plugin":"compact"}}`,
 			&session.SurfaceOp{Op: session.SurfaceReplace, StartSeq: 1, EndSeq: 2}, 1, 2),
 		user(5, "four"),
 	}

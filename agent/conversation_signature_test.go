@@ -8,6 +8,7 @@ import (
 	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // A reasoning block's provider signature goes back to the model with it: a
@@ -15,9 +16,9 @@ import (
 // unsigned block.
 func TestConversationKeepsReasoningSignatures(t *testing.T) {
 	events := []session.Event{
-		surface(t, session.TypeUserMessage, 0, `{"id":"u","role":"user","content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}}`),
-		ev(t, session.TypeStepStart, 1, `{"turn":1,"step":1}`),
-		surface(t, session.TypeAssistantMessage, 2, `{"turn":1,"step":1,"message":{"id":"a","role":"assistant","content":[{"type":"reasoning","text":"hmm","signature":"sig-1"},{"type":"reasoning","text":"","signature":"sig-2"},{"type":"tool-call","id":"c1","name":"read_file","arguments":"{}"}]},"stream":[]}`),
+		surface(t, wire.TypeUserMessage, 0, `{"id":"u","role":"user","content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}}`),
+		ev(t, wire.TypeStepStart, 1, `{"turn":1,"step":1}`),
+		surface(t, wire.TypeAssistantMessage, 2, `{"turn":1,"step":1,"message":{"id":"a","role":"assistant","content":[{"type":"reasoning","text":"hmm","signature":"sig-1"},{"type":"reasoning","text":"","signature":"sig-2"},{"type":"tool-call","id":"c1","name":"read_file","arguments":"{}"}]},"stream":[]}`),
 	}
 	got, err := agent.Conversation(events)
 	require.NoError(t, err)

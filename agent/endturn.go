@@ -5,6 +5,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // EndTurn closes turn in.Turn in one batch: first the calls of the
@@ -59,13 +60,13 @@ func (a *Activities) EndTurn(ctx context.Context, in EndTurnInput) (EndTurnResul
 		}
 		seq := func() int64 { return next + int64(len(batch)) }
 		if in.Step > 0 && stepOpen(tail[start:], in.Turn, in.Step) {
-			e, err := session.NewEvent(session.TypeStepEnd, seq(), now, session.StepEnd{Turn: in.Turn, Step: in.Step})
+			e, err := session.NewEvent(wire.TypeStepEnd, seq(), now, wire.StepEnd{Turn: in.Turn, Step: in.Step})
 			if err != nil {
 				return nil, err
 			}
 			batch = append(batch, e)
 		}
-		e, err := session.NewEvent(session.TypeTurnEnd, seq(), now, session.TurnEnd{Turn: in.Turn, Reason: in.Reason})
+		e, err := session.NewEvent(wire.TypeTurnEnd, seq(), now, wire.TurnEnd{Turn: in.Turn, Reason: in.Reason})
 		if err != nil {
 			return nil, err
 		}
@@ -91,15 +92,15 @@ func nextStepOpened(events []session.Event, turn, step int64) bool {
 		return false
 	}
 	se, err := events[0].StepEnd()
-	if events[0].Type != session.TypeStepEnd || err != nil || se.Turn != turn || se.Step != step {
+	if events[0].Type != wire.TypeStepEnd || err != nil || se.Turn != turn || se.Step != step {
 		return false
 	}
 	ss, err := events[1].StepStart()
-	if events[1].Type != session.TypeStepStart || err != nil || ss.Turn != turn || ss.Step != step+1 {
+	if events[1].Type != wire.TypeStepStart || err != nil || ss.Turn != turn || ss.Step != step+1 {
 		return false
 	}
 	for _, e := range events[2:] {
-		if e.Type != session.TypeUserMessage {
+		if e.Type != wire.TypeUserMessage {
 			return false
 		}
 	}
@@ -111,7 +112,7 @@ func nextStepOpened(events []session.Event, turn, step int64) bool {
 func turnBounds(tail []session.Event, turn int64) (start int, ended bool, err error) {
 	for i := len(tail) - 1; i >= 0; i-- {
 		switch tail[i].Type {
-		case session.TypeTurnEnd:
+		case wire.TypeTurnEnd:
 			te, err := tail[i].TurnEnd()
 			if err != nil {
 				return -1, false, err
@@ -119,7 +120,7 @@ func turnBounds(tail []session.Event, turn int64) (start int, ended bool, err er
 			if te.Turn == turn {
 				ended = true
 			}
-		case session.TypeTurnStart:
+		case wire.TypeTurnStart:
 			ts, err := tail[i].TurnStart()
 			if err != nil {
 				return -1, false, err
@@ -138,11 +139,11 @@ func stepOpen(events []session.Event, turn, step int64) bool {
 	open := false
 	for _, e := range events {
 		switch e.Type {
-		case session.TypeStepStart:
+		case wire.TypeStepStart:
 			if ss, err := e.StepStart(); err == nil && ss.Turn == turn && ss.Step == step {
 				open = true
 			}
-		case session.TypeStepEnd:
+		case wire.TypeStepEnd:
 			if se, err := e.StepEnd(); err == nil && se.Turn == turn && se.Step == step {
 				open = false
 			}

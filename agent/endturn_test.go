@@ -10,6 +10,7 @@ import (
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // TestEndTurnClosesSkippedCalls: an aborted turn's undispatched calls get
@@ -21,7 +22,7 @@ func TestEndTurnClosesSkippedCalls(t *testing.T) {
 	require.NoError(t, err)
 	m := res.MessageSeq // the step's assistant/message, after its chunks
 	in := agent.EndTurnInput{Ref: f.hd.Ref(), Turn: 1, Step: 1, MessageSeq: res.MessageSeq, Skipped: []string{"c1", "c2"},
-		Reason: session.TurnEndReason{Kind: session.TurnEndAborted, Reason: json.RawMessage(`{"kind":"user"}`)}}
+		Reason: wire.TurnEndReason{Kind: wire.TurnEndAborted, Reason: json.RawMessage(`{"kind":"user"}`)}}
 	out, err := f.endTurn(f.acts, in)
 	require.NoError(t, err)
 	require.Equal(t, m+7, out.NextSeq)
@@ -29,7 +30,7 @@ func TestEndTurnClosesSkippedCalls(t *testing.T) {
 	require.Equal(t, []string{"tool/call", "tool/result", "tool/call", "tool/result", "step/end", "turn/end"}, types(log[m+1:]))
 	call, err := log[m+1].ToolCall()
 	require.NoError(t, err)
-	require.Equal(t, session.ToolCall{Turn: 1, Step: 1, CallID: "c1", Name: "echo", Arguments: `{"text":"a"}`}, call)
+	require.Equal(t, wire.ToolCall{Turn: 1, Step: 1, CallID: "c1", Name: "echo", Arguments: `{"text":"a"}`}, call)
 	for _, i := range []int64{m + 2, m + 4} {
 		r, err := log[i].ToolResult()
 		require.NoError(t, err)
@@ -37,12 +38,12 @@ func TestEndTurnClosesSkippedCalls(t *testing.T) {
 		require.Equal(t, session.AppendOp(), log[i].SurfaceOp)
 		require.Equal(t, "AbortError", r.Error.Name)
 		require.Equal(t, "ABORTED_BEFORE_DISPATCH", r.Error.Code)
-		require.Equal(t, []session.ToolResultContent{{Type: "tool-result", ToolCallID: r.Message.Source.CallID, IsError: true,
-			Content: []session.TextContent{{Type: "text", Text: "Error: tool call aborted before dispatch"}}}}, r.Message.Content)
+		require.Equal(t, []wire.ToolResultContent{{Type: "tool-result", ToolCallID: r.Message.Source.CallID, IsError: true,
+			Content: []wire.TextContent{{Type: "text", Text: "Error: tool call aborted before dispatch"}}}}, r.Message.Content)
 	}
 	te, err := log[m+6].TurnEnd()
 	require.NoError(t, err)
-	require.Equal(t, session.TurnEnd{Turn: 1, Reason: session.TurnEndReason{Kind: "aborted", Reason: json.RawMessage(`{"kind":"user"}`)}}, te)
+	require.Equal(t, wire.TurnEnd{Turn: 1, Reason: wire.TurnEndReason{Kind: "aborted", Reason: json.RawMessage(`{"kind":"user"}`)}}, te)
 	requireBalanced(t, log)
 
 	for _, acts := range []*agent.Activities{f.acts, f.actsOn(f.newStore())} {
@@ -60,15 +61,15 @@ func TestEndTurnCompleted(t *testing.T) {
 	res, err := f.callModel(f.acts, f.modelInput(1, 1))
 	require.NoError(t, err)
 	m := res.MessageSeq // the step's assistant/message, after its chunks
-	out, err := f.endTurn(f.acts, agent.EndTurnInput{Ref: f.hd.Ref(), Turn: 1, Step: 1, MessageSeq: res.MessageSeq, Reason: session.TurnEndReason{Kind: "completed"}})
+	out, err := f.endTurn(f.acts, agent.EndTurnInput{Ref: f.hd.Ref(), Turn: 1, Step: 1, MessageSeq: res.MessageSeq, Reason: wire.TurnEndReason{Kind: "completed"}})
 	require.NoError(t, err)
 	require.Equal(t, m+3, out.NextSeq)
 	require.Equal(t, []string{"assistant/message", "step/end", "turn/end"}, types(f.log()[m:]))
 	requireBalanced(t, f.log())
 
 	g := newFixture(t, nil)
-	g.append(ev(t, session.TypeStepEnd, 3, `{"turn":1,"step":1}`))
-	out, err = g.endTurn(g.acts, agent.EndTurnInput{Ref: g.hd.Ref(), Turn: 1, Step: 1, MessageSeq: -1, Reason: session.TurnEndReason{Kind: "blocked"}})
+	g.append(ev(t, wire.TypeStepEnd, 3, `{"turn":1,"step":1}`))
+	out, err = g.endTurn(g.acts, agent.EndTurnInput{Ref: g.hd.Ref(), Turn: 1, Step: 1, MessageSeq: -1, Reason: wire.TurnEndReason{Kind: "blocked"}})
 	require.NoError(t, err)
 	require.Equal(t, int64(5), out.NextSeq)
 	require.Equal(t, []string{"turn/start", "user/message", "step/start", "step/end", "turn/end"}, types(g.log()), "a closed step is not closed again")
@@ -83,10 +84,10 @@ func TestEndTurnRecordedCallWithoutResult(t *testing.T) {
 	res, err := f.callModel(f.acts, f.modelInput(1, 1))
 	require.NoError(t, err)
 	m := res.MessageSeq // the step's assistant/message, after its chunks
-	f.append(ev(t, session.TypeToolCall, m+1, `{"turn":1,"step":1,"callId":"c1","name":"shell","arguments":"{}"}`))
+	f.append(ev(t, wire.TypeToolCall, m+1, `{"turn":1,"step":1,"callId":"c1","name":"shell","arguments":"{}"}`))
 	closers, err := session.InterruptedTurnClosers(f.log())
 	require.NoError(t, err)
-	_, err = f.endTurn(f.acts, agent.EndTurnInput{Ref: f.hd.Ref(), Turn: 1, Step: 1, MessageSeq: res.MessageSeq, Reason: session.TurnEndReason{Kind: "aborted", Reason: json.RawMessage(`{"kind":"parent"}`)}})
+	_, err = f.endTurn(f.acts, agent.EndTurnInput{Ref: f.hd.Ref(), Turn: 1, Step: 1, MessageSeq: res.MessageSeq, Reason: wire.TurnEndReason{Kind: "aborted", Reason: json.RawMessage(`{"kind":"parent"}`)}})
 	require.NoError(t, err)
 	log := f.log()
 	require.Equal(t, []string{"tool/result", "step/end", "turn/end"}, types(log[m+2:]))
@@ -111,13 +112,13 @@ func requireSameResult(t *testing.T, want, got session.Event) {
 // stores nothing.
 func TestEndTurnRefusals(t *testing.T) {
 	f := newFixture(t, nil)
-	_, err := f.endTurn(f.acts, agent.EndTurnInput{Ref: f.hd.Ref(), Turn: 2, MessageSeq: -1, Reason: session.TurnEndReason{Kind: "completed"}})
+	_, err := f.endTurn(f.acts, agent.EndTurnInput{Ref: f.hd.Ref(), Turn: 2, MessageSeq: -1, Reason: wire.TurnEndReason{Kind: "completed"}})
 	var app *temporal.ApplicationError
 	require.ErrorAs(t, err, &app)
 	require.Equal(t, "InvalidLog", app.Type())
 	require.True(t, app.NonRetryable())
 	require.Contains(t, app.Error(), "end of turn 2: the log has no turn/start of it")
-	_, err = f.endTurn(f.acts, agent.EndTurnInput{Ref: f.hd.Ref(), Turn: 1, MessageSeq: 1, Reason: session.TurnEndReason{Kind: "completed"}})
+	_, err = f.endTurn(f.acts, agent.EndTurnInput{Ref: f.hd.Ref(), Turn: 1, MessageSeq: 1, Reason: wire.TurnEndReason{Kind: "completed"}})
 	require.ErrorAs(t, err, &app)
 	require.Contains(t, app.Error(), "no assistant/message at seq 1")
 	require.Len(t, f.log(), 3)
@@ -134,11 +135,11 @@ func TestEndTurnNextStepHeld(t *testing.T) {
 	require.NoError(t, err)
 	expect := res.NextSeq
 	f.append(
-		ev(t, session.TypeStepEnd, expect, `{"turn":1,"step":1}`),
-		ev(t, session.TypeStepStart, expect+1, `{"turn":1,"step":2}`),
-		surface(t, session.TypeUserMessage, expect+2, `{"id":"s9","role":"user","content":[{"type":"text","text":"nine"}],"source":{"kind":"user"}}`),
+		ev(t, wire.TypeStepEnd, expect, `{"turn":1,"step":1}`),
+		ev(t, wire.TypeStepStart, expect+1, `{"turn":1,"step":2}`),
+		surface(t, wire.TypeUserMessage, expect+2, `{"id":"s9","role":"user","content":[{"type":"text","text":"nine"}],"source":{"kind":"user"}}`),
 	)
-	in := agent.EndTurnInput{Ref: f.hd.Ref(), Turn: 1, Step: 1, MessageSeq: -1, Reason: session.TurnEndReason{Kind: "completed"}, ExpectSeq: expect}
+	in := agent.EndTurnInput{Ref: f.hd.Ref(), Turn: 1, Step: 1, MessageSeq: -1, Reason: wire.TurnEndReason{Kind: "completed"}, ExpectSeq: expect}
 	out, err := f.endTurn(f.acts, in)
 	require.NoError(t, err)
 	require.Equal(t, expect+3, out.NextSeq)

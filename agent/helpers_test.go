@@ -21,6 +21,7 @@ import (
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/tool"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 var bg = context.Background()
@@ -162,14 +163,14 @@ func newFixture(t *testing.T, tools agent.ToolSet, responses ...response) *fixtu
 	t.Helper()
 	f := &fixture{t: t, root: filepath.Join(t.TempDir(), "root"), cwd: t.TempDir()}
 	f.store = f.newStore()
-	h := session.Header{Version: session.FormatVersion, ID: "s-" + fmt.Sprint(handleCounter.Add(1)), CreatedAt: 1, Cwd: f.cwd}
+	h := wire.Header{Version: wire.FormatVersion, ID: "s-" + fmt.Sprint(handleCounter.Add(1)), CreatedAt: 1, Cwd: f.cwd}
 	hd, err := f.store.Create(bg, h, jsonl.CreateOptions{HandleID: fmt.Sprintf("h-%d", handleCounter.Add(1)), Owner: jsonl.Owner{WorkflowID: "session/" + h.ID, RunID: "r"}})
 	require.NoError(t, err)
 	f.hd = hd
 	f.append(
-		ev(t, session.TypeTurnStart, 0, `{"turn":1}`),
-		surface(t, session.TypeUserMessage, 1, `{"id":"u-1","role":"user","content":[{"type":"text","text":"hello"}],"source":{"kind":"user"}}`),
-		ev(t, session.TypeStepStart, 2, `{"turn":1,"step":1}`),
+		ev(t, wire.TypeTurnStart, 0, `{"turn":1}`),
+		surface(t, wire.TypeUserMessage, 1, `{"id":"u-1","role":"user","content":[{"type":"text","text":"hello"}],"source":{"kind":"user"}}`),
+		ev(t, wire.TypeStepStart, 2, `{"turn":1,"step":1}`),
 	)
 	f.prov = &fakeProvider{responses: responses}
 	f.acts = &agent.Activities{Runtime: &activities.Runtime{Store: f.store, HeartbeatInterval: time.Millisecond},
@@ -233,7 +234,7 @@ func withContext(ctx context.Context) func(*testsuite.TestActivityEnvironment) {
 }
 
 func (f *fixture) callModel(acts *agent.Activities, in agent.ModelInput) (agent.ModelResult, error) {
-	v, err := f.env(acts).ExecuteActivity(agent.CallModelActivity, in)
+	v, err := f.env(acts).ExecuteActivity(wire.CallModelActivity, in)
 	if err != nil {
 		return agent.ModelResult{}, err
 	}
@@ -243,7 +244,7 @@ func (f *fixture) callModel(acts *agent.Activities, in agent.ModelInput) (agent.
 }
 
 func (f *fixture) runTool(acts *agent.Activities, in agent.ToolInput) (agent.ToolOutcome, error) {
-	v, err := f.env(acts).ExecuteActivity(agent.RunToolActivity, in)
+	v, err := f.env(acts).ExecuteActivity(wire.RunToolActivity, in)
 	if err != nil {
 		return agent.ToolOutcome{}, err
 	}
@@ -253,7 +254,7 @@ func (f *fixture) runTool(acts *agent.Activities, in agent.ToolInput) (agent.Too
 }
 
 func (f *fixture) endTurn(acts *agent.Activities, in agent.EndTurnInput) (agent.EndTurnResult, error) {
-	v, err := f.env(acts).ExecuteActivity(agent.EndTurnActivity, in)
+	v, err := f.env(acts).ExecuteActivity(wire.EndTurnActivity, in)
 	if err != nil {
 		return agent.EndTurnResult{}, err
 	}
@@ -315,13 +316,13 @@ func withoutRecords(t *testing.T, log []session.Event) []string {
 	var run []int64
 	for _, e := range log {
 		switch e.Type {
-		case session.TypeAssistantChunk:
+		case wire.TypeAssistantChunk:
 			run = append(run, e.Seq)
 			continue
-		case session.TypeAssistantMessage:
+		case wire.TypeAssistantMessage:
 			require.Equal(t, run, e.SourceEventSeqs, "the message at seq %d cites its chunks", e.Seq)
 			run = nil
-		case session.TypeRequestContext:
+		case wire.TypeRequestContext:
 			require.Empty(t, run)
 			continue
 		}

@@ -13,8 +13,8 @@ import (
 
 	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/provider"
-	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/tool/mcptool"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // TestTurnCallsMCPTools: a step whose model calls two tools of an MCP
@@ -62,7 +62,7 @@ func TestTurnCallsMCPTools(t *testing.T) {
 	log := f.log()
 	var results []map[string]any
 	for _, e := range log {
-		if e.Type == session.TypeToolResult {
+		if e.Type == wire.TypeToolResult {
 			results = append(results, dataOf(t, e))
 		}
 	}
@@ -76,7 +76,7 @@ func TestTurnCallsMCPTools(t *testing.T) {
 	require.Equal(t, "no such key", second["content"].([]any)[0].(map[string]any)["text"])
 	require.Equal(t, map[string]any{"name": "ToolFailedError", "code": "TOOL_FAILED"}, results[1]["error"])
 
-	f.append(ev(t, session.TypeStepEnd, out2.NextSeq, `{"turn":1,"step":1}`), ev(t, session.TypeStepStart, out2.NextSeq+1, `{"turn":1,"step":2}`))
+	f.append(ev(t, wire.TypeStepEnd, out2.NextSeq, `{"turn":1,"step":1}`), ev(t, wire.TypeStepStart, out2.NextSeq+1, `{"turn":1,"step":2}`))
 	in := f.modelInput(1, 2)
 	res2, err := f.callModel(f.acts, in)
 	require.NoError(t, err)

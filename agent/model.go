@@ -15,6 +15,7 @@ import (
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // anchorTimeout bounds the store of an interrupted anchor after the
@@ -97,7 +98,7 @@ func (a *Activities) CallModel(ctx context.Context, in ModelInput) (res ModelRes
 	}
 	p, err := a.Providers.Get(in.Provider)
 	if err != nil {
-		return ModelResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeUnknownProvider, err)
+		return ModelResult{}, temporal.NewNonRetryableApplicationError(err.Error(), wire.ErrTypeUnknownProvider, err)
 	}
 	req := provider.Request{
 		Provider: in.Provider, Model: in.Model, System: a.System, ReasoningEffort: in.ReasoningEffort,
@@ -109,7 +110,7 @@ func (a *Activities) CallModel(ctx context.Context, in ModelInput) (res ModelRes
 	a.traceRequest(ctx, req)
 
 	f := newFold()
-	progress := ModelProgress{Turn: in.Turn, Step: in.Step}
+	progress := wire.ModelProgress{Turn: in.Turn, Step: in.Step}
 	if activity.IsActivity(ctx) {
 		progress.Attempt = activity.GetInfo(ctx).Attempt
 	}
@@ -134,7 +135,7 @@ func (a *Activities) CallModel(ctx context.Context, in ModelInput) (res ModelRes
 		return ModelResult{}, providerError(streamErr)
 	}
 	if f.Finish() == "" {
-		return ModelResult{}, temporal.NewApplicationError("model call failed: the stream ended without a finish", ErrTypeProviderUnavailable)
+		return ModelResult{}, temporal.NewApplicationError("model call failed: the stream ended without a finish", wire.ErrTypeProviderUnavailable)
 	}
 	a.traceResponse(ctx, f.Content(), f.Finish())
 	return c.store(ctx, f, false)
@@ -196,7 +197,7 @@ func (c *modelCall) stream(ctx context.Context, p provider.Provider, req provide
 
 // nextProgress is the heartbeat detail after chunk c, without its text (see
 // withShownTail).
-func nextProgress(p ModelProgress, f fold, c provider.Chunk) ModelProgress {
+func nextProgress(p wire.ModelProgress, f fold, c provider.Chunk) wire.ModelProgress {
 	p.Chunks++
 	shown := f.ShownLen() > 0
 	if c.Type == provider.ChunkReasoning && !shown {
@@ -209,7 +210,7 @@ func nextProgress(p ModelProgress, f fold, c provider.Chunk) ModelProgress {
 }
 
 // withShownTail is p with the last ProgressWindow bytes of the shown text.
-func withShownTail(p ModelProgress, f fold) ModelProgress {
+func withShownTail(p wire.ModelProgress, f fold) wire.ModelProgress {
 	off, tail := f.ShownTail(ProgressWindow)
 	p.TextOffset, p.Text = int64(off), tail
 	return p
@@ -275,7 +276,7 @@ func (c *modelCall) store(ctx context.Context, f fold, interrupted bool) (ModelR
 		}
 		if !c.continues(tail) {
 			return nil, temporal.NewApplicationError(fmt.Sprintf(
-				"model call of turn %d step %d: the log changed since its conversation was read", in.Turn, in.Step), activities.ErrTypeIO)
+				"model call of turn %d step %d: the log changed since its conversation was read", in.Turn, in.Step), wire.ErrTypeIO)
 		}
 		batch, err := c.events(tail, next, record, data)
 		if err != nil {
@@ -307,7 +308,7 @@ func (c *modelCall) events(tail []session.Event, next int64, record []provider.R
 	now := c.a.nowMs()
 	batch := make([]session.Event, 0, len(record)+2)
 	if lastRoute(tail) != (routeData{Provider: in.Provider, Model: in.Model}) {
-		e, err := session.NewEvent(session.TypeRequestContext, next, now, routeData{Provider: in.Provider, Model: in.Model})
+		e, err := session.NewEvent(wire.TypeRequestContext, next, now, routeData{Provider: in.Provider, Model: in.Model})
 		if err != nil {
 			return nil, err
 		}
@@ -321,14 +322,14 @@ func (c *modelCall) events(tail []session.Event, next int64, record []provider.R
 		// the order the store packs runs of deltas in (FORMAT.md §1.6).
 		b := make([]byte, 0, len(prefix)+len(rc.Chunk)+1)
 		b = append(append(append(b, prefix...), rc.Chunk...), '}')
-		e := session.Event{Type: session.TypeAssistantChunk, Seq: seq, Time: rc.Time, Data: b}
+		e := session.Event{Type: wire.TypeAssistantChunk, Seq: seq, Time: rc.Time, Data: b}
 		if err := e.Validate(); err != nil {
 			return nil, fmt.Errorf("%w: %w", session.ErrInvalidEvent, err)
 		}
 		batch = append(batch, e)
 		cites = append(cites, seq)
 	}
-	e, err := session.NewEvent(session.TypeAssistantMessage, next+int64(len(batch)), now, data)
+	e, err := session.NewEvent(wire.TypeAssistantMessage, next+int64(len(batch)), now, data)
 	if err != nil {
 		return nil, err
 	}
@@ -341,7 +342,7 @@ func (c *modelCall) events(tail []session.Event, next int64, record []provider.R
 // zero route when there is none or it does not decode.
 func lastRoute(tail []session.Event) routeData {
 	for i := len(tail) - 1; i >= 0; i-- {
-		if tail[i].Type == session.TypeRequestContext {
+		if tail[i].Type == wire.TypeRequestContext {
 			var r routeData
 			_ = json.Unmarshal(tail[i].Data, &r)
 			return r
@@ -354,12 +355,12 @@ func lastRoute(tail []session.Event) routeData {
 func providerError(err error) error {
 	var pe *provider.Error
 	if !errors.As(err, &pe) {
-		return temporal.NewApplicationErrorWithCause(fmt.Sprintf("model call failed: %v", err), ErrTypeProviderUnavailable, err)
+		return temporal.NewApplicationErrorWithCause(fmt.Sprintf("model call failed: %v", err), wire.ErrTypeProviderUnavailable, err)
 	}
 	if !pe.Retryable {
-		return temporal.NewNonRetryableApplicationError(pe.Error(), ErrTypeProviderRefused, err, *pe)
+		return temporal.NewNonRetryableApplicationError(pe.Error(), wire.ErrTypeProviderRefused, err, *pe)
 	}
-	return temporal.NewApplicationErrorWithOptions(pe.Error(), ErrTypeProviderUnavailable, temporal.ApplicationErrorOptions{
+	return temporal.NewApplicationErrorWithOptions(pe.Error(), wire.ErrTypeProviderUnavailable, temporal.ApplicationErrorOptions{
 		Cause: err, Details: []any{*pe}, NextRetryDelay: pe.RetryAfter,
 	})
 }

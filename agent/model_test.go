@@ -17,20 +17,21 @@ import (
 	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 func TestConversation(t *testing.T) {
 	events := []session.Event{
-		ev(t, session.TypeTurnStart, 0, `{"turn":1}`),
-		surface(t, session.TypeSystemMessage, 1, `{"turn":1,"step":1,"message":{"role":"system","content":[{"type":"text","text":"sys"}]}}`),
-		surface(t, session.TypeUserMessage, 2, `{"id":"u","role":"user","content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}}`),
-		ev(t, session.TypeStepStart, 3, `{"turn":1,"step":1}`),
-		surface(t, session.TypeAssistantMessage, 4, `{"turn":1,"step":1,"message":{"id":"a","role":"assistant","content":[{"type":"reasoning","text":"hmm"},{"type":"text","text":"look"},{"type":"tool-call","id":"c1","name":"read_file","arguments":"{\"path\":\"a\"}"},{"type":"tool-call","id":"c2","name":"list_dir","arguments":{"path":"."}}]},"stream":[]}`),
-		ev(t, session.TypeToolCall, 5, `{"turn":1,"step":1,"callId":"c1","name":"read_file","arguments":"{}"}`),
-		surface(t, session.TypeToolResult, 6, `{"turn":1,"step":1,"message":{"id":"r1","role":"user","source":{"kind":"tool","callId":"c1"},"content":[{"type":"tool-result","toolCallId":"c1","isError":true,"content":[{"type":"text","text":"nope"}]}]}}`),
-		surface(t, session.TypeAssistantMessage, 7, `{"turn":1,"step":2,"message":{"role":"assistant","content":[]},"stream":[]}`),
-		surface(t, session.TypeAssistantMessage, 8, `{"turn":1,"step":3,"message":{"role":"assistant","content":[{"type":"text","text":"partial"}]},"stream":[],"interrupted":true}`),
-		ev(t, session.TypeTurnEnd, 9, `{"turn":1,"reason":{"kind":"aborted"}}`),
+		ev(t, wire.TypeTurnStart, 0, `{"turn":1}`),
+		surface(t, wire.TypeSystemMessage, 1, `{"turn":1,"step":1,"message":{"role":"system","content":[{"type":"text","text":"sys"}]}}`),
+		surface(t, wire.TypeUserMessage, 2, `{"id":"u","role":"user","content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}}`),
+		ev(t, wire.TypeStepStart, 3, `{"turn":1,"step":1}`),
+		surface(t, wire.TypeAssistantMessage, 4, `{"turn":1,"step":1,"message":{"id":"a","role":"assistant","content":[{"type":"reasoning","text":"hmm"},{"type":"text","text":"look"},{"type":"tool-call","id":"c1","name":"read_file","arguments":"{\"path\":\"a\"}"},{"type":"tool-call","id":"c2","name":"list_dir","arguments":{"path":"."}}]},"stream":[]}`),
+		ev(t, wire.TypeToolCall, 5, `{"turn":1,"step":1,"callId":"c1","name":"read_file","arguments":"{}"}`),
+		surface(t, wire.TypeToolResult, 6, `{"turn":1,"step":1,"message":{"id":"r1","role":"user","source":{"kind":"tool","callId":"c1"},"content":[{"type":"tool-result","toolCallId":"c1","isError":true,"content":[{"type":"text","text":"nope"}]}]}}`),
+		surface(t, wire.TypeAssistantMessage, 7, `{"turn":1,"step":2,"message":{"role":"assistant","content":[]},"stream":[]}`),
+		surface(t, wire.TypeAssistantMessage, 8, `{"turn":1,"step":3,"message":{"role":"assistant","content":[{"type":"text","text":"partial"}]},"stream":[],"interrupted":true}`),
+		ev(t, wire.TypeTurnEnd, 9, `{"turn":1,"reason":{"kind":"aborted"}}`),
 	}
 	got, err := agent.Conversation(events)
 	require.NoError(t, err)
@@ -46,7 +47,7 @@ func TestConversation(t *testing.T) {
 	}
 	require.Equal(t, want, got)
 
-	_, err = agent.Conversation([]session.Event{surface(t, session.TypeToolResult, 0, `{"turn":1,"step":1,"message":{"id":"r1","role":"user","source":{"kind":"tool","callId":"c1"},"content":[]}}`)})
+	_, err = agent.Conversation([]session.Event{surface(t, wire.TypeToolResult, 0, `{"turn":1,"step":1,"message":{"id":"r1","role":"user","source":{"kind":"tool","callId":"c1"},"content":[]}}`)})
 	require.ErrorContains(t, err, "tool/result (seq 0) has no content")
 }
 
@@ -127,8 +128,8 @@ func TestCallModelStoresOneMessage(t *testing.T) {
 	am, err := log[18].AssistantMessage()
 	require.NoError(t, err)
 	require.Len(t, am.ToolCalls(), 2)
-	require.NoError(t, session.CheckAppendable(session.Header{Version: session.FormatVersion}, 3, log[3:]))
-	require.NoError(t, session.CheckAppendable(session.Header{Version: session.FormatVersionV0}, 3, log[3:]))
+	require.NoError(t, session.CheckAppendable(wire.Header{Version: wire.FormatVersion}, 3, log[3:]))
+	require.NoError(t, session.CheckAppendable(wire.Header{Version: wire.FormatVersionV0}, 3, log[3:]))
 }
 
 // TestCallModelStoresTheRouteWhenItChanges: a request/context is stored
@@ -140,7 +141,7 @@ func TestCallModelStoresTheRouteWhenItChanges(t *testing.T) {
 	step := func(n int64, seq int64, prov, model string) {
 		t.Helper()
 		if n > 1 {
-			f.append(ev(t, session.TypeStepStart, seq, fmt.Sprintf(`{"turn":1,"step":%d}`, n)))
+			f.append(ev(t, wire.TypeStepStart, seq, fmt.Sprintf(`{"turn":1,"step":%d}`, n)))
 		}
 		in := f.modelInput(1, n)
 		in.Provider, in.Model = prov, model
@@ -155,7 +156,7 @@ func TestCallModelStoresTheRouteWhenItChanges(t *testing.T) {
 	step(4, 25, "other", "m2")
 	var routes []string
 	for _, e := range f.log() {
-		if e.Type == session.TypeRequestContext {
+		if e.Type == wire.TypeRequestContext {
 			routes = append(routes, fmt.Sprintf("%d %s", e.Seq, e.Data))
 		}
 	}
@@ -190,7 +191,7 @@ func TestCallModelRetryStoresNoSecondMessage(t *testing.T) {
 
 	// The next step's call is a new call, with the first answer in its
 	// conversation, and the same route (no request/context).
-	f.append(ev(t, session.TypeStepStart, 10, `{"turn":1,"step":2}`))
+	f.append(ev(t, wire.TypeStepStart, 10, `{"turn":1,"step":2}`))
 	second, err := f.callModel(f.acts, f.modelInput(1, 2))
 	require.NoError(t, err)
 	require.Equal(t, int64(16), second.MessageSeq)
@@ -238,7 +239,7 @@ func cancelAfter(t *testing.T, f *fixture, n int, cause error) error {
 		}
 		cancel(cause)
 	}()
-	_, err := f.env(f.acts, withContext(ctx)).ExecuteActivity(agent.CallModelActivity, f.modelInput(1, 1))
+	_, err := f.env(f.acts, withContext(ctx)).ExecuteActivity(wire.CallModelActivity, f.modelInput(1, 1))
 	return err
 }
 
@@ -371,10 +372,10 @@ func TestCallModelProviderErrors(t *testing.T) {
 func TestCallModelHeartbeatsProgress(t *testing.T) {
 	f := newFixture(t, nil, response{chunks: []provider.Chunk{reasoning("plan"), text("Hi"), finish(provider.FinishStop)}})
 	var mu sync.Mutex
-	var beats []agent.ModelProgress
+	var beats []wire.ModelProgress
 	env := f.env(f.acts)
 	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, d converter.EncodedValues) {
-		var p agent.ModelProgress
+		var p wire.ModelProgress
 		if d.HasValues() && d.Get(&p) == nil {
 			mu.Lock()
 			beats = append(beats, p)
@@ -384,11 +385,11 @@ func TestCallModelHeartbeatsProgress(t *testing.T) {
 	// The first chunk is recorded at once; the next heartbeat would be due
 	// after an hour.
 	f.acts.Runtime.HeartbeatInterval = time.Hour
-	_, err := env.ExecuteActivity(agent.CallModelActivity, f.modelInput(1, 1))
+	_, err := env.ExecuteActivity(wire.CallModelActivity, f.modelInput(1, 1))
 	require.NoError(t, err)
 	mu.Lock()
 	defer mu.Unlock()
-	require.Equal(t, []agent.ModelProgress{{Turn: 1, Step: 1, Chunks: 1, Reasoning: true, Attempt: 1}}, beats)
+	require.Equal(t, []wire.ModelProgress{{Turn: 1, Step: 1, Chunks: 1, Reasoning: true, Attempt: 1}}, beats)
 }
 
 // TestCallModelUnreadableConversation: a message event the conversation
@@ -396,7 +397,7 @@ func TestCallModelHeartbeatsProgress(t *testing.T) {
 func TestCallModelUnreadableConversation(t *testing.T) {
 	f := newFixture(t, nil, answer("never"))
 	f.append(
-		surface(t, session.TypeUserMessage, 3, `{"id":"u-2","role":"user","content":"not blocks","source":{"kind":"user"}}`),
+		surface(t, wire.TypeUserMessage, 3, `{"id":"u-2","role":"user","content":"not blocks","source":{"kind":"user"}}`),
 	)
 	_, err := f.callModel(f.acts, f.modelInput(1, 1))
 	var app *temporal.ApplicationError

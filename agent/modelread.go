@@ -9,6 +9,7 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // storedModelCall is what CallModel reads back from a stored message.
@@ -37,7 +38,7 @@ func (c *modelCall) find(tail []session.Event) (*storedModelCall, error) {
 	turn, step := c.in.Turn, c.in.Step
 	start := -1
 	for i := len(tail) - 1; i >= 0; i-- {
-		if tail[i].Type != session.TypeStepStart {
+		if tail[i].Type != wire.TypeStepStart {
 			continue
 		}
 		ss, err := tail[i].StepStart()
@@ -53,7 +54,7 @@ func (c *modelCall) find(tail []session.Event) (*storedModelCall, error) {
 		return nil, nil
 	}
 	for _, e := range tail[start+1:] {
-		if e.Type != session.TypeAssistantMessage {
+		if e.Type != wire.TypeAssistantMessage {
 			continue
 		}
 		m, err := e.AssistantMessage()
@@ -98,7 +99,7 @@ func citedFinish(tail []session.Event, seqs []int64) provider.FinishReason {
 	}
 	for i := len(seqs) - 1; i >= 0; i-- {
 		at := seqs[i] - tail[0].Seq
-		if at < 0 || at >= int64(len(tail)) || tail[at].Type != session.TypeAssistantChunk {
+		if at < 0 || at >= int64(len(tail)) || tail[at].Type != wire.TypeAssistantChunk {
 			continue
 		}
 		var d struct {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionflow/sessionflow/provider"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // TestProgressWindow: the progress text is the last ProgressWindow bytes of
@@ -16,11 +17,11 @@ import (
 func TestProgressWindow(t *testing.T) {
 	f := newFold()
 	var shown strings.Builder
-	p := ModelProgress{Turn: 2, Step: 3}
+	p := wire.ModelProgress{Turn: 2, Step: 3}
 	c := provider.Chunk{Type: provider.ChunkReasoning, Delta: "plan"}
 	f.Push(c, 1)
 	p = withShownTail(nextProgress(p, f, c), f)
-	require.Equal(t, ModelProgress{Turn: 2, Step: 3, Chunks: 1, Reasoning: true}, p)
+	require.Equal(t, wire.ModelProgress{Turn: 2, Step: 3, Chunks: 1, Reasoning: true}, p)
 	for i := range 300 {
 		s := strings.Repeat(string(rune('a'+i%26)), 20) + "é"
 		shown.WriteString(s)

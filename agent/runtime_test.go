@@ -14,6 +14,7 @@ import (
 	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/testsuite/testdeadline"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // TestCallModelDecodesWithoutTheWriteLock: while CallModel decodes the
@@ -49,7 +50,7 @@ func TestCallModelDecodesWithoutTheWriteLock(t *testing.T) {
 	}
 	// The decode is blocked: an append through the handle must not wait
 	// for it.
-	require.NoError(t, f.hd.Append(ctx, []session.Event{ev(t, session.TypeTodoWrite, 3, `{"todos":[]}`)}),
+	require.NoError(t, f.hd.Append(ctx, []session.Event{ev(t, wire.TypeTodoWrite, 3, `{"todos":[]}`)}),
 		"an append waited for the conversation's decode")
 	unblock()
 
@@ -62,8 +63,8 @@ func TestCallModelDecodesWithoutTheWriteLock(t *testing.T) {
 	require.NoError(t, got.err)
 	require.Equal(t, int64(10), got.res.MessageSeq, "stored after the append: the route at 4, five chunks, the message")
 	log := f.log()
-	require.Equal(t, session.TypeTodoWrite, log[3].Type)
-	require.Equal(t, session.TypeAssistantMessage, log[10].Type)
+	require.Equal(t, wire.TypeTodoWrite, log[3].Type)
+	require.Equal(t, wire.TypeAssistantMessage, log[10].Type)
 	require.Len(t, f.prov.requests, 1)
 	require.Len(t, f.prov.requests[0].Messages, 1, "the conversation read before the append: the user's message")
 }
@@ -118,7 +119,7 @@ func TestConversationCacheIsPerActivities(t *testing.T) {
 	require.Equal(t, 1, agent.CachedSessions(f.acts))
 	require.Equal(t, 0, agent.CachedSessions(other), "the other worker's cache holds the first one's session")
 
-	f.append(ev(t, session.TypeStepStart, 10, `{"turn":1,"step":2}`))
+	f.append(ev(t, wire.TypeStepStart, 10, `{"turn":1,"step":2}`))
 	_, err = other.CallModel(bg, f.modelInput(1, 2))
 	require.NoError(t, err)
 	require.Equal(t, 1, agent.CachedSessions(other))

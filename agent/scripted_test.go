@@ -11,8 +11,8 @@ import (
 	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/provider/scripted"
-	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/tool"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // TestScriptedTurn: a turn with the scripted provider and the built-in
@@ -46,13 +46,13 @@ func TestScriptedTurn(t *testing.T) {
 	out, err := f.runTool(f.acts, f.toolInput(res.MessageSeq, 0, "call-1", "read_file"))
 	require.NoError(t, err)
 	require.False(t, out.IsError)
-	f.append(ev(t, session.TypeStepEnd, out.NextSeq, `{"turn":1,"step":1}`), ev(t, session.TypeStepStart, out.NextSeq+1, `{"turn":1,"step":2}`))
+	f.append(ev(t, wire.TypeStepEnd, out.NextSeq, `{"turn":1,"step":1}`), ev(t, wire.TypeStepStart, out.NextSeq+1, `{"turn":1,"step":2}`))
 	in.Step = 2
 	res2, err := f.callModel(f.acts, in)
 	require.NoError(t, err)
 	require.Equal(t, provider.FinishStop, res2.Finish)
 	require.Equal(t, &provider.Usage{InputTokens: 12, OutputTokens: 5}, res2.Usage)
-	_, err = f.endTurn(f.acts, agent.EndTurnInput{Ref: f.hd.Ref(), Turn: 1, Step: 2, MessageSeq: res2.MessageSeq, Reason: session.TurnEndReason{Kind: "completed"}})
+	_, err = f.endTurn(f.acts, agent.EndTurnInput{Ref: f.hd.Ref(), Turn: 1, Step: 2, MessageSeq: res2.MessageSeq, Reason: wire.TurnEndReason{Kind: "completed"}})
 	require.NoError(t, err)
 	log := f.log()
 	requireBalanced(t, log)

@@ -9,6 +9,7 @@ import (
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/tool"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // abortedBeforeDispatchText is the model-facing text of the result of a
@@ -22,7 +23,7 @@ const abortedBeforeDispatchText = "Error: tool call aborted before dispatch"
 type stepCalls struct {
 	turn, step int64
 	msgSeq     int64
-	calls      []session.ContentBlock
+	calls      []wire.ContentBlock
 	callSeq    map[string]int64
 	result     map[string]session.Event
 	// closed reports that the message's step has ended (or another step or
@@ -33,7 +34,7 @@ type stepCalls struct {
 // scanStep reads the calls of the assistant/message at tail[0] (seq
 // msgSeq) of turn: the events after it up to the end of its step.
 func scanStep(tail []session.Event, msgSeq, turn int64) (*stepCalls, error) {
-	if len(tail) == 0 || tail[0].Seq != msgSeq || tail[0].Type != session.TypeAssistantMessage {
+	if len(tail) == 0 || tail[0].Seq != msgSeq || tail[0].Type != wire.TypeAssistantMessage {
 		return nil, invalidLog("no assistant/message at seq %d", msgSeq)
 	}
 	m, err := tail[0].AssistantMessage()
@@ -46,10 +47,10 @@ func scanStep(tail []session.Event, msgSeq, turn int64) (*stepCalls, error) {
 	sc := &stepCalls{turn: turn, step: m.Step, msgSeq: msgSeq, calls: m.ToolCalls(), callSeq: map[string]int64{}, result: map[string]session.Event{}}
 	for _, e := range tail[1:] {
 		switch e.Type {
-		case session.TypeStepEnd, session.TypeTurnEnd, session.TypeAssistantMessage, session.TypeStepStart, session.TypeTurnStart:
+		case wire.TypeStepEnd, wire.TypeTurnEnd, wire.TypeAssistantMessage, wire.TypeStepStart, wire.TypeTurnStart:
 			sc.closed = true
 			return sc, nil
-		case session.TypeToolCall:
+		case wire.TypeToolCall:
 			c, err := e.ToolCall()
 			if err != nil {
 				return nil, err
@@ -57,7 +58,7 @@ func scanStep(tail []session.Event, msgSeq, turn int64) (*stepCalls, error) {
 			if _, ok := sc.callSeq[c.CallID]; !ok {
 				sc.callSeq[c.CallID] = e.Seq
 			}
-		case session.TypeToolResult:
+		case wire.TypeToolResult:
 			r, err := e.ToolResult()
 			if err != nil {
 				return nil, err
@@ -71,13 +72,13 @@ func scanStep(tail []session.Event, msgSeq, turn int64) (*stepCalls, error) {
 }
 
 // block returns the tool-call block of call id.
-func (sc *stepCalls) block(id string) (session.ContentBlock, int, bool) {
+func (sc *stepCalls) block(id string) (wire.ContentBlock, int, bool) {
 	for i, c := range sc.calls {
 		if c.ID == id {
 			return c, i, true
 		}
 	}
-	return session.ContentBlock{}, -1, false
+	return wire.ContentBlock{}, -1, false
 }
 
 // stagingKey names the staged result of a call: a call id is unique within
@@ -122,24 +123,24 @@ func toolResultID(turn, step int64, callID string) string {
 // toolResultEvent builds the tool/result of a tool's result at seq, citing
 // the tool/call at callSeq.
 func toolResultEvent(turn, step int64, callID string, callSeq, seq, t int64, r tool.Result) (session.Event, error) {
-	content := []session.TextContent{}
+	content := []wire.TextContent{}
 	for _, b := range r.Content {
 		if b.Type == provider.BlockText {
-			content = append(content, session.TextContent{Type: session.BlockText, Text: b.Text})
+			content = append(content, wire.TextContent{Type: wire.BlockText, Text: b.Text})
 		}
 	}
-	data := session.ToolResult{
+	data := wire.ToolResult{
 		Turn: turn, Step: step,
-		Message: session.ToolResultMessage{
-			ID: toolResultID(turn, step, callID), Role: session.RoleUser,
-			Source: session.ToolResultSource{Kind: session.SourceKindTool, CallID: callID},
-			Content: []session.ToolResultContent{{
-				Type: session.BlockToolResult, ToolCallID: callID, IsError: r.IsError, Content: content,
+		Message: wire.ToolResultMessage{
+			ID: toolResultID(turn, step, callID), Role: wire.RoleUser,
+			Source: wire.ToolResultSource{Kind: wire.SourceKindTool, CallID: callID},
+			Content: []wire.ToolResultContent{{
+				Type: wire.BlockToolResult, ToolCallID: callID, IsError: r.IsError, Content: content,
 			}},
 		},
 	}
 	if r.IsError {
-		te := session.ToolError{Name: tool.NameFailed, Code: tool.CodeFailed}
+		te := wire.ToolError{Name: tool.NameFailed, Code: tool.CodeFailed}
 		if r.Error != nil {
 			te.Name, te.Code = r.Error.Name, r.Error.Code
 			if r.Error.Reason != "" {
@@ -159,7 +160,7 @@ func toolResultEvent(turn, step int64, callID string, callSeq, seq, t int64, r t
 			slog.Warn("agent: a tool result's meta is not JSON; it is not stored", "callId", callID)
 		}
 	}
-	return surfaceEvent(session.TypeToolResult, seq, t, data, callSeq)
+	return surfaceEvent(wire.TypeToolResult, seq, t, data, callSeq)
 }
 
 // surfaceEvent builds an appended surface event citing callSeq.
@@ -179,17 +180,17 @@ func surfaceEvent(typ string, seq, t int64, data any, callSeq int64) (session.Ev
 }
 
 // toolCallEvent builds the tool/call of a call at seq.
-func toolCallEvent(turn, step int64, c session.ContentBlock, seq, t int64) (session.Event, error) {
+func toolCallEvent(turn, step int64, c wire.ContentBlock, seq, t int64) (session.Event, error) {
 	args, err := argumentsText(c.Arguments)
 	if err != nil {
 		return session.Event{}, err
 	}
-	return session.NewEvent(session.TypeToolCall, seq, t, session.ToolCall{Turn: turn, Step: step, CallID: c.ID, Name: c.Name, Arguments: args})
+	return session.NewEvent(wire.TypeToolCall, seq, t, wire.ToolCall{Turn: turn, Step: step, CallID: c.ID, Name: c.Name, Arguments: args})
 }
 
 // notRunPair builds the tool/call and the result res of a call that was
 // never run, at seq and seq+1.
-func notRunPair(turn, step int64, c session.ContentBlock, seq, t int64, res tool.Result) ([]session.Event, error) {
+func notRunPair(turn, step int64, c wire.ContentBlock, seq, t int64, res tool.Result) ([]session.Event, error) {
 	call, err := toolCallEvent(turn, step, c, seq, t)
 	if err != nil {
 		return nil, err

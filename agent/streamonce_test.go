@@ -14,6 +14,7 @@ import (
 	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // largeAnswer is a response of about 96 KiB of text in 2000 deltas, each
@@ -75,7 +76,7 @@ func TestCallModelStoresALargeAnswersTextOnce(t *testing.T) {
 	require.Equal(t, `{"turn":1,"step":1,"chunk":{"type":"usage","usage":{"inputTokens":1234,"outputTokens":5678}}}`, string(log[4].Data))
 	require.Equal(t, `{"turn":1,"step":1,"chunk":{"type":"finish","reason":{"kind":"max-tokens"}}}`, string(log[5].Data))
 	require.Equal(t, map[string]any{"inputTokens": 1234.0, "outputTokens": 5678.0}, d["usage"])
-	require.NoError(t, session.CheckAppendable(session.Header{Version: session.FormatVersion}, 3, log[3:]))
+	require.NoError(t, session.CheckAppendable(wire.Header{Version: wire.FormatVersion}, 3, log[3:]))
 
 	// A retry, here or on another worker, reuses the stored message with
 	// its finish reason (read from its finish chunk) and usage.
@@ -89,7 +90,7 @@ func TestCallModelStoresALargeAnswersTextOnce(t *testing.T) {
 	require.Equal(t, 1, f.prov.calls())
 
 	// The next step's request carries the text once.
-	f.append(ev(t, session.TypeStepStart, 7, `{"turn":1,"step":2}`))
+	f.append(ev(t, wire.TypeStepStart, 7, `{"turn":1,"step":2}`))
 	_, err = f.callModel(f.acts, f.modelInput(1, 2))
 	require.NoError(t, err)
 	require.Equal(t, 2, f.prov.calls())
@@ -106,7 +107,7 @@ func citedRecord(t *testing.T, log []session.Event, e session.Event) []provider.
 	var out []provider.RecordedChunk
 	for _, seq := range e.SourceEventSeqs {
 		c := log[seq]
-		require.Equal(t, session.TypeAssistantChunk, c.Type)
+		require.Equal(t, wire.TypeAssistantChunk, c.Type)
 		var d struct {
 			Chunk json.RawMessage `json:"chunk"`
 		}
@@ -177,7 +178,7 @@ func TestCallModelReadsAnOldLargeMessage(t *testing.T) {
 	})
 	require.NoError(t, err)
 	f := newFixture(t, newTools(t, echoTool("echo", false, true, nil)), answer("unused"), answer("done"))
-	e, err := session.NewEvent(session.TypeAssistantMessage, 3, 2000, data)
+	e, err := session.NewEvent(wire.TypeAssistantMessage, 3, 2000, data)
 	require.NoError(t, err)
 	e.SurfaceOp = session.AppendOp()
 	f.append(e)
@@ -191,7 +192,7 @@ func TestCallModelReadsAnOldLargeMessage(t *testing.T) {
 	require.Equal(t, []agent.CallRef{{ID: "call-1", Name: "echo"}}, res.ToolCalls)
 	require.Equal(t, 0, f.prov.calls())
 
-	f.append(ev(t, session.TypeStepStart, 4, `{"turn":1,"step":2}`))
+	f.append(ev(t, wire.TypeStepStart, 4, `{"turn":1,"step":2}`))
 	_, err = f.callModel(f.acts, f.modelInput(1, 2))
 	require.NoError(t, err)
 	req, err := json.Marshal(f.prov.requests[0].Messages)

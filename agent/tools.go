@@ -14,6 +14,7 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/tool"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // storeAfterCancel bounds how long a cancelled tool call takes to store its
@@ -72,7 +73,7 @@ type toolCall struct {
 func (c *toolCall) run(ctx context.Context) (ToolOutcome, error) {
 	in, h := c.in, c.h
 	var (
-		block   session.ContentBlock
+		block   wire.ContentBlock
 		callSeq int64 = -1
 		created bool
 		stored  *session.Event
@@ -174,7 +175,7 @@ func (c *toolCall) run(ctx context.Context) (ToolOutcome, error) {
 // stagedOrRun returns the call's result: the one an earlier attempt staged
 // (staged is then true), or the result of running the tool now, or the
 // outcome-unknown result of a call that must not run again.
-func (c *toolCall) stagedOrRun(ctx context.Context, block session.ContentBlock, key string, created bool) (res stagedResult, staged bool, err error) {
+func (c *toolCall) stagedOrRun(ctx context.Context, block wire.ContentBlock, key string, created bool) (res stagedResult, staged bool, err error) {
 	if !created {
 		if r, ok, err := readStaged(ctx, c.h, key); err != nil || ok {
 			return r, ok, err
@@ -271,7 +272,7 @@ func (c *toolCall) commitLast(ctx context.Context, res stagedResult) (done bool,
 }
 
 // execute runs the tool, heartbeating while it runs.
-func (c *toolCall) execute(ctx context.Context, block session.ContentBlock) tool.Result {
+func (c *toolCall) execute(ctx context.Context, block wire.ContentBlock) tool.Result {
 	a := c.a
 	args, err := argumentsText(block.Arguments)
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/tool"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 func (f *fixture) toolInput(msgSeq int64, index int, id, name string) agent.ToolInput {
@@ -53,7 +54,7 @@ func TestRunToolStoresCallThenResult(t *testing.T) {
 	run := echo.Run
 	echo.Run = func(ctx context.Context, call tool.Call) (tool.Result, error) {
 		log := f.log()
-		require.Equal(t, session.TypeToolCall, log[len(log)-1].Type, "the tool/call is stored before the tool runs")
+		require.Equal(t, wire.TypeToolCall, log[len(log)-1].Type, "the tool/call is stored before the tool runs")
 		require.Equal(t, f.cwd, call.Cwd)
 		require.Equal(t, "c1", call.CallID)
 		require.JSONEq(t, `{"text":"a"}`, string(call.Arguments))
@@ -71,7 +72,7 @@ func TestRunToolStoresCallThenResult(t *testing.T) {
 	require.Equal(t, []string{"tool/call", "tool/result"}, types(log[m+1:]))
 	call, err := log[m+1].ToolCall()
 	require.NoError(t, err)
-	require.Equal(t, session.ToolCall{Turn: 1, Step: 1, CallID: "c1", Name: "echo", Arguments: `{"text":"a"}`}, call)
+	require.Equal(t, wire.ToolCall{Turn: 1, Step: 1, CallID: "c1", Name: "echo", Arguments: `{"text":"a"}`}, call)
 	require.Equal(t, []int64{m + 1}, log[m+2].SourceEventSeqs)
 	require.Equal(t, session.AppendOp(), log[m+2].SurfaceOp)
 	require.JSONEq(t, fmt.Sprintf(`{"turn":1,"step":1,"message":{"id":"tool-result-1-1-c1","role":"user","source":{"kind":"tool","callId":"c1"},"content":[{"type":"tool-result","toolCallId":"c1","isError":false,"content":[{"type":"text","text":"echo:a@%s"}]}]}}`, filepath.Base(f.cwd)), string(log[m+2].Data))
@@ -98,8 +99,8 @@ func TestRunToolRetryAfterCallStored(t *testing.T) {
 	m := res.MessageSeq // the step's assistant/message, after its chunks
 	// The first attempts crashed after storing their tool/calls.
 	f.append(
-		ev(t, session.TypeToolCall, m+1, `{"turn":1,"step":1,"callId":"c1","name":"read","arguments":"{\"text\":\"x\"}"}`),
-		ev(t, session.TypeToolCall, m+2, `{"turn":1,"step":1,"callId":"c2","name":"shell","arguments":"{\"text\":\"rm\"}"}`),
+		ev(t, wire.TypeToolCall, m+1, `{"turn":1,"step":1,"callId":"c1","name":"read","arguments":"{\"text\":\"x\"}"}`),
+		ev(t, wire.TypeToolCall, m+2, `{"turn":1,"step":1,"callId":"c2","name":"shell","arguments":"{\"text\":\"rm\"}"}`),
 	)
 
 	out, err := f.runTool(f.acts, f.toolInput(res.MessageSeq, 0, "c1", "read"))
@@ -230,11 +231,11 @@ func requireResultsInModelOrder(t *testing.T, log []session.Event, ids []string)
 	var order []string
 	for _, e := range log {
 		switch e.Type {
-		case session.TypeToolCall:
+		case wire.TypeToolCall:
 			c, err := e.ToolCall()
 			require.NoError(t, err)
 			callSeq[c.CallID] = e.Seq
-		case session.TypeToolResult:
+		case wire.TypeToolResult:
 			r, err := e.ToolResult()
 			require.NoError(t, err)
 			id := r.Message.Source.CallID
@@ -402,7 +403,7 @@ func TestWholeTurnLeavesBalancedLog(t *testing.T) {
 		require.NoError(t, err)
 		next = max(next, out.NextSeq)
 	}
-	f.append(ev(t, session.TypeStepEnd, next, `{"turn":1,"step":1}`), ev(t, session.TypeStepStart, next+1, `{"turn":1,"step":2}`))
+	f.append(ev(t, wire.TypeStepEnd, next, `{"turn":1,"step":1}`), ev(t, wire.TypeStepStart, next+1, `{"turn":1,"step":2}`))
 	res2, err := f.callModel(f.acts, f.modelInput(1, 2))
 	require.NoError(t, err)
 	require.Equal(t, provider.FinishStop, res2.Finish)
@@ -410,7 +411,7 @@ func TestWholeTurnLeavesBalancedLog(t *testing.T) {
 	require.Len(t, msgs, 4)
 	require.Equal(t, "c1", msgs[2].Content[0].ToolCallID)
 	require.Equal(t, "c2", msgs[3].Content[0].ToolCallID)
-	_, err = f.endTurn(f.acts, agent.EndTurnInput{Ref: f.hd.Ref(), Turn: 1, Step: 2, MessageSeq: res2.MessageSeq, Reason: session.TurnEndReason{Kind: "completed"}})
+	_, err = f.endTurn(f.acts, agent.EndTurnInput{Ref: f.hd.Ref(), Turn: 1, Step: 2, MessageSeq: res2.MessageSeq, Reason: wire.TurnEndReason{Kind: "completed"}})
 	require.NoError(t, err)
 	log := f.log()
 	requireBalanced(t, log)
@@ -452,7 +453,7 @@ func TestRunToolCancelledAttemptStoresNoResult(t *testing.T) {
 	m := res.MessageSeq // the step's assistant/message, after its chunks
 	ctx, cancel := context.WithCancelCause(bg)
 	go func() { <-started; cancel(errors.New("heartbeat timed out")) }()
-	_, err = f.env(f.acts, withContext(ctx)).ExecuteActivity(agent.RunToolActivity, f.toolInput(res.MessageSeq, 0, "c1", "shell"))
+	_, err = f.env(f.acts, withContext(ctx)).ExecuteActivity(wire.RunToolActivity, f.toolInput(res.MessageSeq, 0, "c1", "shell"))
 	require.Error(t, err)
 	require.Equal(t, []string{"tool/call"}, types(f.log()[m+1:]))
 	require.Empty(t, f.stagedFiles())
@@ -483,7 +484,7 @@ func TestRunToolCancelRequestedStoresTheToolsResult(t *testing.T) {
 	m := res.MessageSeq // the step's assistant/message, after its chunks
 	ctx, cancel := context.WithCancelCause(bg)
 	go func() { <-started; cancel(temporal.NewCanceledError("turn cancelled")) }()
-	v, err := f.env(f.acts, withContext(ctx)).ExecuteActivity(agent.RunToolActivity, f.toolInput(res.MessageSeq, 0, "c1", "shell"))
+	v, err := f.env(f.acts, withContext(ctx)).ExecuteActivity(wire.RunToolActivity, f.toolInput(res.MessageSeq, 0, "c1", "shell"))
 	require.NoError(t, err)
 	var out agent.ToolOutcome
 	require.NoError(t, v.Get(&out))
@@ -510,7 +511,7 @@ func TestWorkflowDeathMidStepIsClosedByResume(t *testing.T) {
 	res, err := f.callModel(f.acts, f.modelInput(1, 1))
 	require.NoError(t, err)
 	m := res.MessageSeq // the step's assistant/message, after its chunks
-	f.append(ev(t, session.TypeToolCall, m+1, `{"turn":1,"step":1,"callId":"c0","name":"echo","arguments":"{}"}`))
+	f.append(ev(t, wire.TypeToolCall, m+1, `{"turn":1,"step":1,"callId":"c0","name":"echo","arguments":"{}"}`))
 	out, err := f.runTool(f.acts, f.toolInput(res.MessageSeq, 1, "c1", "echo"))
 	require.NoError(t, err)
 	require.Equal(t, m+3, out.NextSeq, "c1 waits behind c0")
@@ -569,7 +570,7 @@ func requireResultsInModelOrderAllowErrors(t *testing.T, log []session.Event, id
 	t.Helper()
 	var order []string
 	for _, e := range log {
-		if e.Type == session.TypeToolResult {
+		if e.Type == wire.TypeToolResult {
 			r, err := e.ToolResult()
 			require.NoError(t, err)
 			order = append(order, r.Message.Source.CallID)
@@ -586,7 +587,7 @@ func TestRunToolAfterItsStepClosed(t *testing.T) {
 	res, err := f.callModel(f.acts, f.modelInput(1, 1))
 	require.NoError(t, err)
 	m := res.MessageSeq // the step's assistant/message, after its chunks
-	_, err = f.endTurn(f.acts, agent.EndTurnInput{Ref: f.hd.Ref(), Turn: 1, Step: 1, MessageSeq: -1, Reason: session.TurnEndReason{Kind: "error", Error: json.RawMessage(`{"message":"x"}`)}})
+	_, err = f.endTurn(f.acts, agent.EndTurnInput{Ref: f.hd.Ref(), Turn: 1, Step: 1, MessageSeq: -1, Reason: wire.TurnEndReason{Kind: "error", Error: json.RawMessage(`{"message":"x"}`)}})
 	require.NoError(t, err)
 	before := types(f.log())
 	_, err = f.runTool(f.acts, f.toolInput(res.MessageSeq, 0, "c1", "echo"))

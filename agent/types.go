@@ -3,7 +3,6 @@ package agent
 import (
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/provider"
-	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/wire"
 )
 
@@ -100,7 +99,7 @@ type EndTurnInput struct {
 	// result instead of ABORTED_BEFORE_DISPATCH (D40).
 	MaxTokens bool `json:"maxTokens,omitempty"`
 	// Reason is the turn's end reason.
-	Reason session.TurnEndReason `json:"reason"`
+	Reason wire.TurnEndReason `json:"reason"`
 	// ExpectSeq, when set, is the log's next seq as the workflow knows it.
 	// When the log holds, from there, the opening of step Step+1 (its
 	// step/end of Step, step/start of Step+1 and claimed inputs), stored

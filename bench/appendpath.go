@@ -45,7 +45,7 @@ type LongAppendResult struct {
 // activityReq is createReq with appends stored by the AppendBatch activity.
 func (e *env) activityReq(id string) wire.CreateSessionRequest {
 	req := e.createReq(id, 0)
-	req.Options = &workflows.Options{ActivityAppends: true}
+	req.Options = &wire.Options{ActivityAppends: true}
 	return req
 }
 

@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sessionflow/sessionflow/workflows"
+
 	temporalclient "go.temporal.io/sdk/client"
 
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // EntityResult is one side of the entity comparison.
@@ -76,11 +77,11 @@ func (e *env) entityComparison(ctx context.Context, res *Results) error {
 		t0 := time.Now()
 		h, err := e.tc.UpdateWorkflow(uctx, temporalclient.UpdateWorkflowOptions{
 			WorkflowID:   wid,
-			UpdateName:   workflows.UpdateAppend,
+			UpdateName:   wire.UpdateAppend,
 			Args:         []any{workflows.AppendRequest{Events: evs}},
 			WaitForStage: temporalclient.WorkflowUpdateStageCompleted,
 		})
-		var out workflows.AppendResult
+		var out wire.AppendResult
 		if err == nil {
 			err = h.Get(uctx, &out)
 		}

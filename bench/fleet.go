@@ -24,7 +24,6 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // fleetTaskQueue is the task queue of the many-sessions measurement.
@@ -267,7 +266,7 @@ func RunFleet(ctx context.Context, cfg FleetConfig) (*FleetResults, error) {
 	ids := make([]string, n+1)
 	next := make([]int64, n+1)
 	ids[n] = "fleet-single"
-	info, err := sf.Create(ctx, wire.CreateSessionRequest{SessionID: ids[n], Meta: &workflows.SessionMeta{Cwd: "/bench"}})
+	info, err := sf.Create(ctx, wire.CreateSessionRequest{SessionID: ids[n], Meta: &wire.SessionMeta{Cwd: "/bench"}})
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", ids[n], err)
 	}
@@ -316,7 +315,7 @@ func RunFleet(ctx context.Context, cfg FleetConfig) (*FleetResults, error) {
 	t0 := time.Now()
 	el, err := parallel(n, cfg.InFlight, func(i int) error {
 		ids[i] = fmt.Sprintf("fleet-%05d", i)
-		info, err := sf.Create(ctx, wire.CreateSessionRequest{SessionID: ids[i], Meta: &workflows.SessionMeta{Cwd: "/bench"}})
+		info, err := sf.Create(ctx, wire.CreateSessionRequest{SessionID: ids[i], Meta: &wire.SessionMeta{Cwd: "/bench"}})
 		if err != nil {
 			return fmt.Errorf("create %s: %w", ids[i], err)
 		}
@@ -384,7 +383,7 @@ func RunFleet(ctx context.Context, cfg FleetConfig) (*FleetResults, error) {
 func scanHistories(ctx context.Context, tc temporalclient.Client, ids []string, res *FleetResults) error {
 	var mu sync.Mutex
 	_, err := parallel(len(ids), 8, func(i int) error {
-		it := tc.GetWorkflowHistory(ctx, workflows.WorkflowID(ids[i]), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		it := tc.GetWorkflowHistory(ctx, wire.WorkflowID(ids[i]), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		var timeouts, failures, acts, premature int
 		for it.HasNext() {
 			ev, err := it.Next()

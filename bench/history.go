@@ -9,7 +9,7 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // HistoryCost is the Temporal history of the resume of a log of LogEvents
@@ -106,7 +106,7 @@ func (e *env) resumeHistory(ctx context.Context, res *Results) error {
 			return err
 		}
 		t0 := time.Now()
-		info, err := e.sf.Resume(ctx, id, workflows.ResumeSessionRequest{})
+		info, err := e.sf.Resume(ctx, id, wire.ResumeSessionRequest{})
 		if err != nil {
 			return fmt.Errorf("resume %s: %w", id, err)
 		}

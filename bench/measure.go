@@ -9,11 +9,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sessionflow/sessionflow/workflows"
+
 	temporalclient "go.temporal.io/sdk/client"
 
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // Stats summarizes durations.
@@ -85,9 +86,9 @@ type AppendRate struct {
 func (a AppendRate) PerSecond() float64 { return float64(a.Appends) / a.Elapsed.Seconds() }
 
 func (e *env) createReq(id string, window time.Duration) wire.CreateSessionRequest {
-	req := wire.CreateSessionRequest{SessionID: id, Meta: &workflows.SessionMeta{Cwd: "/bench"}}
+	req := wire.CreateSessionRequest{SessionID: id, Meta: &wire.SessionMeta{Cwd: "/bench"}}
 	if window > 0 {
-		req.Options = &workflows.Options{AppendWindowMs: max(1, window.Milliseconds())}
+		req.Options = &wire.Options{AppendWindowMs: max(1, window.Milliseconds())}
 	}
 	return req
 }
@@ -197,7 +198,7 @@ func (e *env) throughput(ctx context.Context, res *Results) error {
 
 // event returns a todo/write event at seq carrying pad bytes of text.
 func event(seq int64, pad int) (session.Event, error) {
-	return session.NewEvent(session.TypeTodoWrite, seq, 1_700_000_000_000+seq, map[string]any{"text": strings.Repeat("x", pad)})
+	return session.NewEvent(wire.TypeTodoWrite, seq, 1_700_000_000_000+seq, map[string]any{"text": strings.Repeat("x", pad)})
 }
 
 // appendRates measures single-event appends on one session for every
@@ -267,8 +268,8 @@ func (e *env) appendRateReq(ctx context.Context, req wire.CreateSessionRequest, 
 				} else {
 					var h temporalclient.WorkflowUpdateHandle
 					h, err = e.tc.UpdateWorkflow(ctx, temporalclient.UpdateWorkflowOptions{
-						WorkflowID:   workflows.WorkflowID(id),
-						UpdateName:   workflows.UpdateAppend,
+						WorkflowID:   wire.WorkflowID(id),
+						UpdateName:   wire.UpdateAppend,
 						Args:         []any{workflows.AppendRequest{Events: []session.Event{ev}}},
 						WaitForStage: temporalclient.WorkflowUpdateStageAccepted,
 					})

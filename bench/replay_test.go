@@ -13,6 +13,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/internal/app/workerapp"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -97,12 +98,12 @@ func BenchmarkReplayLiveHistory(b *testing.B) {
 // history each time its length reaches one of lengths (ascending).
 func (e *env) liveHistories(ctx context.Context, id string, lengths []int) ([]*historypb.History, error) {
 	req := e.createReq(id, 0)
-	req.Options = &workflows.Options{ContinueAsNewEvents: workflows.MaxContinueAsNewEvents}
+	req.Options = &wire.Options{ContinueAsNewEvents: workflows.MaxContinueAsNewEvents}
 	info, err := e.sf.Create(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("create: %w", err)
 	}
-	wid := workflows.WorkflowID(id)
+	wid := wire.WorkflowID(id)
 	seq := info.NextSeq
 	var out []*historypb.History
 	for _, n := range lengths {
@@ -132,7 +133,7 @@ func (e *env) liveHistories(ctx context.Context, id string, lengths []int) ([]*h
 		if err != nil {
 			return nil, err
 		}
-		if evs[0].GetWorkflowExecutionStartedEventAttributes().GetWorkflowType().GetName() != workflows.CreateSessionName {
+		if evs[0].GetWorkflowExecutionStartedEventAttributes().GetWorkflowType().GetName() != wire.CreateSessionName {
 			return nil, fmt.Errorf("the session continued as new before %d events", n)
 		}
 		out = append(out, &historypb.History{Events: evs})

@@ -16,6 +16,7 @@ import (
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // RootScaleConfig configures the root-size measurements: the same
@@ -91,7 +92,7 @@ func GenerateRoot(root string, n, projects, workers int) error {
 
 // writeRootSession writes one session directory and its log.
 func writeRootSession(enc *zstd.Encoder, root string, i, projects int) error {
-	h := session.Header{Version: session.FormatVersion, ID: rootSessionID(i), CreatedAt: 1767225600000 + int64(i), Cwd: rootCwd(i, projects)}
+	h := wire.Header{Version: wire.FormatVersion, ID: rootSessionID(i), CreatedAt: 1767225600000 + int64(i), Cwd: rootCwd(i, projects)}
 	line, err := jsonl.EncodeHeaderLine(h)
 	if err != nil {
 		return err
@@ -241,7 +242,7 @@ func (m *rootMeasurer) firstCreate(ctx context.Context) (time.Duration, error) {
 	acts := &activities.Activities{Runtime: &activities.Runtime{Store: st}}
 	env.RegisterActivity(acts)
 	val, err := env.ExecuteActivity(acts.CreateHandle, activities.CreateHandleInput{
-		Header:   session.Header{ID: id, CreatedAt: time.Now().UnixMilli(), Cwd: rootCwd(m.created, m.projects)},
+		Header:   wire.Header{ID: id, CreatedAt: time.Now().UnixMilli(), Cwd: rootCwd(m.created, m.projects)},
 		HandleID: "bench-create-" + id,
 	})
 	if err != nil {

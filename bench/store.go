@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/sessionflow/sessionflow/jsonl"
-	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // StoreRuns is how many times each store benchmark runs; the median is
@@ -175,7 +175,7 @@ func median(vs []float64) float64 {
 // events, writing the event lines directly after the header the store
 // wrote, and returns the log's size.
 func WriteRawLog(ctx context.Context, st *jsonl.Store, id string, n int) (int64, error) {
-	hdr := session.Header{Version: session.FormatVersion, ID: id, CreatedAt: 1}
+	hdr := wire.Header{Version: wire.FormatVersion, ID: id, CreatedAt: 1}
 	h, err := st.Create(ctx, hdr, jsonl.CreateOptions{HandleID: "bench-" + id})
 	if err != nil {
 		return 0, fmt.Errorf("creating %s: %w", id, err)

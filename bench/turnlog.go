@@ -11,6 +11,7 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // filler is the text conversations are made of.
@@ -69,26 +70,26 @@ func conversationEvents(seq int64, k, n, size int, model string) ([]session.Even
 	text := func(i int) []map[string]any {
 		return []map[string]any{{"type": provider.BlockText, "text": messageText(i, size)}}
 	}
-	if err := add(session.TypeTurnStart, session.TurnStart{Turn: turn}, false); err != nil {
+	if err := add(wire.TypeTurnStart, wire.TurnStart{Turn: turn}, false); err != nil {
 		return nil, err
 	}
-	if err := add(session.TypeUserMessage, map[string]any{"id": fmt.Sprintf("u%d", 2*k), "role": "user", "content": text(2 * k), "source": map[string]any{"kind": "user"}}, true); err != nil {
+	if err := add(wire.TypeUserMessage, map[string]any{"id": fmt.Sprintf("u%d", 2*k), "role": "user", "content": text(2 * k), "source": map[string]any{"kind": "user"}}, true); err != nil {
 		return nil, err
 	}
 	if 2*k+1 < n {
-		if err := add(session.TypeStepStart, session.StepStart{Turn: turn, Step: 1}, false); err != nil {
+		if err := add(wire.TypeStepStart, wire.StepStart{Turn: turn, Step: 1}, false); err != nil {
 			return nil, err
 		}
 		msg := map[string]any{"id": fmt.Sprintf("a%d", 2*k+1), "role": "assistant", "content": text(2*k + 1),
 			"source": map[string]any{"kind": "model", "provider": "scripted", "model": model}}
-		if err := add(session.TypeAssistantMessage, map[string]any{"turn": turn, "step": 1, "message": msg, "stream": []any{}}, true); err != nil {
+		if err := add(wire.TypeAssistantMessage, map[string]any{"turn": turn, "step": 1, "message": msg, "stream": []any{}}, true); err != nil {
 			return nil, err
 		}
-		if err := add(session.TypeStepEnd, session.StepEnd{Turn: turn, Step: 1}, false); err != nil {
+		if err := add(wire.TypeStepEnd, wire.StepEnd{Turn: turn, Step: 1}, false); err != nil {
 			return nil, err
 		}
 	}
-	if err := add(session.TypeTurnEnd, session.TurnEnd{Turn: turn, Reason: session.TurnEndReason{Kind: session.TurnEndCompleted}}, false); err != nil {
+	if err := add(wire.TypeTurnEnd, wire.TurnEnd{Turn: turn, Reason: wire.TurnEndReason{Kind: wire.TurnEndCompleted}}, false); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -100,7 +101,7 @@ func conversationEvents(seq int64, k, n, size int, model string) ([]session.Even
 // the event lines directly after the header the store wrote. It returns
 // the log's next seq and size.
 func WriteConversationLog(ctx context.Context, st *jsonl.Store, id string, n, size int, model string) (next, bytes int64, err error) {
-	hdr := session.Header{Version: session.FormatVersion, ID: id, CreatedAt: 1, Cwd: "/bench"}
+	hdr := wire.Header{Version: wire.FormatVersion, ID: id, CreatedAt: 1, Cwd: "/bench"}
 	h, err := st.Create(ctx, hdr, jsonl.CreateOptions{HandleID: "bench-" + id})
 	if err != nil {
 		return 0, 0, fmt.Errorf("creating %s: %w", id, err)

@@ -13,10 +13,9 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider"
-	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // smokeTurns are the turn measurements of the smoke test: two short
@@ -58,7 +57,7 @@ func checkSmokeTurns(t *testing.T, tr *TurnResults) {
 	fl, ok := tr.Point(PatternSessionflow, 400)
 	require.True(t, ok, "sessionflow ran at 400 messages: %+v", tr.BySize[PatternSessionflow])
 	require.InEpsilon(t, fs.HistoryBytes, fl.HistoryBytes, 0.05, "sessionflow's history per turn does not grow with the conversation")
-	require.Contains(t, partNames(fs.Parts), agent.CallModelActivity)
+	require.Contains(t, partNames(fs.Parts), wire.CallModelActivity)
 	fc, ok := tr.ChunkPoint(PatternSessionflow, 1000)
 	require.True(t, ok)
 	require.InEpsilon(t, fs.HistoryBytes, fc.HistoryBytes, 0.05, "sessionflow's history per turn does not grow with the response")
@@ -155,8 +154,8 @@ func TestWriteConversationLogStoresCompletedTurns(t *testing.T) {
 			texts = append(texts, b.Text)
 		}
 	}
-	turn := []string{session.TypeTurnStart, session.TypeUserMessage, session.TypeStepStart, session.TypeAssistantMessage, session.TypeStepEnd, session.TypeTurnEnd}
-	want := append(append(append([]string{}, turn...), turn...), session.TypeTurnStart, session.TypeUserMessage, session.TypeTurnEnd)
+	turn := []string{wire.TypeTurnStart, wire.TypeUserMessage, wire.TypeStepStart, wire.TypeAssistantMessage, wire.TypeStepEnd, wire.TypeTurnEnd}
+	want := append(append(append([]string{}, turn...), turn...), wire.TypeTurnStart, wire.TypeUserMessage, wire.TypeTurnEnd)
 	require.Equal(t, want, types)
 	var conv []string
 	for _, m := range Conversation(5, 30) {

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // flowDriver runs turns of a live sessionflow session with client.RunTurn:
@@ -23,19 +21,19 @@ func (f *flowDriver) workflowID() string { return f.wid }
 
 func (f *flowDriver) open(ctx context.Context, name string, n, chunks int) error {
 	f.id = "turns-" + name
-	opts := &workflows.AgentOptions{Provider: providerName(chunks), Model: "bench"}
+	opts := &wire.AgentOptions{Provider: providerName(chunks), Model: "bench"}
 	if n > 0 {
 		if _, _, err := WriteConversationLog(ctx, f.e.store, f.id, n, f.e.cfg.Turns.MessageBytes, "bench"); err != nil {
 			return err
 		}
-		s, err := f.e.sf.Resume(ctx, f.id, workflows.ResumeSessionRequest{AgentOptions: opts})
+		s, err := f.e.sf.Resume(ctx, f.id, wire.ResumeSessionRequest{AgentOptions: opts})
 		if err != nil {
 			return fmt.Errorf("resuming %s: %w", f.id, err)
 		}
 		f.wid = s.WorkflowID
 		return nil
 	}
-	s, err := f.e.sf.Create(ctx, wire.CreateSessionRequest{SessionID: f.id, Meta: &workflows.SessionMeta{Cwd: "/bench"}, AgentOptions: opts})
+	s, err := f.e.sf.Create(ctx, wire.CreateSessionRequest{SessionID: f.id, Meta: &wire.SessionMeta{Cwd: "/bench"}, AgentOptions: opts})
 	if err != nil {
 		return fmt.Errorf("creating %s: %w", f.id, err)
 	}
@@ -50,11 +48,11 @@ func (f *flowDriver) turn(ctx context.Context, prompt string) error {
 	}
 	uctx, cancel := context.WithTimeout(ctx, sampleTimeout)
 	defer cancel()
-	in, err := f.e.sf.RunTurn(uctx, f.id, workflows.InputRequest{Content: content})
+	in, err := f.e.sf.RunTurn(uctx, f.id, wire.InputRequest{Content: content})
 	if err != nil {
 		return fmt.Errorf("run turn: %w", err)
 	}
-	if in.Ended.Reason.Kind != session.TurnEndCompleted {
+	if in.Ended.Reason.Kind != wire.TurnEndCompleted {
 		return fmt.Errorf("turn %d ended %s", in.Ended.Turn, in.Ended.Reason.Kind)
 	}
 	return nil

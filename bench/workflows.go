@@ -3,12 +3,14 @@ package bench
 import (
 	"context"
 
+	"github.com/sessionflow/sessionflow/workflows"
+
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sessionflow/sessionflow/session"
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // Names of the baseline workflows and activity the harness registers on the
@@ -64,9 +66,9 @@ func EntityWorkflow(ctx workflow.Context, st EntityState) (int, error) {
 	}); err != nil {
 		return 0, err
 	}
-	if err := workflow.SetUpdateHandler(ctx, workflows.UpdateAppend, func(_ workflow.Context, req workflows.AppendRequest) (workflows.AppendResult, error) {
+	if err := workflow.SetUpdateHandler(ctx, wire.UpdateAppend, func(_ workflow.Context, req workflows.AppendRequest) (wire.AppendResult, error) {
 		st.Events = append(st.Events, req.Events...)
-		return workflows.AppendResult{NextSeq: int64(len(st.Events))}, nil
+		return wire.AppendResult{NextSeq: int64(len(st.Events))}, nil
 	}); err != nil {
 		return 0, err
 	}

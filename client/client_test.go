@@ -34,7 +34,7 @@ func TestStartErrorAlreadyStarted(t *testing.T) {
 	err := startError("s1", fmt.Errorf("start: %w", cause))
 	require.EqualError(t, err, `session "s1" already exists`)
 	require.ErrorIs(t, err, ErrAlreadyExists)
-	require.ErrorIs(t, err, jsonl.ErrAlreadyExists, "the store's class of the same text matches too")
+	require.ErrorIs(t, err, wire.ErrAlreadyExists, "the store's class of the same text matches too")
 	require.NotErrorIs(t, err, ErrNotLive)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	require.ErrorAs(t, err, &started, "the service error stays reachable")
@@ -56,19 +56,19 @@ func TestCallErrorMapping(t *testing.T) {
 	err := callError("append to session", "s1", seq)
 	require.EqualError(t, err, `append seq mismatch for "s1": expected 3 at index 0, got 5`)
 	require.ErrorIs(t, err, ErrSeqMismatch)
-	require.ErrorIs(t, err, jsonl.ErrSeqMismatch)
+	require.ErrorIs(t, err, wire.ErrSeqMismatch)
 	var ae *temporal.ApplicationError
 	require.ErrorAs(t, err, &ae)
 
 	// A store error reported by an activity matches the store's sentinel.
 	nf := callError("session", "s2", overTheWire(temporal.NewNonRetryableApplicationError(`session "s2" not found`, string(jsonl.CodeNotFound), nil)))
-	require.ErrorIs(t, nf, jsonl.ErrNotFound)
-	require.NotErrorIs(t, nf, jsonl.ErrCorrupt)
+	require.ErrorIs(t, nf, wire.ErrNotFound)
+	require.NotErrorIs(t, nf, wire.ErrCorrupt)
 
 	// A disposal aggregate carries its parts.
-	parts := []workflows.ErrorInfo{{Message: "hook failed", Type: "Error"}, {Message: "close failed", Type: "IOError"}}
+	parts := []wire.ErrorInfo{{Message: "hook failed", Type: "Error"}, {Message: "close failed", Type: "IOError"}}
 	agg := callError("dispose session", "s3", overTheWire(temporal.NewNonRetryableApplicationError(
-		`agent "s3" disposal failed: hook failed; close failed`, workflows.ErrTypeAggregate, nil, parts)))
+		`agent "s3" disposal failed: hook failed; close failed`, wire.ErrTypeAggregate, nil, parts)))
 	require.EqualError(t, agg, `agent "s3" disposal failed: hook failed; close failed`)
 	require.ErrorIs(t, agg, ErrAggregate)
 	var ce *Error
@@ -88,7 +88,7 @@ func TestCallErrorMapping(t *testing.T) {
 }
 
 func TestCreateStartsAndWaitsReady(t *testing.T) {
-	info := workflows.SessionInfo{SessionID: "s1", WorkflowID: "session/s1", RunID: "run-1", NextSeq: 4, FirstLiveSeq: 3, Source: workflows.SourceStartup,
+	info := wire.SessionInfo{SessionID: "s1", WorkflowID: "session/s1", RunID: "run-1", NextSeq: 4, FirstLiveSeq: 3, Source: wire.SourceStartup,
 		Handle: jsonl.HandleRef{SessionID: "s1", HandleID: "h-1", Access: jsonl.AccessWrite}}
 	var started temporalclient.StartWorkflowOptions
 	var startedType any
@@ -105,7 +105,7 @@ func TestCreateStartsAndWaitsReady(t *testing.T) {
 		},
 	}
 	c := New(f, Options{TaskQueue: "tq"})
-	req := wire.CreateSessionRequest{SessionID: "s1", Meta: &workflows.SessionMeta{Cwd: "/w"}}
+	req := wire.CreateSessionRequest{SessionID: "s1", Meta: &wire.SessionMeta{Cwd: "/w"}}
 	s, err := c.Create(context.Background(), req)
 	require.NoError(t, err)
 	require.Equal(t, info, s.SessionInfo)
@@ -115,12 +115,12 @@ func TestCreateStartsAndWaitsReady(t *testing.T) {
 	require.Equal(t, enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE, started.WorkflowIDReusePolicy)
 	require.Equal(t, enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL, started.WorkflowIDConflictPolicy)
 	require.True(t, started.WorkflowExecutionErrorWhenAlreadyStarted, "without it the SDK returns the running execution instead of an error")
-	require.Equal(t, workflows.CreateSessionName, startedType)
+	require.Equal(t, wire.CreateSessionName, startedType)
 	require.Equal(t, []any{req}, startedArgs)
 
 	require.Equal(t, "session/s1", upd.WorkflowID)
 	require.Empty(t, upd.RunID, "update-with-start targets the run it starts")
-	require.Equal(t, workflows.UpdateWaitReady, upd.UpdateName)
+	require.Equal(t, wire.UpdateWaitReady, upd.UpdateName)
 	require.Equal(t, temporalclient.WorkflowUpdateStageCompleted, upd.WaitForStage)
 	require.Equal(t, []string{"update-with-start session/s1 WaitReady"}, f.recorded(), "the start and WaitReady go in one request")
 }
@@ -133,13 +133,13 @@ func TestWorkflowTaskTimeoutReachesTheStart(t *testing.T) {
 			return &fakeRun{id: opts.ID, runID: "r"}, nil
 		},
 		update: func(temporalclient.UpdateWorkflowOptions) (temporalclient.WorkflowUpdateHandle, error) {
-			return &fakeUpdate{result: workflows.SessionInfo{SessionID: "s1"}}, nil
+			return &fakeUpdate{result: wire.SessionInfo{SessionID: "s1"}}, nil
 		},
 	}
 	ctx := context.Background()
 	_, err := New(f, Options{WorkflowTaskTimeout: 2 * time.Second}).Create(ctx, wire.CreateSessionRequest{SessionID: "s1"})
 	require.NoError(t, err)
-	_, err = New(f, Options{WorkflowTaskTimeout: 3 * time.Second}).Resume(ctx, "s1", workflows.ResumeSessionRequest{})
+	_, err = New(f, Options{WorkflowTaskTimeout: 3 * time.Second}).Resume(ctx, "s1", wire.ResumeSessionRequest{})
 	require.NoError(t, err)
 	_, err = New(f, Options{}).Create(ctx, wire.CreateSessionRequest{SessionID: "s2"})
 	require.NoError(t, err)
@@ -181,7 +181,7 @@ func TestCreateFailures(t *testing.T) {
 				return &fakeRun{id: opts.ID, runID: "r"}, nil
 			},
 			update: func(temporalclient.UpdateWorkflowOptions) (temporalclient.WorkflowUpdateHandle, error) {
-				return &fakeUpdate{err: overTheWire(temporal.NewNonRetryableApplicationError(workflows.MaxTokensText, workflows.ErrTypeTypeError, nil))}, nil
+				return &fakeUpdate{err: overTheWire(temporal.NewNonRetryableApplicationError(workflows.MaxTokensText, wire.ErrTypeTypeError, nil))}, nil
 			},
 		}
 		_, err := New(f, Options{}).Create(ctx, wire.CreateSessionRequest{SessionID: "s1"})
@@ -214,21 +214,21 @@ func TestResume(t *testing.T) {
 	var args []any
 	f := &fakeTemporal{
 		execute: func(opts temporalclient.StartWorkflowOptions, wf any, a []any) (temporalclient.WorkflowRun, error) {
-			require.Equal(t, workflows.ResumeSessionName, wf)
+			require.Equal(t, wire.ResumeSessionName, wf)
 			args = a
 			return &fakeRun{id: opts.ID, runID: "r"}, nil
 		},
 		update: func(temporalclient.UpdateWorkflowOptions) (temporalclient.WorkflowUpdateHandle, error) {
-			return &fakeUpdate{result: workflows.SessionInfo{SessionID: "s1", Source: workflows.SourceResume}}, nil
+			return &fakeUpdate{result: wire.SessionInfo{SessionID: "s1", Source: wire.SourceResume}}, nil
 		},
 	}
 	c := New(f, Options{})
-	s, err := c.Resume(context.Background(), "s1", workflows.ResumeSessionRequest{})
+	s, err := c.Resume(context.Background(), "s1", wire.ResumeSessionRequest{})
 	require.NoError(t, err)
-	require.Equal(t, workflows.SourceResume, s.Source)
-	require.Equal(t, []any{workflows.ResumeSessionRequest{ResumeSessionID: "s1"}}, args, "the id fills the request")
+	require.Equal(t, wire.SourceResume, s.Source)
+	require.Equal(t, []any{wire.ResumeSessionRequest{ResumeSessionID: "s1"}}, args, "the id fills the request")
 
-	_, err = c.Resume(context.Background(), "s1", workflows.ResumeSessionRequest{ResumeSessionID: "s2"})
+	_, err = c.Resume(context.Background(), "s1", wire.ResumeSessionRequest{ResumeSessionID: "s2"})
 	require.ErrorIs(t, err, ErrInvalidArgument)
 }
 
@@ -239,10 +239,10 @@ func TestAppendRejectionAndDispose(t *testing.T) {
 	f := &fakeTemporal{update: func(opts temporalclient.UpdateWorkflowOptions) (temporalclient.WorkflowUpdateHandle, error) {
 		got = opts
 		switch opts.UpdateName {
-		case workflows.UpdateAppend:
+		case wire.UpdateAppend:
 			return &fakeUpdate{err: overTheWire(temporal.NewNonRetryableApplicationError(rejection, "SeqMismatch", nil))}, nil
 		default:
-			return &fakeUpdate{result: workflows.DisposeResult{NextSeq: 7}}, nil
+			return &fakeUpdate{result: wire.DisposeResult{NextSeq: 7}}, nil
 		}
 	}}
 	c := New(f, Options{})
@@ -258,7 +258,7 @@ func TestAppendRejectionAndDispose(t *testing.T) {
 	res, err := c.Dispose(ctx, "s1")
 	require.NoError(t, err)
 	require.Equal(t, int64(7), res.NextSeq)
-	require.Equal(t, workflows.UpdateDispose, got.UpdateName)
+	require.Equal(t, wire.UpdateDispose, got.UpdateName)
 }
 
 func TestCancelSignalsThenCancels(t *testing.T) {
@@ -284,11 +284,11 @@ func TestCancelSignalsThenCancels(t *testing.T) {
 }
 
 func TestDescribe(t *testing.T) {
-	d := workflows.Description{SessionID: "s1", Phase: workflows.PhaseLive, Source: workflows.SourceStartup, HandleOpen: true, NextSeq: 3,
-		Lifecycle: []workflows.LifecycleEntry{{Type: workflows.EntrySessionCreated}}}
+	d := wire.Description{SessionID: "s1", Phase: wire.PhaseLive, Source: wire.SourceStartup, HandleOpen: true, NextSeq: 3,
+		Lifecycle: []wire.LifecycleEntry{{Type: wire.EntrySessionCreated}}}
 	f := &fakeTemporal{query: func(wid, rid, q string) (converter.EncodedValue, error) {
 		require.Equal(t, "session/s1", wid)
-		require.Equal(t, workflows.QueryDescribe, q)
+		require.Equal(t, wire.QueryDescribe, q)
 		return fakeValue{d}, nil
 	}}
 	got, err := New(f, Options{}).Describe(context.Background(), "s1")
@@ -298,11 +298,11 @@ func TestDescribe(t *testing.T) {
 
 func TestLoopStartStop(t *testing.T) {
 	ctx := context.Background()
-	final := workflows.LoopDescription{Active: false, Children: []workflows.LoopChild{{SessionID: "a", Mode: "create", State: workflows.ChildSettled}}}
+	final := wire.LoopDescription{Active: false, Children: []wire.LoopChild{{SessionID: "a", Mode: "create", State: wire.ChildSettled}}}
 	running := false
 	f := &fakeTemporal{
 		execute: func(opts temporalclient.StartWorkflowOptions, wf any, _ []any) (temporalclient.WorkflowRun, error) {
-			require.Equal(t, workflows.SessionLoopName, wf)
+			require.Equal(t, wire.SessionLoopName, wf)
 			require.Equal(t, enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL, opts.WorkflowIDConflictPolicy)
 			if running {
 				return nil, serviceerror.NewWorkflowExecutionAlreadyStarted("started", "", "r1")
@@ -314,10 +314,10 @@ func TestLoopStartStop(t *testing.T) {
 		getRun: func(wid, rid string) temporalclient.WorkflowRun { return &fakeRun{id: wid, result: final} },
 	}
 	c := New(f, Options{})
-	l, err := c.LoopStart(ctx, "main", workflows.SessionLoopInput{})
+	l, err := c.LoopStart(ctx, "main", wire.SessionLoopInput{})
 	require.NoError(t, err)
 	require.Equal(t, Loop{LoopID: "main", WorkflowID: "loop/main", RunID: "r1"}, l)
-	_, err = c.LoopStart(ctx, "main", workflows.SessionLoopInput{})
+	_, err = c.LoopStart(ctx, "main", wire.SessionLoopInput{})
 	require.EqualError(t, err, `loop "main" is already running`)
 	require.ErrorIs(t, err, ErrLoopAlreadyRunning)
 
@@ -329,19 +329,19 @@ func TestLoopStartStop(t *testing.T) {
 }
 
 func TestErrorIsOnlyMatchesSentinels(t *testing.T) {
-	a := &Error{Type: workflows.ErrTypeNotLive, Message: `session "a" is not live (phase setup)`}
-	b := &Error{Type: workflows.ErrTypeNotLive, Message: `session "b" is not live (phase setup)`}
+	a := &Error{Type: wire.ErrTypeNotLive, Message: `session "a" is not live (phase setup)`}
+	b := &Error{Type: wire.ErrTypeNotLive, Message: `session "b" is not live (phase setup)`}
 	require.ErrorIs(t, a, ErrNotLive)
 	require.NotErrorIs(t, a, b, "two concrete errors are not each other's class")
 	require.Equal(t, "SessionNotLive", ErrNotLive.Error())
 	require.True(t, strings.HasPrefix(a.Error(), "session"))
-	require.NotErrorIs(t, &Error{Type: ""}, &jsonl.Error{})
+	require.NotErrorIs(t, &Error{Type: ""}, &wire.StoreError{})
 }
 
 func TestOptionsDefaults(t *testing.T) {
 	o := New(&fakeTemporal{}, Options{}).Options()
 	require.Equal(t, DefaultTaskQueue, o.TaskQueue)
-	require.Equal(t, workflows.DefaultMaxBatchBytes, o.MaxBatchBytes)
+	require.Equal(t, wire.DefaultMaxBatchBytes, o.MaxBatchBytes)
 	require.Equal(t, DefaultMaxBatchEvents, o.MaxBatchEvents)
 	require.Equal(t, "loop/x", LoopWorkflowID("x"))
 }
@@ -370,10 +370,10 @@ func TestCreateAsksForSearchAttributesOnlyWhenRegistered(t *testing.T) {
 					return &fakeRun{id: opts.ID, runID: "run-1"}, nil
 				},
 				update: func(temporalclient.UpdateWorkflowOptions) (temporalclient.WorkflowUpdateHandle, error) {
-					return &fakeUpdate{result: workflows.SessionInfo{SessionID: "s1"}}, nil
+					return &fakeUpdate{result: wire.SessionInfo{SessionID: "s1"}}, nil
 				},
 			}
-			callerOpts := &workflows.Options{MaxBatchBytes: 1000}
+			callerOpts := &wire.Options{MaxBatchBytes: 1000}
 			_, err := New(f, Options{}).Create(context.Background(), wire.CreateSessionRequest{SessionID: "s1", Options: callerOpts})
 			require.NoError(t, err)
 			sent := startedArgs[0].(wire.CreateSessionRequest)

@@ -21,8 +21,8 @@ func TestClientRequestsDecodeAsTheWorkflowsRequests(t *testing.T) {
 	created := 5
 	sent := wire.CreateSessionRequest{SessionID: "s", Seed: session.WireEvents(seed), Meta: &wire.SessionMeta{Cwd: "/w"},
 		Hooks: wire.Hooks{SetupActivity: "setup"}, Options: &wire.Options{MaxBatchBytes: created}}
-	decoded := workflows.CreateSessionRequest{SessionID: "s", Seed: seed, Meta: &workflows.SessionMeta{Cwd: "/w"},
-		Hooks: workflows.Hooks{SetupActivity: "setup"}, Options: &workflows.Options{MaxBatchBytes: created}}
+	decoded := workflows.CreateSessionRequest{SessionID: "s", Seed: seed, Meta: &wire.SessionMeta{Cwd: "/w"},
+		Hooks: wire.Hooks{SetupActivity: "setup"}, Options: &wire.Options{MaxBatchBytes: created}}
 	require.JSONEq(t, mustJSON(t, decoded), mustJSON(t, sent))
 
 	dc := converter.GetDefaultDataConverter()
@@ -42,7 +42,7 @@ func TestClientRequestsDecodeAsTheWorkflowsRequests(t *testing.T) {
 // List reads a LiveSession run's cwd from its start input through
 // wire.LiveStateHeader.
 func TestLiveStateHeaderReadsTheLiveState(t *testing.T) {
-	st := workflows.LiveState{SessionID: "s", NextSeq: 4, Header: session.Header{Version: 3, ID: "s", Cwd: "/work"}}
+	st := workflows.LiveState{SessionID: "s", NextSeq: 4, Header: wire.Header{Version: 3, ID: "s", Cwd: "/work"}}
 	var h wire.LiveStateHeader
 	require.NoError(t, json.Unmarshal([]byte(mustJSON(t, st)), &h))
 	require.Equal(t, "/work", h.Header.Cwd)

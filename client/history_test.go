@@ -25,7 +25,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // fabricatedHistory is the complete history of one run of a workflow type
@@ -125,7 +125,7 @@ func TestExportHistoryErrors(t *testing.T) {
 		return &fakeHistory{err: serviceerror.NewNotFound("workflow execution not found")}
 	}}
 	var buf bytes.Buffer
-	_, err := New(f, Options{}).ExportWorkflowHistory(context.Background(), workflows.WorkflowID("s1"), "run-9", &buf)
+	_, err := New(f, Options{}).ExportWorkflowHistory(context.Background(), wire.WorkflowID("s1"), "run-9", &buf)
 	require.ErrorIs(t, err, ErrNotRunning)
 	require.Zero(t, buf.Len(), "nothing is written on failure")
 }

@@ -11,7 +11,6 @@ import (
 	temporalclient "go.temporal.io/sdk/client"
 
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 func TestStartRefusesAnIDTheStoreCannotHold(t *testing.T) {
@@ -22,7 +21,7 @@ func TestStartRefusesAnIDTheStoreCannotHold(t *testing.T) {
 	_, err := c.Create(ctx, wire.CreateSessionRequest{SessionID: long})
 	require.ErrorIs(t, err, ErrInvalidArgument)
 	require.ErrorContains(t, err, "session id is too long: it encodes to a 300-byte directory name and the store's limit is 255 bytes")
-	_, err = c.Resume(ctx, long, workflows.ResumeSessionRequest{})
+	_, err = c.Resume(ctx, long, wire.ResumeSessionRequest{})
 	require.ErrorIs(t, err, ErrInvalidArgument)
 	require.Empty(t, f.recorded(), "nothing reaches Temporal")
 }
@@ -35,13 +34,13 @@ func TestStartEncodesNonASCIIIDs(t *testing.T) {
 			return &fakeRun{id: opts.ID, runID: "r"}, nil
 		},
 		update: func(temporalclient.UpdateWorkflowOptions) (temporalclient.WorkflowUpdateHandle, error) {
-			return &fakeUpdate{result: workflows.SessionInfo{SessionID: "é"}}, nil
+			return &fakeUpdate{result: wire.SessionInfo{SessionID: "é"}}, nil
 		},
 	}
 	c := New(f, Options{})
 	_, err := c.Create(context.Background(), wire.CreateSessionRequest{SessionID: "é"})
 	require.NoError(t, err)
-	_, err = c.Resume(context.Background(), "日本", workflows.ResumeSessionRequest{})
+	_, err = c.Resume(context.Background(), "日本", wire.ResumeSessionRequest{})
 	require.NoError(t, err)
 	require.Equal(t, []string{"session/%C3%A9", "session/%E6%97%A5%E6%9C%AC"}, started)
 	require.Equal(t, "loop/%C3%A9", LoopWorkflowID("é"))

@@ -12,7 +12,7 @@ import (
 	temporalclient "go.temporal.io/sdk/client"
 
 	"github.com/sessionflow/sessionflow/session"
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // An update input above the limit is refused before any call, typed; one
@@ -27,8 +27,8 @@ func TestUpdateInputLimit(t *testing.T) {
 	}}
 	c := New(f, Options{TaskQueue: "tq"})
 	// `{"content":"` + text + `"}`: 14 bytes around the text.
-	at := func(size int) workflows.InputRequest {
-		return workflows.InputRequest{Content: json.RawMessage(`"` + strings.Repeat("x", size-14) + `"`)}
+	at := func(size int) wire.InputRequest {
+		return wire.InputRequest{Content: json.RawMessage(`"` + strings.Repeat("x", size-14) + `"`)}
 	}
 
 	_, err := c.Steer(ctx, "s1", at(1310721))
@@ -46,5 +46,5 @@ func TestUpdateInputLimit(t *testing.T) {
 
 	_, err = c.Inject(ctx, "s1", at(1310720))
 	require.NotErrorIs(t, err, ErrInputTooLarge)
-	require.Equal(t, []string{workflows.UpdateInject}, sent)
+	require.Equal(t, []string{wire.UpdateInject}, sent)
 }

@@ -16,7 +16,6 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/sessionflow/sessionflow/jsonl"
-	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
@@ -54,13 +53,13 @@ func TestList(t *testing.T) {
 	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	pages := [][]*workflowpb.WorkflowExecutionInfo{
 		{
-			execInfo(t, "session/zeta", "r-z", workflows.CreateSessionName, t0, map[string]string{
+			execInfo(t, "session/zeta", "r-z", wire.CreateSessionName, t0, map[string]string{
 				"SessionId": "zeta", "SessionPhase": "setup", "SessionCwd": "/z"}),
-			execInfo(t, "session/beta", "r-b", workflows.CreateSessionName, t0.Add(time.Minute), nil),
+			execInfo(t, "session/beta", "r-b", wire.CreateSessionName, t0.Add(time.Minute), nil),
 		},
 		{
-			execInfo(t, "session/alpha", "r-a", workflows.LiveSessionName, t0.Add(2*time.Minute), nil),
-			execInfo(t, "session/gamma", "r-g", workflows.ResumeSessionName, t0.Add(3*time.Minute), nil),
+			execInfo(t, "session/alpha", "r-a", wire.LiveSessionName, t0.Add(2*time.Minute), nil),
+			execInfo(t, "session/gamma", "r-g", wire.ResumeSessionName, t0.Add(3*time.Minute), nil),
 		},
 	}
 	var queries []string
@@ -77,19 +76,19 @@ func TestList(t *testing.T) {
 			switch wid {
 			case "session/beta":
 				require.Equal(t, "r-b", rid, "the listed run is described")
-				return fakeValue{workflows.Description{SessionID: "beta", Phase: workflows.PhaseLive}}, nil
+				return fakeValue{wire.Description{SessionID: "beta", Phase: wire.PhaseLive}}, nil
 			case "session/alpha":
-				return fakeValue{workflows.Description{SessionID: "alpha", Phase: workflows.PhaseDisposing}}, nil
+				return fakeValue{wire.Description{SessionID: "alpha", Phase: wire.PhaseDisposing}}, nil
 			}
 			return nil, errors.New("no poller seen for task queue")
 		},
 		history: func(wid, rid string) temporalclient.HistoryEventIterator {
 			switch wid {
 			case "session/beta":
-				return &fakeHistory{events: []*historypb.HistoryEvent{startedEvent(t, wire.CreateSessionRequest{SessionID: "beta", Meta: &workflows.SessionMeta{Cwd: "/b"}})}}
+				return &fakeHistory{events: []*historypb.HistoryEvent{startedEvent(t, wire.CreateSessionRequest{SessionID: "beta", Meta: &wire.SessionMeta{Cwd: "/b"}})}}
 			case "session/alpha":
 				return &fakeHistory{events: []*historypb.HistoryEvent{startedEvent(t, workflows.LiveState{SessionID: "alpha",
-					Handle: jsonl.HandleRef{SessionID: "alpha", HandleID: "h", Access: jsonl.AccessWrite}, Header: session.Header{ID: "alpha", Cwd: "/a"}})}}
+					Handle: jsonl.HandleRef{SessionID: "alpha", HandleID: "h", Access: jsonl.AccessWrite}, Header: wire.Header{ID: "alpha", Cwd: "/a"}})}}
 			}
 			t.Errorf("history of %s read: a ResumeSession input has no cwd", wid)
 			return &fakeHistory{}
@@ -100,14 +99,14 @@ func TestList(t *testing.T) {
 	require.Equal(t, []string{ListQuery, ListQuery}, queries)
 	require.Equal(t, "WorkflowType IN ('CreateSession', 'ResumeSession', 'LiveSession') AND ExecutionStatus = 'Running'", ListQuery)
 	require.Equal(t, []ListedSession{
-		{SessionID: "alpha", WorkflowID: "session/alpha", RunID: "r-a", WorkflowType: workflows.LiveSessionName, StartTime: t0.Add(2 * time.Minute),
-			Phase: workflows.PhaseDisposing, Cwd: "/a", Source: SourceDescribe},
-		{SessionID: "beta", WorkflowID: "session/beta", RunID: "r-b", WorkflowType: workflows.CreateSessionName, StartTime: t0.Add(time.Minute),
-			Phase: workflows.PhaseLive, Cwd: "/b", Source: SourceDescribe},
-		{SessionID: "gamma", WorkflowID: "session/gamma", RunID: "r-g", WorkflowType: workflows.ResumeSessionName, StartTime: t0.Add(3 * time.Minute),
+		{SessionID: "alpha", WorkflowID: "session/alpha", RunID: "r-a", WorkflowType: wire.LiveSessionName, StartTime: t0.Add(2 * time.Minute),
+			Phase: wire.PhaseDisposing, Cwd: "/a", Source: SourceDescribe},
+		{SessionID: "beta", WorkflowID: "session/beta", RunID: "r-b", WorkflowType: wire.CreateSessionName, StartTime: t0.Add(time.Minute),
+			Phase: wire.PhaseLive, Cwd: "/b", Source: SourceDescribe},
+		{SessionID: "gamma", WorkflowID: "session/gamma", RunID: "r-g", WorkflowType: wire.ResumeSessionName, StartTime: t0.Add(3 * time.Minute),
 			Source: SourceDescribe, Error: "describe: no poller seen for task queue"},
-		{SessionID: "zeta", WorkflowID: "session/zeta", RunID: "r-z", WorkflowType: workflows.CreateSessionName, StartTime: t0,
-			Phase: workflows.PhaseSetup, Cwd: "/z", Source: SourceSearchAttributes},
+		{SessionID: "zeta", WorkflowID: "session/zeta", RunID: "r-z", WorkflowType: wire.CreateSessionName, StartTime: t0,
+			Phase: wire.PhaseSetup, Cwd: "/z", Source: SourceSearchAttributes},
 	}, got)
 }
 

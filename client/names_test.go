@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // An input the client refuses before any call is of type InvalidArgument,
@@ -23,5 +23,5 @@ func TestRefusedInputIsInvalidArgumentAndTheOldNameStillMatches(t *testing.T) {
 
 	old := &Error{Type: "InvalidInput", Message: "from an earlier client"}
 	require.ErrorIs(t, old, ErrInvalidArgument)
-	require.NotErrorIs(t, &Error{Type: workflows.ErrTypeNotLive}, ErrInvalidInput)
+	require.NotErrorIs(t, &Error{Type: wire.ErrTypeNotLive}, ErrInvalidInput)
 }

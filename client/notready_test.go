@@ -12,7 +12,6 @@ import (
 
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // notReady is the server's refusal of an update while the workflow's task
@@ -56,7 +55,7 @@ func TestAppendStopsAskingWhenTheContextEnds(t *testing.T) {
 }
 
 func TestCreateWaitsReadyAgainWhenTheFirstTaskFailed(t *testing.T) {
-	info := workflows.SessionInfo{SessionID: "s1", WorkflowID: "session/s1", RunID: "run-1", NextSeq: 1}
+	info := wire.SessionInfo{SessionID: "s1", WorkflowID: "session/s1", RunID: "run-1", NextSeq: 1}
 	calls := 0
 	f := &fakeTemporal{
 		execute: func(opts temporalclient.StartWorkflowOptions, wf any, args []any) (temporalclient.WorkflowRun, error) {
@@ -71,7 +70,7 @@ func TestCreateWaitsReadyAgainWhenTheFirstTaskFailed(t *testing.T) {
 		},
 	}
 	c := New(f, Options{TaskQueue: "tq"})
-	s, err := c.Create(context.Background(), wire.CreateSessionRequest{SessionID: "s1", Meta: &workflows.SessionMeta{Cwd: "/w"}})
+	s, err := c.Create(context.Background(), wire.CreateSessionRequest{SessionID: "s1", Meta: &wire.SessionMeta{Cwd: "/w"}})
 	require.NoError(t, err)
 	require.Equal(t, info, s.SessionInfo)
 	require.Equal(t, []string{"update-with-start session/s1 WaitReady", "update session/s1 WaitReady"}, f.recorded(), "one start, then WaitReady alone")

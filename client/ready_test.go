@@ -9,13 +9,12 @@ import (
 	temporalclient "go.temporal.io/sdk/client"
 
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 func TestEmptySessionIDSaysWhatIsMissing(t *testing.T) {
 	c := New(nil, Options{})
 	ctx := context.Background()
-	_, err := c.Resume(ctx, "", workflows.ResumeSessionRequest{})
+	_, err := c.Resume(ctx, "", wire.ResumeSessionRequest{})
 	require.ErrorIs(t, err, ErrInvalidArgument)
 	require.EqualError(t, err, "resume: the session id is required")
 	_, err = c.Create(ctx, wire.CreateSessionRequest{})
@@ -30,7 +29,7 @@ func TestResumeOfARunningSessionSaysItIsResumedOrLive(t *testing.T) {
 	f := &fakeTemporal{execute: func(temporalclient.StartWorkflowOptions, any, []any) (temporalclient.WorkflowRun, error) {
 		return nil, serviceerror.NewWorkflowExecutionAlreadyStarted("already started", "", "run-0")
 	}}
-	_, err := New(f, Options{}).Resume(context.Background(), "K2", workflows.ResumeSessionRequest{})
+	_, err := New(f, Options{}).Resume(context.Background(), "K2", wire.ResumeSessionRequest{})
 	require.EqualError(t, err, `session "K2" is already being resumed or is live: its workflow session/K2 is running (dispose it, or wait for its resume to finish)`)
 	require.ErrorIs(t, err, ErrAlreadyExists)
 }

@@ -10,7 +10,6 @@ import (
 	temporalclient "go.temporal.io/sdk/client"
 
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 func mustRouter(t *testing.T, shards ...Shard) *Router {
@@ -167,13 +166,13 @@ func TestRouterStartsOnTheShardQueue(t *testing.T) {
 
 	_, _ = c.Create(ctx, wire.CreateSessionRequest{SessionID: "sess-1"})
 	_, _ = c.Create(ctx, wire.CreateSessionRequest{SessionID: "sess-3"})
-	_, _ = c.Resume(ctx, "sess-1", workflows.ResumeSessionRequest{}, OnShard("a"))
-	_, _ = c.LoopStart(ctx, "alpha", workflows.SessionLoopInput{})
+	_, _ = c.Resume(ctx, "sess-1", wire.ResumeSessionRequest{}, OnShard("a"))
+	_, _ = c.LoopStart(ctx, "alpha", wire.SessionLoopInput{})
 	require.Equal(t, []string{"qb", "qa", "qa", "qa"}, queues)
 
 	_, err := c.Create(ctx, wire.CreateSessionRequest{SessionID: "sess-2"}, OnShard("nope"))
 	require.ErrorIs(t, err, ErrUnknownShard)
-	_, err = c.LoopStart(ctx, "alpha", workflows.SessionLoopInput{}, OnShard("nope"))
+	_, err = c.LoopStart(ctx, "alpha", wire.SessionLoopInput{}, OnShard("nope"))
 	require.ErrorIs(t, err, ErrUnknownShard)
 	require.Len(t, queues, 4, "a refused override starts no workflow")
 }

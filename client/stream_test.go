@@ -23,7 +23,7 @@ func testEvents(t *testing.T, first int64, n, pad int) []session.Event {
 	out := make([]session.Event, 0, n)
 	for i := 0; i < n; i++ {
 		seq := first + int64(i)
-		e, err := session.NewEvent(session.TypeTurnStart, seq, 1700000000000+seq,
+		e, err := session.NewEvent(wire.TypeTurnStart, seq, 1700000000000+seq,
 			map[string]any{"turn": seq + 1, "pad": strings.Repeat("x", pad+int(seq%7)*13)})
 		require.NoError(t, err)
 		out = append(out, e)
@@ -240,7 +240,7 @@ func TestAppendStreamSendsAcceptedUpdates(t *testing.T) {
 	require.Len(t, opts, 2)
 	for _, o := range opts {
 		require.Equal(t, "session/s1", o.WorkflowID)
-		require.Equal(t, workflows.UpdateAppend, o.UpdateName)
+		require.Equal(t, wire.UpdateAppend, o.UpdateName)
 		require.Equal(t, temporalclient.WorkflowUpdateStageAccepted, o.WaitForStage, "the next batch goes once this one is accepted")
 	}
 	require.Equal(t, session.WireEvents(events[:2]), opts[0].Args[0].(wire.AppendRequest).Events)

@@ -7,14 +7,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/session"
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // answerEvent is the stored assistant/message of (turn, step) with text.
 func answerEvent(t *testing.T, seq, turn, step int64, text string) session.Event {
-	e, err := session.NewEvent(session.TypeAssistantMessage, seq, 1, map[string]any{"turn": turn, "step": step, "stream": []any{},
+	e, err := session.NewEvent(wire.TypeAssistantMessage, seq, 1, map[string]any{"turn": turn, "step": step, "stream": []any{},
 		"message": map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": text}}}})
 	require.NoError(t, err)
 	return e
@@ -26,14 +25,14 @@ func answerEvent(t *testing.T, seq, turn, step int64, text string) session.Event
 // yields only the rest of the stored answer. A step no poll saw is yielded
 // whole from the log.
 func TestWatchTurnRestartsTheTextOfARetriedCall(t *testing.T) {
-	running := func(step int64) workflows.LoopState {
-		return workflows.LoopState{State: "running", Turn: 1, Step: step,
-			Recent: []workflows.TurnInfo{{Turn: 1, StartSeq: 0, Claimed: []string{"m1"}, Steps: step}}}
+	running := func(step int64) wire.LoopState {
+		return wire.LoopState{State: "running", Turn: 1, Step: step,
+			Recent: []wire.TurnInfo{{Turn: 1, StartSeq: 0, Claimed: []string{"m1"}, Steps: step}}}
 	}
-	ended := workflows.LoopState{State: "idle", Recent: []workflows.TurnInfo{{Turn: 1, StartSeq: 0, EndSeq: 9, Steps: 2, Claimed: []string{"m1"},
-		Reason: &session.TurnEndReason{Kind: "completed"}}}}
-	states := []workflows.LoopState{running(1), running(1), running(1), running(1), running(1), ended}
-	progress := []*agent.ModelProgress{
+	ended := wire.LoopState{State: "idle", Recent: []wire.TurnInfo{{Turn: 1, StartSeq: 0, EndSeq: 9, Steps: 2, Claimed: []string{"m1"},
+		Reason: &wire.TurnEndReason{Kind: "completed"}}}}
+	states := []wire.LoopState{running(1), running(1), running(1), running(1), running(1), ended}
+	progress := []*wire.ModelProgress{
 		{Turn: 1, Step: 1, Attempt: 1, Text: "A long discarded draft"},
 		// Attempt 2 started; attempt 1's details are still the pending ones.
 		{Turn: 1, Step: 1, Attempt: 1, Text: "A long discarded draft"},
@@ -63,11 +62,11 @@ func TestWatchTurnRestartsTheTextOfARetriedCall(t *testing.T) {
 // When the stored answer does not continue what was yielded (the retry's
 // text was never seen by a poll), it is yielded whole with Restart.
 func TestWatchTurnRestartsWhenTheStoredAnswerDiffers(t *testing.T) {
-	running := workflows.LoopState{State: "running", Turn: 1, Step: 1,
-		Recent: []workflows.TurnInfo{{Turn: 1, StartSeq: 0, Claimed: []string{"m1"}, Steps: 1}}}
-	ended := workflows.LoopState{State: "idle", Recent: []workflows.TurnInfo{{Turn: 1, StartSeq: 0, EndSeq: 5, Steps: 1, Claimed: []string{"m1"},
-		Reason: &session.TurnEndReason{Kind: "completed"}}}}
-	f := watchScript(t, []workflows.LoopState{running, ended}, []*agent.ModelProgress{{Turn: 1, Step: 1, Attempt: 1, Text: "Draft"}, nil})
+	running := wire.LoopState{State: "running", Turn: 1, Step: 1,
+		Recent: []wire.TurnInfo{{Turn: 1, StartSeq: 0, Claimed: []string{"m1"}, Steps: 1}}}
+	ended := wire.LoopState{State: "idle", Recent: []wire.TurnInfo{{Turn: 1, StartSeq: 0, EndSeq: 5, Steps: 1, Claimed: []string{"m1"},
+		Reason: &wire.TurnEndReason{Kind: "completed"}}}}
+	f := watchScript(t, []wire.LoopState{running, ended}, []*wire.ModelProgress{{Turn: 1, Step: 1, Attempt: 1, Text: "Draft"}, nil})
 	r := &sliceReader{evs: []session.Event{answerEvent(t, 2, 1, 1, "Other")}}
 	var texts []TurnProgress
 	for p, err := range New(f, Options{}).WatchTurn(context.Background(), "w1", "m1", WatchOptions{Interval: time.Millisecond, Events: r}) {

@@ -7,10 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // A step whose tool call finished between two polls, the next step already
@@ -28,13 +26,13 @@ func TestWatchTurnYieldsAFinishedStepsCallsBeforeTheNextStepsText(t *testing.T) 
 			"source":  map[string]any{"kind": "tool", "callId": "c1"},
 			"content": []any{map[string]any{"type": "tool-result", "toolCallId": "c1", "content": []any{}}}}}),
 	}
-	states := []workflows.LoopState{
-		{State: "running", Turn: 1, Step: 1, NextSeq: 3, Recent: []workflows.TurnInfo{{Turn: 1, StartSeq: 0, Claimed: []string{"m1"}}},
-			Calls: []workflows.CallState{{ID: "c1", Name: "read_file", State: "running"}}},
-		{State: "running", Turn: 1, Step: 2, NextSeq: 6, Recent: []workflows.TurnInfo{{Turn: 1, StartSeq: 0, Claimed: []string{"m1"}}}},
-		{State: "idle", Recent: []workflows.TurnInfo{{Turn: 1, EndSeq: 9, Claimed: []string{"m1"}, Reason: &session.TurnEndReason{Kind: "completed"}}}},
+	states := []wire.LoopState{
+		{State: "running", Turn: 1, Step: 1, NextSeq: 3, Recent: []wire.TurnInfo{{Turn: 1, StartSeq: 0, Claimed: []string{"m1"}}},
+			Calls: []wire.CallState{{ID: "c1", Name: "read_file", State: "running"}}},
+		{State: "running", Turn: 1, Step: 2, NextSeq: 6, Recent: []wire.TurnInfo{{Turn: 1, StartSeq: 0, Claimed: []string{"m1"}}}},
+		{State: "idle", Recent: []wire.TurnInfo{{Turn: 1, EndSeq: 9, Claimed: []string{"m1"}, Reason: &wire.TurnEndReason{Kind: "completed"}}}},
 	}
-	progress := []*agent.ModelProgress{nil, {Turn: 1, Step: 2, Chunks: 1, Text: "The f"}, nil}
+	progress := []*wire.ModelProgress{nil, {Turn: 1, Step: 2, Chunks: 1, Text: "The f"}, nil}
 	f := watchScript(t, states, progress)
 	r := &sliceReader{evs: evs}
 	var got []string
@@ -81,11 +79,11 @@ func TestWatchTurnFirstSeenOnALaterStepYieldsTheEarlierStepsFirst(t *testing.T) 
 			"message": map[string]any{"id": "a2", "role": "assistant", "content": []any{
 				map[string]any{"type": "text", "text": "The file says alpha."}}}}),
 	}
-	states := []workflows.LoopState{
-		{State: "running", Turn: 1, Step: 2, NextSeq: 6, Recent: []workflows.TurnInfo{{Turn: 1, StartSeq: 0, Claimed: []string{"m1"}}}},
-		{State: "idle", Recent: []workflows.TurnInfo{{Turn: 1, EndSeq: 9, Claimed: []string{"m1"}, Reason: &session.TurnEndReason{Kind: "completed"}}}},
+	states := []wire.LoopState{
+		{State: "running", Turn: 1, Step: 2, NextSeq: 6, Recent: []wire.TurnInfo{{Turn: 1, StartSeq: 0, Claimed: []string{"m1"}}}},
+		{State: "idle", Recent: []wire.TurnInfo{{Turn: 1, EndSeq: 9, Claimed: []string{"m1"}, Reason: &wire.TurnEndReason{Kind: "completed"}}}},
 	}
-	progress := []*agent.ModelProgress{{Turn: 1, Step: 2, Chunks: 1, Text: "The f"}, nil}
+	progress := []*wire.ModelProgress{{Turn: 1, Step: 2, Chunks: 1, Text: "The f"}, nil}
 	f := watchScript(t, states, progress)
 	r := &boundedReader{evs: evs}
 	var got []string

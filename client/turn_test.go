@@ -13,20 +13,18 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // watchScript answers LoopState with states in turn (the last one
 // repeats) and DescribeWorkflow with the model progress of the same poll.
-func watchScript(t *testing.T, states []workflows.LoopState, progress []*agent.ModelProgress) *fakeTemporal {
+func watchScript(t *testing.T, states []wire.LoopState, progress []*wire.ModelProgress) *fakeTemporal {
 	i := 0
 	return &fakeTemporal{
 		query: func(wid, _, q string) (converter.EncodedValue, error) {
 			require.Equal(t, "session/w1", wid)
-			require.Equal(t, workflows.QueryLoopState, q)
+			require.Equal(t, wire.QueryLoopState, q)
 			s := states[min(i, len(states)-1)]
 			i++
 			return fakeValue{s}, nil
@@ -37,8 +35,8 @@ func watchScript(t *testing.T, states []workflows.LoopState, progress []*agent.M
 				details, err := converter.GetDefaultDataConverter().ToPayloads(*p)
 				require.NoError(t, err)
 				resp.PendingActivities = []*workflowpb.PendingActivityInfo{
-					{ActivityType: &commonpb.ActivityType{Name: agent.RunToolActivity}, State: enumspb.PENDING_ACTIVITY_STATE_STARTED},
-					{ActivityType: &commonpb.ActivityType{Name: agent.CallModelActivity}, HeartbeatDetails: details},
+					{ActivityType: &commonpb.ActivityType{Name: wire.RunToolActivity}, State: enumspb.PENDING_ACTIVITY_STATE_STARTED},
+					{ActivityType: &commonpb.ActivityType{Name: wire.CallModelActivity}, HeartbeatDetails: details},
 				}
 			}
 			return resp, nil
@@ -59,23 +57,23 @@ func (r *sliceReader) ReadEvents(_ context.Context, id string, from, to int64) (
 }
 
 func TestWatchTurnYieldsTextToolsAndEnd(t *testing.T) {
-	running := func(step int64, calls ...workflows.CallState) workflows.LoopState {
-		return workflows.LoopState{State: "running", Turn: 3, Step: step, Calls: calls,
-			Recent: []workflows.TurnInfo{{Turn: 2, Claimed: []string{"old"}}, {Turn: 3, StartSeq: 10, Claimed: []string{"m1"}, Steps: step}}}
+	running := func(step int64, calls ...wire.CallState) wire.LoopState {
+		return wire.LoopState{State: "running", Turn: 3, Step: step, Calls: calls,
+			Recent: []wire.TurnInfo{{Turn: 2, Claimed: []string{"old"}}, {Turn: 3, StartSeq: 10, Claimed: []string{"m1"}, Steps: step}}}
 	}
-	ended := workflows.LoopState{State: "idle", Recent: []workflows.TurnInfo{{Turn: 3, StartSeq: 10, EndSeq: 20, Claimed: []string{"m1"},
-		Reason: &session.TurnEndReason{Kind: "completed"}}}}
-	states := []workflows.LoopState{
-		{State: "running", Turn: 2, Pending: workflows.PendingInputs{NextTurn: []string{"m1"}}},
+	ended := wire.LoopState{State: "idle", Recent: []wire.TurnInfo{{Turn: 3, StartSeq: 10, EndSeq: 20, Claimed: []string{"m1"},
+		Reason: &wire.TurnEndReason{Kind: "completed"}}}}
+	states := []wire.LoopState{
+		{State: "running", Turn: 2, Pending: wire.PendingInputs{NextTurn: []string{"m1"}}},
 		running(1),
 		running(1),
 		running(1),
-		running(1, workflows.CallState{ID: "c1", Name: "read_file", State: "running"}, workflows.CallState{ID: "c2", Name: "write_file", Index: 1, State: "pending"}),
-		running(1, workflows.CallState{ID: "c1", Name: "read_file", State: "done"}, workflows.CallState{ID: "c2", Name: "write_file", Index: 1, State: "done", IsError: true}),
+		running(1, wire.CallState{ID: "c1", Name: "read_file", State: "running"}, wire.CallState{ID: "c2", Name: "write_file", Index: 1, State: "pending"}),
+		running(1, wire.CallState{ID: "c1", Name: "read_file", State: "done"}, wire.CallState{ID: "c2", Name: "write_file", Index: 1, State: "done", IsError: true}),
 		running(2),
 		ended,
 	}
-	progress := []*agent.ModelProgress{
+	progress := []*wire.ModelProgress{
 		nil,
 		{Turn: 3, Step: 1, Reasoning: true},
 		{Turn: 3, Step: 1, Chunks: 2, Text: "Hel"},
@@ -116,8 +114,8 @@ func TestWatchTurnYieldsTextToolsAndEnd(t *testing.T) {
 // out (no worker polls while one restarts) does not end the watch; the next
 // answered query goes on with it. Any other query failure ends it.
 func TestWatchTurnAsksAgainWhenNoWorkerAnswers(t *testing.T) {
-	ended := workflows.LoopState{State: "idle", Recent: []workflows.TurnInfo{{Turn: 1, Claimed: []string{"m1"},
-		Reason: &session.TurnEndReason{Kind: "completed"}}}}
+	ended := wire.LoopState{State: "idle", Recent: []wire.TurnInfo{{Turn: 1, Claimed: []string{"m1"},
+		Reason: &wire.TurnEndReason{Kind: "completed"}}}}
 	answers := []error{context.DeadlineExceeded, serviceerror.NewDeadlineExceeded("query timed out"), nil}
 	i := 0
 	f := &fakeTemporal{query: func(_, _, _ string) (converter.EncodedValue, error) {
@@ -148,7 +146,7 @@ func TestWatchTurnAsksAgainWhenNoWorkerAnswers(t *testing.T) {
 }
 
 func TestWatchTurnUnknownMessage(t *testing.T) {
-	f := watchScript(t, []workflows.LoopState{{State: "idle"}}, []*agent.ModelProgress{nil})
+	f := watchScript(t, []wire.LoopState{{State: "idle"}}, []*wire.ModelProgress{nil})
 	var errs []error
 	for _, err := range New(f, Options{}).WatchTurn(context.Background(), "w1", "gone", WatchOptions{Interval: time.Millisecond}) {
 		errs = append(errs, err)
@@ -196,12 +194,12 @@ func TestWatchTurnReplaysMissedToolCalls(t *testing.T) {
 		mk("tool/call", 6, map[string]any{"turn": 1, "step": 1, "callId": "c4", "name": "list_dir", "arguments": "{"}),
 		result(7, "c4", "MAX_TOKENS_NOT_RUN"),
 	}
-	states := []workflows.LoopState{
-		{State: "running", Turn: 1, Step: 1, Recent: []workflows.TurnInfo{{Turn: 1, Claimed: []string{"m1"}}},
-			Calls: []workflows.CallState{{ID: "c1", Name: "read_file", State: "running"}}},
-		{State: "idle", Recent: []workflows.TurnInfo{{Turn: 1, EndSeq: 8, Claimed: []string{"m1"}, Reason: &session.TurnEndReason{Kind: "aborted"}}}},
+	states := []wire.LoopState{
+		{State: "running", Turn: 1, Step: 1, Recent: []wire.TurnInfo{{Turn: 1, Claimed: []string{"m1"}}},
+			Calls: []wire.CallState{{ID: "c1", Name: "read_file", State: "running"}}},
+		{State: "idle", Recent: []wire.TurnInfo{{Turn: 1, EndSeq: 8, Claimed: []string{"m1"}, Reason: &wire.TurnEndReason{Kind: "aborted"}}}},
 	}
-	f := watchScript(t, states, []*agent.ModelProgress{nil})
+	f := watchScript(t, states, []*wire.ModelProgress{nil})
 	var got []string
 	for p, err := range New(f, Options{}).WatchTurn(context.Background(), "w1", "m1", WatchOptions{Interval: time.Millisecond, Events: &sliceReader{evs: evs}}) {
 		require.NoError(t, err)

@@ -15,35 +15,34 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/sessionflow/sessionflow/session"
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
-func endedTurn(msg string) workflows.TurnInfo {
-	return workflows.TurnInfo{Turn: 4, StartSeq: 30, EndSeq: 36, Steps: 1, Claimed: []string{msg},
-		Reason: &session.TurnEndReason{Kind: "completed"}}
+func endedTurn(msg string) wire.TurnInfo {
+	return wire.TurnInfo{Turn: 4, StartSeq: 30, EndSeq: 36, Steps: 1, Claimed: []string{msg},
+		Reason: &wire.TurnEndReason{Kind: "completed"}}
 }
 
 // A wait the session gave up to continue as new is sent again; the next
 // answer is returned.
 func TestWaitTurnSendsAgainWhenMoved(t *testing.T) {
 	var mu sync.Mutex
-	var sent []workflows.WaitTurnRequest
+	var sent []wire.WaitTurnRequest
 	f := &fakeTemporal{update: func(opts temporalclient.UpdateWorkflowOptions) (temporalclient.WorkflowUpdateHandle, error) {
 		require.Equal(t, "session/w1", opts.WorkflowID)
 		require.Equal(t, "WaitTurn", opts.UpdateName)
 		mu.Lock()
 		defer mu.Unlock()
-		sent = append(sent, opts.Args[0].(workflows.WaitTurnRequest))
+		sent = append(sent, opts.Args[0].(wire.WaitTurnRequest))
 		if len(sent) == 1 {
 			return &fakeUpdate{err: overTheWire(temporal.NewApplicationError(`agent "w1" continues as new; wait for the turn again`, "TurnWaitMoved"))}, nil
 		}
 		return &fakeUpdate{result: endedTurn("m1")}, nil
 	}}
-	info, err := New(f, Options{}).WaitTurn(context.Background(), "w1", workflows.WaitTurnRequest{MessageID: "m1"})
+	info, err := New(f, Options{}).WaitTurn(context.Background(), "w1", wire.WaitTurnRequest{MessageID: "m1"})
 	require.NoError(t, err)
 	require.Equal(t, endedTurn("m1"), info)
-	require.Equal(t, []workflows.WaitTurnRequest{{MessageID: "m1"}, {MessageID: "m1"}}, sent)
+	require.Equal(t, []wire.WaitTurnRequest{{MessageID: "m1"}, {MessageID: "m1"}}, sent)
 }
 
 // The workflow's refusals keep their class.
@@ -55,7 +54,7 @@ func TestWaitTurnErrors(t *testing.T) {
 		f := &fakeTemporal{update: func(temporalclient.UpdateWorkflowOptions) (temporalclient.WorkflowUpdateHandle, error) {
 			return &fakeUpdate{err: overTheWire(temporal.NewNonRetryableApplicationError("refused", tc.typ, nil))}, nil
 		}}
-		_, err := New(f, Options{}).WaitTurn(context.Background(), "w1", workflows.WaitTurnRequest{Turn: 9})
+		_, err := New(f, Options{}).WaitTurn(context.Background(), "w1", wire.WaitTurnRequest{Turn: 9})
 		require.ErrorIs(t, err, tc.want)
 		require.Len(t, f.recorded(), 1, "a refusal is not sent again")
 	}
@@ -64,14 +63,14 @@ func TestWaitTurnErrors(t *testing.T) {
 // RunTurn sends one Followup that waits, with a message id of its own
 // when the caller gives none, and returns the ended turn.
 func TestRunTurnWaitsForTheTurn(t *testing.T) {
-	var got workflows.InputRequest
+	var got wire.InputRequest
 	f := &fakeTemporal{update: func(opts temporalclient.UpdateWorkflowOptions) (temporalclient.WorkflowUpdateHandle, error) {
 		require.Equal(t, "Followup", opts.UpdateName)
-		got = opts.Args[0].(workflows.InputRequest)
+		got = opts.Args[0].(wire.InputRequest)
 		e := endedTurn(got.MessageID)
-		return &fakeUpdate{result: workflows.InputResult{MessageID: got.MessageID, Target: "next-turn", SplicedSeq: -1, Ended: &e}}, nil
+		return &fakeUpdate{result: wire.InputResult{MessageID: got.MessageID, Target: "next-turn", SplicedSeq: -1, Ended: &e}}, nil
 	}}
-	res, err := New(f, Options{}).RunTurn(context.Background(), "w1", workflows.InputRequest{Content: json.RawMessage(`"hi"`)})
+	res, err := New(f, Options{}).RunTurn(context.Background(), "w1", wire.InputRequest{Content: json.RawMessage(`"hi"`)})
 	require.NoError(t, err)
 	require.True(t, got.Wait)
 	require.True(t, strings.HasPrefix(got.MessageID, "msg-"), got.MessageID)
@@ -87,10 +86,10 @@ func TestRunTurnWaitsForTheTurn(t *testing.T) {
 		if opts.UpdateName == "Followup" {
 			return &fakeUpdate{err: overTheWire(temporal.NewApplicationError("moved", "TurnWaitMoved"))}, nil
 		}
-		require.Equal(t, workflows.WaitTurnRequest{MessageID: "mine"}, opts.Args[0])
+		require.Equal(t, wire.WaitTurnRequest{MessageID: "mine"}, opts.Args[0])
 		return &fakeUpdate{result: endedTurn("mine")}, nil
 	}}
-	res, err = New(f, Options{}).RunTurn(context.Background(), "w1", workflows.InputRequest{MessageID: "mine", Content: json.RawMessage(`"hi"`)})
+	res, err = New(f, Options{}).RunTurn(context.Background(), "w1", wire.InputRequest{MessageID: "mine", Content: json.RawMessage(`"hi"`)})
 	require.NoError(t, err)
 	require.Equal(t, []string{"Followup", "WaitTurn"}, names)
 	require.Equal(t, "mine", res.MessageID)
@@ -100,8 +99,8 @@ func TestRunTurnWaitsForTheTurn(t *testing.T) {
 // WatchTurn sees the end when its WaitTurn completes, without waiting for
 // the next poll.
 func TestWatchTurnEndsWithTheWait(t *testing.T) {
-	running := workflows.LoopState{State: "running", Turn: 4, Step: 1, Recent: []workflows.TurnInfo{{Turn: 4, StartSeq: 30, Claimed: []string{"m1"}, Steps: 1}}}
-	ended := workflows.LoopState{State: "idle", Recent: []workflows.TurnInfo{endedTurn("m1")}}
+	running := wire.LoopState{State: "running", Turn: 4, Step: 1, Recent: []wire.TurnInfo{{Turn: 4, StartSeq: 30, Claimed: []string{"m1"}, Steps: 1}}}
+	ended := wire.LoopState{State: "idle", Recent: []wire.TurnInfo{endedTurn("m1")}}
 	firstPoll := make(chan struct{})
 	var once sync.Once
 	var mu sync.Mutex
@@ -118,7 +117,7 @@ func TestWatchTurnEndsWithTheWait(t *testing.T) {
 		},
 		update: func(opts temporalclient.UpdateWorkflowOptions) (temporalclient.WorkflowUpdateHandle, error) {
 			require.Equal(t, "WaitTurn", opts.UpdateName)
-			require.Equal(t, workflows.WaitTurnRequest{MessageID: "m1"}, opts.Args[0])
+			require.Equal(t, wire.WaitTurnRequest{MessageID: "m1"}, opts.Args[0])
 			return &fakeUpdate{result: endedTurn("m1"), get: func() {
 				<-firstPoll
 				mu.Lock()

@@ -8,16 +8,17 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // recordingLeaseStore is a store holding one lease that records the handles
 // closed; closing the lease's handle removes the lease.
 type recordingLeaseStore struct {
-	lease  *jsonl.Lease
+	lease  *wire.Lease
 	closed []jsonl.HandleRef
 }
 
-func (s *recordingLeaseStore) LeaseOf(context.Context, string) (*jsonl.Lease, error) {
+func (s *recordingLeaseStore) LeaseOf(context.Context, string) (*wire.Lease, error) {
 	return s.lease, nil
 }
 
@@ -33,7 +34,7 @@ func (s *recordingLeaseStore) CloseHandle(_ context.Context, ref jsonl.HandleRef
 // close by reference; it closes exactly the checked handle, with write
 // access, once the owner is gone.
 func TestUnlockThroughLeaseStore(t *testing.T) {
-	lease := &jsonl.Lease{HandleID: "h-1", Owner: jsonl.Owner{WorkflowID: "session/s1", RunID: "r1"}}
+	lease := &wire.Lease{HandleID: "h-1", Owner: jsonl.Owner{WorkflowID: "session/s1", RunID: "r1"}}
 	st := &recordingLeaseStore{lease: lease}
 	var rid string
 	removed, err := New(describing(enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, nil, &rid), Options{}).Unlock(context.Background(), st, "s1")

@@ -15,7 +15,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/sessionflow/sessionflow/jsonl"
-	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // leasedStore returns a store holding session id under a write lease owned
@@ -25,7 +25,7 @@ func leasedStore(t *testing.T, id string, owner jsonl.Owner) *jsonl.Store {
 	st, err := jsonl.NewStore(jsonl.Options{Root: t.TempDir(), Compression: jsonl.CompressionNone})
 	require.NoError(t, err)
 	ctx := context.Background()
-	h, err := st.Create(ctx, session.Header{Version: session.FormatVersion, ID: id, CreatedAt: 1700000000000}, jsonl.CreateOptions{HandleID: "h-" + id, Owner: owner})
+	h, err := st.Create(ctx, wire.Header{Version: wire.FormatVersion, ID: id, CreatedAt: 1700000000000}, jsonl.CreateOptions{HandleID: "h-" + id, Owner: owner})
 	require.NoError(t, err)
 	require.NoError(t, h.Flush(ctx))
 	return st
@@ -83,7 +83,7 @@ func TestUnlockForfeitsWhenOwnerGone(t *testing.T) {
 
 			// The old owner's handle id is revoked: it can never write again.
 			_, err = st.Open(ctx, "s1", jsonl.AccessWrite, jsonl.OpenOptions{HandleID: "h-s1", Owner: removed.Owner})
-			require.ErrorIs(t, err, jsonl.ErrHandleRevoked)
+			require.ErrorIs(t, err, wire.ErrHandleRevoked)
 			// A new owner can take the session.
 			h, err := st.Open(ctx, "s1", jsonl.AccessWrite, jsonl.OpenOptions{HandleID: "h-new", Owner: jsonl.Owner{WorkflowID: "session/s1", RunID: "run-new"}})
 			require.NoError(t, err)
@@ -159,7 +159,7 @@ func TestUnlockUnreadableLease(t *testing.T) {
 			f := &fakeTemporal{}
 			_, err = New(f, Options{}).Unlock(ctx, st, "s1")
 			require.ErrorIs(t, err, ErrOwnerUnknown)
-			require.ErrorIs(t, err, jsonl.ErrCorrupt)
+			require.ErrorIs(t, err, wire.ErrCorrupt)
 			require.ErrorContains(t, err, `session "s1": its lease cannot be read (corrupt session lease: `)
 			require.ErrorContains(t, err, "remove the lease with a forced unlock")
 			require.Empty(t, f.recorded(), "nothing to ask Temporal")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // Read returns events [offset, offset+length) of the log; length < 0 means
@@ -19,10 +20,10 @@ func (h *Handle) Read(ctx context.Context, offset, length int64) ([]session.Even
 	if h.state().closed.Load() {
 		return nil, handleClosed(id, "read")
 	}
-	if offset < 0 || offset > session.MaxSafeInteger {
+	if offset < 0 || offset > wire.MaxSafeInteger {
 		return nil, invalidArgument(id, fmt.Errorf("read offset must be a non-negative safe integer, got %d", offset))
 	}
-	if length > session.MaxSafeInteger {
+	if length > wire.MaxSafeInteger {
 		return nil, invalidArgument(id, fmt.Errorf("read length must be a non-negative safe integer, got %d", length))
 	}
 	unlock, err := h.s.begin(ctx, id)
@@ -36,7 +37,7 @@ func (h *Handle) Read(ctx context.Context, offset, length int64) ([]session.Even
 	}
 	st := h.state()
 	if n := int64(len(events)); n < st.observed {
-		return nil, &Error{Code: CodeCorrupt, SessionID: id, Path: st.path, Message: fmt.Sprintf(
+		return nil, &wire.StoreError{Code: CodeCorrupt, SessionID: id, Path: st.path, Message: fmt.Sprintf(
 			"session %q: stored log shrank below a previously observed prefix (%d < %d)", id, n, st.observed)}
 	}
 	st.observed = int64(len(events))
@@ -289,13 +290,13 @@ func (s *Store) storedEvents(st *handleState) ([]session.Event, error) {
 func (s *Store) appendChecked(ctx context.Context, st *handleState, batch []session.Event) error {
 	id := st.ref.SessionID
 	if err := session.CheckContiguous(id, st.cursor, batch); err != nil {
-		return &Error{Code: CodeSeqMismatch, SessionID: id, Message: err.Error(), Err: err}
+		return &wire.StoreError{Code: CodeSeqMismatch, SessionID: id, Message: err.Error(), Err: err}
 	}
 	// What is accepted must stay readable, repairable and resumable.
 	if err := session.CheckAppendable(st.header, st.cursor, batch); err != nil {
 		return invalidArgument(id, err)
 	}
-	if st.header.Version == session.FormatVersionV0 {
+	if st.header.Version == wire.FormatVersionV0 {
 		// ... and, in a v0 log, loadable by the harness (FORMAT.md §8.2).
 		if err := s.checkHarnessBatch(st, batch); err != nil {
 			return err
@@ -400,7 +401,7 @@ func (s *Store) reopenLog(st *handleState) error {
 	if st.fi != nil && (!os.SameFile(fi, st.fi) || fi.Size() != st.size) {
 		_ = f.Close()
 		st.fi, st.primed = nil, nil
-		return &Error{Code: CodeOwnershipLost, SessionID: st.ref.SessionID, Path: st.path, Message: fmt.Sprintf(
+		return &wire.StoreError{Code: CodeOwnershipLost, SessionID: st.ref.SessionID, Path: st.path, Message: fmt.Sprintf(
 			"session %q: the log changed under the lease since this handle last saw it; close this handle and reopen", st.ref.SessionID)}
 	}
 	st.logf = f

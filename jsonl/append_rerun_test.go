@@ -7,6 +7,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // later returns a copy of events with every time moved later, as a store
@@ -37,7 +38,7 @@ func TestAppendRerunSameEventsLaterTimeWritesNothing(t *testing.T) {
 		require.Equal(t, events[0].Time, readAll(t, e.store, h.ID)[0].Time, "the stored time stays")
 
 		err := hd.Append(bg, later(events))
-		requireCode(t, err, jsonl.ErrSeqMismatch)
+		requireCode(t, err, wire.ErrSeqMismatch)
 		require.EqualError(t, err, `append seq mismatch for "rerun-same": expected 6 at index 0, got 0`)
 		require.Equal(t, before, readFile(t, path))
 	})
@@ -79,15 +80,15 @@ func TestAppendRerunOtherContentIsSeqMismatch(t *testing.T) {
 		before := readFile(t, path)
 
 		changed := later(events)
-		changed[3] = ev(t, session.TypeStepEnd, 3, `{"turn":1,"step":2}`)
+		changed[3] = ev(t, wire.TypeStepEnd, 3, `{"turn":1,"step":2}`)
 		err := hd.AppendRerun(bg, changed)
-		requireCode(t, err, jsonl.ErrSeqMismatch)
+		requireCode(t, err, wire.ErrSeqMismatch)
 		require.EqualError(t, err, `append seq mismatch for "rerun-other": expected 4 at index 0, got 0`)
 
 		shifted := later(events[1:])
 		shifted[0] = stepStart(t, 1, 1, 2)
 		err = hd.AppendRerun(bg, shifted)
-		requireCode(t, err, jsonl.ErrSeqMismatch)
+		requireCode(t, err, wire.ErrSeqMismatch)
 
 		require.Equal(t, before, readFile(t, path))
 		require.Equal(t, int64(4), hd.NextSeq())
@@ -183,12 +184,12 @@ func TestAppendReconcileRefusals(t *testing.T) {
 		before := readFile(t, path)
 
 		held, err := hd.AppendReconcile(bg, opening(t, "c"), 3)
-		requireCode(t, err, jsonl.ErrSeqMismatch)
+		requireCode(t, err, wire.ErrSeqMismatch)
 		require.EqualError(t, err, `append seq mismatch for "reconcile-refused": expected 4 at index 0, got 0`)
 		require.Nil(t, held)
 
 		held, err = hd.AppendReconcile(bg, []session.Event{stepEnd(t, 5, 1, 1)}, 16)
-		requireCode(t, err, jsonl.ErrSeqMismatch)
+		requireCode(t, err, wire.ErrSeqMismatch)
 		require.Nil(t, held)
 		require.Equal(t, before, readFile(t, path))
 	})

@@ -13,6 +13,7 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/jsonl/faultfs"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // What Append accepts, every later operation accepts: each batch below was
@@ -29,35 +30,35 @@ func TestAppendRefusesWhatReadRepairOrResumeRefuse(t *testing.T) {
 	}{
 		"inherited end-seed in an unseeded session": {
 			batch: func(t *testing.T) []session.Event {
-				return []session.Event{ev(t, session.TypeEndSeed, 0, `{"inherited":true}`)}
+				return []session.Event{ev(t, wire.TypeEndSeed, 0, `{"inherited":true}`)}
 			},
 			want: `invalid session event at index 0 (seq 0, type "session/end-seed"): unseeded Session contains an inherited end-seed marker`,
 		},
 		"end-seed inherited not a boolean": {
 			batch: func(t *testing.T) []session.Event {
-				return []session.Event{ev(t, session.TypeEndSeed, 0, `{"inherited":"yes"}`)}
+				return []session.Event{ev(t, wire.TypeEndSeed, 0, `{"inherited":"yes"}`)}
 			},
 			want: `invalid session event at index 0 (seq 0, type "session/end-seed"): session/end-seed event (seq 0): malformed data: json: cannot unmarshal string into Go struct field EndSeed.inherited of type bool`,
 		},
 		"turn/start without turn": {
-			batch: func(t *testing.T) []session.Event { return []session.Event{ev(t, session.TypeTurnStart, 0, `{}`)} },
+			batch: func(t *testing.T) []session.Event { return []session.Event{ev(t, wire.TypeTurnStart, 0, `{}`)} },
 			want:  `invalid session event at index 0 (seq 0, type "turn/start"): crash repair could not read it: turn/start event (seq 0): data lacks "turn"`,
 		},
 		"turn/start turn as a string": {
 			batch: func(t *testing.T) []session.Event {
-				return []session.Event{ev(t, session.TypeTurnStart, 0, `{"turn":"1"}`)}
+				return []session.Event{ev(t, wire.TypeTurnStart, 0, `{"turn":"1"}`)}
 			},
 			want: `invalid session event at index 0 (seq 0, type "turn/start"): crash repair could not read it: turn/start event (seq 0): malformed data: must be a safe integer, got "1"`,
 		},
 		"turn/start turn 0": {
 			batch: func(t *testing.T) []session.Event {
-				return []session.Event{ev(t, session.TypeTurnStart, 0, `{"turn":0}`)}
+				return []session.Event{ev(t, wire.TypeTurnStart, 0, `{"turn":0}`)}
 			},
 			want: `invalid session event at index 0 (seq 0, type "turn/start"): crash repair could not read it: turn/start event (seq 0): data.turn must be a safe integer >= 1, got 0`,
 		},
 		"tool-call block without id": {
 			batch: func(t *testing.T) []session.Event {
-				return []session.Event{turnStart(t, 0, 1), stepStart(t, 1, 1, 1), surface(t, session.TypeAssistantMessage, 2, toolCallNoID)}
+				return []session.Event{turnStart(t, 0, 1), stepStart(t, 1, 1, 1), surface(t, wire.TypeAssistantMessage, 2, toolCallNoID)}
 			},
 			want: `invalid session event at index 2 (seq 2, type "assistant/message"): crash repair could not read it: assistant/message event (seq 2): tool-call block 0 lacks "id"`,
 		},
@@ -83,7 +84,7 @@ func TestAppendRefusesWhatReadRepairOrResumeRefuse(t *testing.T) {
 				require.NoError(t, err)
 				unchanged(t, e.root, func() {
 					err := hd.Append(bg, tc.batch(t))
-					requireCode(t, err, jsonl.ErrInvalidArgument)
+					requireCode(t, err, wire.ErrInvalidArgument)
 					require.ErrorIs(t, err, session.ErrInvalidEvent)
 					require.EqualError(t, err, tc.want)
 				})
@@ -91,7 +92,7 @@ func TestAppendRefusesWhatReadRepairOrResumeRefuse(t *testing.T) {
 				// and a write open (what repair and resume start with) succeeds.
 				good := completedTurn(t, 0, 1)
 				if tc.seeded {
-					good = append(good, ev(t, session.TypeEndSeed, 6, `{"inherited":true}`))
+					good = append(good, ev(t, wire.TypeEndSeed, 6, `{"inherited":true}`))
 				}
 				require.NoError(t, hd.Append(bg, good))
 				require.NoError(t, hd.Close(bg))
@@ -137,7 +138,7 @@ func TestRawMidTailDamageIsCorruptNotTorn(t *testing.T) {
 				"%s; the damage at byte %d is followed by a complete valid record at line 9 (byte %d), so it is not a torn write", issue, off, next))
 			unchanged(t, e.root, func() {
 				_, err := e.store.Inspect(bg, "mid")
-				requireCode(t, err, jsonl.ErrCorrupt)
+				requireCode(t, err, wire.ErrCorrupt)
 				require.ErrorIs(t, err, jsonl.ErrDamageNotTorn)
 			})
 		})
@@ -285,7 +286,7 @@ func TestDamageBeforeTurnEndIsCutOnlyWhenForced(t *testing.T) {
 	original := readFile(t, path)
 	readErr, writeErr := openBoth(t, e, "committed")
 	for _, err := range []error{readErr, writeErr} {
-		requireCode(t, err, jsonl.ErrCorrupt)
+		requireCode(t, err, wire.ErrCorrupt)
 		require.ErrorIs(t, err, jsonl.ErrDamageNotTorn)
 		require.ErrorContains(t, err, "corrupt session log: unparsable committed event at line 2 (raw log: ")
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/jsonl/faultfs"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // Bad input: every case gets a clear typed error and leaves the root exactly
@@ -59,10 +60,10 @@ func TestBadInput_PathTraversalIDsStayUnderRoot(t *testing.T) {
 			t.Run(id, func(t *testing.T) {
 				unchanged(t, base, func() {
 					_, err := e.store.Open(bg, id, jsonl.AccessRead, jsonl.OpenOptions{})
-					requireCode(t, err, jsonl.ErrNotFound)
+					requireCode(t, err, wire.ErrNotFound)
 					require.EqualError(t, err, fmt.Sprintf("session %q not found", id))
 					_, err = e.store.Open(bg, id, jsonl.AccessWrite, jsonl.OpenOptions{HandleID: newHandleID()})
-					requireCode(t, err, jsonl.ErrNotFound)
+					requireCode(t, err, wire.ErrNotFound)
 					snap, err := e.store.Stat(bg, id)
 					require.NoError(t, err)
 					require.Nil(t, snap)
@@ -97,8 +98,8 @@ func TestBadInput_InvalidUTF8Refused(t *testing.T) {
 		bad := "bad\xff\xfeid"
 		requireInvalid := func(t *testing.T, err error) {
 			t.Helper()
-			requireCode(t, err, jsonl.ErrInvalidArgument)
-			require.ErrorIs(t, err, session.ErrInvalidUTF8ID)
+			requireCode(t, err, wire.ErrInvalidArgument)
+			require.ErrorIs(t, err, wire.ErrInvalidUTF8ID)
 		}
 		unchanged(t, e.root, func() {
 			_, err := e.store.Create(bg, header(bad, ""), jsonl.CreateOptions{HandleID: newHandleID()})
@@ -125,22 +126,22 @@ func TestBadInput_InvalidUTF8Refused(t *testing.T) {
 			requireInvalid(t, err)
 			requireInvalid(t, att.Append(bg, []session.Event{turnStart(t, 0, 1)}))
 			_, err = jsonl.EncodeSegment(bad)
-			require.ErrorIs(t, err, session.ErrInvalidUTF8ID)
+			require.ErrorIs(t, err, wire.ErrInvalidUTF8ID)
 
 			// Other header strings and the handle id must be valid UTF-8 too.
-			for _, h := range []session.Header{
+			for _, h := range []wire.Header{
 				{Version: 3, ID: "u1", CreatedAt: 1, Cwd: "/w\xff"},
 				{Version: 3, ID: "u2", CreatedAt: 1, ParentSession: "p\xff"},
 				{Version: 3, ID: "u3", CreatedAt: 1, AgentPreset: "a\xff"},
 			} {
 				_, err = e.store.Create(bg, h, jsonl.CreateOptions{HandleID: newHandleID()})
-				requireCode(t, err, jsonl.ErrInvalidArgument)
+				requireCode(t, err, wire.ErrInvalidArgument)
 				require.ErrorContains(t, err, "valid UTF-8")
 			}
 			_, err = e.store.Create(bg, header("u4", ""), jsonl.CreateOptions{HandleID: "h\xff"})
-			requireCode(t, err, jsonl.ErrInvalidArgument)
+			requireCode(t, err, wire.ErrInvalidArgument)
 			_, err = e.store.Open(bg, "keep", jsonl.AccessWrite, jsonl.OpenOptions{HandleID: "h\xff"})
-			requireCode(t, err, jsonl.ErrInvalidArgument)
+			requireCode(t, err, wire.ErrInvalidArgument)
 		})
 		require.NoError(t, pending.Close(bg))
 	})
@@ -150,10 +151,10 @@ func TestBadInput_InvalidHeaderAndOptions(t *testing.T) {
 	eachCompression(t, func(t *testing.T, comp jsonl.Compression) {
 		e, pending := populated(t, comp, nil)
 		unchanged(t, e.root, func() {
-			for h, want := range map[session.Header]string{
+			for h, want := range map[wire.Header]string{
 				{Version: 3, ID: "h1", CreatedAt: 1, Cwd: "relative/path"}:             `session header cwd must be an absolute path, got "relative/path"`,
 				{Version: 3, ID: "h2", CreatedAt: -1}:                                  "session metadata createdAt must be a non-negative safe integer",
-				{Version: 3, ID: "h3", CreatedAt: session.MaxSafeInteger + 1}:          "session metadata createdAt must be a non-negative safe integer",
+				{Version: 3, ID: "h3", CreatedAt: wire.MaxSafeInteger + 1}:             "session metadata createdAt must be a non-negative safe integer",
 				{Version: 3, ID: "h4", CreatedAt: 1, Origin: "robot"}:                  `session header origin must be "subagent", got "robot"`,
 				{Version: 3, ID: "h5", CreatedAt: 1, DelegationDepth: -1}:              "session header delegationDepth must be a non-negative safe integer",
 				{Version: 3, ID: "h6", CreatedAt: 1, IsSeeded: true}:                   "seeded session header requires an inherited event count",
@@ -162,18 +163,18 @@ func TestBadInput_InvalidHeaderAndOptions(t *testing.T) {
 				{Version: 3, ID: "h8", CreatedAt: 1, Cwd: "/w", ParentSession: "\xff"}: "session header parentSession must be valid UTF-8",
 			} {
 				_, err := e.store.Create(bg, h, jsonl.CreateOptions{HandleID: newHandleID()})
-				requireCode(t, err, jsonl.ErrInvalidArgument)
+				requireCode(t, err, wire.ErrInvalidArgument)
 				require.EqualError(t, err, want)
 			}
 			for _, handle := range []string{"", strings.Repeat("h", 513)} {
 				_, err := e.store.Create(bg, header("h9", ""), jsonl.CreateOptions{HandleID: handle})
-				requireCode(t, err, jsonl.ErrInvalidArgument)
+				requireCode(t, err, wire.ErrInvalidArgument)
 				require.ErrorContains(t, err, "handle id")
 				_, err = e.store.Open(bg, "keep", jsonl.AccessWrite, jsonl.OpenOptions{HandleID: handle})
-				requireCode(t, err, jsonl.ErrInvalidArgument)
+				requireCode(t, err, wire.ErrInvalidArgument)
 			}
 			_, err := e.store.Open(bg, "keep", jsonl.Access("admin"), jsonl.OpenOptions{HandleID: newHandleID()})
-			requireCode(t, err, jsonl.ErrInvalidArgument)
+			requireCode(t, err, wire.ErrInvalidArgument)
 			require.EqualError(t, err, `access must be "read" or "write", got "admin"`)
 		})
 		require.NoError(t, pending.Close(bg))
@@ -189,9 +190,9 @@ func TestBadInput_NonLosslessDataRefused(t *testing.T) {
 		unchanged(t, e.root, func() {
 			for _, data := range []string{`not json`, `{"x":-0}`, `{"x":1e400}`, `{"x":-0.0e5}`, `{"x":[1,}`, `{"x":"\ud800"}x`, ``} {
 				for _, hd := range []*jsonl.Handle{w, pending, rd} {
-					bad := session.Event{Type: session.TypeTurnStart, Seq: hd.NextSeq(), Time: 1, Data: json.RawMessage(data)}
+					bad := session.Event{Type: wire.TypeTurnStart, Seq: hd.NextSeq(), Time: 1, Data: json.RawMessage(data)}
 					err := hd.Append(bg, []session.Event{bad})
-					requireCode(t, err, jsonl.ErrInvalidArgument)
+					requireCode(t, err, wire.ErrInvalidArgument)
 					if data == `` {
 						require.ErrorIs(t, err, session.ErrInvalidEvent)
 						require.ErrorContains(t, err, "event data is missing")
@@ -216,10 +217,10 @@ func TestBadInput_InvalidEnvelopeRefused(t *testing.T) {
 		tr := toolResult(t, 1, 1, 1, "c", 0)
 		am := assistantMessage(t, 0, 1, 1, "x")
 		cases := map[string]session.Event{
-			"negative seq":                  {Type: session.TypeTurnStart, Seq: -1, Time: 1, Data: json.RawMessage(`{"turn":1}`)},
+			"negative seq":                  {Type: wire.TypeTurnStart, Seq: -1, Time: 1, Data: json.RawMessage(`{"turn":1}`)},
 			"empty type":                    {Type: "", Seq: 0, Time: 1, Data: json.RawMessage(`{}`)},
-			"data not an object":            {Type: session.TypeTurnStart, Seq: 0, Time: 1, Data: json.RawMessage(`"x"`)},
-			"surfaceOp on a log-only type":  {Type: session.TypeTurnStart, Seq: 0, Time: 1, Data: json.RawMessage(`{"turn":1}`), SurfaceOp: session.AppendOp()},
+			"data not an object":            {Type: wire.TypeTurnStart, Seq: 0, Time: 1, Data: json.RawMessage(`"x"`)},
+			"surfaceOp on a log-only type":  {Type: wire.TypeTurnStart, Seq: 0, Time: 1, Data: json.RawMessage(`{"turn":1}`), SurfaceOp: session.AppendOp()},
 			"ignorable surface type":        func() session.Event { x := am.Clone(); x.Ignorable = true; return x }(),
 			"sourceEventSeqs citing itself": func() session.Event { x := am.Clone(); x.SourceEventSeqs = []int64{0}; return x }(),
 			"empty sourceEventSeqs":         func() session.Event { x := tr.Clone(); x.SourceEventSeqs = []int64{}; return x }(),
@@ -232,7 +233,7 @@ func TestBadInput_InvalidEnvelopeRefused(t *testing.T) {
 		unchanged(t, e.root, func() {
 			for name, bad := range cases {
 				err := pending.Append(bg, []session.Event{bad})
-				requireCode(t, err, jsonl.ErrInvalidArgument)
+				requireCode(t, err, wire.ErrInvalidArgument)
 				require.ErrorIs(t, err, session.ErrInvalidEvent, name)
 				require.NotErrorIs(t, err, session.ErrBatchNotLossless, name)
 			}
@@ -252,7 +253,7 @@ func TestBadInput_UnknownEventTypes(t *testing.T) {
 		unchanged(t, e.root, func() {
 			readErr, writeErr := openBoth(t, e, h.ID)
 			for _, err := range []error{readErr, writeErr} {
-				requireCode(t, err, jsonl.ErrFormatUnsupported)
+				requireCode(t, err, wire.ErrFormatUnsupported)
 				require.EqualError(t, err, want)
 			}
 		})
@@ -261,7 +262,7 @@ func TestBadInput_UnknownEventTypes(t *testing.T) {
 		h2 := header("vocab-ok", "/w")
 		e.writeLog(h2, []string{line(t, turnStart(t, 0, 1)), strings.TrimSuffix(unknown, "}") + `,"ignorable":true}`, line(t, turnEnd(t, 2, 1))})
 		got := readAll(t, e.newStore(nil), h2.ID)
-		require.Equal(t, []string{session.TypeTurnStart, "future/thing", session.TypeTurnEnd}, types(got))
+		require.Equal(t, []string{wire.TypeTurnStart, "future/thing", wire.TypeTurnEnd}, types(got))
 		require.True(t, got[1].Ignorable)
 		require.Equal(t, `{"x":1}`, string(got[1].Data))
 
@@ -272,7 +273,7 @@ func TestBadInput_UnknownEventTypes(t *testing.T) {
 		require.NoError(t, hd.Append(bg, []session.Event{turnStart(t, 0, 1)}))
 		unchanged(t, e.root, func() {
 			err := hd.Append(bg, []session.Event{ev(t, "future/other", 1, `{}`)})
-			requireCode(t, err, jsonl.ErrInvalidArgument)
+			requireCode(t, err, wire.ErrInvalidArgument)
 			require.ErrorIs(t, err, session.ErrInvalidEvent)
 			require.EqualError(t, err, `invalid session event at index 0 (seq 1, type "future/other"): event type "future/other" is unknown to this build and not marked ignorable; a reader would refuse the log as an unsupported format`)
 		})
@@ -282,7 +283,7 @@ func TestBadInput_UnknownEventTypes(t *testing.T) {
 		require.NoError(t, hd.Append(bg, []session.Event{other}))
 		require.NoError(t, hd.Close(bg))
 		got = readAll(t, e.newStore(nil), h3.ID)
-		require.Equal(t, []string{session.TypeTurnStart, "future/other"}, types(got))
+		require.Equal(t, []string{wire.TypeTurnStart, "future/other"}, types(got))
 	})
 }
 
@@ -312,9 +313,9 @@ func TestBadInput_SessionDirectoryIsAFile(t *testing.T) {
 		writeFile(t, dir, []byte("not a directory"))
 		requireNotADir := func(t *testing.T, err error) {
 			t.Helper()
-			requireCode(t, err, jsonl.ErrLayout)
+			requireCode(t, err, wire.ErrLayout)
 			require.ErrorIs(t, err, syscall.ENOTDIR)
-			require.NotErrorIs(t, err, jsonl.ErrNotFound)
+			require.NotErrorIs(t, err, wire.ErrNotFound)
 			require.EqualError(t, err, fmt.Sprintf("session directory %q is not a directory", dir))
 		}
 		unchanged(t, e.root, func() {
@@ -336,7 +337,7 @@ func TestBadInput_SessionDirectoryIsAFile(t *testing.T) {
 		require.NoError(t, os.Symlink(sessionDir(t, e.root, "/w", "keep"), link))
 		unchanged(t, e.root, func() {
 			_, err := e.store.Open(bg, "linked", jsonl.AccessRead, jsonl.OpenOptions{})
-			requireCode(t, err, jsonl.ErrLayout)
+			requireCode(t, err, wire.ErrLayout)
 		})
 		require.NoError(t, pending.Close(bg))
 	})
@@ -355,11 +356,11 @@ func TestBadInput_SymlinkedLogRefused(t *testing.T) {
 		unchanged(t, filepath.Dir(e.root), func() {
 			readErr, writeErr := openBoth(t, e, h.ID)
 			for _, err := range []error{readErr, writeErr} {
-				requireCode(t, err, jsonl.ErrLayout)
+				requireCode(t, err, wire.ErrLayout)
 				require.EqualError(t, err, want)
 			}
 			_, err := e.store.Stat(bg, h.ID)
-			requireCode(t, err, jsonl.ErrLayout)
+			requireCode(t, err, wire.ErrLayout)
 		})
 		require.NoError(t, pending.Close(bg))
 	})
@@ -389,13 +390,13 @@ func TestBadInput_OtherEncodingInRoot(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, h.Close(bg))
 			_, err = fresh.Open(bg, "foreign", jsonl.AccessRead, jsonl.OpenOptions{})
-			requireCode(t, err, jsonl.ErrLayout)
+			requireCode(t, err, wire.ErrLayout)
 			require.EqualError(t, err, want)
 			_, err = fresh.List(bg)
 			require.EqualError(t, err, want)
 			// A store whose root check already passed meets it at lookup.
 			_, err = e.store.Open(bg, "foreign", jsonl.AccessRead, jsonl.OpenOptions{})
-			requireCode(t, err, jsonl.ErrLayout)
+			requireCode(t, err, wire.ErrLayout)
 			require.EqualError(t, err, want)
 		})
 		// A root of an earlier version (no marker) is scanned by the first
@@ -405,7 +406,7 @@ func TestBadInput_OtherEncodingInRoot(t *testing.T) {
 		unchanged(t, e.root, func() {
 			fresh := e.newStore(nil)
 			_, err := fresh.Open(bg, "keep", jsonl.AccessRead, jsonl.OpenOptions{})
-			requireCode(t, err, jsonl.ErrLayout)
+			requireCode(t, err, wire.ErrLayout)
 			require.EqualError(t, err, want)
 			_, err = fresh.Create(bg, header("new", "/w"), jsonl.CreateOptions{HandleID: newHandleID()})
 			require.EqualError(t, err, want)
@@ -427,7 +428,7 @@ func TestBadInput_FlatLegacyFileRefused(t *testing.T) {
 				// scans and refuses the flat file.
 				fresh := e.newStore(nil)
 				_, err := fresh.Open(bg, "legacy", jsonl.AccessRead, jsonl.OpenOptions{})
-				requireCode(t, err, jsonl.ErrNotFound)
+				requireCode(t, err, wire.ErrNotFound)
 				_, err = fresh.List(bg)
 				require.EqualError(t, err, want)
 			})
@@ -436,7 +437,7 @@ func TestBadInput_FlatLegacyFileRefused(t *testing.T) {
 			unchanged(t, e.root, func() {
 				fresh := e.newStore(nil)
 				_, err := fresh.Open(bg, "legacy", jsonl.AccessRead, jsonl.OpenOptions{})
-				requireCode(t, err, jsonl.ErrLayout)
+				requireCode(t, err, wire.ErrLayout)
 				require.EqualError(t, err, want)
 			})
 		}
@@ -461,9 +462,9 @@ func TestBadInput_ForeignVersionsRefused(t *testing.T) {
 				unchanged(t, e.root, func() {
 					readErr, writeErr := openBoth(t, e, h.ID)
 					for _, err := range []error{readErr, writeErr} {
-						requireCode(t, err, jsonl.ErrFormatUnsupported)
+						requireCode(t, err, wire.ErrFormatUnsupported)
 						require.EqualError(t, err, want)
-						var se *jsonl.Error
+						var se *wire.StoreError
 						require.ErrorAs(t, err, &se)
 						require.Equal(t, path, se.Path)
 					}
@@ -477,7 +478,7 @@ func TestBadInput_ForeignVersionsRefused(t *testing.T) {
 			path := e.logPath("", "x")
 			writeFile(t, path, encodeLog(t, comp, `{"type":"session","version":4,"id":123,"bogus":true}`))
 			_, err := e.store.Open(bg, "x", jsonl.AccessRead, jsonl.OpenOptions{})
-			requireCode(t, err, jsonl.ErrFormatUnsupported)
+			requireCode(t, err, wire.ErrFormatUnsupported)
 			require.EqualError(t, err, `session "123" uses log format v4, but this harness reads only v3: the log was written by a newer harness — upgrade the harness to open it (raw log: `+path+`)`)
 		})
 	})
@@ -493,7 +494,7 @@ func TestBadInput_RetiredPolicyFieldsRefused(t *testing.T) {
 			unchanged(t, e.root, func() {
 				readErr, writeErr := openBoth(t, e, "retired")
 				for _, err := range []error{readErr, writeErr} {
-					requireCode(t, err, jsonl.ErrCorrupt)
+					requireCode(t, err, wire.ErrCorrupt)
 					require.EqualError(t, err, `session "retired": stored log is corrupt: session header uses retired policy baseline fields (raw log: `+path+`)`)
 				}
 				_, err := e.store.Stat(bg, "retired")
@@ -519,12 +520,12 @@ func TestBadInput_HeaderIdentityMismatch(t *testing.T) {
 		unchanged(t, e.root, func() {
 			readErr, writeErr := openBoth(t, e, "copy")
 			for _, err := range []error{readErr, writeErr} {
-				requireCode(t, err, jsonl.ErrCorrupt)
+				requireCode(t, err, wire.ErrCorrupt)
 				require.EqualError(t, err, fmt.Sprintf(`corrupt session log %q: requested id "copy" does not match header id "keep"`, copied))
 			}
 			readErr, writeErr = openBoth(t, e, "keep2")
 			for _, err := range []error{readErr, writeErr} {
-				requireCode(t, err, jsonl.ErrCorrupt)
+				requireCode(t, err, wire.ErrCorrupt)
 				require.EqualError(t, err, fmt.Sprintf(`corrupt session log %q: header id "keep2" and cwd identify %q`, moved, e.logPath("/w", "keep2")))
 			}
 			snap, err := e.store.Stat(bg, "copy")
@@ -541,7 +542,7 @@ func TestBadInput_InheritedMarkerMismatch(t *testing.T) {
 		seeded.IsSeeded = true
 		seededPath := e.writeLog(seeded, lines(t, turnStart(t, 0, 1), turnEnd(t, 1, 1)))
 		unseeded := header("unseeded", "")
-		unseededPath := e.writeLog(unseeded, lines(t, turnStart(t, 0, 1), ev(t, session.TypeEndSeed, 1, `{"inherited":true}`)))
+		unseededPath := e.writeLog(unseeded, lines(t, turnStart(t, 0, 1), ev(t, wire.TypeEndSeed, 1, `{"inherited":true}`)))
 		unchanged(t, e.root, func() {
 			for id, want := range map[string]string{
 				"seeded":   `stored session "seeded" failed validation: seeded Session lacks an inherited end-seed marker`,
@@ -549,7 +550,7 @@ func TestBadInput_InheritedMarkerMismatch(t *testing.T) {
 			} {
 				readErr, writeErr := openBoth(t, e, id)
 				for _, err := range []error{readErr, writeErr} {
-					requireCode(t, err, jsonl.ErrCorrupt)
+					requireCode(t, err, wire.ErrCorrupt)
 					require.EqualError(t, err, want)
 				}
 			}
@@ -617,7 +618,7 @@ func TestBadInput_CorruptLinesBeforeTurnEnd(t *testing.T) {
 				path := e.writeLog(header("corrupt", "/w"), []string{ts, bad, line(t, turnEnd(t, 2, 1))})
 				readErr, writeErr := openBoth(t, e, "corrupt")
 				for _, err := range []error{readErr, writeErr} {
-					requireCode(t, err, jsonl.ErrCorrupt)
+					requireCode(t, err, wire.ErrCorrupt)
 					require.ErrorContains(t, err, `session "corrupt": stored log is corrupt: corrupt session log: invalid committed event at line 2: `)
 					require.True(t, strings.HasSuffix(err.Error(), " (raw log: "+path+")"), err.Error())
 				}
@@ -635,7 +636,7 @@ func TestBadInput_PermissionErrorsSurface(t *testing.T) {
 			t.Helper()
 			require.ErrorIs(t, err, fs.ErrPermission)
 			require.ErrorIs(t, err, syscall.EACCES)
-			require.NotErrorIs(t, err, jsonl.ErrNotFound)
+			require.NotErrorIs(t, err, wire.ErrNotFound)
 		}
 		// The session directory cannot be listed (a chmod 000 directory).
 		t.Run("session directory", func(t *testing.T) {
@@ -711,15 +712,15 @@ func TestBadInput_ReadRangeValidation(t *testing.T) {
 		unchanged(t, e.root, func() {
 			for _, hd := range []*jsonl.Handle{rd, w} {
 				for offset, want := range map[int64]string{
-					-1:                         "read offset must be a non-negative safe integer, got -1",
-					session.MaxSafeInteger + 1: "read offset must be a non-negative safe integer, got 9007199254740992",
+					-1:                      "read offset must be a non-negative safe integer, got -1",
+					wire.MaxSafeInteger + 1: "read offset must be a non-negative safe integer, got 9007199254740992",
 				} {
 					_, err := hd.Read(bg, offset, -1)
-					requireCode(t, err, jsonl.ErrInvalidArgument)
+					requireCode(t, err, wire.ErrInvalidArgument)
 					require.EqualError(t, err, want)
 				}
-				_, err := hd.Read(bg, 0, session.MaxSafeInteger+1)
-				requireCode(t, err, jsonl.ErrInvalidArgument)
+				_, err := hd.Read(bg, 0, wire.MaxSafeInteger+1)
+				requireCode(t, err, wire.ErrInvalidArgument)
 				require.EqualError(t, err, "read length must be a non-negative safe integer, got 9007199254740992")
 
 				for _, r := range []struct{ offset, length, want int64 }{
@@ -742,7 +743,7 @@ func TestBadInput_ReadRangeValidation(t *testing.T) {
 		require.NoError(t, w.Close(bg))
 		// A closed handle reports that before looking at its arguments.
 		_, err = rd.Read(bg, -1, -1)
-		requireCode(t, err, jsonl.ErrHandleClosed)
+		requireCode(t, err, wire.ErrHandleClosed)
 		require.EqualError(t, err, `session "keep": read on a closed handle`)
 		require.NoError(t, pending.Close(bg))
 	})
@@ -755,12 +756,12 @@ func TestBadInput_ReadHandleCannotWrite(t *testing.T) {
 		require.NoError(t, err)
 		unchanged(t, e.root, func() {
 			err := rd.Append(bg, []session.Event{turnStart(t, 6, 2)})
-			requireCode(t, err, jsonl.ErrReadOnly)
+			requireCode(t, err, wire.ErrReadOnly)
 			require.EqualError(t, err, `session "keep": append is not available on a read handle`)
 			err = rd.Append(bg, nil)
-			requireCode(t, err, jsonl.ErrReadOnly)
+			requireCode(t, err, wire.ErrReadOnly)
 			err = rd.Flush(bg)
-			requireCode(t, err, jsonl.ErrReadOnly)
+			requireCode(t, err, wire.ErrReadOnly)
 			require.EqualError(t, err, `session "keep": flush is not available on a read handle`)
 		})
 		require.NoError(t, rd.Close(bg))
@@ -806,7 +807,7 @@ func TestBadInput_LogShrankBelowObservedPrefix(t *testing.T) {
 		writeFile(t, path, encodeLog(t, comp, headerLine(header("keep", "/w")), lines(t, completedTurn(t, 0, 1)[:3]...)))
 		unchanged(t, e.root, func() {
 			_, err := rd.Read(bg, 0, -1)
-			requireCode(t, err, jsonl.ErrCorrupt)
+			requireCode(t, err, wire.ErrCorrupt)
 			require.EqualError(t, err, `session "keep": stored log shrank below a previously observed prefix (3 < 6)`)
 		})
 		require.NoError(t, rd.Close(bg))

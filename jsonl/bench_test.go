@@ -14,6 +14,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // benchSize is the size of the large-log fixtures of the open benchmarks.
@@ -34,7 +35,7 @@ func benchEvent(tb testing.TB, rng *rand.Rand, seq int64, size int) session.Even
 		text.WriteString(benchWords[rng.IntN(len(benchWords))])
 		text.WriteByte(' ')
 	}
-	e, err := session.NewEvent(session.TypeAssistantMessage, seq, 1_700_000_000_000+seq, durObj{
+	e, err := session.NewEvent(wire.TypeAssistantMessage, seq, 1_700_000_000_000+seq, durObj{
 		"turn": 1 + seq/64, "step": 1, "stream": []any{},
 		"message": durObj{"role": "assistant", "content": []any{durObj{"type": "text", "text": text.String()}}},
 	})

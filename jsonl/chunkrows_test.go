@@ -11,6 +11,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // deltas returns n text-delta chunk events of turn 1 step 1 from seq.
@@ -18,7 +19,7 @@ func deltas(t *testing.T, seq int64, n int) []session.Event {
 	t.Helper()
 	var out []session.Event
 	for i := range n {
-		e, err := session.NewEvent(session.TypeAssistantChunk, seq+int64(i), 2000+int64(i),
+		e, err := session.NewEvent(wire.TypeAssistantChunk, seq+int64(i), 2000+int64(i),
 			json.RawMessage(`{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"part`+itoa(i)+`"}}`))
 		require.NoError(t, err)
 		out = append(out, e)
@@ -43,11 +44,11 @@ func TestChunkDeltasArePackedAndReadBack(t *testing.T) {
 		for _, format := range []jsonl.Format{jsonl.FormatV0, jsonl.FormatV3} {
 			t.Run(string(format), func(t *testing.T) {
 				st, _ := storeFor(t, comp, format)
-				version := session.FormatVersion
+				version := wire.FormatVersion
 				if format == jsonl.FormatV0 {
-					version = session.FormatVersionV0
+					version = wire.FormatVersionV0
 				}
-				h, err := st.Create(bg, session.Header{Version: version, ID: "s", CreatedAt: 5, Cwd: "/w"}, jsonl.CreateOptions{HandleID: newHandleID()})
+				h, err := st.Create(bg, wire.Header{Version: version, ID: "s", CreatedAt: 5, Cwd: "/w"}, jsonl.CreateOptions{HandleID: newHandleID()})
 				require.NoError(t, err)
 				batch := append([]session.Event{turnStart(t, 0, 1), userMessage(t, 1, "hi")}, deltas(t, 2, 5)...)
 				require.NoError(t, h.Append(bg, batch))
@@ -112,38 +113,38 @@ func TestV0LogHoldsOnlyTheHarnessVocabulary(t *testing.T) {
 	writeLogFile(t, root, "sys", "session.jsonl", strings.Replace(hdr, "%s", "sys", 1)+
 		`{"type":"system/message","seq":0,"time":1,"data":{"turn":1,"step":1,"message":{}},"surfaceOp":"append"}`+"\n")
 	_, err := st.Inspect(bg, "sys")
-	require.ErrorIs(t, err, jsonl.ErrFormatUnsupported)
+	require.ErrorIs(t, err, wire.ErrFormatUnsupported)
 	require.ErrorContains(t, err, `contains event type "system/message" (seq 0) unknown to this harness and not marked ignorable`)
 
 	writeLogFile(t, root, "v3op", "session.jsonl", strings.Replace(hdr, "%s", "v3op", 1)+
 		`{"type":"user/message","seq":0,"time":1,"data":{"id":"a","role":"user","content":[],"source":{"kind":"user"}},"surfaceOp":"append"}`+"\n"+
 		`{"type":"user/message","seq":1,"time":1,"data":{"id":"b","role":"user","content":[],"source":{"kind":"user"}},"surfaceOp":{"op":"replace","startSeq":0,"endSeq":0},"sourceEventSeqs":[0]}`+"\n")
 	_, err = st.Inspect(bg, "v3op")
-	require.ErrorIs(t, err, jsonl.ErrCorrupt)
+	require.ErrorIs(t, err, wire.ErrCorrupt)
 	require.ErrorContains(t, err, `event at seq 1: a v0 log spells a replace surfaceOp {op:"replace", start, end}`)
 
-	h, err := st.Create(bg, session.Header{Version: session.FormatVersionV0, ID: "w", CreatedAt: 5}, jsonl.CreateOptions{HandleID: newHandleID()})
+	h, err := st.Create(bg, wire.Header{Version: wire.FormatVersionV0, ID: "w", CreatedAt: 5}, jsonl.CreateOptions{HandleID: newHandleID()})
 	require.NoError(t, err)
-	sys, err := session.NewEvent(session.TypeSystemMessage, 0, 1, json.RawMessage(`{"turn":1,"step":1,"message":{}}`))
+	sys, err := session.NewEvent(wire.TypeSystemMessage, 0, 1, json.RawMessage(`{"turn":1,"step":1,"message":{}}`))
 	require.NoError(t, err)
 	sys.SurfaceOp = session.AppendOp()
 	err = h.Append(bg, []session.Event{sys})
-	require.ErrorIs(t, err, jsonl.ErrInvalidArgument)
+	require.ErrorIs(t, err, wire.ErrInvalidArgument)
 	require.ErrorContains(t, err, `event type "system/message" is not one the published harness knows and not marked ignorable; the harness would refuse this v0 log`)
 
 	// A message the harness's load would refuse, and a replacement its fold
 	// would refuse, are refused; the log stays as it was.
-	noID, err := session.NewEvent(session.TypeUserMessage, 0, 1, json.RawMessage(`{"role":"user","content":[],"source":{"kind":"user"}}`))
+	noID, err := session.NewEvent(wire.TypeUserMessage, 0, 1, json.RawMessage(`{"role":"user","content":[],"source":{"kind":"user"}}`))
 	require.NoError(t, err)
 	noID.SurfaceOp = session.AppendOp()
 	err = h.Append(bg, []session.Event{noID})
-	require.ErrorIs(t, err, jsonl.ErrInvalidArgument)
+	require.ErrorIs(t, err, wire.ErrInvalidArgument)
 	require.ErrorContains(t, err, `the harness would refuse this v0 log`)
 	require.NoError(t, h.Append(bg, []session.Event{userMessage(t, 0, "a")}))
 	uncited := userMessage(t, 1, "b")
 	uncited.SurfaceOp = &session.SurfaceOp{Op: session.SurfaceReplace, StartSeq: 0, EndSeq: 0}
 	err = h.Append(bg, []session.Event{uncited})
-	require.ErrorIs(t, err, jsonl.ErrInvalidArgument)
+	require.ErrorIs(t, err, wire.ErrInvalidArgument)
 	require.ErrorContains(t, err, `the harness would refuse this v0 log`)
 	uncited.SourceEventSeqs = []int64{0}
 	require.NoError(t, h.Append(bg, []session.Event{uncited}))
@@ -157,6 +158,6 @@ func TestHeaderVersionNegativeZeroIsNotLossless(t *testing.T) {
 	st, root := storeFor(t, jsonl.CompressionNone, jsonl.FormatV0)
 	writeLogFile(t, root, "nz", "session.jsonl", `{"type":"session","version":-0,"id":"nz","createdAt":5,"delegationDepth":0}`+"\n")
 	_, err := st.Inspect(bg, "nz")
-	require.ErrorIs(t, err, jsonl.ErrCorrupt)
+	require.ErrorIs(t, err, wire.ErrCorrupt)
 	require.ErrorContains(t, err, "corrupt session log: header: not losslessly JSON-serializable: negative zero -0")
 }

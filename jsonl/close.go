@@ -7,7 +7,7 @@ import (
 	"io/fs"
 	"path/filepath"
 
-	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // releaseLease removes the lease if it names handle.
@@ -42,7 +42,7 @@ func (h *Handle) Close(ctx context.Context) error {
 // it took, then removes the lease if it names the handle.
 func (s *Store) CloseHandle(ctx context.Context, ref HandleRef) error {
 	id := ref.SessionID
-	if err := session.ValidateID(id); err != nil {
+	if err := wire.ValidateID(id); err != nil {
 		return invalidArgument(id, err)
 	}
 	unlock, err := s.lockSession(ctx, id)
@@ -107,7 +107,7 @@ func (s *Store) releaseEverywhere(ctx context.Context, id, handle string) []erro
 	for _, p := range projects {
 		dir := filepath.Join(p, seg)
 		if err := s.checkSessionDir(id, dir); err != nil {
-			if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, ErrLayout) {
+			if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, wire.ErrLayout) {
 				errs = append(errs, err)
 			}
 			continue // no directory this store could have leased

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // Header-line errors of FORMAT.md §2.3. They are wrapped into a corruption error
@@ -30,20 +31,20 @@ type versionError struct {
 
 func (e *versionError) Error() string {
 	v := strconv.FormatFloat(e.version, 'f', -1, 64)
-	if e.version > session.FormatVersion {
-		return fmt.Sprintf("session %q uses log format v%s, but this harness reads only v%d: the log was written by a newer harness — upgrade the harness to open it", e.id, v, session.FormatVersion)
+	if e.version > wire.FormatVersion {
+		return fmt.Sprintf("session %q uses log format v%s, but this harness reads only v%d: the log was written by a newer harness — upgrade the harness to open it", e.id, v, wire.FormatVersion)
 	}
-	return fmt.Sprintf("session %q uses log format v%s, older than the supported v%d, and this build ships no upgrade path for it", e.id, v, session.FormatVersion)
+	return fmt.Sprintf("session %q uses log format v%s, older than the supported v%d, and this build ships no upgrade path for it", e.id, v, wire.FormatVersion)
 }
 
 // formatRefusal maps a version error to the format refusal naming the raw
 // log at path; it returns nil for any other error.
-func formatRefusal(id, path string, err error) *Error {
+func formatRefusal(id, path string, err error) *wire.StoreError {
 	var ve *versionError
 	if !errors.As(err, &ve) {
 		return nil
 	}
-	return &Error{Code: CodeFormatUnsupported, SessionID: id, Path: path, Err: err,
+	return &wire.StoreError{Code: CodeFormatUnsupported, SessionID: id, Path: path, Err: err,
 		Message: fmt.Sprintf("%s (raw log: %s)", ve.Error(), path)}
 }
 
@@ -69,8 +70,8 @@ func headerVersion(raw map[string]json.RawMessage) (float64, bool) {
 
 // parseHeaderLine decodes one header line (without its newline) following the
 // check order of FORMAT.md §2.3: JSON, object, version guard, retired fields, shape.
-func parseHeaderLine(line []byte) (session.Header, error) {
-	var h session.Header
+func parseHeaderLine(line []byte) (wire.Header, error) {
+	var h wire.Header
 	if !json.Valid(line) {
 		return h, errHeaderNotJSON
 	}
@@ -89,10 +90,10 @@ func parseHeaderLine(line []byte) (session.Header, error) {
 			// writes it: the header must be lossless JSON (FORMAT.md §1.4).
 			return h, fmt.Errorf("corrupt session log: header: %w", &session.LosslessError{Detail: "negative zero " + string(bytes.TrimSpace(raw["version"]))})
 		}
-		if version == session.FormatVersionV0 {
+		if version == wire.FormatVersionV0 {
 			return parseHeaderV0(raw)
 		}
-		if version != session.FormatVersion {
+		if version != wire.FormatVersion {
 			return h, &versionError{id: stringifyJSON(raw["id"]), version: version}
 		}
 	}
@@ -112,7 +113,7 @@ func parseHeaderLine(line []byte) (session.Header, error) {
 	if !isNumber {
 		return h, errHeaderShape
 	}
-	h.Version = session.FormatVersion
+	h.Version = wire.FormatVersion
 	if err := decodeHeaderCore(raw, &h); err != nil {
 		return h, err
 	}
@@ -140,7 +141,7 @@ func refuseRetiredFields(raw map[string]json.RawMessage) error {
 // decodeHeaderCore decodes what every header format requires alike: type
 // "session", a non-empty string id, and createdAt and delegationDepth as
 // non-negative safe integers.
-func decodeHeaderCore(raw map[string]json.RawMessage, h *session.Header) error {
+func decodeHeaderCore(raw map[string]json.RawMessage, h *wire.Header) error {
 	var typ string
 	if json.Unmarshal(raw["type"], &typ) != nil || typ != "session" {
 		return errHeaderShape
@@ -161,7 +162,7 @@ func decodeHeaderCore(raw map[string]json.RawMessage, h *session.Header) error {
 // finishHeader decodes the optional string fields that every header format
 // shares (cwd, parentSession, origin, agentPreset; null is refused) and
 // validates the result.
-func finishHeader(raw map[string]json.RawMessage, h *session.Header) error {
+func finishHeader(raw map[string]json.RawMessage, h *wire.Header) error {
 	for k, dst := range map[string]*string{"cwd": &h.Cwd, "parentSession": &h.ParentSession, "origin": &h.Origin, "agentPreset": &h.AgentPreset} {
 		if v, ok := raw[k]; ok {
 			if bytes.Equal(bytes.TrimSpace(v), []byte("null")) || json.Unmarshal(v, dst) != nil {
@@ -216,8 +217,8 @@ type headerWire struct {
 }
 
 // encodeHeaderLine renders the header line including its newline.
-func encodeHeaderLine(h session.Header) ([]byte, error) {
-	return marshalLine(headerWire{"session", session.FormatVersion, h.ID, h.CreatedAt, h.Cwd, h.ParentSession, h.IsSeeded, h.Origin, h.DelegationDepth, h.AgentPreset})
+func encodeHeaderLine(h wire.Header) ([]byte, error) {
+	return marshalLine(headerWire{"session", wire.FormatVersion, h.ID, h.CreatedAt, h.Cwd, h.ParentSession, h.IsSeeded, h.Origin, h.DelegationDepth, h.AgentPreset})
 }
 
 // encodeBatch renders events as newline-terminated storage lines: one line

@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // The store reads and writes only inside its root (docs/DECISIONS.md D15):
@@ -25,8 +27,8 @@ const openFlags = unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
 
 // symlinkError reports a symbolic link found where the store expects a
 // directory or a file of its own.
-func symlinkError(kind, path string) *Error {
-	return &Error{Code: CodeLayout, Path: path, Err: errSymlink, Message: fmt.Sprintf(
+func symlinkError(kind, path string) *wire.StoreError {
+	return &wire.StoreError{Code: CodeLayout, Path: path, Err: errSymlink, Message: fmt.Sprintf(
 		"%s %s is a symbolic link; refusing to follow it", kind, strconv.Quote(path))}
 }
 
@@ -35,14 +37,14 @@ var errSymlink = errors.New("symbolic link under the store root")
 
 // notRegularError reports a FIFO, socket, device or directory where the
 // store expects a regular file.
-func notRegularError(kind, path string) *Error {
-	return &Error{Code: CodeLayout, Path: path, Message: fmt.Sprintf(
+func notRegularError(kind, path string) *wire.StoreError {
+	return &wire.StoreError{Code: CodeLayout, Path: path, Message: fmt.Sprintf(
 		"%s %s is not a regular file", kind, strconv.Quote(path))}
 }
 
 // notDirError reports a non-directory where the store expects a directory.
-func notDirError(kind, path string) *Error {
-	return &Error{Code: CodeLayout, Path: path, Err: syscall.ENOTDIR, Message: fmt.Sprintf(
+func notDirError(kind, path string) *wire.StoreError {
+	return &wire.StoreError{Code: CodeLayout, Path: path, Err: syscall.ENOTDIR, Message: fmt.Sprintf(
 		"%s %s is not a directory", kind, strconv.Quote(path))}
 }
 

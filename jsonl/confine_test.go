@@ -12,13 +12,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // requireLayout asserts a layout refusal with exactly the text want.
 func requireLayout(t *testing.T, err error, want string) {
 	t.Helper()
-	requireCode(t, err, jsonl.ErrLayout)
-	require.NotErrorIs(t, err, jsonl.ErrNotFound)
+	requireCode(t, err, wire.ErrLayout)
+	require.NotErrorIs(t, err, wire.ErrNotFound)
 	require.EqualError(t, err, want)
 }
 
@@ -126,7 +127,7 @@ func TestDamagedArtifactConcernsItsSessionOnly(t *testing.T) {
 					require.NotNil(t, bad.Problem, "the damaged session is listed with its problem")
 					require.Equal(t, want, bad.Problem.Reason)
 					require.Equal(t, jsonl.Code("SessionLayoutConflict"), bad.Problem.Code)
-					requireCode(t, bad.Problem, jsonl.ErrLayout)
+					requireCode(t, bad.Problem, wire.ErrLayout)
 					require.Equal(t, dir, bad.Path)
 					require.Len(t, rows, 3)
 				}()
@@ -257,7 +258,7 @@ func TestForceUnlockClearsUnreadableLease(t *testing.T) {
 				lease := filepath.Join(sessionDir(t, e.root, "/w", "keep"), "session.lock")
 				writeFile(t, lease, []byte(body))
 				_, err := e.store.Inspect(bg, "keep")
-				requireCode(t, err, jsonl.ErrCorrupt)
+				requireCode(t, err, wire.ErrCorrupt)
 				require.ErrorContains(t, err, "corrupt session lease: ")
 
 				removed, err := e.newStore(nil).ForceUnlock(bg, "keep")

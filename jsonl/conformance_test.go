@@ -17,6 +17,7 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/jsonl/faultfs"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // The tests of this file are the format v3 forms of the S1 cases (S1-nn)
@@ -38,7 +39,7 @@ func TestS1_01_CreateAppendRead(t *testing.T) {
 		fresh := e.newStore(nil)
 		hd, err := fresh.Open(bg, h.ID, jsonl.AccessRead, jsonl.OpenOptions{})
 		require.NoError(t, err)
-		require.Equal(t, session.Header{Version: 3, ID: "s1-01", CreatedAt: 5, Cwd: "/w"}, hd.Header())
+		require.Equal(t, wire.Header{Version: 3, ID: "s1-01", CreatedAt: 5, Cwd: "/w"}, hd.Header())
 		require.Equal(t, events, readHandle(t, hd))
 		require.NoError(t, hd.Close(bg))
 	})
@@ -114,7 +115,7 @@ func TestS1_04_ReappendOfStoredSeqsWithOtherContentRejected(t *testing.T) {
 		before := readFile(t, path)
 
 		err := hd.Append(bg, []session.Event{turnStart(t, 0, 7), turnEnd(t, 1, 7)})
-		requireCode(t, err, jsonl.ErrSeqMismatch)
+		requireCode(t, err, wire.ErrSeqMismatch)
 		require.EqualError(t, err, `append seq mismatch for "s1-04": expected 6 at index 0, got 0`)
 		var sm *session.SeqMismatchError
 		require.ErrorAs(t, err, &sm)
@@ -135,7 +136,7 @@ func TestS1_05_MidBatchGapRejected(t *testing.T) {
 		before := readFile(t, path)
 
 		err := hd.Append(bg, []session.Event{turnStart(t, 6, 2), stepStart(t, 8, 2, 1)})
-		requireCode(t, err, jsonl.ErrSeqMismatch)
+		requireCode(t, err, wire.ErrSeqMismatch)
 		require.EqualError(t, err, `append seq mismatch for "s1-05": expected 7 at index 1, got 8`)
 		require.Equal(t, before, readFile(t, path))
 		require.Equal(t, upTo(6), seqs(readAll(t, e.newStore(nil), h.ID)))
@@ -144,7 +145,7 @@ func TestS1_05_MidBatchGapRejected(t *testing.T) {
 		h2 := header("s1-05-new", "")
 		hd2 := create(t, e.store, h2)
 		err = hd2.Append(bg, []session.Event{turnStart(t, 0, 1), turnEnd(t, 2, 1)})
-		requireCode(t, err, jsonl.ErrSeqMismatch)
+		requireCode(t, err, wire.ErrSeqMismatch)
 		require.False(t, hd2.Materialized())
 		noSuchFile(t, e.logPath(h2.Cwd, h2.ID))
 		require.NoError(t, hd.Close(bg))
@@ -180,9 +181,9 @@ func TestS1_06_NonLosslessDataRejectedWithBatchText(t *testing.T) {
 		before := treeSnapshot(t, e.root)
 		for _, v := range losslessViolations {
 			t.Run(v.name, func(t *testing.T) {
-				bad := session.Event{Type: session.TypeUserMessage, Seq: 7, Time: 7, Data: json.RawMessage(v.data), SurfaceOp: session.AppendOp()}
+				bad := session.Event{Type: wire.TypeUserMessage, Seq: 7, Time: 7, Data: json.RawMessage(v.data), SurfaceOp: session.AppendOp()}
 				err := hd.Append(bg, []session.Event{turnStart(t, 6, 2), bad})
-				requireCode(t, err, jsonl.ErrInvalidArgument)
+				requireCode(t, err, wire.ErrInvalidArgument)
 				require.ErrorIs(t, err, session.ErrBatchNotLossless)
 				require.EqualError(t, err, notLosslessText)
 				var be *session.BatchNotLosslessError
@@ -206,7 +207,7 @@ func TestS1_07_DeleteMakesHasFalse(t *testing.T) {
 
 		// Delete refuses while a lease is held.
 		err := e.store.Delete(bg, h.ID)
-		requireCode(t, err, jsonl.ErrAlreadyOwned)
+		requireCode(t, err, wire.ErrAlreadyOwned)
 		require.EqualError(t, err, `session "s1-07" is already owned by an active write handle`)
 		require.FileExists(t, e.logPath(h.Cwd, h.ID))
 
@@ -217,7 +218,7 @@ func TestS1_07_DeleteMakesHasFalse(t *testing.T) {
 		require.False(t, has)
 		noSuchFile(t, sessionDir(t, e.root, h.Cwd, h.ID))
 		_, err = e.store.Open(bg, h.ID, jsonl.AccessRead, jsonl.OpenOptions{})
-		requireCode(t, err, jsonl.ErrNotFound)
+		requireCode(t, err, wire.ErrNotFound)
 	})
 }
 
@@ -289,8 +290,8 @@ func TestS1_10_EncodingIsInjective(t *testing.T) {
 		require.Error(t, err, "%q", lone)
 		e := newEnv(t, jsonl.CompressionNone, nil)
 		_, err = e.store.Create(bg, header(lone, ""), jsonl.CreateOptions{HandleID: newHandleID()})
-		requireCode(t, err, jsonl.ErrInvalidArgument)
-		require.ErrorIs(t, err, session.ErrInvalidUTF8ID)
+		requireCode(t, err, wire.ErrInvalidArgument)
+		require.ErrorIs(t, err, wire.ErrInvalidUTF8ID)
 		noSuchFile(t, e.root)
 	}
 
@@ -308,10 +309,10 @@ func TestS1_11_EmptyIDRejected(t *testing.T) {
 
 	e := newEnv(t, jsonl.CompressionNone, nil)
 	_, err = e.store.Create(bg, header("", ""), jsonl.CreateOptions{HandleID: newHandleID()})
-	requireCode(t, err, jsonl.ErrInvalidArgument)
+	requireCode(t, err, wire.ErrInvalidArgument)
 	require.ErrorContains(t, err, "empty")
 	_, err = e.store.Open(bg, "", jsonl.AccessRead, jsonl.OpenOptions{})
-	requireCode(t, err, jsonl.ErrInvalidArgument)
+	requireCode(t, err, wire.ErrInvalidArgument)
 	require.ErrorContains(t, err, "empty")
 	noSuchFile(t, e.root)
 }
@@ -350,7 +351,7 @@ func TestS1_13_RoundTripIsByteIdentical(t *testing.T) {
 		// Format v3 has no top-level assistant/chunk events: the raw stream is
 		// embedded in assistant/message.stream, so the stream records carry
 		// the chunks instead.
-		streamed := surface(t, session.TypeAssistantMessage, 3, `{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"text","text":"héllo <b> & \u2028 😀"}]},"stream":[{"type":"chunk","time":1003,"chunk":{"type":"text-delta","text":"hé"}},{"type":"text-chunks","time0":1003,"index":0,"dt":[0,1,2],"texts":["l","lo"," <b>"]}]}`)
+		streamed := surface(t, wire.TypeAssistantMessage, 3, `{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"text","text":"héllo <b> & \u2028 😀"}]},"stream":[{"type":"chunk","time":1003,"chunk":{"type":"text-delta","text":"hé"}},{"type":"text-chunks","time0":1003,"index":0,"dt":[0,1,2],"texts":["l","lo"," <b>"]}]}`)
 		batch1 := []session.Event{
 			turnStart(t, 0, 1),
 			userMessage(t, 1, "tab\there \"quoted\" \\ \x01 control"),
@@ -382,7 +383,7 @@ func TestS1_13_RoundTripIsByteIdentical(t *testing.T) {
 // crashTailLog writes the log of S1-14: turn 1 (0..5) committed, then turn
 // 2's turn/start@6 and step/start@7, then a torn record for seq 8. It
 // returns the log path and the bytes before the torn tail.
-func crashTailLog(t *testing.T, e *env, h session.Header) (string, []byte) {
+func crashTailLog(t *testing.T, e *env, h wire.Header) (string, []byte) {
 	path := e.writeLog(h, lines(t, completedTurn(t, 0, 1)...), lines(t, turnStart(t, 6, 2), stepStart(t, 7, 2, 1)))
 	committed := readFile(t, path)
 	appendFile(t, path, tornTail(t, e.comp, `{"type":"assistant/message","seq":8,"ti`, assistantMessage(t, 8, 2, 1, "lost")))
@@ -408,7 +409,7 @@ func TestS1_14_CrashTailKeptOnlyTornFragmentCut(t *testing.T) {
 		// The path-based store's "append 6,7 again" now overlaps stored records: refused
 		// before any repair, so the file is untouched (C16).
 		err := hd.Append(bg, []session.Event{turnStart(t, 6, 9), stepStart(t, 7, 9, 1)})
-		requireCode(t, err, jsonl.ErrSeqMismatch)
+		requireCode(t, err, wire.ErrSeqMismatch)
 		require.Equal(t, damaged, readFile(t, path))
 
 		closers, err := session.InterruptedTurnClosers(readHandle(t, hd))
@@ -419,7 +420,7 @@ func TestS1_14_CrashTailKeptOnlyTornFragmentCut(t *testing.T) {
 
 		got := readAll(t, e.newStore(nil), h.ID)
 		require.Equal(t, upTo(10), seqs(got))
-		require.Equal(t, []string{session.TypeStepEnd, session.TypeTurnEnd}, types(got[8:]))
+		require.Equal(t, []string{wire.TypeStepEnd, wire.TypeTurnEnd}, types(got[8:]))
 		after := readFile(t, path)
 		require.True(t, bytes.HasPrefix(after, committed))
 		require.NotContains(t, logText(t, comp, after), `"lost"`)
@@ -584,11 +585,11 @@ func TestS1_20_OlderVersionRefused(t *testing.T) {
 		fresh := e.newStore(nil)
 		for _, access := range []jsonl.Access{jsonl.AccessRead, jsonl.AccessWrite} {
 			_, err := fresh.Open(bg, h.ID, access, jsonl.OpenOptions{HandleID: newHandleID()})
-			requireCode(t, err, jsonl.ErrFormatUnsupported)
+			requireCode(t, err, wire.ErrFormatUnsupported)
 			require.EqualError(t, err, want)
 		}
 		_, err := fresh.Stat(bg, h.ID)
-		requireCode(t, err, jsonl.ErrFormatUnsupported)
+		requireCode(t, err, wire.ErrFormatUnsupported)
 		require.EqualError(t, err, want)
 		// List shows the session as a row it cannot serve, with the refusal
 		// (the reference skips it; sessionflow reports it instead, D23).
@@ -597,7 +598,7 @@ func TestS1_20_OlderVersionRefused(t *testing.T) {
 		require.Len(t, list, 1)
 		require.Equal(t, h.ID, list[0].Header.ID)
 		require.NotNil(t, list[0].Problem)
-		require.ErrorIs(t, list[0].Problem, jsonl.ErrFormatUnsupported)
+		require.ErrorIs(t, list[0].Problem, wire.ErrFormatUnsupported)
 		require.Equal(t, want, list[0].Problem.Reason)
 		require.Equal(t, before, treeSnapshot(t, e.root))
 	})
@@ -620,14 +621,14 @@ func TestS1_21_IdenticalReappendIsIdempotentOtherwiseSeqMismatch(t *testing.T) {
 		require.Equal(t, int64(6), hd.NextSeq())
 
 		changed := completedTurn(t, 0, 1)
-		changed[5] = ev(t, session.TypeTurnEnd, 5, `{"turn":1,"reason":{"kind":"aborted"}}`)
+		changed[5] = ev(t, wire.TypeTurnEnd, 5, `{"turn":1,"reason":{"kind":"aborted"}}`)
 		err := hd.Append(bg, changed)
-		requireCode(t, err, jsonl.ErrSeqMismatch)
+		requireCode(t, err, wire.ErrSeqMismatch)
 		require.EqualError(t, err, `append seq mismatch for "s1-21": expected 6 at index 0, got 0`)
 
 		// A batch overlapping the end of the log is a mismatch too.
 		err = hd.Append(bg, append(events[4:], turnStart(t, 6, 2)))
-		requireCode(t, err, jsonl.ErrSeqMismatch)
+		requireCode(t, err, wire.ErrSeqMismatch)
 		require.ErrorContains(t, err, "seq mismatch")
 		require.Equal(t, before, readFile(t, path))
 		require.NoError(t, hd.Close(bg))
@@ -754,7 +755,7 @@ func TestS1_26_ConcurrentSessionsNeverMix(t *testing.T) {
 				events = append(events, completedTurn(t, (turn-1)*6, turn)...)
 			}
 			for k := range events {
-				if events[k].Type == session.TypeUserMessage {
+				if events[k].Type == wire.TypeUserMessage {
 					events[k] = userMessage(t, events[k].Seq, fmt.Sprintf("%s says %d", id, k))
 				}
 			}
@@ -824,7 +825,7 @@ func TestS1_28_AppendedEventsSurviveWithoutFlushOrClose(t *testing.T) {
 		fresh := e.newStore(nil)
 		require.Equal(t, events, readAll(t, fresh, h.ID))
 		_, err := fresh.Open(bg, h.ID, jsonl.AccessWrite, jsonl.OpenOptions{HandleID: newHandleID()})
-		requireCode(t, err, jsonl.ErrAlreadyOwned)
+		requireCode(t, err, wire.ErrAlreadyOwned)
 		lease, err := fresh.ForceUnlock(bg, h.ID)
 		require.NoError(t, err)
 		require.Equal(t, hd.Ref().HandleID, lease.HandleID)
@@ -837,9 +838,9 @@ func TestS1_28_AppendedEventsSurviveWithoutFlushOrClose(t *testing.T) {
 		path := e.logPath(h.Cwd, h.ID)
 		before := readFile(t, path)
 		err = hd.Append(bg, completedTurn(t, 6, 2))
-		requireCode(t, err, jsonl.ErrOwnershipLost)
+		requireCode(t, err, wire.ErrOwnershipLost)
 		require.EqualError(t, err, `session "s1-28": write ownership was lost; close this handle and reopen`)
-		requireCode(t, e.newStore(nil).Attach(hd.Ref()).Append(bg, completedTurn(t, 6, 2)), jsonl.ErrHandleClosed)
+		requireCode(t, e.newStore(nil).Attach(hd.Ref()).Append(bg, completedTurn(t, 6, 2)), wire.ErrHandleClosed)
 		require.Equal(t, before, readFile(t, path))
 	})
 }
@@ -862,7 +863,7 @@ func TestS1_29_SecondStoreAdoptsMaterializedHandle(t *testing.T) {
 		require.Equal(t, upTo(18), seqs(got))
 		var starts []int64
 		for _, ev := range got {
-			if ev.Type == session.TypeTurnStart {
+			if ev.Type == wire.TypeTurnStart {
 				ts, err := ev.TurnStart()
 				require.NoError(t, err)
 				starts = append(starts, ts.Turn)
@@ -884,7 +885,7 @@ func TestS1_30_NewProcessPersistsTheMissingSuffix(t *testing.T) {
 		// the same handle persists what disk lacks, from its NextSeq.
 		att := e.newStore(nil).Attach(hd.Ref())
 		err := att.Append(bg, live)
-		requireCode(t, err, jsonl.ErrSeqMismatch)
+		requireCode(t, err, wire.ErrSeqMismatch)
 		require.EqualError(t, err, `append seq mismatch for "s1-30": expected 2 at index 0, got 0`)
 		require.Equal(t, int64(2), att.NextSeq())
 		require.NoError(t, att.Append(bg, live[att.NextSeq():]))
@@ -921,7 +922,7 @@ func requireCorrupt(t *testing.T, e *env, id, path, detail string) {
 	readErr, writeErr := openBoth(t, e, id)
 	want := fmt.Sprintf(`session %q: stored log is corrupt: %s (raw log: %s)`, id, detail, path)
 	for _, err := range []error{readErr, writeErr} {
-		requireCode(t, err, jsonl.ErrCorrupt)
+		requireCode(t, err, wire.ErrCorrupt)
 		require.EqualError(t, err, want)
 	}
 	require.Equal(t, before, treeSnapshot(t, e.root))
@@ -1060,7 +1061,7 @@ func TestS1_39_MissingIDNotFound(t *testing.T) {
 		for range 2 { // a retry sees the same error, never "already owned"
 			readErr, writeErr := openBoth(t, e, "nope")
 			for _, err := range []error{readErr, writeErr} {
-				requireCode(t, err, jsonl.ErrNotFound)
+				requireCode(t, err, wire.ErrNotFound)
 				require.EqualError(t, err, `session "nope" not found`)
 				require.Equal(t, jsonl.Code("SessionNotFound"), jsonl.ErrorCode(err))
 			}
@@ -1069,8 +1070,8 @@ func TestS1_39_MissingIDNotFound(t *testing.T) {
 		require.NoError(t, err)
 		require.Nil(t, snap)
 		_, _, err = e.store.ReadSummary(bg, "nope")
-		requireCode(t, err, jsonl.ErrNotFound)
-		requireCode(t, e.store.UpdateSummary(bg, "nope", jsonl.SummaryUpdate{Title: strp("x")}), jsonl.ErrNotFound)
+		requireCode(t, err, wire.ErrNotFound)
+		requireCode(t, e.store.UpdateSummary(bg, "nope", jsonl.SummaryUpdate{Title: strp("x")}), wire.ErrNotFound)
 		require.Equal(t, before, treeSnapshot(t, e.root))
 	})
 }
@@ -1116,14 +1117,14 @@ func TestS1_42_WholeDataNotJSONRejected(t *testing.T) {
 		e := newEnv(t, comp, nil)
 		hd := create(t, e.store, header("s1-42", ""))
 		for _, data := range []string{`function () {}`, `undefined`, `NaN`} {
-			err := hd.Append(bg, []session.Event{{Type: session.TypeTurnStart, Seq: 0, Time: 1, Data: json.RawMessage(data)}})
-			requireCode(t, err, jsonl.ErrInvalidArgument)
+			err := hd.Append(bg, []session.Event{{Type: wire.TypeTurnStart, Seq: 0, Time: 1, Data: json.RawMessage(data)}})
+			requireCode(t, err, wire.ErrInvalidArgument)
 			require.ErrorIs(t, err, session.ErrBatchNotLossless)
 			require.ErrorContains(t, err, "non-JSON-serializable")
 		}
 		// A JSON value that is not an object is an invalid event instead.
-		err := hd.Append(bg, []session.Event{{Type: session.TypeTurnStart, Seq: 0, Time: 1, Data: json.RawMessage(`[1]`)}})
-		requireCode(t, err, jsonl.ErrInvalidArgument)
+		err := hd.Append(bg, []session.Event{{Type: wire.TypeTurnStart, Seq: 0, Time: 1, Data: json.RawMessage(`[1]`)}})
+		requireCode(t, err, wire.ErrInvalidArgument)
 		require.ErrorIs(t, err, session.ErrInvalidEvent)
 		require.False(t, hd.Materialized())
 		require.Empty(t, logFilesUnder(t, e.root))
@@ -1243,10 +1244,10 @@ func TestS1_48_ClosedBeforeAppendLeavesNothingIDReusable(t *testing.T) {
 		require.NoError(t, hd.Close(bg))
 		noSuchFile(t, sessionDir(t, e.root, h.Cwd, h.ID))
 		_, err = rd.Read(bg, 0, -1)
-		requireCode(t, err, jsonl.ErrNotFound)
+		requireCode(t, err, wire.ErrNotFound)
 		require.NoError(t, rd.Close(bg))
 		_, err = e.store.Open(bg, h.ID, jsonl.AccessWrite, jsonl.OpenOptions{HandleID: newHandleID()})
-		requireCode(t, err, jsonl.ErrNotFound)
+		requireCode(t, err, wire.ErrNotFound)
 
 		again := create(t, e.store, h)
 		events := []session.Event{turnStart(t, 0, 1), turnEnd(t, 1, 1)}
@@ -1264,10 +1265,10 @@ func TestS1_49_UnclosedHandleBlocksIDReuse(t *testing.T) {
 
 		for _, st := range []*jsonl.Store{e.store, e.newStore(nil)} {
 			_, err := st.Create(bg, h, jsonl.CreateOptions{HandleID: newHandleID()})
-			requireCode(t, err, jsonl.ErrAlreadyExists)
+			requireCode(t, err, wire.ErrAlreadyExists)
 			require.EqualError(t, err, `session "s1-49" already exists`)
 			_, err = st.Open(bg, h.ID, jsonl.AccessWrite, jsonl.OpenOptions{HandleID: newHandleID()})
-			requireCode(t, err, jsonl.ErrAlreadyOwned)
+			requireCode(t, err, wire.ErrAlreadyOwned)
 		}
 		require.NoError(t, hd.Close(bg))
 		persist(t, e.store, h, turnStart(t, 0, 1))
@@ -1443,7 +1444,7 @@ func TestS1_56_ResumeAppendsAfterTheLoadedLog(t *testing.T) {
 		hd := openWrite(t, e.newStore(nil), h.ID)
 		require.Equal(t, seed, readHandle(t, hd))
 		suffix := resumeMarker(t, hd)
-		require.Equal(t, []string{session.TypeEndSeed}, types(suffix))
+		require.Equal(t, []string{wire.TypeEndSeed}, types(suffix))
 		require.Equal(t, int64(6), suffix[0].Seq)
 		turn := session.NextTurn(readHandle(t, hd))
 		require.Equal(t, int64(2), turn)
@@ -1453,7 +1454,7 @@ func TestS1_56_ResumeAppendsAfterTheLoadedLog(t *testing.T) {
 		got := readAll(t, e.store, h.ID)
 		require.Equal(t, upTo(13), seqs(got))
 		require.Equal(t, seed, got[:6])
-		require.Equal(t, session.TypeEndSeed, got[6].Type)
+		require.Equal(t, wire.TypeEndSeed, got[6].Type)
 		require.Equal(t, completedTurn(t, 7, 2), got[7:])
 	})
 }
@@ -1465,7 +1466,7 @@ func TestS1_57_CreateCollidingWithDiskLogLeavesItIntact(t *testing.T) {
 		persist(t, e.store, h, completedTurn(t, 0, 1)...)
 		before := treeSnapshot(t, e.root)
 		_, err := e.newStore(nil).Create(bg, h, jsonl.CreateOptions{HandleID: newHandleID()})
-		requireCode(t, err, jsonl.ErrAlreadyExists)
+		requireCode(t, err, wire.ErrAlreadyExists)
 		require.EqualError(t, err, `session "s1-57" already exists`)
 		require.Equal(t, before, treeSnapshot(t, e.root))
 	})
@@ -1481,19 +1482,19 @@ func TestS1_58_ClosedHandleAndIDCannotBeReused(t *testing.T) {
 		require.NoError(t, hd.Close(bg)) // idempotent
 
 		err := hd.Append(bg, completedTurn(t, 6, 2))
-		requireCode(t, err, jsonl.ErrHandleClosed)
+		requireCode(t, err, wire.ErrHandleClosed)
 		require.EqualError(t, err, `session "s1-58": append on a closed handle`)
 		err = e.newStore(nil).Attach(hd.Ref()).Append(bg, completedTurn(t, 6, 2))
-		requireCode(t, err, jsonl.ErrHandleClosed)
+		requireCode(t, err, wire.ErrHandleClosed)
 		_, err = hd.Read(bg, 0, -1)
 		require.EqualError(t, err, `session "s1-58": read on a closed handle`)
 		require.EqualError(t, hd.Flush(bg), `session "s1-58": flush on a closed handle`)
 
 		_, err = e.newStore(nil).Create(bg, h, jsonl.CreateOptions{HandleID: newHandleID()})
-		requireCode(t, err, jsonl.ErrAlreadyExists)
+		requireCode(t, err, wire.ErrAlreadyExists)
 		// A closed handle id is never usable again, even to open.
 		_, err = e.store.Open(bg, h.ID, jsonl.AccessWrite, jsonl.OpenOptions{HandleID: hd.Ref().HandleID})
-		requireCode(t, err, jsonl.ErrHandleRevoked)
+		requireCode(t, err, wire.ErrHandleRevoked)
 		require.Equal(t, upTo(6), seqs(readAll(t, e.store, h.ID)))
 	})
 }
@@ -1529,12 +1530,12 @@ func TestS1_60_FreshSessionCannotTakeOverAStoredLog(t *testing.T) {
 		before := readFile(t, path)
 
 		_, err = e.store.Create(bg, h, jsonl.CreateOptions{HandleID: newHandleID()})
-		requireCode(t, err, jsonl.ErrAlreadyExists)
+		requireCode(t, err, wire.ErrAlreadyExists)
 		// A read handle does not own the session; a writer that starts from
 		// an empty log (seq 0) is refused.
 		hd := openWrite(t, e.store, h.ID)
-		err = hd.Append(bg, []session.Event{ev(t, session.TypeTurnStart, 0, `{"turn":1}`), ev(t, session.TypeTurnEnd, 1, `{"turn":1,"reason":{"kind":"aborted"}}`)})
-		requireCode(t, err, jsonl.ErrSeqMismatch)
+		err = hd.Append(bg, []session.Event{ev(t, wire.TypeTurnStart, 0, `{"turn":1}`), ev(t, wire.TypeTurnEnd, 1, `{"turn":1,"reason":{"kind":"aborted"}}`)})
+		requireCode(t, err, wire.ErrSeqMismatch)
 		require.EqualError(t, err, `append seq mismatch for "s1-60": expected 6 at index 0, got 0`)
 		require.NoError(t, hd.Close(bg))
 		require.Equal(t, before, readFile(t, path))
@@ -1572,7 +1573,7 @@ func TestS1_62_OnlyTheSuffixBeyondThePrefixIsAppended(t *testing.T) {
 		hd := openWrite(t, e.store, h.ID)
 		// The whole seed overlaps the stored prefix: the caller sends only
 		// what the log lacks.
-		requireCode(t, hd.Append(bg, seed), jsonl.ErrSeqMismatch)
+		requireCode(t, hd.Append(bg, seed), wire.ErrSeqMismatch)
 		require.NoError(t, hd.Append(bg, seed[hd.NextSeq():]))
 		require.NoError(t, hd.Close(bg))
 		require.Equal(t, seed, readAll(t, e.store, h.ID))
@@ -1607,7 +1608,7 @@ func TestS1_64_SameSeqTypeTimeDifferentPayloadRejected(t *testing.T) {
 		require.Equal(t, seed[3].Type, other[3].Type)
 		require.Equal(t, seed[3].Time, other[3].Time)
 		hd := openWrite(t, e.store, h.ID)
-		requireCode(t, hd.Append(bg, other), jsonl.ErrSeqMismatch)
+		requireCode(t, hd.Append(bg, other), wire.ErrSeqMismatch)
 		require.NoError(t, hd.Close(bg))
 		require.Equal(t, before, readFile(t, path))
 	})
@@ -1621,10 +1622,10 @@ func TestS1_65_SecondWriterRejected(t *testing.T) {
 		hd := openWrite(t, e.store, h.ID)
 		for _, st := range []*jsonl.Store{e.store, e.newStore(nil)} {
 			_, err := st.Open(bg, h.ID, jsonl.AccessWrite, jsonl.OpenOptions{HandleID: newHandleID()})
-			requireCode(t, err, jsonl.ErrAlreadyOwned)
+			requireCode(t, err, wire.ErrAlreadyOwned)
 			require.EqualError(t, err, `session "s1-65" is already owned by an active write handle`)
 			_, err = st.Create(bg, h, jsonl.CreateOptions{HandleID: newHandleID()})
-			requireCode(t, err, jsonl.ErrAlreadyExists)
+			requireCode(t, err, wire.ErrAlreadyExists)
 		}
 		require.NoError(t, hd.Close(bg))
 	})
@@ -1678,7 +1679,7 @@ func TestS1_68_AbsentRoot(t *testing.T) {
 		require.NoError(t, err)
 		require.Nil(t, snap)
 		_, err = e.store.Open(bg, "x", jsonl.AccessRead, jsonl.OpenOptions{})
-		requireCode(t, err, jsonl.ErrNotFound)
+		requireCode(t, err, wire.ErrNotFound)
 		noSuchFile(t, e.root)
 	})
 }
@@ -1704,7 +1705,7 @@ func TestS1_70_ProjectPathIsARegularFile(t *testing.T) {
 		require.ErrorIs(t, err, syscall.ENOTDIR)
 		_, err = e.store.Open(bg, "s1-70", jsonl.AccessRead, jsonl.OpenOptions{})
 		require.ErrorIs(t, err, syscall.ENOTDIR)
-		require.NotErrorIs(t, err, jsonl.ErrNotFound)
+		require.NotErrorIs(t, err, wire.ErrNotFound)
 		require.Equal(t, before, treeSnapshot(t, e.root))
 	})
 }
@@ -1755,7 +1756,7 @@ func TestS1_73_RetriedCreateAndAppendAreIdempotent(t *testing.T) {
 		// Once materialized, a create retry in another process finds the log;
 		// the workflow continues with the handle it already has.
 		_, err = e.newStore(nil).Create(bg, h, opts)
-		requireCode(t, err, jsonl.ErrAlreadyExists)
+		requireCode(t, err, wire.ErrAlreadyExists)
 		require.NoError(t, first.Close(bg))
 		require.Equal(t, events, readAll(t, e.store, h.ID))
 	})
@@ -1787,7 +1788,7 @@ func TestS1_75_CreatePendingIDAgain(t *testing.T) {
 		h := header("s1-75", "/w")
 		hd := create(t, e.store, h)
 		_, err := e.store.Create(bg, h, jsonl.CreateOptions{HandleID: newHandleID()})
-		requireCode(t, err, jsonl.ErrAlreadyExists)
+		requireCode(t, err, wire.ErrAlreadyExists)
 		require.EqualError(t, err, `session "s1-75" already exists`)
 		require.NoError(t, hd.Close(bg))
 	})
@@ -1799,7 +1800,7 @@ func TestS1_76_CreateIDOnDiskFromFreshStore(t *testing.T) {
 		h := header("s1-76", "/w")
 		persist(t, e.store, h, turnStart(t, 0, 1))
 		_, err := e.newStore(nil).Create(bg, h, jsonl.CreateOptions{HandleID: newHandleID()})
-		requireCode(t, err, jsonl.ErrAlreadyExists)
+		requireCode(t, err, wire.ErrAlreadyExists)
 		require.EqualError(t, err, `session "s1-76" already exists`)
 	})
 }
@@ -1810,7 +1811,7 @@ func TestS1_77_CreateIDOnDiskInAnotherProject(t *testing.T) {
 		persist(t, e.store, header("s1-77", "/a"), turnStart(t, 0, 1))
 		before := treeSnapshot(t, e.root)
 		_, err := e.newStore(nil).Create(bg, header("s1-77", "/b"), jsonl.CreateOptions{HandleID: newHandleID()})
-		requireCode(t, err, jsonl.ErrAlreadyExists)
+		requireCode(t, err, wire.ErrAlreadyExists)
 		require.EqualError(t, err, `session "s1-77" already exists`)
 		require.Equal(t, before, treeSnapshot(t, e.root))
 	})
@@ -1864,7 +1865,7 @@ func TestS1_79_NonLosslessBatchMaterializesNothing(t *testing.T) {
 		hd := create(t, e.store, h)
 		before := treeSnapshot(t, e.root)
 		for _, v := range losslessViolations {
-			bad := session.Event{Type: session.TypeUserMessage, Seq: 0, Time: 1, Data: json.RawMessage(v.data), SurfaceOp: session.AppendOp()}
+			bad := session.Event{Type: wire.TypeUserMessage, Seq: 0, Time: 1, Data: json.RawMessage(v.data), SurfaceOp: session.AppendOp()}
 			err := hd.Append(bg, []session.Event{bad})
 			require.ErrorIs(t, err, session.ErrBatchNotLossless, v.name)
 			require.ErrorContains(t, err, "non-JSON-serializable", v.name)
@@ -1887,7 +1888,7 @@ func TestS1_80_PlainJSONValuesAccepted(t *testing.T) {
 			`{"a":{"b":{"c":[null,true,"x",1.5,-2,0,1e300,"\u0000"]}}}`,
 			`{"shared":[1,2],"again":[1,2]}`,
 		} {
-			events = append(events, surface(t, session.TypeUserMessage, int64(i), `{"role":"user","content":[],"extra":`+extra+`}`))
+			events = append(events, surface(t, wire.TypeUserMessage, int64(i), `{"role":"user","content":[],"extra":`+extra+`}`))
 		}
 		require.NoError(t, hd.Append(bg, events))
 		require.True(t, hd.Materialized())
@@ -1912,7 +1913,7 @@ func TestS1_81_NonLosslessGoValueRejectedAtTheSource(t *testing.T) {
 			"channel":       map[string]any{"x": make(chan int)},
 			"complex":       map[string]any{"x": complex(1, 2)},
 		} {
-			_, err := session.NewEvent(session.TypeUserMessage, 0, 1, v)
+			_, err := session.NewEvent(wire.TypeUserMessage, 0, 1, v)
 			require.ErrorIs(t, err, session.ErrNotLossless, name)
 			_, err = session.MarshalData(v)
 			require.ErrorIs(t, err, session.ErrNotLossless, name)
@@ -1940,7 +1941,7 @@ func TestS0_07_WriteOpenWhileOwnedThenAfterClose(t *testing.T) {
 
 		for _, st := range []*jsonl.Store{e.store, e.newStore(nil)} {
 			_, err := st.Open(bg, h.ID, jsonl.AccessWrite, jsonl.OpenOptions{HandleID: newHandleID()})
-			requireCode(t, err, jsonl.ErrAlreadyOwned)
+			requireCode(t, err, wire.ErrAlreadyOwned)
 			require.EqualError(t, err, `session "s0-07" is already owned by an active write handle`)
 			require.Equal(t, jsonl.Code("SessionAlreadyOwned"), jsonl.ErrorCode(err))
 		}
@@ -1958,7 +1959,7 @@ func TestS0_07_WriteOpenWhileOwnedThenAfterClose(t *testing.T) {
 		// A created, never-materialized session is owned by its creator too.
 		pending := create(t, e.store, header("s0-07-pending", ""))
 		_, err = e.newStore(nil).Open(bg, "s0-07-pending", jsonl.AccessWrite, jsonl.OpenOptions{HandleID: newHandleID()})
-		requireCode(t, err, jsonl.ErrAlreadyOwned)
+		requireCode(t, err, wire.ErrAlreadyOwned)
 		require.NoError(t, pending.Close(bg))
 	})
 }
@@ -1972,13 +1973,13 @@ func TestS0_16_OwnedOpenTurnCannotBeRepairedConcurrently(t *testing.T) {
 		require.NoError(t, live.Flush(bg))
 
 		_, err := e.newStore(nil).Open(bg, h.ID, jsonl.AccessWrite, jsonl.OpenOptions{HandleID: newHandleID()})
-		requireCode(t, err, jsonl.ErrAlreadyOwned)
+		requireCode(t, err, wire.ErrAlreadyOwned)
 		require.ErrorContains(t, err, "already owned by an active write handle")
 
 		require.NoError(t, live.Append(bg, []session.Event{turnEnd(t, 1, 1)}))
 		require.NoError(t, live.Close(bg))
 		got := readAll(t, e.store, h.ID)
-		require.Equal(t, []string{session.TypeTurnStart, session.TypeTurnEnd}, types(got))
+		require.Equal(t, []string{wire.TypeTurnStart, wire.TypeTurnEnd}, types(got))
 		te, err := got[1].TurnEnd()
 		require.NoError(t, err)
 		require.Equal(t, "completed", string(te.Reason.Kind))
@@ -1991,16 +1992,16 @@ func TestS0_17_ReadHasNoClosersRepairStoresThem(t *testing.T) {
 		h := header("s0-17", "/w")
 		persist(t, e.store, h, turnStart(t, 0, 1))
 
-		require.Equal(t, []string{session.TypeTurnStart}, types(readAll(t, e.store, h.ID)))
+		require.Equal(t, []string{wire.TypeTurnStart}, types(readAll(t, e.store, h.ID)))
 
 		hd := openWrite(t, e.newStore(nil), h.ID)
-		require.Equal(t, []string{session.TypeTurnStart}, types(readHandle(t, hd)))
+		require.Equal(t, []string{wire.TypeTurnStart}, types(readHandle(t, hd)))
 		suffix := resumeMarker(t, hd)
-		require.Equal(t, []string{session.TypeTurnEnd, session.TypeEndSeed}, types(suffix))
+		require.Equal(t, []string{wire.TypeTurnEnd, wire.TypeEndSeed}, types(suffix))
 		require.NoError(t, hd.Close(bg))
 
 		got := readAll(t, e.store, h.ID)
-		require.Equal(t, []string{session.TypeTurnStart, session.TypeTurnEnd, session.TypeEndSeed}, types(got))
+		require.Equal(t, []string{wire.TypeTurnStart, wire.TypeTurnEnd, wire.TypeEndSeed}, types(got))
 		require.Equal(t, upTo(3), seqs(got))
 		te, err := got[1].TurnEnd()
 		require.NoError(t, err)
@@ -2031,7 +2032,7 @@ func TestS0_18_RecordedToolCallGetsOutcomeUnknown(t *testing.T) {
 		got := readAll(t, e.newStore(nil), h.ID)
 		require.Equal(t, upTo(8), seqs(got))
 		require.Equal(t, stored, got[:4])
-		require.Equal(t, []string{session.TypeToolResult, session.TypeStepEnd, session.TypeTurnEnd, session.TypeEndSeed}, types(got[4:]))
+		require.Equal(t, []string{wire.TypeToolResult, wire.TypeStepEnd, wire.TypeTurnEnd, wire.TypeEndSeed}, types(got[4:]))
 
 		result := got[4]
 		require.Equal(t, []int64{3}, result.SourceEventSeqs)
@@ -2040,17 +2041,17 @@ func TestS0_18_RecordedToolCallGetsOutcomeUnknown(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, int64(1), tr.Turn)
 		require.Equal(t, int64(1), tr.Step)
-		require.Equal(t, &session.ToolError{Name: "ToolOutcomeUnknownError", Code: "TOOL_OUTCOME_UNKNOWN"}, tr.Error)
+		require.Equal(t, &wire.ToolError{Name: "ToolOutcomeUnknownError", Code: "TOOL_OUTCOME_UNKNOWN"}, tr.Error)
 		require.Equal(t, "interrupted-tool-result-call-1-4", tr.Message.ID)
-		require.Equal(t, session.ToolResultSource{Kind: "tool", CallID: "call-1"}, tr.Message.Source)
+		require.Equal(t, wire.ToolResultSource{Kind: "tool", CallID: "call-1"}, tr.Message.Source)
 		require.Len(t, tr.Message.Content, 1)
 		require.True(t, tr.Message.Content[0].IsError)
 		require.Equal(t, "call-1", tr.Message.Content[0].ToolCallID)
-		require.Equal(t, []session.TextContent{{Type: "text", Text: "The tool call was interrupted after it was recorded, but no result was durably recorded. Its outcome is unknown. Decide whether to retry from the tool semantics: retry only if the operation is read-only or idempotent; if it may have side effects, first verify external state or ask the user. Do not retry blindly."}}, tr.Message.Content[0].Content)
+		require.Equal(t, []wire.TextContent{{Type: "text", Text: "The tool call was interrupted after it was recorded, but no result was durably recorded. Its outcome is unknown. Decide whether to retry from the tool semantics: retry only if the operation is read-only or idempotent; if it may have side effects, first verify external state or ask the user. Do not retry blindly."}}, tr.Message.Content[0].Content)
 
 		se, err := got[5].StepEnd()
 		require.NoError(t, err)
-		require.Equal(t, session.StepEnd{Turn: 1, Step: 1}, se)
+		require.Equal(t, wire.StepEnd{Turn: 1, Step: 1}, se)
 		te, err := got[6].TurnEnd()
 		require.NoError(t, err)
 		require.Equal(t, "interrupted", string(te.Reason.Kind))
@@ -2075,7 +2076,7 @@ func TestS0_19_TornFragmentCutClosersLandWithoutGap(t *testing.T) {
 		require.NoError(t, hd.Close(bg))
 
 		got := readAll(t, e.newStore(nil), h.ID)
-		require.Equal(t, []string{session.TypeTurnStart, session.TypeTurnEnd, session.TypeEndSeed}, types(got))
+		require.Equal(t, []string{wire.TypeTurnStart, wire.TypeTurnEnd, wire.TypeEndSeed}, types(got))
 		require.Equal(t, upTo(3), seqs(got))
 		want := headerLine(h) + "\n" + strings.Join(lines(t, append([]session.Event{turnStart(t, 0, 1)}, suffix...)...), "\n") + "\n"
 		require.Equal(t, want, string(readFile(t, path)), "fragment cut, closers right after the last valid record")
@@ -2107,13 +2108,13 @@ func TestS0_24_SecondRepairAppendsNothing(t *testing.T) {
 		persist(t, e.store, h, fixture(t)...)
 
 		first := openWrite(t, e.store, h.ID)
-		require.Equal(t, []string{session.TypeEndSeed}, types(resumeMarker(t, first)))
+		require.Equal(t, []string{wire.TypeEndSeed}, types(resumeMarker(t, first)))
 		require.NoError(t, first.Close(bg))
 		path := e.logPath(h.Cwd, h.ID)
 		before := readFile(t, path)
 
 		second := openWrite(t, e.newStore(nil), h.ID)
-		require.Equal(t, []string{session.TypeTurnStart, session.TypeTurnEnd, session.TypeEndSeed}, types(readHandle(t, second)))
+		require.Equal(t, []string{wire.TypeTurnStart, wire.TypeTurnEnd, wire.TypeEndSeed}, types(readHandle(t, second)))
 		require.Empty(t, resumeMarker(t, second))
 		require.NoError(t, second.Close(bg))
 		require.Equal(t, before, readFile(t, path))
@@ -2124,15 +2125,15 @@ func TestS0_24_SecondRepairAppendsNothing(t *testing.T) {
 func TestS0_31_ForkHeaderAndInheritedCountRoundTrip(t *testing.T) {
 	eachCompression(t, func(t *testing.T, comp jsonl.Compression) {
 		e := newEnv(t, comp, nil)
-		h := session.Header{Version: 3, ID: "s0-31", CreatedAt: 5, Cwd: "/w", ParentSession: "parent-sess", IsSeeded: true, DelegationDepth: 1}
+		h := wire.Header{Version: 3, ID: "s0-31", CreatedAt: 5, Cwd: "/w", ParentSession: "parent-sess", IsSeeded: true, DelegationDepth: 1}
 
 		_, err := e.store.Create(bg, h, jsonl.CreateOptions{HandleID: newHandleID()})
-		requireCode(t, err, jsonl.ErrInvalidArgument)
+		requireCode(t, err, wire.ErrInvalidArgument)
 		require.EqualError(t, err, "seeded session header requires an inherited event count")
 		unseeded := h
 		unseeded.IsSeeded = false
 		_, err = e.store.Create(bg, unseeded, jsonl.CreateOptions{HandleID: newHandleID(), InheritedEventCount: 2})
-		requireCode(t, err, jsonl.ErrInvalidArgument)
+		requireCode(t, err, wire.ErrInvalidArgument)
 		require.EqualError(t, err, "unseeded session header inherited event count must be 0")
 
 		hd, err := e.store.Create(bg, h, jsonl.CreateOptions{HandleID: newHandleID(), InheritedEventCount: 2})
@@ -2177,7 +2178,7 @@ func TestS0_31_ForkHeaderAndInheritedCountRoundTrip(t *testing.T) {
 const vectorPath = "testdata/reference-v3.jsonl"
 
 // vectorHeader is the header of the vector.
-var vectorHeader = session.Header{Version: 3, ID: "vector-1", CreatedAt: 1760000000000, Cwd: "/work/agent-harness", ParentSession: "parent-0", Origin: "subagent", DelegationDepth: 1, AgentPreset: "coder"}
+var vectorHeader = wire.Header{Version: 3, ID: "vector-1", CreatedAt: 1760000000000, Cwd: "/work/agent-harness", ParentSession: "parent-0", Origin: "subagent", DelegationDepth: 1, AgentPreset: "coder"}
 
 // vectorEvents are the events of the vector, written out independently of
 // the file.
@@ -2303,7 +2304,7 @@ func jsonKeys(t *testing.T, line string) []string {
 func TestVector_StoreLineLayout(t *testing.T) {
 	eachCompression(t, func(t *testing.T, comp jsonl.Compression) {
 		e := newEnv(t, comp, nil)
-		h := session.Header{Version: 3, ID: "layout", CreatedAt: 7, Cwd: "/w", ParentSession: "p", IsSeeded: true, Origin: "subagent", DelegationDepth: 2, AgentPreset: "x"}
+		h := wire.Header{Version: 3, ID: "layout", CreatedAt: 7, Cwd: "/w", ParentSession: "p", IsSeeded: true, Origin: "subagent", DelegationDepth: 2, AgentPreset: "x"}
 		hd, err := e.store.Create(bg, h, jsonl.CreateOptions{HandleID: newHandleID(), InheritedEventCount: 1})
 		require.NoError(t, err)
 		events := vectorEvents()[:8]

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // durID and durCwd name the session the durability tests (crash, fault,
@@ -25,8 +26,8 @@ const (
 )
 
 // durHeader is the header of the durability tests' session.
-func durHeader() session.Header {
-	return session.Header{Version: session.FormatVersion, ID: durID, CreatedAt: 1_700_000_000_000, Cwd: durCwd}
+func durHeader() wire.Header {
+	return wire.Header{Version: wire.FormatVersion, ID: durID, CreatedAt: 1_700_000_000_000, Cwd: durCwd}
 }
 
 // durQuiet is a logger that drops the store's torn-tail warnings.
@@ -104,17 +105,17 @@ func (b *durBuilder) add(typ string, data any) {
 type durObj = map[string]any
 
 func (b *durBuilder) userMessage(turn int64, text string) {
-	b.add(session.TypeUserMessage, durObj{"turn": turn, "message": durObj{
+	b.add(wire.TypeUserMessage, durObj{"turn": turn, "message": durObj{
 		"role": "user", "content": []any{durObj{"type": "text", "text": text}}}})
 }
 
 func (b *durBuilder) assistantText(turn, step int64, text string) {
-	b.add(session.TypeAssistantMessage, durObj{"turn": turn, "step": step, "stream": []any{}, "message": durObj{
+	b.add(wire.TypeAssistantMessage, durObj{"turn": turn, "step": step, "stream": []any{}, "message": durObj{
 		"role": "assistant", "content": []any{durObj{"type": "text", "text": text}}}})
 }
 
 func (b *durBuilder) assistantCall(turn, step int64, callID string) {
-	b.add(session.TypeAssistantMessage, durObj{"turn": turn, "step": step, "stream": []any{}, "message": durObj{
+	b.add(wire.TypeAssistantMessage, durObj{"turn": turn, "step": step, "stream": []any{}, "message": durObj{
 		"role": "assistant", "content": []any{
 			durObj{"type": "text", "text": "Reading the file first."},
 			durObj{"type": "tool-call", "id": callID, "name": "read", "arguments": durObj{"path": "/etc/hosts"}},
@@ -122,11 +123,11 @@ func (b *durBuilder) assistantCall(turn, step int64, callID string) {
 }
 
 func (b *durBuilder) toolCall(turn, step int64, callID string) {
-	b.add(session.TypeToolCall, durObj{"turn": turn, "step": step, "callId": callID, "name": "read", "arguments": `{"path":"/etc/hosts"}`})
+	b.add(wire.TypeToolCall, durObj{"turn": turn, "step": step, "callId": callID, "name": "read", "arguments": `{"path":"/etc/hosts"}`})
 }
 
 func (b *durBuilder) toolResult(turn, step int64, callID string) {
-	b.add(session.TypeToolResult, durObj{"turn": turn, "step": step, "message": durObj{
+	b.add(wire.TypeToolResult, durObj{"turn": turn, "step": step, "message": durObj{
 		"id": "result-" + callID, "role": "user", "source": durObj{"kind": "tool", "callId": callID},
 		"content": []any{durObj{"type": "tool-result", "toolCallId": callID, "isError": false,
 			"content": []any{durObj{"type": "text", "text": "127.0.0.1 localhost"}}}}}})
@@ -138,28 +139,28 @@ func (b *durBuilder) toolResult(turn, step int64, callID string) {
 // synthesize). It is about 3 KB of raw JSONL.
 func durTurnLog(tb testing.TB) []session.Event {
 	b := &durBuilder{tb: tb}
-	b.add(session.TypeTurnStart, durObj{"turn": 1})
+	b.add(wire.TypeTurnStart, durObj{"turn": 1})
 	b.userMessage(1, "Say hello.")
-	b.add(session.TypeStepStart, durObj{"turn": 1, "step": 1})
+	b.add(wire.TypeStepStart, durObj{"turn": 1, "step": 1})
 	b.assistantText(1, 1, "Hello! How can I help?")
-	b.add(session.TypeStepEnd, durObj{"turn": 1, "step": 1})
-	b.add(session.TypeTurnEnd, durObj{"turn": 1, "reason": durObj{"kind": "completed"}})
+	b.add(wire.TypeStepEnd, durObj{"turn": 1, "step": 1})
+	b.add(wire.TypeTurnEnd, durObj{"turn": 1, "reason": durObj{"kind": "completed"}})
 
-	b.add(session.TypeTurnStart, durObj{"turn": 2})
+	b.add(wire.TypeTurnStart, durObj{"turn": 2})
 	b.userMessage(2, "What is in /etc/hosts?")
-	b.add(session.TypeStepStart, durObj{"turn": 2, "step": 1})
+	b.add(wire.TypeStepStart, durObj{"turn": 2, "step": 1})
 	b.assistantCall(2, 1, "call-a")
 	b.toolCall(2, 1, "call-a")
 	b.toolResult(2, 1, "call-a")
-	b.add(session.TypeStepEnd, durObj{"turn": 2, "step": 1})
-	b.add(session.TypeStepStart, durObj{"turn": 2, "step": 2})
+	b.add(wire.TypeStepEnd, durObj{"turn": 2, "step": 1})
+	b.add(wire.TypeStepStart, durObj{"turn": 2, "step": 2})
 	b.assistantText(2, 2, "It maps localhost.")
-	b.add(session.TypeStepEnd, durObj{"turn": 2, "step": 2})
-	b.add(session.TypeTurnEnd, durObj{"turn": 2, "reason": durObj{"kind": "completed"}})
+	b.add(wire.TypeStepEnd, durObj{"turn": 2, "step": 2})
+	b.add(wire.TypeTurnEnd, durObj{"turn": 2, "reason": durObj{"kind": "completed"}})
 
-	b.add(session.TypeTurnStart, durObj{"turn": 3})
+	b.add(wire.TypeTurnStart, durObj{"turn": 3})
 	b.userMessage(3, "Read it again.")
-	b.add(session.TypeStepStart, durObj{"turn": 3, "step": 1})
+	b.add(wire.TypeStepStart, durObj{"turn": 3, "step": 1})
 	b.assistantCall(3, 1, "call-b")
 	b.toolCall(3, 1, "call-b")
 	return b.events
@@ -170,7 +171,7 @@ func durSeqEvents(tb testing.TB, from, n int64) []session.Event {
 	tb.Helper()
 	out := make([]session.Event, 0, n)
 	for seq := from; seq < from+n; seq++ {
-		e, err := session.NewEvent(session.TypeSystemMessage, seq, 5_000+seq, durObj{"text": fmt.Sprintf("event number %d", seq)})
+		e, err := session.NewEvent(wire.TypeSystemMessage, seq, 5_000+seq, durObj{"text": fmt.Sprintf("event number %d", seq)})
 		require.NoError(tb, err)
 		out = append(out, e)
 	}
@@ -368,7 +369,7 @@ func durResumeCut(t *testing.T, work string, comp jsonl.Compression, full []byte
 	h, err := s.Open(ctx, durID, jsonl.AccessWrite, jsonl.OpenOptions{HandleID: fmt.Sprintf("resume-%d", k)})
 	if want.headerless {
 		require.Error(t, err, "offset %d: a log without a complete header must be refused", k)
-		require.ErrorIs(t, err, jsonl.ErrCorrupt, "offset %d", k)
+		require.ErrorIs(t, err, wire.ErrCorrupt, "offset %d", k)
 		require.Equal(t, fmt.Sprintf("session %q: stored log is corrupt: %s (raw log: %s)", durID, refusal, path), err.Error(), "offset %d", k)
 		l, lerr := s.LeaseOf(ctx, durID)
 		require.NoError(t, lerr)
@@ -424,7 +425,7 @@ func TestCrashTornTailRepairIsOneMutation(t *testing.T) {
 	for _, comp := range []jsonl.Compression{jsonl.CompressionNone, jsonl.CompressionZstd} {
 		t.Run(string(comp), func(t *testing.T) {
 			root := t.TempDir()
-			start, err := session.NewEvent(session.TypeTurnStart, 0, 10, durObj{"turn": 1})
+			start, err := session.NewEvent(wire.TypeTurnStart, 0, 10, durObj{"turn": 1})
 			require.NoError(t, err)
 			full, ends := durWriteLog(t, root, comp, []session.Event{start}, []int{1})
 			path := durLogPath(t, root, comp)
@@ -443,8 +444,8 @@ func TestCrashTornTailRepairIsOneMutation(t *testing.T) {
 			durRequireEvents(t, []session.Event{start}, stored)
 			batch := durResumeBatch(t, stored)
 			require.Len(t, batch, 2)
-			require.Equal(t, session.TypeTurnEnd, batch[0].Type)
-			require.Equal(t, session.TypeEndSeed, batch[1].Type)
+			require.Equal(t, wire.TypeTurnEnd, batch[0].Type)
+			require.Equal(t, wire.TypeEndSeed, batch[1].Type)
 			require.NoError(t, h.Append(ctx, batch))
 			require.NoError(t, h.Close(ctx))
 

@@ -7,7 +7,7 @@ import (
 	"io/fs"
 	"path/filepath"
 
-	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // Create registers a new session and returns its write handle (FORMAT.md §7.2).
@@ -15,12 +15,12 @@ import (
 // any worker that presents the handle id can materialize it; nothing else is
 // written until the first append or flush. Retrying Create with the same
 // handle id returns the same handle.
-func (s *Store) Create(ctx context.Context, h session.Header, opts CreateOptions) (*Handle, error) {
+func (s *Store) Create(ctx context.Context, h wire.Header, opts CreateOptions) (*Handle, error) {
 	if h.Version == 0 {
-		h.Version = session.FormatVersion
+		h.Version = wire.FormatVersion
 	}
-	if h.Version != session.FormatVersion {
-		return nil, invalidArgument(h.ID, fmt.Errorf("session header version must be %d", session.FormatVersion))
+	if h.Version != wire.FormatVersion {
+		return nil, invalidArgument(h.ID, fmt.Errorf("session header version must be %d", wire.FormatVersion))
 	}
 	if err := h.Validate(); err != nil {
 		return nil, invalidArgument(h.ID, err)
@@ -81,7 +81,7 @@ func (s *Store) Create(ctx context.Context, h session.Header, opts CreateOptions
 		return nil, err
 	}
 	lease := s.newLease(opts.HandleID, opts.Owner)
-	lease.Pending = &PendingSession{Header: h, InheritedEventCount: opts.InheritedEventCount}
+	lease.Pending = &wire.PendingSession{Header: h, InheritedEventCount: opts.InheritedEventCount}
 	if err := s.acquireLease(dir, lease); err != nil {
 		if errors.Is(err, errLeaseHeld) {
 			return nil, alreadyExists(id)
@@ -115,11 +115,11 @@ func (s *Store) Create(ctx context.Context, h session.Header, opts CreateOptions
 	return s.registerPending(id, dir, &lease), nil
 }
 
-func (s *Store) newLease(handle string, owner Owner) Lease {
-	return Lease{HandleID: handle, Owner: owner, Host: s.host, PID: s.pid, AcquiredAt: s.now().UnixMilli()}
+func (s *Store) newLease(handle string, owner Owner) wire.Lease {
+	return wire.Lease{HandleID: handle, Owner: owner, Host: s.host, PID: s.pid, AcquiredAt: s.now().UnixMilli()}
 }
 
-func (s *Store) registerPending(id, dir string, l *Lease) *Handle {
+func (s *Store) registerPending(id, dir string, l *wire.Lease) *Handle {
 	st := &handleState{
 		ref:       HandleRef{SessionID: id, HandleID: l.HandleID, Access: AccessWrite},
 		header:    l.Pending.Header,

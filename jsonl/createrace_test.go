@@ -17,7 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sessionflow/sessionflow/jsonl"
-	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // Environment of the helper processes of TestRaceCreateAcrossProjects.
@@ -53,7 +53,7 @@ func TestHelperProcessCreate(t *testing.T) {
 	ctx := context.Background()
 	for n := 0; in.Scan(); n++ {
 		id := in.Text()
-		h, err := s.Create(ctx, session.Header{Version: session.FormatVersion, ID: id, CreatedAt: 1, Cwd: cwd},
+		h, err := s.Create(ctx, wire.Header{Version: wire.FormatVersion, ID: id, CreatedAt: 1, Cwd: cwd},
 			jsonl.CreateOptions{HandleID: fmt.Sprintf("%s/%s/%d", cwd, id, n)})
 		if err == nil {
 			err = errors.Join(h.Flush(ctx), h.Close(ctx))
@@ -61,7 +61,7 @@ func TestHelperProcessCreate(t *testing.T) {
 		switch {
 		case err == nil:
 			fmt.Println(createWon)
-		case errors.Is(err, jsonl.ErrAlreadyExists):
+		case errors.Is(err, wire.ErrAlreadyExists):
 			fmt.Println(createExists)
 		default:
 			fmt.Printf("error: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
@@ -165,7 +165,7 @@ func TestCloseReleasesLeaseDespiteDuplicate(t *testing.T) {
 		e.writeLog(header("dup", "/p2"))
 
 		err := h.Close(bg)
-		requireCode(t, err, jsonl.ErrLayout)
+		requireCode(t, err, wire.ErrLayout)
 		require.EqualError(t, err, `duplicate JSONL session id "dup" appears in multiple project directories`)
 		noSuchFile(t, lease)
 		require.FileExists(t, e.logPath("/p1", "dup"), "close removes the lease, never the log")
@@ -176,7 +176,7 @@ func TestCloseReleasesLeaseDespiteDuplicate(t *testing.T) {
 		require.NoError(t, h2.Flush(bg))
 		e.writeLog(header("dup2", "/p2"))
 		err = e.newStore(nil).CloseHandle(bg, jsonl.HandleRef{SessionID: "dup2", HandleID: "h-dup2", Access: jsonl.AccessWrite})
-		requireCode(t, err, jsonl.ErrLayout)
+		requireCode(t, err, wire.ErrLayout)
 		noSuchFile(t, filepath.Join(sessionDir(t, e.root, "/p1", "dup2"), "session.lock"))
 	})
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/jsonl/faultfs"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // requireGone asserts that every operation agrees that session id does not
@@ -17,9 +18,9 @@ import (
 func requireGone(t *testing.T, e *env, st *jsonl.Store, id, cwd string) {
 	t.Helper()
 	_, err := st.Inspect(bg, id)
-	requireCode(t, err, jsonl.ErrNotFound)
+	requireCode(t, err, wire.ErrNotFound)
 	_, err = st.Open(bg, id, jsonl.AccessRead, jsonl.OpenOptions{})
-	requireCode(t, err, jsonl.ErrNotFound)
+	requireCode(t, err, wire.ErrNotFound)
 	has, err := st.Has(bg, id)
 	require.NoError(t, err)
 	require.False(t, has)
@@ -90,7 +91,7 @@ func TestDeleteFailingBeforeTheSessionMovesLeavesItWhole(t *testing.T) {
 			require.Nil(t, insp.Lease, "the delete's lease is withdrawn")
 			require.Equal(t, before, insp.Events)
 			_, err = st.Create(bg, header("keep", "/w"), jsonl.CreateOptions{HandleID: newHandleID()})
-			requireCode(t, err, jsonl.ErrAlreadyExists)
+			requireCode(t, err, wire.ErrAlreadyExists)
 		}
 		w := openWrite(t, e.store, "keep")
 		require.NoError(t, w.Close(bg))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // countingFS counts the files the store has open through it, and the most
@@ -91,14 +92,14 @@ func limitedStore(t *testing.T, root string, limit int, fsys jsonl.FS) *jsonl.St
 // fleetEvent is the event at seq of session n.
 func fleetEvent(t *testing.T, n int, seq int64) session.Event {
 	t.Helper()
-	e, err := session.NewEvent(session.TypeSystemMessage, seq, 5_000+seq, durObj{"text": fmt.Sprintf("session %d event %d", n, seq)})
+	e, err := session.NewEvent(wire.TypeSystemMessage, seq, 5_000+seq, durObj{"text": fmt.Sprintf("session %d event %d", n, seq)})
 	require.NoError(t, err)
 	return e
 }
 
 // fleetHeader is the header of session n.
-func fleetHeader(n int) session.Header {
-	return session.Header{Version: session.FormatVersion, ID: fmt.Sprintf("fleet-%02d", n), CreatedAt: 1_700_000_000_000, Cwd: "/work/fleet"}
+func fleetHeader(n int) wire.Header {
+	return wire.Header{Version: wire.FormatVersion, ID: fmt.Sprintf("fleet-%02d", n), CreatedAt: 1_700_000_000_000, Cwd: "/work/fleet"}
 }
 
 // fleetLogPath is the log of session n under root (no compression).
@@ -175,7 +176,7 @@ func TestDescriptorLimitConcurrentAppends(t *testing.T) {
 				// Worker w owns sessions w, w+8, w+16: appends to one
 				// session stay in order.
 				for n := w; n < sessions; n += workers {
-					e, err := session.NewEvent(session.TypeSystemMessage, int64(r), 5_000+int64(r), durObj{"text": fmt.Sprintf("session %d event %d", n, r)})
+					e, err := session.NewEvent(wire.TypeSystemMessage, int64(r), 5_000+int64(r), durObj{"text": fmt.Sprintf("session %d event %d", n, r)})
 					if err == nil {
 						err = handles[n].Append(ctx, []session.Event{e})
 					}
@@ -242,7 +243,7 @@ func TestDescriptorLimitReleasedSessionLeaseTaken(t *testing.T) {
 	require.NoError(t, taker.Append(ctx, []session.Event{fleetEvent(t, 9, 2)}))
 
 	err = hs[0].Append(ctx, []session.Event{fleetEvent(t, 0, 2)})
-	requireCode(t, err, jsonl.ErrOwnershipLost)
+	requireCode(t, err, wire.ErrOwnershipLost)
 	got := readAll(t, durStore(t, root, jsonl.CompressionNone, nil), fleetHeader(0).ID)
 	require.Len(t, got, 3)
 	require.Equal(t, line(t, fleetEvent(t, 9, 2)), line(t, got[2]))
@@ -266,7 +267,7 @@ func TestDescriptorLimitReleasedSessionForceUnlocked(t *testing.T) {
 	require.NoError(t, taker.Append(ctx, []session.Event{fleetEvent(t, 9, 2)}))
 
 	err = hs[0].Append(ctx, []session.Event{fleetEvent(t, 0, 2)})
-	requireCode(t, err, jsonl.ErrOwnershipLost)
+	requireCode(t, err, wire.ErrOwnershipLost)
 	got := readAll(t, durStore(t, root, jsonl.CompressionNone, nil), fleetHeader(0).ID)
 	require.Len(t, got, 3)
 	require.Equal(t, line(t, fleetEvent(t, 9, 2)), line(t, got[2]))
@@ -287,7 +288,7 @@ func TestDescriptorLimitReleasedSessionRevoked(t *testing.T) {
 	before := readFile(t, path)
 
 	err := hs[0].Append(ctx, []session.Event{fleetEvent(t, 0, 2)})
-	requireCode(t, err, jsonl.ErrHandleClosed)
+	requireCode(t, err, wire.ErrHandleClosed)
 	require.Equal(t, string(before), string(readFile(t, path)))
 }
 
@@ -303,7 +304,7 @@ func TestDescriptorLimitReleasedSessionClosedElsewhere(t *testing.T) {
 	require.NoError(t, other.CloseHandle(ctx, hs[0].Ref()))
 
 	err := hs[0].Append(ctx, []session.Event{fleetEvent(t, 0, 2)})
-	requireCode(t, err, jsonl.ErrOwnershipLost)
+	requireCode(t, err, wire.ErrOwnershipLost)
 	require.Len(t, readAll(t, other, fleetHeader(0).ID), 2)
 }
 
@@ -321,7 +322,7 @@ func TestDescriptorLimitReleasedSessionLogAppendedElsewhere(t *testing.T) {
 	require.NoError(t, other.Attach(hs[0].Ref()).Append(ctx, []session.Event{fleetEvent(t, 7, 2)}))
 
 	err := hs[0].Append(ctx, []session.Event{fleetEvent(t, 0, 2)})
-	requireCode(t, err, jsonl.ErrSeqMismatch)
+	requireCode(t, err, wire.ErrSeqMismatch)
 	got := readAll(t, other, fleetHeader(0).ID)
 	require.Len(t, got, 3)
 	require.Equal(t, line(t, fleetEvent(t, 7, 2)), line(t, got[2]))
@@ -331,7 +332,7 @@ func TestDescriptorLimitReleasedSessionLogAppendedElsewhere(t *testing.T) {
 	require.NoError(t, hs[1].Append(ctx, []session.Event{fleetEvent(t, 1, 2)}))
 	appendFile(t, fleetLogPath(t, root, 0), []byte(line(t, fleetEvent(t, 8, 4))+"\n"))
 	err = hs[0].Append(ctx, []session.Event{fleetEvent(t, 0, 4)})
-	requireCode(t, err, jsonl.ErrSeqMismatch)
+	requireCode(t, err, wire.ErrSeqMismatch)
 	got = readAll(t, other, fleetHeader(0).ID)
 	require.Len(t, got, 5)
 	require.Equal(t, line(t, fleetEvent(t, 8, 4)), line(t, got[4]))
@@ -371,12 +372,12 @@ func TestDescriptorLimitReopenedLogChangedUnderLease(t *testing.T) {
 	}
 	err := hs[0].Append(ctx, []session.Event{fleetEvent(t, 0, 1)})
 	require.True(t, fired)
-	requireCode(t, err, jsonl.ErrOwnershipLost)
+	requireCode(t, err, wire.ErrOwnershipLost)
 	body := string(readFile(t, path))
 	require.True(t, strings.HasSuffix(body, intruder), "the log ends with the intruder's record")
 	require.NotContains(t, body, "session 0 event 1")
 	err = hs[0].Append(ctx, []session.Event{fleetEvent(t, 0, 1)})
-	requireCode(t, err, jsonl.ErrSeqMismatch)
+	requireCode(t, err, wire.ErrSeqMismatch)
 }
 
 // TestDescriptorLimitRestartAttaches: a process whose store released a

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // Era A logs (FORMAT.md §8.3) are flat files <dir>/<project>/<id>.jsonl
@@ -63,10 +64,10 @@ func (s *Store) ImportEraA(ctx context.Context, path string, opts MigrateOptions
 	}
 	h, events, committed, err := scanEraA(data)
 	if err != nil {
-		return nil, &Error{Code: CodeCorrupt, Path: path, SessionID: h.ID, Err: err, Message: fmt.Sprintf(
+		return nil, &wire.StoreError{Code: CodeCorrupt, Path: path, SessionID: h.ID, Err: err, Message: fmt.Sprintf(
 			"era A log %s: %v", path, err)}
 	}
-	res := &MigrationResult{SessionID: h.ID, From: path, FromVersion: 1, ToVersion: session.FormatVersion,
+	res := &MigrationResult{SessionID: h.ID, From: path, FromVersion: 1, ToVersion: wire.FormatVersion,
 		Events: int64(len(events)), DroppedBytes: int64(len(data)) - committed, DryRun: opts.DryRun}
 	h = s.rootHeader(h, 0)
 	res.ToVersion = h.Version
@@ -106,8 +107,8 @@ func (s *Store) ImportEraA(ctx context.Context, path string, opts MigrateOptions
 
 // scanEraA validates an Era A log (FORMAT.md §8.3): it returns the
 // header, the committed events and the end of the committed region.
-func scanEraA(data []byte) (session.Header, []session.Event, int64, error) {
-	var h session.Header
+func scanEraA(data []byte) (wire.Header, []session.Event, int64, error) {
+	var h wire.Header
 	nl := bytes.IndexByte(data, '\n')
 	if nl < 0 {
 		return h, nil, 0, errHeaderless
@@ -126,7 +127,7 @@ func scanEraA(data []byte) (session.Header, []session.Event, int64, error) {
 		return h, nil, 0, errHeaderShape
 	}
 	var createdAt float64
-	if json.Unmarshal(raw["createdAt"], &createdAt) != nil || createdAt < 0 || createdAt != math.Trunc(createdAt) || createdAt > session.MaxSafeInteger {
+	if json.Unmarshal(raw["createdAt"], &createdAt) != nil || createdAt < 0 || createdAt != math.Trunc(createdAt) || createdAt > wire.MaxSafeInteger {
 		return h, nil, 0, errHeaderShape
 	}
 	if version != 1 {
@@ -141,7 +142,7 @@ func scanEraA(data []byte) (session.Header, []session.Event, int64, error) {
 	if err := h.Validate(); err != nil {
 		return h, nil, 0, err
 	}
-	h.Version = session.FormatVersion
+	h.Version = wire.FormatVersion
 	// The committed region ends at the last turn/end; every line before it
 	// must parse and continue the seqs.
 	type line struct {
@@ -162,7 +163,7 @@ func scanEraA(data []byte) (session.Header, []session.Event, int64, error) {
 	}
 	last := -1
 	for i, l := range lines {
-		if (l.err == nil || !errors.Is(l.err, session.ErrUnparsable)) && l.ev.Type == session.TypeTurnEnd {
+		if (l.err == nil || !errors.Is(l.err, session.ErrUnparsable)) && l.ev.Type == wire.TypeTurnEnd {
 			last = i
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/jsonl/faultfs"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // faultEnv is one run of a store operation under fault injection: a fresh
@@ -268,7 +269,7 @@ func faultCheckFailed(e *faultEnv, op faultOp, prev, clean []byte, where string)
 		// Nothing stored yet: absent, or a pending session that reads as
 		// empty.
 		if err != nil {
-			require.ErrorIs(t, err, jsonl.ErrNotFound, where)
+			require.ErrorIs(t, err, wire.ErrNotFound, where)
 			return
 		}
 		got, err := r.Read(e.ctx(), 0, -1)
@@ -322,7 +323,7 @@ func faultFinish(e *faultEnv, op faultOp, inj *faultfs.Record, where string) {
 
 	fresh := durStore(t, e.root, e.comp, nil)
 	_, err = fresh.Open(ctx, durID, jsonl.AccessWrite, jsonl.OpenOptions{HandleID: e.handle})
-	require.ErrorIs(t, err, jsonl.ErrHandleRevoked, "a closed handle id must be revoked; %s", where)
+	require.ErrorIs(t, err, wire.ErrHandleRevoked, "a closed handle id must be revoked; %s", where)
 
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) && e.final == nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // Format v0 is the log format of the published DeepSeek Harness (FORMAT.md
@@ -30,7 +31,7 @@ func v0Generation(comp Compression) string {
 // generationFile is the generation file name of a format version in an
 // encoding (FORMAT.md §3.4): version 0 is session.jsonl, N >= 1 session.vN.jsonl.
 func generationFile(version int, comp Compression) string {
-	if version == session.FormatVersionV0 {
+	if version == wire.FormatVersionV0 {
 		return v0Generation(comp)
 	}
 	name := fmt.Sprintf("session.v%d.jsonl", version)
@@ -46,8 +47,8 @@ func generationFile(version int, comp Compression) string {
 // agentPreset a string, seedLength (when present) a non-negative safe
 // integer. Like that harness, other keys are tolerated, except the retired
 // policy fields.
-func parseHeaderV0(raw map[string]json.RawMessage) (session.Header, error) {
-	h := session.Header{Version: session.FormatVersionV0}
+func parseHeaderV0(raw map[string]json.RawMessage) (wire.Header, error) {
+	h := wire.Header{Version: wire.FormatVersionV0}
 	if err := refuseRetiredFields(raw); err != nil {
 		return h, err
 	}
@@ -83,8 +84,8 @@ type headerWireV0 struct {
 
 // encodeHeaderLineV0 renders a version 0 header line including its newline;
 // a seeded header stores its inherited count as seedLength.
-func encodeHeaderLineV0(h session.Header, inherited int64) ([]byte, error) {
-	w := headerWireV0{Type: "session", Version: session.FormatVersionV0, ID: h.ID, CreatedAt: h.CreatedAt, Cwd: h.Cwd,
+func encodeHeaderLineV0(h wire.Header, inherited int64) ([]byte, error) {
+	w := headerWireV0{Type: "session", Version: wire.FormatVersionV0, ID: h.ID, CreatedAt: h.CreatedAt, Cwd: h.Cwd,
 		ParentSession: h.ParentSession, Origin: h.Origin, DelegationDepth: h.DelegationDepth, AgentPreset: h.AgentPreset}
 	if h.IsSeeded {
 		w.SeedLength = &inherited
@@ -99,8 +100,8 @@ var errSeedLengthExceedsLog = errors.New("session inherited event count exceeds 
 // inheritedCount is the inherited event count of a stored log: the v0
 // header's seedLength, or, in format v3, the seq of the last inherited
 // end-seed marker (FORMAT.md §2.2).
-func inheritedCount(h session.Header, events []session.Event) (int64, error) {
-	if h.Version == session.FormatVersionV0 {
+func inheritedCount(h wire.Header, events []session.Event) (int64, error) {
+	if h.Version == wire.FormatVersionV0 {
 		return h.SeedLength, nil
 	}
 	return session.InheritedEventCount(events)
@@ -109,8 +110,8 @@ func inheritedCount(h session.Header, events []session.Event) (int64, error) {
 // validateInherited checks that a stored log agrees with its header's fork
 // cut: in v3 through the inherited marker, in v0 by the seedLength fitting
 // the log.
-func validateInherited(h session.Header, events []session.Event) error {
-	if h.Version == session.FormatVersionV0 {
+func validateInherited(h wire.Header, events []session.Event) error {
+	if h.Version == wire.FormatVersionV0 {
 		if h.SeedLength > int64(len(events)) {
 			return errSeedLengthExceedsLog
 		}
@@ -122,9 +123,9 @@ func validateInherited(h session.Header, events []session.Event) error {
 // spellFor writes the replace surface operations of batch, the store's own
 // copy, in the spelling of the log's format (FORMAT.md §1.1): {op, start,
 // end} in a v0 log, {op, startSeq, endSeq} in a v3 log.
-func spellFor(h session.Header, batch []session.Event) {
+func spellFor(h wire.Header, batch []session.Event) {
 	want := session.SpellingV3
-	if h.Version == session.FormatVersionV0 {
+	if h.Version == wire.FormatVersionV0 {
 		want = session.SpellingV0
 	}
 	for i := range batch {
@@ -138,8 +139,8 @@ func spellFor(h session.Header, batch []session.Event) {
 // (FORMAT.md §8.1, §8.2): a replace surface operation is spelled as its
 // format spells it, and a v0 log, the published harness's, holds only the
 // harness's event types (or ignorable events).
-func checkFormatRules(h session.Header, events []session.Event) error {
-	v0 := h.Version == session.FormatVersionV0
+func checkFormatRules(h wire.Header, events []session.Event) error {
+	v0 := h.Version == wire.FormatVersionV0
 	for _, e := range events {
 		if op := e.SurfaceOp; op != nil && op.Op == session.SurfaceReplace {
 			if v0 && op.Spelling != session.SpellingV0 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // writeLogFile writes a hand-made log file into the session directory of
@@ -43,11 +44,11 @@ func TestListShowsWhatItCannotServe(t *testing.T) {
 		is   error
 		text string
 	}{
-		"bad":   {jsonl.ErrCorrupt, "corrupt session log: first line is not a session header"},
-		"empty": {jsonl.ErrCorrupt, "empty or header-less session log"},
-		"moved": {jsonl.ErrCorrupt, `holds a log whose header names session "elsewhere"`},
-		"v1":    {jsonl.ErrFormatUnsupported, `session "v1" uses log format v1, older than the supported v3`},
-		"v4":    {jsonl.ErrFormatUnsupported, `session "v4" uses log format v4, but this harness reads only v3`},
+		"bad":   {wire.ErrCorrupt, "corrupt session log: first line is not a session header"},
+		"empty": {wire.ErrCorrupt, "empty or header-less session log"},
+		"moved": {wire.ErrCorrupt, `holds a log whose header names session "elsewhere"`},
+		"v1":    {wire.ErrFormatUnsupported, `session "v1" uses log format v1, older than the supported v3`},
+		"v4":    {wire.ErrFormatUnsupported, `session "v4" uses log format v4, but this harness reads only v3`},
 	}
 	var ids []string
 	for _, s := range snaps {
@@ -73,7 +74,7 @@ func TestV0HeaderRules(t *testing.T) {
 		`{"type":"session","version":0,"id":"lenient","createdAt":5,"delegationDepth":0,"extra":{"kept":"out"}}`+"\n"+turn0)
 	h, err := e.store.Open(bg, "lenient", jsonl.AccessRead, jsonl.OpenOptions{})
 	require.NoError(t, err)
-	require.Equal(t, session.FormatVersionV0, h.Header().Version)
+	require.Equal(t, wire.FormatVersionV0, h.Header().Version)
 	require.False(t, h.Header().IsSeeded)
 	require.NoError(t, h.Close(bg))
 
@@ -84,7 +85,7 @@ func TestV0HeaderRules(t *testing.T) {
 	} {
 		writeLogFile(t, e.root, id, "session.jsonl", line+"\n")
 		_, err := e.store.Open(bg, id, jsonl.AccessRead, jsonl.OpenOptions{})
-		require.ErrorIs(t, err, jsonl.ErrCorrupt, id)
+		require.ErrorIs(t, err, wire.ErrCorrupt, id)
 		require.Contains(t, err.Error(), "corrupt session log: first line is not a session header", id)
 	}
 	writeLogFile(t, e.root, "retired", "session.jsonl", `{"type":"session","version":0,"id":"retired","createdAt":5,"delegationDepth":0,"sandboxMode":"x"}`+"\n")
@@ -93,7 +94,7 @@ func TestV0HeaderRules(t *testing.T) {
 
 	writeLogFile(t, e.root, "v0-in-v3", "session.v3.jsonl", `{"type":"session","version":0,"id":"v0-in-v3","createdAt":5,"delegationDepth":0}`+"\n")
 	_, err = e.store.Open(bg, "v0-in-v3", jsonl.AccessRead, jsonl.OpenOptions{})
-	require.ErrorIs(t, err, jsonl.ErrCorrupt)
+	require.ErrorIs(t, err, wire.ErrCorrupt)
 	require.ErrorContains(t, err, "a format v0 header in the generation file of format v3")
 	writeLogFile(t, e.root, "v3-in-v0", "session.jsonl", `{"type":"session","version":3,"id":"v3-in-v0","createdAt":5,"isSeeded":false,"delegationDepth":0}`+"\n")
 	_, err = e.store.Open(bg, "v3-in-v0", jsonl.AccessRead, jsonl.OpenOptions{})
@@ -113,12 +114,12 @@ func TestMigrateNeedsTheForkMarker(t *testing.T) {
 	require.Equal(t, int64(1), h.InheritedEventCount())
 	require.NoError(t, h.Close(bg))
 	_, err = e.store.Migrate(bg, "child", jsonl.MigrateOptions{})
-	require.ErrorIs(t, err, jsonl.ErrFormatUnsupported)
+	require.ErrorIs(t, err, wire.ErrFormatUnsupported)
 	require.ErrorContains(t, err, `session "child" (format v0) inherits 1 events but has no session/end-seed at seq 1 or 0`)
 	_, err = os.Stat(filepath.Join(filepath.Dir(path), "session.v3.jsonl"))
 	require.True(t, os.IsNotExist(err))
 	_, err = e.store.Open(bg, "child", jsonl.AccessWrite, jsonl.OpenOptions{HandleID: newHandleID()})
-	require.ErrorIs(t, err, jsonl.ErrFormatUnsupported, "a resume refuses what it cannot migrate")
+	require.ErrorIs(t, err, wire.ErrFormatUnsupported, "a resume refuses what it cannot migrate")
 	lease, err := e.store.LeaseOf(bg, "child")
 	require.NoError(t, err)
 	require.Nil(t, lease, "the refused write open left its lease")
@@ -172,9 +173,9 @@ func TestPendingSessionRefusesAForeignLog(t *testing.T) {
 		writeFile(t, path, encodeLog(t, comp, headerLine(other), lines(t, turnStart(t, 0, 1))))
 		before := treeSnapshot(t, e.root)
 		err := hd.Flush(bg)
-		requireCode(t, err, jsonl.ErrAlreadyExists)
+		requireCode(t, err, wire.ErrAlreadyExists)
 		require.EqualError(t, err, `refusing to materialize "p": a log already exists on disk (open it instead)`)
-		require.ErrorIs(t, hd.Append(bg, []session.Event{turnStart(t, 0, 1)}), jsonl.ErrAlreadyExists)
+		require.ErrorIs(t, hd.Append(bg, []session.Event{turnStart(t, 0, 1)}), wire.ErrAlreadyExists)
 		require.Equal(t, before, treeSnapshot(t, e.root))
 		require.NoError(t, hd.Close(bg))
 

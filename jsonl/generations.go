@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // CodeGenerationConflict classifies a session directory holding two
@@ -20,7 +20,7 @@ import (
 const CodeGenerationConflict Code = "SessionGenerationConflict"
 
 // ErrGenerationConflict matches a generation conflict.
-var ErrGenerationConflict = &Error{Code: CodeGenerationConflict}
+var ErrGenerationConflict = &wire.StoreError{Code: CodeGenerationConflict}
 
 // migrationRecordFile names the record a migration leaves in the session
 // directory: which older generation the current one was made from, and that
@@ -57,12 +57,12 @@ func generationVersion(name string) (int64, bool) {
 // checkGenerationVersion refuses a log whose header version differs from
 // the version its file name stands for: a session.jsonl must hold a v0
 // header and a session.v3.jsonl a v3 one.
-func checkGenerationVersion(id, path string, h session.Header) error {
+func checkGenerationVersion(id, path string, h wire.Header) error {
 	v, ok := generationVersion(filepath.Base(path))
 	if !ok || v == int64(h.Version) {
 		return nil
 	}
-	return &Error{Code: CodeCorrupt, SessionID: id, Path: path, Message: fmt.Sprintf(
+	return &wire.StoreError{Code: CodeCorrupt, SessionID: id, Path: path, Message: fmt.Sprintf(
 		"corrupt session log %q: a format v%d header in the generation file of format v%d", path, h.Version, v)}
 }
 
@@ -75,7 +75,7 @@ func (s *Store) readMigrationRecord(dir string) (*MigrationRecord, error) {
 	}
 	var rec MigrationRecord
 	if err := json.Unmarshal(b, &rec); err != nil {
-		return nil, &Error{Code: CodeCorrupt, Path: filepath.Join(dir, migrationRecordFile), Err: err, Message: fmt.Sprintf(
+		return nil, &wire.StoreError{Code: CodeCorrupt, Path: filepath.Join(dir, migrationRecordFile), Err: err, Message: fmt.Sprintf(
 			"migration record %q is not valid: %v", filepath.Join(dir, migrationRecordFile), err)}
 	}
 	return &rec, nil
@@ -124,7 +124,7 @@ func (s *Store) checkGenerations(dir, current string, entries []os.DirEntry) err
 }
 
 func (s *Store) conflict(dir, current, older, why string) error {
-	return &Error{Code: CodeGenerationConflict, Path: dir, Message: fmt.Sprintf(
+	return &wire.StoreError{Code: CodeGenerationConflict, Path: dir, Message: fmt.Sprintf(
 		"session directory %s holds two generations, %s and %s, and %s; refusing to pick one (move the one that is not the session out of the directory)",
 		strconv.Quote(dir), filepath.Base(current), filepath.Base(older), why)}
 }
@@ -170,14 +170,14 @@ func (s *Store) headerProblem(path string) error {
 	if err == nil {
 		err = errHeaderShape
 	}
-	return &Error{Code: CodeCorrupt, Path: path, Err: err, Message: fmt.Sprintf(
+	return &wire.StoreError{Code: CodeCorrupt, Path: path, Err: err, Message: fmt.Sprintf(
 		"session log %s: %v", strconv.Quote(path), err)}
 }
 
 // foreignHeader is the List problem of a log whose header names an id
 // that does not map to the directory holding it.
 func foreignHeader(path string, snap *Snapshot) error {
-	return &Error{Code: CodeCorrupt, Path: snap.Path, Message: fmt.Sprintf(
+	return &wire.StoreError{Code: CodeCorrupt, Path: snap.Path, Message: fmt.Sprintf(
 		"session directory %s holds a log whose header names session %q, which belongs in another directory",
 		strconv.Quote(path), snap.Header.ID)}
 }

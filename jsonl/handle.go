@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // CreateOptions configures Store.Create.
@@ -42,7 +43,7 @@ type OpenOptions struct {
 // handleState is the in-process view of one handle.
 type handleState struct {
 	ref       HandleRef
-	header    session.Header
+	header    wire.Header
 	inherited int64
 	dir       string
 	path      string // final generation path, even before materialization
@@ -109,8 +110,8 @@ func (h *Handle) ID() string { return h.ref.SessionID }
 func (h *Handle) Access() Access { return h.ref.Access }
 
 // Header is the session header fixed at create or open.
-func (h *Handle) Header() session.Header {
-	return locked(h, func(st *handleState) session.Header { return st.header })
+func (h *Handle) Header() wire.Header {
+	return locked(h, func(st *handleState) wire.Header { return st.header })
 }
 
 // InheritedEventCount is the fork cut of the session.

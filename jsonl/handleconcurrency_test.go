@@ -9,6 +9,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // TestAttachedHandleConcurrentReads reads one attached write handle from
@@ -35,7 +36,7 @@ func TestAttachedHandleConcurrentReads(t *testing.T) {
 		}
 		var next int64
 		var materialized bool
-		var header session.Header
+		var header wire.Header
 		wg.Go(func() {
 			// Materialized first: once it is true the load has happened,
 			// so what is read after it must be the loaded state.

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // TestHeaderVersionMustBeANumber: a header whose version is a string, null
@@ -23,7 +24,7 @@ func TestHeaderVersionMustBeANumber(t *testing.T) {
 		line := `{"type":"session","version":` + c.version + `,"id":"` + c.id + `","createdAt":5,"isSeeded":false,"delegationDepth":0}`
 		writeLogFile(t, e.root, c.id, c.file, line+"\n"+turn0)
 		_, err := e.store.Open(bg, c.id, jsonl.AccessRead, jsonl.OpenOptions{})
-		require.ErrorIs(t, err, jsonl.ErrCorrupt, c.id)
+		require.ErrorIs(t, err, wire.ErrCorrupt, c.id)
 		require.ErrorContains(t, err, "corrupt session log: first line is not a session header", c.id)
 	}
 }

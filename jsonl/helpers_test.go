@@ -23,6 +23,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // compressions are the two encodings every applicable case runs against.
@@ -111,12 +112,12 @@ func (e *env) newStore(fsys jsonl.FS) *jsonl.Store {
 }
 
 // header is an unseeded session header with createdAt 5.
-func header(id, cwd string) session.Header {
-	return session.Header{Version: session.FormatVersion, ID: id, CreatedAt: 5, Cwd: cwd}
+func header(id, cwd string) wire.Header {
+	return wire.Header{Version: wire.FormatVersion, ID: id, CreatedAt: 5, Cwd: cwd}
 }
 
 // create creates a session and returns its write handle.
-func create(t *testing.T, st *jsonl.Store, h session.Header) *jsonl.Handle {
+func create(t *testing.T, st *jsonl.Store, h wire.Header) *jsonl.Handle {
 	t.Helper()
 	hd, err := st.Create(bg, h, jsonl.CreateOptions{HandleID: newHandleID(), Owner: jsonl.Owner{WorkflowID: "session/" + h.ID, RunID: "run-1"}})
 	require.NoError(t, err)
@@ -124,7 +125,7 @@ func create(t *testing.T, st *jsonl.Store, h session.Header) *jsonl.Handle {
 }
 
 // persist creates a session, appends events in one batch and closes it.
-func persist(t *testing.T, st *jsonl.Store, h session.Header, events ...session.Event) {
+func persist(t *testing.T, st *jsonl.Store, h wire.Header, events ...session.Event) {
 	t.Helper()
 	hd := create(t, st, h)
 	require.NoError(t, hd.Append(bg, events))
@@ -180,40 +181,40 @@ func surface(t *testing.T, typ string, seq int64, data string) session.Event {
 }
 
 func turnStart(t *testing.T, seq, turn int64) session.Event {
-	return ev(t, session.TypeTurnStart, seq, fmt.Sprintf(`{"turn":%d}`, turn))
+	return ev(t, wire.TypeTurnStart, seq, fmt.Sprintf(`{"turn":%d}`, turn))
 }
 
 func turnEnd(t *testing.T, seq, turn int64) session.Event {
-	return ev(t, session.TypeTurnEnd, seq, fmt.Sprintf(`{"turn":%d,"reason":{"kind":"completed"}}`, turn))
+	return ev(t, wire.TypeTurnEnd, seq, fmt.Sprintf(`{"turn":%d,"reason":{"kind":"completed"}}`, turn))
 }
 
 func stepStart(t *testing.T, seq, turn, step int64) session.Event {
-	return ev(t, session.TypeStepStart, seq, fmt.Sprintf(`{"turn":%d,"step":%d}`, turn, step))
+	return ev(t, wire.TypeStepStart, seq, fmt.Sprintf(`{"turn":%d,"step":%d}`, turn, step))
 }
 
 func stepEnd(t *testing.T, seq, turn, step int64) session.Event {
-	return ev(t, session.TypeStepEnd, seq, fmt.Sprintf(`{"turn":%d,"step":%d}`, turn, step))
+	return ev(t, wire.TypeStepEnd, seq, fmt.Sprintf(`{"turn":%d,"step":%d}`, turn, step))
 }
 
 func userMessage(t *testing.T, seq int64, text string) session.Event {
 	b, err := json.Marshal(text)
 	require.NoError(t, err)
-	return surface(t, session.TypeUserMessage, seq, fmt.Sprintf(`{"id":"u-%d","role":"user","content":[{"type":"text","text":%s}],"source":{"kind":"user"}}`, seq, b))
+	return surface(t, wire.TypeUserMessage, seq, fmt.Sprintf(`{"id":"u-%d","role":"user","content":[{"type":"text","text":%s}],"source":{"kind":"user"}}`, seq, b))
 }
 
 func assistantMessage(t *testing.T, seq, turn, step int64, text string) session.Event {
 	b, err := json.Marshal(text)
 	require.NoError(t, err)
-	return surface(t, session.TypeAssistantMessage, seq, fmt.Sprintf(`{"turn":%d,"step":%d,"message":{"role":"assistant","content":[{"type":"text","text":%s}]},"stream":[]}`, turn, step, b))
+	return surface(t, wire.TypeAssistantMessage, seq, fmt.Sprintf(`{"turn":%d,"step":%d,"message":{"role":"assistant","content":[{"type":"text","text":%s}]},"stream":[]}`, turn, step, b))
 }
 
 // assistantToolCall is an assistant message requesting tool call callID.
 func assistantToolCall(t *testing.T, seq, turn, step int64, callID string) session.Event {
-	return surface(t, session.TypeAssistantMessage, seq, fmt.Sprintf(`{"turn":%d,"step":%d,"message":{"role":"assistant","content":[{"type":"tool-call","id":%q,"name":"read_file","arguments":{"path":"a.txt"}}]},"stream":[]}`, turn, step, callID))
+	return surface(t, wire.TypeAssistantMessage, seq, fmt.Sprintf(`{"turn":%d,"step":%d,"message":{"role":"assistant","content":[{"type":"tool-call","id":%q,"name":"read_file","arguments":{"path":"a.txt"}}]},"stream":[]}`, turn, step, callID))
 }
 
 func toolCall(t *testing.T, seq, turn, step int64, callID string) session.Event {
-	return ev(t, session.TypeToolCall, seq, fmt.Sprintf(`{"turn":%d,"step":%d,"callId":%q,"name":"read_file","arguments":"{\"path\":\"a.txt\"}"}`, turn, step, callID))
+	return ev(t, wire.TypeToolCall, seq, fmt.Sprintf(`{"turn":%d,"step":%d,"callId":%q,"name":"read_file","arguments":"{\"path\":\"a.txt\"}"}`, turn, step, callID))
 }
 
 // completedTurn is one whole turn of six events starting at seq first:
@@ -303,7 +304,7 @@ func (e *env) logPath(cwd, id string) string {
 
 // headerLine renders a header line (without newline) by hand, in the key
 // order of FORMAT.md §2.1, independently of the store's encoder.
-func headerLine(h session.Header) string {
+func headerLine(h wire.Header) string {
 	var b strings.Builder
 	q := func(s string) string { j, _ := json.Marshal(s); return string(j) }
 	fmt.Fprintf(&b, `{"type":"session","version":%d,"id":%s,"createdAt":%d`, h.Version, q(h.ID), h.CreatedAt)
@@ -384,7 +385,7 @@ func readFile(t *testing.T, path string) []byte {
 
 // writeLog writes a hand-built log for session h at its layout path and
 // returns the path.
-func (e *env) writeLog(h session.Header, batches ...[]string) string {
+func (e *env) writeLog(h wire.Header, batches ...[]string) string {
 	e.t.Helper()
 	path := e.logPath(h.Cwd, h.ID)
 	writeFile(e.t, path, encodeLog(e.t, e.comp, headerLine(h), batches...))
@@ -579,7 +580,7 @@ func strp(s string) *string { return &s }
 // toolResult is a tool/result answering callID, citing the tool/call at
 // callSeq.
 func toolResult(t *testing.T, seq, turn, step int64, callID string, callSeq int64) session.Event {
-	e := surface(t, session.TypeToolResult, seq, fmt.Sprintf(`{"turn":%d,"step":%d,"message":{"id":"tr-%s","role":"user","source":{"kind":"tool","callId":%q},"content":[{"type":"tool-result","toolCallId":%q,"isError":false,"content":[{"type":"text","text":"ok"}]}]}}`, turn, step, callID, callID, callID))
+	e := surface(t, wire.TypeToolResult, seq, fmt.Sprintf(`{"turn":%d,"step":%d,"message":{"id":"tr-%s","role":"user","source":{"kind":"tool","callId":%q},"content":[{"type":"tool-result","toolCallId":%q,"isError":false,"content":[{"type":"text","text":"ok"}]}]}}`, turn, step, callID, callID, callID))
 	e.SourceEventSeqs = []int64{callSeq}
 	require.NoError(t, e.Validate())
 	return e

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // Inspection is a read-only diagnosis of one stored session: what a read
@@ -13,7 +14,7 @@ import (
 // current lease.
 type Inspection struct {
 	// Header is the session header.
-	Header session.Header
+	Header wire.Header
 	// Pending is true for a created session that has no log yet; the other
 	// physical fields are then zero.
 	Pending bool
@@ -37,7 +38,7 @@ type Inspection struct {
 	// write-handle mutation cuts off.
 	TornBytes int64
 	// Lease is the current lease, or nil when none is held.
-	Lease *Lease
+	Lease *wire.Lease
 	// MigratedFrom is the older generation file the log was migrated from
 	// (kept beside it, never modified), or empty.
 	MigratedFrom string
@@ -104,8 +105,8 @@ func (s *Store) Inspect(ctx context.Context, id string) (*Inspection, error) {
 // log: {"type":"session","version":3,...} with the key order of FORMAT.md §2.1,
 // followed by a newline; a format v0 header (Version 0 with a SeedLength
 // when seeded) is rendered in the v0 shape of FORMAT.md §8.2.
-func EncodeHeaderLine(h session.Header) ([]byte, error) {
-	if h.Version == session.FormatVersionV0 {
+func EncodeHeaderLine(h wire.Header) ([]byte, error) {
+	if h.Version == wire.FormatVersionV0 {
 		return encodeHeaderLineV0(h, h.SeedLength)
 	}
 	return encodeHeaderLine(h)

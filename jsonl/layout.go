@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"unicode/utf16"
 
-	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // Layout names (FORMAT.md §3.1).
@@ -36,7 +36,7 @@ func EncodeSegment(id string) (string, error) {
 	if id == "" {
 		return "", errors.New("cannot encode an empty path segment")
 	}
-	if err := session.ValidateID(id); err != nil {
+	if err := wire.ValidateID(id); err != nil {
 		return "", err
 	}
 	if err := CheckIDLength(id); err != nil {
@@ -140,7 +140,7 @@ func parseGeneration(name, suffix string) (int64, bool) {
 		}
 	}
 	n, err := strconv.ParseInt(digits, 10, 64)
-	if err != nil || n > session.MaxSafeInteger {
+	if err != nil || n > wire.MaxSafeInteger {
 		return 0, false
 	}
 	return n, true
@@ -155,7 +155,7 @@ func (s *Store) otherSuffix() string {
 }
 
 func (s *Store) encodingMismatch(path string) error {
-	return &Error{Code: CodeLayout, Path: path, Message: fmt.Sprintf(
+	return &wire.StoreError{Code: CodeLayout, Path: path, Message: fmt.Sprintf(
 		"session artifact %s uses %s, but this backend is configured for compression %q; use a separate root or select the matching compression mode",
 		strconv.Quote(path), s.otherSuffix(), string(s.comp))}
 }
@@ -293,7 +293,7 @@ func (s *Store) checkProjectEntry(project string, e os.DirEntry) error {
 	path := filepath.Join(project, e.Name())
 	if !e.Type().IsDir() {
 		if strings.HasSuffix(e.Name(), ".jsonl") || strings.HasSuffix(e.Name(), ".jsonl.zstd") {
-			return &Error{Code: CodeLayout, Path: path, Message: fmt.Sprintf(
+			return &wire.StoreError{Code: CodeLayout, Path: path, Message: fmt.Sprintf(
 				"session artifact %s uses the unsupported flat-file layout; use a separate root or move it into a project/session directory before loading", strconv.Quote(path))}
 		}
 		return nil
@@ -312,7 +312,7 @@ func (s *Store) checkProjectEntry(project string, e os.DirEntry) error {
 
 // withSession sets the session id of a store error that has none.
 func withSession(err error, id string) error {
-	var e *Error
+	var e *wire.StoreError
 	if errors.As(err, &e) && e.SessionID == "" {
 		c := *e
 		c.SessionID = id
@@ -428,18 +428,18 @@ func (s *Store) probeProjects(id, seg string, projects []string) []error {
 
 // isDuplicate reports whether err is a duplicateID error.
 func isDuplicate(err error) bool {
-	var e *Error
+	var e *wire.StoreError
 	return errors.As(err, &e) && e.Code == CodeLayout && e.SessionID != "" && e.Message == duplicateID(e.SessionID).Message
 }
 
 // duplicateID reports an id found in more than one project directory.
-func duplicateID(id string) *Error {
-	return &Error{Code: CodeLayout, SessionID: id, Message: fmt.Sprintf(
+func duplicateID(id string) *wire.StoreError {
+	return &wire.StoreError{Code: CodeLayout, SessionID: id, Message: fmt.Sprintf(
 		"duplicate JSONL session id %q appears in multiple project directories", id)}
 }
 
 // dirFor is the session directory a header maps to.
-func (s *Store) dirFor(h session.Header) (string, error) {
+func (s *Store) dirFor(h wire.Header) (string, error) {
 	project, err := projectDirName(h.Cwd)
 	if err != nil {
 		return "", err

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sessionflow/sessionflow/internal/lib/randhex"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // errLeaseHeld reports that the lease file exists (held by someone).
@@ -24,7 +25,7 @@ const lockPollInterval = 2 * time.Millisecond
 // acquireLease publishes a lease file atomically with its content: write a
 // temp file, fsync, link it to session.lock (never replacing), fsync the
 // directory. It returns errLeaseHeld when a lease exists.
-func (s *Store) acquireLease(dir string, l Lease) error {
+func (s *Store) acquireLease(dir string, l wire.Lease) error {
 	body, err := json.Marshal(l)
 	if err != nil {
 		return err
@@ -79,7 +80,7 @@ func (s *Store) publish(dir, name string, body []byte) error {
 }
 
 // readLease returns the lease of a session directory, or nil when none.
-func (s *Store) readLease(dir string) (*Lease, error) {
+func (s *Store) readLease(dir string) (*wire.Lease, error) {
 	body, found, err := s.readSmallFile(filepath.Join(dir, leaseFile), leaseLimit)
 	if err != nil || !found {
 		return nil, err
@@ -90,7 +91,7 @@ func (s *Store) readLease(dir string) (*Lease, error) {
 // leaseLimit bounds the bytes of a lease that are read.
 const leaseLimit = 1 << 20
 
-func decodeLease(r io.Reader) (*Lease, error) {
+func decodeLease(r io.Reader) (*wire.Lease, error) {
 	body, err := io.ReadAll(io.LimitReader(r, leaseLimit))
 	if err != nil {
 		return nil, err
@@ -99,10 +100,10 @@ func decodeLease(r io.Reader) (*Lease, error) {
 }
 
 // parseLease decodes the bytes of a lease file.
-func parseLease(body []byte) (*Lease, error) {
-	var l Lease
+func parseLease(body []byte) (*wire.Lease, error) {
+	var l wire.Lease
 	if err := json.Unmarshal(body, &l); err != nil {
-		return nil, &Error{Code: CodeCorrupt, Message: "corrupt session lease: " + err.Error(), Err: err}
+		return nil, &wire.StoreError{Code: CodeCorrupt, Message: "corrupt session lease: " + err.Error(), Err: err}
 	}
 	return &l, nil
 }
@@ -110,7 +111,7 @@ func parseLease(body []byte) (*Lease, error) {
 // pendingLease reads the lease of a located session directory that holds
 // no log. It returns nil when no creation is pending there: such a
 // directory holds no session.
-func (s *Store) pendingLease(sd sessionDir) (*Lease, error) {
+func (s *Store) pendingLease(sd sessionDir) (*wire.Lease, error) {
 	l, err := s.readLease(sd.dir)
 	if err != nil || l == nil || l.Pending == nil {
 		return nil, err
@@ -121,7 +122,7 @@ func (s *Store) pendingLease(sd sessionDir) (*Lease, error) {
 // lockedLease is a lease file held under an exclusive flock.
 type lockedLease struct {
 	f     File
-	lease *Lease
+	lease *wire.Lease
 	// bad is why the lease could not be decoded (lockAnyLease only); lease
 	// is then nil.
 	bad error
@@ -182,7 +183,7 @@ func (s *Store) lockAnyLease(ctx context.Context, dir string) (*lockedLease, err
 		}
 		l, err := decodeLease(f)
 		if err != nil {
-			var e *Error
+			var e *wire.StoreError
 			if !errors.As(err, &e) {
 				_ = f.Flock(unix.LOCK_UN)
 				f.Close()

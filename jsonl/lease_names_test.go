@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // The lease names its handle under "handleId" and, for readers of the
@@ -41,7 +42,7 @@ func TestLeaseHandleIDUnderBothKeys(t *testing.T) {
 	require.Equal(t, "h-keys", lease.HandleID)
 	require.NoError(t, hd.Append(bg, completedTurn(t, 6, 2)), "the handle the earlier lease names still writes")
 	_, err = e.newStore(nil).Open(bg, h.ID, jsonl.AccessWrite, jsonl.OpenOptions{HandleID: newHandleID()})
-	requireCode(t, err, jsonl.ErrAlreadyOwned)
+	requireCode(t, err, wire.ErrAlreadyOwned)
 	require.NoError(t, hd.Close(bg))
 	lease, err = e.store.LeaseOf(bg, h.ID)
 	require.NoError(t, err)

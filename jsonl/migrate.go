@@ -11,6 +11,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/internal/lib/randhex"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // MigrationResult describes the migration of one session to the current
@@ -69,9 +70,9 @@ func (s *Store) Migrate(ctx context.Context, id string, opts MigrateOptions) (*M
 	if !found || sd.generation == "" {
 		return nil, notFound(id)
 	}
-	if v, _ := generationVersion(filepath.Base(sd.generation)); v == session.FormatVersion {
+	if v, _ := generationVersion(filepath.Base(sd.generation)); v == wire.FormatVersion {
 		return &MigrationResult{SessionID: id, From: filepath.Base(sd.generation), To: filepath.Base(sd.generation),
-			FromVersion: session.FormatVersion, ToVersion: session.FormatVersion, Current: true, DryRun: opts.DryRun}, nil
+			FromVersion: wire.FormatVersion, ToVersion: wire.FormatVersion, Current: true, DryRun: opts.DryRun}, nil
 	}
 	if opts.DryRun {
 		return s.migrateDir(id, &sd, true)
@@ -97,7 +98,7 @@ func (s *Store) ensureCurrent(id string, sd *sessionDir) error {
 	if sd.generation == "" || s.Format() == FormatV0 {
 		return nil
 	}
-	if v, _ := generationVersion(filepath.Base(sd.generation)); v == session.FormatVersion {
+	if v, _ := generationVersion(filepath.Base(sd.generation)); v == wire.FormatVersion {
 		return nil
 	}
 	_, err := s.migrateDir(id, sd, false)
@@ -112,8 +113,8 @@ func (s *Store) migrateDir(id string, sd *sessionDir, dryRun bool) (*MigrationRe
 	if err != nil {
 		return nil, err
 	}
-	if r.header.Version != session.FormatVersionV0 {
-		return nil, &Error{Code: CodeFormatUnsupported, SessionID: id, Path: from, Message: fmt.Sprintf(
+	if r.header.Version != wire.FormatVersionV0 {
+		return nil, &wire.StoreError{Code: CodeFormatUnsupported, SessionID: id, Path: from, Message: fmt.Sprintf(
 			"session %q uses log format v%d, which this build cannot migrate (raw log: %s)", id, r.header.Version, from)}
 	}
 	events := append(r.events[:len(r.events):len(r.events)], r.recovered...)
@@ -123,7 +124,7 @@ func (s *Store) migrateDir(id string, sd *sessionDir, dryRun bool) (*MigrationRe
 	}
 	to := filepath.Join(sd.dir, s.generationName())
 	res := &MigrationResult{SessionID: id, From: filepath.Base(from), To: filepath.Base(to),
-		FromVersion: session.FormatVersionV0, ToVersion: session.FormatVersion,
+		FromVersion: wire.FormatVersionV0, ToVersion: wire.FormatVersion,
 		Events: int64(len(events)), InheritedEventCount: inherited, DroppedBytes: r.size - r.committedBytes, DryRun: dryRun}
 	if dryRun {
 		return res, nil
@@ -167,8 +168,8 @@ func (s *Store) migrateDir(id string, sd *sessionDir, dryRun bool) (*MigrationRe
 // copied prefix already ended with one) gets that data. Replace surface
 // operations are respelled for v3 (respelled); every other event is copied
 // as it is.
-func mapV0ToCurrent(id, path string, h session.Header, events []session.Event) (session.Header, []session.Event, int64, error) {
-	h.Version = session.FormatVersion
+func mapV0ToCurrent(id, path string, h wire.Header, events []session.Event) (wire.Header, []session.Event, int64, error) {
+	h.Version = wire.FormatVersion
 	seed := h.SeedLength
 	h.SeedLength = 0
 	events = respelled(events)
@@ -177,15 +178,15 @@ func mapV0ToCurrent(id, path string, h session.Header, events []session.Event) (
 	}
 	at := int64(-1)
 	for _, c := range []int64{seed, seed - 1} {
-		if c >= 0 && c < int64(len(events)) && events[c].Type == session.TypeEndSeed {
+		if c >= 0 && c < int64(len(events)) && events[c].Type == wire.TypeEndSeed {
 			at = c
 			break
 		}
 	}
 	if at < 0 {
-		return h, nil, 0, &Error{Code: CodeFormatUnsupported, SessionID: id, Path: path, Message: fmt.Sprintf(
+		return h, nil, 0, &wire.StoreError{Code: CodeFormatUnsupported, SessionID: id, Path: path, Message: fmt.Sprintf(
 			"session %q (format v0) inherits %d events but has no session/end-seed at seq %d or %d to carry that count in format v%d; it can be read but not migrated (raw log: %s)",
-			id, seed, seed, seed-1, session.FormatVersion, path)}
+			id, seed, seed, seed-1, wire.FormatVersion, path)}
 	}
 	out := make([]session.Event, len(events))
 	copy(out, events)
@@ -215,7 +216,7 @@ func respelled(events []session.Event) []session.Event {
 // encodeLog renders a whole log in this root's encoding: the header line
 // (in the format of h.Version) and the events (raw), or a header frame and
 // frames of whole lines of at most migrationFrameBytes each (zstd).
-func (s *Store) encodeLog(h session.Header, events []session.Event) ([]byte, error) {
+func (s *Store) encodeLog(h wire.Header, events []session.Event) ([]byte, error) {
 	headerLine, err := encodeHeaderFor(h)
 	if err != nil {
 		return nil, err

@@ -18,6 +18,7 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/jsonl/crashfs"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // plSeeds is how many seeded mixed power losses TestPowerLossAtEveryOperation
@@ -83,8 +84,8 @@ type plRun struct {
 	visible int
 }
 
-func plHeader(id string) session.Header {
-	return session.Header{Version: session.FormatVersion, ID: id, CreatedAt: 1_700_000_000_000, Cwd: plCwd}
+func plHeader(id string) wire.Header {
+	return wire.Header{Version: wire.FormatVersion, ID: id, CreatedAt: 1_700_000_000_000, Cwd: plCwd}
 }
 
 func plOpenStore(tb testing.TB, root string, comp jsonl.Compression, fsys jsonl.FS) *jsonl.Store {
@@ -341,7 +342,7 @@ func (c *plCheck) store() *jsonl.Store { return plOpenStore(c.t, c.root, c.comp,
 func (c *plCheck) readAll(s *jsonl.Store, id string) ([]session.Event, bool) {
 	ctx := context.Background()
 	r, err := s.Open(ctx, id, jsonl.AccessRead, jsonl.OpenOptions{})
-	if errors.Is(err, jsonl.ErrNotFound) {
+	if errors.Is(err, wire.ErrNotFound) {
 		return nil, false
 	}
 	require.NoError(c.t, err, "%s: a read of %s must succeed or find nothing", c.where, id)
@@ -378,7 +379,7 @@ func (c *plCheck) checkA(s, next *jsonl.Store) {
 	require.Contains(t, []string{c.before.aOwner, c.after.aOwner}, owner, "%s: A's lease", c.where)
 	if c.before.aClosed {
 		_, err := s.Open(ctx, plA, jsonl.AccessWrite, jsonl.OpenOptions{HandleID: plCreator})
-		require.ErrorIs(t, err, jsonl.ErrHandleRevoked, "%s: the acknowledged close of %s was lost", c.where, plCreator)
+		require.ErrorIs(t, err, wire.ErrHandleRevoked, "%s: the acknowledged close of %s was lost", c.where, plCreator)
 	}
 
 	// The lease's owner carries on where it stopped, then closes; or it
@@ -390,7 +391,7 @@ func (c *plCheck) checkA(s, next *jsonl.Store) {
 		require.Equal(t, owner, l.HandleID, c.where)
 		require.Empty(t, c.leaseOf(s, plA), "%s: the lease outlived ForceUnlock", c.where)
 		_, err = s.Open(ctx, plA, jsonl.AccessWrite, jsonl.OpenOptions{HandleID: owner})
-		require.ErrorIs(t, err, jsonl.ErrHandleRevoked, "%s: the forfeited handle must not come back", c.where)
+		require.ErrorIs(t, err, wire.ErrHandleRevoked, "%s: the forfeited handle must not come back", c.where)
 	} else if owner != "" {
 		ref := jsonl.HandleRef{SessionID: plA, HandleID: owner, Access: jsonl.AccessWrite}
 		switch {
@@ -417,7 +418,7 @@ func (c *plCheck) checkA(s, next *jsonl.Store) {
 	require.NoError(t, err, c.where)
 	h, err := next.Open(ctx, plA, jsonl.AccessWrite, jsonl.OpenOptions{HandleID: "a-next"})
 	if !has {
-		require.ErrorIs(t, err, jsonl.ErrNotFound, "%s: a write open of a session with no log", c.where)
+		require.ErrorIs(t, err, wire.ErrNotFound, "%s: a write open of a session with no log", c.where)
 		require.Empty(t, got, c.where)
 		return
 	}
@@ -437,7 +438,7 @@ func (c *plCheck) ownerAppends(h *jsonl.Handle, got []session.Event) []session.E
 	cur, err := h.Read(ctx, 0, -1)
 	require.NoError(c.t, err, "%s: the owner's read", c.where)
 	durRequireEvents(c.t, got, cur, "%s: the owner reads what a reader read", c.where)
-	ev, err := session.NewEvent(session.TypeSystemMessage, int64(len(cur)), 9_000, durObj{"text": "after the power loss"})
+	ev, err := session.NewEvent(wire.TypeSystemMessage, int64(len(cur)), 9_000, durObj{"text": "after the power loss"})
 	require.NoError(c.t, err)
 	require.NoError(c.t, h.Append(ctx, []session.Event{ev}), "%s: the owner's append", c.where)
 	return append(cur, ev)
@@ -468,7 +469,7 @@ func (c *plCheck) checkB(s, next *jsonl.Store) {
 	require.True(t, stray || owner == leased(c.before.b) || owner == leased(c.after.b), "%s: B's lease %q, B's states %v", c.where, owner, states)
 	if c.before.b >= 3 {
 		_, err := s.Open(ctx, plB, jsonl.AccessWrite, jsonl.OpenOptions{HandleID: plBCreator})
-		require.ErrorIs(t, err, jsonl.ErrHandleRevoked, "%s: the acknowledged close of %s was lost", c.where, plBCreator)
+		require.ErrorIs(t, err, wire.ErrHandleRevoked, "%s: the acknowledged close of %s was lost", c.where, plBCreator)
 	}
 
 	// Recovery: the owner closes (after a retried create when the create

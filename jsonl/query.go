@@ -12,7 +12,7 @@ import (
 	"sort"
 	"syscall"
 
-	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // headerChunk is the read size of header-only reads (FORMAT.md §4.4).
@@ -24,7 +24,7 @@ const maxHeaderBytes = 16 << 20
 // Snapshot describes a stored or pending session without reading its events.
 type Snapshot struct {
 	// Header is the session header.
-	Header session.Header `json:"header"`
+	Header wire.Header `json:"header"`
 	// Revision is an opaque change token: dev:ino:size:mtimeNs:ctimeNs of the
 	// log file, or pending:<handle> for a created session with no log yet.
 	Revision string `json:"revision"`
@@ -98,8 +98,8 @@ func revision(fi os.FileInfo) string {
 // the first frame (zstd), in 8 KiB chunks. ok=false means "no header"
 // (absent file, no complete first record, malformed header); a foreign
 // version and retired fields are errors.
-func (s *Store) readHeader(path string) (session.Header, bool, error) {
-	var h session.Header
+func (s *Store) readHeader(path string) (wire.Header, bool, error) {
+	var h wire.Header
 	f, _, err := s.openFile(path, os.O_RDONLY)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -124,7 +124,7 @@ func (s *Store) readHeader(path string) (session.Header, bool, error) {
 					return h, false, ferr
 				}
 				if errors.Is(err, errRetiredFields) {
-					return h, false, &Error{Code: CodeCorrupt, Path: path, Err: err, Message: err.Error()}
+					return h, false, &wire.StoreError{Code: CodeCorrupt, Path: path, Err: err, Message: err.Error()}
 				}
 				return h, false, nil
 			}
@@ -289,7 +289,7 @@ func (s *Store) Has(ctx context.Context, id string) (bool, error) {
 }
 
 // LeaseOf returns the session's current lease, or nil when none is held.
-func (s *Store) LeaseOf(ctx context.Context, id string) (*Lease, error) {
+func (s *Store) LeaseOf(ctx context.Context, id string) (*wire.Lease, error) {
 	unlock, err := s.begin(ctx, id)
 	if err != nil {
 		return nil, err
@@ -311,14 +311,14 @@ func (s *Store) LeaseOf(ctx context.Context, id string) (*Lease, error) {
 // with Unreadable set.
 // Callers that can reach Temporal first check that the owning workflow is
 // not running.
-func (s *Store) ForceUnlock(ctx context.Context, id string) (*Lease, error) {
+func (s *Store) ForceUnlock(ctx context.Context, id string) (*wire.Lease, error) {
 	unlock, err := s.begin(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
 	sd, found, err := s.locate(id)
-	if e := (*Error)(nil); errors.As(err, &e) && e.Code == CodeLayout && filepath.Base(e.Path) == leaseFile {
+	if e := (*wire.StoreError)(nil); errors.As(err, &e) && e.Code == CodeLayout && filepath.Base(e.Path) == leaseFile {
 		return s.removeDamagedLease(id, e)
 	}
 	if err != nil || !found || !sd.leased {
@@ -333,7 +333,7 @@ func (s *Store) ForceUnlock(ctx context.Context, id string) (*Lease, error) {
 	if ll.bad != nil {
 		// An unreadable lease names no handle id to revoke; whoever holds
 		// it finds no lease at its next mutation and stops.
-		lease = &Lease{Unreadable: ll.bad.Error()}
+		lease = &wire.Lease{Unreadable: ll.bad.Error()}
 	} else if err := s.revoke(id, lease.HandleID); err != nil {
 		return nil, err
 	}
@@ -346,7 +346,7 @@ func (s *Store) ForceUnlock(ctx context.Context, id string) (*Lease, error) {
 // removeDamagedLease removes a session.lock that is not a regular file (a
 // symbolic link, a FIFO): the entry itself is unlinked, never what a link
 // points to. The caller holds the session's slot.
-func (s *Store) removeDamagedLease(id string, damage *Error) (*Lease, error) {
+func (s *Store) removeDamagedLease(id string, damage *wire.StoreError) (*wire.Lease, error) {
 	dir := filepath.Dir(damage.Path)
 	if err := s.checkSessionDir(id, dir); err != nil {
 		return nil, err
@@ -357,5 +357,5 @@ func (s *Store) removeDamagedLease(id string, damage *Error) (*Lease, error) {
 	if err := s.dropLease(dir, true); err != nil {
 		return nil, err
 	}
-	return &Lease{Unreadable: damage.Error()}, nil
+	return &wire.Lease{Unreadable: damage.Error()}, nil
 }

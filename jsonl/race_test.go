@@ -16,6 +16,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // Environment of the helper process of TestRaceTwoProcessesOpenWrite.
@@ -54,7 +55,7 @@ func TestHelperProcessOpenWrite(t *testing.T) {
 	switch {
 	case err == nil:
 		fmt.Println(raceWon)
-	case errors.Is(err, jsonl.ErrAlreadyOwned):
+	case errors.Is(err, wire.ErrAlreadyOwned):
 		fmt.Println(raceOwned)
 	default:
 		fmt.Printf("result: error: %v\n", err)
@@ -201,7 +202,7 @@ func TestRaceGoroutinesOpenWrite(t *testing.T) {
 					handles[i] = h
 					return err
 				})
-				w := raceOneWinner(t, errs, jsonl.ErrAlreadyOwned, round)
+				w := raceOneWinner(t, errs, wire.ErrAlreadyOwned, round)
 				// The winner really owns the session: it can append.
 				next := durSeqEvents(t, handles[w].NextSeq(), 1)
 				require.NoError(t, handles[w].Append(ctx, next))
@@ -241,7 +242,7 @@ func TestRaceConcurrentCreate(t *testing.T) {
 					handles[i] = h
 					return err
 				})
-				w := raceOneWinner(t, errs, jsonl.ErrAlreadyExists, round)
+				w := raceOneWinner(t, errs, wire.ErrAlreadyExists, round)
 				require.NoError(t, handles[w].Append(ctx, durSeqEvents(t, 0, 2)))
 				require.NoError(t, handles[w].Close(ctx))
 				l, err := stores[0].LeaseOf(ctx, hdr.ID)
@@ -267,7 +268,7 @@ func TestRaceZombieOpenAfterClose(t *testing.T) {
 		require.NoError(t, s.CloseHandle(ctx, ref))
 		for _, st := range []*jsonl.Store{s, durStore(t, root, jsonl.CompressionNone, nil)} {
 			_, err := st.Create(ctx, durHeader(), jsonl.CreateOptions{HandleID: ref.HandleID})
-			require.ErrorIs(t, err, jsonl.ErrHandleRevoked)
+			require.ErrorIs(t, err, wire.ErrHandleRevoked)
 			l, err := st.LeaseOf(ctx, durID)
 			require.NoError(t, err)
 			require.Nil(t, l)
@@ -288,7 +289,7 @@ func TestRaceZombieOpenAfterClose(t *testing.T) {
 		require.NoError(t, s.CloseHandle(ctx, ref))
 		for _, st := range []*jsonl.Store{s, durStore(t, root, jsonl.CompressionNone, nil)} {
 			_, err := st.Open(ctx, durID, jsonl.AccessWrite, jsonl.OpenOptions{HandleID: ref.HandleID})
-			require.ErrorIs(t, err, jsonl.ErrHandleRevoked)
+			require.ErrorIs(t, err, wire.ErrHandleRevoked)
 			l, err := st.LeaseOf(ctx, durID)
 			require.NoError(t, err)
 			require.Nil(t, l)
@@ -324,13 +325,13 @@ func TestRaceZombieOpenAfterClose(t *testing.T) {
 				})
 				require.NoError(t, errs[1], "round %d", round)
 				if errs[0] != nil {
-					require.ErrorIs(t, errs[0], jsonl.ErrHandleRevoked, "round %d", round)
+					require.ErrorIs(t, errs[0], wire.ErrHandleRevoked, "round %d", round)
 				} else {
 					// The open won the race and the close then took the
 					// lease away: the handle can no longer write.
 					err := h.Append(ctx, durSeqEvents(t, h.NextSeq(), 1))
 					require.Error(t, err, "round %d", round)
-					require.True(t, errors.Is(err, jsonl.ErrOwnershipLost) || errors.Is(err, jsonl.ErrHandleClosed), "round %d: %v", round, err)
+					require.True(t, errors.Is(err, wire.ErrOwnershipLost) || errors.Is(err, wire.ErrHandleClosed), "round %d: %v", round, err)
 				}
 				for _, st := range []*jsonl.Store{a, b} {
 					l, err := st.LeaseOf(ctx, durID)
@@ -367,10 +368,10 @@ func TestRaceHandleClosedElsewhere(t *testing.T) {
 			require.NoError(t, err)
 
 			err = h.Append(ctx, durSeqEvents(t, 4, 1))
-			require.True(t, errors.Is(err, jsonl.ErrOwnershipLost) || errors.Is(err, jsonl.ErrHandleClosed), "%v", err)
+			require.True(t, errors.Is(err, wire.ErrOwnershipLost) || errors.Is(err, wire.ErrHandleClosed), "%v", err)
 			// Flush of a materialized log writes nothing; it may succeed.
 			if err := h.Flush(ctx); err != nil {
-				require.True(t, errors.Is(err, jsonl.ErrOwnershipLost) || errors.Is(err, jsonl.ErrHandleClosed), "%v", err)
+				require.True(t, errors.Is(err, wire.ErrOwnershipLost) || errors.Is(err, wire.ErrHandleClosed), "%v", err)
 			}
 			after, err := os.ReadFile(path)
 			require.NoError(t, err)
@@ -378,7 +379,7 @@ func TestRaceHandleClosedElsewhere(t *testing.T) {
 
 			// A fresh attach of the closed handle id is refused too.
 			err = durStore(t, root, jsonl.CompressionNone, nil).Attach(h.Ref()).Append(ctx, durSeqEvents(t, 4, 1))
-			require.True(t, errors.Is(err, jsonl.ErrOwnershipLost) || errors.Is(err, jsonl.ErrHandleClosed), "%v", err)
+			require.True(t, errors.Is(err, wire.ErrOwnershipLost) || errors.Is(err, wire.ErrHandleClosed), "%v", err)
 
 			if reopened {
 				require.NoError(t, other.Append(ctx, durSeqEvents(t, 4, 1)))

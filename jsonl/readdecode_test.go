@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // referenceScanRaw is the raw scan of FORMAT.md §2.3 and §4.3 as a plain loop over
@@ -53,7 +54,7 @@ func referenceScanRaw(data []byte) (*scanResult, error) {
 			}
 			continue
 		}
-		isTurnEnd := ev.Type == session.TypeTurnEnd
+		isTurnEnd := ev.Type == wire.TypeTurnEnd
 		if issue != nil {
 			if isTurnEnd {
 				return nil, issue

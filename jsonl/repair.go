@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/sessionflow/sessionflow/internal/lib/randhex"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // quarantineInfix joins a log's name and the offset of the bytes a cut
@@ -162,7 +163,7 @@ func (s *Store) quarantine(path string, offset int64) (string, error) {
 // followed or read: it is not the same.
 func (s *Store) sameContent(path string, src File, offset, size int64) (bool, error) {
 	f, fi, err := s.openFile(path, os.O_RDONLY)
-	if errors.Is(err, ErrLayout) {
+	if errors.Is(err, wire.ErrLayout) {
 		return false, nil
 	}
 	if err != nil {

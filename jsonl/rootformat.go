@@ -3,7 +3,7 @@ package jsonl
 import (
 	"fmt"
 
-	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // Format selects the log format a root writes. The default, FormatV3, is
@@ -44,11 +44,11 @@ func (s *Store) Format() Format {
 
 // rootHeader is the header a new session is written with in this root: in a
 // v0 root, version 0 with the inherited count as SeedLength.
-func (s *Store) rootHeader(h session.Header, inherited int64) session.Header {
+func (s *Store) rootHeader(h wire.Header, inherited int64) wire.Header {
 	if s.Format() != FormatV0 {
 		return h
 	}
-	h.Version = session.FormatVersionV0
+	h.Version = wire.FormatVersionV0
 	h.SeedLength = 0
 	if h.IsSeeded {
 		h.SeedLength = inherited
@@ -57,16 +57,16 @@ func (s *Store) rootHeader(h session.Header, inherited int64) session.Header {
 }
 
 // generationFor is the generation file name a header is written to.
-func (s *Store) generationFor(h session.Header) string {
-	if h.Version == session.FormatVersionV0 {
-		return generationFile(session.FormatVersionV0, s.comp)
+func (s *Store) generationFor(h wire.Header) string {
+	if h.Version == wire.FormatVersionV0 {
+		return generationFile(wire.FormatVersionV0, s.comp)
 	}
 	return s.generationName()
 }
 
 // encodeHeaderFor renders a header line in the format of its version.
-func encodeHeaderFor(h session.Header) ([]byte, error) {
-	if h.Version == session.FormatVersionV0 {
+func encodeHeaderFor(h wire.Header) ([]byte, error) {
+	if h.Version == wire.FormatVersionV0 {
 		return encodeHeaderLineV0(h, h.SeedLength)
 	}
 	return encodeHeaderLine(h)
@@ -75,11 +75,11 @@ func encodeHeaderFor(h session.Header) ([]byte, error) {
 // refuseMaterialize is the refusal of a first write over a log that already
 // exists. A v0 session uses the published harness's wording, so that both
 // report the same race on a shared root.
-func refuseMaterialize(id, path string, version int) *Error {
+func refuseMaterialize(id, path string, version int) *wire.StoreError {
 	hint := "open it instead"
-	if version == session.FormatVersionV0 {
+	if version == wire.FormatVersionV0 {
 		hint = "load/resume it instead"
 	}
-	return &Error{Code: CodeAlreadyExists, SessionID: id, Path: path, Message: fmt.Sprintf(
+	return &wire.StoreError{Code: CodeAlreadyExists, SessionID: id, Path: path, Message: fmt.Sprintf(
 		"refusing to materialize %q: a log already exists on disk (%s)", id, hint)}
 }

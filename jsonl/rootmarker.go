@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // rootMarkerFile is the root marker (FORMAT.md §3.5, docs/DECISIONS.md D50):
@@ -63,7 +65,7 @@ func (s *Store) readRootMarker() (rootMarker, error) {
 		if err == nil {
 			err = errors.New(`not a sessionflow root marker (want "store": "sessionflow" and a version >= 1)`)
 		}
-		return m, &Error{Code: CodeCorrupt, Path: path, Err: err, Message: fmt.Sprintf(
+		return m, &wire.StoreError{Code: CodeCorrupt, Path: path, Err: err, Message: fmt.Sprintf(
 			"store root marker %s is damaged: %v; restore it or remove it to have the root scanned again", strconv.Quote(path), err)}
 	}
 	return m, nil
@@ -73,12 +75,12 @@ func (s *Store) readRootMarker() (rootMarker, error) {
 func (s *Store) agree(m rootMarker) error {
 	path := s.rootMarkerPath()
 	if m.Version > rootMarkerVersion {
-		return &Error{Code: CodeFormatUnsupported, Path: path, Err: ErrRootMismatch, Message: fmt.Sprintf(
+		return &wire.StoreError{Code: CodeFormatUnsupported, Path: path, Err: ErrRootMismatch, Message: fmt.Sprintf(
 			"store root marker %s has version %d, newer than the version %d this build reads; use a newer build",
 			strconv.Quote(path), m.Version, rootMarkerVersion)}
 	}
 	if m.Compression != s.comp {
-		return &Error{Code: CodeLayout, Path: path, Err: ErrRootMismatch, Message: fmt.Sprintf(
+		return &wire.StoreError{Code: CodeLayout, Path: path, Err: ErrRootMismatch, Message: fmt.Sprintf(
 			"store root %s is marked for compression %q (%s), but this backend is configured for compression %q; use a separate root or select the matching compression mode",
 			strconv.Quote(s.root), string(m.Compression), strconv.Quote(path), string(s.comp))}
 	}
@@ -185,7 +187,7 @@ func RootCompression(root string) (c Compression, found bool, err error) {
 	}
 	if _, perr := ParseCompression(string(m.Compression)); perr != nil {
 		path := s.rootMarkerPath()
-		return "", false, &Error{Code: CodeCorrupt, Path: path, Err: perr, Message: fmt.Sprintf(
+		return "", false, &wire.StoreError{Code: CodeCorrupt, Path: path, Err: perr, Message: fmt.Sprintf(
 			"store root marker %s is damaged: %v; restore it or remove it to have the root scanned again", strconv.Quote(path), perr)}
 	}
 	return m.Compression, true, nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/jsonl/faultfs"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // markerPath is the root marker of a root.
@@ -97,7 +98,7 @@ func TestRootMarkerDisagreement(t *testing.T) {
 		_, err = zst.Stat(bg, "absent")
 		require.EqualError(t, err, want)
 		require.ErrorIs(t, err, jsonl.ErrRootMismatch)
-		require.ErrorIs(t, err, jsonl.ErrLayout)
+		require.ErrorIs(t, err, wire.ErrLayout)
 		_, err = zst.Create(bg, header("new", "/w"), jsonl.CreateOptions{HandleID: newHandleID()})
 		require.EqualError(t, err, want)
 		for _, err := range zst.Rows(bg, "") {
@@ -115,12 +116,12 @@ func TestRootMarkerDamagedOrNewer(t *testing.T) {
 
 	require.NoError(t, os.WriteFile(m, []byte(`{"store":"other","version":1}`), 0o600))
 	_, err := e.newStore(nil).Stat(bg, "a")
-	requireCode(t, err, jsonl.ErrCorrupt)
+	requireCode(t, err, wire.ErrCorrupt)
 	require.EqualError(t, err, `store root marker "`+m+`" is damaged: not a sessionflow root marker (want "store": "sessionflow" and a version >= 1); restore it or remove it to have the root scanned again`)
 
 	require.NoError(t, os.WriteFile(m, []byte(`{"store":"sessionflow","version":2,"compression":"zstd"}`), 0o600))
 	_, err = e.newStore(nil).Stat(bg, "a")
-	requireCode(t, err, jsonl.ErrFormatUnsupported)
+	requireCode(t, err, wire.ErrFormatUnsupported)
 	require.ErrorIs(t, err, jsonl.ErrRootMismatch)
 	require.EqualError(t, err, `store root marker "`+m+`" has version 2, newer than the version 1 this build reads; use a newer build`)
 	require.Equal(t, `{"store":"sessionflow","version":2,"compression":"zstd"}`, string(readFile(t, m)))
@@ -129,7 +130,7 @@ func TestRootMarkerDamagedOrNewer(t *testing.T) {
 	require.NoError(t, os.Remove(m))
 	require.NoError(t, os.Symlink(filepath.Join(t.TempDir(), "elsewhere"), m))
 	_, err = e.newStore(nil).Stat(bg, "a")
-	requireCode(t, err, jsonl.ErrLayout)
+	requireCode(t, err, wire.ErrLayout)
 	require.Contains(t, err.Error(), "is a symbolic link; refusing to follow it")
 }
 
@@ -281,8 +282,8 @@ func TestRootCompression(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, found, "an unmarked root")
 	for body, want := range map[string]error{
-		`{"store":"sessionflow","version":1,"compression":"gzip"}`: jsonl.ErrCorrupt,
-		`not json`: jsonl.ErrCorrupt,
+		`{"store":"sessionflow","version":1,"compression":"gzip"}`: wire.ErrCorrupt,
+		`not json`: wire.ErrCorrupt,
 		`{"store":"sessionflow","version":2,"compression":"none"}`: jsonl.ErrRootMismatch,
 	} {
 		require.NoError(t, os.WriteFile(markerPath(root), []byte(body+"\n"), 0o600))

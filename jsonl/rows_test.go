@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // page reads at most limit rows after cursor; it returns the ids and the
@@ -162,7 +163,7 @@ func TestRowsInvalidCursor(t *testing.T) {
 		n := 0
 		for _, err := range e.store.Rows(bg, c) {
 			n++
-			requireCode(t, err, jsonl.ErrInvalidArgument)
+			requireCode(t, err, wire.ErrInvalidArgument)
 			require.EqualError(t, err, fmt.Sprintf("invalid list cursor %q: pass the cursor of a listed row", c))
 		}
 		require.Equal(t, 1, n)

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // Zstandard-specific corruption texts (FORMAT.md §4.4).
@@ -24,7 +25,7 @@ var (
 
 // scanResult is a validated physical log (FORMAT.md §4.3, §4.4).
 type scanResult struct {
-	header session.Header
+	header wire.Header
 	// events is the valid contiguous prefix (complete frames only, in zstd).
 	events []session.Event
 	// committedBytes ends the last valid record (raw) or complete frame (zstd).
@@ -114,7 +115,7 @@ func (s *lineScanner) feedChunks(chunks []lineChunk) (int64, error) {
 				}
 				continue
 			}
-			isTurnEnd := ev.Type == session.TypeTurnEnd
+			isTurnEnd := ev.Type == wire.TypeTurnEnd
 			if s.issue != nil {
 				switch {
 				case s.force:
@@ -391,7 +392,7 @@ func scanRawDecoded(data []byte, chunks []lineChunk, force bool) (*scanResult, e
 	if chunks == nil {
 		chunks = decodeChunks(data[base:])
 	}
-	sc := lineScanner{intactTail: true, force: force, base: base, harness: h.Version == session.FormatVersionV0}
+	sc := lineScanner{intactTail: true, force: force, base: base, harness: h.Version == wire.FormatVersionV0}
 	n, err := sc.feedChunks(chunks)
 	if err != nil {
 		return nil, err
@@ -456,9 +457,9 @@ func scanZstd(codec *zstdCodec, data []byte) (*scanResult, error) {
 
 // parseHeaderFrame checks that a header frame's plaintext is exactly one
 // newline-terminated line and parses it.
-func parseHeaderFrame(plain []byte) (session.Header, error) {
+func parseHeaderFrame(plain []byte) (wire.Header, error) {
 	if len(plain) == 0 || bytes.IndexByte(plain, '\n') != len(plain)-1 {
-		return session.Header{}, errZstdHeaderFrame
+		return wire.Header{}, errZstdHeaderFrame
 	}
 	return parseHeaderLine(plain[:len(plain)-1])
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // TestAppendPastTheEndIsSeqMismatch pins that a batch whose first seq lies
@@ -28,7 +29,7 @@ func TestAppendPastTheEndIsSeqMismatch(t *testing.T) {
 
 		for _, first := range []int64{7, 12} {
 			err := hd.Append(bg, []session.Event{turnStart(t, first, 2), turnEnd(t, first+1, 2)})
-			requireCode(t, err, jsonl.ErrSeqMismatch)
+			requireCode(t, err, wire.ErrSeqMismatch)
 			var sm *session.SeqMismatchError
 			require.ErrorAs(t, err, &sm)
 			require.Equal(t, int64(6), sm.Expected)
@@ -44,7 +45,7 @@ func TestAppendPastTheEndIsSeqMismatch(t *testing.T) {
 		// file, and refuses the same way.
 		other := e.newStore(nil).Attach(hd.Ref())
 		err := other.Append(bg, []session.Event{turnStart(t, 7, 2)})
-		requireCode(t, err, jsonl.ErrSeqMismatch)
+		requireCode(t, err, wire.ErrSeqMismatch)
 		require.EqualError(t, err, `append seq mismatch for "seq-ahead": expected 6 at index 0, got 7`)
 		require.Equal(t, before, readFile(t, path))
 
@@ -57,7 +58,7 @@ func TestAppendPastTheEndIsSeqMismatch(t *testing.T) {
 		h2 := header("seq-ahead-new", "/w")
 		hd2 := create(t, e.store, h2)
 		err = hd2.Append(bg, []session.Event{turnStart(t, 1, 1)})
-		requireCode(t, err, jsonl.ErrSeqMismatch)
+		requireCode(t, err, wire.ErrSeqMismatch)
 		require.EqualError(t, err, `append seq mismatch for "seq-ahead-new": expected 0 at index 0, got 1`)
 		require.False(t, hd2.Materialized())
 		noSuchFile(t, e.logPath(h2.Cwd, h2.ID))

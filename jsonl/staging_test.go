@@ -13,6 +13,7 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl/crashfs"
 	"github.com/sessionflow/sessionflow/jsonl/faultfs"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // TestStageReadUnstage: a staged payload reads back from this and from
@@ -58,17 +59,17 @@ func TestStageReadUnstage(t *testing.T) {
 func TestStageRefusals(t *testing.T) {
 	e := newEnv(t, jsonl.CompressionNone, nil)
 	hd := create(t, e.store, header("ref", ""))
-	requireCode(t, hd.Stage(bg, "k", []byte("x")), jsonl.ErrInvalidArgument) // no log yet
+	requireCode(t, hd.Stage(bg, "k", []byte("x")), wire.ErrInvalidArgument) // no log yet
 	require.NoError(t, hd.Append(bg, []session.Event{turnStart(t, 0, 1)}))
-	requireCode(t, hd.Stage(bg, "", []byte("x")), jsonl.ErrInvalidArgument)
+	requireCode(t, hd.Stage(bg, "", []byte("x")), wire.ErrInvalidArgument)
 
 	rd, err := e.store.Open(bg, "ref", jsonl.AccessRead, jsonl.OpenOptions{})
 	require.NoError(t, err)
-	requireCode(t, rd.Stage(bg, "k", []byte("x")), jsonl.ErrReadOnly)
+	requireCode(t, rd.Stage(bg, "k", []byte("x")), wire.ErrReadOnly)
 
 	ref := hd.Ref()
 	require.NoError(t, hd.Close(bg))
-	requireCode(t, hd.Stage(bg, "k", []byte("x")), jsonl.ErrHandleClosed)
+	requireCode(t, hd.Stage(bg, "k", []byte("x")), wire.ErrHandleClosed)
 	// A zombie attempt in another process after the session was reopened.
 	nh := openWrite(t, e.store, "ref")
 	err = e.newStore(nil).Attach(ref).Stage(bg, "k", []byte("x"))

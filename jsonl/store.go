@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // Compression selects the physical encoding of a root. A root belongs to one
@@ -190,7 +191,7 @@ func (s *Store) begin(ctx context.Context, id string) (func(), error) {
 	if err := ctx.Err(); err != nil {
 		return nil, context.Cause(ctx)
 	}
-	if err := session.ValidateID(id); err != nil {
+	if err := wire.ValidateID(id); err != nil {
 		return nil, invalidArgument(id, err)
 	}
 	if err := s.checkRoot(); err != nil {
@@ -243,17 +244,17 @@ func (s *Store) scanFileForce(id, path string, force bool) (*scanResult, error) 
 	if err := checkGenerationVersion(id, path, r.header); err != nil {
 		return nil, err
 	}
-	v0 := r.header.Version == session.FormatVersionV0
+	v0 := r.header.Version == wire.FormatVersionV0
 	if v0 {
 		if err := harnessUpgrade(id, r.events, r.recovered); err != nil {
-			return nil, &Error{Code: CodeCorrupt, SessionID: id, Path: path, Err: err,
+			return nil, &wire.StoreError{Code: CodeCorrupt, SessionID: id, Path: path, Err: err,
 				Message: fmt.Sprintf("stored session %q failed validation: %v (raw log: %s)", id, err, path)}
 		}
 	}
 	for _, evs := range [][]session.Event{r.events, r.recovered} {
 		for _, e := range evs {
 			if !e.InterpretableIn(r.header) {
-				return nil, &Error{Code: CodeFormatUnsupported, SessionID: id, Path: path, Message: fmt.Sprintf(
+				return nil, &wire.StoreError{Code: CodeFormatUnsupported, SessionID: id, Path: path, Message: fmt.Sprintf(
 					"session %q contains event type %q (seq %d) unknown to this harness and not marked ignorable; refusing to interpret the log — it was likely written by a newer harness (raw log: %s)",
 					id, e.Type, e.Seq, path)}
 			}
@@ -261,17 +262,17 @@ func (s *Store) scanFileForce(id, path string, force bool) (*scanResult, error) 
 	}
 	if v0 {
 		if err := harnessFold(r.events, r.recovered); err != nil {
-			return nil, &Error{Code: CodeCorrupt, SessionID: id, Path: path, Err: err,
+			return nil, &wire.StoreError{Code: CodeCorrupt, SessionID: id, Path: path, Err: err,
 				Message: fmt.Sprintf("stored session %q failed validation: %v (raw log: %s)", id, err, path)}
 		}
 	}
 	if all := append(r.events[:len(r.events):len(r.events)], r.recovered...); len(all) > 0 {
 		if err := checkFormatRules(r.header, all); err != nil {
-			return nil, &Error{Code: CodeCorrupt, SessionID: id, Path: path, Err: err,
+			return nil, &wire.StoreError{Code: CodeCorrupt, SessionID: id, Path: path, Err: err,
 				Message: fmt.Sprintf("stored session %q failed validation: %v", id, err)}
 		}
 		if err := validateInherited(r.header, all); err != nil {
-			return nil, &Error{Code: CodeCorrupt, SessionID: id, Path: path, Err: err,
+			return nil, &wire.StoreError{Code: CodeCorrupt, SessionID: id, Path: path, Err: err,
 				Message: fmt.Sprintf("stored session %q failed validation: %v", id, err)}
 		}
 	}
@@ -309,19 +310,19 @@ func (s *Store) classify(id, path string, err error) error {
 	if ferr := formatRefusal(id, path, err); ferr != nil {
 		return ferr
 	}
-	return &Error{Code: CodeCorrupt, SessionID: id, Path: path, Err: err,
+	return &wire.StoreError{Code: CodeCorrupt, SessionID: id, Path: path, Err: err,
 		Message: fmt.Sprintf("session %q: stored log is corrupt: %v (raw log: %s)", id, err, path)}
 }
 
 // checkIdentity verifies that a header belongs to the file it was read from.
-func (s *Store) checkIdentity(id, path string, h session.Header) error {
+func (s *Store) checkIdentity(id, path string, h wire.Header) error {
 	if h.ID != id {
-		return &Error{Code: CodeCorrupt, SessionID: id, Path: path, Message: fmt.Sprintf(
+		return &wire.StoreError{Code: CodeCorrupt, SessionID: id, Path: path, Message: fmt.Sprintf(
 			"corrupt session log %q: requested id %q does not match header id %q", path, id, h.ID)}
 	}
 	dir, err := s.dirFor(h)
 	if err != nil || filepath.Dir(path) != dir {
-		return &Error{Code: CodeCorrupt, SessionID: id, Path: path, Message: fmt.Sprintf(
+		return &wire.StoreError{Code: CodeCorrupt, SessionID: id, Path: path, Message: fmt.Sprintf(
 			"corrupt session log %q: header id %q and cwd identify %q", path, h.ID, filepath.Join(dir, filepath.Base(path)))}
 	}
 	return nil

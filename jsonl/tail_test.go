@@ -7,6 +7,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // TestTailIsTheStoresViewAndStaysAsItIs: Tail returns the log from a seq
@@ -48,6 +49,6 @@ func TestTailIsTheStoresViewAndStaysAsItIs(t *testing.T) {
 		require.Equal(t, kept, string(first[0].Data), "a re-read leaves an earlier tail as it was")
 
 		_, _, err = hd.Tail(bg, 5)
-		require.ErrorIs(t, err, jsonl.ErrInvalidArgument)
+		require.ErrorIs(t, err, wire.ErrInvalidArgument)
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // UpdateFunc decides what an Update appends. tail holds the stored events
@@ -35,7 +36,7 @@ func (h *Handle) Update(ctx context.Context, from int64, fn UpdateFunc) (int64, 
 	if h.ref.Access != AccessWrite {
 		return 0, readOnly(id, "update")
 	}
-	if from < 0 || from > session.MaxSafeInteger {
+	if from < 0 || from > wire.MaxSafeInteger {
 		return 0, invalidArgument(id, fmt.Errorf("update offset must be a non-negative safe integer, got %d", from))
 	}
 	if fn == nil {
@@ -68,7 +69,7 @@ func (h *Handle) Update(ctx context.Context, from int64, fn UpdateFunc) (int64, 
 		}
 		next = st.cursor
 		if int64(len(events)) != st.cursor {
-			return &Error{Code: CodeCorrupt, SessionID: id, Path: st.path, Message: fmt.Sprintf(
+			return &wire.StoreError{Code: CodeCorrupt, SessionID: id, Path: st.path, Message: fmt.Sprintf(
 				"session %q: the log read holds %d events but its cursor is %d", id, len(events), st.cursor)}
 		}
 		if from > next {

@@ -13,6 +13,7 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/jsonl/faultfs"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // TestUpdateReadsTailAndAppends: fn sees the events from `from` to the end
@@ -80,12 +81,12 @@ func TestUpdateRefusals(t *testing.T) {
 	_, err := hd.Update(bg, 0, func(_ []session.Event, next int64) ([]session.Event, error) {
 		return []session.Event{stepStart(t, next+1, 1, 1)}, nil
 	})
-	requireCode(t, err, jsonl.ErrSeqMismatch)
+	requireCode(t, err, wire.ErrSeqMismatch)
 
 	_, err = hd.Update(bg, 0, func(_ []session.Event, next int64) ([]session.Event, error) {
 		return []session.Event{ev(t, "no/such-type", next, `{}`)}, nil
 	})
-	requireCode(t, err, jsonl.ErrInvalidArgument)
+	requireCode(t, err, wire.ErrInvalidArgument)
 	require.ErrorContains(t, err, `event type "no/such-type" is unknown to this build`)
 
 	boom := errors.New("fn says no")
@@ -96,13 +97,13 @@ func TestUpdateRefusals(t *testing.T) {
 		t.Fatal("fn must not run for an offset past the end")
 		return nil, nil
 	})
-	requireCode(t, err, jsonl.ErrInvalidArgument)
+	requireCode(t, err, wire.ErrInvalidArgument)
 	require.ErrorContains(t, err, "update offset 2 lies beyond the end of the log (next seq 1)")
 
 	rd, err := e.store.Open(bg, "ref", jsonl.AccessRead, jsonl.OpenOptions{})
 	require.NoError(t, err)
 	_, err = rd.Update(bg, 0, func([]session.Event, int64) ([]session.Event, error) { return nil, nil })
-	requireCode(t, err, jsonl.ErrReadOnly)
+	requireCode(t, err, wire.ErrReadOnly)
 
 	require.Equal(t, string(before), string(readFile(t, e.logPath("", "ref"))))
 	require.Equal(t, int64(1), hd.NextSeq())
@@ -169,11 +170,11 @@ func TestUpdateAcrossProcesses(t *testing.T) {
 					defer wg.Done()
 					_, err := h.Update(bg, 0, func(tail []session.Event, next int64) ([]session.Event, error) {
 						for _, ev := range tail {
-							if ev.Type == session.TypeUserMessage && messageID(ev) == text {
+							if ev.Type == wire.TypeUserMessage && messageID(ev) == text {
 								return nil, nil
 							}
 						}
-						e, err := session.NewEvent(session.TypeUserMessage, next, evTime(next), json.RawMessage(fmt.Sprintf(`{"id":"%s","role":"user","content":[{"type":"text","text":"%s"}],"source":{"kind":"user"}}`, text, text)))
+						e, err := session.NewEvent(wire.TypeUserMessage, next, evTime(next), json.RawMessage(fmt.Sprintf(`{"id":"%s","role":"user","content":[{"type":"text","text":"%s"}],"source":{"kind":"user"}}`, text, text)))
 						if err != nil {
 							return nil, err
 						}
@@ -193,7 +194,7 @@ func TestUpdateAcrossProcesses(t *testing.T) {
 		require.Equal(t, upTo(2+n), seqs(got))
 		seen := map[string]int{}
 		for _, ev := range got[2:] {
-			require.Equal(t, session.TypeUserMessage, ev.Type)
+			require.Equal(t, wire.TypeUserMessage, ev.Type)
 			seen[messageID(ev)]++
 		}
 		require.Len(t, seen, n)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // push pushes chunks at times 100, 101, ... and fails the test on a refusal.
@@ -466,7 +467,7 @@ func modelContent(chunks []provider.TimedChunk) []provider.Block {
 
 func TestAssemblerRecordRoundTripsRandomStreams(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	header := session.Header{Version: session.FormatVersion, ID: "s1", CreatedAt: 1}
+	header := wire.Header{Version: wire.FormatVersion, ID: "s1", CreatedAt: 1}
 	for iter := range 3000 {
 		chunks := randomStream(r)
 		a := provider.NewAssembler()
@@ -527,7 +528,7 @@ func TestAssemblerRecordRoundTripsRandomStreams(t *testing.T) {
 			if err != nil {
 				t.Fatalf("stream %d: %v", iter, err)
 			}
-			events = append(events, session.Event{Type: session.TypeAssistantChunk, Seq: int64(i), Time: rec.Time, Data: data})
+			events = append(events, session.Event{Type: wire.TypeAssistantChunk, Seq: int64(i), Time: rec.Time, Data: data})
 			seqs = append(seqs, int64(i))
 		}
 		data, err := session.MarshalData(map[string]any{
@@ -538,7 +539,7 @@ func TestAssemblerRecordRoundTripsRandomStreams(t *testing.T) {
 		if err != nil {
 			t.Fatalf("stream %d: %v", iter, err)
 		}
-		events = append(events, session.Event{Type: session.TypeAssistantMessage, Seq: int64(len(events)), Time: 1, Data: data,
+		events = append(events, session.Event{Type: wire.TypeAssistantMessage, Seq: int64(len(events)), Time: 1, Data: data,
 			SurfaceOp: session.AppendOp(), SourceEventSeqs: append([]int64{}, seqs...)})
 		if err := session.CheckAppendable(header, 0, events); err != nil {
 			t.Fatalf("stream %d: %v", iter, err)

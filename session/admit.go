@@ -2,6 +2,8 @@ package session
 
 import (
 	"fmt"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // Interpretable reports whether a reader of this build can interpret e: its
@@ -16,8 +18,8 @@ func (e Event) Interpretable() bool {
 // header h: in a v0 log, the published harness's, e's type must be one the
 // harness knows (HarnessEventType) unless e is ignorable, since the harness
 // refuses any other; in a v3 log, Interpretable.
-func (e Event) InterpretableIn(h Header) bool {
-	if h.Version == FormatVersionV0 {
+func (e Event) InterpretableIn(h wire.Header) bool {
+	if h.Version == wire.FormatVersionV0 {
 		return e.Ignorable || HarnessEventType(e.Type)
 	}
 	return e.Interpretable()
@@ -52,13 +54,13 @@ func (e Event) InterpretableIn(h Header) bool {
 //
 // A failure wraps ErrInvalidEvent and names the offending event's index,
 // seq and type and the broken rule.
-func CheckAppendable(h Header, stored int64, batch []Event) error {
+func CheckAppendable(h wire.Header, stored int64, batch []Event) error {
 	marked := false
 	for i, e := range batch {
 		if err := checkAppendableEvent(h, e); err != nil {
 			return fmt.Errorf("%w at index %d (seq %d, type %q): %w", ErrInvalidEvent, i, e.Seq, e.Type, err)
 		}
-		if e.Type == TypeEndSeed {
+		if e.Type == wire.TypeEndSeed {
 			tagged, _ := e.IsInheritedMarker()
 			marked = marked || tagged
 		}
@@ -72,14 +74,14 @@ func CheckAppendable(h Header, stored int64, batch []Event) error {
 }
 
 // checkAppendableEvent applies the per-event rules of CheckAppendable.
-func checkAppendableEvent(h Header, e Event) error {
+func checkAppendableEvent(h wire.Header, e Event) error {
 	if !e.Interpretable() {
 		return fmt.Errorf("event type %q is unknown to this build and not marked ignorable; a reader would refuse the log as an unsupported format", e.Type)
 	}
 	if !e.InterpretableIn(h) {
 		return fmt.Errorf("event type %q is not one the published harness knows and not marked ignorable; the harness would refuse this v0 log", e.Type)
 	}
-	if e.Type == TypeEndSeed {
+	if e.Type == wire.TypeEndSeed {
 		tagged, err := e.IsInheritedMarker()
 		if err != nil {
 			return err

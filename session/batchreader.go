@@ -33,6 +33,6 @@ func ParseAppendLine(line []byte) (Event, int, error) {
 
 // NewBatchReader returns a BatchReader of r whose lines ParseAppendLine
 // decodes: the batches of the events of this build's rules.
-func NewBatchReader(r io.Reader, limits BatchLimits) *BatchReader {
+func NewBatchReader(r io.Reader, limits wire.BatchLimits) *wire.BatchReaderOf[Event] {
 	return wire.NewBatchReaderOf(r, limits, ParseAppendLine)
 }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // batchLines encodes turn/start events of seqs 0..n-1, the data of event i
@@ -13,7 +15,7 @@ func batchLines(t *testing.T, pad ...int) []string {
 	t.Helper()
 	out := make([]string, len(pad))
 	for i, p := range pad {
-		e, err := NewEvent(TypeTurnStart, int64(i), 1, map[string]any{"turn": i + 1, "pad": strings.Repeat("x", p)})
+		e, err := NewEvent(wire.TypeTurnStart, int64(i), 1, map[string]any{"turn": i + 1, "pad": strings.Repeat("x", p)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -27,7 +29,7 @@ func batchLines(t *testing.T, pad ...int) []string {
 }
 
 // readBatches reads every batch: the seqs of each and its end offset.
-func readBatches(t *testing.T, r *BatchReader) (seqs [][]int64, ends []int64, err error) {
+func readBatches(t *testing.T, r *wire.BatchReaderOf[Event]) (seqs [][]int64, ends []int64, err error) {
 	t.Helper()
 	for {
 		b, err := r.Next()
@@ -51,7 +53,7 @@ func TestBatchReaderSplitsByEventsAndBytes(t *testing.T) {
 	n := len(lines[0]) // every line has the same size: the event's encoded size
 	in := lines[0] + "\n" + lines[1] + lines[2] + lines[3] + "  \n" + lines[4] + "\n"
 
-	seqs, ends, err := readBatches(t, NewBatchReader(strings.NewReader(in), BatchLimits{MaxBytes: 1 << 20, MaxEvents: 2}))
+	seqs, ends, err := readBatches(t, NewBatchReader(strings.NewReader(in), wire.BatchLimits{MaxBytes: 1 << 20, MaxEvents: 2}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +65,7 @@ func TestBatchReaderSplitsByEventsAndBytes(t *testing.T) {
 
 	// Two events fit the byte limit, a third does not: the batch ends
 	// before the line that does not fit (blank lines before it included).
-	seqs, ends, err = readBatches(t, NewBatchReader(strings.NewReader(in), BatchLimits{MaxBytes: 2*n + 1, MaxEvents: 100}))
+	seqs, ends, err = readBatches(t, NewBatchReader(strings.NewReader(in), wire.BatchLimits{MaxBytes: 2*n + 1, MaxEvents: 100}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,17 +80,17 @@ func TestBatchReaderOversizedEvent(t *testing.T) {
 	in := strings.Join(lines, "")
 	limit := len(lines[1]) - 1
 
-	r := NewBatchReader(strings.NewReader(in), BatchLimits{MaxBytes: limit, MaxEvents: 100})
+	r := NewBatchReader(strings.NewReader(in), wire.BatchLimits{MaxBytes: limit, MaxEvents: 100})
 	_, err := r.Next()
-	var le *LineError
-	if !errors.As(err, &le) || !errors.Is(err, ErrEventTooLarge) || le.Line != 2 || le.Size != limit+1 {
+	var le *wire.LineError
+	if !errors.As(err, &le) || !errors.Is(err, wire.ErrEventTooLarge) || le.Line != 2 || le.Size != limit+1 {
 		t.Fatalf("got %v (%+v), want line 2 of %d bytes too large", err, le, limit+1)
 	}
 	if got, want := err.Error(), "line 2: event exceeds the batch limit"; got != want {
 		t.Fatalf("error %q, want %q", got, want)
 	}
 
-	seqs, _, err := readBatches(t, NewBatchReader(strings.NewReader(in), BatchLimits{MaxBytes: limit, MaxEvents: 100, OversizeAlone: true}))
+	seqs, _, err := readBatches(t, NewBatchReader(strings.NewReader(in), wire.BatchLimits{MaxBytes: limit, MaxEvents: 100, OversizeAlone: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +102,7 @@ func TestBatchReaderOversizedEvent(t *testing.T) {
 func TestBatchReaderBadLineDropsItsBatch(t *testing.T) {
 	lines := batchLines(t, 10, 10, 10)
 	in := lines[0] + lines[1] + lines[2] + `{"type":"future/thing","seq":3,"time":1,"data":{}}` + "\n"
-	r := NewBatchReader(strings.NewReader(in), BatchLimits{MaxBytes: 1 << 20, MaxEvents: 2})
+	r := NewBatchReader(strings.NewReader(in), wire.BatchLimits{MaxBytes: 1 << 20, MaxEvents: 2})
 	seqs, _, err := readBatches(t, r)
 	if want := [][]int64{{0, 1}}; !equalSeqs(seqs, want) {
 		t.Fatalf("got %v before the bad line, want %v", seqs, want)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // Packed chunk rows (docs/FORMAT.md §1.6): a run of assistant/chunk delta
@@ -136,13 +138,13 @@ func parseChunkRow(ev Event) (*chunkRow, error) {
 	if len(r.dt) != len(members)-1 {
 		return nil, rowError(tag, fmt.Sprintf("dt length %d does not match %d members", len(r.dt), len(members)))
 	}
-	if r.seq0+int64(len(members))-1 > MaxSafeInteger {
+	if r.seq0+int64(len(members))-1 > wire.MaxSafeInteger {
 		return nil, rowError(tag, "member seqs must stay safe integers")
 	}
 	t := r.time0
 	for _, g := range r.dt {
 		t += g
-		if t > MaxSafeInteger || t < -MaxSafeInteger {
+		if t > wire.MaxSafeInteger || t < -wire.MaxSafeInteger {
 			return nil, rowError(tag, "member times must stay safe integers")
 		}
 	}
@@ -235,7 +237,7 @@ func ExpandChunkRow(row Event) ([]Event, error) {
 		}
 		b.Write(m)
 		b.WriteString(`}}`)
-		out[k] = Event{Type: TypeAssistantChunk, Seq: r.seq0 + int64(k), Time: t, Data: b.Bytes()}
+		out[k] = Event{Type: wire.TypeAssistantChunk, Seq: r.seq0 + int64(k), Time: t, Data: b.Bytes()}
 	}
 	return out, nil
 }
@@ -247,7 +249,7 @@ func ExpandChunkRow(row Event) ([]Event, error) {
 // block a run continues: turn, step, index and, for a tool call, its id and
 // name.
 func deltaKind(e Event) (tag, key string) {
-	if e.Type != TypeAssistantChunk || e.SurfaceOp != nil || e.SourceEventSeqs != nil || e.Ignorable {
+	if e.Type != wire.TypeAssistantChunk || e.SurfaceOp != nil || e.SourceEventSeqs != nil || e.Ignorable {
 		return "", ""
 	}
 	data := memberMap(e.Data)
@@ -373,7 +375,7 @@ func AppendPackedLines(dst []byte, batch []Event) ([]byte, error) {
 // seq, and a time gap that is itself a safe integer.
 func continuesRun(prev, next Event) bool {
 	gap := next.Time - prev.Time
-	return next.Seq == prev.Seq+1 && gap <= MaxSafeInteger && gap >= -MaxSafeInteger
+	return next.Seq == prev.Seq+1 && gap <= wire.MaxSafeInteger && gap >= -wire.MaxSafeInteger
 }
 
 // appendRow appends the packed row of run (at least minChunkRun delta

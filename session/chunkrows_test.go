@@ -6,11 +6,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // chunk builds an assistant/chunk event at seq and time.
 func chunk(seq, time int64, data string) Event {
-	return Event{Type: TypeAssistantChunk, Seq: seq, Time: time, Data: []byte(data)}
+	return Event{Type: wire.TypeAssistantChunk, Seq: seq, Time: time, Data: []byte(data)}
 }
 
 // packLines packs a batch and returns its lines.
@@ -42,7 +44,7 @@ func readLines(t *testing.T, lines []string) []Event {
 
 func TestPackedRowsPackRunsAndReadBackExactly(t *testing.T) {
 	batch := []Event{
-		mk(TypeStepStart, 0, `{"turn":1,"step":1}`),
+		mk(wire.TypeStepStart, 0, `{"turn":1,"step":1}`),
 		chunk(1, 100, `{"turn":1,"step":1,"chunk":{"type":"block-start","index":0,"blockType":"text"}}`),
 		chunk(2, 100, `{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"Hel"}}`),
 		chunk(3, 104, `{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"lo \"w\""}}`),

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // Error codes of synthetic tool results (FORMAT.md §5.3).
@@ -101,26 +103,26 @@ func (s *TurnScanner) Observe(e Event) error {
 		return err
 	}
 	switch e.Type {
-	case TypeTurnStart:
+	case wire.TypeTurnStart:
 		s.open, s.turn, s.step, s.lastTurn = true, f.turn, 0, f.turn
 		s.clearPending()
-	case TypeTurnEnd:
+	case wire.TypeTurnEnd:
 		s.open, s.turn, s.step = false, 0, 0
 		s.clearPending()
-	case TypeStepStart:
+	case wire.TypeStepStart:
 		s.step = f.step
-	case TypeStepEnd:
+	case wire.TypeStepEnd:
 		s.step = 0
 		s.clearPending()
-	case TypeAssistantMessage:
+	case wire.TypeAssistantMessage:
 		for _, id := range f.callIDs {
 			s.setPending(id, f.step)
 		}
-	case TypeToolCall:
+	case wire.TypeToolCall:
 		if i, ok := s.index[f.callID]; ok && f.hasCallID {
 			s.calls[i].call.CallSeq = e.Seq
 		}
-	case TypeToolResult:
+	case wire.TypeToolResult:
 		s.deletePending(f.callID)
 	}
 	s.observed, s.lastSeq, s.lastTime = true, e.Seq, e.Time
@@ -143,7 +145,7 @@ type repairFacts struct {
 func readRepairFacts(e Event) (repairFacts, error) {
 	var f repairFacts
 	switch e.Type {
-	case TypeTurnStart:
+	case wire.TypeTurnStart:
 		var p turnShape
 		if err := decodeShape(e, &p); err != nil {
 			return f, err
@@ -155,7 +157,7 @@ func readRepairFacts(e Event) (repairFacts, error) {
 			return f, err
 		}
 		f.turn = int64(*p.Turn)
-	case TypeStepStart:
+	case wire.TypeStepStart:
 		var p stepShape
 		if err := decodeShape(e, &p); err != nil {
 			return f, err
@@ -167,7 +169,7 @@ func readRepairFacts(e Event) (repairFacts, error) {
 			return f, err
 		}
 		f.step = int64(*p.Step)
-	case TypeAssistantMessage:
+	case wire.TypeAssistantMessage:
 		var p assistantShape
 		if err := decodeShape(e, &p); err != nil {
 			return f, err
@@ -177,7 +179,7 @@ func readRepairFacts(e Event) (repairFacts, error) {
 			return f, err
 		}
 		f.step, f.callIDs = int64(*p.Step), ids
-	case TypeToolCall:
+	case wire.TypeToolCall:
 		var p callShape
 		if err := decodeShape(e, &p); err != nil {
 			return f, err
@@ -190,7 +192,7 @@ func readRepairFacts(e Event) (repairFacts, error) {
 			}
 			f.hasCallID = true
 		}
-	case TypeToolResult:
+	case wire.TypeToolResult:
 		var p resultShape
 		if err := decodeShape(e, &p); err != nil {
 			return f, err
@@ -278,7 +280,7 @@ func (s *TurnScanner) Closers(last Event) ([]Event, error) {
 	if s.observed && last.Seq != s.lastSeq {
 		return nil, fmt.Errorf("closers: last event seq %d is not the last observed seq %d", last.Seq, s.lastSeq)
 	}
-	if last.Time < -MaxSafeInteger || last.Time > MaxSafeInteger {
+	if last.Time < -wire.MaxSafeInteger || last.Time > wire.MaxSafeInteger {
 		return nil, fmt.Errorf("closers: last event time must be a safe integer, got %d", last.Time)
 	}
 	ot, _ := s.OpenTurn()
@@ -286,7 +288,7 @@ func (s *TurnScanner) Closers(last Event) ([]Event, error) {
 	if ot.Step != 0 {
 		n++
 	}
-	if last.Seq < 0 || last.Seq > MaxSafeInteger-n {
+	if last.Seq < 0 || last.Seq > wire.MaxSafeInteger-n {
 		return nil, fmt.Errorf("closers: seqs after %d would exceed the safe-integer range", last.Seq)
 	}
 	out := make([]Event, 0, n)
@@ -300,14 +302,14 @@ func (s *TurnScanner) Closers(last Event) ([]Event, error) {
 		seq++
 	}
 	if ot.Step != 0 {
-		e, err := NewEvent(TypeStepEnd, seq, last.Time, StepEnd{Turn: ot.Turn, Step: ot.Step})
+		e, err := NewEvent(wire.TypeStepEnd, seq, last.Time, wire.StepEnd{Turn: ot.Turn, Step: ot.Step})
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, e)
 		seq++
 	}
-	e, err := NewEvent(TypeTurnEnd, seq, last.Time, TurnEnd{Turn: ot.Turn, Reason: TurnEndReason{Kind: TurnEndInterrupted}})
+	e, err := NewEvent(wire.TypeTurnEnd, seq, last.Time, wire.TurnEnd{Turn: ot.Turn, Reason: wire.TurnEndReason{Kind: wire.TurnEndInterrupted}})
 	if err != nil {
 		return nil, err
 	}
@@ -316,27 +318,27 @@ func (s *TurnScanner) Closers(last Event) ([]Event, error) {
 
 // interruptedToolResult builds the synthetic tool/result for one call.
 func interruptedToolResult(turn int64, call PendingCall, seq, time int64) (Event, error) {
-	text, toolErr := ToolNotStartedText, ToolError{Name: ToolNotStartedErrorName, Code: ToolNotStarted}
+	text, toolErr := ToolNotStartedText, wire.ToolError{Name: ToolNotStartedErrorName, Code: ToolNotStarted}
 	if call.Recorded() {
-		text, toolErr = ToolOutcomeUnknownText, ToolError{Name: ToolOutcomeUnknownErrorName, Code: ToolOutcomeUnknown}
+		text, toolErr = ToolOutcomeUnknownText, wire.ToolError{Name: ToolOutcomeUnknownErrorName, Code: ToolOutcomeUnknown}
 	}
-	data := ToolResult{
+	data := wire.ToolResult{
 		Turn: turn,
 		Step: call.Step,
-		Message: ToolResultMessage{
+		Message: wire.ToolResultMessage{
 			ID:     InterruptedToolResultIDPrefix + call.CallID + "-" + strconv.FormatInt(seq, 10),
-			Role:   RoleUser,
-			Source: ToolResultSource{Kind: SourceKindTool, CallID: call.CallID},
-			Content: []ToolResultContent{{
-				Type:       BlockToolResult,
+			Role:   wire.RoleUser,
+			Source: wire.ToolResultSource{Kind: wire.SourceKindTool, CallID: call.CallID},
+			Content: []wire.ToolResultContent{{
+				Type:       wire.BlockToolResult,
 				ToolCallID: call.CallID,
 				IsError:    true,
-				Content:    []TextContent{{Type: BlockText, Text: text}},
+				Content:    []wire.TextContent{{Type: wire.BlockText, Text: text}},
 			}},
 		},
 		Error: &toolErr,
 	}
-	e, err := NewEvent(TypeToolResult, seq, time, data)
+	e, err := NewEvent(wire.TypeToolResult, seq, time, data)
 	if err != nil {
 		return Event{}, err
 	}

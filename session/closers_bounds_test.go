@@ -5,16 +5,18 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // openStepWithCall is a log whose turn 1 has step 1 open with one recorded,
 // unanswered call, its last event at seq last and time lastTime.
 func openStepWithCall(last, lastTime int64) []Event {
 	events := []Event{
-		mk(TypeTurnStart, last-3, `{"turn":1}`),
-		mk(TypeStepStart, last-2, `{"turn":1,"step":1}`),
-		mk(TypeAssistantMessage, last-1, assistantWithCalls(1, "c1")),
-		mk(TypeToolCall, last, toolCallData(1, "c1")),
+		mk(wire.TypeTurnStart, last-3, `{"turn":1}`),
+		mk(wire.TypeStepStart, last-2, `{"turn":1,"step":1}`),
+		mk(wire.TypeAssistantMessage, last-1, assistantWithCalls(1, "c1")),
+		mk(wire.TypeToolCall, last, toolCallData(1, "c1")),
 	}
 	events[3].Time = lastTime
 	return events
@@ -54,13 +56,13 @@ func TestClosersTimeUpToMaxSafeInteger(t *testing.T) {
 // answer the call of the current step that took the same slot.
 func TestClosersLateResultOfEndedStepLeavesCurrentCallPending(t *testing.T) {
 	events := []Event{
-		mk(TypeTurnStart, 1, `{"turn":1}`),
-		mk(TypeStepStart, 2, `{"turn":1,"step":1}`),
-		mk(TypeAssistantMessage, 3, assistantWithCalls(1, "old")),
-		mk(TypeStepEnd, 4, `{"turn":1,"step":1}`),
-		mk(TypeStepStart, 5, `{"turn":1,"step":2}`),
-		mk(TypeAssistantMessage, 6, assistantWithCalls(2, "new")),
-		mk(TypeToolResult, 7, toolResultData(1, "old")),
+		mk(wire.TypeTurnStart, 1, `{"turn":1}`),
+		mk(wire.TypeStepStart, 2, `{"turn":1,"step":1}`),
+		mk(wire.TypeAssistantMessage, 3, assistantWithCalls(1, "old")),
+		mk(wire.TypeStepEnd, 4, `{"turn":1,"step":1}`),
+		mk(wire.TypeStepStart, 5, `{"turn":1,"step":2}`),
+		mk(wire.TypeAssistantMessage, 6, assistantWithCalls(2, "new")),
+		mk(wire.TypeToolResult, 7, toolResultData(1, "old")),
 	}
 	var s TurnScanner
 	for _, e := range events {
@@ -80,7 +82,7 @@ func TestPendingCallRecordedAtSeqZero(t *testing.T) {
 // Seq 0 and time 0 are valid for the last event: a log holding only an open
 // turn/start at seq 0, time 0 is closed by a turn/end at seq 1, time 0.
 func TestClosersAfterSeqZeroTimeZero(t *testing.T) {
-	start := Event{Type: TypeTurnStart, Seq: 0, Time: 0, Data: []byte(`{"turn":1}`)}
+	start := Event{Type: wire.TypeTurnStart, Seq: 0, Time: 0, Data: []byte(`{"turn":1}`)}
 	closers, err := InterruptedTurnClosers([]Event{start})
 	require.NoError(t, err)
 	require.Len(t, closers, 1)
@@ -90,12 +92,12 @@ func TestClosersAfterSeqZeroTimeZero(t *testing.T) {
 // A turn number may be any safe integer from 1 up.
 func TestTurnNumberUpToMaxSafeInteger(t *testing.T) {
 	var s TurnScanner
-	require.NoError(t, s.Observe(mk(TypeTurnStart, 0, `{"turn":9007199254740991}`)))
+	require.NoError(t, s.Observe(mk(wire.TypeTurnStart, 0, `{"turn":9007199254740991}`)))
 	assert.Equal(t, int64(9007199254740991), s.LastTurn())
-	err := s.Observe(mk(TypeTurnStart, 1, `{"turn":9007199254740992}`))
+	err := s.Observe(mk(wire.TypeTurnStart, 1, `{"turn":9007199254740992}`))
 	require.Error(t, err)
 	assert.Equal(t, "turn/start event (seq 1): malformed data: must be a safe integer, got 9007199254740992", err.Error())
-	err = s.Observe(mk(TypeTurnStart, 2, `{"turn":0}`))
+	err = s.Observe(mk(wire.TypeTurnStart, 2, `{"turn":0}`))
 	require.Error(t, err)
 	assert.Equal(t, "turn/start event (seq 2): data.turn must be a safe integer >= 1, got 0", err.Error())
 }

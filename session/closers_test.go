@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // assistantWithCalls is an assistant/message data with tool-call blocks.
@@ -45,10 +47,10 @@ func lines(t *testing.T, events []Event) []string {
 
 func TestClosersSpecExample(t *testing.T) {
 	events := []Event{
-		mk(TypeTurnStart, 0, `{"turn":1}`),
-		mk(TypeStepStart, 1, `{"turn":1,"step":1}`),
-		mk(TypeAssistantMessage, 2, assistantWithCalls(1, "call-1")),
-		mk(TypeToolCall, 3, toolCallData(1, "call-1")),
+		mk(wire.TypeTurnStart, 0, `{"turn":1}`),
+		mk(wire.TypeStepStart, 1, `{"turn":1,"step":1}`),
+		mk(wire.TypeAssistantMessage, 2, assistantWithCalls(1, "call-1")),
+		mk(wire.TypeToolCall, 3, toolCallData(1, "call-1")),
 	}
 	events[2].SurfaceOp = AppendOp()
 	closers, err := InterruptedTurnClosers(events)
@@ -70,7 +72,7 @@ func TestClosersSpecExample(t *testing.T) {
 	assert.Equal(t, []int64{3}, closers[0].SourceEventSeqs)
 	te, err := closers[2].TurnEnd()
 	require.NoError(t, err)
-	assert.Equal(t, TurnEndInterrupted, te.Reason.Kind)
+	assert.Equal(t, wire.TurnEndInterrupted, te.Reason.Kind)
 
 	// The resume marker follows at seq 7.
 	seed := append(append([]Event(nil), events...), closers...)
@@ -88,9 +90,9 @@ func TestClosersSpecTexts(t *testing.T) {
 
 func TestClosersUnrecordedCall(t *testing.T) {
 	events := []Event{
-		mk(TypeTurnStart, 0, `{"turn":3}`),
-		mk(TypeStepStart, 1, `{"turn":3,"step":2}`),
-		mk(TypeAssistantMessage, 2, assistantWithCalls(2, "c<&>")),
+		mk(wire.TypeTurnStart, 0, `{"turn":3}`),
+		mk(wire.TypeStepStart, 1, `{"turn":3,"step":2}`),
+		mk(wire.TypeAssistantMessage, 2, assistantWithCalls(2, "c<&>")),
 	}
 	closers, err := InterruptedTurnClosers(events)
 	require.NoError(t, err)
@@ -105,11 +107,11 @@ func TestClosersUnrecordedCall(t *testing.T) {
 
 func TestClosersTwoCallsInOrder(t *testing.T) {
 	events := []Event{
-		mk(TypeTurnStart, 0, `{"turn":1}`),
-		mk(TypeStepStart, 1, `{"turn":1,"step":1}`),
-		mk(TypeAssistantMessage, 2, assistantWithCalls(1, "b", "a")),
-		mk(TypeToolCall, 3, toolCallData(1, "a")),
-		mk(TypeToolCall, 4, toolCallData(1, "unknown-call")), // ignored
+		mk(wire.TypeTurnStart, 0, `{"turn":1}`),
+		mk(wire.TypeStepStart, 1, `{"turn":1,"step":1}`),
+		mk(wire.TypeAssistantMessage, 2, assistantWithCalls(1, "b", "a")),
+		mk(wire.TypeToolCall, 3, toolCallData(1, "a")),
+		mk(wire.TypeToolCall, 4, toolCallData(1, "unknown-call")), // ignored
 	}
 	closers, err := InterruptedTurnClosers(events)
 	require.NoError(t, err)
@@ -127,8 +129,8 @@ func TestClosersTwoCallsInOrder(t *testing.T) {
 	assert.Nil(t, closers[0].SourceEventSeqs)
 	assert.Equal(t, []int64{3}, closers[1].SourceEventSeqs)
 	assert.Equal(t, []int64{5, 6, 7, 8}, []int64{closers[0].Seq, closers[1].Seq, closers[2].Seq, closers[3].Seq})
-	assert.Equal(t, TypeStepEnd, closers[2].Type)
-	assert.Equal(t, TypeTurnEnd, closers[3].Type)
+	assert.Equal(t, wire.TypeStepEnd, closers[2].Type)
+	assert.Equal(t, wire.TypeTurnEnd, closers[3].Type)
 	for _, c := range closers {
 		assert.Equal(t, int64(1004), c.Time)
 	}
@@ -136,12 +138,12 @@ func TestClosersTwoCallsInOrder(t *testing.T) {
 
 func TestClosersAnsweredCallIsNotPending(t *testing.T) {
 	events := []Event{
-		mk(TypeTurnStart, 0, `{"turn":1}`),
-		mk(TypeStepStart, 1, `{"turn":1,"step":1}`),
-		mk(TypeAssistantMessage, 2, assistantWithCalls(1, "a", "b")),
-		mk(TypeToolCall, 3, toolCallData(1, "a")),
-		mk(TypeToolResult, 4, toolResultData(1, "a")),
-		mk(TypeToolCall, 5, toolCallData(1, "b")),
+		mk(wire.TypeTurnStart, 0, `{"turn":1}`),
+		mk(wire.TypeStepStart, 1, `{"turn":1,"step":1}`),
+		mk(wire.TypeAssistantMessage, 2, assistantWithCalls(1, "a", "b")),
+		mk(wire.TypeToolCall, 3, toolCallData(1, "a")),
+		mk(wire.TypeToolResult, 4, toolResultData(1, "a")),
+		mk(wire.TypeToolCall, 5, toolCallData(1, "b")),
 	}
 	ot, ok, err := ScanOpenTurn(events)
 	require.NoError(t, err)
@@ -152,11 +154,11 @@ func TestClosersAnsweredCallIsNotPending(t *testing.T) {
 
 func TestClosersPendingResetAtStepEnd(t *testing.T) {
 	events := []Event{
-		mk(TypeTurnStart, 0, `{"turn":1}`),
-		mk(TypeStepStart, 1, `{"turn":1,"step":1}`),
-		mk(TypeAssistantMessage, 2, assistantWithCalls(1, "a")),
-		mk(TypeToolCall, 3, toolCallData(1, "a")),
-		mk(TypeStepEnd, 4, `{"turn":1,"step":1}`),
+		mk(wire.TypeTurnStart, 0, `{"turn":1}`),
+		mk(wire.TypeStepStart, 1, `{"turn":1,"step":1}`),
+		mk(wire.TypeAssistantMessage, 2, assistantWithCalls(1, "a")),
+		mk(wire.TypeToolCall, 3, toolCallData(1, "a")),
+		mk(wire.TypeStepEnd, 4, `{"turn":1,"step":1}`),
 	}
 	closers, err := InterruptedTurnClosers(events)
 	require.NoError(t, err)
@@ -172,10 +174,10 @@ func TestClosersPendingResetAtStepEnd(t *testing.T) {
 
 func TestClosersPendingResetAtTurnStart(t *testing.T) {
 	events := []Event{
-		mk(TypeTurnStart, 0, `{"turn":1}`),
-		mk(TypeStepStart, 1, `{"turn":1,"step":1}`),
-		mk(TypeAssistantMessage, 2, assistantWithCalls(1, "a")),
-		mk(TypeTurnStart, 3, `{"turn":2}`),
+		mk(wire.TypeTurnStart, 0, `{"turn":1}`),
+		mk(wire.TypeStepStart, 1, `{"turn":1,"step":1}`),
+		mk(wire.TypeAssistantMessage, 2, assistantWithCalls(1, "a")),
+		mk(wire.TypeTurnStart, 3, `{"turn":2}`),
 		mk("agent/inbox/spliced", 4, `{"target":"next-step","start":0,"inserted":[]}`),
 	}
 	closers, err := InterruptedTurnClosers(events)
@@ -187,13 +189,13 @@ func TestClosersPendingResetAtTurnStart(t *testing.T) {
 
 func TestClosersBalancedLogNone(t *testing.T) {
 	balanced := []Event{
-		mk(TypeTurnStart, 0, `{"turn":1}`),
-		mk(TypeStepStart, 1, `{"turn":1,"step":1}`),
-		mk(TypeAssistantMessage, 2, assistantWithCalls(1, "a")),
-		mk(TypeStepEnd, 3, `{"turn":1,"step":1}`),
-		mk(TypeTurnEnd, 4, `{"turn":1,"reason":{"kind":"completed"}}`),
-		mk(TypeInboxSpliced, 5, `{"target":"next-step","start":0,"inserted":[]}`),
-		mk(TypeEndSeed, 6, `{}`),
+		mk(wire.TypeTurnStart, 0, `{"turn":1}`),
+		mk(wire.TypeStepStart, 1, `{"turn":1,"step":1}`),
+		mk(wire.TypeAssistantMessage, 2, assistantWithCalls(1, "a")),
+		mk(wire.TypeStepEnd, 3, `{"turn":1,"step":1}`),
+		mk(wire.TypeTurnEnd, 4, `{"turn":1,"reason":{"kind":"completed"}}`),
+		mk(wire.TypeInboxSpliced, 5, `{"target":"next-step","start":0,"inserted":[]}`),
+		mk(wire.TypeEndSeed, 6, `{}`),
 	}
 	for _, events := range [][]Event{nil, {}, balanced, balanced[:5]} {
 		closers, err := InterruptedTurnClosers(events)
@@ -207,22 +209,22 @@ func TestClosersBalancedLogNone(t *testing.T) {
 
 func TestClosersTurnWithoutStep(t *testing.T) {
 	// FORMAT.md §5.5: turn/start@0 + torn fragment -> turn/end@1.
-	closers, err := InterruptedTurnClosers([]Event{mk(TypeTurnStart, 0, `{"turn":1}`)})
+	closers, err := InterruptedTurnClosers([]Event{mk(wire.TypeTurnStart, 0, `{"turn":1}`)})
 	require.NoError(t, err)
 	assert.Equal(t, []string{`{"type":"turn/end","seq":1,"time":1000,"data":{"turn":1,"reason":{"kind":"interrupted"}}}`}, lines(t, closers))
 }
 
 func TestClosersReinsertionOrder(t *testing.T) {
 	events := []Event{
-		mk(TypeTurnStart, 0, `{"turn":1}`),
-		mk(TypeStepStart, 1, `{"turn":1,"step":1}`),
-		mk(TypeAssistantMessage, 2, assistantWithCalls(1, "a", "b", "c")),
-		mk(TypeToolCall, 3, toolCallData(1, "a")),
-		mk(TypeToolCall, 4, toolCallData(1, "c")),
-		mk(TypeToolResult, 5, toolResultData(1, "b")),
+		mk(wire.TypeTurnStart, 0, `{"turn":1}`),
+		mk(wire.TypeStepStart, 1, `{"turn":1,"step":1}`),
+		mk(wire.TypeAssistantMessage, 2, assistantWithCalls(1, "a", "b", "c")),
+		mk(wire.TypeToolCall, 3, toolCallData(1, "a")),
+		mk(wire.TypeToolCall, 4, toolCallData(1, "c")),
+		mk(wire.TypeToolResult, 5, toolResultData(1, "b")),
 		// Re-inserting "a" keeps its position and resets its callSeq; "b"
 		// was deleted, so it goes last.
-		mk(TypeAssistantMessage, 6, assistantWithCalls(7, "b", "a")),
+		mk(wire.TypeAssistantMessage, 6, assistantWithCalls(7, "b", "a")),
 	}
 	ot, ok, err := ScanOpenTurn(events)
 	require.NoError(t, err)
@@ -260,15 +262,15 @@ func TestTurnScannerIncremental(t *testing.T) {
 	assert.Nil(t, got)
 
 	events := []Event{
-		mk(TypeTurnStart, 0, `{"turn":4}`),
-		mk(TypeStepStart, 1, `{"turn":4,"step":1}`),
+		mk(wire.TypeTurnStart, 0, `{"turn":4}`),
+		mk(wire.TypeStepStart, 1, `{"turn":4,"step":1}`),
 	}
 	n := 2
 	for i := range 200 { // many calls answered: exercises tombstone compaction
 		id := "k" + strings.Repeat("x", i%3) + string(rune('A'+i%50)) + string(rune('a'+i/50))
 		events = append(events,
-			mk(TypeAssistantMessage, int64(n), assistantWithCalls(1, id, "keep")),
-			mk(TypeToolResult, int64(n+1), toolResultData(1, id)))
+			mk(wire.TypeAssistantMessage, int64(n), assistantWithCalls(1, id, "keep")),
+			mk(wire.TypeToolResult, int64(n+1), toolResultData(1, id)))
 		n += 2
 	}
 	for _, e := range events {
@@ -294,19 +296,19 @@ func TestTurnScannerIncremental(t *testing.T) {
 
 func TestTurnScannerMalformedPayloads(t *testing.T) {
 	cases := map[string]Event{
-		`turn/start event (seq 0): data lacks "turn"`:                            mk(TypeTurnStart, 0, `{}`),
-		`turn/start event (seq 0): data.turn must be a safe integer >= 1, got 0`: mk(TypeTurnStart, 0, `{"turn":0}`),
-		`step/start event (seq 0): data lacks "step"`:                            mk(TypeStepStart, 0, `{"turn":1,"step":null}`),
-		`step/start event (seq 0): data is not a JSON object`:                    mk(TypeStepStart, 0, `[]`),
-		`assistant/message event (seq 0): data lacks "message.content"`:          mk(TypeAssistantMessage, 0, `{"turn":1,"step":1,"message":{}}`),
-		`assistant/message event (seq 0): data lacks "step"`:                     mk(TypeAssistantMessage, 0, `{"turn":1,"message":{"content":[]}}`),
-		`assistant/message event (seq 0): tool-call block 0 lacks "id"`:          mk(TypeAssistantMessage, 0, `{"turn":1,"step":1,"message":{"content":[{"type":"tool-call"}]}}`),
-		`tool/result event (seq 0): data lacks "message.source.callId"`:          mk(TypeToolResult, 0, `{"turn":1,"step":1,"message":{"source":{}}}`),
-		`tool/result event (seq 0): data is not a JSON object`:                   {Type: TypeToolResult},
+		`turn/start event (seq 0): data lacks "turn"`:                            mk(wire.TypeTurnStart, 0, `{}`),
+		`turn/start event (seq 0): data.turn must be a safe integer >= 1, got 0`: mk(wire.TypeTurnStart, 0, `{"turn":0}`),
+		`step/start event (seq 0): data lacks "step"`:                            mk(wire.TypeStepStart, 0, `{"turn":1,"step":null}`),
+		`step/start event (seq 0): data is not a JSON object`:                    mk(wire.TypeStepStart, 0, `[]`),
+		`assistant/message event (seq 0): data lacks "message.content"`:          mk(wire.TypeAssistantMessage, 0, `{"turn":1,"step":1,"message":{}}`),
+		`assistant/message event (seq 0): data lacks "step"`:                     mk(wire.TypeAssistantMessage, 0, `{"turn":1,"message":{"content":[]}}`),
+		`assistant/message event (seq 0): tool-call block 0 lacks "id"`:          mk(wire.TypeAssistantMessage, 0, `{"turn":1,"step":1,"message":{"content":[{"type":"tool-call"}]}}`),
+		`tool/result event (seq 0): data lacks "message.source.callId"`:          mk(wire.TypeToolResult, 0, `{"turn":1,"step":1,"message":{"source":{}}}`),
+		`tool/result event (seq 0): data is not a JSON object`:                   {Type: wire.TypeToolResult},
 	}
 	for want, e := range cases {
 		var s TurnScanner
-		require.NoError(t, s.Observe(mk(TypeTurnStart, 0, `{"turn":1}`)))
+		require.NoError(t, s.Observe(mk(wire.TypeTurnStart, 0, `{"turn":1}`)))
 		before, _ := s.OpenTurn()
 		err := s.Observe(e)
 		assert.EqualError(t, err, want)
@@ -320,9 +322,9 @@ func TestTurnScannerMalformedPayloads(t *testing.T) {
 		`{"step":1,"message":{"content":[{"type":"tool-call","id":5}]}}`,
 	} {
 		var s TurnScanner
-		assert.Error(t, s.Observe(mk(TypeAssistantMessage, 0, data)), data)
+		assert.Error(t, s.Observe(mk(wire.TypeAssistantMessage, 0, data)), data)
 	}
-	_, err := InterruptedTurnClosers([]Event{mk(TypeTurnStart, 0, `{"turn":"1"}`)})
+	_, err := InterruptedTurnClosers([]Event{mk(wire.TypeTurnStart, 0, `{"turn":"1"}`)})
 	assert.Error(t, err)
 }
 
@@ -332,11 +334,11 @@ func TestTurnScannerMalformedPayloads(t *testing.T) {
 // is not the string "tool-call" is not a call.
 func TestTurnScannerReadsAsTheHarnessRepairs(t *testing.T) {
 	events := []Event{
-		mk(TypeTurnStart, 0, `{"turn":2.0}`),
-		mk(TypeStepStart, 1, `{"turn":2,"step":1e0}`),
-		mk(TypeAssistantMessage, 2, `{"turn":2,"step":1.0,"message":{"content":[{"type":{"x":1}},{"type":"tool-call","id":"c1"}]}}`),
-		mk(TypeToolCall, 3, `{"turn":2,"step":1}`),
-		mk(TypeToolCall, 4, `{"turn":2,"step":1,"callId":7}`),
+		mk(wire.TypeTurnStart, 0, `{"turn":2.0}`),
+		mk(wire.TypeStepStart, 1, `{"turn":2,"step":1e0}`),
+		mk(wire.TypeAssistantMessage, 2, `{"turn":2,"step":1.0,"message":{"content":[{"type":{"x":1}},{"type":"tool-call","id":"c1"}]}}`),
+		mk(wire.TypeToolCall, 3, `{"turn":2,"step":1}`),
+		mk(wire.TypeToolCall, 4, `{"turn":2,"step":1,"callId":7}`),
 	}
 	closers, err := InterruptedTurnClosers(events)
 	require.NoError(t, err)
@@ -349,7 +351,7 @@ func TestTurnScannerReadsAsTheHarnessRepairs(t *testing.T) {
 
 func TestClosersSeqRange(t *testing.T) {
 	var s TurnScanner
-	last := mk(TypeTurnStart, MaxSafeInteger, `{"turn":1}`)
+	last := mk(wire.TypeTurnStart, wire.MaxSafeInteger, `{"turn":1}`)
 	require.NoError(t, s.Observe(last))
 	_, err := s.Closers(last)
 	assert.Error(t, err)

@@ -5,6 +5,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 func observeAll(t *testing.T, events []Event) (*TurnScanner, *Event) {
@@ -20,8 +22,8 @@ func observeAll(t *testing.T, events []Event) (*TurnScanner, *Event) {
 
 func TestCrashRepairClosesTurnThenMarks(t *testing.T) {
 	events := []Event{
-		mk(TypeTurnStart, 0, `{"turn":1}`),
-		mk(TypeStepStart, 1, `{"turn":1,"step":1}`),
+		mk(wire.TypeTurnStart, 0, `{"turn":1}`),
+		mk(wire.TypeStepStart, 1, `{"turn":1,"step":1}`),
 	}
 	s, last := observeAll(t, events)
 	batch, closers, err := s.CrashRepair(last, 99)
@@ -36,8 +38,8 @@ func TestCrashRepairClosesTurnThenMarks(t *testing.T) {
 
 func TestCrashRepairBalancedLogGetsOnlyTheMarker(t *testing.T) {
 	events := []Event{
-		mk(TypeTurnStart, 0, `{"turn":1}`),
-		mk(TypeTurnEnd, 1, `{"turn":1,"reason":{"kind":"completed"}}`),
+		mk(wire.TypeTurnStart, 0, `{"turn":1}`),
+		mk(wire.TypeTurnEnd, 1, `{"turn":1,"reason":{"kind":"completed"}}`),
 	}
 	s, last := observeAll(t, events)
 	batch, closers, err := s.CrashRepair(last, 99)
@@ -55,7 +57,7 @@ func TestCrashRepairEmptyLogMarkerTakesNow(t *testing.T) {
 }
 
 func TestCrashRepairNothingDueAfterMarker(t *testing.T) {
-	events := []Event{mk(TypeEndSeed, 0, `{}`)}
+	events := []Event{mk(wire.TypeEndSeed, 0, `{}`)}
 	s, last := observeAll(t, events)
 	batch, closers, err := s.CrashRepair(last, 99)
 	require.NoError(t, err)

@@ -5,6 +5,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // DecodeEventLine's own verdicts, not only its agreement with the other
@@ -37,7 +39,7 @@ func TestDecodeEventLineVerdicts(t *testing.T) {
 
 // The header's delegationDepth may be any non-negative safe integer.
 func TestHeaderDelegationDepthRange(t *testing.T) {
-	h := Header{Version: FormatVersion, ID: "s1", CreatedAt: 1, DelegationDepth: 1<<53 - 1}
+	h := wire.Header{Version: wire.FormatVersion, ID: "s1", CreatedAt: 1, DelegationDepth: 1<<53 - 1}
 	require.NoError(t, h.Validate())
 	h.DelegationDepth = 1 << 53
 	err := h.Validate()
@@ -70,17 +72,17 @@ func TestDecodeEventLineNullSeqsAndUnparsable(t *testing.T) {
 // letter, a to z in either case.
 func TestHeaderCreatedAtAndDriveLetters(t *testing.T) {
 	for _, cwd := range []string{"a:/w", "z:/w", `A:\w`, `Z:\w`} {
-		h := Header{Version: FormatVersion, ID: "s1", CreatedAt: 1<<53 - 1, Cwd: cwd}
+		h := wire.Header{Version: wire.FormatVersion, ID: "s1", CreatedAt: 1<<53 - 1, Cwd: cwd}
 		require.NoError(t, h.Validate(), cwd)
 	}
-	h := Header{Version: FormatVersion, ID: "s1", CreatedAt: 1, Cwd: "{:/w"}
+	h := wire.Header{Version: wire.FormatVersion, ID: "s1", CreatedAt: 1, Cwd: "{:/w"}
 	require.Error(t, h.Validate())
 }
 
 // A typed payload accessor refuses null data as not an object, before it
 // looks for the required fields.
 func TestPayloadOfNullData(t *testing.T) {
-	_, err := mk(TypeTurnStart, 3, `null`).TurnStart()
+	_, err := mk(wire.TypeTurnStart, 3, `null`).TurnStart()
 	require.Error(t, err)
 	assert.Equal(t, "turn/start event (seq 3): data is not a JSON object", err.Error())
 }

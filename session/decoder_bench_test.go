@@ -3,13 +3,15 @@ package session
 import (
 	"strings"
 	"testing"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // benchLine is a stored assistant/message line with about 1 KB of prose.
 func benchLine(b *testing.B) []byte {
 	b.Helper()
 	text := strings.Repeat("read write edit search list run tests build deploy file directory ", 16)
-	e, err := NewEvent(TypeAssistantMessage, 7, 1_700_000_000_007, map[string]any{
+	e, err := NewEvent(wire.TypeAssistantMessage, 7, 1_700_000_000_007, map[string]any{
 		"turn": 1, "step": 1, "stream": []any{},
 		"message": map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": text}}},
 	})

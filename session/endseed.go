@@ -3,6 +3,8 @@ package session
 import (
 	"encoding/json"
 	"errors"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // Errors of the inherited-prefix marker check. Their texts are those of
@@ -39,12 +41,12 @@ var (
 // closers, this keeps a replay byte-identical) and the workflow's
 // deterministic clock only for an empty seed.
 func EndSeedMarker(seed []Event, freshFork bool, time int64) (Event, bool) {
-	e := Event{Type: TypeEndSeed, Seq: int64(len(seed)), Time: time}
+	e := Event{Type: wire.TypeEndSeed, Seq: int64(len(seed)), Time: time}
 	if freshFork {
 		e.Data = append(json.RawMessage(nil), inheritedEndSeedData...)
 		return e, true
 	}
-	if len(seed) > 0 && seed[len(seed)-1].Type == TypeEndSeed {
+	if len(seed) > 0 && seed[len(seed)-1].Type == wire.TypeEndSeed {
 		return Event{}, false
 	}
 	e.Data = append(json.RawMessage(nil), endSeedData...)
@@ -64,7 +66,7 @@ func EndSeedTime(seed []Event, now int64) int64 {
 // data.inherited is true. A session/end-seed whose data cannot be read (not
 // an object, inherited not a boolean) is an error.
 func (e Event) IsInheritedMarker() (bool, error) {
-	if e.Type != TypeEndSeed {
+	if e.Type != wire.TypeEndSeed {
 		return false, nil
 	}
 	p, err := e.EndSeed()
@@ -101,7 +103,7 @@ func InheritedEventCount(events []Event) (int64, error) {
 // ValidateInheritedMarker checks that a stored log agrees with its header:
 // a seeded header needs an {inherited:true} end-seed (ErrSeededLacksMarker),
 // an unseeded one must have none (ErrUnseededHasMarker).
-func ValidateInheritedMarker(h Header, events []Event) error {
+func ValidateInheritedMarker(h wire.Header, events []Event) error {
 	_, found, err := lastInheritedMarker(events)
 	if err != nil {
 		return err

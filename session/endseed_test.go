@@ -5,12 +5,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 func TestEndSeedMarkerResume(t *testing.T) {
 	seed := []Event{
-		mk(TypeTurnStart, 0, `{"turn":1}`),
-		mk(TypeTurnEnd, 1, `{"turn":1,"reason":{"kind":"completed"}}`),
+		mk(wire.TypeTurnStart, 0, `{"turn":1}`),
+		mk(wire.TypeTurnEnd, 1, `{"turn":1,"reason":{"kind":"completed"}}`),
 	}
 	m, ok := EndSeedMarker(seed, false, EndSeedTime(seed, 99))
 	require.True(t, ok)
@@ -22,7 +24,7 @@ func TestEndSeedMarkerResume(t *testing.T) {
 	_, ok = EndSeedMarker(seed, false, 5)
 	assert.False(t, ok)
 	// An inherited marker at the end counts too.
-	_, ok = EndSeedMarker([]Event{mk(TypeEndSeed, 0, `{"inherited":true}`)}, false, 5)
+	_, ok = EndSeedMarker([]Event{mk(wire.TypeEndSeed, 0, `{"inherited":true}`)}, false, 5)
 	assert.False(t, ok)
 
 	// An empty seed (supplied) gets a marker at seq 0; EndSeedTime falls back.
@@ -33,9 +35,9 @@ func TestEndSeedMarkerResume(t *testing.T) {
 
 func TestEndSeedMarkerFork(t *testing.T) {
 	prefix := []Event{
-		mk(TypeTurnStart, 0, `{"turn":1}`),
-		mk(TypeTurnEnd, 1, `{"turn":1,"reason":{"kind":"completed"}}`),
-		mk(TypeEndSeed, 2, `{"inherited":true}`), // the ancestor's marker
+		mk(wire.TypeTurnStart, 0, `{"turn":1}`),
+		mk(wire.TypeTurnEnd, 1, `{"turn":1,"reason":{"kind":"completed"}}`),
+		mk(wire.TypeEndSeed, 2, `{"inherited":true}`), // the ancestor's marker
 	}
 	m, ok := EndSeedMarker(prefix, true, 7)
 	require.True(t, ok)
@@ -57,12 +59,12 @@ func TestInheritedEventCount(t *testing.T) {
 	assert.Equal(t, int64(0), n)
 
 	log := []Event{
-		mk(TypeTurnStart, 0, `{"turn":1}`),
-		mk(TypeEndSeed, 1, `{"inherited":true}`), // grandparent cut
-		mk(TypeTurnEnd, 2, `{"turn":1,"reason":{"kind":"completed"}}`),
-		mk(TypeEndSeed, 3, `{"inherited":true}`), // parent cut: the last tagged marker
-		mk(TypeEndSeed, 4, `{}`),                 // a resume marker does not count
-		mk(TypeTurnStart, 5, `{"turn":2}`),
+		mk(wire.TypeTurnStart, 0, `{"turn":1}`),
+		mk(wire.TypeEndSeed, 1, `{"inherited":true}`), // grandparent cut
+		mk(wire.TypeTurnEnd, 2, `{"turn":1,"reason":{"kind":"completed"}}`),
+		mk(wire.TypeEndSeed, 3, `{"inherited":true}`), // parent cut: the last tagged marker
+		mk(wire.TypeEndSeed, 4, `{}`),                 // a resume marker does not count
+		mk(wire.TypeTurnStart, 5, `{"turn":2}`),
 	}
 	n, err = InheritedEventCount(log)
 	require.NoError(t, err)
@@ -72,11 +74,11 @@ func TestInheritedEventCount(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), n)
 
-	n, err = InheritedEventCount([]Event{mk(TypeEndSeed, 0, `{}`)})
+	n, err = InheritedEventCount([]Event{mk(wire.TypeEndSeed, 0, `{}`)})
 	require.NoError(t, err)
 	assert.Equal(t, int64(0), n)
 
-	_, err = InheritedEventCount([]Event{mk(TypeEndSeed, 0, `{"inherited":1}`)})
+	_, err = InheritedEventCount([]Event{mk(wire.TypeEndSeed, 0, `{"inherited":1}`)})
 	assert.Error(t, err)
 
 	tagged, err := log[3].IsInheritedMarker()
@@ -88,10 +90,10 @@ func TestInheritedEventCount(t *testing.T) {
 }
 
 func TestValidateInheritedMarker(t *testing.T) {
-	seeded := Header{Version: FormatVersion, ID: "s", IsSeeded: true}
-	unseeded := Header{Version: FormatVersion, ID: "s"}
-	tagged := []Event{mk(TypeEndSeed, 0, `{"inherited":true}`)}
-	plain := []Event{mk(TypeEndSeed, 0, `{}`)}
+	seeded := wire.Header{Version: wire.FormatVersion, ID: "s", IsSeeded: true}
+	unseeded := wire.Header{Version: wire.FormatVersion, ID: "s"}
+	tagged := []Event{mk(wire.TypeEndSeed, 0, `{"inherited":true}`)}
+	plain := []Event{mk(wire.TypeEndSeed, 0, `{}`)}
 
 	assert.NoError(t, ValidateInheritedMarker(seeded, tagged))
 	assert.NoError(t, ValidateInheritedMarker(unseeded, plain))
@@ -104,5 +106,5 @@ func TestValidateInheritedMarker(t *testing.T) {
 	assert.EqualError(t, err, "unseeded Session contains an inherited end-seed marker")
 	assert.ErrorIs(t, err, ErrUnseededHasMarker)
 
-	assert.Error(t, ValidateInheritedMarker(unseeded, []Event{mk(TypeEndSeed, 0, `{"inherited":[]}`)}))
+	assert.Error(t, ValidateInheritedMarker(unseeded, []Event{mk(wire.TypeEndSeed, 0, `{"inherited":[]}`)}))
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // Event is one record of a session log: the envelope of FORMAT.md §1.1. Data is the
@@ -390,7 +392,7 @@ func parseSafeIntSigned(raw json.RawMessage) (int64, error) {
 	}
 	s := string(b)
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		if n > MaxSafeInteger || n < -MaxSafeInteger {
+		if n > wire.MaxSafeInteger || n < -wire.MaxSafeInteger {
 			return 0, fmt.Errorf("must be a safe integer, got %s", s)
 		}
 		if n == 0 && s[0] == '-' {
@@ -399,7 +401,7 @@ func parseSafeIntSigned(raw json.RawMessage) (int64, error) {
 		return n, nil
 	}
 	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsInf(f, 0) || f != math.Trunc(f) || math.Abs(f) > MaxSafeInteger {
+	if err != nil || math.IsInf(f, 0) || f != math.Trunc(f) || math.Abs(f) > wire.MaxSafeInteger {
 		return 0, fmt.Errorf("must be a safe integer, got %s", abbreviate(b))
 	}
 	if f == 0 && s[0] == '-' {

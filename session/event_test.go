@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 func TestEventJSONRoundTrip(t *testing.T) {
@@ -93,10 +95,10 @@ func TestEventStrictDecodeRefusals(t *testing.T) {
 }
 
 func TestEventDecodeFailureLeavesTargetUnchanged(t *testing.T) {
-	e := mk(TypeTurnStart, 4, `{"turn":2}`)
+	e := mk(wire.TypeTurnStart, 4, `{"turn":2}`)
 	err := json.Unmarshal([]byte(`{"type":"a","seq":-1,"time":0,"data":{}}`), &e)
 	require.Error(t, err)
-	assert.Equal(t, mk(TypeTurnStart, 4, `{"turn":2}`), e)
+	assert.Equal(t, mk(wire.TypeTurnStart, 4, `{"turn":2}`), e)
 }
 
 func TestEventMarshal(t *testing.T) {
@@ -127,7 +129,7 @@ func TestEventClone(t *testing.T) {
 }
 
 func TestParseSafeInt(t *testing.T) {
-	good := map[string]int64{"0": 0, "7": 7, " 12 ": 12, "9007199254740991": MaxSafeInteger, "1e3": 1000, "2.0": 2}
+	good := map[string]int64{"0": 0, "7": 7, " 12 ": 12, "9007199254740991": wire.MaxSafeInteger, "1e3": 1000, "2.0": 2}
 	for in, want := range good {
 		got, err := ParseSafeInt(json.RawMessage(in))
 		require.NoError(t, err, in)

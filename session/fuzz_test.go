@@ -3,6 +3,8 @@ package session
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // FuzzEventJSON: strict decoding never panics, and a decoded event encodes to
@@ -42,10 +44,10 @@ func FuzzEventJSON(f *testing.F) {
 func FuzzTurnScanner(f *testing.F) {
 	f.Add([]byte(`{"turn":1}`), []byte(`{"turn":1,"step":1,"message":{"content":[{"type":"tool-call","id":"a"}]}}`), []byte(`{"callId":"a"}`), uint8(7))
 	f.Add([]byte(`{"turn":2}`), []byte(`{"step":3,"message":{"content":[]}}`), []byte(`{"message":{"source":{"callId":"a"}}}`), uint8(0))
-	types := []string{TypeTurnStart, TypeStepStart, TypeAssistantMessage, TypeToolCall, TypeToolResult, TypeStepEnd, TypeTurnEnd, "other"}
+	types := []string{wire.TypeTurnStart, wire.TypeStepStart, wire.TypeAssistantMessage, wire.TypeToolCall, wire.TypeToolResult, wire.TypeStepEnd, wire.TypeTurnEnd, "other"}
 	f.Fuzz(func(t *testing.T, a, b, c []byte, pattern uint8) {
 		datas := [][]byte{a, b, c}
-		events := []Event{mk(TypeTurnStart, 0, `{"turn":1}`)}
+		events := []Event{mk(wire.TypeTurnStart, 0, `{"turn":1}`)}
 		for i := range 9 {
 			typ := types[(int(pattern)+i*3)%len(types)]
 			events = append(events, Event{Type: typ, Seq: int64(len(events)), Time: 5, Data: datas[i%3]})
@@ -62,7 +64,7 @@ func FuzzTurnScanner(f *testing.F) {
 				t.Fatalf("closer %d invalid: %v", i, err)
 			}
 		}
-		if len(closers) > 0 && closers[len(closers)-1].Type != TypeTurnEnd {
+		if len(closers) > 0 && closers[len(closers)-1].Type != wire.TypeTurnEnd {
 			t.Fatalf("last closer is %s", closers[len(closers)-1].Type)
 		}
 	})

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // HarnessUpgrader reads the events of a log, in order, the way the published
@@ -65,7 +67,7 @@ func (u *HarnessUpgrader) Upgrade(e Event) (Event, error) {
 // upgrade computes the current shape of e.
 func (u *HarnessUpgrader) upgrade(e Event) (Event, error) {
 	switch e.Type {
-	case TypeTurnStart, TypeTurnEnd, TypeLegacySteeringMessage, TypeUserMessage, TypeAssistantMessage, TypeToolResult:
+	case wire.TypeTurnStart, wire.TypeTurnEnd, TypeLegacySteeringMessage, wire.TypeUserMessage, wire.TypeAssistantMessage, wire.TypeToolResult:
 	default:
 		return e, nil
 	}
@@ -84,7 +86,7 @@ func (u *HarnessUpgrader) upgrade(e Event) (Event, error) {
 	members := rawMembers(canon)
 	out := e
 	switch e.Type {
-	case TypeTurnStart:
+	case wire.TypeTurnStart:
 		if _, ok := data["trigger"]; !ok {
 			return e, nil
 		}
@@ -93,7 +95,7 @@ func (u *HarnessUpgrader) upgrade(e Event) (Event, error) {
 		}
 		out.Data = buildObject(members.only("turn"))
 		return out, nil
-	case TypeTurnEnd:
+	case wire.TypeTurnEnd:
 		reason, err := upgradeTurnEnd(data, members.get("reason"))
 		if err != nil || reason == nil {
 			return e, err
@@ -119,10 +121,10 @@ func (u *HarnessUpgrader) upgrade(e Event) (Event, error) {
 		}
 	}
 	switch legacyMessageShape(typ, data) {
-	case TypeUserMessage:
+	case wire.TypeUserMessage:
 		out.Data = buildObject(append(members.without(),
 			rawMember{"id", quote(legacyID)}, rawMember{"role", quote("user")}))
-	case TypeAssistantMessage:
+	case wire.TypeAssistantMessage:
 		source := rawMembers(nil)
 		if _, ok := data["provenance"].(map[string]any); ok {
 			source = rawMembers(members.get("provenance"))
@@ -135,7 +137,7 @@ func (u *HarnessUpgrader) upgrade(e Event) (Event, error) {
 		msg := buildObject([]rawMember{{"id", quote(legacyID)}, {"role", quote("assistant")},
 			{"content", members.get("content")}, {"source", buildObject(source)}})
 		out.Data = buildObject(append(members.without("content", "provenance"), rawMember{"message", msg}))
-	case TypeToolResult:
+	case wire.TypeToolResult:
 		msg := []rawMember{{"id", quote(legacyID)}}
 		if op := e.SurfaceOp; op != nil && op.Op == SurfaceReplace {
 			msg = nil
@@ -157,15 +159,15 @@ func (u *HarnessUpgrader) upgrade(e Event) (Event, error) {
 func legacyMessageShape(typ string, data map[string]any) string {
 	has := func(k string) bool { _, ok := data[k]; return ok }
 	switch typ {
-	case TypeUserMessage:
+	case wire.TypeUserMessage:
 		if !has("id") && !has("role") && !has("message") && has("content") && has("source") {
 			return typ
 		}
-	case TypeAssistantMessage:
+	case wire.TypeAssistantMessage:
 		if !has("message") && has("content") && has("provenance") {
 			return typ
 		}
-	case TypeToolResult:
+	case wire.TypeToolResult:
 		if !has("message") && has("callId") && has("content") && has("isError") {
 			return typ
 		}
@@ -186,9 +188,9 @@ func upgradeMessageData(typ string, data map[string]any, id string, op *SurfaceO
 		out[k] = v
 	}
 	switch shape {
-	case TypeUserMessage:
+	case wire.TypeUserMessage:
 		out["id"], out["role"] = id, "user"
-	case TypeAssistantMessage:
+	case wire.TypeAssistantMessage:
 		source := map[string]any{}
 		if p, ok := data["provenance"].(map[string]any); ok {
 			for k, v := range p {
@@ -199,7 +201,7 @@ func upgradeMessageData(typ string, data map[string]any, id string, op *SurfaceO
 		delete(out, "content")
 		delete(out, "provenance")
 		out["message"] = map[string]any{"id": id, "role": "assistant", "content": data["content"], "source": source}
-	case TypeToolResult:
+	case wire.TypeToolResult:
 		delete(out, "callId")
 		delete(out, "content")
 		delete(out, "isError")
@@ -306,20 +308,20 @@ func upgradeSteering(typ string, data map[string]any, id string) (string, map[st
 	if data == nil {
 		return "", nil, errSteering
 	}
-	if msg, ok := data["message"].(map[string]any); ok && safeCount(data["turn"], -MaxSafeInteger) && onlyKeys(data, []string{"turn", "message"}) {
-		return TypeUserMessage, msg, nil
+	if msg, ok := data["message"].(map[string]any); ok && safeCount(data["turn"], -wire.MaxSafeInteger) && onlyKeys(data, []string{"turn", "message"}) {
+		return wire.TypeUserMessage, msg, nil
 	}
-	if !safeCount(data["turn"], -MaxSafeInteger) || !onlyKeys(data, []string{"turn", "content", "source"}) {
+	if !safeCount(data["turn"], -wire.MaxSafeInteger) || !onlyKeys(data, []string{"turn", "content", "source"}) {
 		return "", nil, errSteering
 	}
 	out := map[string]any{"content": data["content"], "source": data["source"], "id": id, "role": "user"}
-	return TypeUserMessage, out, nil
+	return wire.TypeUserMessage, out, nil
 }
 
 // messageIDOf returns the message id the harness records for an event: the
 // string id of a user/message's data, or of any other event's data.message.
 func messageIDOf(e Event) (string, bool) {
-	if e.Type != TypeUserMessage && !bytes.Contains(e.Data, []byte(`"message"`)) {
+	if e.Type != wire.TypeUserMessage && !bytes.Contains(e.Data, []byte(`"message"`)) {
 		return "", false
 	}
 	v, err := parseJSValue(e.Data)
@@ -327,7 +329,7 @@ func messageIDOf(e Event) (string, bool) {
 		return "", false
 	}
 	m, _ := v.(map[string]any)
-	if e.Type != TypeUserMessage {
+	if e.Type != wire.TypeUserMessage {
 		m, _ = m["message"].(map[string]any)
 	}
 	id, ok := m["id"].(string)

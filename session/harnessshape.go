@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // Event types the published harness refuses on load: it no longer knows how
@@ -65,17 +67,17 @@ func CheckHarnessEvent(e Event) error {
 }
 
 func checkHarnessEvent(e Event) error {
-	if e.Seq < 0 || e.Seq > MaxSafeInteger {
+	if e.Seq < 0 || e.Seq > wire.MaxSafeInteger {
 		return fmt.Errorf("seq %d is not a non-negative safe integer", e.Seq)
 	}
-	if e.Time < -MaxSafeInteger || e.Time > MaxSafeInteger {
+	if e.Time < -wire.MaxSafeInteger || e.Time > wire.MaxSafeInteger {
 		return fmt.Errorf("time %d is not a safe integer", e.Time)
 	}
 	switch e.Type {
 	case TypeLegacyRequestHeaderDelta, TypeLegacyModeSet:
 		return errors.New("the legacy type is no longer supported")
-	case TypeRequestHeader, TypeTurnStart, TypeTurnEnd, TypeLegacySteeringMessage,
-		TypeUserMessage, TypeAssistantMessage, TypeToolResult:
+	case wire.TypeRequestHeader, wire.TypeTurnStart, wire.TypeTurnEnd, TypeLegacySteeringMessage,
+		wire.TypeUserMessage, wire.TypeAssistantMessage, wire.TypeToolResult:
 	default:
 		return nil
 	}
@@ -85,12 +87,12 @@ func checkHarnessEvent(e Event) error {
 	}
 	data, _ := v.(map[string]any)
 	switch e.Type {
-	case TypeRequestHeader:
+	case wire.TypeRequestHeader:
 		return checkRequestHeader(data)
-	case TypeTurnStart:
+	case wire.TypeTurnStart:
 		_, err := upgradeTurnStart(data)
 		return err
-	case TypeTurnEnd:
+	case wire.TypeTurnEnd:
 		_, err := upgradeTurnEnd(data, nil)
 		return err
 	}
@@ -149,7 +151,7 @@ func hasProviderModel(m map[string]any) bool {
 func checkMessageShape(typ string, data map[string]any) error {
 	msg := data
 	where := "data"
-	if typ != TypeUserMessage {
+	if typ != wire.TypeUserMessage {
 		msg, _ = data["message"].(map[string]any)
 		where = "data.message"
 	}
@@ -157,7 +159,7 @@ func checkMessageShape(typ string, data map[string]any) error {
 		return fmt.Errorf("%s is not a message with a non-empty string id", where)
 	}
 	role := "user"
-	if typ == TypeAssistantMessage {
+	if typ == wire.TypeAssistantMessage {
 		role = "assistant"
 	}
 	if msg["role"] != role {
@@ -172,7 +174,7 @@ func checkMessageShape(typ string, data map[string]any) error {
 		return fmt.Errorf("%s.content is not an array", where)
 	}
 	switch typ {
-	case TypeAssistantMessage:
+	case wire.TypeAssistantMessage:
 		if source["kind"] != "model" || !hasProviderModel(source) {
 			return fmt.Errorf(`%s.source is not {kind:"model"} with a non-empty provider and model`, where)
 		}
@@ -181,7 +183,7 @@ func checkMessageShape(typ string, data map[string]any) error {
 				return fmt.Errorf("%s.content[%d] is null", where, i)
 			}
 		}
-	case TypeToolResult:
+	case wire.TypeToolResult:
 		callID, _ := source["callId"].(string)
 		if source["kind"] != "tool" || callID == "" {
 			return fmt.Errorf(`%s.source is not {kind:"tool"} with a non-empty string callId`, where)
@@ -203,7 +205,7 @@ func checkMessageShape(typ string, data map[string]any) error {
 // safeCount reports whether v is a number that is a safe integer >= min.
 func safeCount(v any, min float64) bool {
 	f, ok := jsNumber(v)
-	return ok && f == math.Trunc(f) && math.Abs(f) <= MaxSafeInteger && f >= min
+	return ok && f == math.Trunc(f) && math.Abs(f) <= wire.MaxSafeInteger && f >= min
 }
 
 // onlyKeys reports whether m has every key of required and no key outside

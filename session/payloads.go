@@ -3,6 +3,8 @@ package session
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // NewEvent builds an event of type typ at seq and time whose data is v
@@ -50,137 +52,137 @@ func decodePayload(e Event, typ string, v any, required ...string) error {
 
 // checkCount checks that a turn or step number is a safe integer >= min.
 func checkCount(e Event, name string, v, min int64) error {
-	if v < min || v > MaxSafeInteger {
+	if v < min || v > wire.MaxSafeInteger {
 		return payloadError(e, "data.%s must be a safe integer >= %d, got %d", name, min, v)
 	}
 	return nil
 }
 
 // TurnStart decodes the data of a turn/start event. Turn must be >= 1.
-func (e Event) TurnStart() (TurnStart, error) {
-	var p TurnStart
-	if err := decodePayload(e, TypeTurnStart, &p, "turn"); err != nil {
-		return TurnStart{}, err
+func (e Event) TurnStart() (wire.TurnStart, error) {
+	var p wire.TurnStart
+	if err := decodePayload(e, wire.TypeTurnStart, &p, "turn"); err != nil {
+		return wire.TurnStart{}, err
 	}
 	if err := checkCount(e, "turn", p.Turn, 1); err != nil {
-		return TurnStart{}, err
+		return wire.TurnStart{}, err
 	}
 	return p, nil
 }
 
 // TurnEnd decodes the data of a turn/end event; reason.kind must be a
 // non-empty string.
-func (e Event) TurnEnd() (TurnEnd, error) {
-	var p TurnEnd
-	if err := decodePayload(e, TypeTurnEnd, &p, "turn", "reason"); err != nil {
-		return TurnEnd{}, err
+func (e Event) TurnEnd() (wire.TurnEnd, error) {
+	var p wire.TurnEnd
+	if err := decodePayload(e, wire.TypeTurnEnd, &p, "turn", "reason"); err != nil {
+		return wire.TurnEnd{}, err
 	}
 	if err := checkCount(e, "turn", p.Turn, 0); err != nil {
-		return TurnEnd{}, err
+		return wire.TurnEnd{}, err
 	}
 	if p.Reason.Kind == "" {
-		return TurnEnd{}, payloadError(e, "data.reason.kind must be a non-empty string")
+		return wire.TurnEnd{}, payloadError(e, "data.reason.kind must be a non-empty string")
 	}
 	return p, nil
 }
 
 // StepStart decodes the data of a step/start event. Step must be >= 1.
-func (e Event) StepStart() (StepStart, error) {
-	var p StepStart
-	if err := decodePayload(e, TypeStepStart, &p, "turn", "step"); err != nil {
-		return StepStart{}, err
+func (e Event) StepStart() (wire.StepStart, error) {
+	var p wire.StepStart
+	if err := decodePayload(e, wire.TypeStepStart, &p, "turn", "step"); err != nil {
+		return wire.StepStart{}, err
 	}
 	if err := checkCount(e, "turn", p.Turn, 0); err != nil {
-		return StepStart{}, err
+		return wire.StepStart{}, err
 	}
 	if err := checkCount(e, "step", p.Step, 1); err != nil {
-		return StepStart{}, err
+		return wire.StepStart{}, err
 	}
 	return p, nil
 }
 
 // StepEnd decodes the data of a step/end event.
-func (e Event) StepEnd() (StepEnd, error) {
-	var p StepEnd
-	if err := decodePayload(e, TypeStepEnd, &p, "turn", "step"); err != nil {
-		return StepEnd{}, err
+func (e Event) StepEnd() (wire.StepEnd, error) {
+	var p wire.StepEnd
+	if err := decodePayload(e, wire.TypeStepEnd, &p, "turn", "step"); err != nil {
+		return wire.StepEnd{}, err
 	}
 	if err := checkCount(e, "turn", p.Turn, 0); err != nil {
-		return StepEnd{}, err
+		return wire.StepEnd{}, err
 	}
 	if err := checkCount(e, "step", p.Step, 0); err != nil {
-		return StepEnd{}, err
+		return wire.StepEnd{}, err
 	}
 	return p, nil
 }
 
 // ToolCall decodes the data of a tool/call event; callId is required.
-func (e Event) ToolCall() (ToolCall, error) {
-	var p ToolCall
-	if err := decodePayload(e, TypeToolCall, &p, "callId"); err != nil {
-		return ToolCall{}, err
+func (e Event) ToolCall() (wire.ToolCall, error) {
+	var p wire.ToolCall
+	if err := decodePayload(e, wire.TypeToolCall, &p, "callId"); err != nil {
+		return wire.ToolCall{}, err
 	}
 	if err := checkCount(e, "turn", p.Turn, 0); err != nil {
-		return ToolCall{}, err
+		return wire.ToolCall{}, err
 	}
 	if err := checkCount(e, "step", p.Step, 0); err != nil {
-		return ToolCall{}, err
+		return wire.ToolCall{}, err
 	}
 	return p, nil
 }
 
 // AssistantMessage decodes the data of an assistant/message event; step and
 // message.content are required, and every tool-call block needs an id.
-func (e Event) AssistantMessage() (AssistantMessage, error) {
-	var p AssistantMessage
-	if err := decodePayload(e, TypeAssistantMessage, &p, "step", "message"); err != nil {
-		return AssistantMessage{}, err
+func (e Event) AssistantMessage() (wire.AssistantMessage, error) {
+	var p wire.AssistantMessage
+	if err := decodePayload(e, wire.TypeAssistantMessage, &p, "step", "message"); err != nil {
+		return wire.AssistantMessage{}, err
 	}
 	var shape assistantShape
 	if err := json.Unmarshal(e.Data, &shape); err != nil {
-		return AssistantMessage{}, payloadError(e, "malformed data: %v", err)
+		return wire.AssistantMessage{}, payloadError(e, "malformed data: %v", err)
 	}
 	if _, err := shape.toolCalls(e); err != nil {
-		return AssistantMessage{}, err
+		return wire.AssistantMessage{}, err
 	}
 	if err := checkCount(e, "turn", p.Turn, 0); err != nil {
-		return AssistantMessage{}, err
+		return wire.AssistantMessage{}, err
 	}
 	if err := checkCount(e, "step", p.Step, 0); err != nil {
-		return AssistantMessage{}, err
+		return wire.AssistantMessage{}, err
 	}
 	return p, nil
 }
 
 // ToolResult decodes the data of a tool/result event; message.source.callId
 // is required.
-func (e Event) ToolResult() (ToolResult, error) {
-	var p ToolResult
-	if err := decodePayload(e, TypeToolResult, &p, "message"); err != nil {
-		return ToolResult{}, err
+func (e Event) ToolResult() (wire.ToolResult, error) {
+	var p wire.ToolResult
+	if err := decodePayload(e, wire.TypeToolResult, &p, "message"); err != nil {
+		return wire.ToolResult{}, err
 	}
 	var shape resultShape
 	if err := json.Unmarshal(e.Data, &shape); err != nil {
-		return ToolResult{}, payloadError(e, "malformed data: %v", err)
+		return wire.ToolResult{}, payloadError(e, "malformed data: %v", err)
 	}
 	if _, err := shape.callID(e); err != nil {
-		return ToolResult{}, err
+		return wire.ToolResult{}, err
 	}
 	if err := checkCount(e, "turn", p.Turn, 0); err != nil {
-		return ToolResult{}, err
+		return wire.ToolResult{}, err
 	}
 	if err := checkCount(e, "step", p.Step, 0); err != nil {
-		return ToolResult{}, err
+		return wire.ToolResult{}, err
 	}
 	return p, nil
 }
 
 // EndSeed decodes the data of a session/end-seed event. An inherited value
 // other than a boolean (or null) is an error.
-func (e Event) EndSeed() (EndSeed, error) {
-	var p EndSeed
-	if err := decodePayload(e, TypeEndSeed, &p); err != nil {
-		return EndSeed{}, err
+func (e Event) EndSeed() (wire.EndSeed, error) {
+	var p wire.EndSeed
+	if err := decodePayload(e, wire.TypeEndSeed, &p); err != nil {
+		return wire.EndSeed{}, err
 	}
 	return p, nil
 }
@@ -241,7 +243,7 @@ func (s assistantShape) toolCalls(e Event) ([]string, error) {
 	}
 	var ids []string
 	for i, b := range *s.Message.Content {
-		if string(b.Type) != `"`+BlockToolCall+`"` {
+		if string(b.Type) != `"`+wire.BlockToolCall+`"` {
 			continue
 		}
 		if b.ID == nil {

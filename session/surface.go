@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // SurfaceFold is the model-visible surface of a log (docs/FORMAT.md §1.2):
@@ -173,7 +175,7 @@ func (s *Surface) plan(e Event) (surfacePlan, error) {
 			return surfacePlan{}, err
 		}
 	}
-	if e.Type == TypeToolResult {
+	if e.Type == wire.TypeToolResult {
 		k := toolResultRest(e.Data)
 		p.rest = &k
 	}
@@ -206,7 +208,7 @@ func (s *Surface) apply(e Event, p surfacePlan) {
 // harnessSurfaceTypes are the surface types of the published harness, on
 // which a surfaceOp is required.
 func harnessSurfaceType(t string) bool {
-	return t == TypeUserMessage || t == TypeAssistantMessage || t == TypeToolResult
+	return t == wire.TypeUserMessage || t == wire.TypeAssistantMessage || t == wire.TypeToolResult
 }
 
 // surfaceOpOf checks where e may carry surface metadata and returns its
@@ -235,7 +237,7 @@ func surfaceOpOf(e Event) (*SurfaceOp, error) {
 	case SurfaceAppend:
 		return op, nil
 	case SurfaceReplace:
-		if op.StartSeq < 0 || op.StartSeq > MaxSafeInteger || op.EndSeq < 0 || op.EndSeq > MaxSafeInteger {
+		if op.StartSeq < 0 || op.StartSeq > wire.MaxSafeInteger || op.EndSeq < 0 || op.EndSeq > wire.MaxSafeInteger {
 			return nil, fmt.Errorf("surface: %q event at seq %d carries a replace surfaceOp whose bounds are not non-negative safe integers", e.Type, e.Seq)
 		}
 		return op, nil
@@ -247,13 +249,13 @@ func surfaceOpOf(e Event) (*SurfaceOp, error) {
 // appends (shadowed nil) or replaces the nodes shadowed.
 func checkProvenance(e Event, shadowed []int64) error {
 	src := e.SourceEventSeqs
-	if src != nil && len(src) == 0 && e.Type != TypeAssistantMessage {
+	if src != nil && len(src) == 0 && e.Type != wire.TypeAssistantMessage {
 		return fmt.Errorf("surface: sourceEventSeqs of the %q event at seq %d is empty (only assistant/message may cite nothing)", e.Type, e.Seq)
 	}
 	cited := make(map[int64]bool, len(src))
 	later := int64(-1)
 	for _, s := range src {
-		if s < 0 || s > MaxSafeInteger {
+		if s < 0 || s > wire.MaxSafeInteger {
 			return fmt.Errorf("surface: sourceEventSeqs of the event at seq %d holds %d, not a non-negative safe integer", e.Seq, s)
 		}
 		cited[s] = true
@@ -282,7 +284,7 @@ func checkProvenance(e Event, shadowed []int64) error {
 // checkToolResultRewrite restricts a tool/result replacement to the content
 // of one current tool/result.
 func (s *Surface) checkToolResultRewrite(e Event, shadowed []int64) error {
-	if e.Type != TypeToolResult {
+	if e.Type != wire.TypeToolResult {
 		return nil
 	}
 	if len(shadowed) != 1 {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // The expectations below are the published harness's: each case was run
@@ -15,7 +17,7 @@ import (
 
 // su is a user/message at seq with a surface operation (nil for none).
 func su(seq int64, op *SurfaceOp, sources ...int64) Event {
-	e := mk(TypeUserMessage, seq, fmt.Sprintf(`{"id":"u%d","role":"user","content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}}`, seq))
+	e := mk(wire.TypeUserMessage, seq, fmt.Sprintf(`{"id":"u%d","role":"user","content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}}`, seq))
 	e.SurfaceOp = op
 	if sources != nil {
 		e.SourceEventSeqs = sources
@@ -25,7 +27,7 @@ func su(seq int64, op *SurfaceOp, sources ...int64) Event {
 
 // str is a tool/result at seq whose result text and isError vary.
 func str(seq int64, text string, isError bool, op *SurfaceOp, sources ...int64) Event {
-	e := mk(TypeToolResult, seq, fmt.Sprintf(`{"turn":1,"step":1,"message":{"id":"m","role":"user","source":{"kind":"tool","callId":"c"},`+
+	e := mk(wire.TypeToolResult, seq, fmt.Sprintf(`{"turn":1,"step":1,"message":{"id":"m","role":"user","source":{"kind":"tool","callId":"c"},`+
 		`"content":[{"type":"tool-result","toolCallId":"c","isError":%t,"content":[{"type":"text","text":%q}]}]}}`, isError, text))
 	e.SurfaceOp = op
 	if sources != nil {
@@ -38,12 +40,12 @@ func rep(start, end int64) *SurfaceOp {
 	return &SurfaceOp{Op: SurfaceReplace, StartSeq: start, EndSeq: end, Spelling: SpellingV0}
 }
 
-func turnStart(seq int64) Event { return mk(TypeTurnStart, seq, `{"turn":1}`) }
+func turnStart(seq int64) Event { return mk(wire.TypeTurnStart, seq, `{"turn":1}`) }
 
 func TestFoldSurfaceAccepts(t *testing.T) {
-	asst := mk(TypeAssistantMessage, 1, `{"turn":1,"step":1,"message":{"id":"a","role":"assistant","source":{"kind":"model","provider":"p","model":"m"},"content":[]}}`)
+	asst := mk(wire.TypeAssistantMessage, 1, `{"turn":1,"step":1,"message":{"id":"a","role":"assistant","source":{"kind":"model","provider":"p","model":"m"},"content":[]}}`)
 	asst.SurfaceOp, asst.SourceEventSeqs = AppendOp(), []int64{}
-	sys := mk(TypeSystemMessage, 1, `{"turn":1,"step":1,"message":"You are a coding agent."}`)
+	sys := mk(wire.TypeSystemMessage, 1, `{"turn":1,"step":1,"message":"You are a coding agent."}`)
 	sysAppend := sys
 	sysAppend.SurfaceOp = AppendOp()
 	for _, c := range []struct {
@@ -143,10 +145,10 @@ func TestFoldSurfaceEmptySourcesOnUser(t *testing.T) {
 // keep is compared as JavaScript compares JSON values: key order and number
 // spellings do not matter, values do.
 func TestToolResultRewriteComparesValues(t *testing.T) {
-	orig := mk(TypeToolResult, 0, `{"turn":1,"step":1,"message":{"id":"m","role":"user","source":{"kind":"tool","callId":"c"},`+
+	orig := mk(wire.TypeToolResult, 0, `{"turn":1,"step":1,"message":{"id":"m","role":"user","source":{"kind":"tool","callId":"c"},`+
 		`"content":[{"type":"tool-result","toolCallId":"c","isError":false,"content":[{"type":"text","text":"A"}]}]},"meta":{"n":10}}`)
 	orig.SurfaceOp = AppendOp()
-	same := mk(TypeToolResult, 1, `{"meta":{"n":1e1},"step":1.0,"turn":1,"message":{"role":"user","id":"m","source":{"callId":"c","kind":"tool"},`+
+	same := mk(wire.TypeToolResult, 1, `{"meta":{"n":1e1},"step":1.0,"turn":1,"message":{"role":"user","id":"m","source":{"callId":"c","kind":"tool"},`+
 		`"content":[{"content":[],"isError":false,"toolCallId":"c","type":"tool-result"}]}}`)
 	same.SurfaceOp, same.SourceEventSeqs = rep(0, 0), []int64{0}
 	_, err := FoldSurface([]Event{orig, same})

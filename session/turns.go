@@ -3,6 +3,8 @@ package session
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // LastTurn returns the turn of the last turn/start in events, 0 if none
@@ -11,7 +13,7 @@ import (
 // already validated.
 func LastTurn(events []Event) int64 {
 	for i := len(events) - 1; i >= 0; i-- {
-		if events[i].Type != TypeTurnStart {
+		if events[i].Type != wire.TypeTurnStart {
 			continue
 		}
 		if p, err := events[i].TurnStart(); err == nil {
@@ -58,7 +60,7 @@ func (e *SeqMismatchError) Error() string {
 // (FORMAT.md §4.6) and returns a *SeqMismatchError for the first violation, nil
 // otherwise. An empty batch always passes. A negative cursor is an error.
 func CheckContiguous(id string, cursor int64, events []Event) error {
-	if cursor < 0 || cursor > MaxSafeInteger {
+	if cursor < 0 || cursor > wire.MaxSafeInteger {
 		return fmt.Errorf("append cursor for %q must be a non-negative safe integer, got %d", id, cursor)
 	}
 	for k, e := range events {

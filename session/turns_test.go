@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 func TestTurnNumbering(t *testing.T) {
@@ -14,13 +16,13 @@ func TestTurnNumbering(t *testing.T) {
 	assert.Equal(t, int64(0), NextSeq(nil))
 
 	log := []Event{
-		mk(TypeTurnStart, 0, `{"turn":1}`),
-		mk(TypeTurnEnd, 1, `{"turn":1,"reason":{"kind":"completed"}}`),
-		mk(TypeTurnStart, 2, `{"turn":2}`),
-		mk(TypeStepStart, 3, `{"turn":2,"step":1}`),
-		mk(TypeStepEnd, 4, `{"turn":2,"step":1}`),
-		mk(TypeTurnEnd, 5, `{"turn":2,"reason":{"kind":"completed"}}`),
-		mk(TypeEndSeed, 6, `{}`),
+		mk(wire.TypeTurnStart, 0, `{"turn":1}`),
+		mk(wire.TypeTurnEnd, 1, `{"turn":1,"reason":{"kind":"completed"}}`),
+		mk(wire.TypeTurnStart, 2, `{"turn":2}`),
+		mk(wire.TypeStepStart, 3, `{"turn":2,"step":1}`),
+		mk(wire.TypeStepEnd, 4, `{"turn":2,"step":1}`),
+		mk(wire.TypeTurnEnd, 5, `{"turn":2,"reason":{"kind":"completed"}}`),
+		mk(wire.TypeEndSeed, 6, `{}`),
 	}
 	assert.Equal(t, int64(2), LastTurn(log))
 	assert.Equal(t, int64(3), NextTurn(log))
@@ -28,7 +30,7 @@ func TestTurnNumbering(t *testing.T) {
 	assert.Equal(t, int64(1), LastTurn(log[:2]))
 
 	// A malformed turn/start is skipped.
-	bad := append(append([]Event(nil), log...), mk(TypeTurnStart, 7, `{}`))
+	bad := append(append([]Event(nil), log...), mk(wire.TypeTurnStart, 7, `{}`))
 	assert.Equal(t, int64(2), LastTurn(bad))
 }
 

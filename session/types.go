@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 var (
@@ -24,12 +26,12 @@ var (
 	}()
 	// sessionOnlyTypes are read in v3 logs only (FORMAT.md §1.2): a v0 log
 	// holding one is refused, as the harness refuses it.
-	sessionOnlyTypes = []string{TypeSystemMessage, TypeAssistantAttempt}
+	sessionOnlyTypes = []string{wire.TypeSystemMessage, wire.TypeAssistantAttempt}
 	vocabMu          sync.RWMutex
 	// vocab holds the types added through RegisterEventType.
 	vocab   = map[string]bool{}
 	surface = map[string]bool{
-		TypeUserMessage: true, TypeAssistantMessage: true, TypeToolResult: true, TypeSystemMessage: true,
+		wire.TypeUserMessage: true, wire.TypeAssistantMessage: true, wire.TypeToolResult: true, wire.TypeSystemMessage: true,
 	}
 )
 
@@ -90,7 +92,7 @@ func sessionOnly(name string) bool { return slices.Contains(sessionOnlyTypes, na
 // of this type join the surface: user/message, assistant/message and
 // tool/result (system/message is sessionflow's own, in v3 logs).
 func HarnessSurfaceEligible(name string) bool {
-	return name == TypeUserMessage || name == TypeAssistantMessage || name == TypeToolResult
+	return name == wire.TypeUserMessage || name == wire.TypeAssistantMessage || name == wire.TypeToolResult
 }
 
 // SurfaceEligible reports whether events of this type may carry surfaceOp

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // ErrInvalidEvent is matched (errors.Is) by SnapshotBatch and NewEvent
@@ -64,10 +66,10 @@ func (e Event) validateEnvelope() error {
 	if !utf8.ValidString(e.Type) {
 		return fmt.Errorf("event type %q is not valid UTF-8", e.Type)
 	}
-	if e.Seq < 0 || e.Seq > MaxSafeInteger {
+	if e.Seq < 0 || e.Seq > wire.MaxSafeInteger {
 		return fmt.Errorf("event seq must be a non-negative safe integer, got %d", e.Seq)
 	}
-	if e.Time < -MaxSafeInteger || e.Time > MaxSafeInteger {
+	if e.Time < -wire.MaxSafeInteger || e.Time > wire.MaxSafeInteger {
 		return fmt.Errorf("event time must be a safe integer, got %d", e.Time)
 	}
 	surface := SurfaceEligible(e.Type)
@@ -94,14 +96,14 @@ func (e Event) validateEnvelope() error {
 		switch {
 		case !surface:
 			return fmt.Errorf("sourceEventSeqs is not allowed on %q events", e.Type)
-		case len(e.SourceEventSeqs) == 0 && e.Type != TypeAssistantMessage:
+		case len(e.SourceEventSeqs) == 0 && e.Type != wire.TypeAssistantMessage:
 			// An assistant/message may cite nothing: a message assembled
 			// from no recorded chunk.
 			return errors.New("sourceEventSeqs must be non-empty when present, except on assistant/message")
 		}
 		seen := make(map[int64]struct{}, len(e.SourceEventSeqs))
 		for i, s := range e.SourceEventSeqs {
-			if s < 0 || s > MaxSafeInteger {
+			if s < 0 || s > wire.MaxSafeInteger {
 				return fmt.Errorf("sourceEventSeqs[%d] must be a non-negative safe integer, got %d", i, s)
 			}
 			if s >= e.Seq {

@@ -16,8 +16,8 @@ func TestWireEnvelopeRoundTrip(t *testing.T) {
 	replaceV0 := Event{Type: "surface/replace-thing", Seq: 9, Time: 3, Data: json.RawMessage(`{"a":"<b>"}`),
 		SurfaceOp: &SurfaceOp{Op: SurfaceReplace, StartSeq: 1, EndSeq: 4, Spelling: SpellingV0}}
 	events := []Event{
-		{Type: TypeTurnStart, Seq: 0, Time: 1700000000000, Data: json.RawMessage(`{"turn":1}`)},
-		{Type: TypeAssistantMessage, Seq: 1, Time: 2, Data: json.RawMessage(`{"turn":1,"step":1,"message":{"role":"assistant","content":[]},"stream":[]}`),
+		{Type: wire.TypeTurnStart, Seq: 0, Time: 1700000000000, Data: json.RawMessage(`{"turn":1}`)},
+		{Type: wire.TypeAssistantMessage, Seq: 1, Time: 2, Data: json.RawMessage(`{"turn":1,"step":1,"message":{"role":"assistant","content":[]},"stream":[]}`),
 			SurfaceOp: AppendOp(), SourceEventSeqs: []int64{}},
 		{Type: "future/thing", Seq: 2, Time: -5, Data: json.RawMessage("{\"k\":[1,2.50,\"é\u2028<\"]}"), Ignorable: true, SourceEventSeqs: []int64{0, 1}},
 		replaceV0,

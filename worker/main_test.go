@@ -13,13 +13,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessionflow/sessionflow/workflows"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
 	"github.com/sessionflow/sessionflow/internal/app/devserver"
 	"github.com/sessionflow/sessionflow/internal/app/readiness"
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // runWorkerEnv makes the test binary run the worker command (main) instead
@@ -186,13 +188,13 @@ func TestDevModeSessionSurvivesRestart(t *testing.T) {
 
 	c, err := client.Dial(client.Options{HostPort: first.field(t, "Temporal dev server:")})
 	require.NoError(t, err)
-	wid := workflows.WorkflowID("kept")
+	wid := wire.WorkflowID("kept")
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: wid, TaskQueue: "sessionflow"},
-		workflows.CreateSessionName, workflows.CreateSessionRequest{SessionID: "kept"})
+		wire.CreateSessionName, workflows.CreateSessionRequest{SessionID: "kept"})
 	require.NoError(t, err)
-	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: wid, UpdateName: workflows.UpdateWaitReady, WaitForStage: client.WorkflowUpdateStageCompleted})
+	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: wid, UpdateName: wire.UpdateWaitReady, WaitForStage: client.WorkflowUpdateStageCompleted})
 	require.NoError(t, err)
-	var info workflows.SessionInfo
+	var info wire.SessionInfo
 	require.NoError(t, h.Get(ctx, &info))
 	c.Close()
 	first.stop(t)
@@ -204,9 +206,9 @@ func TestDevModeSessionSurvivesRestart(t *testing.T) {
 	c, err = client.Dial(client.Options{HostPort: second.field(t, "Temporal dev server:")})
 	require.NoError(t, err)
 	defer c.Close()
-	h, err = c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: wid, UpdateName: workflows.UpdateDispose, WaitForStage: client.WorkflowUpdateStageCompleted})
+	h, err = c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: wid, UpdateName: wire.UpdateDispose, WaitForStage: client.WorkflowUpdateStageCompleted})
 	require.NoError(t, err)
-	var dr workflows.DisposeResult
+	var dr wire.DisposeResult
 	require.NoError(t, h.Get(ctx, &dr))
 	assert.Equal(t, info.NextSeq, dr.NextSeq)
 	require.NoError(t, c.GetWorkflow(ctx, wid, run.GetRunID()).Get(ctx, nil))

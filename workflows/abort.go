@@ -3,6 +3,8 @@ package workflows
 import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // abortGuard is what interrupts a run before it is live: the Abort and
@@ -26,11 +28,11 @@ type abortGuard struct {
 
 // normalizeAbort is the error of the abort a: the caller's error, or
 // `creation aborted` with its reason.
-func normalizeAbort(id string, a AbortRequest) error {
+func normalizeAbort(id string, a wire.AbortRequest) error {
 	if a.IsError {
 		typ := a.Type
 		if typ == "" {
-			typ = ErrTypeError
+			typ = wire.ErrTypeError
 		}
 		return temporal.NewNonRetryableApplicationError(a.Reason, typ, nil)
 	}
@@ -67,7 +69,7 @@ func (g *abortGuard) onCancel(abortChs, ownerChs []workflow.ReceiveChannel) {
 func (g *abortGuard) drainSignals(abortChs, ownerChs []workflow.ReceiveChannel) {
 	for _, abortCh := range abortChs {
 		for {
-			var a AbortRequest
+			var a wire.AbortRequest
 			if !abortCh.ReceiveAsync(&a) {
 				break
 			}
@@ -81,7 +83,7 @@ func (g *abortGuard) drainSignals(abortChs, ownerChs []workflow.ReceiveChannel) 
 	}
 }
 
-func (g *abortGuard) onAbort(a AbortRequest) {
+func (g *abortGuard) onAbort(a wire.AbortRequest) {
 	if g.phase.preLive() {
 		g.setAbort(normalizeAbort(g.id, a))
 	}
@@ -98,8 +100,8 @@ func (g *abortGuard) onOwnerUnload() {
 // watch receives the Abort and OwnerUnload signals (under their current and
 // their legacy names) and the root cancellation for the whole run.
 func (g *abortGuard) watch() {
-	abortChs := signalChannels(g.ctx, SignalAbort, LegacySignalAbort)
-	ownerChs := signalChannels(g.ctx, SignalOwnerUnload, LegacySignalOwnerUnload)
+	abortChs := signalChannels(g.ctx, wire.SignalAbort, wire.LegacySignalAbort)
+	ownerChs := signalChannels(g.ctx, wire.SignalOwnerUnload, wire.LegacySignalOwnerUnload)
 	root := g.ctx
 	workflow.Go(g.dctx, func(gctx workflow.Context) {
 		rootDone := false
@@ -107,7 +109,7 @@ func (g *abortGuard) watch() {
 			sel := workflow.NewSelector(gctx)
 			for _, abortCh := range abortChs {
 				sel.AddReceive(abortCh, func(c workflow.ReceiveChannel, _ bool) {
-					var a AbortRequest
+					var a wire.AbortRequest
 					c.Receive(gctx, &a)
 					g.onAbort(a)
 				})

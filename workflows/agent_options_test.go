@@ -4,14 +4,16 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // maxTokens must be a positive safe integer: 1 and 2^53-1 pass; 0, a
 // fraction and 2^53 are refused with the reference text.
 func TestValidateAgentOptionsMaxTokens(t *testing.T) {
-	tokens := func(v float64) *AgentOptions { return &AgentOptions{MaxTokens: &v} }
+	tokens := func(v float64) *wire.AgentOptions { return &wire.AgentOptions{MaxTokens: &v} }
 	require.NoError(t, validateAgentOptions(nil))
-	require.NoError(t, validateAgentOptions(&AgentOptions{}))
+	require.NoError(t, validateAgentOptions(&wire.AgentOptions{}))
 	require.NoError(t, validateAgentOptions(tokens(1)))
 	require.NoError(t, validateAgentOptions(tokens(1<<53-1)))
 	for _, v := range []float64{0, -1, 1.5, 1 << 53} {

@@ -13,10 +13,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -37,18 +37,18 @@ var badBatches = []struct {
 	batch []session.Event
 	want  string
 }{
-	{"inherited marker", []session.Event{rawEvent(session.TypeEndSeed, 0, `{"inherited":true}`)},
+	{"inherited marker", []session.Event{rawEvent(wire.TypeEndSeed, 0, `{"inherited":true}`)},
 		`invalid session event at index 0 (seq 0, type "session/end-seed"): unseeded Session contains an inherited end-seed marker`},
-	{"inherited yes", []session.Event{rawEvent(session.TypeEndSeed, 0, `{"inherited":"yes"}`)},
+	{"inherited yes", []session.Event{rawEvent(wire.TypeEndSeed, 0, `{"inherited":"yes"}`)},
 		`invalid session event at index 0 (seq 0, type "session/end-seed"): session/end-seed event (seq 0): malformed data: `},
-	{"turn/start {}", []session.Event{rawEvent(session.TypeTurnStart, 0, `{}`)},
+	{"turn/start {}", []session.Event{rawEvent(wire.TypeTurnStart, 0, `{}`)},
 		`invalid session event at index 0 (seq 0, type "turn/start"): crash repair could not read it: turn/start event (seq 0): data lacks "turn"`},
-	{"turn as a string", []session.Event{rawEvent(session.TypeTurnStart, 0, `{"turn":"1"}`)},
+	{"turn as a string", []session.Event{rawEvent(wire.TypeTurnStart, 0, `{"turn":"1"}`)},
 		`invalid session event at index 0 (seq 0, type "turn/start"): crash repair could not read it: turn/start event (seq 0): malformed data: `},
-	{"turn 0", []session.Event{rawEvent(session.TypeTurnStart, 0, `{"turn":0}`)},
+	{"turn 0", []session.Event{rawEvent(wire.TypeTurnStart, 0, `{"turn":0}`)},
 		`invalid session event at index 0 (seq 0, type "turn/start"): crash repair could not read it: turn/start event (seq 0): data.turn must be a safe integer >= 1, got 0`},
-	{"tool call without id", []session.Event{rawEvent(session.TypeTurnStart, 0, `{"turn":1}`),
-		rawEvent(session.TypeAssistantMessage, 1, `{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"tool-call","name":"x","arguments":{}}]},"stream":[]}`)},
+	{"tool call without id", []session.Event{rawEvent(wire.TypeTurnStart, 0, `{"turn":1}`),
+		rawEvent(wire.TypeAssistantMessage, 1, `{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"tool-call","name":"x","arguments":{}}]},"stream":[]}`)},
 		`invalid session event at index 1 (seq 1, type "assistant/message"): crash repair could not read it: assistant/message event (seq 1): tool-call block 0 lacks "id"`},
 	{"custom/x not ignorable", []session.Event{rawEvent("custom/x", 0, `{}`)},
 		`invalid session event at index 0 (seq 0, type "custom/x"): event type "custom/x" is unknown to this build and not marked ignorable`},
@@ -66,13 +66,13 @@ var createWants = map[string]string{
 // session, disposed after a valid append, resumes.
 func TestAppendValidatorRefusesWhatResumeCannotRead(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("rules")
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
 	results := make([]*sessiontest.Result, len(badBatches))
 	for i, b := range badBatches {
-		results[i] = h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: b.batch})
+		results[i] = h.UpdateAt(2*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: b.batch})
 	}
-	good := h.UpdateAt(3*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
-	dispose := h.UpdateAt(4*time.Second, "", workflows.UpdateDispose)
+	good := h.UpdateAt(3*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
+	dispose := h.UpdateAt(4*time.Second, "", wire.UpdateDispose)
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "rules"})
 	require.NoError(t, h.Env.GetWorkflowError())
 	ready.OK(t)
@@ -83,19 +83,19 @@ func TestAppendValidatorRefusesWhatResumeCannotRead(t *testing.T) {
 		require.True(t, app.NonRetryable(), b.name)
 		require.Contains(t, app.Error(), b.want, b.name)
 	}
-	var r workflows.AppendResult
+	var r wire.AppendResult
 	good.Decode(t, &r)
 	require.Equal(t, int64(5), r.NextSeq)
-	require.Equal(t, 1, h.Count(activities.AppendBatchName), "only the valid batch reached the store")
+	require.Equal(t, 1, h.Count(wire.AppendBatchName), "only the valid batch reached the store")
 	require.Len(t, sessiontest.Stored(t, h.Store, "rules"), 5)
 
 	resume := sessiontest.NewHarnessOn(t, h.Store).WithID("rules")
 	ready, disposed := resume.ReadyThenDispose(time.Second, "")
-	resume.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "rules"})
+	resume.Env.ExecuteWorkflow(workflows.ResumeSession, wire.ResumeSessionRequest{ResumeSessionID: "rules"})
 	require.NoError(t, resume.Env.GetWorkflowError())
-	var info workflows.SessionInfo
+	var info wire.SessionInfo
 	ready.Decode(t, &info)
-	var dr workflows.DisposeResult
+	var dr wire.DisposeResult
 	disposed.Decode(t, &dr)
 	require.Equal(t, int64(6), dr.NextSeq, "the resume stored its end-seed marker")
 }
@@ -127,8 +127,8 @@ func TestCreateRefusesASeedTheStoreWouldRefuse(t *testing.T) {
 // retried), and leaves the log byte for byte and no lease behind.
 func TestResumeOfMidTailDamageFailsWithoutTouchingTheLog(t *testing.T) {
 	h := sessiontest.NewHarnessOn(t, sessiontest.NewStore(t, jsonl.CompressionNone)).WithID("mid")
-	sessiontest.WriteStored(t, h.Store, session.Header{ID: "mid", CreatedAt: 1}, 0, []session.Event{
-		sessiontest.TurnStart(t, 0, 1), sessiontest.TurnEnd(t, 1, 1), sessiontest.TurnStart(t, 2, 2), sessiontest.Ev(t, session.TypeStepStart, 3, map[string]any{"turn": 2, "step": 1}),
+	sessiontest.WriteStored(t, h.Store, wire.Header{ID: "mid", CreatedAt: 1}, 0, []session.Event{
+		sessiontest.TurnStart(t, 0, 1), sessiontest.TurnEnd(t, 1, 1), sessiontest.TurnStart(t, 2, 2), sessiontest.Ev(t, wire.TypeStepStart, 3, map[string]any{"turn": 2, "step": 1}),
 	})
 	snap, err := h.Store.Stat(context.Background(), "mid")
 	require.NoError(t, err)
@@ -139,14 +139,14 @@ func TestResumeOfMidTailDamageFailsWithoutTouchingTheLog(t *testing.T) {
 	damaged := []byte(strings.Join(lines, ""))
 	require.NoError(t, os.WriteFile(snap.Path, damaged, 0o600))
 
-	h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "mid"})
+	h.Env.ExecuteWorkflow(workflows.ResumeSession, wire.ResumeSessionRequest{ResumeSessionID: "mid"})
 	err = h.Env.GetWorkflowError()
 	app := sessiontest.AppErr(t, err)
 	require.Equal(t, string(jsonl.CodeCorrupt), app.Type())
 	require.True(t, app.NonRetryable())
 	require.Contains(t, err.Error(), "is followed by a complete valid record at line 4")
-	require.Equal(t, 1, h.Count(activities.OpenHandleName), "a corruption is not retried")
-	require.Zero(t, h.Count(activities.RepairName))
+	require.Equal(t, 1, h.Count(wire.OpenHandleName), "a corruption is not retried")
+	require.Zero(t, h.Count(wire.RepairName))
 	after, err := os.ReadFile(snap.Path)
 	require.NoError(t, err)
 	require.Equal(t, damaged, after)
@@ -159,8 +159,8 @@ func TestResumeOfMidTailDamageFailsWithoutTouchingTheLog(t *testing.T) {
 // hook runs, as non-retryable InvalidArgument; nothing is stored.
 func TestSetupEventsTheStoreWouldRefuseFailBeforeCommit(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("setup")
-	h.Hooks.SetupFunc = func(_ context.Context, in workflows.SetupInput) (workflows.SetupResult, error) {
-		return workflows.SetupResult{Events: []session.Event{rawEvent(session.TypeTurnStart, in.EventCount, `{"turn":0}`)}}, nil
+	h.Hooks.SetupFunc = func(_ context.Context, in wire.SetupInput) (workflows.SetupResult, error) {
+		return workflows.SetupResult{Events: []session.Event{rawEvent(wire.TypeTurnStart, in.EventCount, `{"turn":0}`)}}, nil
 	}
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "setup", Hooks: sessiontest.AllHooks})
 	err := h.Env.GetWorkflowError()
@@ -169,6 +169,6 @@ func TestSetupEventsTheStoreWouldRefuseFailBeforeCommit(t *testing.T) {
 	require.True(t, app.NonRetryable())
 	require.Equal(t, `setup events: invalid session event at index 0 (seq 0, type "turn/start"): crash repair could not read it: turn/start event (seq 0): data.turn must be a safe integer >= 1, got 0`, app.Message())
 	require.NotContains(t, h.Hooks.Log(), "setup:commit")
-	require.Zero(t, h.Count(activities.AppendBatchName))
+	require.Zero(t, h.Count(wire.AppendBatchName))
 	sessiontest.RequireErased(t, h.Store, "setup")
 }

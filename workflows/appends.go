@@ -10,6 +10,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // appendQueue is the live phase's queue of accepted appends: the batches
@@ -66,13 +67,13 @@ func (q *appendQueue) waiting() bool {
 // append queues the batch and returns once it is durably stored. A batch
 // below the stored cursor is re-appended on its own: the store accepts it
 // only if it is exactly what is stored.
-func (q *appendQueue) append(ctx workflow.Context, req AppendRequest) (AppendResult, error) {
+func (q *appendQueue) append(ctx workflow.Context, req AppendRequest) (wire.AppendResult, error) {
 	hctx, _ := workflow.NewDisconnectedContext(ctx)
 	first := req.Events[0].Seq
 	if first < q.log.nextSeq {
 		n, _ := batchBytes(req.Events)
 		_, err := q.store(hctx, req.Events, n)
-		return AppendResult{NextSeq: q.log.nextSeq}, err
+		return wire.AppendResult{NextSeq: q.log.nextSeq}, err
 	}
 	n, _ := batchBytes(req.Events)
 	item := &appendItem{events: req.Events, bytes: n}
@@ -86,9 +87,9 @@ func (q *appendQueue) append(ctx workflow.Context, req AppendRequest) (AppendRes
 		q.startTimer()
 	}
 	if err := workflow.Await(hctx, func() bool { return item.done }); err != nil {
-		return AppendResult{}, err
+		return wire.AppendResult{}, err
 	}
-	return AppendResult{NextSeq: item.next}, item.err
+	return wire.AppendResult{NextSeq: item.next}, item.err
 }
 
 // groupCommit reports whether appends are group-committed: in runs that
@@ -209,12 +210,12 @@ func sameBatch(a, b []session.Event) bool {
 
 // awaitTwin answers a repeated batch with the outcome of the batch it
 // repeats.
-func (q *appendQueue) awaitTwin(ctx workflow.Context, it *appendItem) (AppendResult, error) {
+func (q *appendQueue) awaitTwin(ctx workflow.Context, it *appendItem) (wire.AppendResult, error) {
 	hctx, _ := workflow.NewDisconnectedContext(ctx)
 	if err := workflow.Await(hctx, func() bool { return it.done }); err != nil {
-		return AppendResult{}, err
+		return wire.AppendResult{}, err
 	}
-	return AppendResult{NextSeq: it.next}, it.err
+	return wire.AppendResult{NextSeq: it.next}, it.err
 }
 
 // LocalAppendMaxBytes is the largest batch, in encoded bytes, stored with
@@ -245,7 +246,7 @@ func (q *appendQueue) store(ctx workflow.Context, events []session.Event, bytes 
 		// the earlier attempt stored (FORMAT.md §4.6).
 		local := in
 		local.Rerun = true
-		err := workflow.ExecuteLocalActivity(q.set.localStoreCtx(ctx), activities.AppendBatchName, local).Get(ctx, &res)
+		err := workflow.ExecuteLocalActivity(q.set.localStoreCtx(ctx), wire.AppendBatchName, local).Get(ctx, &res)
 		if err == nil || refused(err) {
 			return res, unwrapActivity(err)
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -64,7 +65,7 @@ func (c *recordingConverter) ToPayloads(vs ...any) (*commonpb.Payloads, error) {
 // the JSONL lines straight after a header-only log.
 func writeBigLog(t *testing.T, st *jsonl.Store, id string, n int) {
 	t.Helper()
-	sessiontest.WriteStored(t, st, session.Header{ID: id, CreatedAt: 1}, 0, nil)
+	sessiontest.WriteStored(t, st, wire.Header{ID: id, CreatedAt: 1}, 0, nil)
 	snap, err := st.Stat(context.Background(), id)
 	require.NoError(t, err)
 	f, err := os.OpenFile(snap.Path, os.O_WRONLY|os.O_APPEND, 0)
@@ -94,11 +95,11 @@ func resumeShape(t *testing.T, st *jsonl.Store, id string) historyShape {
 	rc := &recordingConverter{DataConverter: converter.GetDefaultDataConverter()}
 	h.Env.SetDataConverter(rc)
 	ready, disposed := h.ReadyThenDispose(time.Second, "")
-	h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: id})
+	h.Env.ExecuteWorkflow(workflows.ResumeSession, wire.ResumeSessionRequest{ResumeSessionID: id})
 	require.NoError(t, h.Env.GetWorkflowError())
-	var info workflows.SessionInfo
+	var info wire.SessionInfo
 	ready.Decode(t, &info)
-	var dr workflows.DisposeResult
+	var dr wire.DisposeResult
 	disposed.Decode(t, &dr)
 	sessiontest.RequireReleased(t, st, id)
 	rc.mu.Lock()
@@ -130,7 +131,7 @@ func TestResumeHistoryIndependentOfLogSize(t *testing.T) {
 	require.Len(t, lines, big+2)
 	var last session.Event
 	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &last))
-	require.Equal(t, session.TypeEndSeed, last.Type)
+	require.Equal(t, wire.TypeEndSeed, last.Type)
 	require.Equal(t, int64(big), last.Seq)
 	t.Logf("activities %v, %d payloads, largest %d bytes", large.activities, large.payloads, large.maxPayload)
 }

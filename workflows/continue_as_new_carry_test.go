@@ -22,6 +22,7 @@ import (
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -45,7 +46,7 @@ type storeCall struct {
 }
 
 func TestContinueAsNewKeepsOptionsTimeoutsAndSearchAttributes(t *testing.T) {
-	opts := &workflows.Options{
+	opts := &wire.Options{
 		MaxBatchBytes:      512 << 10,
 		ActivityTimeoutMs:  123_000,
 		HeartbeatTimeoutMs: 7_000,
@@ -54,30 +55,30 @@ func TestContinueAsNewKeepsOptionsTimeoutsAndSearchAttributes(t *testing.T) {
 		ActivityAppends:    true,
 	}
 	start := client.StartWorkflowOptions{
-		ID:                  workflows.WorkflowID("carry"),
+		ID:                  wire.WorkflowID("carry"),
 		WorkflowRunTimeout:  90 * time.Hour,
 		WorkflowTaskTimeout: 3 * time.Second,
 	}
 	h := sessiontest.NewHarness(t).WithID("carry")
 	h.Env.SetStartWorkflowOptions(start)
 	upserts := searchAttrUpserts(h)
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	first := h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	first := h.UpdateAt(2*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
 	h.AtNoWait(3*time.Second, func() { h.Env.SetContinueAsNewSuggested(true) })
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{
-		SessionID: "carry", Meta: &workflows.SessionMeta{Cwd: "/work/carry"}, Options: opts,
+		SessionID: "carry", Meta: &wire.SessionMeta{Cwd: "/work/carry"}, Options: opts,
 	})
 	err := h.Env.GetWorkflowError()
 	ready.OK(t)
 	first.OK(t)
 	var can *workflow.ContinueAsNewError
 	require.True(t, errors.As(err, &can), "want continue-as-new, got %v", err)
-	require.Equal(t, workflows.LiveSessionName, can.WorkflowType.Name)
+	require.Equal(t, wire.LiveSessionName, can.WorkflowType.Name)
 	require.Equal(t, 90*time.Hour, can.WorkflowRunTimeout, "the run timeout is the next run's")
 	require.Equal(t, 3*time.Second, can.WorkflowTaskTimeout, "the workflow task timeout is the next run's")
 	var state workflows.LiveState
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &state))
-	require.Equal(t, &workflows.Options{
+	require.Equal(t, &wire.Options{
 		MaxBatchBytes:      524288,
 		ActivityTimeoutMs:  123000,
 		HeartbeatTimeoutMs: 7000,
@@ -104,16 +105,16 @@ func TestContinueAsNewKeepsOptionsTimeoutsAndSearchAttributes(t *testing.T) {
 			calls = append(calls, storeCall{heartbeat: info.HeartbeatTimeout, startToClose: info.StartToCloseTimeout})
 			return h2.Acts.AppendBatch(ctx, in)
 		})
-	ready2 := h2.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	ready2 := h2.UpdateAt(time.Second, "", wire.UpdateWaitReady)
 	// 400 KiB: above the default batch limit, within the one carried.
-	big := h2.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: []session.Event{todo(t, 5, 400<<10)}})
-	disp2 := h2.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
+	big := h2.UpdateAt(2*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: []session.Event{todo(t, 5, 400<<10)}})
+	disp2 := h2.UpdateAt(3*time.Second, "", wire.UpdateDispose)
 	h2.Env.ExecuteWorkflow(workflows.LiveSession, state)
 	require.NoError(t, h2.Env.GetWorkflowError())
 	ready2.OK(t)
 	big.OK(t)
 	disp2.OK(t)
-	require.Zero(t, h2.LocalCount(activities.AppendBatchName), "ActivityAppends carried: no local store")
+	require.Zero(t, h2.LocalCount(wire.AppendBatchName), "ActivityAppends carried: no local store")
 	require.Equal(t, []storeCall{{heartbeat: 7 * time.Second, startToClose: 123 * time.Second}}, calls, "the store activity's timeouts carried")
 	require.Equal(t, []string{
 		"SessionId=carry,SessionPhase=live,SessionCwd=/work/carry",

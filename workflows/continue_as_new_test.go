@@ -10,8 +10,8 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -20,24 +20,24 @@ import (
 
 func TestContinueAsNewCarriesHandleAndCursor(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("can")
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	first := h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
-	second := h.UpdateNoWaitAt(3*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 5, 2, "y")})
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	first := h.UpdateAt(2*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
+	second := h.UpdateNoWaitAt(3*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 5, 2, "y")})
 	// Suggested while the second append is in flight: it is stored first,
 	// then the run continues as new.
 	h.AtNoWait(3*time.Second+100*time.Millisecond, func() { h.Env.SetContinueAsNewSuggested(true) })
-	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "can", Hooks: workflows.Hooks{DisposeActivity: sessiontest.HookDispose}})
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "can", Hooks: wire.Hooks{DisposeActivity: sessiontest.HookDispose}})
 	err := h.Env.GetWorkflowError()
-	var sr workflows.AppendResult
+	var sr wire.AppendResult
 	first.OK(t)
 	second.Decode(t, &sr)
 	require.Equal(t, int64(10), sr.NextSeq)
 	var can *workflow.ContinueAsNewError
 	require.True(t, errors.As(err, &can), "want continue-as-new, got %v", err)
-	require.Equal(t, workflows.LiveSessionName, can.WorkflowType.Name)
+	require.Equal(t, wire.LiveSessionName, can.WorkflowType.Name)
 	var state workflows.LiveState
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &state))
-	var info workflows.SessionInfo
+	var info wire.SessionInfo
 	ready.Decode(t, &info)
 	require.Equal(t, info.Handle, state.Handle)
 	require.Equal(t, int64(10), state.NextSeq)
@@ -49,14 +49,14 @@ func TestContinueAsNewCarriesHandleAndCursor(t *testing.T) {
 	require.Equal(t, state.Handle.HandleID, lease.HandleID, "the lease survives continue-as-new")
 
 	h2 := sessiontest.NewHarnessOn(t, h.Store).WithID("can")
-	ready2 := h2.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	app2 := h2.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 10, 3, "z")})
-	disp2 := h2.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
+	ready2 := h2.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	app2 := h2.UpdateAt(2*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 10, 3, "z")})
+	disp2 := h2.UpdateAt(3*time.Second, "", wire.UpdateDispose)
 	h2.Env.ExecuteWorkflow(workflows.LiveSession, state)
 	require.NoError(t, h2.Env.GetWorkflowError())
 	app2.OK(t)
 	disp2.OK(t)
-	var info2 workflows.SessionInfo
+	var info2 wire.SessionInfo
 	ready2.Decode(t, &info2)
 	require.Equal(t, int64(10), info2.NextSeq)
 	require.Equal(t, []string{"dispose:dispose"}, h2.Hooks.Log())
@@ -71,10 +71,10 @@ func TestContinueAsNewCarriesHandleAndCursor(t *testing.T) {
 func TestTurnContinueAsNewCarriesInbox(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("tn")
 	sessiontest.NewFakeAgent(h, &sessiontest.FakeResponse{Text: "one"})
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, sessiontest.PromptID("f1", "one"))
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	fu := h.UpdateAt(2*time.Second, "", wire.UpdateFollowup, sessiontest.PromptID("f1", "one"))
 	h.WaitFor(2*time.Second, "turn 1 ended", h.TurnsEnded(1))
-	inj := h.UpdateAt(3*time.Second, "", workflows.UpdateInject, sessiontest.PromptID("i1", "carried"))
+	inj := h.UpdateAt(3*time.Second, "", wire.UpdateInject, sessiontest.PromptID("i1", "carried"))
 	h.At(4*time.Second, func() { h.Env.SetContinueAsNewSuggested(true) })
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "tn", AgentOptions: sessiontest.Route()})
 	err := h.Env.GetWorkflowError()
@@ -96,11 +96,11 @@ func TestTurnContinueAsNewCarriesInbox(t *testing.T) {
 	// The next run.
 	h2 := sessiontest.NewHarnessOn(t, h.Store).WithID("tn")
 	fa2 := sessiontest.NewFakeAgent(h2, &sessiontest.FakeResponse{Text: "two"})
-	fu2 := h2.UpdateAt(time.Second, "", workflows.UpdateFollowup, sessiontest.PromptID("f2", "two"))
+	fu2 := h2.UpdateAt(time.Second, "", wire.UpdateFollowup, sessiontest.PromptID("f2", "two"))
 	h2.WaitFor(time.Second, "turn 2 ended", h2.TurnsEnded(2))
-	var st workflows.LoopState
+	var st wire.LoopState
 	h2.At(2*time.Second, func() { st = h2.LoopState() })
-	disp := h2.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
+	disp := h2.UpdateAt(3*time.Second, "", wire.UpdateDispose)
 	h2.Env.ExecuteWorkflow(workflows.LiveSession, state)
 	require.NoError(t, h2.Env.GetWorkflowError())
 	fu2.OK(t)
@@ -118,10 +118,10 @@ func TestTurnContinueAsNewWaitsForTheTurn(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("tw")
 	first := &sessiontest.FakeResponse{Text: "long", Hold: true}
 	sessiontest.NewFakeAgent(h, first)
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, sessiontest.Prompt("one"))
-	h.AtStarted(2*time.Second, agent.CallModelActivity, func() { h.Env.SetContinueAsNewSuggested(true) })
-	var mid workflows.LoopState
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	fu := h.UpdateAt(2*time.Second, "", wire.UpdateFollowup, sessiontest.Prompt("one"))
+	h.AtStarted(2*time.Second, wire.CallModelActivity, func() { h.Env.SetContinueAsNewSuggested(true) })
+	var mid wire.LoopState
 	h.At(3*time.Second, func() {
 		mid = h.LoopState()
 		close(first.Release)
@@ -130,7 +130,7 @@ func TestTurnContinueAsNewWaitsForTheTurn(t *testing.T) {
 	err := h.Env.GetWorkflowError()
 	ready.OK(t)
 	fu.OK(t)
-	require.Equal(t, workflows.LoopRunning, mid.State, "still running after the suggestion")
+	require.Equal(t, wire.LoopRunning, mid.State, "still running after the suggestion")
 	var can *workflow.ContinueAsNewError
 	require.True(t, errors.As(err, &can), "want continue-as-new, got %v", err)
 	var state workflows.LiveState

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -23,40 +24,40 @@ func continueAsNewState(t *testing.T, err error) workflows.LiveState {
 	t.Helper()
 	var can *workflow.ContinueAsNewError
 	require.True(t, errors.As(err, &can), "want continue-as-new, got %v", err)
-	require.Equal(t, workflows.LiveSessionName, can.WorkflowType.Name)
+	require.Equal(t, wire.LiveSessionName, can.WorkflowType.Name)
 	var state workflows.LiveState
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &state))
 	return state
 }
 
 func TestContinueAsNewAtHistoryLength(t *testing.T) {
-	opts := &workflows.Options{ContinueAsNewEvents: 120, MaxBatchBytes: 512 << 10, SearchAttributes: true}
+	opts := &wire.Options{ContinueAsNewEvents: 120, MaxBatchBytes: 512 << 10, SearchAttributes: true}
 	h := sessiontest.NewHarness(t).WithID("thr")
 	upserts := searchAttrUpserts(h)
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
 	// One event short of the threshold: the run goes on.
 	h.At(2*time.Second, func() { h.Env.SetCurrentHistoryLength(119) })
-	first := h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
+	first := h.UpdateAt(2*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
 	// An append, then the history reaches the threshold: the append is
 	// stored and the run continues as new.
-	second := h.UpdateNoWaitAt(3*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 5, 2, "y")})
+	second := h.UpdateNoWaitAt(3*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 5, 2, "y")})
 	h.AtNoWait(3*time.Second+100*time.Millisecond, func() { h.Env.SetCurrentHistoryLength(120) })
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{
-		SessionID: "thr", Meta: &workflows.SessionMeta{Cwd: "/work/thr"}, Options: opts,
-		Hooks: workflows.Hooks{DisposeActivity: sessiontest.HookDispose},
+		SessionID: "thr", Meta: &wire.SessionMeta{Cwd: "/work/thr"}, Options: opts,
+		Hooks: wire.Hooks{DisposeActivity: sessiontest.HookDispose},
 	})
 	err := h.Env.GetWorkflowError()
-	var info workflows.SessionInfo
+	var info wire.SessionInfo
 	ready.Decode(t, &info)
 	first.OK(t)
-	var sr workflows.AppendResult
+	var sr wire.AppendResult
 	second.Decode(t, &sr)
 	require.Equal(t, int64(10), sr.NextSeq)
 	state := continueAsNewState(t, err)
 	require.Equal(t, int64(10), state.NextSeq)
 	require.Equal(t, int64(2), state.LastTurn)
 	require.Equal(t, info.Handle, state.Handle)
-	require.Equal(t, &workflows.Options{ContinueAsNewEvents: 120, MaxBatchBytes: 524288, SearchAttributes: true}, state.Options)
+	require.Equal(t, &wire.Options{ContinueAsNewEvents: 120, MaxBatchBytes: 524288, SearchAttributes: true}, state.Options)
 	require.Len(t, sessiontest.Stored(t, h.Store, "thr"), 10)
 	require.Equal(t, []string{
 		"SessionId=thr,SessionPhase=setup,SessionCwd=/work/thr",
@@ -68,20 +69,20 @@ func TestContinueAsNewAtHistoryLength(t *testing.T) {
 	// continues as new again (the default of 1000 would not).
 	h2 := sessiontest.NewHarnessOn(t, h.Store).WithID("thr")
 	upserts2 := searchAttrUpserts(h2)
-	ready2 := h2.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	ready2 := h2.UpdateAt(time.Second, "", wire.UpdateWaitReady)
 	h2.At(2*time.Second, func() { h2.Env.SetCurrentHistoryLength(119) })
-	app2 := h2.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 10, 3, "z")})
+	app2 := h2.UpdateAt(2*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 10, 3, "z")})
 	h2.AtNoWait(3*time.Second, func() { h2.Env.SetCurrentHistoryLength(120) })
 	h2.Env.ExecuteWorkflow(workflows.LiveSession, state)
 	err2 := h2.Env.GetWorkflowError()
-	var info2 workflows.SessionInfo
+	var info2 wire.SessionInfo
 	ready2.Decode(t, &info2)
 	require.Equal(t, int64(10), info2.NextSeq, "the cursor carried")
 	require.Equal(t, info.Handle, info2.Handle)
 	app2.OK(t)
 	state2 := continueAsNewState(t, err2)
 	require.Equal(t, int64(15), state2.NextSeq)
-	require.Equal(t, &workflows.Options{ContinueAsNewEvents: 120, MaxBatchBytes: 524288, SearchAttributes: true}, state2.Options)
+	require.Equal(t, &wire.Options{ContinueAsNewEvents: 120, MaxBatchBytes: 524288, SearchAttributes: true}, state2.Options)
 	require.Equal(t, []string{"SessionId=thr,SessionPhase=live,SessionCwd=/work/thr"}, *upserts2,
 		"the next run keeps the search attributes current")
 	evs := sessiontest.Stored(t, h.Store, "thr")
@@ -94,9 +95,9 @@ func TestContinueAsNewAtHistoryLength(t *testing.T) {
 // events.
 func TestContinueAsNewAtDefaultHistoryLength(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("dflt")
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
 	h.At(2*time.Second, func() { h.Env.SetCurrentHistoryLength(999) })
-	first := h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
+	first := h.UpdateAt(2*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
 	h.AtNoWait(3*time.Second, func() { h.Env.SetCurrentHistoryLength(1000) })
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "dflt"})
 	err := h.Env.GetWorkflowError()
@@ -113,23 +114,23 @@ func TestContinueAsNewAtDefaultHistoryLength(t *testing.T) {
 func TestContinueAsNewUnversionedWaitsForTheSuggestion(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("old")
 	h.Env.OnGetVersion("continue-as-new-history-length", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
 	h.At(2*time.Second, func() { h.Env.SetCurrentHistoryLength(5000) })
-	first := h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
-	second := h.UpdateAt(3*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 5, 2, "y")})
-	var phase workflows.Phase
+	first := h.UpdateAt(2*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
+	second := h.UpdateAt(3*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 5, 2, "y")})
+	var phase wire.Phase
 	h.At(4*time.Second, func() {
 		phase = h.Describe("").Phase
 		h.Env.SetContinueAsNewSuggested(true)
 	})
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{
-		SessionID: "old", Options: &workflows.Options{ContinueAsNewEvents: 120},
+		SessionID: "old", Options: &wire.Options{ContinueAsNewEvents: 120},
 	})
 	err := h.Env.GetWorkflowError()
 	ready.OK(t)
 	first.OK(t)
 	second.OK(t)
-	require.Equal(t, workflows.PhaseLive, phase, "still live past the threshold")
+	require.Equal(t, wire.PhaseLive, phase, "still live past the threshold")
 	state := continueAsNewState(t, err)
 	require.Equal(t, int64(10), state.NextSeq)
 }
@@ -139,13 +140,13 @@ func TestContinueAsNewUnversionedWaitsForTheSuggestion(t *testing.T) {
 func TestContinueAsNewAtHistoryLengthReleasesWaits(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("wt")
 	sessiontest.NewFakeAgent(h, &sessiontest.FakeResponse{Text: "one"})
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, sessiontest.PromptID("w1", "one"))
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	fu := h.UpdateAt(2*time.Second, "", wire.UpdateFollowup, sessiontest.PromptID("w1", "one"))
 	h.WaitFor(2*time.Second, "turn 1 ended", h.TurnsEnded(1))
-	future := h.UpdateNoWaitAt(3*time.Second, "", workflows.UpdateWaitTurn, workflows.WaitTurnRequest{Turn: 2})
+	future := h.UpdateNoWaitAt(3*time.Second, "", wire.UpdateWaitTurn, wire.WaitTurnRequest{Turn: 2})
 	h.AtNoWait(4*time.Second, func() { h.Env.SetCurrentHistoryLength(150) })
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{
-		SessionID: "wt", AgentOptions: sessiontest.Route(), Options: &workflows.Options{ContinueAsNewEvents: 150},
+		SessionID: "wt", AgentOptions: sessiontest.Route(), Options: &wire.Options{ContinueAsNewEvents: 150},
 	})
 	err := h.Env.GetWorkflowError()
 	ready.OK(t)
@@ -169,7 +170,7 @@ func TestContinueAsNewEventsBounds(t *testing.T) {
 	} {
 		h := sessiontest.NewHarness(t).WithID("bnd")
 		h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{
-			SessionID: "bnd", Options: &workflows.Options{ContinueAsNewEvents: c.events},
+			SessionID: "bnd", Options: &wire.Options{ContinueAsNewEvents: c.events},
 		})
 		app := sessiontest.RequireMessage(t, h.Env.GetWorkflowError(), c.msg)
 		require.Equal(t, "InvalidArgument", app.Type())

@@ -5,16 +5,17 @@ import (
 
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // createPlan is a validated create request.
 type createPlan struct {
-	header    session.Header
+	header    wire.Header
 	inherited int64
 	// suffix is the inline seed plus its end-seed marker (nil without an
 	// inline seed); fork is set instead for a fork.
 	suffix []session.Event
-	fork   *ForkSeed
+	fork   *wire.ForkSeed
 	// eventCount is the session's length once the seed is stored.
 	eventCount int64
 	// firstLiveSeq is the seed's length: the seq of its end-seed marker.
@@ -25,10 +26,10 @@ type createPlan struct {
 // (LIFECYCLE.md §2) and builds the header and the unstored suffix.
 func planCreate(req CreateSessionRequest, set settings, now int64) (createPlan, error) {
 	var p createPlan
-	if err := session.ValidateID(req.SessionID); err != nil {
+	if err := wire.ValidateID(req.SessionID); err != nil {
 		return p, invalidArgument(err.Error())
 	}
-	meta := SessionMeta{}
+	meta := wire.SessionMeta{}
 	if req.Meta != nil {
 		meta = *req.Meta
 	}
@@ -37,10 +38,10 @@ func planCreate(req CreateSessionRequest, set settings, now int64) (createPlan, 
 	}
 	inherited := req.InheritedEventCount
 	if req.Fork != nil {
-		if err := session.ValidateID(req.Fork.ParentSessionID); err != nil {
+		if err := wire.ValidateID(req.Fork.ParentSessionID); err != nil {
 			return p, invalidArgument("fork parent: " + err.Error())
 		}
-		if req.Fork.Count < 0 || req.Fork.Count > session.MaxSafeInteger {
+		if req.Fork.Count < 0 || req.Fork.Count > wire.MaxSafeInteger {
 			return p, invalidArgument("fork count must be a non-negative safe integer")
 		}
 		meta.IsSeeded = true
@@ -58,8 +59,8 @@ func planCreate(req CreateSessionRequest, set settings, now int64) (createPlan, 
 	if meta.CreatedAt != nil {
 		createdAt = *meta.CreatedAt
 	}
-	p.header = session.Header{
-		Version:         session.FormatVersion,
+	p.header = wire.Header{
+		Version:         wire.FormatVersion,
 		ID:              req.SessionID,
 		CreatedAt:       createdAt,
 		Cwd:             meta.Cwd,
@@ -129,11 +130,11 @@ func planCreate(req CreateSessionRequest, set settings, now int64) (createPlan, 
 // point, publishes the lifecycle entries and stays live until disposal.
 // Any failure before live rolls back (the handle is closed, nothing is
 // published) and is returned unchanged; WaitReady returns it at once.
-func CreateSession(ctx workflow.Context, req CreateSessionRequest) (DisposeResult, error) {
+func CreateSession(ctx workflow.Context, req CreateSessionRequest) (wire.DisposeResult, error) {
 	set, optErr := resolveOptions(req.Options)
-	l := newLifecycle(ctx, req.SessionID, SourceStartup, req.Hooks, req.Options, set)
+	l := newLifecycle(ctx, req.SessionID, wire.SourceStartup, req.Hooks, req.Options, set)
 	if err := l.register(); err != nil {
-		return DisposeResult{}, err
+		return wire.DisposeResult{}, err
 	}
 	return l.start(func() error {
 		if optErr != nil {

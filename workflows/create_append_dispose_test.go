@@ -7,23 +7,24 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
 func TestCreateAppendDispose(t *testing.T) {
 	h := sessiontest.NewHarness(t)
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	app := h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "hi")})
-	disp := h.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	app := h.UpdateAt(2*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "hi")})
+	disp := h.UpdateAt(3*time.Second, "", wire.UpdateDispose)
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s1", Hooks: sessiontest.AllHooks})
 	require.NoError(t, h.Env.GetWorkflowError())
-	var info workflows.SessionInfo
+	var info wire.SessionInfo
 	ready.Decode(t, &info)
 	require.Equal(t, "s1", info.SessionID)
-	var ar workflows.AppendResult
+	var ar wire.AppendResult
 	app.Decode(t, &ar)
 	require.Equal(t, int64(5), ar.NextSeq)
-	var dr workflows.DisposeResult
+	var dr wire.DisposeResult
 	disp.Decode(t, &dr)
 	require.Equal(t, []string{"turn/start", "step/start", "assistant/message", "step/end", "turn/end"}, sessiontest.Types(sessiontest.Stored(t, h.Store, "s1")))
 	sessiontest.RequireReleased(t, h.Store, "s1")

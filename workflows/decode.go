@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // The request types a client sends (workflow inputs and update arguments)
@@ -271,26 +272,26 @@ func jsonKind(t reflect.Type) string {
 // worker: it decodes the request strictly (see decodeRequest) and runs
 // CreateSession. A request that does not decode fails the run with a
 // non-retryable InvalidArgument, which WaitReady returns as well.
-func CreateSessionWorkflow(ctx workflow.Context, in converter.RawValue) (DisposeResult, error) {
+func CreateSessionWorkflow(ctx workflow.Context, in converter.RawValue) (wire.DisposeResult, error) {
 	var req CreateSessionRequest
-	if err := decodeRequest(CreateSessionName, in, &req); err != nil {
-		return refuseInput(ctx, SourceStartup, err)
+	if err := decodeRequest(wire.CreateSessionName, in, &req); err != nil {
+		return refuseInput(ctx, wire.SourceStartup, err)
 	}
 	if req.SessionID == "" {
-		return refuseInput(ctx, SourceStartup, invalidArgument(emptyCreateIDText))
+		return refuseInput(ctx, wire.SourceStartup, invalidArgument(emptyCreateIDText))
 	}
 	return CreateSession(ctx, req)
 }
 
 // ResumeSessionWorkflow is the ResumeSession workflow as registered with a
 // worker, with the strict decoding of CreateSessionWorkflow.
-func ResumeSessionWorkflow(ctx workflow.Context, in converter.RawValue) (DisposeResult, error) {
-	var req ResumeSessionRequest
-	if err := decodeRequest(ResumeSessionName, in, &req); err != nil {
-		return refuseInput(ctx, SourceResume, err)
+func ResumeSessionWorkflow(ctx workflow.Context, in converter.RawValue) (wire.DisposeResult, error) {
+	var req wire.ResumeSessionRequest
+	if err := decodeRequest(wire.ResumeSessionName, in, &req); err != nil {
+		return refuseInput(ctx, wire.SourceResume, err)
 	}
 	if req.ResumeSessionID == "" {
-		return refuseInput(ctx, SourceResume, invalidArgument(emptyResumeIDText))
+		return refuseInput(ctx, wire.SourceResume, invalidArgument(emptyResumeIDText))
 	}
 	return ResumeSession(ctx, req)
 }
@@ -298,13 +299,13 @@ func ResumeSessionWorkflow(ctx workflow.Context, in converter.RawValue) (Dispose
 // refuseInput fails a run whose request did not decode, before any side
 // effect: the handlers are registered, so a WaitReady sent with the start
 // gets the failure too.
-func refuseInput(ctx workflow.Context, source string, err error) (DisposeResult, error) {
+func refuseInput(ctx workflow.Context, source string, err error) (wire.DisposeResult, error) {
 	set, _ := resolveOptions(nil)
-	l := newLifecycle(ctx, "", source, Hooks{}, nil, set)
+	l := newLifecycle(ctx, "", source, wire.Hooks{}, nil, set)
 	if rerr := l.register(); rerr != nil {
-		return DisposeResult{}, rerr
+		return wire.DisposeResult{}, rerr
 	}
-	return DisposeResult{}, l.fail(err)
+	return wire.DisposeResult{}, l.fail(err)
 }
 
 // decodedRequests holds the requests of one update type that its

@@ -8,6 +8,8 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // updateCallbacks records an update's outcome in the test environment.
@@ -27,14 +29,14 @@ func (c *updateCallbacks) Complete(r any, e error) { c.result, c.err = r, e }
 // marked when it took the validator's request, plain when it decoded the
 // payload itself. It returns how many requests are still kept at its end.
 func decodeOnceWorkflow(ctx workflow.Context, mark bool) (int, error) {
-	var d decodedRequests[WaitTurnRequest]
+	var d decodedRequests[wire.WaitTurnRequest]
 	err := workflow.SetUpdateHandlerWithOptions(ctx, "U",
 		func(ctx workflow.Context, in converter.RawValue) (string, error) {
 			req, err := d.take(ctx, "U", in)
 			return req.MessageID, err
 		},
 		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, in converter.RawValue) error {
-			var req WaitTurnRequest
+			var req wire.WaitTurnRequest
 			if err := decodeRequest("U", in, &req); err != nil {
 				return err
 			}
@@ -70,7 +72,7 @@ func TestDecodedRequestsHandlerTakesWhatTheValidatorKept(t *testing.T) {
 				cb := &updateCallbacks{}
 				cbs = append(cbs, cb)
 				env.RegisterDelayedCallback(func() {
-					env.UpdateWorkflow("U", "u"+id, cb, WaitTurnRequest{MessageID: id})
+					env.UpdateWorkflow("U", "u"+id, cb, wire.WaitTurnRequest{MessageID: id})
 				}, time.Duration(i+1)*time.Minute)
 			}
 			env.ExecuteWorkflow(decodeOnceWorkflow, c.mark)

@@ -8,6 +8,8 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 func payload(encoding, data string) converter.RawValue {
@@ -36,7 +38,7 @@ func TestDecodeRequest(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var req AppendRequest
-			err := decodeRequest(UpdateAppend, c.in, &req)
+			err := decodeRequest(wire.UpdateAppend, c.in, &req)
 			var app *temporal.ApplicationError
 			require.True(t, errors.As(err, &app), "not an application error: %v", err)
 			require.Equal(t, c.msg, app.Message())
@@ -45,11 +47,11 @@ func TestDecodeRequest(t *testing.T) {
 		})
 	}
 
-	var loop SessionLoopInput
-	err := decodeRequest(SessionLoopName, payload("json/plain", `{"agents":[{"id":"a"},{"id":"b","modle":"x"}]}`), &loop)
+	var loop wire.SessionLoopInput
+	err := decodeRequest(wire.SessionLoopName, payload("json/plain", `{"agents":[{"id":"a"},{"id":"b","modle":"x"}]}`), &loop)
 	require.EqualError(t, err, `invalid SessionLoop request: unknown field "agents[1].modle" (type: InvalidArgument, retryable: false)`)
 
 	var req CreateSessionRequest
-	require.NoError(t, decodeRequest(CreateSessionName, payload("json/plain", `{"sessionId":"s","setupActivity":"h","meta":{"cwd":"/w"},"options":null}`), &req))
-	require.Equal(t, CreateSessionRequest{SessionID: "s", Hooks: Hooks{SetupActivity: "h"}, Meta: &SessionMeta{Cwd: "/w"}}, req)
+	require.NoError(t, decodeRequest(wire.CreateSessionName, payload("json/plain", `{"sessionId":"s","setupActivity":"h","meta":{"cwd":"/w"},"options":null}`), &req))
+	require.Equal(t, CreateSessionRequest{SessionID: "s", Hooks: wire.Hooks{SetupActivity: "h"}, Meta: &wire.SessionMeta{Cwd: "/w"}}, req)
 }

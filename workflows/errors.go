@@ -11,7 +11,7 @@ import (
 
 // invalidArgument is a non-retryable InvalidArgument application error.
 func invalidArgument(msg string) error {
-	return temporal.NewNonRetryableApplicationError(msg, ErrTypeInvalidArgument, nil)
+	return temporal.NewNonRetryableApplicationError(msg, wire.ErrTypeInvalidArgument, nil)
 }
 
 // quoteID writes an id between double quotes verbatim, as the reference
@@ -21,12 +21,12 @@ func quoteID(id string) string { return `"` + id + `"` }
 // CreationAbortedError is the normalized error of an abort whose reason is
 // not an error (LIFECYCLE.md §3); the raw reason is its detail.
 func CreationAbortedError(id, reason string) error {
-	return temporal.NewNonRetryableApplicationError("agent "+quoteID(id)+" creation aborted", ErrTypeAbort, nil, reason)
+	return temporal.NewNonRetryableApplicationError("agent "+quoteID(id)+" creation aborted", wire.ErrTypeAbort, nil, reason)
 }
 
 // OwnerDisposedError is the error of an owner that went away during setup.
 func OwnerDisposedError(id string) error {
-	return temporal.NewNonRetryableApplicationError("agent "+quoteID(id)+" setup aborted: owner disposed during setup", ErrTypeOwnerDisposed, nil)
+	return temporal.NewNonRetryableApplicationError("agent "+quoteID(id)+" setup aborted: owner disposed during setup", wire.ErrTypeOwnerDisposed, nil)
 }
 
 // LoopInactiveText is the error text of work refused by an inactive loop.
@@ -34,12 +34,12 @@ const LoopInactiveText = "agent loop is not active"
 
 // LoopInactiveError is the error of a session aborted by loop deactivation.
 func LoopInactiveError() error {
-	return temporal.NewNonRetryableApplicationError(LoopInactiveText, ErrTypeLoopInactive, nil)
+	return temporal.NewNonRetryableApplicationError(LoopInactiveText, wire.ErrTypeLoopInactive, nil)
 }
 
 // AlreadyExistsError is the error of a duplicate live session id.
 func AlreadyExistsError(id string) error {
-	return temporal.NewNonRetryableApplicationError(wire.AlreadyExistsMessage(id), ErrTypeAlreadyExists, nil)
+	return temporal.NewNonRetryableApplicationError(wire.AlreadyExistsMessage(id), wire.ErrTypeAlreadyExists, nil)
 }
 
 // MaxTokensText is the error text of an invalid maxTokens (LIFECYCLE.md §4 step 4).
@@ -89,8 +89,8 @@ func errorType(err error) string {
 	return ""
 }
 
-func errorInfo(err error) ErrorInfo {
-	return ErrorInfo{Message: errorMessage(err), Type: errorType(err)}
+func errorInfo(err error) wire.ErrorInfo {
+	return wire.ErrorInfo{Message: errorMessage(err), Type: errorType(err)}
 }
 
 // aggregate settles a disposal: no failure, one as-is, or several as
@@ -102,18 +102,18 @@ func aggregate(id string, errs []error) error {
 	case 1:
 		return errs[0]
 	}
-	infos := make([]ErrorInfo, len(errs))
+	infos := make([]wire.ErrorInfo, len(errs))
 	msgs := make([]string, len(errs))
 	for i, err := range errs {
 		infos[i] = errorInfo(err)
 		msgs[i] = infos[i].Message
 	}
 	return temporal.NewNonRetryableApplicationError(
-		"agent "+quoteID(id)+" disposal failed: "+strings.Join(msgs, "; "), ErrTypeAggregate, nil, infos)
+		"agent "+quoteID(id)+" disposal failed: "+strings.Join(msgs, "; "), wire.ErrTypeAggregate, nil, infos)
 }
 
 // notLiveError is the error of work refused by a session that is not live,
 // naming its phase.
-func notLiveError(id string, phase Phase) error {
-	return temporal.NewNonRetryableApplicationError("session "+quoteID(id)+" is not live (phase "+string(phase)+")", ErrTypeNotLive, nil)
+func notLiveError(id string, phase wire.Phase) error {
+	return temporal.NewNonRetryableApplicationError("session "+quoteID(id)+" is not live (phase "+string(phase)+")", wire.ErrTypeNotLive, nil)
 }

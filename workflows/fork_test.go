@@ -12,6 +12,7 @@ import (
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -20,19 +21,19 @@ import (
 // right after the marker.
 func TestForkSetupEventsFollowTheMarker(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("fs")
-	sessiontest.WriteStored(t, h.Store, session.Header{ID: "parent", CreatedAt: 1, Cwd: "/p"}, 0, append(sessiontest.LiveTurn(t, 0, 1, "a"), sessiontest.LiveTurn(t, 5, 2, "b")...))
+	sessiontest.WriteStored(t, h.Store, wire.Header{ID: "parent", CreatedAt: 1, Cwd: "/p"}, 0, append(sessiontest.LiveTurn(t, 0, 1, "a"), sessiontest.LiveTurn(t, 5, 2, "b")...))
 	var seen []int64
-	h.Hooks.SetupFunc = func(_ context.Context, in workflows.SetupInput) (workflows.SetupResult, error) {
+	h.Hooks.SetupFunc = func(_ context.Context, in wire.SetupInput) (workflows.SetupResult, error) {
 		seen = append(seen, in.EventCount)
-		return workflows.SetupResult{Events: []session.Event{sessiontest.Ev(t, session.TypeTodoWrite, in.EventCount, map[string]any{"todos": []any{}})}}, nil
+		return workflows.SetupResult{Events: []session.Event{sessiontest.Ev(t, wire.TypeTodoWrite, in.EventCount, map[string]any{"todos": []any{}})}}, nil
 	}
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	disp := h.UpdateAt(2*time.Second, "", workflows.UpdateDispose)
-	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "fs", Fork: &workflows.ForkSeed{ParentSessionID: "parent", Count: 5}, Hooks: sessiontest.AllHooks})
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	disp := h.UpdateAt(2*time.Second, "", wire.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "fs", Fork: &wire.ForkSeed{ParentSessionID: "parent", Count: 5}, Hooks: sessiontest.AllHooks})
 	require.NoError(t, h.Env.GetWorkflowError())
 	disp.OK(t)
 	require.Equal(t, []int64{6}, seen)
-	var info workflows.SessionInfo
+	var info wire.SessionInfo
 	ready.Decode(t, &info)
 	require.Equal(t, int64(7), info.NextSeq)
 	evs := sessiontest.Stored(t, h.Store, "fs")
@@ -44,15 +45,15 @@ func TestForkSetupEventsFollowTheMarker(t *testing.T) {
 
 func TestForkCopiesParentPrefix(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("child")
-	sessiontest.WriteStored(t, h.Store, session.Header{ID: "parent", CreatedAt: 1, Cwd: "/p"}, 0, append(sessiontest.LiveTurn(t, 0, 1, "a"), sessiontest.LiveTurn(t, 5, 2, "b")...))
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	app := h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 6, 2, "c")})
-	disp := h.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
-	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "child", Fork: &workflows.ForkSeed{ParentSessionID: "parent", Count: 5}})
+	sessiontest.WriteStored(t, h.Store, wire.Header{ID: "parent", CreatedAt: 1, Cwd: "/p"}, 0, append(sessiontest.LiveTurn(t, 0, 1, "a"), sessiontest.LiveTurn(t, 5, 2, "b")...))
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	app := h.UpdateAt(2*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 6, 2, "c")})
+	disp := h.UpdateAt(3*time.Second, "", wire.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "child", Fork: &wire.ForkSeed{ParentSessionID: "parent", Count: 5}})
 	require.NoError(t, h.Env.GetWorkflowError())
 	app.OK(t)
 	disp.OK(t)
-	var info workflows.SessionInfo
+	var info wire.SessionInfo
 	ready.Decode(t, &info)
 	require.Equal(t, int64(6), info.NextSeq)
 	require.Equal(t, int64(5), info.InheritedEventCount)
@@ -68,6 +69,6 @@ func TestForkCopiesParentPrefix(t *testing.T) {
 	// The fork's events never went through history: no activity input
 	// carried them.
 	var in activities.StoreSeedInput
-	h.StartedArg(activities.StoreSeedName, 0, &in)
+	h.StartedArg(wire.StoreSeedName, 0, &in)
 	require.Empty(t, in.Events)
 }

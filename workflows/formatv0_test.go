@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionflow/sessionflow/jsonl"
-	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -35,7 +35,7 @@ func TestResumeSessionMigratesFormatV0(t *testing.T) {
 	st := sessiontest.NewStore(t, jsonl.CompressionNone)
 	old := writeV0(t, st.Root())
 	info, _ := sessiontest.ResumeAndDispose(t, st, "h1")
-	require.Equal(t, session.FormatVersion, info.Header.Version)
+	require.Equal(t, wire.FormatVersion, info.Header.Version)
 	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed"}, sessiontest.Types(sessiontest.Stored(t, st, "h1")))
 	raw, err := os.ReadFile(old)
 	require.NoError(t, err)
@@ -51,7 +51,7 @@ func TestResumeSessionOnAV0Root(t *testing.T) {
 	require.NoError(t, err)
 	old := writeV0(t, st.Root())
 	info, _ := sessiontest.ResumeAndDispose(t, st, "h1")
-	require.Equal(t, session.FormatVersionV0, info.Header.Version)
+	require.Equal(t, wire.FormatVersionV0, info.Header.Version)
 	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed"}, sessiontest.Types(sessiontest.Stored(t, st, "h1")))
 	raw, err := os.ReadFile(old)
 	require.NoError(t, err)
@@ -67,10 +67,10 @@ func TestCreateSessionOnAV0Root(t *testing.T) {
 	st, err := jsonl.NewStore(jsonl.Options{Root: t.TempDir(), Compression: jsonl.CompressionNone, Format: jsonl.FormatV0})
 	require.NoError(t, err)
 	h := sessiontest.NewHarnessOn(t, st).WithID("c0")
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	app := h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
-	disp := h.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
-	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "c0", Meta: &workflows.SessionMeta{Cwd: "/work/project"}})
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	app := h.UpdateAt(2*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
+	disp := h.UpdateAt(3*time.Second, "", wire.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "c0", Meta: &wire.SessionMeta{Cwd: "/work/project"}})
 	require.NoError(t, h.Env.GetWorkflowError())
 	ready.OK(t)
 	app.OK(t)

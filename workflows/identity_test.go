@@ -25,6 +25,7 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -41,7 +42,7 @@ func TestForeignWorkflowIDRefused(t *testing.T) {
 	t.Run("resume", func(t *testing.T) {
 		h := sessiontest.NewHarness(t).RunUnder("session/other")
 		sessiontest.Persisted(t, h.Store, "cli-x", "")
-		h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "cli-x"})
+		h.Env.ExecuteWorkflow(workflows.ResumeSession, wire.ResumeSessionRequest{ResumeSessionID: "cli-x"})
 		app := sessiontest.RequireMessage(t, h.Env.GetWorkflowError(), `session "cli-x" must run under workflow id "session/cli-x", not "session/other" (docs/API.md: Workflow ids)`)
 		require.Equal(t, "InvalidArgument", app.Type())
 		require.Empty(t, h.StartedNames(), "no activity runs")
@@ -70,7 +71,7 @@ func TestIDTooLongRefusedBeforeAnyActivity(t *testing.T) {
 			require.Empty(t, h.StartedNames(), "no activity runs, none is retried")
 
 			r := sessiontest.NewHarness(t)
-			r.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: id})
+			r.Env.ExecuteWorkflow(workflows.ResumeSession, wire.ResumeSessionRequest{ResumeSessionID: id})
 			app = sessiontest.AppErr(t, r.Env.GetWorkflowError())
 			require.Equal(t, "InvalidArgument", app.Type())
 			require.Contains(t, app.Message(), "the store's limit is 255 bytes")
@@ -84,11 +85,11 @@ func TestNonASCIISessionID(t *testing.T) {
 	ready, disp := h.ReadyThenDispose(time.Second, "")
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "日本"})
 	require.NoError(t, h.Env.GetWorkflowError())
-	var info workflows.SessionInfo
+	var info wire.SessionInfo
 	ready.Decode(t, &info)
 	require.Equal(t, "日本", info.SessionID)
 	require.Equal(t, "session/%E6%97%A5%E6%9C%AC", info.WorkflowID)
-	var dr workflows.DisposeResult
+	var dr wire.DisposeResult
 	disp.Decode(t, &dr)
 	sessiontest.RequireErased(t, h.Store, "日本") // created, never written, disposed
 }
@@ -124,7 +125,7 @@ func (f *ownerTemporal) DescribeWorkflow(_ context.Context, wid, rid string) (*c
 func withOwnerTemporal(h *sessiontest.Harness, f *ownerTemporal) {
 	h.Acts.Temporal = f
 	h.OnStarted = func(name string) {
-		if name != activities.ForfeitDeadOwnerName {
+		if name != wire.ForfeitDeadOwnerName {
 			return
 		}
 		var in activities.ForfeitInput
@@ -141,7 +142,7 @@ func withOwnerTemporal(h *sessiontest.Harness, f *ownerTemporal) {
 func deadOwned(t *testing.T, st *jsonl.Store, id string, owner jsonl.Owner) {
 	t.Helper()
 	ctx := context.Background()
-	hd, err := st.Create(ctx, session.Header{Version: session.FormatVersion, ID: id, CreatedAt: 1}, jsonl.CreateOptions{HandleID: "h-old", Owner: owner})
+	hd, err := st.Create(ctx, wire.Header{Version: wire.FormatVersion, ID: id, CreatedAt: 1}, jsonl.CreateOptions{HandleID: "h-old", Owner: owner})
 	require.NoError(t, err)
 	require.NoError(t, hd.Append(ctx, []session.Event{sessiontest.TurnStart(t, 0, 1), sessiontest.TurnEnd(t, 1, 1)}))
 }
@@ -152,17 +153,17 @@ func TestResumeForfeitsDeadOwner(t *testing.T) {
 	f := &ownerTemporal{execs: map[string]enumspb.WorkflowExecutionStatus{"session/k@run-old": enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED}, latest: map[string]string{}}
 	withOwnerTemporal(h, f)
 	ready, disp := h.ReadyThenDispose(time.Second, "")
-	h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "k"})
+	h.Env.ExecuteWorkflow(workflows.ResumeSession, wire.ResumeSessionRequest{ResumeSessionID: "k"})
 	require.NoError(t, h.Env.GetWorkflowError())
-	var info workflows.SessionInfo
+	var info wire.SessionInfo
 	ready.Decode(t, &info)
 	require.Equal(t, int64(3), info.NextSeq, "two stored events and the end-seed marker")
-	var dr workflows.DisposeResult
+	var dr wire.DisposeResult
 	disp.Decode(t, &dr)
-	require.Equal(t, []string{activities.OpenHandleName, activities.ForfeitDeadOwnerName, activities.OpenHandleName}, h.StartedNames()[:3])
+	require.Equal(t, []string{wire.OpenHandleName, wire.ForfeitDeadOwnerName, wire.OpenHandleName}, h.StartedNames()[:3])
 	var first, second activities.OpenHandleInput
-	h.StartedArg(activities.OpenHandleName, 0, &first)
-	h.StartedArg(activities.OpenHandleName, 1, &second)
+	h.StartedArg(wire.OpenHandleName, 0, &first)
+	h.StartedArg(wire.OpenHandleName, 1, &second)
 	require.Equal(t, first.HandleID, second.HandleID, "the open is tried again with the handle id chosen first")
 	require.Equal(t, []string{"session/k@", "session/k@run-old"}, f.lookups)
 	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed"}, sessiontest.Types(sessiontest.Stored(t, h.Store, "k")))
@@ -175,13 +176,13 @@ func TestResumeKeepsLiveOwner(t *testing.T) {
 	// The owner's run is unknown to this namespace: it may be alive there.
 	f := &ownerTemporal{execs: map[string]enumspb.WorkflowExecutionStatus{}, latest: map[string]string{}}
 	withOwnerTemporal(h, f)
-	h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "k"})
+	h.Env.ExecuteWorkflow(workflows.ResumeSession, wire.ResumeSessionRequest{ResumeSessionID: "k"})
 	app := sessiontest.AppErr(t, h.Env.GetWorkflowError())
 	require.Equal(t, "SessionAlreadyOwned", app.Type())
 	require.True(t, app.NonRetryable())
 	require.Equal(t, `session "k" is already owned by an active write handle (handle "h-old" of workflow "session/k" run "run-other-namespace", host "`+hostname(t)+`" pid `+pid()+`): `+
 		"Temporal cannot tell whether that owner is gone (no such execution in this namespace); once it is, run `starter unlock --id \"k\" --force`", app.Message())
-	require.Equal(t, []string{activities.OpenHandleName, activities.ForfeitDeadOwnerName, activities.CloseHandleName}, h.StartedNames())
+	require.Equal(t, []string{wire.OpenHandleName, wire.ForfeitDeadOwnerName, wire.CloseHandleName}, h.StartedNames())
 	lease, err := h.Store.LeaseOf(context.Background(), "k")
 	require.NoError(t, err)
 	require.Equal(t, "h-old", lease.HandleID, "the lease is kept")
@@ -193,10 +194,10 @@ func TestResumeForfeitTurnedOff(t *testing.T) {
 	f := &ownerTemporal{execs: map[string]enumspb.WorkflowExecutionStatus{"session/k@run-old": enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED}, latest: map[string]string{}}
 	withOwnerTemporal(h, f)
 	off := false
-	h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "k", ForfeitDeadOwner: &off})
+	h.Env.ExecuteWorkflow(workflows.ResumeSession, wire.ResumeSessionRequest{ResumeSessionID: "k", ForfeitDeadOwner: &off})
 	app := sessiontest.AppErr(t, h.Env.GetWorkflowError())
 	require.Equal(t, "SessionAlreadyOwned", app.Type())
-	require.Equal(t, []string{activities.OpenHandleName, activities.CloseHandleName}, h.StartedNames())
+	require.Equal(t, []string{wire.OpenHandleName, wire.CloseHandleName}, h.StartedNames())
 	require.Empty(t, f.lookups)
 }
 
@@ -214,7 +215,7 @@ func pid() string { return strconv.Itoa(os.Getpid()) }
 // tried again.
 func TestValidationErrorsAreNeverRetried(t *testing.T) {
 	h := sessiontest.NewHarness(t)
-	h.Hooks.SetupFunc = func(context.Context, workflows.SetupInput) (workflows.SetupResult, error) {
+	h.Hooks.SetupFunc = func(context.Context, wire.SetupInput) (workflows.SetupResult, error) {
 		return workflows.SetupResult{}, temporal.NewApplicationError("setup input refused", "InvalidArgument")
 	}
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "v1", Hooks: sessiontest.AllHooks})

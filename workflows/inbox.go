@@ -9,6 +9,7 @@ import (
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/internal/lib/wftrace"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // The inbox of the agent loop: the user messages queued by Followup, Steer
@@ -132,7 +133,7 @@ func ids(l []PendingInput) []string {
 
 // queue queues p for target; wake marks a waking input pending.
 func (b *inbox) queue(p PendingInput, target string, wake bool) {
-	if target == TargetNextTurn {
+	if target == wire.TargetNextTurn {
 		b.nextTurn = append(b.nextTurn, p)
 	} else {
 		b.nextStep = append(b.nextStep, p)
@@ -176,7 +177,7 @@ func (b *inbox) claim(first bool, seq, now int64) ([]PendingInput, []session.Eve
 		if n == 0 {
 			return nil
 		}
-		e, err := session.NewEvent(session.TypeInboxSpliced, seq+int64(len(splices)), now, session.InboxSplice{
+		e, err := session.NewEvent(wire.TypeInboxSpliced, seq+int64(len(splices)), now, session.InboxSplice{
 			Target: target, Start: 0, RemovedCount: int64(n), Inserted: []json.RawMessage{},
 		})
 		splices = append(splices, e)
@@ -184,14 +185,14 @@ func (b *inbox) claim(first bool, seq, now int64) ([]PendingInput, []session.Eve
 	}
 	claimed := b.nextStep
 	b.nextStep = nil
-	if err := remove(TargetNextStep, storedCount(claimed)); err != nil {
+	if err := remove(wire.TargetNextStep, storedCount(claimed)); err != nil {
 		return nil, nil, err
 	}
 	if first && len(b.nextTurn) > 0 {
 		p := b.nextTurn[0]
 		claimed = append(claimed, p)
 		b.nextTurn = slices.Clone(b.nextTurn[1:])
-		if err := remove(TargetNextTurn, storedCount([]PendingInput{p})); err != nil {
+		if err := remove(wire.TargetNextTurn, storedCount([]PendingInput{p})); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	"github.com/sessionflow/sessionflow/internal/lib/wftrace"
-	"github.com/sessionflow/sessionflow/session"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/sessionflow/sessionflow/internal/lib/wftrace"
+	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // inputKind is one of the three input updates.
@@ -21,9 +23,9 @@ type inputKind struct {
 }
 
 var (
-	followupKind = inputKind{name: UpdateFollowup, target: TargetNextTurn, wake: true}
-	steerKind    = inputKind{name: UpdateSteer, target: TargetNextStep, wake: true}
-	injectKind   = inputKind{name: UpdateInject, target: TargetNextStep, wake: false}
+	followupKind = inputKind{name: wire.UpdateFollowup, target: wire.TargetNextTurn, wake: true}
+	steerKind    = inputKind{name: wire.UpdateSteer, target: wire.TargetNextStep, wake: true}
+	injectKind   = inputKind{name: wire.UpdateInject, target: wire.TargetNextStep, wake: false}
 )
 
 // userMessage is the data of a user/message event.
@@ -37,14 +39,14 @@ type userMessage struct {
 // buildInput validates req and builds the pending input; updateID names
 // the message when the request does not. The message must fit a batch of
 // maxBatchBytes with the turn's own events.
-func buildInput(name string, req InputRequest, updateID string, maxBatchBytes int) (PendingInput, error) {
+func buildInput(name string, req wire.InputRequest, updateID string, maxBatchBytes int) (PendingInput, error) {
 	id := req.MessageID
 	if id == "" {
 		id = "msg-" + updateID
 	}
 	switch {
-	case len(id) > MaxMessageIDLength:
-		return PendingInput{}, invalidArgument(fmt.Sprintf("%s: messageId must be at most %d bytes", name, MaxMessageIDLength))
+	case len(id) > wire.MaxMessageIDLength:
+		return PendingInput{}, invalidArgument(fmt.Sprintf("%s: messageId must be at most %d bytes", name, wire.MaxMessageIDLength))
 	case !utf8.ValidString(id):
 		return PendingInput{}, invalidArgument(name + ": messageId must be valid UTF-8")
 	}
@@ -58,14 +60,14 @@ func buildInput(name string, req InputRequest, updateID string, maxBatchBytes in
 			return PendingInput{}, err
 		}
 	}
-	msg, err := session.MarshalData(userMessage{ID: id, Role: session.RoleUser, Content: content, Source: source})
+	msg, err := session.MarshalData(userMessage{ID: id, Role: wire.RoleUser, Content: content, Source: source})
 	if err != nil {
 		return PendingInput{}, invalidArgument(fmt.Sprintf("%s: the message is %s", name, err))
 	}
 	// The message must fit one stored batch with the turn's own events.
 	if n := len(msg) + 256; n > maxBatchBytes {
 		return PendingInput{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("%s: a message of %d bytes exceeds the batch limit of %d bytes", name, len(msg), maxBatchBytes), ErrTypeBatchTooLarge, nil)
+			fmt.Sprintf("%s: a message of %d bytes exceeds the batch limit of %d bytes", name, len(msg), maxBatchBytes), wire.ErrTypeBatchTooLarge, nil)
 	}
 	return PendingInput{ID: id, Message: msg}, nil
 }
@@ -90,7 +92,7 @@ func inputContent(name string, raw json.RawMessage) (json.RawMessage, error) {
 		if text == "" {
 			return nil, invalidArgument(name + ": content must not be empty")
 		}
-		return session.MarshalData([]session.TextContent{{Type: session.BlockText, Text: text}})
+		return session.MarshalData([]wire.TextContent{{Type: wire.BlockText, Text: text}})
 	}
 	var blocks []json.RawMessage
 	if canon[0] != '[' || json.Unmarshal(canon, &blocks) != nil {
@@ -107,7 +109,7 @@ func inputContent(name string, raw json.RawMessage) (json.RawMessage, error) {
 		if b[0] != '{' || json.Unmarshal(b, &head) != nil || head.Type == nil || *head.Type == "" {
 			return nil, invalidArgument(fmt.Sprintf("%s: content[%d] must be an object with a non-empty string \"type\"", name, i))
 		}
-		if *head.Type == session.BlockText && (head.Text == nil || *head.Text == "") {
+		if *head.Type == wire.BlockText && (head.Text == nil || *head.Text == "") {
 			return nil, invalidArgument(fmt.Sprintf("%s: content[%d] is a text block without text", name, i))
 		}
 	}
@@ -144,7 +146,7 @@ func (a *agentLoop) validateInput(ctx workflow.Context, k inputKind, in converte
 	if err := a.phase.admit(); err != nil {
 		return err
 	}
-	var req InputRequest
+	var req wire.InputRequest
 	if err := decodeRequest(k.name, in, &req); err != nil {
 		return err
 	}
@@ -166,14 +168,14 @@ func (a *agentLoop) validateInput(ctx workflow.Context, k inputKind, in converte
 		if a.inbox.has(p.ID) {
 			return invalidArgument(fmt.Sprintf("%s: message %s is already pending", k.name, quoteID(p.ID)))
 		}
-		if a.inbox.len() >= MaxPendingInputs {
+		if a.inbox.len() >= wire.MaxPendingInputs {
 			return temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("agent %s holds %d pending inputs; wait for a turn to claim them", quoteID(a.id), MaxPendingInputs), ErrTypeInboxFull, nil)
+				fmt.Sprintf("agent %s holds %d pending inputs; wait for a turn to claim them", quoteID(a.id), wire.MaxPendingInputs), wire.ErrTypeInboxFull, nil)
 		}
-		if n := a.inbox.bytes(); n+len(p.Message) > MaxPendingInputBytes {
+		if n := a.inbox.bytes(); n+len(p.Message) > wire.MaxPendingInputBytes {
 			return temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("agent %s holds %d bytes of pending inputs; a message of %d bytes would exceed %d; wait for a turn to claim them",
-					quoteID(a.id), n, len(p.Message), MaxPendingInputBytes), ErrTypeInboxFull, nil)
+					quoteID(a.id), n, len(p.Message), wire.MaxPendingInputBytes), wire.ErrTypeInboxFull, nil)
 		}
 	}
 	a.inputs.keep(ctx, admittedInput{p: p, wait: req.Wait})
@@ -195,16 +197,16 @@ func (a *agentLoop) routeMissing() error {
 // same way. An Inject while idle is stored first, as an
 // agent/inbox/spliced insertion, with the appends (it returns once it is
 // durable).
-func (a *agentLoop) handleInput(ctx workflow.Context, k inputKind, in converter.RawValue) (InputResult, error) {
+func (a *agentLoop) handleInput(ctx workflow.Context, k inputKind, in converter.RawValue) (wire.InputResult, error) {
 	adm, ok := a.inputs.taken(ctx)
 	if !ok {
-		var req InputRequest
+		var req wire.InputRequest
 		if err := decodeRequest(k.name, in, &req); err != nil {
-			return InputResult{}, err
+			return wire.InputResult{}, err
 		}
 		p, err := buildInput(k.name, req, workflow.GetCurrentUpdateInfo(ctx).ID, a.set.maxBatchBytes)
 		if err != nil {
-			return InputResult{}, err
+			return wire.InputResult{}, err
 		}
 		adm = admittedInput{p: p, wait: req.Wait}
 	}
@@ -212,18 +214,18 @@ func (a *agentLoop) handleInput(ctx workflow.Context, k inputKind, in converter.
 	if err != nil || !adm.wait {
 		return res, err
 	}
-	info, err := a.waitTurn(ctx, WaitTurnRequest{MessageID: res.MessageID})
+	info, err := a.waitTurn(ctx, wire.WaitTurnRequest{MessageID: res.MessageID})
 	if err != nil {
-		return InputResult{}, err
+		return wire.InputResult{}, err
 	}
 	res.Ended = &info
 	return res, nil
 }
 
 // queueInput queues the built input p.
-func (a *agentLoop) queueInput(ctx workflow.Context, k inputKind, p PendingInput) (InputResult, error) {
+func (a *agentLoop) queueInput(ctx workflow.Context, k inputKind, p PendingInput) (wire.InputResult, error) {
 	p.Trace = wftrace.HeaderCarrier(ctx)
-	res := InputResult{MessageID: p.ID, Target: k.target, SplicedSeq: -1}
+	res := wire.InputResult{MessageID: p.ID, Target: k.target, SplicedSeq: -1}
 	if s, ok := a.inbox.takeAhead(p.ID); ok {
 		// An earlier attempt of the workflow task stored it in a turn's
 		// batch before this attempt admitted it: it is not queued twice.
@@ -246,24 +248,24 @@ func (a *agentLoop) queueInput(ctx workflow.Context, k inputKind, p PendingInput
 	}
 	if k == injectKind && a.turn == nil {
 		if !a.agentTurns() {
-			return InputResult{}, invalidArgument("Inject: this run predates the agent loop")
+			return wire.InputResult{}, invalidArgument("Inject: this run predates the agent loop")
 		}
 		seq := a.appends.accepted()
-		e, err := session.NewEvent(session.TypeInboxSpliced, seq, workflow.Now(ctx).UnixMilli(), session.InboxSplice{
-			Target:   TargetNextStep,
+		e, err := session.NewEvent(wire.TypeInboxSpliced, seq, workflow.Now(ctx).UnixMilli(), session.InboxSplice{
+			Target:   wire.TargetNextStep,
 			Start:    int64(a.inbox.storedNextStep()),
 			Inserted: []json.RawMessage{p.Message},
 		})
 		if err != nil {
-			return InputResult{}, invalidArgument(err.Error())
+			return wire.InputResult{}, invalidArgument(err.Error())
 		}
 		p.Stored = true
-		a.inbox.queue(p, TargetNextStep, false)
+		a.inbox.queue(p, wire.TargetNextStep, false)
 		res.SplicedSeq = seq
 		if _, err := a.appends.append(ctx, AppendRequest{Events: []session.Event{e}}); err != nil {
 			// Not stored: the input is not pending either.
 			a.inbox.unqueue(p.ID)
-			return InputResult{}, err
+			return wire.InputResult{}, err
 		}
 		return res, nil
 	}

@@ -25,8 +25,8 @@ type env struct {
 	dctx    workflow.Context // disconnected from root cancellation (main coroutine)
 	id      string
 	source  string
-	hooks   Hooks
-	options *Options
+	hooks   wire.Hooks
+	options *wire.Options
 	set     settings
 	gates   gates
 }
@@ -51,11 +51,11 @@ type lifecycle struct {
 	agent *agentLoop
 }
 
-func newLifecycle(ctx workflow.Context, id, source string, hooks Hooks, options *Options, set settings) *lifecycle {
+func newLifecycle(ctx workflow.Context, id, source string, hooks wire.Hooks, options *wire.Options, set settings) *lifecycle {
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	e := &env{ctx: ctx, dctx: dctx, id: id, source: source, hooks: hooks, options: options, set: set, gates: gates{}}
 	log := &storedLog{env: e}
-	phase := &phaseState{env: e, log: log, phase: PhasePreparing}
+	phase := &phaseState{env: e, log: log, phase: wire.PhasePreparing}
 	appends := &appendQueue{env: e, log: log}
 	l := &lifecycle{
 		env:     e,
@@ -71,21 +71,21 @@ func newLifecycle(ctx workflow.Context, id, source string, hooks Hooks, options 
 
 // register installs the query and update handlers shared by every phase.
 func (l *lifecycle) register() error {
-	for _, name := range []string{QueryDescribe, LegacyQueryDescribe} {
+	for _, name := range []string{wire.QueryDescribe, wire.LegacyQueryDescribe} {
 		if err := workflow.SetQueryHandler(l.ctx, name, l.describe); err != nil {
 			return err
 		}
 	}
-	if err := workflow.SetUpdateHandler(l.ctx, UpdateWaitReady, l.phase.waitReady); err != nil {
+	if err := workflow.SetUpdateHandler(l.ctx, wire.UpdateWaitReady, l.phase.waitReady); err != nil {
 		return err
 	}
-	if err := workflow.SetUpdateHandlerWithOptions(l.ctx, UpdateAppend, l.handleAppendPayload,
+	if err := workflow.SetUpdateHandlerWithOptions(l.ctx, wire.UpdateAppend, l.handleAppendPayload,
 		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, in converter.RawValue) error {
 			return boundRejection(l.validateAppendPayload(ctx, in))
 		}}); err != nil {
 		return err
 	}
-	if err := workflow.SetUpdateHandlerWithOptions(l.ctx, UpdateDispose, l.handleDispose,
+	if err := workflow.SetUpdateHandlerWithOptions(l.ctx, wire.UpdateDispose, l.handleDispose,
 		workflow.UpdateHandlerOptions{Validator: l.phase.validateDispose}); err != nil {
 		return err
 	}
@@ -96,16 +96,16 @@ func (l *lifecycle) register() error {
 	return nil
 }
 
-func (l *lifecycle) describe() (Description, error) {
-	d := Description{
+func (l *lifecycle) describe() (wire.Description, error) {
+	d := wire.Description{
 		SessionID:          l.id,
 		Phase:              l.phase.phase,
 		Source:             l.source,
 		HandleOpen:         l.log.handleOpen,
 		NextSeq:            l.log.nextSeq,
 		PendingEvents:      l.appends.pendingEvents,
-		Lifecycle:          append([]LifecycleEntry{}, l.phase.entries...),
-		CompensationErrors: append([]CompensationError{}, l.saga.errs...),
+		Lifecycle:          append([]wire.LifecycleEntry{}, l.phase.entries...),
+		CompensationErrors: append([]wire.CompensationError{}, l.saga.errs...),
 	}
 	if l.log.ref != nil {
 		ref := *l.log.ref
@@ -142,7 +142,7 @@ func (e *env) checkBatch(what string, events []session.Event, next int64) error 
 	}
 	if n > e.set.maxBatchBytes {
 		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("%s of %d bytes exceeds the batch limit of %d bytes", what, n, e.set.maxBatchBytes), ErrTypeBatchTooLarge, nil)
+			fmt.Sprintf("%s of %d bytes exceeds the batch limit of %d bytes", what, n, e.set.maxBatchBytes), wire.ErrTypeBatchTooLarge, nil)
 	}
 	if err := session.CheckContiguous(e.id, next, events); err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), string(wire.CodeSeqMismatch), nil)
@@ -166,23 +166,23 @@ func (e *env) owner() wire.Owner {
 // start runs prepare, a create's or resume's work before the live phase,
 // then the live phase. A failure of prepare is returned unchanged after
 // the rollback (fail).
-func (l *lifecycle) start(prepare func() error) (DisposeResult, error) {
+func (l *lifecycle) start(prepare func() error) (wire.DisposeResult, error) {
 	if err := prepare(); err != nil {
-		return DisposeResult{}, l.fail(err)
+		return wire.DisposeResult{}, l.fail(err)
 	}
 	return l.goLive()
 }
 
 // goLive enters the live phase: the close compensation now belongs to
 // disposal, WaitReady returns, and a parent SessionLoop is told.
-func (l *lifecycle) goLive() (DisposeResult, error) {
+func (l *lifecycle) goLive() (wire.DisposeResult, error) {
 	l.saga.clear()
 	l.phase.goLive(l.sessionInfo())
 	info := workflow.GetInfo(l.ctx)
 	if p := info.ParentWorkflowExecution; p != nil {
-		notice := ReadyNotice{SessionID: l.id, RunID: info.WorkflowExecution.RunID}
+		notice := wire.ReadyNotice{SessionID: l.id, RunID: info.WorkflowExecution.RunID}
 		workflow.Go(l.dctx, func(gctx workflow.Context) {
-			name := sentName(gctx, SignalSessionReady, LegacySignalSessionReady)
+			name := sentName(gctx, wire.SignalSessionReady, wire.LegacySignalSessionReady)
 			_ = workflow.SignalExternalWorkflow(gctx, p.ID, "", name, notice).Get(gctx, nil)
 		})
 	}
@@ -190,9 +190,9 @@ func (l *lifecycle) goLive() (DisposeResult, error) {
 }
 
 // sessionInfo is what WaitReady answers once the session is live.
-func (l *lifecycle) sessionInfo() *SessionInfo {
+func (l *lifecycle) sessionInfo() *wire.SessionInfo {
 	info := workflow.GetInfo(l.ctx)
-	return &SessionInfo{
+	return &wire.SessionInfo{
 		SessionID:           l.id,
 		WorkflowID:          info.WorkflowExecution.ID,
 		RunID:               info.WorkflowExecution.RunID,
@@ -217,7 +217,7 @@ func (l *lifecycle) fail(err error) error {
 	workflow.GetLogger(l.ctx).Info("session lifecycle failed", "session", l.id, "error", errorMessage(err))
 	l.saga.unwind()
 	l.aborts.awaitAbandoned()
-	l.phase.enter(PhaseClosed)
+	l.phase.enter(wire.PhaseClosed)
 	l.phase.rolledBack()
 	awaitHandlers(l.dctx)
 	return err
@@ -245,6 +245,6 @@ func (l *lifecycle) chooseHandle() wire.HandleRef {
 // first, aborted with cause "disposed".
 func (l *lifecycle) requestDispose() {
 	if l.phase.requestDispose() {
-		l.agent.cancelTurn(CauseDisposed)
+		l.agent.cancelTurn(wire.CauseDisposed)
 	}
 }

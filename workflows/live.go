@@ -5,6 +5,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // validateAppendPayload is the Append validator over the raw request: it
@@ -13,7 +14,7 @@ import (
 // again when it finds nothing kept).
 func (l *lifecycle) validateAppendPayload(ctx workflow.Context, in converter.RawValue) error {
 	var req AppendRequest
-	if err := decodeRequest(UpdateAppend, in, &req); err != nil {
+	if err := decodeRequest(wire.UpdateAppend, in, &req); err != nil {
 		return err
 	}
 	if !l.phase.live() || l.appends.twin(req.Events) == nil {
@@ -26,10 +27,10 @@ func (l *lifecycle) validateAppendPayload(ctx workflow.Context, in converter.Raw
 }
 
 // handleAppendPayload is the Append handler over the raw request.
-func (l *lifecycle) handleAppendPayload(ctx workflow.Context, in converter.RawValue) (AppendResult, error) {
-	req, err := l.appends.decoded.take(ctx, UpdateAppend, in)
+func (l *lifecycle) handleAppendPayload(ctx workflow.Context, in converter.RawValue) (wire.AppendResult, error) {
+	req, err := l.appends.decoded.take(ctx, wire.UpdateAppend, in)
 	if err != nil {
-		return AppendResult{}, err
+		return wire.AppendResult{}, err
 	}
 	if it := l.appends.twin(req.Events); it != nil {
 		return l.appends.awaitTwin(ctx, it)
@@ -77,12 +78,12 @@ func openTurn(events []session.Event) (int, int64) {
 	open, turn := -1, int64(0)
 	for k, e := range events {
 		switch e.Type {
-		case session.TypeTurnStart:
+		case wire.TypeTurnStart:
 			open = k
 			if ts, err := e.TurnStart(); err == nil {
 				turn = ts.Turn
 			}
-		case session.TypeTurnEnd:
+		case wire.TypeTurnEnd:
 			open = -1
 		}
 	}
@@ -90,13 +91,13 @@ func openTurn(events []session.Event) (int, int64) {
 }
 
 // handleDispose starts (or joins) the disposal and returns its outcome.
-func (l *lifecycle) handleDispose(ctx workflow.Context) (DisposeResult, error) {
+func (l *lifecycle) handleDispose(ctx workflow.Context) (wire.DisposeResult, error) {
 	hctx, _ := workflow.NewDisconnectedContext(ctx)
 	l.requestDispose()
 	if err := workflow.Await(hctx, func() bool { return l.phase.disposeDone }); err != nil {
-		return DisposeResult{}, err
+		return wire.DisposeResult{}, err
 	}
-	return DisposeResult{NextSeq: l.log.nextSeq}, l.phase.disposeErr
+	return wire.DisposeResult{NextSeq: l.log.nextSeq}, l.phase.disposeErr
 }
 
 // canDue reports whether the run should continue as new: the server
@@ -118,7 +119,7 @@ func (l *lifecycle) canDue() bool {
 // Dispose, cancellation or owner unload, and continues as new when canDue
 // (the server's suggestion or the history length), once every handler has
 // finished.
-func (l *lifecycle) runLive() (DisposeResult, error) {
+func (l *lifecycle) runLive() (wire.DisposeResult, error) {
 	for {
 		l.aborts.syncCancel()
 		_ = workflow.Await(l.dctx, func() bool {
@@ -144,7 +145,7 @@ func (l *lifecycle) runLive() (DisposeResult, error) {
 			// handlers before deciding: a new coroutine runs after them.
 			yieldOnce(l.dctx)
 			if !l.appends.waiting() && !l.phase.disposeWanted && !l.agent.turnDue() && workflow.AllHandlersFinished(l.dctx) {
-				return DisposeResult{}, workflow.NewContinueAsNewError(l.ctx, LiveSession, l.liveState())
+				return wire.DisposeResult{}, workflow.NewContinueAsNewError(l.ctx, LiveSession, l.liveState())
 			}
 		}
 	}
@@ -169,7 +170,7 @@ func (l *lifecycle) liveState() LiveState {
 		Header:              l.log.header,
 		InheritedEventCount: l.log.inherited,
 		LastTurn:            l.log.lastTurn,
-		Lifecycle:           append([]LifecycleEntry{}, l.phase.entries...),
+		Lifecycle:           append([]wire.LifecycleEntry{}, l.phase.entries...),
 		DisposeActivity:     l.hooks.DisposeActivity,
 		Options:             l.options,
 		AgentOptions:        l.agent.agentOptions,
@@ -181,12 +182,12 @@ func (l *lifecycle) liveState() LiveState {
 // dispose is LIFECYCLE.md §10: the dispose hook (the machine's teardown), then the
 // drain of pending appends and the close of the handle; failures collected
 // in that order.
-func (l *lifecycle) dispose() (DisposeResult, error) {
-	l.phase.enter(PhaseDisposing)
+func (l *lifecycle) dispose() (wire.DisposeResult, error) {
+	l.phase.enter(wire.PhaseDisposing)
 	var errs []error
 	if l.hooks.DisposeActivity != "" {
 		err := workflow.ExecuteActivity(l.set.hookCtx(l.dctx), l.hooks.DisposeActivity,
-			DisposeInput{SessionID: l.id, Reason: "dispose"}).Get(l.dctx, nil)
+			wire.DisposeInput{SessionID: l.id, Reason: "dispose"}).Get(l.dctx, nil)
 		if err != nil {
 			errs = append(errs, unwrapActivity(err))
 		}
@@ -198,26 +199,26 @@ func (l *lifecycle) dispose() (DisposeResult, error) {
 		errs = append(errs, err)
 	}
 	l.log.closed()
-	l.phase.enter(PhaseClosed)
+	l.phase.enter(wire.PhaseClosed)
 	l.phase.disposed(aggregate(l.id, errs))
 	awaitHandlers(l.dctx)
-	return DisposeResult{NextSeq: l.log.nextSeq}, l.phase.disposeErr
+	return wire.DisposeResult{NextSeq: l.log.nextSeq}, l.phase.disposeErr
 }
 
 // LiveSession continues a live session after continue-as-new: it owns the
 // handle given in state and runs the live phase.
-func LiveSession(ctx workflow.Context, state LiveState) (DisposeResult, error) {
+func LiveSession(ctx workflow.Context, state LiveState) (wire.DisposeResult, error) {
 	set, err := resolveOptions(state.Options)
 	if err != nil {
-		return DisposeResult{}, err
+		return wire.DisposeResult{}, err
 	}
-	l := newLifecycle(ctx, state.SessionID, state.Source, Hooks{DisposeActivity: state.DisposeActivity}, state.Options, set)
+	l := newLifecycle(ctx, state.SessionID, state.Source, wire.Hooks{DisposeActivity: state.DisposeActivity}, state.Options, set)
 	l.log.restore(state)
 	l.phase.restore(state.Lifecycle)
 	l.agent.restore(state)
 	l.phase.goLive(l.sessionInfo())
 	if err := l.register(); err != nil {
-		return DisposeResult{}, err
+		return wire.DisposeResult{}, err
 	}
 	return l.runLive()
 }

@@ -15,23 +15,24 @@ import (
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
 func TestAppendsCoalesceWithinWindow(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("co")
 	turn := sessiontest.LiveTurn(t, 0, 1, "x")
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	a := h.UpdateNoWaitAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: turn[:2]})
-	b := h.UpdateNoWaitAt(2*time.Second+50*time.Millisecond, "", workflows.UpdateAppend, workflows.AppendRequest{Events: turn[2:4]})
-	c := h.UpdateNoWaitAt(2*time.Second+150*time.Millisecond, "", workflows.UpdateAppend, workflows.AppendRequest{Events: turn[4:]})
-	late := h.UpdateAt(3*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 5, 2, "y")})
-	disp := h.UpdateAt(4*time.Second, "", workflows.UpdateDispose)
-	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "co", Options: &workflows.Options{AppendWindowMs: 200}})
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	a := h.UpdateNoWaitAt(2*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: turn[:2]})
+	b := h.UpdateNoWaitAt(2*time.Second+50*time.Millisecond, "", wire.UpdateAppend, workflows.AppendRequest{Events: turn[2:4]})
+	c := h.UpdateNoWaitAt(2*time.Second+150*time.Millisecond, "", wire.UpdateAppend, workflows.AppendRequest{Events: turn[4:]})
+	late := h.UpdateAt(3*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 5, 2, "y")})
+	disp := h.UpdateAt(4*time.Second, "", wire.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "co", Options: &wire.Options{AppendWindowMs: 200}})
 	require.NoError(t, h.Env.GetWorkflowError())
 	ready.OK(t)
 	disp.OK(t)
-	var ra, rb, rc, rl workflows.AppendResult
+	var ra, rb, rc, rl wire.AppendResult
 	a.Decode(t, &ra)
 	b.Decode(t, &rb)
 	c.Decode(t, &rc)
@@ -39,7 +40,7 @@ func TestAppendsCoalesceWithinWindow(t *testing.T) {
 	require.Equal(t, int64(5), ra.NextSeq)
 	require.Equal(t, int64(5), rc.NextSeq)
 	require.Equal(t, int64(10), rl.NextSeq)
-	require.Equal(t, 2, h.Count(activities.AppendBatchName), "three appends in one window, one later")
+	require.Equal(t, 2, h.Count(wire.AppendBatchName), "three appends in one window, one later")
 	evs := sessiontest.Stored(t, h.Store, "co")
 	sessiontest.RequireContiguous(t, evs)
 	require.Len(t, evs, 10)
@@ -51,28 +52,28 @@ func TestAppendsCoalesceWithinWindow(t *testing.T) {
 func TestAppendsGroupCommit(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("gc")
 	turn := sessiontest.LiveTurn(t, 0, 1, "x")
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
 	// The store takes 500 ms; b and c arrive while a's store runs.
 	h.Env.OnActivity(h.Acts.AppendBatch, mock.Anything, mock.Anything).After(500 * time.Millisecond).Return(
 		func(ctx context.Context, in activities.AppendBatchInput) (activities.AppendResult, error) {
 			return h.Acts.AppendBatch(ctx, in)
 		})
-	a := h.UpdateNoWaitAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: turn[:2]})
-	b := h.UpdateNoWaitAt(2*time.Second+100*time.Millisecond, "", workflows.UpdateAppend, workflows.AppendRequest{Events: turn[2:4]})
-	c := h.UpdateNoWaitAt(2*time.Second+200*time.Millisecond, "", workflows.UpdateAppend, workflows.AppendRequest{Events: turn[4:]})
-	disp := h.UpdateAt(4*time.Second, "", workflows.UpdateDispose)
+	a := h.UpdateNoWaitAt(2*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: turn[:2]})
+	b := h.UpdateNoWaitAt(2*time.Second+100*time.Millisecond, "", wire.UpdateAppend, workflows.AppendRequest{Events: turn[2:4]})
+	c := h.UpdateNoWaitAt(2*time.Second+200*time.Millisecond, "", wire.UpdateAppend, workflows.AppendRequest{Events: turn[4:]})
+	disp := h.UpdateAt(4*time.Second, "", wire.UpdateDispose)
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "gc"})
 	require.NoError(t, h.Env.GetWorkflowError())
 	ready.OK(t)
 	disp.OK(t)
-	var ra, rb, rc workflows.AppendResult
+	var ra, rb, rc wire.AppendResult
 	a.Decode(t, &ra)
 	b.Decode(t, &rb)
 	c.Decode(t, &rc)
 	require.Equal(t, int64(2), ra.NextSeq, "a is stored alone, without waiting for a window")
 	require.Equal(t, int64(5), rb.NextSeq)
 	require.Equal(t, int64(5), rc.NextSeq, "b and c share the next store")
-	require.Equal(t, 2, h.Count(activities.AppendBatchName))
+	require.Equal(t, 2, h.Count(wire.AppendBatchName))
 	evs := sessiontest.Stored(t, h.Store, "gc")
 	sessiontest.RequireContiguous(t, evs)
 	require.Len(t, evs, 5)
@@ -85,23 +86,23 @@ func TestAppendValidator(t *testing.T) {
 	surface.SurfaceOp = session.AppendOp()
 	var early *sessiontest.Result
 	h.At(0, func() {
-		early = h.Update("", workflows.UpdateAppend, workflows.AppendRequest{Events: []session.Event{sessiontest.TurnStart(t, 0, 1)}})
+		early = h.Update("", wire.UpdateAppend, workflows.AppendRequest{Events: []session.Event{sessiontest.TurnStart(t, 0, 1)}})
 	})
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	gap := h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: []session.Event{sessiontest.TurnStart(t, 5, 1)}})
-	empty := h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{})
-	tooBig := h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: []session.Event{big}})
-	invalid := h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: []session.Event{surface}})
-	first := h.UpdateAt(3*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
-	retry := h.UpdateAt(4*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
-	conflict := h.UpdateAt(5*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "different")})
-	after := h.NewResult(workflows.UpdateAppend)
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	gap := h.UpdateAt(2*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: []session.Event{sessiontest.TurnStart(t, 5, 1)}})
+	empty := h.UpdateAt(2*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{})
+	tooBig := h.UpdateAt(2*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: []session.Event{big}})
+	invalid := h.UpdateAt(2*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: []session.Event{surface}})
+	first := h.UpdateAt(3*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
+	retry := h.UpdateAt(4*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
+	conflict := h.UpdateAt(5*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "different")})
+	after := h.NewResult(wire.UpdateAppend)
 	var disp *sessiontest.Result
 	h.At(6*time.Second, func() {
-		disp = h.Update("", workflows.UpdateDispose)
-		h.Send(after, "", workflows.UpdateAppend, workflows.AppendRequest{Events: []session.Event{sessiontest.TurnStart(t, 5, 2)}})
+		disp = h.Update("", wire.UpdateDispose)
+		h.Send(after, "", wire.UpdateAppend, workflows.AppendRequest{Events: []session.Event{sessiontest.TurnStart(t, 5, 2)}})
 	})
-	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "val", Options: &workflows.Options{MaxBatchBytes: 2048}})
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "val", Options: &wire.Options{MaxBatchBytes: 2048}})
 	require.NoError(t, h.Env.GetWorkflowError())
 
 	ready.OK(t)
@@ -110,7 +111,7 @@ func TestAppendValidator(t *testing.T) {
 	require.ErrorContains(t, empty.Rejection(t), "append batch must not be empty")
 	require.ErrorContains(t, tooBig.Rejection(t), "exceeds the batch limit of 2048 bytes")
 	require.ErrorContains(t, invalid.Rejection(t), "invalid session event")
-	var r workflows.AppendResult
+	var r wire.AppendResult
 	first.Decode(t, &r)
 	require.Equal(t, int64(5), r.NextSeq)
 	retry.Decode(t, &r)
@@ -125,16 +126,16 @@ func TestAppendFailureFailsPendingAndRecovers(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("af")
 	h.Env.OnActivity(h.Acts.AppendBatch, mock.Anything, mock.Anything).Return(activities.AppendResult{}, sessiontest.PlainErr("disk full")).Once()
 	h.Env.OnActivity(h.Acts.AppendBatch, mock.Anything, mock.Anything).Return(h.Acts.AppendBatch)
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	failed := h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
-	again := h.UpdateAt(3*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
-	disp := h.UpdateAt(4*time.Second, "", workflows.UpdateDispose)
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	failed := h.UpdateAt(2*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
+	again := h.UpdateAt(3*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
+	disp := h.UpdateAt(4*time.Second, "", wire.UpdateDispose)
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "af"})
 	require.NoError(t, h.Env.GetWorkflowError())
 	ready.OK(t)
 	disp.OK(t)
 	sessiontest.RequireMessage(t, failed.Failure(t), "disk full")
-	var r workflows.AppendResult
+	var r wire.AppendResult
 	again.Decode(t, &r)
 	require.Equal(t, int64(5), r.NextSeq)
 	require.Len(t, sessiontest.Stored(t, h.Store, "af"), 5)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sessionflow/sessionflow/agent"
+	"github.com/sessionflow/sessionflow/wire"
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
@@ -67,7 +68,7 @@ func TestTurnOpeningStoreRunAgainStoresOnce(t *testing.T) {
 	sessiontest.RequireContiguous(t, evs)
 	require.Equal(t, []string{"completed"}, sessiontest.ReasonKinds(sessiontest.TurnEnds(t, evs)))
 	require.Equal(t, firstTime, evs[0].Time, "the stored turn/start keeps the first attempt's time")
-	require.Equal(t, 1, h.LocalCount(activities.AppendBatchName), "stored by the local activity")
+	require.Equal(t, 1, h.LocalCount(wire.AppendBatchName), "stored by the local activity")
 }
 
 // A live append whose first run stored only the head of the group: the
@@ -92,9 +93,9 @@ func TestLocalAppendRunAgainWithOtherContentIsRefused(t *testing.T) {
 			evs[1].Data = []byte(`{"turn":1,"step":1,"other":true}`)
 			return evs[:2]
 		})
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	a := h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
-	disp := h.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	a := h.UpdateAt(2*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
+	disp := h.UpdateAt(3*time.Second, "", wire.UpdateDispose)
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "rerun-other"})
 	require.NoError(t, h.Env.GetWorkflowError())
 	ready.OK(t)
@@ -118,7 +119,7 @@ func userMessageData(id, text string) []byte {
 // 1, step/start 2, user/message s1), and s9, an input that attempt had
 // admitted, is steered again after the step. It returns the stored log and
 // the answer to s9.
-func steerRerun(t *testing.T, id string, earlier func([]session.Event) []session.Event) ([]session.Event, workflows.InputResult, workflows.LoopState) {
+func steerRerun(t *testing.T, id string, earlier func([]session.Event) []session.Event) ([]session.Event, wire.InputResult, wire.LoopState) {
 	h := sessiontest.NewHarness(t).WithID(id)
 	first := &sessiontest.FakeResponse{Text: "first", Hold: true}
 	sessiontest.NewFakeAgent(h, first, &sessiontest.FakeResponse{Text: "second"}, &sessiontest.FakeResponse{Text: "third"})
@@ -126,16 +127,16 @@ func steerRerun(t *testing.T, id string, earlier func([]session.Event) []session
 		func(in activities.AppendBatchInput) bool {
 			return len(in.Events) > 1 && in.Events[1].Type == "step/start" && string(in.Events[1].Data) == `{"turn":1,"step":2}`
 		}, earlier)
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, sessiontest.PromptID("f1", "one"))
-	h.AtStarted(2*time.Second, agent.CallModelActivity, func() {})
-	steer := h.UpdateAt(3*time.Second, "", workflows.UpdateSteer, sessiontest.PromptID("s1", "steer"))
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	fu := h.UpdateAt(2*time.Second, "", wire.UpdateFollowup, sessiontest.PromptID("f1", "one"))
+	h.AtStarted(2*time.Second, wire.CallModelActivity, func() {})
+	steer := h.UpdateAt(3*time.Second, "", wire.UpdateSteer, sessiontest.PromptID("s1", "steer"))
 	h.At(3*time.Second, func() { close(first.Release) })
-	again := h.UpdateAt(4*time.Second, "", workflows.UpdateSteer, sessiontest.PromptID("s9", "nine"))
+	again := h.UpdateAt(4*time.Second, "", wire.UpdateSteer, sessiontest.PromptID("s9", "nine"))
 	h.WaitFor(5*time.Second, "the turn ended", h.TurnsEnded(1))
-	var st workflows.LoopState
+	var st wire.LoopState
 	h.At(6*time.Second, func() { st = h.LoopState() })
-	disp := h.UpdateAt(7*time.Second, "", workflows.UpdateDispose)
+	disp := h.UpdateAt(7*time.Second, "", wire.UpdateDispose)
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: id, AgentOptions: sessiontest.Route()})
 	require.NoError(t, h.Env.GetWorkflowError())
 	require.Equal(t, 1, *ran, "the step's batch was stored first as the earlier attempt built it")
@@ -143,7 +144,7 @@ func steerRerun(t *testing.T, id string, earlier func([]session.Event) []session
 	fu.OK(t)
 	steer.OK(t)
 	disp.OK(t)
-	var res workflows.InputResult
+	var res wire.InputResult
 	again.Decode(t, &res)
 	evs := sessiontest.Stored(t, h.Store, id)
 	sessiontest.RequireContiguous(t, evs)
@@ -168,7 +169,7 @@ func TestTurnStepStoredWithMoreInputsByEarlierAttempt(t *testing.T) {
 	}, sessiontest.Types(evs))
 	require.Equal(t, []string{"one", "steer", "nine"}, sessiontest.UserTexts(t, evs))
 	require.Equal(t, []string{"completed"}, sessiontest.ReasonKinds(sessiontest.TurnEnds(t, evs)))
-	require.Equal(t, workflows.InputResult{MessageID: "s9", Target: "next-step", Turn: 1, SplicedSeq: -1}, res)
+	require.Equal(t, wire.InputResult{MessageID: "s9", Target: "next-step", Turn: 1, SplicedSeq: -1}, res)
 	require.Len(t, st.Recent, 1)
 	require.Equal(t, []string{"f1", "s1", "s9"}, st.Recent[0].Claimed)
 	require.Empty(t, st.Pending.NextStep)
@@ -190,7 +191,7 @@ func TestTurnStepStoredWithOtherInputsByEarlierAttempt(t *testing.T) {
 	}, sessiontest.Types(evs))
 	require.Equal(t, []string{"one", "nine", "steer"}, sessiontest.UserTexts(t, evs))
 	require.Equal(t, []string{"completed"}, sessiontest.ReasonKinds(sessiontest.TurnEnds(t, evs)))
-	require.Equal(t, workflows.InputResult{MessageID: "s9", Target: "next-step", Turn: 1, SplicedSeq: -1}, res)
+	require.Equal(t, wire.InputResult{MessageID: "s9", Target: "next-step", Turn: 1, SplicedSeq: -1}, res)
 	require.Equal(t, []string{"f1", "s9", "s1"}, st.Recent[0].Claimed)
 }
 
@@ -210,15 +211,15 @@ func TestTurnEndedByEarlierAttempt(t *testing.T) {
 			turnEnd = sessiontest.Ev(t, "turn/end", evs[1].Seq, map[string]any{"turn": 1, "reason": map[string]string{"kind": "completed"}})
 			return []session.Event{evs[0], turnEnd}
 		})
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, sessiontest.PromptID("f1", "one"))
-	h.AtStarted(2*time.Second, agent.CallModelActivity, func() {})
-	steer := h.UpdateAt(3*time.Second, "", workflows.UpdateSteer, sessiontest.PromptID("s1", "steer"))
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	fu := h.UpdateAt(2*time.Second, "", wire.UpdateFollowup, sessiontest.PromptID("f1", "one"))
+	h.AtStarted(2*time.Second, wire.CallModelActivity, func() {})
+	steer := h.UpdateAt(3*time.Second, "", wire.UpdateSteer, sessiontest.PromptID("s1", "steer"))
 	h.At(3*time.Second, func() { close(first.Release) })
 	h.WaitFor(4*time.Second, "two turns ended", h.TurnsEnded(2))
-	var st workflows.LoopState
+	var st wire.LoopState
 	h.At(6*time.Second, func() { st = h.LoopState() })
-	disp := h.UpdateAt(7*time.Second, "", workflows.UpdateDispose)
+	disp := h.UpdateAt(7*time.Second, "", wire.UpdateDispose)
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "rerun-ended", AgentOptions: sessiontest.Route()})
 	require.NoError(t, h.Env.GetWorkflowError())
 	require.Equal(t, 1, *ran)
@@ -249,7 +250,7 @@ func TestTurnNextStepOpenedByEarlierAttempt(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("rerun-next")
 	fa := sessiontest.NewFakeAgent(h, &sessiontest.FakeResponse{Text: "first"}, &sessiontest.FakeResponse{Text: "second"})
 	ends := 0
-	h.Env.OnActivity(agent.EndTurnActivity, mock.Anything, mock.Anything).Return(
+	h.Env.OnActivity(wire.EndTurnActivity, mock.Anything, mock.Anything).Return(
 		func(ctx context.Context, in agent.EndTurnInput) (agent.EndTurnResult, error) {
 			ends++
 			if ends == 1 {
@@ -258,28 +259,28 @@ func TestTurnNextStepOpenedByEarlierAttempt(t *testing.T) {
 				nine := sessiontest.Ev(t, "user/message", seq+2, json.RawMessage(userMessageData("s9", "nine")))
 				nine.SurfaceOp = session.AppendOp()
 				require.NoError(t, hd.AppendRerun(ctx, []session.Event{
-					sessiontest.Ev(t, "step/end", seq, session.StepEnd{Turn: 1, Step: 1}),
-					sessiontest.Ev(t, "step/start", seq+1, session.StepStart{Turn: 1, Step: 2}),
+					sessiontest.Ev(t, "step/end", seq, wire.StepEnd{Turn: 1, Step: 1}),
+					sessiontest.Ev(t, "step/start", seq+1, wire.StepStart{Turn: 1, Step: 2}),
 					nine,
 				}))
 			}
 			return fa.EndTurn(ctx, in)
 		})
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, sessiontest.PromptID("f1", "one"))
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	fu := h.UpdateAt(2*time.Second, "", wire.UpdateFollowup, sessiontest.PromptID("f1", "one"))
 	h.WaitFor(3*time.Second, "the turn ended", h.TurnsEnded(1))
-	again := h.UpdateAt(4*time.Second, "", workflows.UpdateSteer, sessiontest.PromptID("s9", "nine"))
-	var st workflows.LoopState
+	again := h.UpdateAt(4*time.Second, "", wire.UpdateSteer, sessiontest.PromptID("s9", "nine"))
+	var st wire.LoopState
 	h.At(6*time.Second, func() { st = h.LoopState() })
-	disp := h.UpdateAt(7*time.Second, "", workflows.UpdateDispose)
+	disp := h.UpdateAt(7*time.Second, "", wire.UpdateDispose)
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "rerun-next", AgentOptions: sessiontest.Route()})
 	require.NoError(t, h.Env.GetWorkflowError())
 	ready.OK(t)
 	fu.OK(t)
 	disp.OK(t)
-	var res workflows.InputResult
+	var res wire.InputResult
 	again.Decode(t, &res)
-	require.Equal(t, workflows.InputResult{MessageID: "s9", Target: "next-step", Turn: 1, SplicedSeq: -1}, res)
+	require.Equal(t, wire.InputResult{MessageID: "s9", Target: "next-step", Turn: 1, SplicedSeq: -1}, res)
 	evs := sessiontest.Stored(t, h.Store, "rerun-next")
 	sessiontest.RequireContiguous(t, evs)
 	sessiontest.RequireBalanced(t, evs)
@@ -307,26 +308,26 @@ func TestTurnInputDeliveredAgainIsStoredOnce(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("again")
 	first := &sessiontest.FakeResponse{Text: "first", Hold: true}
 	sessiontest.NewFakeAgent(h, first, &sessiontest.FakeResponse{Text: "second"})
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, sessiontest.PromptID("f1", "one"))
-	h.AtStarted(2*time.Second, agent.CallModelActivity, func() {})
-	s1 := h.UpdateAt(3*time.Second, "", workflows.UpdateSteer, sessiontest.PromptID("s1", "steer"))
-	pending := h.UpdateAt(3*time.Second, "", workflows.UpdateSteer, sessiontest.PromptID("s1", "steer"))
-	other := h.UpdateAt(3*time.Second, "", workflows.UpdateSteer, sessiontest.PromptID("s1", "other text"))
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	fu := h.UpdateAt(2*time.Second, "", wire.UpdateFollowup, sessiontest.PromptID("f1", "one"))
+	h.AtStarted(2*time.Second, wire.CallModelActivity, func() {})
+	s1 := h.UpdateAt(3*time.Second, "", wire.UpdateSteer, sessiontest.PromptID("s1", "steer"))
+	pending := h.UpdateAt(3*time.Second, "", wire.UpdateSteer, sessiontest.PromptID("s1", "steer"))
+	other := h.UpdateAt(3*time.Second, "", wire.UpdateSteer, sessiontest.PromptID("s1", "other text"))
 	h.At(3*time.Second, func() { close(first.Release) })
 	h.WaitFor(4*time.Second, "the turn ended", h.TurnsEnded(1))
-	stored := h.UpdateAt(5*time.Second, "", workflows.UpdateSteer, sessiontest.PromptID("s1", "steer"))
-	f1 := h.UpdateAt(5*time.Second, "", workflows.UpdateFollowup, sessiontest.PromptID("f1", "one"))
-	var st workflows.LoopState
+	stored := h.UpdateAt(5*time.Second, "", wire.UpdateSteer, sessiontest.PromptID("s1", "steer"))
+	f1 := h.UpdateAt(5*time.Second, "", wire.UpdateFollowup, sessiontest.PromptID("f1", "one"))
+	var st wire.LoopState
 	h.At(6*time.Second, func() { st = h.LoopState() })
-	disp := h.UpdateAt(7*time.Second, "", workflows.UpdateDispose)
+	disp := h.UpdateAt(7*time.Second, "", wire.UpdateDispose)
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "again", AgentOptions: sessiontest.Route()})
 	require.NoError(t, h.Env.GetWorkflowError())
 	ready.OK(t)
 	fu.OK(t)
 	disp.OK(t)
 	for _, r := range []*sessiontest.Result{s1, pending, stored, f1} {
-		var res workflows.InputResult
+		var res wire.InputResult
 		r.Decode(t, &res)
 		require.Equal(t, int64(1), res.Turn, "answered as turn 1's input")
 	}
@@ -335,5 +336,5 @@ func TestTurnInputDeliveredAgainIsStoredOnce(t *testing.T) {
 	sessiontest.RequireBalanced(t, evs)
 	require.Equal(t, []string{"one", "steer"}, sessiontest.UserTexts(t, evs))
 	require.Len(t, st.Recent, 1, "nothing delivered again started a turn")
-	require.Equal(t, workflows.LoopIdle, st.State)
+	require.Equal(t, wire.LoopIdle, st.State)
 }

@@ -16,7 +16,7 @@ import (
 )
 
 type loopChild struct {
-	LoopChild
+	wire.LoopChild
 	future  workflow.ChildWorkflowFuture
 	cancel  workflow.CancelFunc
 	started bool
@@ -26,10 +26,10 @@ type loopChild struct {
 type loop struct {
 	ctx      workflow.Context
 	dctx     workflow.Context
-	in       SessionLoopInput
+	in       wire.SessionLoopInput
 	active   bool
 	children []*loopChild
-	failures []ConfigStartFailure
+	failures []wire.ConfigStartFailure
 	running  int // config starts in progress
 	// starts holds the Start requests the validator decoded
 	// (decodedRequests).
@@ -38,15 +38,15 @@ type loop struct {
 
 // configEntry is a validated configured agent.
 type configEntry struct {
-	cfg       AgentConfig
+	cfg       wire.AgentConfig
 	sessionID string
 	mode      string // "create", "restore" or "resume"
 }
 
 // validateLoop applies the construction checks of LIFECYCLE.md §11.3 and
 // resolves the identities.
-func validateLoop(in SessionLoopInput) ([]configEntry, error) {
-	if v := in.MaxParallelToolCalls; v != nil && (*v < 1 || *v != float64(int64(*v)) || *v > session.MaxSafeInteger) {
+func validateLoop(in wire.SessionLoopInput) ([]configEntry, error) {
+	if v := in.MaxParallelToolCalls; v != nil && (*v < 1 || *v != float64(int64(*v)) || *v > wire.MaxSafeInteger) {
 		return nil, invalidArgument("maxParallelToolCalls must be a positive integer")
 	}
 	entries := make([]configEntry, 0, len(in.Agents))
@@ -76,7 +76,7 @@ func validateLoop(in SessionLoopInput) ([]configEntry, error) {
 			e.mode = "create"
 		}
 		if e.sessionID != "" {
-			if err := session.ValidateID(e.sessionID); err != nil {
+			if err := wire.ValidateID(e.sessionID); err != nil {
 				return nil, invalidArgument("agent " + quoteID(cfg.ID) + ": " + err.Error())
 			}
 			if prev, dup := seen[e.sessionID]; dup {
@@ -96,28 +96,28 @@ func validateLoop(in SessionLoopInput) ([]configEntry, error) {
 // deactivation (its cancellation) refuses new work with `agent loop is not
 // active`, aborts every child still starting, disposes the live ones, and
 // returns once every child has settled.
-func SessionLoop(ctx workflow.Context, in SessionLoopInput) (LoopDescription, error) {
+func SessionLoop(ctx workflow.Context, in wire.SessionLoopInput) (wire.LoopDescription, error) {
 	entries, err := validateLoop(in)
 	if err != nil {
-		return LoopDescription{}, err
+		return wire.LoopDescription{}, err
 	}
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	lp := &loop{ctx: ctx, dctx: dctx, in: in, active: true}
-	for _, name := range []string{QueryDescribe, LegacyQueryDescribe} {
-		if err := workflow.SetQueryHandler(ctx, name, func() (LoopDescription, error) { return lp.describe(), nil }); err != nil {
-			return LoopDescription{}, err
+	for _, name := range []string{wire.QueryDescribe, wire.LegacyQueryDescribe} {
+		if err := workflow.SetQueryHandler(ctx, name, func() (wire.LoopDescription, error) { return lp.describe(), nil }); err != nil {
+			return wire.LoopDescription{}, err
 		}
 	}
-	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateStart, lp.handleStartPayload,
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, wire.UpdateStart, lp.handleStartPayload,
 		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, in converter.RawValue) error {
 			return boundRejection(lp.validateStartPayload(ctx, in))
 		}}); err != nil {
-		return LoopDescription{}, err
+		return wire.LoopDescription{}, err
 	}
-	readyChs := signalChannels(ctx, SignalSessionReady, LegacySignalSessionReady)
+	readyChs := signalChannels(ctx, wire.SignalSessionReady, wire.LegacySignalSessionReady)
 	workflow.Go(dctx, func(gctx workflow.Context) {
 		for {
-			var n ReadyNotice
+			var n wire.ReadyNotice
 			sel := workflow.NewSelector(gctx)
 			for _, readyCh := range readyChs {
 				sel.AddReceive(readyCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(gctx, &n) })
@@ -139,24 +139,24 @@ func SessionLoop(ctx workflow.Context, in SessionLoopInput) (LoopDescription, er
 }
 
 // onReady marks the child a SessionReady notice names live.
-func (lp *loop) onReady(n ReadyNotice) {
+func (lp *loop) onReady(n wire.ReadyNotice) {
 	for _, c := range lp.children {
-		if c.SessionID == n.SessionID && c.State == ChildStarting && (c.RunID == "" || c.RunID == n.RunID) {
-			c.State, c.WasLive = ChildLive, true
+		if c.SessionID == n.SessionID && c.State == wire.ChildStarting && (c.RunID == "" || c.RunID == n.RunID) {
+			c.State, c.WasLive = wire.ChildLive, true
 		}
 	}
 }
 
-func (lp *loop) describe() LoopDescription {
-	d := LoopDescription{
+func (lp *loop) describe() wire.LoopDescription {
+	d := wire.LoopDescription{
 		Active:              lp.active,
-		Children:            make([]LoopChild, 0, len(lp.children)),
+		Children:            make([]wire.LoopChild, 0, len(lp.children)),
 		Effects:             []string{},
-		ConfigStartFailures: append([]ConfigStartFailure{}, lp.failures...),
+		ConfigStartFailures: append([]wire.ConfigStartFailure{}, lp.failures...),
 	}
 	for _, c := range lp.children {
 		d.Children = append(d.Children, c.LoopChild)
-		if c.State == ChildLive {
+		if c.State == wire.ChildLive {
 			d.Effects = append(d.Effects, "agentLoop.lifecycle("+c.SessionID+")")
 		}
 	}
@@ -166,7 +166,7 @@ func (lp *loop) describe() LoopDescription {
 // occupied reports whether a child with this session id has not settled.
 func (lp *loop) occupied(id string) bool {
 	for _, c := range lp.children {
-		if c.SessionID == id && c.State != ChildSettled {
+		if c.SessionID == id && c.State != wire.ChildSettled {
 			return true
 		}
 	}
@@ -199,12 +199,12 @@ func startID(req StartRequest) string {
 	return req.Resume.ResumeSessionID
 }
 
-func (lp *loop) handleStart(ctx workflow.Context, req StartRequest) (StartResult, error) {
+func (lp *loop) handleStart(ctx workflow.Context, req StartRequest) (wire.StartResult, error) {
 	c, err := lp.start(ctx, req, "")
 	if err != nil {
-		return StartResult{}, err
+		return wire.StartResult{}, err
 	}
-	return StartResult{SessionID: c.SessionID, WorkflowID: c.WorkflowID, RunID: c.RunID}, nil
+	return wire.StartResult{SessionID: c.SessionID, WorkflowID: c.WorkflowID, RunID: c.RunID}, nil
 }
 
 // start starts a child session and returns once it is running.
@@ -218,12 +218,12 @@ func (lp *loop) start(ctx workflow.Context, req StartRequest, configID string) (
 	}
 	cctx, cancel := workflow.WithCancel(lp.dctx)
 	cctx = workflow.WithChildOptions(cctx, workflow.ChildWorkflowOptions{
-		WorkflowID:          WorkflowID(id),
+		WorkflowID:          wire.WorkflowID(id),
 		TaskQueue:           lp.in.SessionTaskQueue,
 		ParentClosePolicy:   enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
 		WaitForCancellation: true,
 	})
-	c := &loopChild{LoopChild: LoopChild{SessionID: id, ConfigID: configID, WorkflowID: WorkflowID(id), State: ChildStarting}, cancel: cancel}
+	c := &loopChild{LoopChild: wire.LoopChild{SessionID: id, ConfigID: configID, WorkflowID: wire.WorkflowID(id), State: wire.ChildStarting}, cancel: cancel}
 	if req.Create != nil {
 		c.Mode = "create"
 		c.future = workflow.ExecuteChildWorkflow(cctx, CreateSession, *req.Create)
@@ -258,7 +258,7 @@ func startError(id string, err error) error {
 }
 
 func (lp *loop) settle(c *loopChild, err error) {
-	c.State = ChildSettled
+	c.State = wire.ChildSettled
 	if err != nil && !workflow.IsContinueAsNewError(err) {
 		c.err = unwrapActivity(err)
 		info := errorInfo(c.err)
@@ -269,8 +269,8 @@ func (lp *loop) settle(c *loopChild, err error) {
 // await waits until the child is live or settled; it returns the child's
 // failure if it settled before going live.
 func (lp *loop) await(ctx workflow.Context, c *loopChild) error {
-	_ = workflow.Await(ctx, func() bool { return c.State != ChildStarting })
-	if c.State == ChildSettled && !c.WasLive {
+	_ = workflow.Await(ctx, func() bool { return c.State != wire.ChildStarting })
+	if c.State == wire.ChildSettled && !c.WasLive {
 		if c.err != nil {
 			return c.err
 		}
@@ -291,7 +291,7 @@ func freshID(ctx workflow.Context, configID string) string {
 func (lp *loop) createRequest(e configEntry, id string) StartRequest {
 	return StartRequest{Create: &CreateSessionRequest{
 		SessionID:    id,
-		Meta:         &SessionMeta{Cwd: e.cfg.Cwd},
+		Meta:         &wire.SessionMeta{Cwd: e.cfg.Cwd},
 		AgentOptions: lp.agentOptions(e.cfg),
 		Hooks:        lp.in.Hooks,
 		Options:      lp.in.Options,
@@ -299,7 +299,7 @@ func (lp *loop) createRequest(e configEntry, id string) StartRequest {
 }
 
 func (lp *loop) resumeRequest(e configEntry) StartRequest {
-	return StartRequest{Resume: &ResumeSessionRequest{
+	return StartRequest{Resume: &wire.ResumeSessionRequest{
 		ResumeSessionID: e.sessionID,
 		AgentOptions:    lp.agentOptions(e.cfg),
 		Hooks:           lp.in.Hooks,
@@ -307,8 +307,8 @@ func (lp *loop) resumeRequest(e configEntry) StartRequest {
 	}}
 }
 
-func (lp *loop) agentOptions(cfg AgentConfig) *AgentOptions {
-	return &AgentOptions{Provider: cfg.Provider, Model: cfg.Model, ReasoningEffort: cfg.ReasoningEffort, MaxTokens: cfg.MaxTokens,
+func (lp *loop) agentOptions(cfg wire.AgentConfig) *wire.AgentOptions {
+	return &wire.AgentOptions{Provider: cfg.Provider, Model: cfg.Model, ReasoningEffort: cfg.ReasoningEffort, MaxTokens: cfg.MaxTokens,
 		MaxParallelToolCalls: lp.in.MaxParallelToolCalls}
 }
 
@@ -349,7 +349,7 @@ func (lp *loop) report(e configEntry, id string, err error) {
 	info := errorInfo(err)
 	workflow.GetLogger(lp.ctx).Warn(fmt.Sprintf("agent %s: config-driven %s of %s failed: %s", quoteID(e.cfg.ID), e.mode, quoteID(id), info.Message),
 		"configId", e.cfg.ID, "sessionId", id, "errorType", info.Type)
-	lp.failures = append(lp.failures, ConfigStartFailure{ConfigID: e.cfg.ID, SessionID: id, Mode: e.mode, Error: info})
+	lp.failures = append(lp.failures, wire.ConfigStartFailure{ConfigID: e.cfg.ID, SessionID: id, Mode: e.mode, Error: info})
 }
 
 // deactivate refuses new work, aborts every starting child with `agent loop
@@ -357,19 +357,19 @@ func (lp *loop) report(e configEntry, id string, err error) {
 // until every child and every configured start has settled.
 func (lp *loop) deactivate() {
 	lp.active = false
-	abort := AbortRequest{Reason: LoopInactiveText, IsError: true, Type: ErrTypeLoopInactive}
+	abort := wire.AbortRequest{Reason: LoopInactiveText, IsError: true, Type: wire.ErrTypeLoopInactive}
 	for _, c := range lp.children {
-		if c.State == ChildSettled {
+		if c.State == wire.ChildSettled {
 			continue
 		}
-		if c.started && c.State == ChildStarting {
-			_ = c.future.SignalChildWorkflow(lp.dctx, sentName(lp.dctx, SignalAbort, LegacySignalAbort), abort).Get(lp.dctx, nil)
+		if c.started && c.State == wire.ChildStarting {
+			_ = c.future.SignalChildWorkflow(lp.dctx, sentName(lp.dctx, wire.SignalAbort, wire.LegacySignalAbort), abort).Get(lp.dctx, nil)
 		}
 		c.cancel()
 	}
 	_ = workflow.Await(lp.dctx, func() bool {
 		for _, c := range lp.children {
-			if c.State != ChildSettled {
+			if c.State != wire.ChildSettled {
 				return false
 			}
 		}

@@ -4,11 +4,13 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // maxParallelToolCalls must be a positive safe integer.
 func TestValidateLoopMaxParallelToolCalls(t *testing.T) {
-	calls := func(v float64) SessionLoopInput { return SessionLoopInput{MaxParallelToolCalls: &v} }
+	calls := func(v float64) wire.SessionLoopInput { return wire.SessionLoopInput{MaxParallelToolCalls: &v} }
 	for _, v := range []float64{1, 8, 1<<53 - 1} {
 		_, err := validateLoop(calls(v))
 		require.NoError(t, err, v)

@@ -7,7 +7,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // Defaults of Options.
@@ -58,10 +58,10 @@ type settings struct {
 	canEvents int
 }
 
-func resolveOptions(o *Options) (settings, error) {
+func resolveOptions(o *wire.Options) (settings, error) {
 	s := settings{
 		window:         DefaultAppendWindow,
-		maxBatchBytes:  DefaultMaxBatchBytes,
+		maxBatchBytes:  wire.DefaultMaxBatchBytes,
 		timeout:        DefaultActivityTimeout,
 		heartbeat:      DefaultHeartbeatTimeout,
 		storeHeartbeat: DefaultStoreHeartbeatTimeout,
@@ -74,8 +74,8 @@ func resolveOptions(o *Options) (settings, error) {
 	switch {
 	case o.AppendWindowMs < 0, o.MaxBatchBytes < 0, o.ActivityTimeoutMs < 0, o.HeartbeatTimeoutMs < 0, o.MaxAttempts < 0, o.ContinueAsNewEvents < 0:
 		return s, invalidArgument("session options must not be negative")
-	case o.MaxBatchBytes > MaxMaxBatchBytes:
-		return s, invalidArgument(fmt.Sprintf("maxBatchBytes must be at most %d", MaxMaxBatchBytes))
+	case o.MaxBatchBytes > wire.MaxMaxBatchBytes:
+		return s, invalidArgument(fmt.Sprintf("maxBatchBytes must be at most %d", wire.MaxMaxBatchBytes))
 	case o.ContinueAsNewEvents != 0 && (o.ContinueAsNewEvents < MinContinueAsNewEvents || o.ContinueAsNewEvents > MaxContinueAsNewEvents):
 		return s, invalidArgument(fmt.Sprintf("continueAsNewEvents must be between %d and %d, got %d",
 			MinContinueAsNewEvents, MaxContinueAsNewEvents, o.ContinueAsNewEvents))
@@ -143,12 +143,12 @@ func (s settings) retry() *temporal.RetryPolicy {
 		// A validation failure fails the same way on every attempt, even
 		// from an activity (a hook, a worker in another SDK) that forgot to
 		// mark it non-retryable.
-		NonRetryableErrorTypes: []string{ErrTypeInvalidArgument},
+		NonRetryableErrorTypes: []string{wire.ErrTypeInvalidArgument},
 	}
 }
 
 // validateAgentOptions applies LIFECYCLE.md §4 step 4.
-func validateAgentOptions(o *AgentOptions) error {
+func validateAgentOptions(o *wire.AgentOptions) error {
 	if o == nil {
 		return nil
 	}
@@ -159,8 +159,8 @@ func validateAgentOptions(o *AgentOptions) error {
 		if c.v == nil {
 			continue
 		}
-		if v := *c.v; v < 1 || v > session.MaxSafeInteger || v != float64(int64(v)) {
-			return temporal.NewNonRetryableApplicationError(c.text, ErrTypeTypeError, nil)
+		if v := *c.v; v < 1 || v > wire.MaxSafeInteger || v != float64(int64(v)) {
+			return temporal.NewNonRetryableApplicationError(c.text, wire.ErrTypeTypeError, nil)
 		}
 	}
 	return nil

@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // Absent or zero options take the defaults; positive ones are used as
@@ -22,13 +24,13 @@ func TestResolveOptions(t *testing.T) {
 		attempts:       10,
 		canEvents:      1000,
 	}
-	for _, o := range []*Options{nil, {}} {
+	for _, o := range []*wire.Options{nil, {}} {
 		s, err := resolveOptions(o)
 		require.NoError(t, err)
 		assert.Equal(t, defaults, s)
 	}
 
-	s, err := resolveOptions(&Options{AppendWindowMs: 1, MaxBatchBytes: 1 << 20, ActivityTimeoutMs: 2, HeartbeatTimeoutMs: 3, MaxAttempts: 1, TaskQueue: "q", HookTaskQueue: "h"})
+	s, err := resolveOptions(&wire.Options{AppendWindowMs: 1, MaxBatchBytes: 1 << 20, ActivityTimeoutMs: 2, HeartbeatTimeoutMs: 3, MaxAttempts: 1, TaskQueue: "q", HookTaskQueue: "h"})
 	require.NoError(t, err)
 	assert.Equal(t, settings{
 		window:         time.Millisecond,
@@ -42,11 +44,11 @@ func TestResolveOptions(t *testing.T) {
 		canEvents:      1000,
 	}, s)
 
-	for _, o := range []Options{{AppendWindowMs: -1}, {MaxBatchBytes: -1}, {ActivityTimeoutMs: -1}, {HeartbeatTimeoutMs: -1}, {MaxAttempts: -1}} {
+	for _, o := range []wire.Options{{AppendWindowMs: -1}, {MaxBatchBytes: -1}, {ActivityTimeoutMs: -1}, {HeartbeatTimeoutMs: -1}, {MaxAttempts: -1}} {
 		_, err := resolveOptions(&o)
 		requireInvalidArgument(t, err, "session options must not be negative")
 	}
-	_, err = resolveOptions(&Options{MaxBatchBytes: 1<<20 + 1})
+	_, err = resolveOptions(&wire.Options{MaxBatchBytes: 1<<20 + 1})
 	requireInvalidArgument(t, err, "maxBatchBytes must be at most 1048576")
 }
 

@@ -7,11 +7,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // storeActivityOptions returns the activity options storeCtx gives the
 // store activities of a session started with o.
-func storeActivityOptions(t *testing.T, o *Options) workflow.ActivityOptions {
+func storeActivityOptions(t *testing.T, o *wire.Options) workflow.ActivityOptions {
 	t.Helper()
 	set, err := resolveOptions(o)
 	require.NoError(t, err)
@@ -40,7 +42,7 @@ func TestStoreActivitiesRetryALostAttemptSoon(t *testing.T) {
 	require.Equal(t, int32(10), got.RetryPolicy.MaximumAttempts)
 	require.Equal(t, []string{"InvalidArgument"}, got.RetryPolicy.NonRetryableErrorTypes)
 
-	got = storeActivityOptions(t, &Options{HeartbeatTimeoutMs: 4000, MaxAttempts: 3})
+	got = storeActivityOptions(t, &wire.Options{HeartbeatTimeoutMs: 4000, MaxAttempts: 3})
 	require.Equal(t, 4*time.Second, got.HeartbeatTimeout)
 	require.Equal(t, int32(3), got.RetryPolicy.MaximumAttempts)
 

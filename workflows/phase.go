@@ -3,6 +3,8 @@ package workflows
 import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // phaseState is the lifecycle phase of the run (LIFECYCLE.md §3), the
@@ -14,10 +16,10 @@ type phaseState struct {
 	*env
 	// log is read for the header's cwd (the search attributes).
 	log     *storedLog
-	phase   Phase
-	entries []LifecycleEntry
+	phase   wire.Phase
+	entries []wire.LifecycleEntry
 	// ready is the session WaitReady answers once live.
-	ready *SessionInfo
+	ready *wire.SessionInfo
 	// failure is the failure of creation or resume; failureAnswered says
 	// WaitReady may return it: at once in runs recorded before the
 	// failAfterRollback change, after the rollback since.
@@ -33,7 +35,7 @@ type phaseState struct {
 // enter moves the lifecycle to phase p and, when the request asked for
 // search attributes, records it (with the session id and cwd). The upserts
 // are gated by GetVersion so runs recorded before them replay unchanged.
-func (s *phaseState) enter(p Phase) {
+func (s *phaseState) enter(p wire.Phase) {
 	s.phase = p
 	if s.options == nil || !s.options.SearchAttributes {
 		return
@@ -55,12 +57,12 @@ func (s *phaseState) enter(p Phase) {
 
 // preLive reports whether the lifecycle has not published yet.
 func (s *phaseState) preLive() bool {
-	return s.phase == PhasePreparing || s.phase == PhaseSetup || s.phase == PhaseCommitting
+	return s.phase == wire.PhasePreparing || s.phase == wire.PhaseSetup || s.phase == wire.PhaseCommitting
 }
 
 // live reports whether the session is live and no disposal was asked.
 func (s *phaseState) live() bool {
-	return s.phase == PhaseLive && !s.disposeWanted
+	return s.phase == wire.PhaseLive && !s.disposeWanted
 }
 
 // admit refuses work outside the live phase (notLive), and accepts it
@@ -76,7 +78,7 @@ func (s *phaseState) admit() error {
 // session is not live yet; once disposal began the lifecycle is disposed
 // (LIFECYCLE.md §3).
 func (s *phaseState) notLive() error {
-	if s.disposeWanted || s.phase == PhaseDisposing || s.phase == PhaseClosed {
+	if s.disposeWanted || s.phase == wire.PhaseDisposing || s.phase == wire.PhaseClosed {
 		return LifecycleDisposedError(s.id)
 	}
 	return notLiveError(s.id, s.phase)
@@ -85,23 +87,23 @@ func (s *phaseState) notLive() error {
 // LifecycleDisposedError is the error of work refused by a disposed
 // lifecycle.
 func LifecycleDisposedError(id string) error {
-	return temporal.NewNonRetryableApplicationError("agent "+quoteID(id)+" lifecycle disposed", ErrTypeLifecycleDisposed, nil)
+	return temporal.NewNonRetryableApplicationError("agent "+quoteID(id)+" lifecycle disposed", wire.ErrTypeLifecycleDisposed, nil)
 }
 
 // published records a published lifecycle entry.
-func (s *phaseState) published(e LifecycleEntry) {
+func (s *phaseState) published(e wire.LifecycleEntry) {
 	s.entries = append(s.entries, e)
 }
 
 // goLive enters the live phase; WaitReady answers info.
-func (s *phaseState) goLive(info *SessionInfo) {
-	s.enter(PhaseLive)
+func (s *phaseState) goLive(info *wire.SessionInfo) {
+	s.enter(wire.PhaseLive)
 	s.ready = info
 }
 
 // restore takes the entries of the run before continue-as-new.
-func (s *phaseState) restore(entries []LifecycleEntry) {
-	s.entries = append([]LifecycleEntry{}, entries...)
+func (s *phaseState) restore(entries []wire.LifecycleEntry) {
+	s.entries = append([]wire.LifecycleEntry{}, entries...)
 }
 
 // failed records the failure of creation or resume; answerNow lets
@@ -119,21 +121,21 @@ func (s *phaseState) rolledBack() {
 
 // waitReady is the WaitReady handler: the session once live, or the
 // failure of its creation or resume.
-func (s *phaseState) waitReady(ctx workflow.Context) (SessionInfo, error) {
+func (s *phaseState) waitReady(ctx workflow.Context) (wire.SessionInfo, error) {
 	hctx, _ := workflow.NewDisconnectedContext(ctx)
 	if err := workflow.Await(hctx, func() bool { return s.ready != nil || s.failureAnswered }); err != nil {
-		return SessionInfo{}, err
+		return wire.SessionInfo{}, err
 	}
 	if s.ready != nil {
 		return *s.ready, nil
 	}
-	return SessionInfo{}, s.failure
+	return wire.SessionInfo{}, s.failure
 }
 
 // requestDispose asks a live session to dispose, and reports whether it
 // was live.
 func (s *phaseState) requestDispose() bool {
-	if s.phase != PhaseLive {
+	if s.phase != wire.PhaseLive {
 		return false
 	}
 	s.disposeWanted = true
@@ -150,7 +152,7 @@ func (s *phaseState) disposed(err error) {
 // disposal (whose outcome it then returns); a session that failed before
 // going live has nothing to dispose.
 func (s *phaseState) validateDispose() error {
-	if s.phase == PhaseLive || s.phase == PhaseDisposing || s.disposeDone {
+	if s.phase == wire.PhaseLive || s.phase == wire.PhaseDisposing || s.disposeDone {
 		return nil
 	}
 	return notLiveError(s.id, s.phase)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -22,16 +23,16 @@ func TestRejectionMessagesAreBounded(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("bounded")
 	sessiontest.NewFakeAgent(h)
 	longType := "custom/" + strings.Repeat("t", 200_000)
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	app := h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: []session.Event{rawEvent(longType, 0, `{}`)}})
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	app := h.UpdateAt(2*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: []session.Event{rawEvent(longType, 0, `{}`)}})
 	field := strings.Repeat("é", 100_000)
 	raw := converter.NewRawValue(&commonpb.Payload{
 		Metadata: map[string][]byte{converter.MetadataEncoding: []byte(converter.MetadataEncodingJSON)},
 		Data:     []byte(`{"content":"hi","` + field + `":1}`),
 	})
-	steer := h.UpdateAt(2*time.Second, "", workflows.UpdateSteer, raw)
-	short := h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: []session.Event{rawEvent("custom/x", 0, `{}`)}})
-	disp := h.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
+	steer := h.UpdateAt(2*time.Second, "", wire.UpdateSteer, raw)
+	short := h.UpdateAt(2*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: []session.Event{rawEvent("custom/x", 0, `{}`)}})
+	disp := h.UpdateAt(3*time.Second, "", wire.UpdateDispose)
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "bounded", AgentOptions: sessiontest.Route()})
 	require.NoError(t, h.Env.GetWorkflowError())
 	ready.OK(t)

@@ -16,11 +16,11 @@ import (
 // disposal. Any failure before live closes the handle (the repair stays
 // stored), publishes nothing and is returned unchanged. A request without a
 // model route takes the one the log records (storedRoute).
-func ResumeSession(ctx workflow.Context, req ResumeSessionRequest) (DisposeResult, error) {
+func ResumeSession(ctx workflow.Context, req wire.ResumeSessionRequest) (wire.DisposeResult, error) {
 	set, optErr := resolveOptions(req.Options)
-	l := newLifecycle(ctx, req.ResumeSessionID, SourceResume, req.Hooks, req.Options, set)
+	l := newLifecycle(ctx, req.ResumeSessionID, wire.SourceResume, req.Hooks, req.Options, set)
 	if err := l.register(); err != nil {
-		return DisposeResult{}, err
+		return wire.DisposeResult{}, err
 	}
 	return l.start(func() error {
 		if optErr != nil {
@@ -32,8 +32,8 @@ func ResumeSession(ctx workflow.Context, req ResumeSessionRequest) (DisposeResul
 
 // prepareResume is ResumeSession before the live phase; start rolls back
 // every failure it returns.
-func (l *lifecycle) prepareResume(ctx workflow.Context, req ResumeSessionRequest) error {
-	if err := session.ValidateID(req.ResumeSessionID); err != nil {
+func (l *lifecycle) prepareResume(ctx workflow.Context, req wire.ResumeSessionRequest) error {
+	if err := wire.ValidateID(req.ResumeSessionID); err != nil {
 		return invalidArgument(err.Error())
 	}
 	if err := checkIdentity(ctx, req.ResumeSessionID); err != nil {
@@ -64,7 +64,7 @@ func (l *lifecycle) prepareResume(ctx workflow.Context, req ResumeSessionRequest
 	// Step 4: scan the validated log (a bounded description of it). A
 	// failure here fails the resume; the scan itself is not kept, because
 	// Repair below returns the one after the closers are stored.
-	scanLog := sentName(ctx, activities.ScanLogName, activities.LegacyReadSummaryName)
+	scanLog := sentName(ctx, wire.ScanLogName, wire.LegacyReadSummaryName)
 	err = l.aborts.race(func(c workflow.Context) workflow.Future {
 		return workflow.ExecuteActivity(l.set.storeCtx(c), scanLog, activities.HandleInput{Ref: ref})
 	}, nil)
@@ -76,7 +76,7 @@ func (l *lifecycle) prepareResume(ctx workflow.Context, req ResumeSessionRequest
 	}
 	// Steps 5-7: closers and marker, stored now, as one batch.
 	var rep activities.RepairResult
-	repair := sentName(ctx, activities.RepairName, activities.LegacyRepairAndMarkName)
+	repair := sentName(ctx, wire.RepairName, wire.LegacyRepairAndMarkName)
 	err = workflow.ExecuteActivity(l.set.storeCtx(l.dctx), repair, activities.RepairInput{
 		Ref: ref,
 		Now: workflow.Now(ctx).UnixMilli(),
@@ -112,11 +112,11 @@ func (l *lifecycle) prepareResume(ctx workflow.Context, req ResumeSessionRequest
 // Repair activity's recorded result, so a replay takes the same one; a
 // result recorded before the field existed has none, and the options stay
 // the caller's, as they were.
-func storedRoute(o *AgentOptions, r *activities.Route) *AgentOptions {
+func storedRoute(o *wire.AgentOptions, r *activities.Route) *wire.AgentOptions {
 	if r == nil || (o != nil && (o.Provider != "" || o.Model != "")) {
 		return o
 	}
-	var out AgentOptions
+	var out wire.AgentOptions
 	if o != nil {
 		out = *o
 	}

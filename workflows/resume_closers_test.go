@@ -8,10 +8,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // An open turn whose assistant message asked for two tools, of which only
@@ -21,7 +21,7 @@ import (
 // the marker, in one repair.
 func TestResumeClosesRecordedAndUnrecordedToolCalls(t *testing.T) {
 	st := sessiontest.NewStore(t, jsonl.CompressionZstd)
-	msg := sessiontest.Ev(t, session.TypeAssistantMessage, 2, map[string]any{
+	msg := sessiontest.Ev(t, wire.TypeAssistantMessage, 2, map[string]any{
 		"turn": 1, "step": 1, "stream": []any{},
 		"message": map[string]any{"role": "assistant", "content": []any{
 			map[string]any{"type": "tool-call", "id": "call-1", "name": "read", "arguments": map[string]any{}},
@@ -29,15 +29,15 @@ func TestResumeClosesRecordedAndUnrecordedToolCalls(t *testing.T) {
 		}},
 	})
 	msg.SurfaceOp = session.AppendOp()
-	sessiontest.WriteStored(t, st, session.Header{ID: "tns", CreatedAt: 1}, 0, []session.Event{
+	sessiontest.WriteStored(t, st, wire.Header{ID: "tns", CreatedAt: 1}, 0, []session.Event{
 		sessiontest.TurnStart(t, 0, 1),
-		sessiontest.Ev(t, session.TypeStepStart, 1, map[string]any{"turn": 1, "step": 1}),
+		sessiontest.Ev(t, wire.TypeStepStart, 1, map[string]any{"turn": 1, "step": 1}),
 		msg,
-		sessiontest.Ev(t, session.TypeToolCall, 3, map[string]any{"turn": 1, "step": 1, "callId": "call-1", "name": "read", "arguments": "{}"}),
+		sessiontest.Ev(t, wire.TypeToolCall, 3, map[string]any{"turn": 1, "step": 1, "callId": "call-1", "name": "read", "arguments": "{}"}),
 	})
 	info, h := sessiontest.ResumeAndDispose(t, st, "tns")
 	require.Equal(t, int64(9), info.NextSeq)
-	require.Equal(t, 1, h.Count(activities.RepairName))
+	require.Equal(t, 1, h.Count(wire.RepairName))
 	evs := sessiontest.Stored(t, st, "tns")
 	sessiontest.RequireContiguous(t, evs)
 	require.Equal(t, []string{"turn/start", "step/start", "assistant/message", "tool/call", "tool/result", "tool/result", "step/end", "turn/end", "session/end-seed"}, sessiontest.Types(evs))
@@ -59,7 +59,7 @@ func TestResumeClosesRecordedAndUnrecordedToolCalls(t *testing.T) {
 	require.Len(t, notStarted.Message.Content, 1)
 	require.Equal(t, "call-2", notStarted.Message.Content[0].ToolCallID)
 	require.True(t, notStarted.Message.Content[0].IsError)
-	require.Equal(t, []session.TextContent{{Type: "text", Text: "The tool call was interrupted before the Harness recorded it as started. Retry it if it is still needed."}},
+	require.Equal(t, []wire.TextContent{{Type: "text", Text: "The tool call was interrupted before the Harness recorded it as started. Retry it if it is still needed."}},
 		notStarted.Message.Content[0].Content)
 
 	se, err := evs[6].StepEnd()
@@ -74,16 +74,16 @@ func TestResumeClosesRecordedAndUnrecordedToolCalls(t *testing.T) {
 // TOOL_NOT_STARTED.
 func TestResumeClosesUnrecordedToolCall(t *testing.T) {
 	st := sessiontest.NewStore(t, jsonl.CompressionNone)
-	msg := sessiontest.Ev(t, session.TypeAssistantMessage, 2, map[string]any{
+	msg := sessiontest.Ev(t, wire.TypeAssistantMessage, 2, map[string]any{
 		"turn": 1, "step": 1, "stream": []any{},
 		"message": map[string]any{"role": "assistant", "content": []any{
 			map[string]any{"type": "tool-call", "id": "call-9", "name": "read", "arguments": map[string]any{}},
 		}},
 	})
 	msg.SurfaceOp = session.AppendOp()
-	sessiontest.WriteStored(t, st, session.Header{ID: "tns1", CreatedAt: 1}, 0, []session.Event{
+	sessiontest.WriteStored(t, st, wire.Header{ID: "tns1", CreatedAt: 1}, 0, []session.Event{
 		sessiontest.TurnStart(t, 0, 1),
-		sessiontest.Ev(t, session.TypeStepStart, 1, map[string]any{"turn": 1, "step": 1}),
+		sessiontest.Ev(t, wire.TypeStepStart, 1, map[string]any{"turn": 1, "step": 1}),
 		msg,
 	})
 	sessiontest.ResumeAndDispose(t, st, "tns1")

@@ -24,6 +24,7 @@ import (
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -108,11 +109,11 @@ func TestResumeTakesTheStoredRoute(t *testing.T) {
 			st, err := jsonl.NewStore(jsonl.Options{Root: t.TempDir(), Compression: jsonl.CompressionNone, Format: format})
 			require.NoError(t, err)
 			h, rec := routeHarness(t, st, "ht", harnessTurn)
-			ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-			fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, sessiontest.Prompt("once more"))
+			ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+			fu := h.UpdateAt(2*time.Second, "", wire.UpdateFollowup, sessiontest.Prompt("once more"))
 			h.WaitFor(2*time.Second, "the resumed turn ended", turnEndedOrRefused(h, fu))
-			disp := h.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
-			h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "ht"})
+			disp := h.UpdateAt(3*time.Second, "", wire.UpdateDispose)
+			h.Env.ExecuteWorkflow(workflows.ResumeSession, wire.ResumeSessionRequest{ResumeSessionID: "ht"})
 			require.NoError(t, h.Env.GetWorkflowError())
 			ready.OK(t)
 			fu.OK(t)
@@ -149,7 +150,7 @@ func turnEndedOrRefused(h *sessiontest.Harness, fu *sessiontest.Result) func() b
 func lastAssistant(t *testing.T, evs []session.Event) session.Event {
 	t.Helper()
 	for i := len(evs) - 1; i >= 0; i-- {
-		if evs[i].Type == session.TypeAssistantMessage {
+		if evs[i].Type == wire.TypeAssistantMessage {
 			return evs[i]
 		}
 	}
@@ -164,21 +165,21 @@ func TestResumeRouteCallerFirstAndCarried(t *testing.T) {
 	steps := float64(7)
 	for _, c := range []struct {
 		name string
-		opts *workflows.AgentOptions
-		want workflows.AgentOptions
+		opts *wire.AgentOptions
+		want wire.AgentOptions
 	}{
-		{"given", &workflows.AgentOptions{Provider: "scripted", Model: "m1"}, workflows.AgentOptions{Provider: "scripted", Model: "m1"}},
-		{"limits only", &workflows.AgentOptions{MaxSteps: &steps}, workflows.AgentOptions{Provider: "deepseek-official", Model: "deepseek-v4-flash", MaxSteps: &steps}},
-		{"none", nil, workflows.AgentOptions{Provider: "deepseek-official", Model: "deepseek-v4-flash"}},
+		{"given", &wire.AgentOptions{Provider: "scripted", Model: "m1"}, wire.AgentOptions{Provider: "scripted", Model: "m1"}},
+		{"limits only", &wire.AgentOptions{MaxSteps: &steps}, wire.AgentOptions{Provider: "deepseek-official", Model: "deepseek-v4-flash", MaxSteps: &steps}},
+		{"none", nil, wire.AgentOptions{Provider: "deepseek-official", Model: "deepseek-v4-flash"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			st := sessiontest.NewStore(t, jsonl.CompressionNone)
 			h, rec := routeHarness(t, st, "hc", harnessTurn)
-			ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-			fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, sessiontest.Prompt("once more"))
+			ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+			fu := h.UpdateAt(2*time.Second, "", wire.UpdateFollowup, sessiontest.Prompt("once more"))
 			h.WaitFor(2*time.Second, "the resumed turn ended", turnEndedOrRefused(h, fu))
 			h.AtNoWait(3*time.Second, func() { h.Env.SetContinueAsNewSuggested(true) })
-			h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "hc", AgentOptions: c.opts})
+			h.Env.ExecuteWorkflow(workflows.ResumeSession, wire.ResumeSessionRequest{ResumeSessionID: "hc", AgentOptions: c.opts})
 			ready.OK(t)
 			fu.OK(t)
 			require.Equal(t, []string{c.want.Provider + "/" + c.want.Model}, rec.routes())
@@ -201,10 +202,10 @@ func TestResumeWithoutAStoredRouteRefusesFollowup(t *testing.T) {
 		`{"type":"todo/write","seq":7,"time":1783600629546,"data":{"todos":[]}}`, 1)
 	require.NotEqual(t, harnessTurn, noRoute)
 	h, rec := routeHarness(t, st, "hn", noRoute)
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, sessiontest.Prompt("once more"))
-	disp := h.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
-	h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "hn"})
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	fu := h.UpdateAt(2*time.Second, "", wire.UpdateFollowup, sessiontest.Prompt("once more"))
+	disp := h.UpdateAt(3*time.Second, "", wire.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.ResumeSession, wire.ResumeSessionRequest{ResumeSessionID: "hn"})
 	require.NoError(t, h.Env.GetWorkflowError())
 	ready.OK(t)
 	disp.OK(t)
@@ -214,5 +215,5 @@ func TestResumeWithoutAStoredRouteRefusesFollowup(t *testing.T) {
 	require.Empty(t, rec.routes())
 	evs := sessiontest.Stored(t, st, "hn")
 	require.Len(t, evs, 17, "the harness's 16 events and the end-seed marker")
-	require.Equal(t, session.TypeEndSeed, evs[16].Type)
+	require.Equal(t, wire.TypeEndSeed, evs[16].Type)
 }

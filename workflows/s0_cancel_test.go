@@ -18,6 +18,7 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -56,7 +57,7 @@ func TestS0_35_PreAbortedCreate(t *testing.T) {
 			h.At(0, func() { h.AbortNow("", r.reason, r.isError) })
 			h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s35", Hooks: sessiontest.AllHooks})
 			requireAbortError(t, h.Env.GetWorkflowError(), "s35", r.reason, r.isError)
-			require.Equal(t, 0, h.Count(activities.CreateHandleName))
+			require.Equal(t, 0, h.Count(wire.CreateHandleName))
 			require.Empty(t, h.Hooks.Log())
 			require.Empty(t, h.Describe("").Lifecycle)
 			sessiontest.RequireErased(t, h.Store, "s35")
@@ -101,9 +102,9 @@ func TestS0_38_PreAbortedResume(t *testing.T) {
 			h := sessiontest.NewHarness(t).WithID("s38")
 			sessiontest.Persisted(t, h.Store, "s38", "")
 			h.At(0, func() { h.AbortNow("", r.reason, r.isError) })
-			h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s38", Hooks: sessiontest.AllHooks})
+			h.Env.ExecuteWorkflow(workflows.ResumeSession, wire.ResumeSessionRequest{ResumeSessionID: "s38", Hooks: sessiontest.AllHooks})
 			requireAbortError(t, h.Env.GetWorkflowError(), "s38", r.reason, r.isError)
-			require.Equal(t, 0, h.Count(activities.OpenHandleName))
+			require.Equal(t, 0, h.Count(wire.OpenHandleName))
 			require.Empty(t, h.Hooks.Log())
 			require.Equal(t, []string{"turn/start", "turn/end"}, sessiontest.Types(sessiontest.Stored(t, h.Store, "s38")))
 			sessiontest.RequireReleased(t, h.Store, "s38")
@@ -118,13 +119,13 @@ func TestS0_39_AbortDuringCloserAppend(t *testing.T) {
 	for _, r := range reasons {
 		t.Run(r.name, func(t *testing.T) {
 			h := sessiontest.NewHarness(t).WithID("s39")
-			sessiontest.WriteStored(t, h.Store, session.Header{ID: "s39", CreatedAt: 1}, 0, []session.Event{sessiontest.TurnStart(t, 0, 1)})
+			sessiontest.WriteStored(t, h.Store, wire.Header{ID: "s39", CreatedAt: 1}, 0, []session.Event{sessiontest.TurnStart(t, 0, 1)})
 			h.OnStarted = func(name string) {
-				if name == activities.RepairName {
+				if name == wire.RepairName {
 					h.AbortNow("", r.reason, r.isError)
 				}
 			}
-			h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s39", Hooks: sessiontest.AllHooks})
+			h.Env.ExecuteWorkflow(workflows.ResumeSession, wire.ResumeSessionRequest{ResumeSessionID: "s39", Hooks: sessiontest.AllHooks})
 			requireAbortError(t, h.Env.GetWorkflowError(), "s39", r.reason, r.isError)
 			require.Empty(t, h.Hooks.Log())
 			require.Empty(t, h.Describe("").Lifecycle)
@@ -150,27 +151,27 @@ func TestS0_40_AbortWhileCreateHangs(t *testing.T) {
 			return info, err
 		})
 	h.Env.OnActivity(h.Acts.CloseHandle, mock.Anything, mock.Anything).Return(sessiontest.CloseErr(h.Acts, "close exploded"))
-	start := h.UpdateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{SessionID: "s40", Hooks: sessiontest.AllHooks}})
-	ready := h.UpdateNoWaitAt(time.Second, workflows.WorkflowID("s40"), workflows.UpdateWaitReady)
+	start := h.UpdateAt(time.Second, "", wire.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{SessionID: "s40", Hooks: sessiontest.AllHooks}})
+	ready := h.UpdateNoWaitAt(time.Second, wire.WorkflowID("s40"), wire.UpdateWaitReady)
 	// The caller aborts once the create is pending.
-	h.AtStarted(time.Second, activities.CreateHandleName, func() { h.AbortNow(workflows.WorkflowID("s40"), "caller stopped", true) })
-	var settled workflows.Description
+	h.AtStarted(time.Second, wire.CreateHandleName, func() { h.AbortNow(wire.WorkflowID("s40"), "caller stopped", true) })
+	var settled wire.Description
 	var settledEarly bool
 	h.At(2*time.Second, func() {
-		settled = h.Describe(workflows.WorkflowID("s40"))
+		settled = h.Describe(wire.WorkflowID("s40"))
 		settledEarly = !lateDone
 	})
 	h.At(2*time.Hour, h.Env.CancelWorkflow)
-	h.Env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{})
+	h.Env.ExecuteWorkflow(workflows.SessionLoop, wire.SessionLoopInput{})
 	require.NoError(t, h.Env.GetWorkflowError())
 	start.OK(t)
 	requireAbortError(t, ready.Failure(t), "s40", "caller stopped", true)
 	require.True(t, settledEarly, "the create failed only after the backend create landed")
-	require.Equal(t, workflows.PhaseClosed, settled.Phase)
+	require.Equal(t, wire.PhaseClosed, settled.Phase)
 	require.Empty(t, settled.Lifecycle)
 	require.Len(t, settled.CompensationErrors, 1)
 	require.Equal(t, "close exploded", settled.CompensationErrors[0].Error.Message)
-	var res workflows.LoopDescription
+	var res wire.LoopDescription
 	require.NoError(t, h.Env.GetWorkflowResult(&res))
 	require.Len(t, res.Children, 1)
 	require.Equal(t, "caller stopped", res.Children[0].Error.Message)
@@ -178,7 +179,7 @@ func TestS0_40_AbortWhileCreateHangs(t *testing.T) {
 	require.True(t, lateDone, "the create never landed")
 	require.Equal(t, "HandleRevoked", sessiontest.AppErr(t, lateErr).Type())
 	var in activities.CreateHandleInput
-	h.StartedArg(activities.CreateHandleName, 0, &in)
+	h.StartedArg(wire.CreateHandleName, 0, &in)
 	require.Equal(t, []string{in.HandleID}, h.ClosedHandles())
 	sessiontest.RequireErased(t, h.Store, "s40")
 }
@@ -189,7 +190,7 @@ func TestS0_40_AbortWhileCreateHangs(t *testing.T) {
 // id, and nothing remains: no lease, nothing stored, the id reusable.
 func TestS0_40_CreateFailsAfterAcquiringTheLease(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("s40b")
-	var leaseDuring *jsonl.Lease
+	var leaseDuring *wire.Lease
 	h.Env.OnActivity(h.Acts.CreateHandle, mock.Anything, mock.Anything).Return(
 		func(ctx context.Context, in activities.CreateHandleInput) (activities.HandleInfo, error) {
 			if _, err := h.Acts.CreateHandle(ctx, in); err != nil {
@@ -206,7 +207,7 @@ func TestS0_40_CreateFailsAfterAcquiringTheLease(t *testing.T) {
 	sessiontest.RequireMessage(t, h.Env.GetWorkflowError(), "create reply lost")
 	require.NotNil(t, leaseDuring, "the create did not take the lease")
 	var in activities.CreateHandleInput
-	h.StartedArg(activities.CreateHandleName, 0, &in)
+	h.StartedArg(wire.CreateHandleName, 0, &in)
 	require.Equal(t, in.HandleID, leaseDuring.HandleID)
 	require.Equal(t, []string{in.HandleID}, h.ClosedHandles())
 	d := h.Describe("")
@@ -224,22 +225,22 @@ func TestS0_41_LoopInactiveAfterOpen(t *testing.T) {
 	h := sessiontest.NewHarness(t)
 	sessiontest.Persisted(t, h.Store, "s41", "")
 	h.OnCompleted = func(name string, err error) {
-		if name == activities.OpenHandleName && err == nil {
+		if name == wire.OpenHandleName && err == nil {
 			h.Env.CancelWorkflow()
 		}
 	}
-	start := h.UpdateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Resume: &workflows.ResumeSessionRequest{ResumeSessionID: "s41", Hooks: sessiontest.AllHooks}})
-	h.Env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{})
+	start := h.UpdateAt(time.Second, "", wire.UpdateStart, workflows.StartRequest{Resume: &wire.ResumeSessionRequest{ResumeSessionID: "s41", Hooks: sessiontest.AllHooks}})
+	h.Env.ExecuteWorkflow(workflows.SessionLoop, wire.SessionLoopInput{})
 	require.NoError(t, h.Env.GetWorkflowError())
 	start.OK(t)
-	var res workflows.LoopDescription
+	var res wire.LoopDescription
 	require.NoError(t, h.Env.GetWorkflowResult(&res))
 	require.False(t, res.Active)
 	require.Len(t, res.Children, 1)
 	require.False(t, res.Children[0].WasLive)
-	require.Equal(t, workflows.ErrorInfo{Message: "agent loop is not active", Type: "LoopInactive"}, *res.Children[0].Error)
-	require.Equal(t, 1, h.Count(activities.CloseHandleName))
-	require.Equal(t, 0, h.Count(activities.RepairName), "the resume went on after the deactivation")
+	require.Equal(t, wire.ErrorInfo{Message: "agent loop is not active", Type: "LoopInactive"}, *res.Children[0].Error)
+	require.Equal(t, 1, h.Count(wire.CloseHandleName))
+	require.Equal(t, 0, h.Count(wire.RepairName), "the resume went on after the deactivation")
 	require.Empty(t, h.Hooks.Log())
 	sessiontest.RequireReleased(t, h.Store, "s41")
 	sessiontest.ResumeAndDispose(t, h.Store, "s41")
@@ -264,32 +265,32 @@ func TestS0_42_TeardownWhileOpenHangs(t *testing.T) {
 	// A live neighbour whose disposal outlasts the late open keeps the
 	// teardown running.
 	h.Env.OnActivity(sessiontest.HookDispose, mock.Anything, mock.Anything).After(2 * time.Hour).Return(nil)
-	neighbour := h.UpdateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{
-		SessionID: "neighbour", Hooks: workflows.Hooks{DisposeActivity: sessiontest.HookDispose}}})
-	neighbourReady := h.UpdateAt(time.Second, workflows.WorkflowID("neighbour"), workflows.UpdateWaitReady)
-	start := h.UpdateAt(2*time.Second, "", workflows.UpdateStart, workflows.StartRequest{Resume: &workflows.ResumeSessionRequest{ResumeSessionID: "s42"}})
-	h.AtStarted(3*time.Second, activities.OpenHandleName, h.Env.CancelWorkflow)
-	var midTeardown workflows.LoopDescription
+	neighbour := h.UpdateAt(time.Second, "", wire.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{
+		SessionID: "neighbour", Hooks: wire.Hooks{DisposeActivity: sessiontest.HookDispose}}})
+	neighbourReady := h.UpdateAt(time.Second, wire.WorkflowID("neighbour"), wire.UpdateWaitReady)
+	start := h.UpdateAt(2*time.Second, "", wire.UpdateStart, workflows.StartRequest{Resume: &wire.ResumeSessionRequest{ResumeSessionID: "s42"}})
+	h.AtStarted(3*time.Second, wire.OpenHandleName, h.Env.CancelWorkflow)
+	var midTeardown wire.LoopDescription
 	h.At(10*time.Second, func() {
-		v, err := h.Env.QueryWorkflow(workflows.QueryDescribe)
+		v, err := h.Env.QueryWorkflow(wire.QueryDescribe)
 		require.NoError(t, err)
 		require.NoError(t, v.Get(&midTeardown))
 	})
-	h.Env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{})
+	h.Env.ExecuteWorkflow(workflows.SessionLoop, wire.SessionLoopInput{})
 	require.NoError(t, h.Env.GetWorkflowError())
 	// Prompt: settled long before the late open and the neighbour.
 	require.False(t, midTeardown.Active)
 	require.Equal(t, "s42", midTeardown.Children[1].SessionID)
-	require.Equal(t, workflows.ChildSettled, midTeardown.Children[1].State)
+	require.Equal(t, wire.ChildSettled, midTeardown.Children[1].State)
 	require.Equal(t, "agent loop is not active", midTeardown.Children[1].Error.Message)
-	require.NotEqual(t, workflows.ChildSettled, midTeardown.Children[0].State)
-	var res workflows.LoopDescription
+	require.NotEqual(t, wire.ChildSettled, midTeardown.Children[0].State)
+	var res wire.LoopDescription
 	require.NoError(t, h.Env.GetWorkflowResult(&res))
-	require.Equal(t, workflows.ChildSettled, res.Children[0].State)
+	require.Equal(t, wire.ChildSettled, res.Children[0].State)
 	require.True(t, lateDone, "the late open never landed")
 	require.Equal(t, "HandleRevoked", sessiontest.AppErr(t, lateErr).Type())
 	var in activities.OpenHandleInput
-	h.StartedArg(activities.OpenHandleName, 0, &in)
+	h.StartedArg(wire.OpenHandleName, 0, &in)
 	closes := 0
 	for _, hid := range h.ClosedHandles() {
 		if hid == in.HandleID {
@@ -312,20 +313,20 @@ func TestS0_43_StringAbortWhileOpenHangs(t *testing.T) {
 	h := sessiontest.NewHarness(t)
 	sessiontest.Persisted(t, h.Store, "s43", "")
 	late := lateOpen(h, time.Hour)
-	start := h.UpdateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Resume: &workflows.ResumeSessionRequest{ResumeSessionID: "s43", Hooks: sessiontest.AllHooks}})
-	ready := h.UpdateNoWaitAt(time.Second, workflows.WorkflowID("s43"), workflows.UpdateWaitReady)
+	start := h.UpdateAt(time.Second, "", wire.UpdateStart, workflows.StartRequest{Resume: &wire.ResumeSessionRequest{ResumeSessionID: "s43", Hooks: sessiontest.AllHooks}})
+	ready := h.UpdateNoWaitAt(time.Second, wire.WorkflowID("s43"), wire.UpdateWaitReady)
 	// The caller aborts once the open is pending.
-	h.AtStarted(time.Second, activities.OpenHandleName, func() { h.AbortNow(workflows.WorkflowID("s43"), "never mind", false) })
+	h.AtStarted(time.Second, wire.OpenHandleName, func() { h.AbortNow(wire.WorkflowID("s43"), "never mind", false) })
 	var settledEarly bool
 	h.At(2*time.Second, func() { settledEarly = !late.done })
 	h.At(2*time.Hour, h.Env.CancelWorkflow)
-	h.Env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{})
+	h.Env.ExecuteWorkflow(workflows.SessionLoop, wire.SessionLoopInput{})
 	require.NoError(t, h.Env.GetWorkflowError())
 	start.OK(t)
 	requireAbortError(t, ready.Failure(t), "s43", "never mind", false)
 	require.True(t, settledEarly)
 	require.Empty(t, h.Hooks.Log())
-	var res workflows.LoopDescription
+	var res wire.LoopDescription
 	require.NoError(t, h.Env.GetWorkflowResult(&res))
 	require.Len(t, res.Children, 1)
 	require.False(t, res.Children[0].WasLive)
@@ -343,15 +344,15 @@ func TestS0_44_ConfigRestoreNeverShadows(t *testing.T) {
 		h.Env.OnActivity(h.Acts.OpenHandle, mock.Anything, mock.Anything).Return(activities.HandleInfo{}, sessiontest.PlainErr("artifact corrupt"))
 		h.WaitFor(5*time.Second, "the configured restore settled", h.LoopChildrenSettled(1))
 		h.At(5*time.Second, h.Env.CancelWorkflow)
-		h.Env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{Agents: []workflows.AgentConfig{{ID: "main", SessionID: "s44"}}})
+		h.Env.ExecuteWorkflow(workflows.SessionLoop, wire.SessionLoopInput{Agents: []wire.AgentConfig{{ID: "main", SessionID: "s44"}}})
 		require.NoError(t, h.Env.GetWorkflowError())
-		var res workflows.LoopDescription
+		var res wire.LoopDescription
 		require.NoError(t, h.Env.GetWorkflowResult(&res))
-		require.Equal(t, []workflows.ConfigStartFailure{{ConfigID: "main", SessionID: "s44", Mode: "restore", Error: workflows.ErrorInfo{Message: "artifact corrupt", Type: "Error"}}}, res.ConfigStartFailures)
+		require.Equal(t, []wire.ConfigStartFailure{{ConfigID: "main", SessionID: "s44", Mode: "restore", Error: wire.ErrorInfo{Message: "artifact corrupt", Type: "Error"}}}, res.ConfigStartFailures)
 		warns := h.Logs.Warnings("config-driven restore")
 		require.Len(t, warns, 1)
 		require.Contains(t, warns[0], `agent "main": config-driven restore of "s44" failed: artifact corrupt`)
-		require.Equal(t, 0, h.Count(activities.CreateHandleName))
+		require.Equal(t, 0, h.Count(wire.CreateHandleName))
 		require.Len(t, res.Children, 1)
 		require.Equal(t, "resume", res.Children[0].Mode)
 		require.Equal(t, []string{"turn/start", "turn/end"}, sessiontest.Types(sessiontest.Stored(t, h.Store, "s44")))
@@ -365,14 +366,14 @@ func TestS0_44_ConfigRestoreNeverShadows(t *testing.T) {
 		sessiontest.CorruptFirstEvent(t, snap.Path)
 		h.WaitFor(5*time.Second, "the configured restore settled", h.LoopChildrenSettled(1))
 		h.At(5*time.Second, h.Env.CancelWorkflow)
-		h.Env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{Agents: []workflows.AgentConfig{{ID: "main", SessionID: "s44"}}})
+		h.Env.ExecuteWorkflow(workflows.SessionLoop, wire.SessionLoopInput{Agents: []wire.AgentConfig{{ID: "main", SessionID: "s44"}}})
 		require.NoError(t, h.Env.GetWorkflowError())
-		var res workflows.LoopDescription
+		var res wire.LoopDescription
 		require.NoError(t, h.Env.GetWorkflowResult(&res))
 		require.Len(t, res.ConfigStartFailures, 1)
 		require.Equal(t, "SessionCorrupt", res.ConfigStartFailures[0].Error.Type)
 		require.Len(t, h.Logs.Warnings("config-driven restore"), 1)
-		require.Equal(t, 0, h.Count(activities.CreateHandleName))
+		require.Equal(t, 0, h.Count(wire.CreateHandleName))
 		lease, err := h.Store.LeaseOf(context.Background(), "s44")
 		require.NoError(t, err)
 		require.Nil(t, lease)
@@ -380,11 +381,11 @@ func TestS0_44_ConfigRestoreNeverShadows(t *testing.T) {
 	t.Run("not found falls back to create", func(t *testing.T) {
 		h := sessiontest.NewHarness(t)
 		h.WaitFor(5*time.Second, "the fallback create started", h.LoopChildStarted(2))
-		ready := h.UpdateAt(5*time.Second, workflows.WorkflowID("s44"), workflows.UpdateWaitReady)
+		ready := h.UpdateAt(5*time.Second, wire.WorkflowID("s44"), wire.UpdateWaitReady)
 		h.At(10*time.Second, h.Env.CancelWorkflow)
-		h.Env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{Agents: []workflows.AgentConfig{{ID: "main", SessionID: "s44", Cwd: "/w"}}})
+		h.Env.ExecuteWorkflow(workflows.SessionLoop, wire.SessionLoopInput{Agents: []wire.AgentConfig{{ID: "main", SessionID: "s44", Cwd: "/w"}}})
 		require.NoError(t, h.Env.GetWorkflowError())
-		var res workflows.LoopDescription
+		var res wire.LoopDescription
 		require.NoError(t, h.Env.GetWorkflowResult(&res))
 		require.Empty(t, res.ConfigStartFailures)
 		require.Len(t, res.Children, 2)
@@ -392,7 +393,7 @@ func TestS0_44_ConfigRestoreNeverShadows(t *testing.T) {
 		require.Equal(t, "SessionNotFound", res.Children[0].Error.Type)
 		require.Equal(t, "create", res.Children[1].Mode)
 		require.True(t, res.Children[1].WasLive)
-		var info workflows.SessionInfo
+		var info wire.SessionInfo
 		ready.Decode(t, &info)
 		require.Equal(t, "/w", info.Header.Cwd)
 		// The fallback session was never appended to: gone with the loop.
@@ -413,14 +414,14 @@ func TestS0_45_LateFailureAfterTeardownDropped(t *testing.T) {
 		})
 	// A neighbour disposing slowly keeps the loop alive past the rejection.
 	h.Env.OnActivity(sessiontest.HookDispose, mock.Anything, mock.Anything).After(2 * time.Hour).Return(nil)
-	neighbour := h.UpdateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{
-		SessionID: "neighbour", Hooks: workflows.Hooks{DisposeActivity: sessiontest.HookDispose}}})
-	neighbourReady := h.UpdateAt(time.Second, workflows.WorkflowID("neighbour"), workflows.UpdateWaitReady)
-	h.AtStarted(2*time.Second, activities.OpenHandleName, h.Env.CancelWorkflow)
-	h.Env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{Agents: []workflows.AgentConfig{{ID: "main", ResumeSessionID: "s45"}}})
+	neighbour := h.UpdateAt(time.Second, "", wire.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{
+		SessionID: "neighbour", Hooks: wire.Hooks{DisposeActivity: sessiontest.HookDispose}}})
+	neighbourReady := h.UpdateAt(time.Second, wire.WorkflowID("neighbour"), wire.UpdateWaitReady)
+	h.AtStarted(2*time.Second, wire.OpenHandleName, h.Env.CancelWorkflow)
+	h.Env.ExecuteWorkflow(workflows.SessionLoop, wire.SessionLoopInput{Agents: []wire.AgentConfig{{ID: "main", ResumeSessionID: "s45"}}})
 	require.NoError(t, h.Env.GetWorkflowError())
 	require.Error(t, lateErr, "the open never rejected")
-	var res workflows.LoopDescription
+	var res wire.LoopDescription
 	require.NoError(t, h.Env.GetWorkflowResult(&res))
 	require.Empty(t, res.ConfigStartFailures)
 	require.Empty(t, h.Logs.Warnings("config-driven"))
@@ -441,8 +442,8 @@ func TestAbortBetweenPublications(t *testing.T) {
 	}
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "pub", Hooks: sessiontest.AllHooks})
 	requireAbortError(t, h.Env.GetWorkflowError(), "pub", "late abort", false)
-	require.Equal(t, []workflows.LifecycleEntry{{Type: workflows.EntrySessionCreated}}, h.Describe("").Lifecycle)
-	require.NotContains(t, h.Hooks.Log(), workflows.EntryAgentCreated)
+	require.Equal(t, []wire.LifecycleEntry{{Type: wire.EntrySessionCreated}}, h.Describe("").Lifecycle)
+	require.NotContains(t, h.Hooks.Log(), wire.EntryAgentCreated)
 	require.Contains(t, h.Hooks.Log(), "dispose:rollback")
 	sessiontest.RequireErased(t, h.Store, "pub")
 }

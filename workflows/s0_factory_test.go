@@ -20,6 +20,7 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -29,14 +30,14 @@ import (
 func TestS0_01_PublishVetoNonErrorOnResume(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("s01")
 	sessiontest.Persisted(t, h.Store, "s01", "")
-	h.Hooks.PublishFunc = func(_ context.Context, in workflows.PublishInput) error {
-		if in.Entry.Type == workflows.EntrySessionCreated {
+	h.Hooks.PublishFunc = func(_ context.Context, in wire.PublishInput) error {
+		if in.Entry.Type == wire.EntrySessionCreated {
 			return temporal.NewNonRetryableApplicationError("[object Object]", "NonError", nil, map[string]string{"source": "resume"})
 		}
 		return nil
 	}
-	ready := h.UpdateAt(0, "", workflows.UpdateWaitReady)
-	h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s01", Hooks: sessiontest.AllHooks})
+	ready := h.UpdateAt(0, "", wire.UpdateWaitReady)
+	h.Env.ExecuteWorkflow(workflows.ResumeSession, wire.ResumeSessionRequest{ResumeSessionID: "s01", Hooks: sessiontest.AllHooks})
 	err := h.Env.GetWorkflowError()
 	app := sessiontest.RequireMessage(t, err, "[object Object]")
 	require.Equal(t, "NonError", app.Type())
@@ -46,10 +47,10 @@ func TestS0_01_PublishVetoNonErrorOnResume(t *testing.T) {
 	// WaitReady returned the same failure.
 	require.Equal(t, "NonError", sessiontest.AppErr(t, ready.Failure(t)).Type())
 	d := h.Describe("")
-	require.Equal(t, workflows.PhaseClosed, d.Phase)
+	require.Equal(t, wire.PhaseClosed, d.Phase)
 	require.Empty(t, d.Lifecycle)
 	require.False(t, d.HandleOpen)
-	require.Equal(t, 1, h.Count(activities.CloseHandleName))
+	require.Equal(t, 1, h.Count(wire.CloseHandleName))
 	sessiontest.RequireReleased(t, h.Store, "s01")
 }
 
@@ -57,14 +58,14 @@ func TestS0_01_PublishVetoNonErrorOnResume(t *testing.T) {
 // suffix) and keeps header.cwd.
 func TestS0_02_CreateKeepsIDAndCwd(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("s02")
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	app := h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "hi")})
-	disp := h.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
-	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s02", Meta: &workflows.SessionMeta{Cwd: "/w"}})
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	app := h.UpdateAt(2*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "hi")})
+	disp := h.UpdateAt(3*time.Second, "", wire.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s02", Meta: &wire.SessionMeta{Cwd: "/w"}})
 	require.NoError(t, h.Env.GetWorkflowError())
 	app.OK(t)
 	disp.OK(t)
-	var info workflows.SessionInfo
+	var info wire.SessionInfo
 	ready.Decode(t, &info)
 	require.Equal(t, "s02", info.SessionID)
 	require.Equal(t, "session/s02", info.WorkflowID)
@@ -84,9 +85,9 @@ func TestS0_02_CreateKeepsIDAndCwd(t *testing.T) {
 func TestS0_03_DuplicateLiveID(t *testing.T) {
 	h := sessiontest.NewHarness(t)
 	create := workflows.StartRequest{Create: &workflows.CreateSessionRequest{SessionID: "s03"}}
-	first := h.UpdateAt(time.Second, "", workflows.UpdateStart, create)
-	ready := h.UpdateAt(2*time.Second, workflows.WorkflowID("s03"), workflows.UpdateWaitReady)
-	second := h.UpdateAt(3*time.Second, "", workflows.UpdateStart, create)
+	first := h.UpdateAt(time.Second, "", wire.UpdateStart, create)
+	ready := h.UpdateAt(2*time.Second, wire.WorkflowID("s03"), wire.UpdateWaitReady)
+	second := h.UpdateAt(3*time.Second, "", wire.UpdateStart, create)
 	var count int
 	h.At(4*time.Second, func() {
 		list, err := h.Store.List(context.Background())
@@ -94,17 +95,17 @@ func TestS0_03_DuplicateLiveID(t *testing.T) {
 		count = len(list)
 	})
 	h.At(5*time.Second, h.Env.CancelWorkflow)
-	h.Env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{})
+	h.Env.ExecuteWorkflow(workflows.SessionLoop, wire.SessionLoopInput{})
 	require.NoError(t, h.Env.GetWorkflowError())
-	var sr workflows.StartResult
+	var sr wire.StartResult
 	first.Decode(t, &sr)
 	require.Equal(t, "session/s03", sr.WorkflowID)
-	var info workflows.SessionInfo
+	var info wire.SessionInfo
 	ready.Decode(t, &info)
 	require.ErrorContains(t, second.Rejection(t), `session "s03" already exists`)
 	require.Equal(t, 1, count)
-	require.Equal(t, 1, h.Count(activities.CreateHandleName))
-	var res workflows.LoopDescription
+	require.Equal(t, 1, h.Count(wire.CreateHandleName))
+	var res wire.LoopDescription
 	require.NoError(t, h.Env.GetWorkflowResult(&res))
 	require.Len(t, res.Children, 1)
 	// Never appended to, so the loop's teardown erased it.
@@ -116,14 +117,14 @@ func TestS0_03_DuplicateLiveID(t *testing.T) {
 func TestS0_04_SeedPlusLiveTurn(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("s04")
 	seed := []session.Event{sessiontest.TurnStart(t, 0, 1), sessiontest.TurnEnd(t, 1, 1)}
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	app := h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 3, 2, "assistant text")})
-	disp := h.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	app := h.UpdateAt(2*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 3, 2, "assistant text")})
+	disp := h.UpdateAt(3*time.Second, "", wire.UpdateDispose)
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s04", Seed: seed})
 	require.NoError(t, h.Env.GetWorkflowError())
 	app.OK(t)
 	disp.OK(t)
-	var info workflows.SessionInfo
+	var info wire.SessionInfo
 	ready.Decode(t, &info)
 	require.Equal(t, int64(3), info.NextSeq)
 	require.Equal(t, int64(2), info.FirstLiveSeq)
@@ -134,11 +135,11 @@ func TestS0_04_SeedPlusLiveTurn(t *testing.T) {
 	turnEnd2 := false
 	for _, e := range evs {
 		switch e.Type {
-		case session.TypeTurnStart:
+		case wire.TypeTurnStart:
 			ts, err := e.TurnStart()
 			require.NoError(t, err)
 			turns = append(turns, ts.Turn)
-		case session.TypeTurnEnd:
+		case wire.TypeTurnEnd:
 			te, err := e.TurnEnd()
 			require.NoError(t, err)
 			turnEnd2 = turnEnd2 || te.Turn == 2
@@ -155,14 +156,14 @@ func TestS0_04_SeedPlusLiveTurn(t *testing.T) {
 func TestS0_05_DisposeCloseRejects(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("s05")
 	h.Env.OnActivity(h.Acts.CloseHandle, mock.Anything, mock.Anything).Return(sessiontest.CloseErr(h.Acts, "close exploded"))
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	disp := h.UpdateAt(2*time.Second, "", workflows.UpdateDispose)
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	disp := h.UpdateAt(2*time.Second, "", wire.UpdateDispose)
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s05"})
 	sessiontest.RequireMessage(t, h.Env.GetWorkflowError(), "close exploded")
 	ready.OK(t)
 	sessiontest.RequireMessage(t, disp.Failure(t), "close exploded")
 	d := h.Describe("")
-	require.Equal(t, workflows.PhaseClosed, d.Phase)
+	require.Equal(t, wire.PhaseClosed, d.Phase)
 	require.False(t, d.HandleOpen)
 	sessiontest.RequireErased(t, h.Store, "s05")
 }
@@ -171,21 +172,21 @@ func TestS0_05_DisposeCloseRejects(t *testing.T) {
 // an aggregate `agent "<id>" disposal failed` with the members in order.
 func TestS0_06_DisposalAggregate(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("s06")
-	h.Hooks.DisposeFunc = func(context.Context, workflows.DisposeInput) error { return sessiontest.PlainErr("scope exploded") }
+	h.Hooks.DisposeFunc = func(context.Context, wire.DisposeInput) error { return sessiontest.PlainErr("scope exploded") }
 	h.Env.OnActivity(h.Acts.CloseHandle, mock.Anything, mock.Anything).Return(sessiontest.CloseErr(h.Acts, "close exploded"))
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	disp := h.UpdateAt(2*time.Second, "", workflows.UpdateDispose)
-	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s06", Hooks: workflows.Hooks{DisposeActivity: sessiontest.HookDispose}})
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	disp := h.UpdateAt(2*time.Second, "", wire.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s06", Hooks: wire.Hooks{DisposeActivity: sessiontest.HookDispose}})
 	ready.OK(t)
 	app := sessiontest.AppErr(t, disp.Failure(t))
 	require.Equal(t, "AggregateError", app.Type())
 	require.Contains(t, app.Message(), `agent "s06" disposal failed`)
-	var members []workflows.ErrorInfo
+	var members []wire.ErrorInfo
 	require.NoError(t, app.Details(&members))
 	require.Equal(t, []string{"scope exploded", "close exploded"}, []string{members[0].Message, members[1].Message})
 	require.Len(t, members, 2)
 	require.Equal(t, "AggregateError", sessiontest.AppErr(t, h.Env.GetWorkflowError()).Type())
-	require.Equal(t, workflows.PhaseClosed, h.Describe("").Phase)
+	require.Equal(t, wire.PhaseClosed, h.Describe("").Phase)
 	// The close really closed: the never-appended session is gone.
 	sessiontest.RequireErased(t, h.Store, "s06")
 }
@@ -196,20 +197,20 @@ func TestS0_06_DisposalAggregate(t *testing.T) {
 func TestS0_07_LiveOwnsTheLease(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("s07")
 	var ownedErr error
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	app := h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	app := h.UpdateAt(2*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
 	h.At(3*time.Second, func() {
 		_, ownedErr = h.Store.Open(context.Background(), "s07", jsonl.AccessWrite, jsonl.OpenOptions{HandleID: "intruder"})
 	})
-	disp := h.UpdateAt(4*time.Second, "", workflows.UpdateDispose)
+	disp := h.UpdateAt(4*time.Second, "", wire.UpdateDispose)
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s07"})
 	require.NoError(t, h.Env.GetWorkflowError())
 	ready.OK(t)
-	var ar workflows.AppendResult
+	var ar wire.AppendResult
 	app.Decode(t, &ar)
 	require.Equal(t, int64(5), ar.NextSeq)
 	disp.OK(t)
-	require.ErrorIs(t, ownedErr, jsonl.ErrAlreadyOwned)
+	require.ErrorIs(t, ownedErr, wire.ErrAlreadyOwned)
 	require.Contains(t, ownedErr.Error(), "already owned by an active write handle")
 	evs := sessiontest.Stored(t, h.Store, "s07")
 	sessiontest.RequireContiguous(t, evs)
@@ -224,28 +225,28 @@ func TestS0_08_CreateRejectsOnce(t *testing.T) {
 	h.Env.OnActivity(h.Acts.CreateHandle, mock.Anything, mock.Anything).Return(activities.HandleInfo{}, sessiontest.PlainErr("create exploded")).Once()
 	h.Env.OnActivity(h.Acts.CreateHandle, mock.Anything, mock.Anything).Return(h.Acts.CreateHandle)
 	create := workflows.StartRequest{Create: &workflows.CreateSessionRequest{SessionID: "s08", Seed: []session.Event{sessiontest.TurnStart(t, 0, 1), sessiontest.TurnEnd(t, 1, 1)}}}
-	start1 := h.UpdateAt(time.Second, "", workflows.UpdateStart, create)
-	var afterFirst workflows.LoopDescription
+	start1 := h.UpdateAt(time.Second, "", wire.UpdateStart, create)
+	var afterFirst wire.LoopDescription
 	h.WaitFor(2*time.Second, "the first create settled", h.LoopChildrenSettled(1))
 	h.At(2*time.Second, func() {
-		v, err := h.Env.QueryWorkflow(workflows.QueryDescribe)
+		v, err := h.Env.QueryWorkflow(wire.QueryDescribe)
 		require.NoError(t, err)
 		require.NoError(t, v.Get(&afterFirst))
 		sessiontest.RequireErased(t, h.Store, "s08")
 	})
-	start2 := h.UpdateAt(3*time.Second, "", workflows.UpdateStart, create)
-	ready := h.UpdateAt(4*time.Second, workflows.WorkflowID("s08"), workflows.UpdateWaitReady)
+	start2 := h.UpdateAt(3*time.Second, "", wire.UpdateStart, create)
+	ready := h.UpdateAt(4*time.Second, wire.WorkflowID("s08"), wire.UpdateWaitReady)
 	h.At(5*time.Second, h.Env.CancelWorkflow)
-	h.Env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{})
+	h.Env.ExecuteWorkflow(workflows.SessionLoop, wire.SessionLoopInput{})
 	require.NoError(t, h.Env.GetWorkflowError())
 	start1.OK(t)
 	start2.OK(t)
 	require.Len(t, afterFirst.Children, 1)
-	require.Equal(t, workflows.ChildSettled, afterFirst.Children[0].State)
+	require.Equal(t, wire.ChildSettled, afterFirst.Children[0].State)
 	require.False(t, afterFirst.Children[0].WasLive)
 	require.Equal(t, "create exploded", afterFirst.Children[0].Error.Message)
 	require.Empty(t, afterFirst.Effects)
-	var info workflows.SessionInfo
+	var info wire.SessionInfo
 	ready.Decode(t, &info)
 	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed"}, sessiontest.Types(sessiontest.Stored(t, h.Store, "s08")))
 	sessiontest.RequireReleased(t, h.Store, "s08")
@@ -259,11 +260,11 @@ func TestS0_09_SeedAppendRejects(t *testing.T) {
 	h.Env.OnActivity(h.Acts.AppendBatch, mock.Anything, mock.Anything).Return(activities.AppendResult{}, sessiontest.PlainErr("append exploded"))
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s09", Seed: []session.Event{sessiontest.TurnStart(t, 0, 1), sessiontest.TurnEnd(t, 1, 1)}, Hooks: sessiontest.AllHooks})
 	sessiontest.RequireMessage(t, h.Env.GetWorkflowError(), "append exploded")
-	require.Equal(t, 1, h.Count(activities.CloseHandleName))
+	require.Equal(t, 1, h.Count(wire.CloseHandleName))
 	d := h.Describe("")
 	require.Empty(t, d.Lifecycle)
-	require.Equal(t, workflows.PhaseClosed, d.Phase)
-	require.NotContains(t, h.Hooks.Log(), workflows.EntrySessionCreated)
+	require.Equal(t, wire.PhaseClosed, d.Phase)
+	require.NotContains(t, h.Hooks.Log(), wire.EntrySessionCreated)
 	sessiontest.RequireErased(t, h.Store, "s09")
 }
 
@@ -273,7 +274,7 @@ func TestS0_09_SeedAppendRejects(t *testing.T) {
 func TestS0_10_SetupFailsBeforeSeedStored(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("s10")
 	seed := []session.Event{sessiontest.TurnStart(t, 0, 1), sessiontest.TurnEnd(t, 1, 1)}
-	h.Hooks.SetupFunc = func(context.Context, workflows.SetupInput) (workflows.SetupResult, error) {
+	h.Hooks.SetupFunc = func(context.Context, wire.SetupInput) (workflows.SetupResult, error) {
 		return workflows.SetupResult{}, sessiontest.PlainErr("setup failed")
 	}
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s10", Seed: seed, Hooks: sessiontest.AllHooks})
@@ -285,14 +286,14 @@ func TestS0_10_SetupFailsBeforeSeedStored(t *testing.T) {
 	sessiontest.RequireErased(t, h.Store, "s10")
 
 	h2 := sessiontest.NewHarnessOn(t, h.Store).WithID("s10")
-	ready := h2.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	ready := h2.UpdateAt(time.Second, "", wire.UpdateWaitReady)
 	var snap2 *jsonl.Snapshot
 	h2.At(2*time.Second, func() { snap2, err = h2.Store.Stat(context.Background(), "s10") })
-	disp2 := h2.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
+	disp2 := h2.UpdateAt(3*time.Second, "", wire.UpdateDispose)
 	h2.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s10", Seed: seed})
 	require.NoError(t, h2.Env.GetWorkflowError())
 	disp2.OK(t)
-	var info workflows.SessionInfo
+	var info wire.SessionInfo
 	ready.Decode(t, &info)
 	require.NoError(t, err)
 	require.NotNil(t, snap2)
@@ -307,25 +308,25 @@ func TestS0_11_MaxTokensAfterHandle(t *testing.T) {
 	t.Run("create", func(t *testing.T) {
 		h := sessiontest.NewHarness(t).WithID("s11")
 		h.Env.OnActivity(h.Acts.CloseHandle, mock.Anything, mock.Anything).Return(sessiontest.CloseErr(h.Acts, "close exploded"))
-		h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s11", AgentOptions: &workflows.AgentOptions{MaxTokens: sessiontest.F64(-1)}})
+		h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s11", AgentOptions: &wire.AgentOptions{MaxTokens: sessiontest.F64(-1)}})
 		app := sessiontest.RequireMessage(t, h.Env.GetWorkflowError(), "agent maxTokens must be a positive safe integer")
 		require.Equal(t, "TypeError", app.Type())
-		require.Equal(t, []string{activities.CreateHandleName, activities.CloseHandleName}, h.StartedNames())
+		require.Equal(t, []string{wire.CreateHandleName, wire.CloseHandleName}, h.StartedNames())
 		d := h.Describe("")
 		require.Empty(t, d.Lifecycle)
-		require.Equal(t, []workflows.CompensationError{{Step: "close-handle", Error: workflows.ErrorInfo{Message: "close exploded", Type: "Error"}}}, d.CompensationErrors)
+		require.Equal(t, []wire.CompensationError{{Step: "close-handle", Error: wire.ErrorInfo{Message: "close exploded", Type: "Error"}}}, d.CompensationErrors)
 		sessiontest.RequireErased(t, h.Store, "s11")
 	})
 	t.Run("loop", func(t *testing.T) {
 		h := sessiontest.NewHarness(t)
 		h.Env.OnActivity(h.Acts.CloseHandle, mock.Anything, mock.Anything).Return(sessiontest.CloseErr(h.Acts, "close exploded"))
-		start := h.UpdateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{
-			SessionID: "s11", AgentOptions: &workflows.AgentOptions{MaxTokens: sessiontest.F64(-1)}}})
+		start := h.UpdateAt(time.Second, "", wire.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{
+			SessionID: "s11", AgentOptions: &wire.AgentOptions{MaxTokens: sessiontest.F64(-1)}}})
 		h.WaitFor(3*time.Second, "both creates settled", h.LoopChildrenSettled(2))
 		h.At(3*time.Second, h.Env.CancelWorkflow)
-		h.Env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{Agents: []workflows.AgentConfig{{ID: "main", MaxTokens: sessiontest.F64(-1)}}})
+		h.Env.ExecuteWorkflow(workflows.SessionLoop, wire.SessionLoopInput{Agents: []wire.AgentConfig{{ID: "main", MaxTokens: sessiontest.F64(-1)}}})
 		require.NoError(t, h.Env.GetWorkflowError())
-		var res workflows.LoopDescription
+		var res wire.LoopDescription
 		require.NoError(t, h.Env.GetWorkflowResult(&res))
 		require.Len(t, res.Children, 2)
 		for _, c := range res.Children {
@@ -349,16 +350,16 @@ func TestS0_12_AbortWhilePreparingCloseRejects(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("s12")
 	h.Env.OnActivity(h.Acts.CloseHandle, mock.Anything, mock.Anything).Return(sessiontest.CloseErr(h.Acts, "close exploded"))
 	h.OnCompleted = func(name string, _ error) {
-		if name == activities.CreateHandleName {
+		if name == wire.CreateHandleName {
 			h.AbortNow("", "caller gave up", true)
 		}
 	}
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s12", Hooks: sessiontest.AllHooks})
 	app := sessiontest.RequireMessage(t, h.Env.GetWorkflowError(), "caller gave up")
 	require.Equal(t, "Error", app.Type())
-	require.Equal(t, 1, h.Count(activities.CloseHandleName))
+	require.Equal(t, 1, h.Count(wire.CloseHandleName))
 	require.Empty(t, h.Describe("").Lifecycle)
-	require.NotContains(t, h.Hooks.Log(), workflows.EntrySessionCreated)
+	require.NotContains(t, h.Hooks.Log(), wire.EntrySessionCreated)
 	sessiontest.RequireErased(t, h.Store, "s12")
 }
 
@@ -367,8 +368,8 @@ func TestS0_12_AbortWhilePreparingCloseRejects(t *testing.T) {
 // ran, nothing is registered.
 func TestS0_13_ConfigCreateAnnounceFails(t *testing.T) {
 	h := sessiontest.NewHarness(t)
-	h.Hooks.PublishFunc = func(_ context.Context, in workflows.PublishInput) error {
-		if in.Entry.Type == workflows.EntryAgentCreated {
+	h.Hooks.PublishFunc = func(_ context.Context, in wire.PublishInput) error {
+		if in.Entry.Type == wire.EntryAgentCreated {
 			return sessiontest.PlainErr("announce failed")
 		}
 		return nil
@@ -376,9 +377,9 @@ func TestS0_13_ConfigCreateAnnounceFails(t *testing.T) {
 	h.Env.OnActivity(h.Acts.CloseHandle, mock.Anything, mock.Anything).Return(sessiontest.CloseErr(h.Acts, "close exploded"))
 	h.WaitFor(3*time.Second, "the configured create settled", h.LoopChildrenSettled(1))
 	h.At(3*time.Second, h.Env.CancelWorkflow)
-	h.Env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{Agents: []workflows.AgentConfig{{ID: "main"}}, Hooks: sessiontest.AllHooks})
+	h.Env.ExecuteWorkflow(workflows.SessionLoop, wire.SessionLoopInput{Agents: []wire.AgentConfig{{ID: "main"}}, Hooks: sessiontest.AllHooks})
 	require.NoError(t, h.Env.GetWorkflowError())
-	var res workflows.LoopDescription
+	var res wire.LoopDescription
 	require.NoError(t, h.Env.GetWorkflowResult(&res))
 	require.Len(t, res.Children, 1)
 	c := res.Children[0]
@@ -394,7 +395,7 @@ func TestS0_13_ConfigCreateAnnounceFails(t *testing.T) {
 	require.Len(t, res.ConfigStartFailures, 1)
 	require.Equal(t, "announce failed", res.ConfigStartFailures[0].Error.Message)
 	require.Len(t, h.Logs.Warnings("config-driven create"), 1)
-	require.Equal(t, 1, h.Count(activities.CloseHandleName))
+	require.Equal(t, 1, h.Count(wire.CloseHandleName))
 	require.Empty(t, res.Effects)
 	sessiontest.RequireErased(t, h.Store, c.SessionID)
 }
@@ -420,10 +421,10 @@ func TestS0_15_ResumeReadRejects(t *testing.T) {
 	sessiontest.Persisted(t, h.Store, "s15", "")
 	h.Env.OnActivity(h.Acts.ScanLog, mock.Anything, mock.Anything).Return(activities.LogScan{}, sessiontest.PlainErr("stored read failed"))
 	h.Env.OnActivity(h.Acts.CloseHandle, mock.Anything, mock.Anything).Return(sessiontest.CloseErr(h.Acts, "close exploded"))
-	h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s15", Hooks: sessiontest.AllHooks})
+	h.Env.ExecuteWorkflow(workflows.ResumeSession, wire.ResumeSessionRequest{ResumeSessionID: "s15", Hooks: sessiontest.AllHooks})
 	sessiontest.RequireMessage(t, h.Env.GetWorkflowError(), "stored read failed")
 	require.Empty(t, h.Describe("").Lifecycle)
-	require.Equal(t, 0, h.Count(activities.RepairName))
+	require.Equal(t, 0, h.Count(wire.RepairName))
 	require.Empty(t, h.Hooks.Log())
 	require.Equal(t, []string{"turn/start", "turn/end"}, sessiontest.Types(sessiontest.Stored(t, h.Store, "s15")))
 	sessiontest.RequireReleased(t, h.Store, "s15")
@@ -436,18 +437,18 @@ func TestS0_15_ResumeReadRejects(t *testing.T) {
 // [turn/start, turn/end{completed}].
 func TestS0_16_ConcurrentResumeRefused(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("s16")
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	open := h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: []session.Event{sessiontest.TurnStart(t, 0, 1)}})
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	open := h.UpdateAt(2*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: []session.Event{sessiontest.TurnStart(t, 0, 1)}})
 	var resumeErr error
 	var resumeLog []string
 	h.At(3*time.Second, func() {
 		other := sessiontest.NewHarnessOn(t, h.Store).WithID("s16")
-		other.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s16"})
+		other.Env.ExecuteWorkflow(workflows.ResumeSession, wire.ResumeSessionRequest{ResumeSessionID: "s16"})
 		resumeErr = other.Env.GetWorkflowError()
 		resumeLog = other.StartedNames()
 	})
-	closeTurn := h.UpdateAt(4*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: []session.Event{sessiontest.TurnEnd(t, 1, 1)}})
-	disp := h.UpdateAt(5*time.Second, "", workflows.UpdateDispose)
+	closeTurn := h.UpdateAt(4*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: []session.Event{sessiontest.TurnEnd(t, 1, 1)}})
+	disp := h.UpdateAt(5*time.Second, "", wire.UpdateDispose)
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s16"})
 	require.NoError(t, h.Env.GetWorkflowError())
 	ready.OK(t)
@@ -458,7 +459,7 @@ func TestS0_16_ConcurrentResumeRefused(t *testing.T) {
 	require.Equal(t, "SessionAlreadyOwned", app.Type())
 	require.Contains(t, app.Message(), "already owned by an active write handle")
 	// Dead-owner recovery asks first and keeps the lease of a live owner.
-	require.Equal(t, []string{activities.OpenHandleName, activities.ForfeitDeadOwnerName, activities.CloseHandleName}, resumeLog)
+	require.Equal(t, []string{wire.OpenHandleName, wire.ForfeitDeadOwnerName, wire.CloseHandleName}, resumeLog)
 	evs := sessiontest.Stored(t, h.Store, "s16")
 	require.Equal(t, []string{"turn/start", "turn/end"}, sessiontest.Types(evs))
 	te, err := evs[1].TurnEnd()
@@ -471,7 +472,7 @@ func TestS0_16_ConcurrentResumeRefused(t *testing.T) {
 // resume stores [turn/start, turn/end{interrupted}, session/end-seed].
 func TestS0_17_ResumeClosesOpenTurn(t *testing.T) {
 	st := sessiontest.NewStore(t, jsonl.CompressionZstd)
-	sessiontest.WriteStored(t, st, session.Header{ID: "s17", CreatedAt: 1}, 0, []session.Event{sessiontest.TurnStart(t, 0, 1)})
+	sessiontest.WriteStored(t, st, wire.Header{ID: "s17", CreatedAt: 1}, 0, []session.Event{sessiontest.TurnStart(t, 0, 1)})
 	require.Equal(t, []string{"turn/start"}, sessiontest.Types(sessiontest.Stored(t, st, "s17")))
 	info, _ := sessiontest.ResumeAndDispose(t, st, "s17")
 	require.Equal(t, int64(3), info.NextSeq)
@@ -487,16 +488,16 @@ func TestS0_17_ResumeClosesOpenTurn(t *testing.T) {
 // closers and the marker, seqs 0..7.
 func TestS0_18_ResumeToolOutcomeUnknown(t *testing.T) {
 	st := sessiontest.NewStore(t, jsonl.CompressionZstd)
-	msg := sessiontest.Ev(t, session.TypeAssistantMessage, 2, map[string]any{
+	msg := sessiontest.Ev(t, wire.TypeAssistantMessage, 2, map[string]any{
 		"turn": 1, "step": 1, "stream": []any{},
 		"message": map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool-call", "id": "call-1", "name": "read", "arguments": map[string]any{}}}},
 	})
 	msg.SurfaceOp = session.AppendOp()
-	sessiontest.WriteStored(t, st, session.Header{ID: "s18", CreatedAt: 1}, 0, []session.Event{
+	sessiontest.WriteStored(t, st, wire.Header{ID: "s18", CreatedAt: 1}, 0, []session.Event{
 		sessiontest.TurnStart(t, 0, 1),
-		sessiontest.Ev(t, session.TypeStepStart, 1, map[string]any{"turn": 1, "step": 1}),
+		sessiontest.Ev(t, wire.TypeStepStart, 1, map[string]any{"turn": 1, "step": 1}),
 		msg,
-		sessiontest.Ev(t, session.TypeToolCall, 3, map[string]any{"turn": 1, "step": 1, "callId": "call-1", "name": "read", "arguments": "{}"}),
+		sessiontest.Ev(t, wire.TypeToolCall, 3, map[string]any{"turn": 1, "step": 1, "callId": "call-1", "name": "read", "arguments": "{}"}),
 	})
 	sessiontest.ResumeAndDispose(t, st, "s18")
 	evs := sessiontest.Stored(t, st, "s18")
@@ -515,7 +516,7 @@ func TestS0_18_ResumeToolOutcomeUnknown(t *testing.T) {
 // turn/start@0, turn/end@1, session/end-seed@2 — no gap, no fragment.
 func TestS0_19_ResumeTruncatesTornTail(t *testing.T) {
 	st := sessiontest.NewStore(t, jsonl.CompressionNone)
-	sessiontest.WriteStored(t, st, session.Header{ID: "s19", CreatedAt: 1}, 0, []session.Event{sessiontest.TurnStart(t, 0, 1)})
+	sessiontest.WriteStored(t, st, wire.Header{ID: "s19", CreatedAt: 1}, 0, []session.Event{sessiontest.TurnStart(t, 0, 1)})
 	var files []string
 	require.NoError(t, filepath.WalkDir(st.Root(), func(p string, d os.DirEntry, err error) error {
 		if err == nil && strings.HasSuffix(p, ".jsonl") {
@@ -541,14 +542,14 @@ func TestS0_19_ResumeTruncatesTornTail(t *testing.T) {
 // S0-20: create without meta has no header cwd.
 func TestS0_20_CreateWithoutMetaHasNoCwd(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("s20")
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	app := h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
-	disp := h.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	app := h.UpdateAt(2*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
+	disp := h.UpdateAt(3*time.Second, "", wire.UpdateDispose)
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s20"})
 	require.NoError(t, h.Env.GetWorkflowError())
 	app.OK(t)
 	disp.OK(t)
-	var info workflows.SessionInfo
+	var info wire.SessionInfo
 	ready.Decode(t, &info)
 	require.Empty(t, info.Header.Cwd)
 	snap, err := h.Store.Stat(context.Background(), "s20")
@@ -561,9 +562,9 @@ func TestS0_20_CreateWithoutMetaHasNoCwd(t *testing.T) {
 // lifecycle 2 without a cwd.
 func TestS0_21_NoCwdSurvivesResume(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("s21")
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	app := h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
-	disp := h.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	app := h.UpdateAt(2*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
+	disp := h.UpdateAt(3*time.Second, "", wire.UpdateDispose)
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s21"})
 	require.NoError(t, h.Env.GetWorkflowError())
 	ready.OK(t)
@@ -577,29 +578,29 @@ func TestS0_21_NoCwdSurvivesResume(t *testing.T) {
 // resume, exactly once each, after session/created and agent/created.
 func TestS0_22_SessionStartSource(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("s22")
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	var created workflows.Description
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	var created wire.Description
 	h.At(2*time.Second, func() { created = h.Describe("") })
-	app := h.UpdateAt(3*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
-	disp := h.UpdateAt(4*time.Second, "", workflows.UpdateDispose)
+	app := h.UpdateAt(3*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
+	disp := h.UpdateAt(4*time.Second, "", wire.UpdateDispose)
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s22", Hooks: sessiontest.AllHooks})
 	require.NoError(t, h.Env.GetWorkflowError())
 	ready.OK(t)
 	app.OK(t)
 	disp.OK(t)
-	require.Equal(t, []workflows.LifecycleEntry{{Type: "session/created"}, {Type: "agent/created"}, {Type: "agent/session-start", Source: "startup"}}, created.Lifecycle)
-	require.Equal(t, workflows.PhaseLive, created.Phase)
+	require.Equal(t, []wire.LifecycleEntry{{Type: "session/created"}, {Type: "agent/created"}, {Type: "agent/session-start", Source: "startup"}}, created.Lifecycle)
+	require.Equal(t, wire.PhaseLive, created.Phase)
 
 	h2 := sessiontest.NewHarnessOn(t, h.Store).WithID("s22")
-	ready2 := h2.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	var resumed workflows.Description
+	ready2 := h2.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	var resumed wire.Description
 	h2.At(2*time.Second, func() { resumed = h2.Describe("") })
-	disp2 := h2.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
-	h2.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s22", Hooks: sessiontest.AllHooks})
+	disp2 := h2.UpdateAt(3*time.Second, "", wire.UpdateDispose)
+	h2.Env.ExecuteWorkflow(workflows.ResumeSession, wire.ResumeSessionRequest{ResumeSessionID: "s22", Hooks: sessiontest.AllHooks})
 	require.NoError(t, h2.Env.GetWorkflowError())
 	ready2.OK(t)
 	disp2.OK(t)
-	require.Equal(t, []workflows.LifecycleEntry{{Type: "session/created"}, {Type: "agent/created"}, {Type: "agent/session-start", Source: "resume"}}, resumed.Lifecycle)
+	require.Equal(t, []wire.LifecycleEntry{{Type: "session/created"}, {Type: "agent/created"}, {Type: "agent/session-start", Source: "resume"}}, resumed.Lifecycle)
 	require.Equal(t, []string{"setup:start", "setup:end", "setup:commit", "session/created", "agent/created", "agent/session-start:resume", "dispose:dispose"}, h2.Hooks.Log())
 }
 
@@ -610,15 +611,15 @@ func TestS0_23_ResumeAsyncSetupOrder(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("s23")
 	sessiontest.Persisted(t, h.Store, "s23", "")
 	var seen []string
-	var in0 workflows.SetupInput
+	var in0 wire.SetupInput
 	h.Env.OnActivity(sessiontest.HookSetup, mock.Anything, mock.Anything).After(5 * time.Second).Return(
-		func(ctx context.Context, in workflows.SetupInput) (workflows.SetupResult, error) {
+		func(ctx context.Context, in wire.SetupInput) (workflows.SetupResult, error) {
 			in0 = in
 			seen = sessiontest.Types(sessiontest.Stored(t, h.Store, "s23"))
 			return h.Hooks.Setup(ctx, in)
 		})
 	// The snapshot is taken when setup starts (it then waits 5 s).
-	var during workflows.Description
+	var during wire.Description
 	var duringLog []string
 	var duringSetupStarted int
 	h.OnStarted = func(name string) {
@@ -628,15 +629,15 @@ func TestS0_23_ResumeAsyncSetupOrder(t *testing.T) {
 			duringSetupStarted = h.Count(sessiontest.HookSetup)
 		}
 	}
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	disp := h.UpdateAt(2*time.Second, "", workflows.UpdateDispose)
-	h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s23", Hooks: sessiontest.AllHooks})
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	disp := h.UpdateAt(2*time.Second, "", wire.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.ResumeSession, wire.ResumeSessionRequest{ResumeSessionID: "s23", Hooks: sessiontest.AllHooks})
 	require.NoError(t, h.Env.GetWorkflowError())
-	require.Equal(t, workflows.PhaseSetup, during.Phase)
+	require.Equal(t, wire.PhaseSetup, during.Phase)
 	require.Empty(t, during.Lifecycle)
 	require.Empty(t, duringLog)
 	require.Equal(t, 1, duringSetupStarted)
-	var info workflows.SessionInfo
+	var info wire.SessionInfo
 	ready.Decode(t, &info)
 	disp.OK(t)
 	require.Equal(t, int64(3), in0.EventCount)
@@ -669,30 +670,30 @@ func TestS0_24_SecondResumeStoresNothing(t *testing.T) {
 func TestS0_25_LifecycleEffect(t *testing.T) {
 	h := sessiontest.NewHarness(t)
 	sessiontest.Persisted(t, h.Store, "s25", "")
-	start := h.UpdateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Resume: &workflows.ResumeSessionRequest{ResumeSessionID: "s25"}})
-	ready := h.UpdateAt(2*time.Second, workflows.WorkflowID("s25"), workflows.UpdateWaitReady)
-	var live, after workflows.LoopDescription
-	query := func(out *workflows.LoopDescription) func() {
+	start := h.UpdateAt(time.Second, "", wire.UpdateStart, workflows.StartRequest{Resume: &wire.ResumeSessionRequest{ResumeSessionID: "s25"}})
+	ready := h.UpdateAt(2*time.Second, wire.WorkflowID("s25"), wire.UpdateWaitReady)
+	var live, after wire.LoopDescription
+	query := func(out *wire.LoopDescription) func() {
 		return func() {
-			v, err := h.Env.QueryWorkflow(workflows.QueryDescribe)
+			v, err := h.Env.QueryWorkflow(wire.QueryDescribe)
 			require.NoError(t, err)
 			require.NoError(t, v.Get(out))
 		}
 	}
 	h.At(3*time.Second, query(&live))
-	disp := h.UpdateAt(4*time.Second, workflows.WorkflowID("s25"), workflows.UpdateDispose)
+	disp := h.UpdateAt(4*time.Second, wire.WorkflowID("s25"), wire.UpdateDispose)
 	h.WaitFor(5*time.Second, "the disposed session settled", h.LoopChildrenSettled(1))
 	h.At(5*time.Second, query(&after))
 	h.At(6*time.Second, h.Env.CancelWorkflow)
-	h.Env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{})
+	h.Env.ExecuteWorkflow(workflows.SessionLoop, wire.SessionLoopInput{})
 	require.NoError(t, h.Env.GetWorkflowError())
 	start.OK(t)
 	ready.OK(t)
 	require.Equal(t, []string{"agentLoop.lifecycle(s25)"}, live.Effects)
-	var dr workflows.DisposeResult
+	var dr wire.DisposeResult
 	disp.Decode(t, &dr)
 	require.Empty(t, after.Effects)
-	require.Equal(t, workflows.ChildSettled, after.Children[0].State)
+	require.Equal(t, wire.ChildSettled, after.Children[0].State)
 	sessiontest.RequireReleased(t, h.Store, "s25")
 }
 
@@ -702,7 +703,7 @@ func TestS0_26_ResumeAsyncSetupRejects(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("s26")
 	sessiontest.Persisted(t, h.Store, "s26", "")
 	h.Env.OnActivity(sessiontest.HookSetup, mock.Anything, mock.Anything).After(time.Second).Return(workflows.SetupResult{}, sessiontest.PlainErr("setup rejected"))
-	h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s26", Hooks: sessiontest.AllHooks})
+	h.Env.ExecuteWorkflow(workflows.ResumeSession, wire.ResumeSessionRequest{ResumeSessionID: "s26", Hooks: sessiontest.AllHooks})
 	sessiontest.RequireMessage(t, h.Env.GetWorkflowError(), "setup rejected")
 	require.Empty(t, h.Describe("").Lifecycle)
 	require.Equal(t, 0, h.Count(sessiontest.HookPublish))
@@ -718,8 +719,8 @@ func TestS0_26_ResumeAsyncSetupRejects(t *testing.T) {
 func TestS0_27_ResumeCommitFails(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("s27")
 	sessiontest.Persisted(t, h.Store, "s27", "")
-	h.Hooks.CommitFunc = func(context.Context, workflows.SetupInput) error { return sessiontest.PlainErr("commit failed") }
-	h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s27", Hooks: sessiontest.AllHooks})
+	h.Hooks.CommitFunc = func(context.Context, wire.SetupInput) error { return sessiontest.PlainErr("commit failed") }
+	h.Env.ExecuteWorkflow(workflows.ResumeSession, wire.ResumeSessionRequest{ResumeSessionID: "s27", Hooks: sessiontest.AllHooks})
 	sessiontest.RequireMessage(t, h.Env.GetWorkflowError(), "commit failed")
 	require.Empty(t, h.Describe("").Lifecycle)
 	require.Equal(t, []string{"setup:start", "setup:end", "setup:commit", "dispose:rollback"}, h.Hooks.Log())
@@ -737,21 +738,21 @@ func TestS0_28_OwnerUnloadDuringSetup(t *testing.T) {
 	sessiontest.Persisted(t, h.Store, "s28", "")
 	setupSettled := false
 	h.Env.OnActivity(sessiontest.HookSetup, mock.Anything, mock.Anything).Once().After(time.Hour).Return(
-		func(context.Context, workflows.SetupInput) (workflows.SetupResult, error) {
+		func(context.Context, wire.SetupInput) (workflows.SetupResult, error) {
 			setupSettled = true
 			return workflows.SetupResult{}, nil
 		})
 	h.Env.OnActivity(sessiontest.HookSetup, mock.Anything, mock.Anything).Return(h.Hooks.Setup)
-	resume := workflows.StartRequest{Resume: &workflows.ResumeSessionRequest{ResumeSessionID: "s28", Hooks: sessiontest.AllHooks}}
-	start := h.UpdateAt(time.Second, "", workflows.UpdateStart, resume)
-	ready := h.UpdateNoWaitAt(time.Second, workflows.WorkflowID("s28"), workflows.UpdateWaitReady)
+	resume := workflows.StartRequest{Resume: &wire.ResumeSessionRequest{ResumeSessionID: "s28", Hooks: sessiontest.AllHooks}}
+	start := h.UpdateAt(time.Second, "", wire.UpdateStart, resume)
+	ready := h.UpdateNoWaitAt(time.Second, wire.WorkflowID("s28"), wire.UpdateWaitReady)
 	// The owner goes away once the setup is pending.
 	h.AtStarted(time.Second, sessiontest.HookSetup, func() {
-		require.NoError(t, h.Env.SignalWorkflowByID(workflows.WorkflowID("s28"), workflows.SignalOwnerUnload, nil))
+		require.NoError(t, h.Env.SignalWorkflowByID(wire.WorkflowID("s28"), wire.SignalOwnerUnload, nil))
 	})
-	var afterUnload workflows.LoopDescription
+	var afterUnload wire.LoopDescription
 	h.At(2*time.Second, func() {
-		v, err := h.Env.QueryWorkflow(workflows.QueryDescribe)
+		v, err := h.Env.QueryWorkflow(wire.QueryDescribe)
 		require.NoError(t, err)
 		require.NoError(t, v.Get(&afterUnload))
 	})
@@ -763,18 +764,18 @@ func TestS0_28_OwnerUnloadDuringSetup(t *testing.T) {
 		publishedBeforeRetry = h.Count(sessiontest.HookPublish)
 		sessiontest.RequireReleased(t, h.Store, "s28")
 	})
-	retry := h.UpdateAt(2*time.Hour, "", workflows.UpdateStart, resume)
-	ready2 := h.UpdateAt(2*time.Hour, workflows.WorkflowID("s28"), workflows.UpdateWaitReady)
-	disp2 := h.UpdateAt(2*time.Hour, workflows.WorkflowID("s28"), workflows.UpdateDispose)
+	retry := h.UpdateAt(2*time.Hour, "", wire.UpdateStart, resume)
+	ready2 := h.UpdateAt(2*time.Hour, wire.WorkflowID("s28"), wire.UpdateWaitReady)
+	disp2 := h.UpdateAt(2*time.Hour, wire.WorkflowID("s28"), wire.UpdateDispose)
 	h.At(3*time.Hour, h.Env.CancelWorkflow)
-	h.Env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{})
+	h.Env.ExecuteWorkflow(workflows.SessionLoop, wire.SessionLoopInput{})
 	require.NoError(t, h.Env.GetWorkflowError())
 
 	start.OK(t)
 	app := sessiontest.RequireMessage(t, ready.Failure(t), `agent "s28" setup aborted: owner disposed during setup`)
 	require.Equal(t, "OwnerDisposed", app.Type())
 	require.Len(t, afterUnload.Children, 1)
-	require.Equal(t, workflows.ChildSettled, afterUnload.Children[0].State)
+	require.Equal(t, wire.ChildSettled, afterUnload.Children[0].State)
 	require.False(t, afterUnload.Children[0].WasLive)
 	require.Equal(t, `agent "s28" setup aborted: owner disposed during setup`, afterUnload.Children[0].Error.Message)
 	require.True(t, settledBeforeRetry, "the abandoned setup never completed")
@@ -803,32 +804,32 @@ func TestS0_29_OwnerUnloadWhileOpenHangs(t *testing.T) {
 			return info, err
 		})
 	h.Env.OnActivity(h.Acts.OpenHandle, mock.Anything, mock.Anything).Return(h.Acts.OpenHandle)
-	resume := workflows.StartRequest{Resume: &workflows.ResumeSessionRequest{ResumeSessionID: "s29", Hooks: sessiontest.AllHooks}}
-	start := h.UpdateAt(time.Second, "", workflows.UpdateStart, resume)
-	h.AtStarted(2*time.Second, activities.OpenHandleName, func() {
-		require.NoError(t, h.Env.SignalWorkflowByID(workflows.WorkflowID("s29"), workflows.SignalOwnerUnload, nil))
+	resume := workflows.StartRequest{Resume: &wire.ResumeSessionRequest{ResumeSessionID: "s29", Hooks: sessiontest.AllHooks}}
+	start := h.UpdateAt(time.Second, "", wire.UpdateStart, resume)
+	h.AtStarted(2*time.Second, wire.OpenHandleName, func() {
+		require.NoError(t, h.Env.SignalWorkflowByID(wire.WorkflowID("s29"), wire.SignalOwnerUnload, nil))
 	})
-	var afterUnload workflows.LoopDescription
+	var afterUnload wire.LoopDescription
 	h.At(3*time.Second, func() {
-		v, err := h.Env.QueryWorkflow(workflows.QueryDescribe)
+		v, err := h.Env.QueryWorkflow(wire.QueryDescribe)
 		require.NoError(t, err)
 		require.NoError(t, v.Get(&afterUnload))
 	})
-	retry := h.UpdateAt(4*time.Second, "", workflows.UpdateStart, resume)
-	ready := h.UpdateAt(5*time.Second, workflows.WorkflowID("s29"), workflows.UpdateWaitReady)
+	retry := h.UpdateAt(4*time.Second, "", wire.UpdateStart, resume)
+	ready := h.UpdateAt(5*time.Second, wire.WorkflowID("s29"), wire.UpdateWaitReady)
 	h.At(2*time.Hour, h.Env.CancelWorkflow)
-	h.Env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{})
+	h.Env.ExecuteWorkflow(workflows.SessionLoop, wire.SessionLoopInput{})
 	require.NoError(t, h.Env.GetWorkflowError())
 
 	start.OK(t)
 	require.Len(t, afterUnload.Children, 1)
 	first := afterUnload.Children[0]
-	require.Equal(t, workflows.ChildSettled, first.State)
+	require.Equal(t, wire.ChildSettled, first.State)
 	require.False(t, first.WasLive)
 	require.Equal(t, `agent "s29" setup aborted: owner disposed during setup`, first.Error.Message)
-	var sr workflows.StartResult
+	var sr wire.StartResult
 	retry.Decode(t, &sr)
-	var info workflows.SessionInfo
+	var info wire.SessionInfo
 	ready.Decode(t, &info)
 	// Exactly one publication.
 	require.Equal(t, 1, strings.Count(strings.Join(h.Hooks.Log(), ","), "agent/session-start:resume"))
@@ -837,7 +838,7 @@ func TestS0_29_OwnerUnloadWhileOpenHangs(t *testing.T) {
 	require.True(t, lateDone, "the first open never landed")
 	require.Equal(t, "SessionAlreadyOwned", sessiontest.AppErr(t, lateErr).Type())
 	var firstOpen activities.OpenHandleInput
-	h.StartedArg(activities.OpenHandleName, 0, &firstOpen)
+	h.StartedArg(wire.OpenHandleName, 0, &firstOpen)
 	closes := 0
 	for _, id := range h.ClosedHandles() {
 		if id == firstOpen.HandleID {
@@ -859,20 +860,20 @@ func TestS0_30_LoopDeactivatedWhileOpenHangs(t *testing.T) {
 	sessiontest.Persisted(t, h.Store, "s30", "")
 	late := lateOpen(h, time.Hour)
 	h.Env.OnActivity(sessiontest.HookDispose, mock.Anything, mock.Anything).After(2 * time.Hour).Return(nil)
-	neighbour := h.UpdateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{
-		SessionID: "neighbour", Hooks: workflows.Hooks{DisposeActivity: sessiontest.HookDispose}}})
-	neighbourReady := h.UpdateAt(time.Second, workflows.WorkflowID("neighbour"), workflows.UpdateWaitReady)
-	start := h.UpdateAt(time.Second, "", workflows.UpdateStart, workflows.StartRequest{Resume: &workflows.ResumeSessionRequest{ResumeSessionID: "s30", Hooks: sessiontest.AllHooks}})
-	h.AtStarted(2*time.Second, activities.OpenHandleName, h.Env.CancelWorkflow)
-	var midTeardown workflows.LoopDescription
+	neighbour := h.UpdateAt(time.Second, "", wire.UpdateStart, workflows.StartRequest{Create: &workflows.CreateSessionRequest{
+		SessionID: "neighbour", Hooks: wire.Hooks{DisposeActivity: sessiontest.HookDispose}}})
+	neighbourReady := h.UpdateAt(time.Second, wire.WorkflowID("neighbour"), wire.UpdateWaitReady)
+	start := h.UpdateAt(time.Second, "", wire.UpdateStart, workflows.StartRequest{Resume: &wire.ResumeSessionRequest{ResumeSessionID: "s30", Hooks: sessiontest.AllHooks}})
+	h.AtStarted(2*time.Second, wire.OpenHandleName, h.Env.CancelWorkflow)
+	var midTeardown wire.LoopDescription
 	var landedByMid bool
 	h.At(10*time.Second, func() {
-		v, err := h.Env.QueryWorkflow(workflows.QueryDescribe)
+		v, err := h.Env.QueryWorkflow(wire.QueryDescribe)
 		require.NoError(t, err)
 		require.NoError(t, v.Get(&midTeardown))
 		landedByMid = late.done
 	})
-	h.Env.ExecuteWorkflow(workflows.SessionLoop, workflows.SessionLoopInput{})
+	h.Env.ExecuteWorkflow(workflows.SessionLoop, wire.SessionLoopInput{})
 	require.NoError(t, h.Env.GetWorkflowError())
 	neighbour.OK(t)
 	neighbourReady.OK(t)
@@ -880,14 +881,14 @@ func TestS0_30_LoopDeactivatedWhileOpenHangs(t *testing.T) {
 	// Settled long before the open landed.
 	require.False(t, midTeardown.Active)
 	require.Equal(t, "s30", midTeardown.Children[1].SessionID)
-	require.Equal(t, workflows.ChildSettled, midTeardown.Children[1].State)
+	require.Equal(t, wire.ChildSettled, midTeardown.Children[1].State)
 	require.Equal(t, "agent loop is not active", midTeardown.Children[1].Error.Message)
 	require.False(t, landedByMid, "the open landed before the resume settled")
-	var res workflows.LoopDescription
+	var res wire.LoopDescription
 	require.NoError(t, h.Env.GetWorkflowResult(&res))
 	require.False(t, res.Active)
 	require.Len(t, res.Children, 2)
-	require.Equal(t, workflows.ChildSettled, res.Children[1].State)
+	require.Equal(t, wire.ChildSettled, res.Children[1].State)
 	require.Equal(t, "agent loop is not active", res.Children[1].Error.Message)
 	require.Equal(t, 0, h.Count(sessiontest.HookPublish))
 	requireLateOpenReleased(t, h, late, "s30")
@@ -925,7 +926,7 @@ func requireLateOpenReleased(t *testing.T, h *sessiontest.Harness, late *lateOpe
 	app := sessiontest.AppErr(t, late.err)
 	require.Equal(t, "HandleRevoked", app.Type())
 	var in activities.OpenHandleInput
-	h.StartedArg(activities.OpenHandleName, 0, &in)
+	h.StartedArg(wire.OpenHandleName, 0, &in)
 	closes := 0
 	for _, hid := range h.ClosedHandles() {
 		if hid == in.HandleID {
@@ -941,16 +942,16 @@ func requireLateOpenReleased(t *testing.T, h *sessiontest.Harness, late *lateOpe
 // of them hold and the inherited count comes from storage.
 func TestS0_31_ForkRoundTrip(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("s31")
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	disp := h.UpdateAt(2*time.Second, "", workflows.UpdateDispose)
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	disp := h.UpdateAt(2*time.Second, "", wire.UpdateDispose)
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{
 		SessionID:           "s31",
 		Seed:                []session.Event{sessiontest.TurnStart(t, 0, 1), sessiontest.TurnEnd(t, 1, 1)},
-		Meta:                &workflows.SessionMeta{Cwd: "/w", ParentSession: "parent-sess", IsSeeded: true, DelegationDepth: 1},
+		Meta:                &wire.SessionMeta{Cwd: "/w", ParentSession: "parent-sess", IsSeeded: true, DelegationDepth: 1},
 		InheritedEventCount: 2,
 	})
 	require.NoError(t, h.Env.GetWorkflowError())
-	var created workflows.SessionInfo
+	var created wire.SessionInfo
 	ready.Decode(t, &created)
 	disp.OK(t)
 	require.Equal(t, int64(2), created.InheritedEventCount)
@@ -972,10 +973,10 @@ func TestS0_31_ForkRoundTrip(t *testing.T) {
 // stores only the marker (no synthetic turn) and continues at turn 2.
 func TestS0_32_SpliceSurvivesWedgedOwner(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("s32")
-	splice := sessiontest.Ev(t, session.TypeInboxSpliced, 5, map[string]any{"list": "nextStep", "op": "append", "messages": []any{map[string]any{"role": "user", "content": "later"}}})
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	app := h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: append(sessiontest.LiveTurn(t, 0, 1, "x"), splice)})
-	var info workflows.SessionInfo
+	splice := sessiontest.Ev(t, wire.TypeInboxSpliced, 5, map[string]any{"list": "nextStep", "op": "append", "messages": []any{map[string]any{"role": "user", "content": "later"}}})
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	app := h.UpdateAt(2*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: append(sessiontest.LiveTurn(t, 0, 1, "x"), splice)})
+	var info wire.SessionInfo
 	var after []session.Event
 	h.At(3*time.Second, func() {
 		lease, err := h.Store.ForceUnlock(context.Background(), "s32")
@@ -1002,9 +1003,9 @@ func TestS0_32_SpliceSurvivesWedgedOwner(t *testing.T) {
 // turn 2 and seqs stay contiguous.
 func TestS0_33_ResumeContinuesNumbering(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("s33")
-	ready1 := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	app1 := h.UpdateAt(2*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "first")})
-	disp1 := h.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
+	ready1 := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	app1 := h.UpdateAt(2*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "first")})
+	disp1 := h.UpdateAt(3*time.Second, "", wire.UpdateDispose)
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "s33"})
 	require.NoError(t, h.Env.GetWorkflowError())
 	ready1.OK(t)
@@ -1013,27 +1014,27 @@ func TestS0_33_ResumeContinuesNumbering(t *testing.T) {
 	old := sessiontest.Stored(t, h.Store, "s33")
 
 	h2 := sessiontest.NewHarnessOn(t, h.Store).WithID("s33")
-	ready := h2.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	ready := h2.UpdateAt(time.Second, "", wire.UpdateWaitReady)
 	var mid []session.Event
 	h2.At(2*time.Second, func() { mid = sessiontest.Stored(t, h2.Store, "s33") })
-	app := h2.UpdateAt(3*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 6, 2, "second")})
-	disp2 := h2.UpdateAt(4*time.Second, "", workflows.UpdateDispose)
-	h2.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s33"})
+	app := h2.UpdateAt(3*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 6, 2, "second")})
+	disp2 := h2.UpdateAt(4*time.Second, "", wire.UpdateDispose)
+	h2.Env.ExecuteWorkflow(workflows.ResumeSession, wire.ResumeSessionRequest{ResumeSessionID: "s33"})
 	require.NoError(t, h2.Env.GetWorkflowError())
 	disp2.OK(t)
-	var info workflows.SessionInfo
+	var info wire.SessionInfo
 	ready.Decode(t, &info)
 	require.Equal(t, "s33", info.SessionID)
 	require.Len(t, mid, len(old)+1)
 	require.Equal(t, int64(len(old)), info.FirstLiveSeq)
-	require.Equal(t, session.TypeEndSeed, mid[len(mid)-1].Type)
+	require.Equal(t, wire.TypeEndSeed, mid[len(mid)-1].Type)
 	for i := range old {
 		a, _ := old[i].MarshalJSON()
 		b, _ := mid[i].MarshalJSON()
 		require.Equal(t, string(a), string(b))
 	}
 	require.Equal(t, info.LastTurn+1, int64(2))
-	var ar workflows.AppendResult
+	var ar wire.AppendResult
 	app.Decode(t, &ar)
 	final := sessiontest.Stored(t, h.Store, "s33")
 	sessiontest.RequireContiguous(t, final)
@@ -1044,7 +1045,7 @@ func TestS0_33_ResumeContinuesNumbering(t *testing.T) {
 // configured`.
 func TestS0_34_ResumeWithoutPersistence(t *testing.T) {
 	h := sessiontest.NewHarnessOn(t, nil).WithID("s34")
-	h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "s34"})
+	h.Env.ExecuteWorkflow(workflows.ResumeSession, wire.ResumeSessionRequest{ResumeSessionID: "s34"})
 	err := h.Env.GetWorkflowError()
 	sessiontest.RequireMessage(t, err, "cannot resume: session persistence is not configured (load a dsh-session-persistence backend)")
 	require.Empty(t, h.Describe("").Lifecycle)

@@ -2,6 +2,8 @@ package workflows
 
 import (
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // saga is the compensation stack of creation and resume: the undo steps
@@ -11,7 +13,7 @@ import (
 type saga struct {
 	*env
 	comps []compensation
-	errs  []CompensationError
+	errs  []wire.CompensationError
 }
 
 // compensation is one undo step of the rollback stack.
@@ -32,7 +34,7 @@ func (s *saga) pushDisposeHook() {
 	}
 	s.push("dispose-hook", func(ctx workflow.Context) error {
 		return unwrapActivity(workflow.ExecuteActivity(s.set.hookCtx(ctx), s.hooks.DisposeActivity,
-			DisposeInput{SessionID: s.id, Reason: "rollback"}).Get(ctx, nil))
+			wire.DisposeInput{SessionID: s.id, Reason: "rollback"}).Get(ctx, nil))
 	})
 }
 
@@ -49,7 +51,7 @@ func (s *saga) unwind() {
 	for i := len(s.comps) - 1; i >= 0; i-- {
 		c := s.comps[i]
 		if err := c.fn(ctx); err != nil {
-			s.errs = append(s.errs, CompensationError{Step: c.step, Error: errorInfo(err)})
+			s.errs = append(s.errs, wire.CompensationError{Step: c.step, Error: errorInfo(err)})
 			workflow.GetLogger(s.ctx).Warn("compensation failed", "session", s.id, "step", c.step, "error", errorMessage(err))
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -29,15 +30,15 @@ func phaseUpserts(h *sessiontest.Harness) *[]string {
 func TestSessionPhaseSearchAttribute(t *testing.T) {
 	h := sessiontest.NewHarness(t)
 	phases := phaseUpserts(h)
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	disp := h.UpdateAt(2*time.Second, "", workflows.UpdateDispose)
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	disp := h.UpdateAt(2*time.Second, "", wire.UpdateDispose)
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{
-		SessionID: "sa", Options: &workflows.Options{SearchAttributes: true},
+		SessionID: "sa", Options: &wire.Options{SearchAttributes: true},
 	})
 	require.NoError(t, h.Env.GetWorkflowError())
-	var info workflows.SessionInfo
+	var info wire.SessionInfo
 	ready.Decode(t, &info)
-	var dr workflows.DisposeResult
+	var dr wire.DisposeResult
 	disp.Decode(t, &dr)
 	require.Equal(t, []string{"setup", "committing", "live", "disposing", "closed"}, *phases)
 }
@@ -47,13 +48,13 @@ func TestSessionPhaseSearchAttribute(t *testing.T) {
 func TestSessionPhaseSearchAttributeOff(t *testing.T) {
 	h := sessiontest.NewHarness(t)
 	phases := phaseUpserts(h)
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	disp := h.UpdateAt(2*time.Second, "", workflows.UpdateDispose)
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	disp := h.UpdateAt(2*time.Second, "", wire.UpdateDispose)
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "nosa"})
 	require.NoError(t, h.Env.GetWorkflowError())
-	var info workflows.SessionInfo
+	var info wire.SessionInfo
 	ready.Decode(t, &info)
-	var dr workflows.DisposeResult
+	var dr wire.DisposeResult
 	disp.Decode(t, &dr)
 	require.Empty(t, *phases)
 }

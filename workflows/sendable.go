@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // sendableInput refuses, with InvalidArgument, a user input whose content
@@ -25,9 +25,9 @@ func sendableInput(name string, msg json.RawMessage) error {
 		return invalidArgument(fmt.Sprintf("%s: content: %s", name, err))
 	}
 	for i, b := range m.Content {
-		if b.Type != session.BlockText {
+		if b.Type != wire.BlockText {
 			return invalidArgument(fmt.Sprintf("%s: content[%d] is a %q block; user input carries only %q blocks (the agent cannot send any other)",
-				name, i, b.Type, session.BlockText))
+				name, i, b.Type, wire.BlockText))
 		}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // initialize runs LIFECYCLE.md §6 for create and resume: setup, commit,
@@ -11,8 +12,8 @@ import (
 // eventCount is the session's length including the unstored suffix;
 // storeSuffix stores that suffix plus the setup events as one batch.
 func (l *lifecycle) initialize(eventCount int64, storeSuffix func(extra []session.Event) error) error {
-	l.phase.enter(PhaseSetup)
-	in := SetupInput{SessionID: l.id, Source: l.source, Handle: *l.log.ref, Header: l.log.header, EventCount: eventCount, StoredCount: l.log.nextSeq}
+	l.phase.enter(wire.PhaseSetup)
+	in := wire.SetupInput{SessionID: l.id, Source: l.source, Handle: *l.log.ref, Header: l.log.header, EventCount: eventCount, StoredCount: l.log.nextSeq}
 	var setup SetupResult
 	if l.hooks.SetupActivity != "" {
 		err := l.aborts.race(func(ctx workflow.Context) workflow.Future {
@@ -46,7 +47,7 @@ func (l *lifecycle) initialize(eventCount int64, storeSuffix func(extra []sessio
 	if err := l.aborts.check(); err != nil {
 		return err
 	}
-	l.phase.enter(PhaseCommitting)
+	l.phase.enter(wire.PhaseCommitting)
 	if err := storeSuffix(setup.Events); err != nil {
 		return err
 	}
@@ -59,24 +60,24 @@ func (l *lifecycle) publishAll() error {
 	if err := l.aborts.check(); err != nil {
 		return err
 	}
-	if err := l.publish(LifecycleEntry{Type: EntrySessionCreated}); err != nil {
+	if err := l.publish(wire.LifecycleEntry{Type: wire.EntrySessionCreated}); err != nil {
 		return err
 	}
 	if err := l.aborts.check(); err != nil {
 		return err
 	}
-	if err := l.publish(LifecycleEntry{Type: EntryAgentCreated}); err != nil {
+	if err := l.publish(wire.LifecycleEntry{Type: wire.EntryAgentCreated}); err != nil {
 		return err
 	}
-	if err := l.publish(LifecycleEntry{Type: EntrySessionStart, Source: l.source}); err != nil {
+	if err := l.publish(wire.LifecycleEntry{Type: wire.EntrySessionStart, Source: l.source}); err != nil {
 		return err
 	}
 	return l.aborts.check()
 }
 
-func (l *lifecycle) publish(e LifecycleEntry) error {
+func (l *lifecycle) publish(e wire.LifecycleEntry) error {
 	if l.hooks.PublishActivity != "" {
-		err := workflow.ExecuteActivity(l.set.hookCtx(l.dctx), l.hooks.PublishActivity, PublishInput{SessionID: l.id, Entry: e}).Get(l.dctx, nil)
+		err := workflow.ExecuteActivity(l.set.hookCtx(l.dctx), l.hooks.PublishActivity, wire.PublishInput{SessionID: l.id, Entry: e}).Get(l.dctx, nil)
 		if err != nil {
 			return unwrapActivity(err)
 		}

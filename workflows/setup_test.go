@@ -7,9 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -23,11 +23,11 @@ import (
 // stored.
 func TestRollbackResumeSetupKeepsRepair(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("rb")
-	sessiontest.WriteStored(t, h.Store, session.Header{ID: "rb", CreatedAt: 1}, 0, []session.Event{sessiontest.TurnStart(t, 0, 1)})
-	h.Hooks.SetupFunc = func(context.Context, workflows.SetupInput) (workflows.SetupResult, error) {
+	sessiontest.WriteStored(t, h.Store, wire.Header{ID: "rb", CreatedAt: 1}, 0, []session.Event{sessiontest.TurnStart(t, 0, 1)})
+	h.Hooks.SetupFunc = func(context.Context, wire.SetupInput) (workflows.SetupResult, error) {
 		return workflows.SetupResult{}, sessiontest.PlainErr("setup failed")
 	}
-	h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "rb", Hooks: sessiontest.AllHooks})
+	h.Env.ExecuteWorkflow(workflows.ResumeSession, wire.ResumeSessionRequest{ResumeSessionID: "rb", Hooks: sessiontest.AllHooks})
 	sessiontest.RequireMessage(t, h.Env.GetWorkflowError(), "setup failed")
 	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed"}, sessiontest.Types(sessiontest.Stored(t, h.Store, "rb")))
 	require.Equal(t, 0, h.Count(sessiontest.HookPublish))
@@ -38,17 +38,17 @@ func TestRollbackResumeSetupKeepsRepair(t *testing.T) {
 // suffix is one batch; nothing is stored when it fails.
 func TestCreateSetupEventsStoredWithSeed(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("se")
-	h.Hooks.SetupFunc = func(_ context.Context, in workflows.SetupInput) (workflows.SetupResult, error) {
-		return workflows.SetupResult{Events: []session.Event{sessiontest.Ev(t, session.TypeTodoWrite, in.EventCount, map[string]any{"todos": []any{}})}}, nil
+	h.Hooks.SetupFunc = func(_ context.Context, in wire.SetupInput) (workflows.SetupResult, error) {
+		return workflows.SetupResult{Events: []session.Event{sessiontest.Ev(t, wire.TypeTodoWrite, in.EventCount, map[string]any{"todos": []any{}})}}, nil
 	}
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	disp := h.UpdateAt(2*time.Second, "", workflows.UpdateDispose)
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	disp := h.UpdateAt(2*time.Second, "", wire.UpdateDispose)
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "se", Seed: []session.Event{sessiontest.TurnStart(t, 0, 1), sessiontest.TurnEnd(t, 1, 1)}, Hooks: sessiontest.AllHooks})
 	require.NoError(t, h.Env.GetWorkflowError())
-	var info workflows.SessionInfo
+	var info wire.SessionInfo
 	ready.Decode(t, &info)
 	require.Equal(t, int64(4), info.NextSeq)
-	require.Equal(t, 1, h.Count(activities.AppendBatchName), "seed, marker and setup events in one batch")
+	require.Equal(t, 1, h.Count(wire.AppendBatchName), "seed, marker and setup events in one batch")
 	disp.OK(t)
 	require.Equal(t, []string{"turn/start", "turn/end", "session/end-seed", "todo/write"}, sessiontest.Types(sessiontest.Stored(t, h.Store, "se")))
 	sessiontest.RequireReleased(t, h.Store, "se")

@@ -20,7 +20,7 @@ type storedLog struct {
 	*env
 	ref          *wire.HandleRef
 	handleOpen   bool
-	header       session.Header
+	header       wire.Header
 	inherited    int64
 	nextSeq      int64
 	firstLiveSeq int64
@@ -48,14 +48,14 @@ func (s *storedLog) choose() wire.HandleRef {
 }
 
 // opened records the handle's open (or create) and what it reported.
-func (s *storedLog) opened(header session.Header, inherited, next int64) {
+func (s *storedLog) opened(header wire.Header, inherited, next int64) {
 	s.handleOpen = true
 	s.header, s.inherited, s.nextSeq = header, inherited, next
 }
 
 // repaired records what a resume's repair reported: the log after its
 // closers and end-seed marker; the live events start at firstLive.
-func (s *storedLog) repaired(header session.Header, inherited, next, lastTurn, firstLive int64) {
+func (s *storedLog) repaired(header wire.Header, inherited, next, lastTurn, firstLive int64) {
 	s.header, s.inherited, s.nextSeq, s.lastTurn = header, inherited, next, lastTurn
 	s.firstLiveSeq = firstLive
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/internal/lib/wftrace"
-	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // The agent loop of a live session (docs/LIFECYCLE.md, Turns). A turn runs
@@ -24,7 +24,7 @@ import (
 
 // errTypeProviderRefused is the type of the model activity's error for a
 // call the provider refused: the turn ends "error".
-const errTypeProviderRefused = agent.ErrTypeProviderRefused
+const errTypeProviderRefused = wire.ErrTypeProviderRefused
 
 // modelHeartbeatTimeout bounds the model activity's heartbeat timeout: a
 // cancel reaches a heartbeating activity within about 80% of it, and a
@@ -47,10 +47,10 @@ type agentLoop struct {
 	phase   *phaseState
 	appends *appendQueue
 
-	agentOptions *AgentOptions
+	agentOptions *wire.AgentOptions
 	inbox        inbox
 	turn         *turnRun
-	recent       []TurnInfo
+	recent       []wire.TurnInfo
 	// waiters counts the running WaitTurn waits (and waiting inputs);
 	// releaseWaiters answers those of a turn not running, before
 	// continue-as-new.
@@ -60,15 +60,15 @@ type agentLoop struct {
 	// inputs, cancels and waits hold the requests of the input, Cancel and
 	// WaitTurn updates their validators decoded (decodedRequests).
 	inputs  decodedRequests[admittedInput]
-	cancels decodedRequests[CancelRequest]
-	waits   decodedRequests[WaitTurnRequest]
+	cancels decodedRequests[wire.CancelRequest]
+	waits   decodedRequests[wire.WaitTurnRequest]
 }
 
 // turnRun is the running turn: its steps, the calls of the running step,
 // its cancellation and its span. Only its methods write its fields.
 type turnRun struct {
 	a       *agentLoop
-	summary TurnInfo
+	summary wire.TurnInfo
 	step    int64
 	// cause is the cancel's cause once the turn is cancelled.
 	cause string
@@ -79,7 +79,7 @@ type turnRun struct {
 	// span is the turn's trace span (nil when not traced).
 	span *wftrace.WorkflowSpan
 	// calls are the running step's tool calls.
-	calls []CallState
+	calls []wire.CallState
 }
 
 // llmFailure is the error of a turn that ended "error".
@@ -96,7 +96,7 @@ func (a *agentLoop) agentTurns() bool {
 }
 
 // setOptions sets the agent's options (create and resume).
-func (a *agentLoop) setOptions(o *AgentOptions) {
+func (a *agentLoop) setOptions(o *wire.AgentOptions) {
 	a.agentOptions = o
 }
 
@@ -109,14 +109,14 @@ func (a *agentLoop) restore(state LiveState) {
 
 // state is the loop as carried across continue-as-new: the inbox and the
 // recent turns.
-func (a *agentLoop) state() (*InboxState, []TurnInfo) {
+func (a *agentLoop) state() (*InboxState, []wire.TurnInfo) {
 	return a.inbox.state(), slices.Clone(a.recent)
 }
 
 // turnDue reports whether a turn should start: a waking input is pending
 // and no accepted append waits to be stored before it.
 func (a *agentLoop) turnDue() bool {
-	return a.turn == nil && a.inbox.wake && !a.appends.waiting() && !a.phase.disposeWanted && a.phase.phase == PhaseLive
+	return a.turn == nil && a.inbox.wake && !a.appends.waiting() && !a.phase.disposeWanted && a.phase.phase == wire.PhaseLive
 }
 
 // releaseDue reports whether WaitTurn waits are not yet answered: the run
@@ -131,18 +131,18 @@ func (a *agentLoop) releaseWaits() {
 	a.releaseWaiters = true
 }
 
-func maxSteps(o *AgentOptions) int64 {
+func maxSteps(o *wire.AgentOptions) int64 {
 	if o != nil && o.MaxSteps != nil {
 		return int64(*o.MaxSteps)
 	}
-	return DefaultMaxSteps
+	return wire.DefaultMaxSteps
 }
 
-func maxParallelToolCalls(o *AgentOptions) int {
+func maxParallelToolCalls(o *wire.AgentOptions) int {
 	if o != nil && o.MaxParallelToolCalls != nil {
 		return int(min(*o.MaxParallelToolCalls, 1<<20))
 	}
-	return DefaultMaxParallelToolCalls
+	return wire.DefaultMaxParallelToolCalls
 }
 
 // cancelTurn cancels the running turn, if any, with cause.
@@ -174,7 +174,7 @@ func (a *agentLoop) runTurn() {
 	tctx, cancel := workflow.WithCancel(a.dctx)
 	t := &turnRun{
 		a:        a,
-		summary:  TurnInfo{Turn: a.log.lastTurn + 1, StartSeq: a.log.nextSeq, Claimed: []string{}},
+		summary:  wire.TurnInfo{Turn: a.log.lastTurn + 1, StartSeq: a.log.nextSeq, Claimed: []string{}},
 		cancel:   cancel,
 		cancelCh: workflow.NewBufferedChannel(a.dctx, 1),
 	}
@@ -187,7 +187,7 @@ func (a *agentLoop) runTurn() {
 	if n := len(a.recent); n > recentTurns {
 		a.recent = slices.Clone(a.recent[n-recentTurns:])
 	}
-	if reason.Kind != session.TurnEndAborted {
+	if reason.Kind != wire.TurnEndAborted {
 		// Inputs that arrived during the turn start the next one; after
 		// a cancel only a waking input sent since does.
 		a.inbox.setWake(a.inbox.len() > 0)
@@ -197,12 +197,12 @@ func (a *agentLoop) runTurn() {
 // run runs the turn's steps and ends it (EndTurn), and returns how it
 // ended. A storage failure of the workflow's own events or of EndTurn asks
 // for the session's disposal.
-func (t *turnRun) run(tctx workflow.Context) session.TurnEndReason {
+func (t *turnRun) run(tctx workflow.Context) wire.TurnEndReason {
 	a := t.a
 	var (
 		end    agent.EndTurnInput
 		err    error
-		resume *session.TurnEndReason
+		resume *wire.TurnEndReason
 	)
 	for {
 		end, err = t.steps(tctx, resume)
@@ -220,7 +220,7 @@ func (t *turnRun) run(tctx workflow.Context) session.TurnEndReason {
 			end.ExpectSeq = a.log.nextSeq
 		}
 		var res agent.EndTurnResult
-		err = unwrapActivity(t.store(t.span.Context(a.dctx), agent.EndTurnActivity, end).Get(a.dctx, &res))
+		err = unwrapActivity(t.store(t.span.Context(a.dctx), wire.EndTurnActivity, end).Get(a.dctx, &res))
 		if err == nil && len(res.Held) > 0 {
 			// An earlier attempt opened the next step: the turn goes on.
 			if err = t.adoptNextStep(end.Step, res); err == nil {
@@ -236,14 +236,14 @@ func (t *turnRun) run(tctx workflow.Context) session.TurnEndReason {
 	}
 	if err != nil {
 		workflow.GetLogger(a.ctx).Error("turn failed to store; disposing the session", "session", a.id, "turn", t.summary.Turn, "error", errorMessage(err))
-		end.Reason = session.TurnEndReason{Kind: TurnEndStoreFailed}
+		end.Reason = wire.TurnEndReason{Kind: TurnEndStoreFailed}
 		a.phase.requestDispose()
 	}
 	return end.Reason
 }
 
 // end records the turn's end: its summary, and its span's end.
-func (t *turnRun) end(reason session.TurnEndReason) {
+func (t *turnRun) end(reason wire.TurnEndReason) {
 	t.endSpan(reason)
 	t.summary.Reason = &reason
 	t.summary.EndSeq = t.a.log.nextSeq

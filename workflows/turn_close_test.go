@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sessionflow/sessionflow/workflows"
+
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -20,7 +22,7 @@ import (
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // strictProvider refuses, as OpenAI's and Anthropic's APIs do, a request
@@ -114,17 +116,17 @@ func requireCallsAnswered(t *testing.T, evs []session.Event) {
 	open := map[string]int64{}
 	for _, e := range evs {
 		switch e.Type {
-		case session.TypeAssistantMessage:
+		case wire.TypeAssistantMessage:
 			m, err := e.AssistantMessage()
 			require.NoError(t, err)
 			for _, c := range m.ToolCalls() {
 				open[c.ID] = e.Seq
 			}
-		case session.TypeToolResult:
+		case wire.TypeToolResult:
 			r, err := e.ToolResult()
 			require.NoError(t, err)
 			delete(open, r.Message.Source.CallID)
-		case session.TypeStepEnd:
+		case wire.TypeStepEnd:
 			require.Empty(t, open, "step/end@%d leaves tool calls without results", e.Seq)
 		}
 	}
@@ -143,8 +145,8 @@ func requireMaxTokensResult(t *testing.T, evs []session.Event, i int, id string)
 	require.Equal(t, []int64{evs[i-1].Seq}, evs[i].SourceEventSeqs)
 	require.Equal(t, "ToolNotRunError", r.Error.Name)
 	require.Equal(t, "MAX_TOKENS_NOT_RUN", r.Error.Code)
-	require.Equal(t, []session.ToolResultContent{{Type: "tool-result", ToolCallID: id, IsError: true,
-		Content: []session.TextContent{{Type: "text", Text: "Error: tool call not run: the response reached its max-tokens limit, so the call may be cut off"}}}}, r.Message.Content)
+	require.Equal(t, []wire.ToolResultContent{{Type: "tool-result", ToolCallID: id, IsError: true,
+		Content: []wire.TextContent{{Type: "text", Text: "Error: tool call not run: the response reached its max-tokens limit, so the call may be cut off"}}}}, r.Message.Content)
 }
 
 // A max-tokens step with tool calls that ends the turn: EndTurn closes the
@@ -154,7 +156,7 @@ func TestTurnMaxTokensCallsClosedAtTurnEnd(t *testing.T) {
 	cut := scripted.Response{Text: "cut", ToolCalls: []scripted.Call{{ID: "x", Name: "list_dir", Arguments: `{"pa`}, {ID: "y", Name: "read_file"}}, Finish: provider.FinishMaxTokens}
 	p, acts := useStrictAgent(h, nil, cut, scripted.Text("next turn"))
 	h.Env.RegisterActivity(acts)
-	evs := h.RunTurns(workflows.CreateSessionRequest{SessionID: "mc", AgentOptions: sessiontest.Route(), Meta: &workflows.SessionMeta{Cwd: t.TempDir()}}, sessiontest.Prompt("one"), sessiontest.Prompt("two"))
+	evs := h.RunTurns(workflows.CreateSessionRequest{SessionID: "mc", AgentOptions: sessiontest.Route(), Meta: &wire.SessionMeta{Cwd: t.TempDir()}}, sessiontest.Prompt("one"), sessiontest.Prompt("two"))
 	sessiontest.RequireBalanced(t, evs)
 	evs = sessiontest.WithoutRecords(t, evs)
 	requireCallsAnswered(t, evs)
@@ -168,8 +170,8 @@ func TestTurnMaxTokensCallsClosedAtTurnEnd(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, `{"pa`, call.Arguments, "the cut arguments are recorded as the model sent them")
 	require.Equal(t, []string{"max-tokens", "completed"}, sessiontest.ReasonKinds(sessiontest.TurnEnds(t, evs)))
-	require.Zero(t, h.Count(agent.RunToolActivity), "a max-tokens step runs no tool")
-	require.Zero(t, h.Count(agent.CloseCallsActivity))
+	require.Zero(t, h.Count(wire.RunToolActivity), "a max-tokens step runs no tool")
+	require.Zero(t, h.Count(wire.CloseCallsActivity))
 }
 
 // A max-tokens step with a tool call followed by another step (a steer
@@ -182,7 +184,7 @@ func TestTurnMaxTokensCallsClosedBeforeNextStep(t *testing.T) {
 	cut := scripted.Response{Text: "cut", ToolCalls: []scripted.Call{{ID: "x", Name: "list_dir", Arguments: `{}`}}, Finish: provider.FinishMaxTokens}
 	p, acts := useStrictAgent(h, hold, cut, scripted.Text("rest"))
 	h.Env.RegisterActivity(acts)
-	evs := h.RunSteeredTurn(workflows.CreateSessionRequest{SessionID: "ms", AgentOptions: sessiontest.Route(), Meta: &workflows.SessionMeta{Cwd: t.TempDir()}}, hold)
+	evs := h.RunSteeredTurn(workflows.CreateSessionRequest{SessionID: "ms", AgentOptions: sessiontest.Route(), Meta: &wire.SessionMeta{Cwd: t.TempDir()}}, hold)
 	sessiontest.RequireBalanced(t, evs)
 	evs = sessiontest.WithoutRecords(t, evs)
 	requireCallsAnswered(t, evs)
@@ -192,8 +194,8 @@ func TestTurnMaxTokensCallsClosedBeforeNextStep(t *testing.T) {
 	requireMaxTokensResult(t, evs, 5, "x")
 	require.Equal(t, "rest", assistantOf(t, evs[9]).Message.Content[0].Text)
 	require.Equal(t, []string{"max-tokens"}, sessiontest.ReasonKinds(sessiontest.TurnEnds(t, evs)))
-	require.Equal(t, 1, h.Count(agent.CloseCallsActivity))
-	require.Zero(t, h.Count(agent.RunToolActivity))
+	require.Equal(t, 1, h.Count(wire.CloseCallsActivity))
+	require.Zero(t, h.Count(wire.RunToolActivity))
 }
 
 // A tool activity that fails ends the turn "error"; EndTurn closes the
@@ -207,16 +209,16 @@ func TestTurnToolActivityFailureClosesCalls(t *testing.T) {
 		{ID: "c3", Name: "list_dir", Arguments: `{}`},
 	}}
 	p, acts := useStrictAgent(h, nil, first, scripted.Text("next turn"))
-	h.Env.RegisterActivityWithOptions(acts.CallModel, activity.RegisterOptions{Name: agent.CallModelActivity})
-	h.Env.RegisterActivityWithOptions(acts.EndTurn, activity.RegisterOptions{Name: agent.EndTurnActivity})
+	h.Env.RegisterActivityWithOptions(acts.CallModel, activity.RegisterOptions{Name: wire.CallModelActivity})
+	h.Env.RegisterActivityWithOptions(acts.EndTurn, activity.RegisterOptions{Name: wire.EndTurnActivity})
 	// c2's activity fails before it stores anything (its store failed).
 	h.Env.RegisterActivityWithOptions(func(ctx context.Context, in agent.ToolInput) (agent.ToolOutcome, error) {
 		if in.CallID == "c2" {
 			return agent.ToolOutcome{}, temporal.NewNonRetryableApplicationError("disk full", "IOError", nil)
 		}
 		return acts.RunTool(ctx, in)
-	}, activity.RegisterOptions{Name: agent.RunToolActivity})
-	evs := h.RunTurns(workflows.CreateSessionRequest{SessionID: "tx", AgentOptions: sessiontest.Route(), Meta: &workflows.SessionMeta{Cwd: t.TempDir()}}, sessiontest.Prompt("one"), sessiontest.Prompt("two"))
+	}, activity.RegisterOptions{Name: wire.RunToolActivity})
+	evs := h.RunTurns(workflows.CreateSessionRequest{SessionID: "tx", AgentOptions: sessiontest.Route(), Meta: &wire.SessionMeta{Cwd: t.TempDir()}}, sessiontest.Prompt("one"), sessiontest.Prompt("two"))
 	sessiontest.RequireBalanced(t, evs)
 	evs = sessiontest.WithoutRecords(t, evs)
 	requireCallsAnswered(t, evs)
@@ -239,7 +241,7 @@ func TestTurnToolActivityFailureClosesCalls(t *testing.T) {
 	require.Equal(t, "error", te.Reason.Kind)
 	require.JSONEq(t, `{"message":"disk full","code":"IOError"}`, string(te.Reason.Error))
 	var end agent.EndTurnInput
-	h.StartedArg(agent.EndTurnActivity, 0, &end)
+	h.StartedArg(wire.EndTurnActivity, 0, &end)
 	require.Equal(t, []string{"c3"}, end.Skipped)
 	require.Equal(t, int64(14), end.MessageSeq, "the message, after its route and its 10 chunks")
 	require.Equal(t, int64(14), evs[3].Seq)

@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -23,33 +23,33 @@ func TestTurnSteerAndFollowupDuringTurn(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("ts")
 	first := &sessiontest.FakeResponse{Text: "first", Hold: true}
 	fa := sessiontest.NewFakeAgent(h, first, &sessiontest.FakeResponse{Text: "second"}, &sessiontest.FakeResponse{Text: "third"})
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, sessiontest.PromptID("f1", "one"))
-	h.AtStarted(2*time.Second, agent.CallModelActivity, func() {})
-	steer := h.UpdateAt(3*time.Second, "", workflows.UpdateSteer, sessiontest.PromptID("s1", "steer"))
-	later := h.UpdateAt(3*time.Second, "", workflows.UpdateFollowup, sessiontest.PromptID("f2", "two"))
-	var mid workflows.LoopState
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	fu := h.UpdateAt(2*time.Second, "", wire.UpdateFollowup, sessiontest.PromptID("f1", "one"))
+	h.AtStarted(2*time.Second, wire.CallModelActivity, func() {})
+	steer := h.UpdateAt(3*time.Second, "", wire.UpdateSteer, sessiontest.PromptID("s1", "steer"))
+	later := h.UpdateAt(3*time.Second, "", wire.UpdateFollowup, sessiontest.PromptID("f2", "two"))
+	var mid wire.LoopState
 	h.At(3*time.Second, func() {
 		mid = h.LoopState()
 		close(first.Release)
 	})
 	h.WaitFor(4*time.Second, "two turns ended", h.TurnsEnded(2))
-	var st workflows.LoopState
+	var st wire.LoopState
 	h.At(5*time.Second, func() { st = h.LoopState() })
-	disp := h.UpdateAt(6*time.Second, "", workflows.UpdateDispose)
+	disp := h.UpdateAt(6*time.Second, "", wire.UpdateDispose)
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "ts", AgentOptions: sessiontest.Route()})
 	require.NoError(t, h.Env.GetWorkflowError())
 	ready.OK(t)
 	fu.OK(t)
 	disp.OK(t)
-	var sr, lr workflows.InputResult
+	var sr, lr wire.InputResult
 	steer.Decode(t, &sr)
 	later.Decode(t, &lr)
 	require.Equal(t, int64(1), sr.Turn, "queued during turn 1")
 	require.Equal(t, "next-step", sr.Target)
 	require.Equal(t, "next-turn", lr.Target)
 
-	require.Equal(t, workflows.LoopRunning, mid.State)
+	require.Equal(t, wire.LoopRunning, mid.State)
 	require.Equal(t, int64(1), mid.Turn)
 	require.Equal(t, int64(1), mid.Step)
 	require.Equal(t, []string{"f2"}, mid.Pending.NextTurn)
@@ -76,22 +76,22 @@ func TestTurnSteerAndFollowupDuringTurn(t *testing.T) {
 func TestTurnInjectIdle(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("ti")
 	fa := sessiontest.NewFakeAgent(h, &sessiontest.FakeResponse{Text: "ok"})
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	inj := h.UpdateAt(2*time.Second, "", workflows.UpdateInject, sessiontest.PromptID("i1", "context"))
-	var idle workflows.LoopState
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	inj := h.UpdateAt(2*time.Second, "", wire.UpdateInject, sessiontest.PromptID("i1", "context"))
+	var idle wire.LoopState
 	h.At(10*time.Second, func() { idle = h.LoopState() })
-	fu := h.UpdateAt(11*time.Second, "", workflows.UpdateFollowup, sessiontest.PromptID("f1", "question"))
+	fu := h.UpdateAt(11*time.Second, "", wire.UpdateFollowup, sessiontest.PromptID("f1", "question"))
 	h.WaitFor(11*time.Second, "turn 1 ended", h.TurnsEnded(1))
-	disp := h.UpdateAt(12*time.Second, "", workflows.UpdateDispose)
+	disp := h.UpdateAt(12*time.Second, "", wire.UpdateDispose)
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "ti", AgentOptions: sessiontest.Route()})
 	require.NoError(t, h.Env.GetWorkflowError())
 	ready.OK(t)
 	fu.OK(t)
 	disp.OK(t)
-	var ir workflows.InputResult
+	var ir wire.InputResult
 	inj.Decode(t, &ir)
-	require.Equal(t, workflows.InputResult{MessageID: "i1", Target: "next-step", SplicedSeq: 0}, ir)
-	require.Equal(t, workflows.LoopIdle, idle.State)
+	require.Equal(t, wire.InputResult{MessageID: "i1", Target: "next-step", SplicedSeq: 0}, ir)
+	require.Equal(t, wire.LoopIdle, idle.State)
 	require.Equal(t, []string{"i1"}, idle.Pending.NextStep)
 	require.Empty(t, idle.Recent, "an inject wakes nothing")
 
@@ -111,21 +111,21 @@ func TestTurnInputValidators(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("tv")
 	sessiontest.NewFakeAgent(h)
 	var early *sessiontest.Result
-	h.At(0, func() { early = h.Update("", workflows.UpdateFollowup, sessiontest.Prompt("x")) })
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	empty := h.UpdateAt(2*time.Second, "", workflows.UpdateInject, sessiontest.Prompt(""))
-	none := h.UpdateAt(2*time.Second, "", workflows.UpdateInject, workflows.InputRequest{})
-	blocks := h.UpdateAt(2*time.Second, "", workflows.UpdateInject, workflows.InputRequest{Content: json.RawMessage(`[]`)})
-	noType := h.UpdateAt(2*time.Second, "", workflows.UpdateInject, workflows.InputRequest{Content: json.RawMessage(`[{"text":"a"}]`)})
-	lossy := h.UpdateAt(2*time.Second, "", workflows.UpdateInject, workflows.InputRequest{Content: json.RawMessage(`[{"type":"x","n":1e400}]`)})
-	big := h.UpdateAt(2*time.Second, "", workflows.UpdateInject, sessiontest.Prompt(string(make([]byte, 3000))))
-	image := h.UpdateAt(2*time.Second, "", workflows.UpdateInject, workflows.InputRequest{Content: json.RawMessage(`[{"type":"text","text":"a"},{"type":"image","data":"AAAA"}]`)})
-	forged := h.UpdateAt(2*time.Second, "", workflows.UpdateInject, workflows.InputRequest{Content: json.RawMessage(`[{"type":"tool-result","toolCallId":"c1","content":[]}]`)})
-	noRoute := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, sessiontest.Prompt("x"))
-	first := h.UpdateAt(2*time.Second, "", workflows.UpdateInject, sessiontest.PromptID("dup", "a"))
-	dup := h.UpdateAt(2*time.Second, "", workflows.UpdateInject, sessiontest.PromptID("dup", "b"))
-	disp := h.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
-	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "tv", Options: &workflows.Options{MaxBatchBytes: 2048}})
+	h.At(0, func() { early = h.Update("", wire.UpdateFollowup, sessiontest.Prompt("x")) })
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	empty := h.UpdateAt(2*time.Second, "", wire.UpdateInject, sessiontest.Prompt(""))
+	none := h.UpdateAt(2*time.Second, "", wire.UpdateInject, wire.InputRequest{})
+	blocks := h.UpdateAt(2*time.Second, "", wire.UpdateInject, wire.InputRequest{Content: json.RawMessage(`[]`)})
+	noType := h.UpdateAt(2*time.Second, "", wire.UpdateInject, wire.InputRequest{Content: json.RawMessage(`[{"text":"a"}]`)})
+	lossy := h.UpdateAt(2*time.Second, "", wire.UpdateInject, wire.InputRequest{Content: json.RawMessage(`[{"type":"x","n":1e400}]`)})
+	big := h.UpdateAt(2*time.Second, "", wire.UpdateInject, sessiontest.Prompt(string(make([]byte, 3000))))
+	image := h.UpdateAt(2*time.Second, "", wire.UpdateInject, wire.InputRequest{Content: json.RawMessage(`[{"type":"text","text":"a"},{"type":"image","data":"AAAA"}]`)})
+	forged := h.UpdateAt(2*time.Second, "", wire.UpdateInject, wire.InputRequest{Content: json.RawMessage(`[{"type":"tool-result","toolCallId":"c1","content":[]}]`)})
+	noRoute := h.UpdateAt(2*time.Second, "", wire.UpdateFollowup, sessiontest.Prompt("x"))
+	first := h.UpdateAt(2*time.Second, "", wire.UpdateInject, sessiontest.PromptID("dup", "a"))
+	dup := h.UpdateAt(2*time.Second, "", wire.UpdateInject, sessiontest.PromptID("dup", "b"))
+	disp := h.UpdateAt(3*time.Second, "", wire.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "tv", Options: &wire.Options{MaxBatchBytes: 2048}})
 	require.NoError(t, h.Env.GetWorkflowError())
 	ready.OK(t)
 	disp.OK(t)
@@ -149,17 +149,17 @@ func TestTurnInputValidators(t *testing.T) {
 func TestTurnInboxBytesBounded(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("tx")
 	sessiontest.NewFakeAgent(h)
-	big := func(i int) workflows.InputRequest {
+	big := func(i int) wire.InputRequest {
 		return sessiontest.PromptID("b"+strconv.Itoa(i), strings.Repeat(strconv.Itoa(i), 300<<10))
 	}
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
 	var ok []*sessiontest.Result
 	for i := range 3 {
-		ok = append(ok, h.UpdateAt(2*time.Second, "", workflows.UpdateInject, big(i)))
+		ok = append(ok, h.UpdateAt(2*time.Second, "", wire.UpdateInject, big(i)))
 	}
-	full := h.UpdateAt(2*time.Second, "", workflows.UpdateInject, big(3))
-	disp := h.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
-	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "tx", Options: &workflows.Options{MaxBatchBytes: 1 << 20}})
+	full := h.UpdateAt(2*time.Second, "", wire.UpdateInject, big(3))
+	disp := h.UpdateAt(3*time.Second, "", wire.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "tx", Options: &wire.Options{MaxBatchBytes: 1 << 20}})
 	require.NoError(t, h.Env.GetWorkflowError())
 	ready.OK(t)
 	disp.OK(t)

@@ -11,16 +11,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessionflow/sessionflow/workflows"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/provider/scripted"
-	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
 	"github.com/sessionflow/sessionflow/tool"
 	"github.com/sessionflow/sessionflow/tool/mcptool"
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // envMCPServer makes the test binary serve MCP on stdio instead of testing.
@@ -76,7 +77,7 @@ func TestRealTurnMCPTools(t *testing.T) {
 	require.NoError(t, b.Register(acts.Tools.(*tool.Registry)))
 	h.Env.RegisterActivity(acts)
 
-	evs := h.RunTurns(workflows.CreateSessionRequest{SessionID: "rmcp", AgentOptions: sessiontest.Route(), Meta: &workflows.SessionMeta{Cwd: t.TempDir()}}, sessiontest.Prompt("take notes"))
+	evs := h.RunTurns(workflows.CreateSessionRequest{SessionID: "rmcp", AgentOptions: sessiontest.Route(), Meta: &wire.SessionMeta{Cwd: t.TempDir()}}, sessiontest.Prompt("take notes"))
 	sessiontest.RequireBalanced(t, evs)
 	type res struct {
 		id, text, code string
@@ -84,7 +85,7 @@ func TestRealTurnMCPTools(t *testing.T) {
 	}
 	var got []res
 	for _, e := range evs {
-		if e.Type != session.TypeToolResult {
+		if e.Type != wire.TypeToolResult {
 			continue
 		}
 		r, err := e.ToolResult()

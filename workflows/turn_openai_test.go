@@ -18,14 +18,15 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sessionflow/sessionflow/workflows"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/provider/openai"
-	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 const openAITestKey = "sk-turn-test-SECRET-7f3a"
@@ -158,22 +159,22 @@ func TestOpenAITurnRetriesACutStreamAndARateLimit(t *testing.T) {
 	var logs syncBuffer
 	useOpenAIAgent(h, srv.URL+"/v1", &logs)
 	evs := h.RunTurns(workflows.CreateSessionRequest{SessionID: "oa",
-		AgentOptions: &workflows.AgentOptions{Provider: "deepseek", Model: "deepseek-chat"}, Meta: &workflows.SessionMeta{Cwd: cwd}}, sessiontest.Prompt("what is in a.txt?"))
+		AgentOptions: &wire.AgentOptions{Provider: "deepseek", Model: "deepseek-chat"}, Meta: &wire.SessionMeta{Cwd: cwd}}, sessiontest.Prompt("what is in a.txt?"))
 	sessiontest.RequireBalanced(t, evs)
-	var assistants []session.AssistantMessage
+	var assistants []wire.AssistantMessage
 	var results []string
 	for _, e := range evs {
 		switch e.Type {
-		case session.TypeAssistantMessage:
+		case wire.TypeAssistantMessage:
 			assistants = append(assistants, assistantOf(t, e))
-		case session.TypeToolResult:
+		case wire.TypeToolResult:
 			r, err := e.ToolResult()
 			require.NoError(t, err)
 			results = append(results, r.Message.Source.CallID)
 		}
 	}
 	require.Len(t, assistants, 2, "one assistant message per step, none for the failed attempts")
-	require.Equal(t, []session.ContentBlock{
+	require.Equal(t, []wire.ContentBlock{
 		{Type: "reasoning", Text: "Read a.txt and list."},
 		{Type: "text", Text: "Let me look."},
 		{Type: "tool-call", ID: "call_a", Name: "read_file", Arguments: json.RawMessage(`"{\"path\":\"a.txt\"}"`)},
@@ -214,7 +215,7 @@ func TestOpenAITurnRefusedEndsInError(t *testing.T) {
 	var logs syncBuffer
 	useOpenAIAgent(h, srv.URL+"/v1", &logs)
 	evs := h.RunTurns(workflows.CreateSessionRequest{SessionID: "or",
-		AgentOptions: &workflows.AgentOptions{Provider: "deepseek", Model: "deepseek-chat"}}, sessiontest.Prompt("hi"))
+		AgentOptions: &wire.AgentOptions{Provider: "deepseek", Model: "deepseek-chat"}}, sessiontest.Prompt("hi"))
 	sessiontest.RequireBalanced(t, evs)
 	require.Equal(t, []string{"turn/start", "step/start", "user/message", "step/end", "turn/end"}, sessiontest.Types(evs))
 	te, err := evs[4].TurnEnd()

@@ -9,17 +9,18 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/sessionflow/sessionflow/workflows"
+
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
-func assistantOf(t *testing.T, e session.Event) session.AssistantMessage {
+func assistantOf(t *testing.T, e session.Event) wire.AssistantMessage {
 	t.Helper()
 	m, err := e.AssistantMessage()
 	require.NoError(t, err)
@@ -36,7 +37,7 @@ func TestRealTurnPlain(t *testing.T) {
 	m := assistantOf(t, evs[3])
 	require.Equal(t, int64(1), m.Turn)
 	require.Equal(t, int64(1), m.Step)
-	require.Equal(t, []session.ContentBlock{{Type: "text", Text: "Hello there"}}, m.Message.Content)
+	require.Equal(t, []wire.ContentBlock{{Type: "text", Text: "Hello there"}}, m.Message.Content)
 	require.JSONEq(t, `{"inputTokens":10,"outputTokens":3}`, string(m.Usage))
 	require.Equal(t, `{"turn":1,"reason":{"kind":"completed"}}`, string(evs[5].Data))
 }
@@ -57,11 +58,11 @@ func TestRealTurnTools(t *testing.T) {
 		}},
 		scripted.Text("done"),
 	)
-	evs := h.RunTurns(workflows.CreateSessionRequest{SessionID: "rt", AgentOptions: sessiontest.Route(), Meta: &workflows.SessionMeta{Cwd: cwd}}, sessiontest.Prompt("work"))
+	evs := h.RunTurns(workflows.CreateSessionRequest{SessionID: "rt", AgentOptions: sessiontest.Route(), Meta: &wire.SessionMeta{Cwd: cwd}}, sessiontest.Prompt("work"))
 	sessiontest.RequireBalanced(t, evs)
 	var results []string
 	for _, e := range evs {
-		if e.Type == session.TypeToolResult {
+		if e.Type == wire.TypeToolResult {
 			r, err := e.ToolResult()
 			require.NoError(t, err)
 			results = append(results, r.Message.Source.CallID)
@@ -95,7 +96,7 @@ func TestRealTurnRefused(t *testing.T) {
 	var f struct{ Message, Code string }
 	require.NoError(t, json.Unmarshal(te.Reason.Error, &f))
 	require.Contains(t, f.Message, "script exhausted")
-	require.Equal(t, 1, h.Count(agent.CallModelActivity), "a refused call is not retried")
+	require.Equal(t, 1, h.Count(wire.CallModelActivity), "a refused call is not retried")
 }
 
 // max-tokens ends the step without running its tool calls (EndTurn closes
@@ -111,11 +112,11 @@ func TestRealTurnMaxTokensAndStepLimit(t *testing.T) {
 	one := 1.0
 	opts.MaxSteps = &one
 	cwd := t.TempDir()
-	h.RunTurns(workflows.CreateSessionRequest{SessionID: "rm", AgentOptions: opts, Meta: &workflows.SessionMeta{Cwd: cwd}}, sessiontest.Prompt("one"), sessiontest.Prompt("two"))
+	h.RunTurns(workflows.CreateSessionRequest{SessionID: "rm", AgentOptions: opts, Meta: &wire.SessionMeta{Cwd: cwd}}, sessiontest.Prompt("one"), sessiontest.Prompt("two"))
 	evs := sessiontest.WithoutRecords(t, sessiontest.Stored(t, h.Store, "rm"))
 	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message", "tool/call", "tool/result", "step/end", "turn/end",
 		"turn/start", "step/start", "user/message", "assistant/message", "tool/call", "tool/result", "step/end", "turn/end"}, sessiontest.Types(evs),
 		"the cut call is closed, not run (D40)")
 	require.Equal(t, []string{"max-tokens", "blocked"}, sessiontest.ReasonKinds(sessiontest.TurnEnds(t, evs)))
-	require.Zero(t, h.Count(agent.RunToolActivity)-1, "only turn 2's call ran")
+	require.Zero(t, h.Count(wire.RunToolActivity)-1, "only turn 2's call ran")
 }

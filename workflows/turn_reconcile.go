@@ -13,6 +13,7 @@ import (
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // A turn's batch claims the inputs its workflow task admitted. When that
@@ -36,7 +37,7 @@ type AheadInput struct {
 // maxStoredAhead bounds the stored-ahead ids kept (the oldest go first):
 // an update whose earlier attempt was never recorded comes back within the
 // next workflow tasks, or not at all.
-const maxStoredAhead = 4 * MaxPendingInputs
+const maxStoredAhead = 4 * wire.MaxPendingInputs
 
 // messageID is the id in a user message's data.
 func messageID(msg json.RawMessage) string {
@@ -80,7 +81,7 @@ func (t *turnRun) adoptHeld(events []session.Event, claimed []PendingInput, res 
 	k, structs := 0, 0
 	for ; k < len(res.Held); k++ {
 		h := res.Held[k]
-		if h.Type == session.TypeUserMessage {
+		if h.Type == wire.TypeUserMessage {
 			heldIDs = append(heldIDs, h.MessageID)
 			continue
 		}
@@ -148,7 +149,7 @@ func (t *turnRun) adoptHeld(events []session.Event, claimed []PendingInput, res 
 // turnEndedHeld is adoptHeld's report that the earlier attempt ended the
 // turn where this one stores its next step: the turn ends as stored.
 type turnEndedHeld struct {
-	reason session.TurnEndReason
+	reason wire.TurnEndReason
 	// next is the seq after the stored turn/end.
 	next int64
 }
@@ -164,16 +165,16 @@ func (e *turnEndedHeld) Error() string { return "the turn ended as stored by an 
 // nil, nil when the held run does not end the turn.
 func (t *turnRun) heldTurnEnd(built []session.Event, claimed []PendingInput, res activities.AppendResult, refuse func(string) error) (*turnEndedHeld, error) {
 	a := t.a
-	end := slices.IndexFunc(res.Held, func(h activities.HeldEvent) bool { return h.Type == session.TypeTurnEnd })
+	end := slices.IndexFunc(res.Held, func(h activities.HeldEvent) bool { return h.Type == wire.TypeTurnEnd })
 	if end < 0 {
 		return nil, nil
 	}
-	var te session.TurnEnd
+	var te wire.TurnEnd
 	if err := json.Unmarshal(res.Held[end].Data, &te); err != nil || te.Turn != t.summary.Turn {
 		return nil, refuse("a turn/end of another turn")
 	}
 	for i, h := range res.Held[:end] {
-		if h.Type == session.TypeUserMessage || h.Type == session.TypeInboxSpliced || i >= len(built) ||
+		if h.Type == wire.TypeUserMessage || h.Type == wire.TypeInboxSpliced || i >= len(built) ||
 			h.Type != built[i].Type || !bytes.Equal(h.Data, built[i].Data) {
 			return nil, refuse("the turn ended after other events than the batch's")
 		}
@@ -211,7 +212,7 @@ func splitClaims(events []session.Event) ([]session.Event, int) {
 	var out []session.Event
 	n := 0
 	for _, e := range events {
-		if e.Type == session.TypeUserMessage {
+		if e.Type == wire.TypeUserMessage {
 			n++
 			continue
 		}
@@ -230,7 +231,7 @@ func (t *turnRun) adoptNextStep(step int64, res agent.EndTurnResult) error {
 	a := t.a
 	h := res.Held
 	first := res.NextSeq - int64(len(h))
-	if len(h) < 2 || h[0].Type != session.TypeStepEnd || h[1].Type != session.TypeStepStart {
+	if len(h) < 2 || h[0].Type != wire.TypeStepEnd || h[1].Type != wire.TypeStepStart {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 			"the log of %s holds other events at seqs %d..%d than the end of turn %d", quoteID(a.id), first, res.NextSeq-1, t.summary.Turn), "SeqMismatch", nil)
 	}
@@ -270,7 +271,7 @@ type ClaimedInput struct {
 }
 
 // maxRecentClaims bounds the claimed inputs kept for deduplication.
-const maxRecentClaims = 4 * MaxPendingInputs
+const maxRecentClaims = 4 * wire.MaxPendingInputs
 
 // messageSum is the digest of a message kept in ClaimedInput.
 func messageSum(msg []byte) []byte {

@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sessionflow/sessionflow/agent"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // toolCtx returns ctx with the tool activities' options. They run in a
@@ -57,8 +58,8 @@ func (t *turnRun) runTools(step int64, res agent.ModelResult) toolsOutcome {
 		c.ReceiveAsync(nil)
 		aborted = true
 		for i := range t.calls {
-			if t.calls[i].State == CallPending {
-				t.calls[i].State = CallSkipped
+			if t.calls[i].State == wire.CallPending {
+				t.calls[i].State = wire.CallSkipped
 			}
 		}
 		if inFlight > 0 && a.gates.taken(a.dctx, toolCancelChange) {
@@ -67,9 +68,9 @@ func (t *turnRun) runTools(step int64, res agent.ModelResult) toolsOutcome {
 		}
 	})
 	ctx := t.span.Context(a.set.toolCtx(callsCtx))
-	t.calls = make([]CallState, len(calls))
+	t.calls = make([]wire.CallState, len(calls))
 	for i, c := range calls {
-		t.calls[i] = CallState{ID: c.ID, Name: c.Name, Index: i, State: CallPending}
+		t.calls[i] = wire.CallState{ID: c.ID, Name: c.Name, Index: i, State: wire.CallPending}
 	}
 	for {
 		for !aborted && out.err == nil && !exclusive && next < len(calls) && inFlight < limit {
@@ -77,12 +78,12 @@ func (t *turnRun) runTools(step int64, res agent.ModelResult) toolsOutcome {
 			if !c.Parallel && inFlight > 0 {
 				break
 			}
-			f := workflow.ExecuteActivity(ctx, agent.RunToolActivity, agent.ToolInput{
+			f := workflow.ExecuteActivity(ctx, wire.RunToolActivity, agent.ToolInput{
 				Ref: *a.log.ref, Turn: t.summary.Turn, Step: step, MessageSeq: res.MessageSeq,
 				CallID: c.ID, Name: c.Name, Index: next,
 			})
 			parallel, idx := c.Parallel, next
-			t.calls[idx].State = CallRunning
+			t.calls[idx].State = wire.CallRunning
 			inFlight++
 			next++
 			exclusive = !parallel
@@ -96,17 +97,17 @@ func (t *turnRun) runTools(step int64, res agent.ModelResult) toolsOutcome {
 				if err != nil && cancelled && temporal.IsCanceledError(err) {
 					// Cancelled before it stored a result (or before it
 					// started): the turn's end closes the call (D40).
-					t.calls[idx].State = CallSkipped
+					t.calls[idx].State = wire.CallSkipped
 					return
 				}
 				if err != nil {
-					t.calls[idx].State = CallFailed
+					t.calls[idx].State = wire.CallFailed
 					if out.err == nil {
 						out.err = unwrapActivity(err)
 					}
 					return
 				}
-				t.calls[idx].State, t.calls[idx].IsError, t.calls[idx].Code = CallDone, o.IsError, o.Code
+				t.calls[idx].State, t.calls[idx].IsError, t.calls[idx].Code = wire.CallDone, o.IsError, o.Code
 				a.log.follow(o.NextSeq)
 			})
 		}
@@ -119,7 +120,7 @@ func (t *turnRun) runTools(step int64, res agent.ModelResult) toolsOutcome {
 		out.aborted = aborted || t.cause != ""
 		for i, c := range calls[next:] {
 			out.skipped = append(out.skipped, c.ID)
-			t.calls[next+i].State = CallSkipped
+			t.calls[next+i].State = wire.CallSkipped
 		}
 	}
 	return out

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -34,11 +35,11 @@ func injectAcrossWedgedOwner(h *sessiontest.Harness, id string, owner, resumer f
 	t := h.T
 	t.Helper()
 	owner(h)
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, sessiontest.PromptID("f1", "first"))
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	fu := h.UpdateAt(2*time.Second, "", wire.UpdateFollowup, sessiontest.PromptID("f1", "first"))
 	h.WaitFor(2*time.Second, "turn 1 ended", h.TurnsEnded(1))
-	inj := h.UpdateAt(3*time.Second, "", workflows.UpdateInject, sessiontest.PromptID("i1", "later"))
-	var idle, resumed workflows.LoopState
+	inj := h.UpdateAt(3*time.Second, "", wire.UpdateInject, sessiontest.PromptID("i1", "later"))
+	var idle, resumed wire.LoopState
 	var after []session.Event
 	h.At(4*time.Second, func() {
 		lease, err := h.Store.ForceUnlock(context.Background(), id)
@@ -47,13 +48,13 @@ func injectAcrossWedgedOwner(h *sessiontest.Harness, id string, owner, resumer f
 
 		h2 := sessiontest.NewHarnessOn(t, h.Store).WithID(id)
 		resumer(h2)
-		ready2 := h2.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+		ready2 := h2.UpdateAt(time.Second, "", wire.UpdateWaitReady)
 		h2.At(2*time.Second, func() { idle = h2.LoopState() })
-		fu2 := h2.UpdateAt(3*time.Second, "", workflows.UpdateFollowup, sessiontest.PromptID("f2", "second"))
+		fu2 := h2.UpdateAt(3*time.Second, "", wire.UpdateFollowup, sessiontest.PromptID("f2", "second"))
 		h2.WaitFor(3*time.Second, "turn 2 ended", h2.TurnsEnded(1))
 		h2.At(4*time.Second, func() { resumed = h2.LoopState() })
-		disp2 := h2.UpdateAt(5*time.Second, "", workflows.UpdateDispose)
-		h2.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: id, AgentOptions: sessiontest.Route()})
+		disp2 := h2.UpdateAt(5*time.Second, "", wire.UpdateDispose)
+		h2.Env.ExecuteWorkflow(workflows.ResumeSession, wire.ResumeSessionRequest{ResumeSessionID: id, AgentOptions: sessiontest.Route()})
 		require.NoError(t, h2.Env.GetWorkflowError())
 		ready2.OK(t)
 		fu2.OK(t)
@@ -67,7 +68,7 @@ func injectAcrossWedgedOwner(h *sessiontest.Harness, id string, owner, resumer f
 	fu.OK(t)
 	inj.OK(t)
 
-	require.Equal(t, workflows.LoopIdle, idle.State)
+	require.Equal(t, wire.LoopIdle, idle.State)
 	require.Equal(t, []string{"i1"}, idle.Pending.NextStep, "the stored inject is pending after the resume")
 	require.Empty(t, idle.Recent, "nothing woke the agent")
 	require.Len(t, resumed.Recent, 1)

@@ -15,11 +15,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
 	"github.com/sessionflow/sessionflow/tool"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -50,7 +50,7 @@ func turnNumbers(t *testing.T, evs []session.Event) []int64 {
 	t.Helper()
 	var out []int64
 	for _, e := range evs {
-		if e.Type == session.TypeTurnStart {
+		if e.Type == wire.TypeTurnStart {
 			ts, err := e.TurnStart()
 			require.NoError(t, err)
 			out = append(out, ts.Turn)
@@ -77,15 +77,15 @@ func TestRealTurnS0_04_SeedPlusLiveTurn(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("r04")
 	sessiontest.UseRealAgentTools(h, nil, scripted.Text("assistant text").WithChunkSize(5))
 	seed := []session.Event{sessiontest.TurnStart(t, 0, 1), sessiontest.TurnEnd(t, 1, 1)}
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, sessiontest.PromptID("u1", "go on"))
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	fu := h.UpdateAt(2*time.Second, "", wire.UpdateFollowup, sessiontest.PromptID("u1", "go on"))
 	h.WaitFor(2*time.Second, "turn 2 ended", h.TurnsEnded(1))
-	disp := h.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
+	disp := h.UpdateAt(3*time.Second, "", wire.UpdateDispose)
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "r04", Seed: seed, AgentOptions: sessiontest.Route()})
 	require.NoError(t, h.Env.GetWorkflowError())
 	fu.OK(t)
 	disp.OK(t)
-	var info workflows.SessionInfo
+	var info wire.SessionInfo
 	ready.Decode(t, &info)
 	require.Equal(t, int64(3), info.NextSeq)
 	require.Equal(t, int64(2), info.FirstLiveSeq)
@@ -97,7 +97,7 @@ func TestRealTurnS0_04_SeedPlusLiveTurn(t *testing.T) {
 	require.Equal(t, []int64{1, 2}, turnNumbers(t, evs))
 	m := assistantOf(t, evs[6])
 	require.Equal(t, int64(2), m.Turn)
-	require.Equal(t, []session.ContentBlock{{Type: "text", Text: "assistant text"}}, m.Message.Content)
+	require.Equal(t, []wire.ContentBlock{{Type: "text", Text: "assistant text"}}, m.Message.Content)
 	require.Equal(t, `{"turn":2,"reason":{"kind":"completed"}}`, string(evs[8].Data))
 }
 
@@ -109,11 +109,11 @@ func TestRealTurnS0_04_SeedPlusLiveTurn(t *testing.T) {
 func TestRealTurnS0_17_ResumeClosesOpenTurn(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("r17")
 	sessiontest.UseRealAgentTools(h, nil, scripted.Text("never shown").WithStall(0))
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, sessiontest.PromptID("u1", "hi"))
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	fu := h.UpdateAt(2*time.Second, "", wire.UpdateFollowup, sessiontest.PromptID("u1", "hi"))
 	var before, after []session.Event
-	var info workflows.SessionInfo
-	h.AtStarted(3*time.Second, agent.CallModelActivity, func() {
+	var info wire.SessionInfo
+	h.AtStarted(3*time.Second, wire.CallModelActivity, func() {
 		before = sessiontest.Stored(t, h.Store, "r17")
 		lease, err := h.Store.ForceUnlock(context.Background(), "r17")
 		require.NoError(t, err)
@@ -150,10 +150,10 @@ func TestRealTurnS0_18_ResumeToolOutcomeUnknown(t *testing.T) {
 	sessiontest.UseRealAgentTools(h, []tool.Tool{stallTool(started, release)},
 		scripted.ToolCall("call-1", "stall", `{}`), scripted.Text("unreached"))
 	cwd := t.TempDir()
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, sessiontest.PromptID("u1", "run it"))
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	fu := h.UpdateAt(2*time.Second, "", wire.UpdateFollowup, sessiontest.PromptID("u1", "run it"))
 	var before, after []session.Event
-	var info workflows.SessionInfo
+	var info wire.SessionInfo
 	// A running activity holds the environment's clock, so the crash is
 	// driven from a goroutine once the tool runs (its tool/call stored);
 	// then the wedged owner's tool returns (its workflow runs tools in a
@@ -176,7 +176,7 @@ func TestRealTurnS0_18_ResumeToolOutcomeUnknown(t *testing.T) {
 		info, _ = sessiontest.ResumeAndDispose(t, h.Store, "r18")
 		after = sessiontest.Stored(t, h.Store, "r18")
 	}()
-	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "r18", AgentOptions: sessiontest.Route(), Meta: &workflows.SessionMeta{Cwd: cwd}})
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "r18", AgentOptions: sessiontest.Route(), Meta: &wire.SessionMeta{Cwd: cwd}})
 	<-crashed
 	require.NoError(t, h.Env.GetWorkflowError())
 	ready.OK(t)
@@ -201,7 +201,7 @@ func TestRealTurnS0_18_ResumeToolOutcomeUnknown(t *testing.T) {
 		string(mustJSON(t, tr.Message.Content[0].Content)))
 	require.Equal(t, `{"turn":1,"step":1}`, string(closing[1].Data))
 	require.Equal(t, `{"turn":1,"reason":{"kind":"interrupted"}}`, string(closing[2].Data))
-	require.Equal(t, 1, h.Count(agent.RunToolActivity), "the tool ran once")
+	require.Equal(t, 1, h.Count(wire.RunToolActivity), "the tool ran once")
 	// The wedged owner's late cancellation changed nothing.
 	require.Equal(t, rawEvents(t, after), rawEvents(t, sessiontest.Stored(t, h.Store, "r18")))
 	sessiontest.RequireReleased(t, h.Store, "r18")
@@ -225,8 +225,8 @@ func TestRealTurnS0_32_InjectSurvivesWedgedOwner(t *testing.T) {
 		func(h *sessiontest.Harness) {
 			sessiontest.UseRealAgentTools(h, nil, scripted.Text("unused"), scripted.Text("two"))
 		})
-	require.Equal(t, []session.ContentBlock{{Type: "text", Text: "one"}}, assistantOf(t, after[3]).Message.Content)
-	require.Equal(t, []session.ContentBlock{{Type: "text", Text: "two"}}, assistantOf(t, after[13]).Message.Content)
+	require.Equal(t, []wire.ContentBlock{{Type: "text", Text: "one"}}, assistantOf(t, after[3]).Message.Content)
+	require.Equal(t, []wire.ContentBlock{{Type: "text", Text: "two"}}, assistantOf(t, after[13]).Message.Content)
 }
 
 // S0-33 with real turns: a turn with a tool call in a cwd, dispose; a
@@ -239,11 +239,11 @@ func TestRealTurnS0_33_ResumeContinuesNumbering(t *testing.T) {
 	sessiontest.UseRealAgentTools(h, nil,
 		scripted.ToolCall("c1", "write_file", `{"path":"n.txt","content":"first"}`),
 		scripted.Text("first done"))
-	ready1 := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu1 := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, sessiontest.PromptID("u1", "write"))
+	ready1 := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	fu1 := h.UpdateAt(2*time.Second, "", wire.UpdateFollowup, sessiontest.PromptID("u1", "write"))
 	h.WaitFor(2*time.Second, "turn 1 ended", h.TurnsEnded(1))
-	disp1 := h.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
-	meta := &workflows.SessionMeta{Cwd: cwd}
+	disp1 := h.UpdateAt(3*time.Second, "", wire.UpdateDispose)
+	meta := &wire.SessionMeta{Cwd: cwd}
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "r33", AgentOptions: sessiontest.Route(), Meta: meta})
 	require.NoError(t, h.Env.GetWorkflowError())
 	ready1.OK(t)
@@ -258,23 +258,23 @@ func TestRealTurnS0_33_ResumeContinuesNumbering(t *testing.T) {
 	// assistant messages.
 	sessiontest.UseRealAgentTools(h2, nil, scripted.Text("unused"), scripted.Text("unused"),
 		scripted.ToolCall("c2", "read_file", `{"path":"n.txt"}`), scripted.Text("second done"))
-	ready := h2.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	ready := h2.UpdateAt(time.Second, "", wire.UpdateWaitReady)
 	var mid []session.Event
 	h2.At(2*time.Second, func() { mid = sessiontest.Stored(t, h2.Store, "r33") })
-	fu2 := h2.UpdateAt(3*time.Second, "", workflows.UpdateFollowup, sessiontest.PromptID("u2", "read"))
+	fu2 := h2.UpdateAt(3*time.Second, "", wire.UpdateFollowup, sessiontest.PromptID("u2", "read"))
 	h2.WaitFor(3*time.Second, "turn 2 ended", h2.TurnsEnded(1))
-	disp2 := h2.UpdateAt(4*time.Second, "", workflows.UpdateDispose)
-	h2.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: "r33", AgentOptions: sessiontest.Route()})
+	disp2 := h2.UpdateAt(4*time.Second, "", wire.UpdateDispose)
+	h2.Env.ExecuteWorkflow(workflows.ResumeSession, wire.ResumeSessionRequest{ResumeSessionID: "r33", AgentOptions: sessiontest.Route()})
 	require.NoError(t, h2.Env.GetWorkflowError())
 	fu2.OK(t)
 	disp2.OK(t)
-	var info workflows.SessionInfo
+	var info wire.SessionInfo
 	ready.Decode(t, &info)
 	require.Equal(t, "r33", info.SessionID)
 	require.Equal(t, int64(1), info.LastTurn)
 	require.Equal(t, int64(len(old)), info.FirstLiveSeq)
 	require.Len(t, mid, len(old)+1)
-	require.Equal(t, session.TypeEndSeed, mid[len(mid)-1].Type)
+	require.Equal(t, wire.TypeEndSeed, mid[len(mid)-1].Type)
 	require.Equal(t, rawEvents(t, old), rawEvents(t, mid[:len(old)]), "the stored prefix is byte-identical")
 	final := sessiontest.Stored(t, h.Store, "r33")
 	sessiontest.RequireBalanced(t, final)
@@ -283,12 +283,12 @@ func TestRealTurnS0_33_ResumeContinuesNumbering(t *testing.T) {
 	// the stored one.
 	second := sessiontest.WithoutRecords(t, final[len(old)+1:])
 	require.Len(t, second, 11)
-	require.NotContains(t, sessiontest.Types(final[len(old)+1:]), session.TypeRequestContext)
+	require.NotContains(t, sessiontest.Types(final[len(old)+1:]), wire.TypeRequestContext)
 	require.Equal(t, int64(21), second[0].Seq)
 	require.Equal(t, `{"turn":2}`, string(second[0].Data))
 	var results []string
 	for _, e := range second {
-		if e.Type == session.TypeToolResult {
+		if e.Type == wire.TypeToolResult {
 			tr, err := e.ToolResult()
 			require.NoError(t, err)
 			require.False(t, tr.Message.Content[0].IsError)

@@ -6,13 +6,15 @@ import (
 
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // register installs the agent loop's updates and query.
 func (a *agentLoop) register() error {
 	for _, k := range []inputKind{followupKind, steerKind, injectKind} {
 		if err := workflow.SetUpdateHandlerWithOptions(a.ctx, k.name,
-			func(ctx workflow.Context, in converter.RawValue) (InputResult, error) {
+			func(ctx workflow.Context, in converter.RawValue) (wire.InputResult, error) {
 				return a.handleInput(ctx, k, in)
 			},
 			workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, in converter.RawValue) error {
@@ -21,19 +23,19 @@ func (a *agentLoop) register() error {
 			return err
 		}
 	}
-	if err := workflow.SetUpdateHandlerWithOptions(a.ctx, UpdateCancel, a.handleCancel,
+	if err := workflow.SetUpdateHandlerWithOptions(a.ctx, wire.UpdateCancel, a.handleCancel,
 		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, in converter.RawValue) error {
 			return boundRejection(a.validateCancel(ctx, in))
 		}}); err != nil {
 		return err
 	}
-	if err := workflow.SetUpdateHandlerWithOptions(a.ctx, UpdateWaitTurn, a.handleWaitTurn,
+	if err := workflow.SetUpdateHandlerWithOptions(a.ctx, wire.UpdateWaitTurn, a.handleWaitTurn,
 		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, in converter.RawValue) error {
 			return boundRejection(a.validateWaitTurn(ctx, in))
 		}}); err != nil {
 		return err
 	}
-	return workflow.SetQueryHandler(a.ctx, QueryLoopState, a.loopState)
+	return workflow.SetQueryHandler(a.ctx, wire.QueryLoopState, a.loopState)
 }
 
 // validateCancel accepts a Cancel of a live session with cause "user" or
@@ -42,12 +44,12 @@ func (a *agentLoop) validateCancel(ctx workflow.Context, in converter.RawValue) 
 	if err := a.phase.admit(); err != nil {
 		return err
 	}
-	var req CancelRequest
-	if err := decodeRequest(UpdateCancel, in, &req); err != nil {
+	var req wire.CancelRequest
+	if err := decodeRequest(wire.UpdateCancel, in, &req); err != nil {
 		return err
 	}
-	if req.Cause != CauseUser && req.Cause != CauseParent {
-		return invalidArgument(fmt.Sprintf("Cancel: cause must be %q or %q, not %q", CauseUser, CauseParent, req.Cause))
+	if req.Cause != wire.CauseUser && req.Cause != wire.CauseParent {
+		return invalidArgument(fmt.Sprintf("Cancel: cause must be %q or %q, not %q", wire.CauseUser, wire.CauseParent, req.Cause))
 	}
 	a.cancels.keep(ctx, req)
 	return nil
@@ -58,16 +60,16 @@ func (a *agentLoop) validateCancel(ctx workflow.Context, in converter.RawValue) 
 // are discarded (none of them is stored while a turn runs: an Inject is
 // stored only while idle, and a turn claims every stored input at its
 // start).
-func (a *agentLoop) handleCancel(ctx workflow.Context, in converter.RawValue) (CancelResult, error) {
-	req, err := a.cancels.take(ctx, UpdateCancel, in)
+func (a *agentLoop) handleCancel(ctx workflow.Context, in converter.RawValue) (wire.CancelResult, error) {
+	req, err := a.cancels.take(ctx, wire.UpdateCancel, in)
 	if err != nil {
-		return CancelResult{}, err
+		return wire.CancelResult{}, err
 	}
 	t := a.turn
 	if t == nil {
-		return CancelResult{}, nil
+		return wire.CancelResult{}, nil
 	}
-	res := CancelResult{Cancelled: true, Turn: t.summary.Turn}
+	res := wire.CancelResult{Cancelled: true, Turn: t.summary.Turn}
 	if !req.KeepInbox {
 		res.Discarded = a.inbox.clear()
 	}
@@ -75,26 +77,26 @@ func (a *agentLoop) handleCancel(ctx workflow.Context, in converter.RawValue) (C
 	t.cancelWith(req.Cause)
 	hctx, _ := workflow.NewDisconnectedContext(ctx)
 	if err := workflow.Await(hctx, func() bool { return t.done }); err != nil {
-		return CancelResult{}, err
+		return wire.CancelResult{}, err
 	}
 	res.Reason = t.summary.Reason
 	return res, nil
 }
 
 // loopState answers the LoopState query.
-func (a *agentLoop) loopState() (LoopState, error) {
-	s := LoopState{
-		State:    LoopIdle,
-		Pending:  PendingInputs{NextTurn: ids(a.inbox.nextTurn), NextStep: ids(a.inbox.nextStep)},
+func (a *agentLoop) loopState() (wire.LoopState, error) {
+	s := wire.LoopState{
+		State:    wire.LoopIdle,
+		Pending:  wire.PendingInputs{NextTurn: ids(a.inbox.nextTurn), NextStep: ids(a.inbox.nextStep)},
 		LastTurn: a.log.lastTurn,
 		NextSeq:  a.log.nextSeq,
 		Recent:   slices.Clone(a.recent),
 	}
 	if s.Recent == nil {
-		s.Recent = []TurnInfo{}
+		s.Recent = []wire.TurnInfo{}
 	}
 	if t := a.turn; t != nil {
-		s.State, s.Turn, s.Step = LoopRunning, t.summary.Turn, t.step
+		s.State, s.Turn, s.Step = wire.LoopRunning, t.summary.Turn, t.step
 		cur := t.summary
 		cur.Claimed = slices.Clone(cur.Claimed)
 		cur.Steps = t.step

@@ -3,13 +3,14 @@ package workflows_test
 import (
 	"testing"
 
+	"github.com/sessionflow/sessionflow/workflows"
+
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // A model that asks for a tool at every step, forever: the turn ends
@@ -24,9 +25,9 @@ func TestRealTurnDefaultStepLimit(t *testing.T) {
 	}})
 	require.NoError(t, err)
 	h.Env.RegisterActivity(sessiontest.AgentActivities(h, provider.Set{"scripted": p}))
-	req := workflows.CreateSessionRequest{SessionID: "rd", AgentOptions: sessiontest.Route(), Meta: &workflows.SessionMeta{Cwd: t.TempDir()}}
+	req := workflows.CreateSessionRequest{SessionID: "rd", AgentOptions: sessiontest.Route(), Meta: &wire.SessionMeta{Cwd: t.TempDir()}}
 	evs := h.RunTurns(req, sessiontest.Prompt("go on forever"))
 	require.Equal(t, []string{"blocked"}, sessiontest.ReasonKinds(sessiontest.TurnEnds(t, evs)))
-	require.Equal(t, 100, h.Count(agent.CallModelActivity), "model calls")
-	require.Equal(t, 100, h.Count(agent.RunToolActivity), "tool runs")
+	require.Equal(t, 100, h.Count(wire.CallModelActivity), "model calls")
+	require.Equal(t, 100, h.Count(wire.RunToolActivity), "tool runs")
 }

@@ -5,18 +5,20 @@ import (
 	"errors"
 	"slices"
 
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/session"
-	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/workflow"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // steps runs the turn's steps and returns how to end it. With resume
 // (the reason the turn had), it goes on with the step t.step, opened and
 // stored already (adoptNextStep), from its model call.
-func (t *turnRun) steps(tctx workflow.Context, resume *session.TurnEndReason) (agent.EndTurnInput, error) {
+func (t *turnRun) steps(tctx workflow.Context, resume *wire.TurnEndReason) (agent.EndTurnInput, error) {
 	a := t.a
 	turn := t.summary.Turn
 	end := agent.EndTurnInput{Ref: *a.log.ref, Turn: turn, MessageSeq: -1}
@@ -56,11 +58,11 @@ func (t *turnRun) steps(tctx workflow.Context, resume *session.TurnEndReason) (a
 		}
 		return err
 	}
-	var reason *session.TurnEndReason
+	var reason *wire.TurnEndReason
 	openStep := int64(0)
 	if resume != nil {
 		reason, openStep = resume, t.step
-	} else if err := add(session.TypeTurnStart, session.TurnStart{Turn: turn}, false); err != nil {
+	} else if err := add(wire.TypeTurnStart, wire.TurnStart{Turn: turn}, false); err != nil {
 		return end, err
 	}
 steps:
@@ -73,7 +75,7 @@ steps:
 		if resumed {
 			step, resume = t.step, nil
 		} else if step > maxSteps(a.agentOptions) {
-			reason = &session.TurnEndReason{Kind: session.TurnEndBlocked}
+			reason = &wire.TurnEndReason{Kind: wire.TurnEndBlocked}
 			break
 		}
 		if !resumed {
@@ -84,22 +86,22 @@ steps:
 			batch = append(batch, splice...)
 			if step == 1 && len(claimed) == 0 {
 				// Nothing to say: the turn spends no model call.
-				reason = &session.TurnEndReason{Kind: session.TurnEndCompleted}
+				reason = &wire.TurnEndReason{Kind: wire.TurnEndCompleted}
 				break
 			}
 			if reason != nil && len(claimed) == 0 {
 				break
 			}
 			if openStep > 0 {
-				if err := add(session.TypeStepEnd, session.StepEnd{Turn: turn, Step: openStep}, false); err != nil {
+				if err := add(wire.TypeStepEnd, wire.StepEnd{Turn: turn, Step: openStep}, false); err != nil {
 					return end, err
 				}
 			}
-			if err := add(session.TypeStepStart, session.StepStart{Turn: turn, Step: step}, false); err != nil {
+			if err := add(wire.TypeStepStart, wire.StepStart{Turn: turn, Step: step}, false); err != nil {
 				return end, err
 			}
 			for _, p := range claimed {
-				if err := add(session.TypeUserMessage, p.Message, true); err != nil {
+				if err := add(wire.TypeUserMessage, p.Message, true); err != nil {
 					return end, err
 				}
 			}
@@ -119,13 +121,13 @@ steps:
 			break
 		}
 		a.log.follow(res.NextSeq)
-		var stepEnd *session.TurnEndReason
+		var stepEnd *wire.TurnEndReason
 		// cut is the max-tokens message whose calls were not run and are
 		// still to close (-1: none).
 		cut := int64(-1)
 		switch {
 		case res.Finish == provider.FinishMaxTokens:
-			stepEnd = &session.TurnEndReason{Kind: session.TurnEndMaxTokens}
+			stepEnd = &wire.TurnEndReason{Kind: wire.TurnEndMaxTokens}
 			if len(res.ToolCalls) > 0 && res.MessageSeq >= 0 && closesCalls(a.dctx) {
 				// The calls are not run (D35) but closed (D40): by EndTurn
 				// when the turn ends here, else before the next step.
@@ -133,14 +135,14 @@ steps:
 				end.MessageSeq, end.MaxTokens = res.MessageSeq, true
 			}
 		case len(res.ToolCalls) == 0:
-			stepEnd = &session.TurnEndReason{Kind: session.TurnEndCompleted}
+			stepEnd = &wire.TurnEndReason{Kind: wire.TurnEndCompleted}
 		default:
 			out := t.runTools(step, res)
 			if out.aborted {
 				end.MessageSeq, end.Skipped = res.MessageSeq, out.skipped
 			}
 			if out.err != nil && t.cause == "" {
-				reason = &session.TurnEndReason{Kind: session.TurnEndError, Error: failureJSON(activityFailure(out.err))}
+				reason = &wire.TurnEndReason{Kind: wire.TurnEndError, Error: failureJSON(activityFailure(out.err))}
 				if closesCalls(a.dctx) {
 					// EndTurn closes the failed and the undispatched calls.
 					end.MessageSeq, end.Skipped = res.MessageSeq, out.skipped
@@ -150,7 +152,7 @@ steps:
 		}
 		// max-tokens is sticky: a later step that completes does not
 		// downgrade the turn's outcome.
-		if reason == nil || reason.Kind != session.TurnEndMaxTokens {
+		if reason == nil || reason.Kind != wire.TurnEndMaxTokens {
 			reason = stepEnd
 		}
 		if t.cause != "" {
@@ -202,7 +204,7 @@ func (t *turnRun) storeBatch(events []session.Event, claimed []PendingInput) ([]
 			take++
 		}
 		var res activities.AppendResult
-		err := t.store(t.span.Context(a.dctx), activities.AppendBatchName,
+		err := t.store(t.span.Context(a.dctx), wire.AppendBatchName,
 			activities.AppendBatchInput{Ref: *a.log.ref, Events: events[:take], Rerun: local, Reconcile: local}).Get(a.dctx, &res)
 		if err != nil {
 			return ids, unwrapActivity(err)
@@ -265,7 +267,7 @@ func closesCalls(dctx workflow.Context) bool {
 func (t *turnRun) closeCalls(msgSeq int64, maxTokens bool) error {
 	a := t.a
 	var res agent.CloseCallsResult
-	err := workflow.ExecuteActivity(a.set.storeCtx(a.dctx), agent.CloseCallsActivity,
+	err := workflow.ExecuteActivity(a.set.storeCtx(a.dctx), wire.CloseCallsActivity,
 		agent.CloseCallsInput{Ref: *a.log.ref, Turn: t.summary.Turn, MessageSeq: msgSeq, MaxTokens: maxTokens}).Get(a.dctx, &res)
 	if err != nil {
 		return unwrapActivity(err)
@@ -274,9 +276,9 @@ func (t *turnRun) closeCalls(msgSeq int64, maxTokens bool) error {
 	return nil
 }
 
-func abortedReason(cause string) *session.TurnEndReason {
+func abortedReason(cause string) *wire.TurnEndReason {
 	r, _ := session.MarshalData(map[string]string{"kind": cause})
-	return &session.TurnEndReason{Kind: session.TurnEndAborted, Reason: r}
+	return &wire.TurnEndReason{Kind: wire.TurnEndAborted, Reason: r}
 }
 
 func failureJSON(f llmFailure) json.RawMessage {
@@ -310,7 +312,7 @@ func (t *turnRun) callModel(tctx workflow.Context, step int64) (agent.ModelResul
 		}
 	}
 	var res agent.ModelResult
-	err := workflow.ExecuteActivity(a.set.modelCtx(tctx), agent.CallModelActivity, in).Get(a.dctx, &res)
+	err := workflow.ExecuteActivity(a.set.modelCtx(tctx), wire.CallModelActivity, in).Get(a.dctx, &res)
 	return res, err
 }
 
@@ -318,11 +320,11 @@ func (t *turnRun) callModel(tctx workflow.Context, step int64) (agent.ModelResul
 // when the turn was cancelled, else error: the provider's message and code
 // for a refused call; else the activity error's type as the code, UNKNOWN
 // when it has none (a timeout).
-func (t *turnRun) modelFailure(err error) *session.TurnEndReason {
+func (t *turnRun) modelFailure(err error) *wire.TurnEndReason {
 	if t.cause != "" || temporal.IsCanceledError(err) {
 		cause := t.cause
 		if cause == "" {
-			cause = CauseUser
+			cause = wire.CauseUser
 		}
 		return abortedReason(cause)
 	}
@@ -341,7 +343,7 @@ func (t *turnRun) modelFailure(err error) *session.TurnEndReason {
 			f.Code = errTypeProviderRefused
 		}
 	}
-	return &session.TurnEndReason{Kind: session.TurnEndError, Error: failureJSON(f)}
+	return &wire.TurnEndReason{Kind: wire.TurnEndError, Error: failureJSON(f)}
 }
 
 // activityFailure describes a failed activity: its message, and its

@@ -14,30 +14,30 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
 func TestTurnPlain(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("tp")
 	fa := sessiontest.NewFakeAgent(h, &sessiontest.FakeResponse{Text: "Hello there"})
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, sessiontest.PromptID("m-1", "hi"))
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	fu := h.UpdateAt(2*time.Second, "", wire.UpdateFollowup, sessiontest.PromptID("m-1", "hi"))
 	h.WaitFor(2*time.Second, "turn 1 ended", h.TurnsEnded(1))
-	var st workflows.LoopState
+	var st wire.LoopState
 	h.At(3*time.Second, func() { st = h.LoopState() })
-	disp := h.UpdateAt(4*time.Second, "", workflows.UpdateDispose)
+	disp := h.UpdateAt(4*time.Second, "", wire.UpdateDispose)
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "tp", AgentOptions: sessiontest.Route()})
 	require.NoError(t, h.Env.GetWorkflowError())
 	ready.OK(t)
 	disp.OK(t)
-	var in workflows.InputResult
+	var in wire.InputResult
 	fu.Decode(t, &in)
-	require.Equal(t, workflows.InputResult{MessageID: "m-1", Target: "next-turn", SplicedSeq: -1}, in)
+	require.Equal(t, wire.InputResult{MessageID: "m-1", Target: "next-turn", SplicedSeq: -1}, in)
 
 	evs := sessiontest.Stored(t, h.Store, "tp")
 	sessiontest.RequireBalanced(t, evs)
@@ -47,7 +47,7 @@ func TestTurnPlain(t *testing.T) {
 	require.Equal(t, "append", evs[2].SurfaceOp.Op)
 	require.Equal(t, []agent.ModelInput{{Ref: fa.Models[0].Ref, Turn: 1, Step: 1, Provider: "scripted", Model: "m1"}}, fa.Models)
 
-	require.Equal(t, workflows.LoopIdle, st.State)
+	require.Equal(t, wire.LoopIdle, st.State)
 	require.Equal(t, int64(1), st.LastTurn)
 	require.Equal(t, int64(6), st.NextSeq)
 	require.Len(t, st.Recent, 1)
@@ -57,7 +57,7 @@ func TestTurnPlain(t *testing.T) {
 	require.Equal(t, int64(1), st.Recent[0].Steps)
 	require.Equal(t, "completed", st.Recent[0].Reason.Kind)
 	// Plain turn: one batch of the workflow's events, the model call, EndTurn.
-	require.Equal(t, 1, h.Count(agent.EndTurnActivity))
+	require.Equal(t, 1, h.Count(wire.EndTurnActivity))
 }
 
 // A refused model call ends the turn "error" with the provider's message
@@ -66,7 +66,7 @@ func TestTurnProviderRefused(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("tr")
 	sessiontest.NewFakeAgent(h, &sessiontest.FakeResponse{Refuse: &provider.Error{Status: 400, Code: "invalid_request", Message: "bad request"}}, &sessiontest.FakeResponse{Text: "fine"})
 	h.RunTurns(workflows.CreateSessionRequest{SessionID: "tr", AgentOptions: sessiontest.Route()}, sessiontest.Prompt("one"), sessiontest.Prompt("two"))
-	require.Equal(t, 2, h.Count(agent.CallModelActivity), "a refused call is not retried")
+	require.Equal(t, 2, h.Count(wire.CallModelActivity), "a refused call is not retried")
 	evs := sessiontest.Stored(t, h.Store, "tr")
 	sessiontest.RequireBalanced(t, evs)
 	require.Equal(t, []string{"turn/start", "step/start", "user/message", "step/end", "turn/end",
@@ -104,7 +104,7 @@ func TestTurnStepLimitBlocked(t *testing.T) {
 	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message", "tool/call", "tool/result",
 		"step/end", "step/start", "assistant/message", "tool/call", "tool/result", "step/end", "turn/end"}, sessiontest.Types(evs))
 	require.Equal(t, []string{"blocked"}, sessiontest.ReasonKinds(sessiontest.TurnEnds(t, evs)))
-	require.Equal(t, 2, h.Count(agent.CallModelActivity))
+	require.Equal(t, 2, h.Count(wire.CallModelActivity))
 }
 
 // Append is refused while a turn runs, with the TurnRunning type, and
@@ -113,14 +113,14 @@ func TestTurnAppendRefusedWhileRunning(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("ta")
 	first := &sessiontest.FakeResponse{Text: "x", Hold: true}
 	sessiontest.NewFakeAgent(h, first)
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, sessiontest.Prompt("one"))
-	h.AtStarted(2*time.Second, agent.CallModelActivity, func() {})
-	during := h.UpdateAt(3*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: []session.Event{sessiontest.Ev(t, "todo/write", 3, map[string]any{"x": 1})}})
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	fu := h.UpdateAt(2*time.Second, "", wire.UpdateFollowup, sessiontest.Prompt("one"))
+	h.AtStarted(2*time.Second, wire.CallModelActivity, func() {})
+	during := h.UpdateAt(3*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: []session.Event{sessiontest.Ev(t, "todo/write", 3, map[string]any{"x": 1})}})
 	h.At(3*time.Second, func() { close(first.Release) })
 	h.WaitFor(3*time.Second, "turn 1 ended", h.TurnsEnded(1))
-	between := h.UpdateAt(4*time.Second, "", workflows.UpdateAppend, workflows.AppendRequest{Events: []session.Event{sessiontest.Ev(t, "todo/write", 6, map[string]any{"x": 1})}})
-	disp := h.UpdateAt(5*time.Second, "", workflows.UpdateDispose)
+	between := h.UpdateAt(4*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: []session.Event{sessiontest.Ev(t, "todo/write", 6, map[string]any{"x": 1})}})
+	disp := h.UpdateAt(5*time.Second, "", wire.UpdateDispose)
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "ta", AgentOptions: sessiontest.Route()})
 	require.NoError(t, h.Env.GetWorkflowError())
 	ready.OK(t)
@@ -129,7 +129,7 @@ func TestTurnAppendRefusedWhileRunning(t *testing.T) {
 	app := sessiontest.RequireMessage(t, during.Rejection(t), `agent "ta" is running turn 1; append between turns`)
 	require.Equal(t, "TurnRunning", app.Type())
 	require.True(t, app.NonRetryable())
-	var r workflows.AppendResult
+	var r wire.AppendResult
 	between.Decode(t, &r)
 	require.Equal(t, int64(7), r.NextSeq)
 	evs := sessiontest.Stored(t, h.Store, "ta")
@@ -142,15 +142,15 @@ func TestTurnAppendRefusedWhileRunning(t *testing.T) {
 func TestTurnDisposeMidTurn(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("td")
 	sessiontest.NewFakeAgent(h, &sessiontest.FakeResponse{Text: "so far", Hold: true})
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, sessiontest.Prompt("one"))
-	h.AtStarted(2*time.Second, agent.CallModelActivity, func() {})
-	disp := h.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	fu := h.UpdateAt(2*time.Second, "", wire.UpdateFollowup, sessiontest.Prompt("one"))
+	h.AtStarted(2*time.Second, wire.CallModelActivity, func() {})
+	disp := h.UpdateAt(3*time.Second, "", wire.UpdateDispose)
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "td", AgentOptions: sessiontest.Route()})
 	require.NoError(t, h.Env.GetWorkflowError())
 	ready.OK(t)
 	fu.OK(t)
-	var dr workflows.DisposeResult
+	var dr wire.DisposeResult
 	disp.Decode(t, &dr)
 	evs := sessiontest.Stored(t, h.Store, "td")
 	sessiontest.RequireBalanced(t, evs)
@@ -159,7 +159,7 @@ func TestTurnDisposeMidTurn(t *testing.T) {
 	require.Equal(t, `{"turn":1,"reason":{"kind":"aborted","reason":{"kind":"disposed"}}}`, string(evs[4].Data))
 	sessiontest.RequireReleased(t, h.Store, "td")
 	names := h.StartedNames()
-	require.Less(t, slices.Index(names, agent.EndTurnActivity), slices.Index(names, activities.CloseHandleName))
+	require.Less(t, slices.Index(names, wire.EndTurnActivity), slices.Index(names, wire.CloseHandleName))
 }
 
 // Any other failure of the model activity ends the turn "error" with the

@@ -5,13 +5,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessionflow/sessionflow/workflows"
+
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sessionflow/sessionflow/agent"
-	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // The turn's tool calls: the parallel pool and its barrier, and a tool
@@ -34,11 +35,11 @@ func TestTurnToolsPoolAndBarrier(t *testing.T) {
 	sessiontest.RequireBalanced(t, evs)
 
 	// Every call dispatched once, with its model-order index.
-	byIndex := make([]string, h.Count(agent.RunToolActivity))
+	byIndex := make([]string, h.Count(wire.RunToolActivity))
 	require.Len(t, byIndex, 6)
 	for i := range byIndex {
 		var in agent.ToolInput
-		h.StartedArg(agent.RunToolActivity, i, &in)
+		h.StartedArg(wire.RunToolActivity, i, &in)
 		require.Equal(t, int64(3), in.MessageSeq)
 		byIndex[in.Index] = in.CallID
 	}
@@ -62,7 +63,7 @@ func TestTurnToolsPoolAndBarrier(t *testing.T) {
 	require.Equal(t, []string{"completed"}, sessiontest.ReasonKinds(sessiontest.TurnEnds(t, evs)))
 	n := 0
 	for _, e := range evs {
-		if e.Type == session.TypeToolResult {
+		if e.Type == wire.TypeToolResult {
 			n++
 		}
 	}
@@ -85,10 +86,10 @@ func TestTurnToolActivityFailure(t *testing.T) {
 	fa.Tools["bad"] = &sessiontest.FakeTool{Fail: temporal.NewNonRetryableApplicationError("disk full", "IOError", nil)}
 	fa.Tools["slow"] = &sessiontest.FakeTool{Duration: 300 * time.Millisecond}
 	h.RunTurns(workflows.CreateSessionRequest{SessionID: "tg", AgentOptions: sessiontest.Route()}, sessiontest.Prompt("go"))
-	require.Equal(t, 2, h.Count(agent.RunToolActivity), "c3 is not dispatched")
+	require.Equal(t, 2, h.Count(wire.RunToolActivity), "c3 is not dispatched")
 	require.Equal(t, []string{"c1", "c2"}, sortedCopy(fa.Ends), "the started calls drained")
 	var end agent.EndTurnInput
-	h.StartedArg(agent.EndTurnActivity, 0, &end)
+	h.StartedArg(wire.EndTurnActivity, 0, &end)
 	require.Equal(t, []string{"c3"}, end.Skipped)
 	require.Equal(t, int64(3), end.MessageSeq)
 	require.Equal(t, int64(1), end.Step)

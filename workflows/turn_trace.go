@@ -7,7 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sessionflow/sessionflow/internal/lib/wftrace"
-	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // The span of a turn (docs/API.md, Tracing). It is started in workflow code
@@ -48,9 +48,9 @@ func (t *turnRun) startSpan(tctx workflow.Context) workflow.Context {
 }
 
 // endSpan ends the span of turn t with its end reason.
-func (t *turnRun) endSpan(reason session.TurnEndReason) {
+func (t *turnRun) endSpan(reason wire.TurnEndReason) {
 	errText := ""
-	if reason.Kind == session.TurnEndError || reason.Kind == TurnEndStoreFailed {
+	if reason.Kind == wire.TurnEndError || reason.Kind == TurnEndStoreFailed {
 		errText = "turn ended " + reason.Kind
 	}
 	t.span.End(t.a.dctx, workflow.Now(t.a.dctx), errText,

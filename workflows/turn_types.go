@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // recentTurns is the number of ended turns LoopState lists.
@@ -44,7 +46,7 @@ type InboxState struct {
 // TurnRunningError is the refusal of an Append while turn runs.
 func TurnRunningError(id string, turn int64) error {
 	return temporal.NewNonRetryableApplicationError(
-		fmt.Sprintf("agent %s is running turn %d; append between turns", quoteID(id), turn), ErrTypeTurnRunning, nil)
+		fmt.Sprintf("agent %s is running turn %d; append between turns", quoteID(id), turn), wire.ErrTypeTurnRunning, nil)
 }
 
 // TurnLeftOpenError is the refusal of an Append batch whose event at index
@@ -53,7 +55,7 @@ func TurnRunningError(id string, turn int64) error {
 func TurnLeftOpenError(id string, turn int64, k int, seq int64) error {
 	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 		"agent %s runs its own turns: the append batch leaves turn %d open (its turn/start at index %d, seq %d, has no turn/end); append whole turns",
-		quoteID(id), turn, k, seq), ErrTypeTurnLeftOpen, nil)
+		quoteID(id), turn, k, seq), wire.ErrTypeTurnLeftOpen, nil)
 }
 
 // MaxStepsText is the error text of an invalid maxSteps.

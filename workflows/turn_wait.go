@@ -7,6 +7,8 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // The wait for a turn's end (docs/API.md, WaitTurn): an update whose
@@ -29,8 +31,8 @@ const (
 )
 
 // findTurn locates the turn req waits for.
-func (a *agentLoop) findTurn(req WaitTurnRequest) (TurnInfo, waitState) {
-	match := func(t TurnInfo) bool {
+func (a *agentLoop) findTurn(req wire.WaitTurnRequest) (wire.TurnInfo, waitState) {
+	match := func(t wire.TurnInfo) bool {
 		if req.MessageID != "" {
 			return slices.Contains(t.Claimed, req.MessageID)
 		}
@@ -42,40 +44,40 @@ func (a *agentLoop) findTurn(req WaitTurnRequest) (TurnInfo, waitState) {
 		}
 	}
 	if a.turn != nil && match(a.turn.summary) {
-		return TurnInfo{}, waitRunning
+		return wire.TurnInfo{}, waitRunning
 	}
 	if req.MessageID != "" {
 		if a.inbox.has(req.MessageID) {
-			return TurnInfo{}, waitPending
+			return wire.TurnInfo{}, waitPending
 		}
-		return TurnInfo{}, waitGone
+		return wire.TurnInfo{}, waitGone
 	}
 	last := a.log.lastTurn
 	if a.turn != nil {
 		last = max(last, a.turn.summary.Turn)
 	}
 	if req.Turn > last {
-		return TurnInfo{}, waitPending
+		return wire.TurnInfo{}, waitPending
 	}
-	return TurnInfo{}, waitGone
+	return wire.TurnInfo{}, waitGone
 }
 
 // NoSuchTurnError is the answer to a wait for a turn the loop cannot
 // answer.
-func NoSuchTurnError(id string, req WaitTurnRequest) error {
+func NoSuchTurnError(id string, req wire.WaitTurnRequest) error {
 	what := fmt.Sprintf("turn %d", req.Turn)
 	if req.MessageID != "" {
 		what = "the turn of message " + quoteID(req.MessageID)
 	}
 	return temporal.NewNonRetryableApplicationError(
 		fmt.Sprintf("agent %s cannot wait for %s: it is neither pending, running nor among the recent turns", quoteID(id), what),
-		ErrTypeNoSuchTurn, nil)
+		wire.ErrTypeNoSuchTurn, nil)
 }
 
 // TurnWaitMovedError is the answer to a wait given up for continue-as-new.
 func TurnWaitMovedError(id string) error {
 	return temporal.NewApplicationError(
-		fmt.Sprintf("agent %s continues as new; wait for the turn again", quoteID(id)), ErrTypeTurnWaitMoved)
+		fmt.Sprintf("agent %s continues as new; wait for the turn again", quoteID(id)), wire.ErrTypeTurnWaitMoved)
 }
 
 // validateWaitTurn accepts a WaitTurn of a live session naming exactly one
@@ -85,8 +87,8 @@ func (a *agentLoop) validateWaitTurn(ctx workflow.Context, in converter.RawValue
 	if err := a.phase.admit(); err != nil {
 		return err
 	}
-	var req WaitTurnRequest
-	if err := decodeRequest(UpdateWaitTurn, in, &req); err != nil {
+	var req wire.WaitTurnRequest
+	if err := decodeRequest(wire.UpdateWaitTurn, in, &req); err != nil {
 		return err
 	}
 	if (req.Turn > 0) == (req.MessageID != "") || req.Turn < 0 {
@@ -97,10 +99,10 @@ func (a *agentLoop) validateWaitTurn(ctx workflow.Context, in converter.RawValue
 }
 
 // handleWaitTurn answers once the turn has ended.
-func (a *agentLoop) handleWaitTurn(ctx workflow.Context, in converter.RawValue) (TurnInfo, error) {
-	req, err := a.waits.take(ctx, UpdateWaitTurn, in)
+func (a *agentLoop) handleWaitTurn(ctx workflow.Context, in converter.RawValue) (wire.TurnInfo, error) {
+	req, err := a.waits.take(ctx, wire.UpdateWaitTurn, in)
 	if err != nil {
-		return TurnInfo{}, err
+		return wire.TurnInfo{}, err
 	}
 	return a.waitTurn(ctx, req)
 }
@@ -108,10 +110,10 @@ func (a *agentLoop) handleWaitTurn(ctx workflow.Context, in converter.RawValue) 
 // waitTurn waits until the turn req names has ended and returns its
 // summary; a turn that will not come (the session is disposing, the run
 // continues as new) or cannot be found is answered with an error.
-func (a *agentLoop) waitTurn(ctx workflow.Context, req WaitTurnRequest) (TurnInfo, error) {
+func (a *agentLoop) waitTurn(ctx workflow.Context, req wire.WaitTurnRequest) (wire.TurnInfo, error) {
 	a.waiters++
 	defer func() { a.waiters-- }()
-	var info TurnInfo
+	var info wire.TurnInfo
 	var err error
 	hctx, _ := workflow.NewDisconnectedContext(ctx)
 	if aerr := workflow.Await(hctx, func() bool {
@@ -134,10 +136,10 @@ func (a *agentLoop) waitTurn(ctx workflow.Context, req WaitTurnRequest) (TurnInf
 		}
 		return false
 	}); aerr != nil {
-		return TurnInfo{}, aerr
+		return wire.TurnInfo{}, aerr
 	}
 	if err != nil {
-		return TurnInfo{}, err
+		return wire.TurnInfo{}, err
 	}
 	info.Claimed = slices.Clone(info.Claimed)
 	return info, nil

@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/wire"
 )
 
@@ -19,21 +18,21 @@ type LiveState struct {
 	// Source is "startup" or "resume".
 	Source string `json:"source"`
 	// Header is the session header.
-	Header session.Header `json:"header"`
+	Header wire.Header `json:"header"`
 	// InheritedEventCount is the fork cut.
 	InheritedEventCount int64 `json:"inheritedEventCount"`
 	// LastTurn is the last turn number stored.
 	LastTurn int64 `json:"lastTurn"`
 	// Lifecycle is the published lifecycle entries.
-	Lifecycle []LifecycleEntry `json:"lifecycle"`
+	Lifecycle []wire.LifecycleEntry `json:"lifecycle"`
 	// DisposeActivity is the disposal hook.
 	DisposeActivity string `json:"disposeActivity,omitempty"`
 	// Options tunes the workflow.
-	Options *Options `json:"options,omitempty"`
+	Options *wire.Options `json:"options,omitempty"`
 	// AgentOptions are the agent's route and limits.
-	AgentOptions *AgentOptions `json:"agentOptions,omitempty"`
+	AgentOptions *wire.AgentOptions `json:"agentOptions,omitempty"`
 	// Inbox holds the pending inputs of the agent loop.
 	Inbox *InboxState `json:"inbox,omitempty"`
 	// RecentTurns are the latest turns LoopState lists.
-	RecentTurns []TurnInfo `json:"recentTurns,omitempty"`
+	RecentTurns []wire.TurnInfo `json:"recentTurns,omitempty"`
 }

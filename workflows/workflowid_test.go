@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 func TestWorkflowIDEncoding(t *testing.T) {
@@ -22,8 +22,8 @@ func TestWorkflowIDEncoding(t *testing.T) {
 		{"😀", "session/%F0%9F%98%80"},
 	}
 	for _, c := range cases {
-		require.Equal(t, c.wid, workflows.WorkflowID(c.id), "id %q", c.id)
-		got, err := workflows.SessionIDFromWorkflowID(c.wid)
+		require.Equal(t, c.wid, wire.WorkflowID(c.id), "id %q", c.id)
+		got, err := wire.SessionIDFromWorkflowID(c.wid)
 		require.NoError(t, err, "wid %q", c.wid)
 		require.Equal(t, c.id, got)
 	}
@@ -41,8 +41,8 @@ func TestWorkflowIDDecodeRefusesNonCanonical(t *testing.T) {
 		"session/é":      "byte 0xC3 at offset 0 is not printable ASCII",
 		"session/%25%ZZ": "escape at offset 3 is not",
 	} {
-		_, err := workflows.SessionIDFromWorkflowID(wid)
-		require.ErrorIs(t, err, workflows.ErrBadWorkflowID, wid)
+		_, err := wire.SessionIDFromWorkflowID(wid)
+		require.ErrorIs(t, err, wire.ErrBadWorkflowID, wid)
 		require.ErrorContains(t, err, want, wid)
 	}
 }
@@ -55,7 +55,7 @@ func FuzzWorkflowIDPart(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		enc := workflows.EncodeWorkflowIDPart(s)
+		enc := wire.EncodeWorkflowIDPart(s)
 		for i := 0; i < len(enc); i++ {
 			if enc[i] < 0x20 || enc[i] > 0x7E {
 				t.Fatalf("encode(%q) = %q holds byte 0x%02X", s, enc, enc[i])
@@ -64,7 +64,7 @@ func FuzzWorkflowIDPart(f *testing.F) {
 		if !strings.Contains(s, "%") && !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r > 0x7E }) && enc != s {
 			t.Fatalf("printable ASCII %q changed to %q", s, enc)
 		}
-		dec, err := workflows.DecodeWorkflowIDPart(enc)
+		dec, err := wire.DecodeWorkflowIDPart(enc)
 		if utf8.ValidString(s) {
 			if err != nil || dec != s {
 				t.Fatalf("decode(encode(%q)) = %q, %v", s, dec, err)
@@ -73,8 +73,8 @@ func FuzzWorkflowIDPart(f *testing.F) {
 			t.Fatalf("decode(encode(%q)) accepted invalid UTF-8", s)
 		}
 		// Any string read as an encoded part: if it decodes, it is canonical.
-		if d, err := workflows.DecodeWorkflowIDPart(s); err == nil {
-			if back := workflows.EncodeWorkflowIDPart(d); back != s {
+		if d, err := wire.DecodeWorkflowIDPart(s); err == nil {
+			if back := wire.EncodeWorkflowIDPart(d); back != s {
 				t.Fatalf("decode(%q) = %q encodes to %q", s, d, back)
 			}
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // Batch bounds of `log append`.
@@ -86,14 +87,14 @@ var _ eventAppender = (*jsonl.Handle)(nil)
 // larger on its own is a batch by itself). It returns the number of events
 // appended.
 func appendStream(ctx context.Context, h eventAppender, r io.Reader, maxEvents int) (int64, error) {
-	br := session.NewBatchReader(r, session.BatchLimits{MaxBytes: maxAppendBatchSize, MaxEvents: maxEvents, OversizeAlone: true})
+	br := session.NewBatchReader(r, wire.BatchLimits{MaxBytes: maxAppendBatchSize, MaxEvents: maxEvents, OversizeAlone: true})
 	var appended int64
 	for {
 		b, err := br.Next()
 		if errors.Is(err, io.EOF) {
 			return appended, nil
 		}
-		var le *session.LineError
+		var le *wire.LineError
 		switch {
 		case errors.As(err, &le):
 			return appended, fmt.Errorf("stdin %w", le)

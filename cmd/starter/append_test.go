@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 func TestAppendSample(t *testing.T) {
@@ -50,12 +51,12 @@ func TestAppendSkipsBlankLinesAndContinues(t *testing.T) {
 		t.Run(comp, func(t *testing.T) {
 			root := t.TempDir()
 			mustOK(t, logCmd(t, root, comp, "", "create", "--id", "s"))
-			first := jsonlOf(t, ev(t, session.TypeTurnStart, 0, 10, `{"turn":1}`))
+			first := jsonlOf(t, ev(t, wire.TypeTurnStart, 0, 10, `{"turn":1}`))
 			r := mustOK(t, logCmd(t, root, comp, "\n  \n"+first+"\r\n\n", "append", "--id", "s"))
 			require.Equal(t, "appended 1 events to session \"s\"\n", r.stdout)
 			// No trailing newline on the last line, and a second invocation
 			// continues the seqs.
-			second := strings.TrimSuffix(jsonlOf(t, ev(t, session.TypeTurnEnd, 1, 11, `{"turn":1,"reason":{"kind":"completed"}}`)), "\n")
+			second := strings.TrimSuffix(jsonlOf(t, ev(t, wire.TypeTurnEnd, 1, 11, `{"turn":1,"reason":{"kind":"completed"}}`)), "\n")
 			mustOK(t, logCmd(t, root, comp, second, "append", "--id", "s"))
 			r = mustOK(t, logCmd(t, root, comp, "", "append", "--id", "s"))
 			require.Equal(t, "appended 0 events to session \"s\"\n", r.stdout)
@@ -67,8 +68,8 @@ func TestAppendSkipsBlankLinesAndContinues(t *testing.T) {
 func TestAppendInvalidLineWritesNothingOfItsBatch(t *testing.T) {
 	valid := func(t *testing.T) string {
 		return jsonlOf(t,
-			ev(t, session.TypeTurnStart, 0, 10, `{"turn":1}`),
-			ev(t, session.TypeStepStart, 1, 11, `{"turn":1,"step":1}`))
+			ev(t, wire.TypeTurnStart, 0, 10, `{"turn":1}`),
+			ev(t, wire.TypeStepStart, 1, 11, `{"turn":1,"step":1}`))
 	}
 	cases := []struct {
 		name string
@@ -122,16 +123,16 @@ func TestAppendSeqMismatch(t *testing.T) {
 			path := logPath(t, root, comp, "s")
 			before := readFile(t, path)
 
-			r := logCmd(t, root, comp, jsonlOf(t, ev(t, session.TypeTurnStart, 1, 10, `{"turn":1}`)), "append", "--id", "s")
+			r := logCmd(t, root, comp, jsonlOf(t, ev(t, wire.TypeTurnStart, 1, 10, `{"turn":1}`)), "append", "--id", "s")
 			mustFail(t, r, 1, `append seq mismatch for "s": expected 0 at index 0, got 1`)
 			require.Equal(t, before, readFile(t, path))
 
 			mustOK(t, logCmd(t, root, comp, jsonlOf(t,
-				ev(t, session.TypeTurnStart, 0, 10, `{"turn":1}`),
-				ev(t, session.TypeStepStart, 1, 11, `{"turn":1,"step":1}`)), "append", "--id", "s"))
+				ev(t, wire.TypeTurnStart, 0, 10, `{"turn":1}`),
+				ev(t, wire.TypeStepStart, 1, 11, `{"turn":1,"step":1}`)), "append", "--id", "s"))
 			r = logCmd(t, root, comp, jsonlOf(t,
-				ev(t, session.TypeStepEnd, 2, 12, `{"turn":1,"step":1}`),
-				ev(t, session.TypeTurnEnd, 4, 13, `{"turn":1,"reason":{"kind":"completed"}}`)), "append", "--id", "s")
+				ev(t, wire.TypeStepEnd, 2, 12, `{"turn":1,"step":1}`),
+				ev(t, wire.TypeTurnEnd, 4, 13, `{"turn":1,"reason":{"kind":"completed"}}`)), "append", "--id", "s")
 			mustFail(t, r, 1, `append seq mismatch for "s": expected 3 at index 1, got 4`)
 			require.Len(t, catLines(t, root, comp, "s"), 3, "the mismatching batch is refused whole")
 			mustFail(t, logCmd(t, root, comp, "", "append", "--id", "missing"), 1, `session "missing" not found`)
@@ -156,7 +157,7 @@ func (r *recordingAppender) Append(_ context.Context, events []session.Event) er
 func TestAppendStreamBatchBounds(t *testing.T) {
 	var in strings.Builder
 	for i := range 10 {
-		in.WriteString(jsonlOf(t, ev(t, session.TypeTodoWrite, int64(i), 1, `{"i":1}`)))
+		in.WriteString(jsonlOf(t, ev(t, wire.TypeTodoWrite, int64(i), 1, `{"i":1}`)))
 	}
 	rec := &recordingAppender{}
 	n, err := appendStream(context.Background(), rec, strings.NewReader(in.String()), 4)
@@ -170,7 +171,7 @@ func TestAppendStreamBatchBounds(t *testing.T) {
 	big := strings.Repeat("x", 300<<10)
 	in.Reset()
 	for i := range 7 {
-		in.WriteString(jsonlOf(t, ev(t, session.TypeTodoWrite, int64(i), 1, `{"text":"`+big+`"}`)))
+		in.WriteString(jsonlOf(t, ev(t, wire.TypeTodoWrite, int64(i), 1, `{"text":"`+big+`"}`)))
 	}
 	rec = &recordingAppender{}
 	n, err = appendStream(context.Background(), rec, strings.NewReader(in.String()), 256)
@@ -192,9 +193,9 @@ func TestAppendStreamBatchBounds(t *testing.T) {
 	// A single event larger than the bound still goes, alone.
 	huge := strings.Repeat("y", 2<<20)
 	in.Reset()
-	in.WriteString(jsonlOf(t, ev(t, session.TypeTodoWrite, 0, 1, `{"i":0}`)))
-	in.WriteString(jsonlOf(t, ev(t, session.TypeTodoWrite, 1, 1, `{"text":"`+huge+`"}`)))
-	in.WriteString(jsonlOf(t, ev(t, session.TypeTodoWrite, 2, 1, `{"i":2}`)))
+	in.WriteString(jsonlOf(t, ev(t, wire.TypeTodoWrite, 0, 1, `{"i":0}`)))
+	in.WriteString(jsonlOf(t, ev(t, wire.TypeTodoWrite, 1, 1, `{"text":"`+huge+`"}`)))
+	in.WriteString(jsonlOf(t, ev(t, wire.TypeTodoWrite, 2, 1, `{"i":2}`)))
 	rec = &recordingAppender{}
 	_, err = appendStream(context.Background(), rec, strings.NewReader(in.String()), 256)
 	require.NoError(t, err)
@@ -203,7 +204,7 @@ func TestAppendStreamBatchBounds(t *testing.T) {
 	// A failing batch stops the stream and reports what was appended.
 	in.Reset()
 	for i := range 5 {
-		in.WriteString(jsonlOf(t, ev(t, session.TypeTodoWrite, int64(i), 1, `{}`)))
+		in.WriteString(jsonlOf(t, ev(t, wire.TypeTodoWrite, int64(i), 1, `{}`)))
 	}
 	rec = &recordingAppender{failAt: 2}
 	n, err = appendStream(context.Background(), rec, strings.NewReader(in.String()), 2)
@@ -213,7 +214,7 @@ func TestAppendStreamBatchBounds(t *testing.T) {
 
 func TestAppendStreamReadError(t *testing.T) {
 	rec := &recordingAppender{}
-	r := &failingReader{data: jsonlOf(t, ev(t, session.TypeTodoWrite, 0, 1, `{}`)), err: os.ErrClosed}
+	r := &failingReader{data: jsonlOf(t, ev(t, wire.TypeTodoWrite, 0, 1, `{}`)), err: os.ErrClosed}
 	n, err := appendStream(context.Background(), rec, r, 256)
 	require.ErrorIs(t, err, os.ErrClosed)
 	require.Contains(t, err.Error(), "read stdin")

@@ -19,9 +19,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/sessionflow/sessionflow/client"
-	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // defaultChatRoot is the worker's default store root, which chat reads when
@@ -194,7 +192,7 @@ func (ch *chat) run(ctx context.Context, cwd string, route routeFlags) error {
 
 // open attaches to the live session, or resumes or creates it.
 func (ch *chat) open(ctx context.Context, cwd string, route routeFlags) error {
-	d, err := ch.c.Temporal().DescribeWorkflow(ctx, workflows.WorkflowID(ch.id), "")
+	d, err := ch.c.Temporal().DescribeWorkflow(ctx, wire.WorkflowID(ch.id), "")
 	var nf *serviceerror.NotFound
 	switch {
 	case err == nil && d.RawResponse.GetWorkflowExecutionInfo().GetStatus() == enums.WORKFLOW_EXECUTION_STATUS_RUNNING:
@@ -217,11 +215,11 @@ func (ch *chat) open(ctx context.Context, cwd string, route routeFlags) error {
 	case err != nil && !errors.As(err, &nf):
 		return fmt.Errorf("describe the workflow of session %q: %w", ch.id, err)
 	}
-	s, err := ch.c.Resume(ctx, ch.id, workflows.ResumeSessionRequest{AgentOptions: route.options()})
+	s, err := ch.c.Resume(ctx, ch.id, wire.ResumeSessionRequest{AgentOptions: route.options()})
 	how := "resumed"
-	if errors.Is(err, jsonl.ErrNotFound) {
+	if errors.Is(err, wire.ErrNotFound) {
 		how = "created"
-		s, err = ch.c.Create(ctx, wire.CreateSessionRequest{SessionID: ch.id, Meta: &workflows.SessionMeta{Cwd: cwd}, AgentOptions: route.options()})
+		s, err = ch.c.Create(ctx, wire.CreateSessionRequest{SessionID: ch.id, Meta: &wire.SessionMeta{Cwd: cwd}, AgentOptions: route.options()})
 	}
 	if err != nil {
 		return err
@@ -273,8 +271,8 @@ func (ch *chat) handle(ctx context.Context, line string, running bool) error {
 			return nil
 		}
 		content, _ := json.Marshal(arg)
-		req := workflows.InputRequest{Content: content}
-		var res workflows.InputResult
+		req := wire.InputRequest{Content: content}
+		var res wire.InputResult
 		var err error
 		switch cmd {
 		case "/inject":
@@ -328,7 +326,7 @@ type progressItem struct {
 
 // cancelOutcome is the answer to a CancelTurn.
 type cancelOutcome struct {
-	res workflows.CancelResult
+	res wire.CancelResult
 	err error
 }
 

@@ -13,7 +13,6 @@ import (
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // Widths of the compact renderings.
@@ -93,8 +92,8 @@ func (v *turnView) show(ctx context.Context, p client.TurnProgress) {
 
 // chatReason renders a turn's end: "completed", "aborted by user",
 // "error: message (code)", ...
-func chatReason(s *workflows.TurnInfo) string {
-	if r := s.Reason; r != nil && r.Kind == session.TurnEndAborted && len(r.Reason) > 0 {
+func chatReason(s *wire.TurnInfo) string {
+	if r := s.Reason; r != nil && r.Kind == wire.TurnEndAborted && len(r.Reason) > 0 {
 		var cause struct {
 			Kind string `json:"kind"`
 		}
@@ -110,7 +109,7 @@ func chatReason(s *workflows.TurnInfo) string {
 // text when none of it was seen).
 func (v *turnView) finishSteps(evs []session.Event, turn, last int64) {
 	for _, e := range evs {
-		if e.Type != session.TypeAssistantMessage {
+		if e.Type != wire.TypeAssistantMessage {
 			continue
 		}
 		m, err := e.AssistantMessage()
@@ -120,7 +119,7 @@ func (v *turnView) finishSteps(evs []session.Event, turn, last int64) {
 		v.done[m.Step] = true
 		var text string
 		for _, b := range m.Message.Content {
-			if b.Type == session.BlockText {
+			if b.Type == wire.BlockText {
 				text += b.Text
 			}
 		}
@@ -170,16 +169,16 @@ func sessionEvents(evs []wire.Event) []session.Event {
 // toolLine renders a finished tool call on one line: its name, its
 // arguments and how it ended (arguments and result size need the store's
 // events).
-func (ch *chat) toolLine(evs []session.Event, call *workflows.CallState) string {
-	var call0 *session.ToolCall
-	var result *session.ToolResult
+func (ch *chat) toolLine(evs []session.Event, call *wire.CallState) string {
+	var call0 *wire.ToolCall
+	var result *wire.ToolResult
 	for _, e := range evs {
 		switch e.Type {
-		case session.TypeToolCall:
+		case wire.TypeToolCall:
 			if c, err := e.ToolCall(); err == nil && c.CallID == call.ID {
 				call0 = &c
 			}
-		case session.TypeToolResult:
+		case wire.TypeToolResult:
 			if r, err := e.ToolResult(); err == nil && r.Message.Source.CallID == call.ID {
 				result = &r
 			}
@@ -192,9 +191,9 @@ func (ch *chat) toolLine(evs []session.Event, call *workflows.CallState) string 
 		head += " (" + displayText(call.ID) + ")"
 	}
 	switch {
-	case call.State == workflows.CallSkipped:
+	case call.State == wire.CallSkipped:
 		return head + " → skipped (aborted before dispatch)"
-	case call.State == workflows.CallFailed:
+	case call.State == wire.CallFailed:
 		return head + " → failed (its activity failed)"
 	case result != nil:
 		return head + " → " + resultSummary(result.Message.Content, result.Error)
@@ -205,7 +204,7 @@ func (ch *chat) toolLine(evs []session.Event, call *workflows.CallState) string 
 }
 
 // resultSummary is "ok (N bytes)" or "error: <first line>".
-func resultSummary(content []session.ToolResultContent, toolErr *session.ToolError) string {
+func resultSummary(content []wire.ToolResultContent, toolErr *wire.ToolError) string {
 	var text strings.Builder
 	isError := toolErr != nil
 	for _, c := range content {

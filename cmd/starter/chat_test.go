@@ -12,8 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionflow/sessionflow/session"
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // Input that is not a terminal is read line by line; a last line without a
@@ -69,11 +68,11 @@ func TestChatInputTakeLines(t *testing.T) {
 }
 
 func TestChatRendering(t *testing.T) {
-	ok := []session.ToolResultContent{{Type: "tool-result", Content: []session.TextContent{{Type: "text", Text: "alpha\n"}}}}
+	ok := []wire.ToolResultContent{{Type: "tool-result", Content: []wire.TextContent{{Type: "text", Text: "alpha\n"}}}}
 	require.Equal(t, "ok (6 bytes)", resultSummary(ok, nil))
-	failed := []session.ToolResultContent{{Type: "tool-result", IsError: true, Content: []session.TextContent{{Type: "text", Text: "Error: \"../x\" is outside the working directory\nmore"}}}}
-	require.Equal(t, `error: "../x" is outside the working directory`, resultSummary(failed, &session.ToolError{Code: "OUTSIDE_CWD"}))
-	require.Equal(t, "error: TOOL_OUTCOME_UNKNOWN", resultSummary([]session.ToolResultContent{{IsError: true}}, &session.ToolError{Code: "TOOL_OUTCOME_UNKNOWN"}))
+	failed := []wire.ToolResultContent{{Type: "tool-result", IsError: true, Content: []wire.TextContent{{Type: "text", Text: "Error: \"../x\" is outside the working directory\nmore"}}}}
+	require.Equal(t, `error: "../x" is outside the working directory`, resultSummary(failed, &wire.ToolError{Code: "OUTSIDE_CWD"}))
+	require.Equal(t, "error: TOOL_OUTCOME_UNKNOWN", resultSummary([]wire.ToolResultContent{{IsError: true}}, &wire.ToolError{Code: "TOOL_OUTCOME_UNKNOWN"}))
 
 	require.Equal(t, "abc", clip("abc", 3))
 	require.Equal(t, "ab…", clip("abcd", 3))
@@ -81,6 +80,6 @@ func TestChatRendering(t *testing.T) {
 	require.Equal(t, "not json", argsLine("not\n  json"))
 
 	user, _ := json.Marshal(map[string]string{"kind": "user"})
-	require.Equal(t, "aborted by user", chatReason(&workflows.TurnInfo{Reason: &session.TurnEndReason{Kind: "aborted", Reason: user}}))
-	require.Equal(t, "completed", chatReason(&workflows.TurnInfo{Reason: &session.TurnEndReason{Kind: "completed"}}))
+	require.Equal(t, "aborted by user", chatReason(&wire.TurnInfo{Reason: &wire.TurnEndReason{Kind: "aborted", Reason: user}}))
+	require.Equal(t, "completed", chatReason(&wire.TurnInfo{Reason: &wire.TurnEndReason{Kind: "completed"}}))
 }

@@ -24,7 +24,6 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 func TestLifecycleInputErrorsWithoutServer(t *testing.T) {
@@ -125,11 +124,11 @@ func TestCreateRequest(t *testing.T) {
 	req := build("--id", "s1", "--cwd", "rel/dir")
 	wd, err := os.Getwd()
 	require.NoError(t, err)
-	require.Equal(t, wire.CreateSessionRequest{SessionID: "s1", Meta: &workflows.SessionMeta{Cwd: filepath.Join(wd, "rel", "dir")}}, req)
+	require.Equal(t, wire.CreateSessionRequest{SessionID: "s1", Meta: &wire.SessionMeta{Cwd: filepath.Join(wd, "rel", "dir")}}, req)
 	require.Nil(t, req.Seed, "no seed: a nil seed means unseeded")
 
 	req = build("--id", "s2", "--parent", "p", "--fork-through", "9")
-	require.Equal(t, &workflows.ForkSeed{ParentSessionID: "p", Count: 10}, req.Fork, "seqs 0..9 are ten events")
+	require.Equal(t, &wire.ForkSeed{ParentSessionID: "p", Count: 10}, req.Fork, "seqs 0..9 are ten events")
 	require.True(t, req.Meta.IsSeeded)
 	require.Equal(t, "p", req.Meta.ParentSession)
 	require.Equal(t, int64(10), req.InheritedEventCount)
@@ -154,13 +153,13 @@ func TestReadLoopConfig(t *testing.T) {
 	require.NoError(t, os.WriteFile(good, []byte(`{"agents":[{"id":"a1","sessionId":"s1"}],"hooks":{"setupActivity":"Setup"},"options":{"appendWindowMs":50}}`), 0o600))
 	in, err := readLoopConfig(good)
 	require.NoError(t, err)
-	require.Equal(t, []workflows.AgentConfig{{ID: "a1", SessionID: "s1"}}, in.Agents)
+	require.Equal(t, []wire.AgentConfig{{ID: "a1", SessionID: "s1"}}, in.Agents)
 	require.Equal(t, "Setup", in.Hooks.SetupActivity)
 	require.Equal(t, int64(50), in.Options.AppendWindowMs)
 
 	in, err = readLoopConfig("")
 	require.NoError(t, err)
-	require.Equal(t, workflows.SessionLoopInput{}, in)
+	require.Equal(t, wire.SessionLoopInput{}, in)
 
 	two := filepath.Join(dir, "two.json")
 	require.NoError(t, os.WriteFile(two, []byte(`{} {}`), 0o600))
@@ -211,7 +210,7 @@ func TestProgress(t *testing.T) {
 // fabricated values; other calls panic through the nil embedded client.
 type fakeTemporal struct {
 	temporalclient.Client
-	description workflows.Description
+	description wire.Description
 	executions  []*workflowpb.WorkflowExecutionInfo
 	history     []*historypb.HistoryEvent
 	closed      bool
@@ -220,7 +219,7 @@ type fakeTemporal struct {
 func (f *fakeTemporal) Close() { f.closed = true }
 
 func (f *fakeTemporal) QueryWorkflow(_ context.Context, workflowID, _, queryType string, _ ...any) (converter.EncodedValue, error) {
-	if workflowID != workflows.WorkflowID(f.description.SessionID) || queryType != workflows.QueryDescribe {
+	if workflowID != wire.WorkflowID(f.description.SessionID) || queryType != wire.QueryDescribe {
 		return nil, errors.New("unexpected query")
 	}
 	return jsonValue{f.description}, nil
@@ -261,11 +260,11 @@ func TestDescribeAndListCommands(t *testing.T) {
 	id, err := converter.GetDefaultDataConverter().ToPayload("s1")
 	require.NoError(t, err)
 	f := &fakeTemporal{
-		description: workflows.Description{SessionID: "s1", Phase: workflows.PhaseLive, Source: workflows.SourceStartup, NextSeq: 3,
-			Lifecycle: []workflows.LifecycleEntry{}, CompensationErrors: []workflows.CompensationError{}},
+		description: wire.Description{SessionID: "s1", Phase: wire.PhaseLive, Source: wire.SourceStartup, NextSeq: 3,
+			Lifecycle: []wire.LifecycleEntry{}, CompensationErrors: []wire.CompensationError{}},
 		executions: []*workflowpb.WorkflowExecutionInfo{{
 			Execution: &commonpb.WorkflowExecution{WorkflowId: "session/s1", RunId: "r1"},
-			Type:      &commonpb.WorkflowType{Name: workflows.CreateSessionName},
+			Type:      &commonpb.WorkflowType{Name: wire.CreateSessionName},
 			StartTime: timestamppb.New(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)),
 			SearchAttributes: &commonpb.SearchAttributes{IndexedFields: map[string]*commonpb.Payload{
 				"SessionId": id, "SessionPhase": sa}},
@@ -294,7 +293,7 @@ func TestHistoryExportCommand(t *testing.T) {
 	isolateEnv(t)
 	f := &fakeTemporal{history: []*historypb.HistoryEvent{
 		{EventId: 1, EventType: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED, Attributes: &historypb.HistoryEvent_WorkflowExecutionStartedEventAttributes{
-			WorkflowExecutionStartedEventAttributes: &historypb.WorkflowExecutionStartedEventAttributes{WorkflowType: &commonpb.WorkflowType{Name: workflows.CreateSessionName}}}},
+			WorkflowExecutionStartedEventAttributes: &historypb.WorkflowExecutionStartedEventAttributes{WorkflowType: &commonpb.WorkflowType{Name: wire.CreateSessionName}}}},
 		{EventId: 2, EventType: enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, Attributes: &historypb.HistoryEvent_WorkflowTaskScheduledEventAttributes{
 			WorkflowTaskScheduledEventAttributes: &historypb.WorkflowTaskScheduledEventAttributes{Attempt: 1}}},
 	}}
@@ -305,7 +304,7 @@ func TestHistoryExportCommand(t *testing.T) {
 	hist, err := temporalclient.HistoryFromJSON(bytes.NewReader(readFile(t, out)), temporalclient.HistoryJSONOptions{})
 	require.NoError(t, err)
 	require.Len(t, hist.Events, 2)
-	require.Equal(t, workflows.CreateSessionName, hist.Events[0].GetWorkflowExecutionStartedEventAttributes().GetWorkflowType().GetName())
+	require.Equal(t, wire.CreateSessionName, hist.Events[0].GetWorkflowExecutionStartedEventAttributes().GetWorkflowType().GetName())
 	entries, err := os.ReadDir(filepath.Dir(out))
 	require.NoError(t, err)
 	require.Len(t, entries, 1, "no temporary file is left behind")
@@ -341,10 +340,10 @@ func TestUnlockCommandWithoutTemporal(t *testing.T) {
 	require.True(t, strings.HasPrefix(r.stdout, `removed lease of session "free": handle "cli/`), r.stdout)
 	require.NotContains(t, r.stdout, "erased", "the session was written before")
 	require.Nil(t, leaseOf(t, root, "none", "free"))
-	require.ErrorIs(t, h.Append(ctx, []session.Event{ev(t, session.TypeTurnStart, 0, 1, `{"turn":1}`)}), jsonl.ErrOwnershipLost, "the old owner can no longer write")
+	require.ErrorIs(t, h.Append(ctx, []session.Event{ev(t, wire.TypeTurnStart, 0, 1, `{"turn":1}`)}), wire.ErrOwnershipLost, "the old owner can no longer write")
 
 	// A workflow-owned lease needs Temporal: the dial is attempted.
-	_, err = st.Create(ctx, session.Header{Version: session.FormatVersion, ID: "wf", CreatedAt: 1}, jsonl.CreateOptions{HandleID: "h-wf", Owner: jsonl.Owner{WorkflowID: "session/wf", RunID: "r"}})
+	_, err = st.Create(ctx, wire.Header{Version: wire.FormatVersion, ID: "wf", CreatedAt: 1}, jsonl.CreateOptions{HandleID: "h-wf", Owner: jsonl.Owner{WorkflowID: "session/wf", RunID: "r"}})
 	require.NoError(t, err)
 	r = runCLI(t, "", "unlock", "--id", "wf", "--root", root, "--compression", "none")
 	mustFail(t, r, 1, "connect to Temporal at localhost:7233 (namespace default)")

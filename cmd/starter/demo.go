@@ -12,6 +12,7 @@ import (
 	"github.com/sessionflow/sessionflow/internal/lib/randhex"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 func newLogDemoCmd(a *app, sf *storeFlags) *cobra.Command {
@@ -65,7 +66,7 @@ func runDemo(ctx context.Context, a *app, st *jsonl.Store) error {
 	fmt.Fprintf(a.stdout, "store root: %s (compression %s)\n", st.Root(), st.Compression())
 
 	out.step("create session %q", id)
-	h, err := st.Create(ctx, session.Header{ID: id, CreatedAt: now, Cwd: cwd}, jsonl.CreateOptions{HandleID: newHandleID(), Owner: newOwner()})
+	h, err := st.Create(ctx, wire.Header{ID: id, CreatedAt: now, Cwd: cwd}, jsonl.CreateOptions{HandleID: newHandleID(), Owner: newOwner()})
 	if err != nil {
 		return err
 	}
@@ -194,23 +195,23 @@ var demoSource = obj{"kind": "model", "provider": "demo", "model": "demo"}
 
 func demoTurnOne(now int64) ([]session.Event, error) {
 	return demoEvents([]spec{
-		{session.TypeTurnStart, obj{"turn": 1}},
-		{session.TypeUserMessage, obj{"id": "u1", "role": "user", "source": obj{"kind": "user"}, "content": []any{obj{"type": "text", "text": "What is in this directory?"}}}},
-		{session.TypeStepStart, obj{"turn": 1, "step": 1}},
-		{session.TypeAssistantMessage, obj{"turn": 1, "step": 1, "message": obj{"id": "assistant-1-1", "role": "assistant", "source": demoSource, "content": []any{obj{"type": "text", "text": "A Go module: sessionflow."}}}}},
-		{session.TypeStepEnd, obj{"turn": 1, "step": 1}},
-		{session.TypeTurnEnd, obj{"turn": 1, "reason": obj{"kind": "completed"}}},
+		{wire.TypeTurnStart, obj{"turn": 1}},
+		{wire.TypeUserMessage, obj{"id": "u1", "role": "user", "source": obj{"kind": "user"}, "content": []any{obj{"type": "text", "text": "What is in this directory?"}}}},
+		{wire.TypeStepStart, obj{"turn": 1, "step": 1}},
+		{wire.TypeAssistantMessage, obj{"turn": 1, "step": 1, "message": obj{"id": "assistant-1-1", "role": "assistant", "source": demoSource, "content": []any{obj{"type": "text", "text": "A Go module: sessionflow."}}}}},
+		{wire.TypeStepEnd, obj{"turn": 1, "step": 1}},
+		{wire.TypeTurnEnd, obj{"turn": 1, "reason": obj{"kind": "completed"}}},
 	}, 0, now)
 }
 
 func demoTurnTwo(first, now int64) ([]session.Event, error) {
 	return demoEvents([]spec{
-		{session.TypeTurnStart, obj{"turn": 2}},
-		{session.TypeStepStart, obj{"turn": 2, "step": 1}},
-		{session.TypeAssistantMessage, obj{"turn": 2, "step": 1, "message": obj{"id": "assistant-2-1", "role": "assistant", "source": demoSource, "content": []any{
+		{wire.TypeTurnStart, obj{"turn": 2}},
+		{wire.TypeStepStart, obj{"turn": 2, "step": 1}},
+		{wire.TypeAssistantMessage, obj{"turn": 2, "step": 1, "message": obj{"id": "assistant-2-1", "role": "assistant", "source": demoSource, "content": []any{
 			obj{"type": "tool-call", "id": "call-1", "name": "run_tests", "arguments": obj{}},
 			obj{"type": "tool-call", "id": "call-2", "name": "read_file", "arguments": obj{"path": "README.md"}},
 		}}}},
-		{session.TypeToolCall, obj{"turn": 2, "step": 1, "callId": "call-1", "name": "run_tests", "arguments": "{}"}},
+		{wire.TypeToolCall, obj{"turn": 2, "step": 1, "callId": "call-1", "name": "run_tests", "arguments": "{}"}},
 	}, first, now)
 }

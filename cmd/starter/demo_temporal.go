@@ -23,7 +23,6 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // demoFlags configure the Temporal demo.
@@ -252,13 +251,13 @@ func runTemporalDemo(ctx context.Context, a *app, df *demoFlags) (err error) {
 	c := client.New(tc, client.Options{TaskQueue: taskQueue, Namespace: namespace})
 
 	id := "demo-" + randhex.String(4)
-	out.step("create session %q (workflow %s), its agent on %s model %s", id, workflows.WorkflowID(id), providerName, modelName)
+	out.step("create session %q (workflow %s), its agent on %s model %s", id, wire.WorkflowID(id), providerName, modelName)
 	if _, err := c.Create(ctx, wire.CreateSessionRequest{
 		SessionID:    id,
-		Meta:         &workflows.SessionMeta{Cwd: cwd},
-		AgentOptions: &workflows.AgentOptions{Provider: providerName, Model: modelName},
+		Meta:         &wire.SessionMeta{Cwd: cwd},
+		AgentOptions: &wire.AgentOptions{Provider: providerName, Model: modelName},
 		// A crashed worker's activities are retried after 3 s.
-		Options: &workflows.Options{HeartbeatTimeoutMs: 3000},
+		Options: &wire.Options{HeartbeatTimeoutMs: 3000},
 	}); err != nil {
 		return err
 	}
@@ -269,11 +268,11 @@ func runTemporalDemo(ctx context.Context, a *app, df *demoFlags) (err error) {
 	prompt := "Run the test suite and tell me how it went."
 	out.step("send a prompt (the Followup update): %q", prompt)
 	content, _ := json.Marshal(prompt)
-	in, err := c.Followup(ctx, id, workflows.InputRequest{Content: content})
+	in, err := c.Followup(ctx, id, wire.InputRequest{Content: content})
 	if err != nil {
 		return err
 	}
-	var info *workflows.TurnInfo
+	var info *wire.TurnInfo
 	killedInStream, killedInTool := false, false
 	commandShell := 0 // the pid of worker 2's run_command shell, once it was killed
 	midLine := false
@@ -422,7 +421,7 @@ func explainCrashes(w io.Writer, evs []session.Event, killedInStream bool) error
 	messages := 0
 	for _, e := range evs {
 		switch e.Type {
-		case session.TypeAssistantMessage:
+		case wire.TypeAssistantMessage:
 			m, err := e.AssistantMessage()
 			if err != nil {
 				return err
@@ -433,7 +432,7 @@ func explainCrashes(w io.Writer, evs []session.Event, killedInStream bool) error
 					fmt.Fprintf(w, "model call of step 1: re-run on the next worker (idempotent); one assistant/message stored (seq %d)\n", e.Seq)
 				}
 			}
-		case session.TypeToolResult:
+		case wire.TypeToolResult:
 			r, err := e.ToolResult()
 			if err != nil {
 				return err

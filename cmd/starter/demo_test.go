@@ -10,6 +10,7 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 func TestLogDemo(t *testing.T) {
@@ -97,9 +98,9 @@ func TestDemoOnEmbeddedServer(t *testing.T) {
 		types = append(types, e.Type)
 	}
 	require.Equal(t, []string{
-		session.TypeTurnStart, session.TypeStepStart, session.TypeUserMessage,
-		session.TypeAssistantMessage, session.TypeToolCall, session.TypeToolResult, session.TypeStepEnd,
-		session.TypeStepStart, session.TypeAssistantMessage, session.TypeStepEnd, session.TypeTurnEnd,
+		wire.TypeTurnStart, wire.TypeStepStart, wire.TypeUserMessage,
+		wire.TypeAssistantMessage, wire.TypeToolCall, wire.TypeToolResult, wire.TypeStepEnd,
+		wire.TypeStepStart, wire.TypeAssistantMessage, wire.TypeStepEnd, wire.TypeTurnEnd,
 	}, types)
 	res, err := evs[5].ToolResult()
 	require.NoError(t, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/testsuite/testdeadline"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // run executes the command line args and returns the exit status.
@@ -148,14 +149,14 @@ func openTurnEvents(t *testing.T, twoCalls bool) []session.Event {
 	if twoCalls {
 		calls += `,{"type":"tool-call","id":"call-2","name":"read_file","arguments":{"path":"b.txt"}}`
 	}
-	msg := ev(t, session.TypeAssistantMessage, 2, 1700000000200,
+	msg := ev(t, wire.TypeAssistantMessage, 2, 1700000000200,
 		`{"turn":1,"step":1,"message":{"role":"assistant","content":[`+calls+`]},"stream":[]}`)
 	msg.SurfaceOp = session.AppendOp()
 	return []session.Event{
-		ev(t, session.TypeTurnStart, 0, 1700000000000, `{"turn":1}`),
-		ev(t, session.TypeStepStart, 1, 1700000000100, `{"turn":1,"step":1}`),
+		ev(t, wire.TypeTurnStart, 0, 1700000000000, `{"turn":1}`),
+		ev(t, wire.TypeStepStart, 1, 1700000000100, `{"turn":1,"step":1}`),
 		msg,
-		ev(t, session.TypeToolCall, 3, 1700000000300, `{"turn":1,"step":1,"callId":"call-1","name":"read_file","arguments":"{\"path\":\"a.txt\"}"}`),
+		ev(t, wire.TypeToolCall, 3, 1700000000300, `{"turn":1,"step":1,"callId":"call-1","name":"read_file","arguments":"{\"path\":\"a.txt\"}"}`),
 	}
 }
 
@@ -178,7 +179,7 @@ func appendBytes(t *testing.T, path string, b []byte) {
 }
 
 // leaseOf reads the current lease through a fresh store.
-func leaseOf(t *testing.T, root, comp, id string) *jsonl.Lease {
+func leaseOf(t *testing.T, root, comp, id string) *wire.Lease {
 	t.Helper()
 	l, err := newTestStore(t, root, comp).LeaseOf(context.Background(), id)
 	require.NoError(t, err)

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sessionflow/sessionflow/client"
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 func newHistoryCmd(a *app) *cobra.Command {
@@ -47,7 +47,7 @@ to stdout; a file is written whole or not at all.` + lifecycleNote,
 				return usageErrorf("--out is required (- for stdout)")
 			}
 			if id != "" {
-				workflowID = workflows.WorkflowID(id)
+				workflowID = wire.WorkflowID(id)
 			}
 			return a.withClient(cmd, conn, func(ctx context.Context, c *client.Client) error {
 				if out == "-" {

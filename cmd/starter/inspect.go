@@ -8,27 +8,28 @@ import (
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // inspectReport is the output of `log inspect --json`.
 type inspectReport struct {
-	Header              session.Header `json:"header"`
-	FormatVersion       int            `json:"formatVersion"`
-	MigratedFrom        string         `json:"migratedFrom,omitempty"`
-	Path                string         `json:"path,omitempty"`
-	Pending             bool           `json:"pending"`
-	EventCount          int            `json:"eventCount"`
-	RecoveredEvents     int            `json:"recoveredEvents"`
-	NextSeq             int64          `json:"nextSeq"`
-	LastTurnEndSeq      *int64         `json:"lastTurnEndSeq"`
-	LastTurn            int64          `json:"lastTurn"`
-	InheritedEventCount int64          `json:"inheritedEventCount"`
-	OpenTurn            *openTurnJSON  `json:"openTurn"`
-	OpenTurnError       string         `json:"openTurnError,omitempty"`
-	FileSize            int64          `json:"fileSize"`
-	CommittedBytes      int64          `json:"committedBytes"`
-	TornBytes           int64          `json:"tornBytes"`
-	Lease               *jsonl.Lease   `json:"lease"`
+	Header              wire.Header   `json:"header"`
+	FormatVersion       int           `json:"formatVersion"`
+	MigratedFrom        string        `json:"migratedFrom,omitempty"`
+	Path                string        `json:"path,omitempty"`
+	Pending             bool          `json:"pending"`
+	EventCount          int           `json:"eventCount"`
+	RecoveredEvents     int           `json:"recoveredEvents"`
+	NextSeq             int64         `json:"nextSeq"`
+	LastTurnEndSeq      *int64        `json:"lastTurnEndSeq"`
+	LastTurn            int64         `json:"lastTurn"`
+	InheritedEventCount int64         `json:"inheritedEventCount"`
+	OpenTurn            *openTurnJSON `json:"openTurn"`
+	OpenTurnError       string        `json:"openTurnError,omitempty"`
+	FileSize            int64         `json:"fileSize"`
+	CommittedBytes      int64         `json:"committedBytes"`
+	TornBytes           int64         `json:"tornBytes"`
+	Lease               *wire.Lease   `json:"lease"`
 }
 
 // openTurnJSON is the unfinished turn at the end of a log.
@@ -100,7 +101,7 @@ func buildReport(in *jsonl.Inspection) inspectReport {
 		Lease:               in.Lease,
 	}
 	for i := len(in.Events) - 1; i >= 0; i-- {
-		if in.Events[i].Type == session.TypeTurnEnd {
+		if in.Events[i].Type == wire.TypeTurnEnd {
 			seq := in.Events[i].Seq
 			rep.LastTurnEndSeq = &seq
 			break
@@ -208,7 +209,7 @@ func (r inspectReport) text() string {
 
 // formatName describes a log format version.
 func formatName(v int) string {
-	if v == session.FormatVersionV0 {
+	if v == wire.FormatVersionV0 {
 		return "v0 (the published DeepSeek Harness's format; a write migrates it to v3)"
 	}
 	return fmt.Sprintf("v%d", v)

@@ -16,7 +16,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/internal/lib/randhex"
 	"github.com/sessionflow/sessionflow/jsonl"
-	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // Environment variables that supply defaults for the store flags.
@@ -159,7 +159,7 @@ func formatMillis(ms int64) string {
 }
 
 // describeLease renders a lease on one line.
-func describeLease(l *jsonl.Lease) string {
+func describeLease(l *wire.Lease) string {
 	if l.Unreadable != "" {
 		return "an unreadable lease (" + l.Unreadable + ")"
 	}
@@ -256,7 +256,7 @@ records the id of the session it was forked from.`,
 				return fmt.Errorf("create the store root: %w", err)
 			}
 			ctx := cmd.Context()
-			hdr := session.Header{Version: session.FormatVersion, ID: id, CreatedAt: a.now().UnixMilli(), Cwd: cwd, ParentSession: parent}
+			hdr := wire.Header{Version: wire.FormatVersion, ID: id, CreatedAt: a.now().UnixMilli(), Cwd: cwd, ParentSession: parent}
 			h, err := st.Create(ctx, hdr, jsonl.CreateOptions{HandleID: newHandleID(), Owner: newOwner()})
 			if err != nil {
 				return err

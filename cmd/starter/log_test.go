@@ -15,6 +15,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 func TestListEmptyAndMissingRoot(t *testing.T) {
@@ -97,7 +98,7 @@ func TestCreateResolvesRelativeCwd(t *testing.T) {
 	mustOK(t, logCmd(t, root, "none", "", "create", "--id", "rel", "--cwd", "."))
 	r := mustOK(t, logCmd(t, root, "none", "", "inspect", "--id", "rel", "--json"))
 	var rep struct {
-		Header session.Header `json:"header"`
+		Header wire.Header `json:"header"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
 	require.Equal(t, wd, rep.Header.Cwd)
@@ -115,7 +116,7 @@ func TestUnlockForce(t *testing.T) {
 			h, err := st.Open(ctx, "s", jsonl.AccessWrite, jsonl.OpenOptions{HandleID: "wf/left-open", Owner: jsonl.Owner{WorkflowID: "session/s", RunID: "run-1"}})
 			require.NoError(t, err)
 
-			appendLine := jsonlOf(t, ev(t, session.TypeTurnStart, 0, 1, `{"turn":1}`))
+			appendLine := jsonlOf(t, ev(t, wire.TypeTurnStart, 0, 1, `{"turn":1}`))
 			mustFail(t, logCmd(t, root, comp, appendLine, "append", "--id", "s"), 1, `session "s" is already owned by an active write handle`)
 			mustFail(t, logCmd(t, root, comp, "", "repair", "--id", "s"), 1, "already owned")
 			mustFail(t, logCmd(t, root, comp, "", "delete", "--id", "s"), 1, "already owned")
@@ -133,7 +134,7 @@ func TestUnlockForce(t *testing.T) {
 			require.Nil(t, leaseOf(t, root, comp, "s"))
 
 			// The forfeited handle can never write again.
-			err = h.Append(ctx, []session.Event{ev(t, session.TypeTurnStart, 0, 1, `{"turn":1}`)})
+			err = h.Append(ctx, []session.Event{ev(t, wire.TypeTurnStart, 0, 1, `{"turn":1}`)})
 			require.Error(t, err)
 
 			require.Equal(t, "no lease held\n", mustOK(t, logCmd(t, root, comp, "", "unlock", "--id", "s", "--force")).stdout)
@@ -149,7 +150,7 @@ func TestUnlockForcePendingSessionErasesIt(t *testing.T) {
 		t.Run(comp, func(t *testing.T) {
 			root := t.TempDir()
 			st := newTestStore(t, root, comp)
-			_, err := st.Create(context.Background(), session.Header{ID: "p", CreatedAt: 5},
+			_, err := st.Create(context.Background(), wire.Header{ID: "p", CreatedAt: 5},
 				jsonl.CreateOptions{HandleID: "wf/pending", Owner: jsonl.Owner{WorkflowID: "session/p", RunID: "r"}})
 			require.NoError(t, err)
 
@@ -290,10 +291,10 @@ func TestUnlockForceWrittenCreatedSessionKeepsIt(t *testing.T) {
 			root := t.TempDir()
 			ctx := context.Background()
 			st := newTestStore(t, root, comp)
-			h, err := st.Create(ctx, session.Header{ID: "w", CreatedAt: 5},
+			h, err := st.Create(ctx, wire.Header{ID: "w", CreatedAt: 5},
 				jsonl.CreateOptions{HandleID: "wf/created", Owner: jsonl.Owner{WorkflowID: "session/w", RunID: "r"}})
 			require.NoError(t, err)
-			require.NoError(t, h.Append(ctx, []session.Event{ev(t, session.TypeTurnStart, 0, 1, `{"turn":1}`)}))
+			require.NoError(t, h.Append(ctx, []session.Event{ev(t, wire.TypeTurnStart, 0, 1, `{"turn":1}`)}))
 
 			r := mustOK(t, logCmd(t, root, comp, "", "unlock", "--id", "w", "--force"))
 			require.Contains(t, r.stdout, `removed lease of session "w": handle "wf/created"`)

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sessionflow/sessionflow/client"
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 const loopLong = `Start and stop SessionLoop hosts. A loop runs as workflow loop/<LOOPID> on
@@ -71,8 +71,8 @@ running loop of the same id fails with: loop "<LOOPID>" is already running.` + l
 
 // readLoopConfig reads a SessionLoopInput; unknown fields are refused, so a
 // misspelt key is not silently dropped.
-func readLoopConfig(path string) (workflows.SessionLoopInput, error) {
-	var in workflows.SessionLoopInput
+func readLoopConfig(path string) (wire.SessionLoopInput, error) {
+	var in wire.SessionLoopInput
 	if path == "" {
 		return in, nil
 	}
@@ -115,7 +115,7 @@ print its final description: every child session and how it settled.
 				if err != nil {
 					return err
 				}
-				return printResult(a, asJSON, d, func(w io.Writer, d workflows.LoopDescription) error {
+				return printResult(a, asJSON, d, func(w io.Writer, d wire.LoopDescription) error {
 					return renderLoop(w, id, d)
 				})
 			})
@@ -129,7 +129,7 @@ print its final description: every child session and how it settled.
 }
 
 // renderLoop writes a loop's final description.
-func renderLoop(w io.Writer, id string, d workflows.LoopDescription) error {
+func renderLoop(w io.Writer, id string, d wire.LoopDescription) error {
 	fmt.Fprintf(w, "loop %q stopped: %d sessions\n", id, len(d.Children))
 	if len(d.Children) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sessionflow/sessionflow/jsonl"
-	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 const migrateLong = `Migrate sessions stored in format v0 (the format of the published DeepSeek
@@ -89,7 +89,7 @@ func migrateAll(ctx context.Context, a *app, st *jsonl.Store, opts jsonl.Migrate
 			// Not a session this build can serve (another format, a
 			// conflict, damage): shown, never counted as a v0 session.
 			fmt.Fprintf(a.stdout, "skipped %s: %s\n", s.Path, s.Problem.Reason)
-		case !s.Pending && s.Header.Version == session.FormatVersionV0:
+		case !s.Pending && s.Header.Version == wire.FormatVersionV0:
 			ids = append(ids, s.Header.ID)
 		}
 	}

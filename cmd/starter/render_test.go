@@ -10,18 +10,18 @@ import (
 
 	"github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/jsonl"
-	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
 func TestRenderDescription(t *testing.T) {
-	d := workflows.Description{
-		SessionID: "s1", Phase: workflows.PhaseClosed, Source: workflows.SourceResume,
+	d := wire.Description{
+		SessionID: "s1", Phase: wire.PhaseClosed, Source: wire.SourceResume,
 		Handle:     &jsonl.HandleRef{SessionID: "s1", HandleID: "h-1", Access: jsonl.AccessWrite},
 		HandleOpen: false, NextSeq: 12, PendingEvents: 0,
-		Lifecycle:          []workflows.LifecycleEntry{{Type: workflows.EntrySessionCreated}, {Type: workflows.EntrySessionStart, Source: workflows.SourceResume}},
-		CompensationErrors: []workflows.CompensationError{{Step: "close-handle", Error: workflows.ErrorInfo{Message: "disk full", Type: "IOError"}}},
-		Failure:            &workflows.ErrorInfo{Message: `agent "s1" creation aborted`, Type: workflows.ErrTypeAbort},
+		Lifecycle:          []wire.LifecycleEntry{{Type: wire.EntrySessionCreated}, {Type: wire.EntrySessionStart, Source: wire.SourceResume}},
+		CompensationErrors: []wire.CompensationError{{Step: "close-handle", Error: wire.ErrorInfo{Message: "disk full", Type: "IOError"}}},
+		Failure:            &wire.ErrorInfo{Message: `agent "s1" creation aborted`, Type: wire.ErrTypeAbort},
 	}
 	var b bytes.Buffer
 	require.NoError(t, renderDescription(&b, d))
@@ -37,7 +37,7 @@ compensation error  close-handle: disk full (IOError)
 `, b.String())
 
 	b.Reset()
-	require.NoError(t, renderDescription(&b, workflows.Description{SessionID: "s2", Phase: workflows.PhasePreparing}))
+	require.NoError(t, renderDescription(&b, wire.Description{SessionID: "s2", Phase: wire.PhasePreparing}))
 	require.Contains(t, b.String(), "handle          -\n")
 	require.Contains(t, b.String(), "lifecycle       -\n")
 	require.NotContains(t, b.String(), "failure")
@@ -57,9 +57,9 @@ compensation error  close-handle: disk full (IOError)
 func TestRenderList(t *testing.T) {
 	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	list := []client.ListedSession{
-		{SessionID: "a", WorkflowID: "session/a", RunID: "r1", WorkflowType: workflows.CreateSessionName, StartTime: t0,
-			Phase: workflows.PhaseLive, Cwd: "/w", Source: client.SourceSearchAttributes},
-		{SessionID: "b", WorkflowID: "session/b", RunID: "r2", WorkflowType: workflows.ResumeSessionName, StartTime: t0.Add(time.Second),
+		{SessionID: "a", WorkflowID: "session/a", RunID: "r1", WorkflowType: wire.CreateSessionName, StartTime: t0,
+			Phase: wire.PhaseLive, Cwd: "/w", Source: client.SourceSearchAttributes},
+		{SessionID: "b", WorkflowID: "session/b", RunID: "r2", WorkflowType: wire.ResumeSessionName, StartTime: t0.Add(time.Second),
 			Source: client.SourceDescribe, Error: "describe: context deadline exceeded"},
 	}
 	var b bytes.Buffer
@@ -85,8 +85,8 @@ b: describe: context deadline exceeded
 }
 
 func TestRenderSessionAndLoop(t *testing.T) {
-	s := &client.Session{SessionInfo: workflows.SessionInfo{SessionID: "s1", WorkflowID: "session/s1", RunID: "r1", Source: workflows.SourceStartup,
-		Handle: jsonl.HandleRef{SessionID: "s1", HandleID: "h-1", Access: jsonl.AccessWrite}, Header: session.Header{ID: "s1", Cwd: "/w", ParentSession: "p"},
+	s := &client.Session{SessionInfo: wire.SessionInfo{SessionID: "s1", WorkflowID: "session/s1", RunID: "r1", Source: wire.SourceStartup,
+		Handle: jsonl.HandleRef{SessionID: "s1", HandleID: "h-1", Access: jsonl.AccessWrite}, Header: wire.Header{ID: "s1", Cwd: "/w", ParentSession: "p"},
 		NextSeq: 11, FirstLiveSeq: 10, LastTurn: 2}}
 	var b bytes.Buffer
 	require.NoError(t, renderSession(&b, s))
@@ -102,13 +102,13 @@ func TestRenderSessionAndLoop(t *testing.T) {
 `, b.String())
 
 	b.Reset()
-	d := workflows.LoopDescription{
-		Children: []workflows.LoopChild{
-			{SessionID: "a", Mode: "create", ConfigID: "cfg", WorkflowID: "session/a", State: workflows.ChildSettled, WasLive: true},
-			{SessionID: "b", Mode: "resume", WorkflowID: "session/b", State: workflows.ChildSettled,
-				Error: &workflows.ErrorInfo{Message: workflows.LoopInactiveText, Type: workflows.ErrTypeLoopInactive}},
+	d := wire.LoopDescription{
+		Children: []wire.LoopChild{
+			{SessionID: "a", Mode: "create", ConfigID: "cfg", WorkflowID: "session/a", State: wire.ChildSettled, WasLive: true},
+			{SessionID: "b", Mode: "resume", WorkflowID: "session/b", State: wire.ChildSettled,
+				Error: &wire.ErrorInfo{Message: workflows.LoopInactiveText, Type: wire.ErrTypeLoopInactive}},
 		},
-		ConfigStartFailures: []workflows.ConfigStartFailure{{ConfigID: "cfg2", SessionID: "c", Mode: "resume", Error: workflows.ErrorInfo{Message: `session "c" not found`, Type: "SessionNotFound"}}},
+		ConfigStartFailures: []wire.ConfigStartFailure{{ConfigID: "cfg2", SessionID: "c", Mode: "resume", Error: wire.ErrorInfo{Message: `session "c" not found`, Type: "SessionNotFound"}}},
 	}
 	require.NoError(t, renderLoop(&b, "main", d))
 	require.Equal(t, `loop "main" stopped: 2 sessions

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 func newLogRepairCmd(a *app, sf *storeFlags) *cobra.Command {
@@ -125,13 +126,13 @@ func printEvents(w io.Writer, events []session.Event) error {
 		e := events[i]
 		line := fmt.Sprintf("%d %s", e.Seq, e.Type)
 		switch e.Type {
-		case session.TypeToolResult:
+		case wire.TypeToolResult:
 			if r, err := e.ToolResult(); err == nil && r.Error != nil {
 				line += " " + r.Error.Code
 			}
-		case session.TypeAssistantChunk:
+		case wire.TypeAssistantChunk:
 			j := i
-			for j+1 < len(events) && events[j+1].Type == session.TypeAssistantChunk {
+			for j+1 < len(events) && events[j+1].Type == wire.TypeAssistantChunk {
 				j++
 			}
 			if j > i {

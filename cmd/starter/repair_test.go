@@ -13,6 +13,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // tornFragment is what a crash in the middle of writing a record leaves.
@@ -134,7 +135,7 @@ func TestRepairZstdTornFrame(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
 	st := newTestStore(t, root, "zstd")
-	h, err := st.Create(ctx, session.Header{ID: "z", CreatedAt: 1700000000000}, jsonl.CreateOptions{HandleID: "test/z", Owner: jsonl.Owner{WorkflowID: "session/z"}})
+	h, err := st.Create(ctx, wire.Header{ID: "z", CreatedAt: 1700000000000}, jsonl.CreateOptions{HandleID: "test/z", Owner: jsonl.Owner{WorkflowID: "session/z"}})
 	require.NoError(t, err)
 	require.NoError(t, h.Append(ctx, openTurnEvents(t, true)))
 	require.NoError(t, h.Close(ctx))
@@ -170,7 +171,7 @@ func TestRepairZstdTornFrame(t *testing.T) {
 	closers, err := session.InterruptedTurnClosers(events[:4])
 	require.NoError(t, err)
 	require.Equal(t, jsonlOf(t, closers...), strings.Join(lines[5:9], "\n")+"\n")
-	require.Equal(t, session.TypeEndSeed, events[8].Type)
+	require.Equal(t, wire.TypeEndSeed, events[8].Type)
 
 	after := readFile(t, path)
 	require.Equal(t, intact, after[:len(intact)], "the committed frames are untouched")
@@ -215,7 +216,7 @@ func TestRepairWithNothingDueLeavesTornTail(t *testing.T) {
 			require.Equal(t, "nothing to repair\na torn tail of "+strconv.Itoa(len(fragment))+" bytes stays in place until the next append cuts it\n", r.stdout)
 			require.Equal(t, torn, readFile(t, path))
 
-			mustOK(t, logCmd(t, root, comp, jsonlOf(t, ev(t, session.TypeTurnStart, 1, 5, `{"turn":1}`)), "append", "--id", "s"))
+			mustOK(t, logCmd(t, root, comp, jsonlOf(t, ev(t, wire.TypeTurnStart, 1, 5, `{"turn":1}`)), "append", "--id", "s"))
 			require.Equal(t, float64(0), inspectJSON(t, root, comp, "s")["tornBytes"])
 			require.Len(t, catLines(t, root, comp, "s"), 3)
 		})

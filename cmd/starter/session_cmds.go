@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sessionflow/sessionflow/client"
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 func newAppendCmd(a *app) *cobra.Command {
@@ -35,8 +35,8 @@ mismatch". Batches stored before a failure stay stored.` + lifecycleNote,
 			if err := requireID(id); err != nil {
 				return err
 			}
-			if maxBytes < 1 || maxBytes > workflows.MaxMaxBatchBytes {
-				return usageErrorf("--max-batch-bytes must be between 1 and %d, got %d", workflows.MaxMaxBatchBytes, maxBytes)
+			if maxBytes < 1 || maxBytes > wire.MaxMaxBatchBytes {
+				return usageErrorf("--max-batch-bytes must be between 1 and %d, got %d", wire.MaxMaxBatchBytes, maxBytes)
 			}
 			if maxEvents < 1 {
 				return usageErrorf("--batch-events must be at least 1, got %d", maxEvents)
@@ -72,7 +72,7 @@ mismatch". Batches stored before a failure stay stored.` + lifecycleNote,
 	}
 	conn = addConnFlags(cmd)
 	cmd.Flags().StringVar(&id, "id", "", "session id (required)")
-	cmd.Flags().IntVar(&maxBytes, "max-batch-bytes", workflows.DefaultMaxBatchBytes, "encoded bytes per Append batch, at most the session's limit")
+	cmd.Flags().IntVar(&maxBytes, "max-batch-bytes", wire.DefaultMaxBatchBytes, "encoded bytes per Append batch, at most the session's limit")
 	cmd.Flags().IntVar(&maxEvents, "batch-events", client.DefaultMaxBatchEvents, "events per Append batch")
 	return cmd
 }
@@ -95,7 +95,7 @@ failed: <m1>; <m2>.` + lifecycleNote,
 				if err != nil {
 					return err
 				}
-				return printResult(a, asJSON, res, func(w io.Writer, res workflows.DisposeResult) error {
+				return printResult(a, asJSON, res, func(w io.Writer, res wire.DisposeResult) error {
 					_, err := fmt.Fprintf(w, "disposed session %q (next seq %d)\n", id, res.NextSeq)
 					return err
 				})
@@ -164,7 +164,7 @@ rolled-back run. --json prints the query result as it is.` + lifecycleNote,
 }
 
 // renderDescription writes a Description as aligned text.
-func renderDescription(w io.Writer, d workflows.Description) error {
+func renderDescription(w io.Writer, d wire.Description) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "session\t%s\n", displayText(d.SessionID))
 	fmt.Fprintf(tw, "phase\t%s\n", d.Phase)
@@ -199,7 +199,7 @@ func renderDescription(w io.Writer, d workflows.Description) error {
 }
 
 // errorInfoText renders an ErrorInfo as "message (type)".
-func errorInfoText(e workflows.ErrorInfo) string {
+func errorInfoText(e wire.ErrorInfo) string {
 	if e.Type == "" {
 		return termText(e.Message, false)
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // createInput is a validated `create` command line.
@@ -33,11 +32,11 @@ type createInput struct {
 type routeFlags struct{ provider, model string }
 
 // options returns the agent options of the route, nil when neither is set.
-func (r routeFlags) options() *workflows.AgentOptions {
+func (r routeFlags) options() *wire.AgentOptions {
 	if r.provider == "" && r.model == "" {
 		return nil
 	}
-	return &workflows.AgentOptions{Provider: r.provider, Model: r.model}
+	return &wire.AgentOptions{Provider: r.provider, Model: r.model}
 }
 
 func (r *routeFlags) add(fs *pflag.FlagSet) {
@@ -47,9 +46,9 @@ func (r *routeFlags) add(fs *pflag.FlagSet) {
 
 // request builds the CreateSession request; the seed file is read here.
 func (in createInput) request() (wire.CreateSessionRequest, error) {
-	req := wire.CreateSessionRequest{SessionID: in.id, Meta: &workflows.SessionMeta{Cwd: in.cwd, ParentSession: in.parent}, AgentOptions: in.route.options()}
+	req := wire.CreateSessionRequest{SessionID: in.id, Meta: &wire.SessionMeta{Cwd: in.cwd, ParentSession: in.parent}, AgentOptions: in.route.options()}
 	if in.fork {
-		req.Fork = &workflows.ForkSeed{ParentSessionID: in.parent, Count: in.forkThrough + 1}
+		req.Fork = &wire.ForkSeed{ParentSessionID: in.parent, Count: in.forkThrough + 1}
 		req.Meta.IsSeeded = true
 		req.InheritedEventCount = req.Fork.Count
 	}
@@ -78,7 +77,7 @@ func checkSeed(seed []session.Event, seeded bool) error {
 	if marker, due := session.EndSeedMarker(seed, seeded, session.EndSeedTime(seed, 0)); due {
 		suffix = append(suffix, marker)
 	}
-	return session.CheckAppendable(session.Header{IsSeeded: seeded}, 0, suffix)
+	return session.CheckAppendable(wire.Header{IsSeeded: seeded}, 0, suffix)
 }
 
 // validate checks the flags that do not need a server.
@@ -205,7 +204,7 @@ continues the log. A running workflow of the same id fails with: session
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withID(cmd, conn, id, func(ctx context.Context, c *client.Client) error {
 				line := startElapsed(a.stderr, isTerminal(a.stderr), fmt.Sprintf("resuming %q (reading and repairing its log)", id), elapsedDelay, time.Second)
-				req := workflows.ResumeSessionRequest{AgentOptions: route.options()}
+				req := wire.ResumeSessionRequest{AgentOptions: route.options()}
 				if keepDeadOwner {
 					forfeit := false
 					req.ForfeitDeadOwner = &forfeit

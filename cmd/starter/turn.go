@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sessionflow/sessionflow/client"
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 func newTurnCmd(a *app) *cobra.Command {
@@ -46,7 +46,7 @@ turn's events. A model call that is retried streams its text again: a line
 			}
 			return a.withClient(cmd, conn, func(ctx context.Context, c *client.Client) error {
 				content, _ := json.Marshal(prompt)
-				in, err := c.Followup(ctx, id, workflows.InputRequest{MessageID: messageID, Content: content})
+				in, err := c.Followup(ctx, id, wire.InputRequest{MessageID: messageID, Content: content})
 				if err != nil {
 					return err
 				}
@@ -115,9 +115,9 @@ func followTurn(ctx context.Context, w io.Writer, c *client.Client, id, messageI
 			newline()
 			mark, code := "✓", ""
 			switch {
-			case p.Call.State == workflows.CallSkipped:
+			case p.Call.State == wire.CallSkipped:
 				mark = "⊘ skipped"
-			case p.Call.State == workflows.CallFailed:
+			case p.Call.State == wire.CallFailed:
 				mark = "✗ failed"
 			case p.Call.IsError:
 				mark, code = "✗", " "+termText(p.Call.Code, false)
@@ -136,12 +136,12 @@ func followTurn(ctx context.Context, w io.Writer, c *client.Client, id, messageI
 const retriedNote = "↻ (the model call was retried; the text above is discarded)"
 
 // describeReason renders a turn's end, on one line (termText).
-func describeReason(s *workflows.TurnInfo) string {
+func describeReason(s *wire.TurnInfo) string {
 	return termText(rawReason(s), false)
 }
 
 // rawReason is describeReason before it is made safe for the terminal.
-func rawReason(s *workflows.TurnInfo) string {
+func rawReason(s *wire.TurnInfo) string {
 	r := s.Reason
 	switch {
 	case r == nil:

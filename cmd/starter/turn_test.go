@@ -14,10 +14,9 @@ import (
 	temporalclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // turnTemporal answers Followup, LoopState (states in turn, the last
@@ -25,10 +24,10 @@ import (
 type turnTemporal struct {
 	temporalclient.Client
 	t        *testing.T
-	states   []workflows.LoopState
-	progress []*agent.ModelProgress
+	states   []wire.LoopState
+	progress []*wire.ModelProgress
 	polls    int
-	followup workflows.InputRequest
+	followup wire.InputRequest
 }
 
 func (f *turnTemporal) Close() {}
@@ -41,15 +40,15 @@ type doneUpdate struct {
 func (u doneUpdate) Get(_ context.Context, ptr any) error { return jsonValue{u.v}.Get(ptr) }
 
 func (f *turnTemporal) UpdateWorkflow(_ context.Context, o temporalclient.UpdateWorkflowOptions) (temporalclient.WorkflowUpdateHandle, error) {
-	if o.WorkflowID != "session/s1" || o.UpdateName != workflows.UpdateFollowup {
+	if o.WorkflowID != "session/s1" || o.UpdateName != wire.UpdateFollowup {
 		return nil, errors.New("unexpected update " + o.UpdateName)
 	}
-	f.followup = o.Args[0].(workflows.InputRequest)
-	return doneUpdate{v: workflows.InputResult{MessageID: "m1", Target: "next-turn", SplicedSeq: -1}}, nil
+	f.followup = o.Args[0].(wire.InputRequest)
+	return doneUpdate{v: wire.InputResult{MessageID: "m1", Target: "next-turn", SplicedSeq: -1}}, nil
 }
 
 func (f *turnTemporal) QueryWorkflow(_ context.Context, _, _, q string, _ ...any) (converter.EncodedValue, error) {
-	if q != workflows.QueryLoopState {
+	if q != wire.QueryLoopState {
 		return nil, errors.New("unexpected query " + q)
 	}
 	s := f.states[min(f.polls, len(f.states)-1)]
@@ -62,7 +61,7 @@ func (f *turnTemporal) DescribeWorkflow(context.Context, string, string) (*tempo
 	if p := f.progress[min(f.polls-1, len(f.progress)-1)]; p != nil {
 		d, err := converter.GetDefaultDataConverter().ToPayloads(*p)
 		require.NoError(f.t, err)
-		resp.PendingActivities = []*workflowpb.PendingActivityInfo{{ActivityType: &commonpb.ActivityType{Name: agent.CallModelActivity}, HeartbeatDetails: d}}
+		resp.PendingActivities = []*workflowpb.PendingActivityInfo{{ActivityType: &commonpb.ActivityType{Name: wire.CallModelActivity}, HeartbeatDetails: d}}
 	}
 	return &temporalclient.WorkflowExecutionDescription{RawResponse: resp}, nil
 }
@@ -72,7 +71,7 @@ func turnFixture(t *testing.T, root string) *turnTemporal {
 	st, err := jsonl.NewStore(jsonl.Options{Root: root, Compression: jsonl.CompressionNone})
 	require.NoError(t, err)
 	ctx := context.Background()
-	h, err := st.Create(ctx, session.Header{Version: session.FormatVersion, ID: "s1", CreatedAt: 1}, jsonl.CreateOptions{HandleID: "fixture"})
+	h, err := st.Create(ctx, wire.Header{Version: wire.FormatVersion, ID: "s1", CreatedAt: 1}, jsonl.CreateOptions{HandleID: "fixture"})
 	require.NoError(t, err)
 	mk := func(typ string, seq int64, v any) session.Event {
 		e, err := session.NewEvent(typ, seq, 1, v)
@@ -89,19 +88,19 @@ func turnFixture(t *testing.T, root string) *turnTemporal {
 		mk("turn/end", 4, map[string]any{"turn": 1, "reason": map[string]any{"kind": "completed"}}),
 	}))
 	require.NoError(t, h.Close(ctx))
-	running := func(step int64, calls ...workflows.CallState) workflows.LoopState {
-		return workflows.LoopState{State: "running", Turn: 1, Step: step, Calls: calls,
-			Recent: []workflows.TurnInfo{{Turn: 1, Claimed: []string{"m1"}, Steps: step}}}
+	running := func(step int64, calls ...wire.CallState) wire.LoopState {
+		return wire.LoopState{State: "running", Turn: 1, Step: step, Calls: calls,
+			Recent: []wire.TurnInfo{{Turn: 1, Claimed: []string{"m1"}, Steps: step}}}
 	}
 	return &turnTemporal{t: t,
-		states: []workflows.LoopState{
-			running(1, workflows.CallState{ID: "c1", Name: "read_file", State: "running"}),
-			running(1, workflows.CallState{ID: "c1", Name: "read_file", State: "done", IsError: true, Code: "OUTSIDE_CWD"}),
+		states: []wire.LoopState{
+			running(1, wire.CallState{ID: "c1", Name: "read_file", State: "running"}),
+			running(1, wire.CallState{ID: "c1", Name: "read_file", State: "done", IsError: true, Code: "OUTSIDE_CWD"}),
 			running(2),
-			{State: "idle", Recent: []workflows.TurnInfo{{Turn: 1, StartSeq: 0, EndSeq: 5, Steps: 2, Claimed: []string{"m1"},
-				Reason: &session.TurnEndReason{Kind: "completed"}}}},
+			{State: "idle", Recent: []wire.TurnInfo{{Turn: 1, StartSeq: 0, EndSeq: 5, Steps: 2, Claimed: []string{"m1"},
+				Reason: &wire.TurnEndReason{Kind: "completed"}}}},
 		},
-		progress: []*agent.ModelProgress{nil, nil, {Turn: 1, Step: 2, Text: "Hello"}, nil},
+		progress: []*wire.ModelProgress{nil, nil, {Turn: 1, Step: 2, Text: "Hello"}, nil},
 	}
 }
 
@@ -157,7 +156,7 @@ func TestCreateAndResumeRoute(t *testing.T) {
 	in.id, in.route.provider, in.route.model = "s1", "scripted", "m1"
 	req, err := in.request()
 	require.NoError(t, err)
-	require.Equal(t, &workflows.AgentOptions{Provider: "scripted", Model: "m1"}, req.AgentOptions)
+	require.Equal(t, &wire.AgentOptions{Provider: "scripted", Model: "m1"}, req.AgentOptions)
 	p, _ := cmd.Flags().GetString("provider")
 	require.Equal(t, "scripted", p)
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 func newUnlockCmd(a *app) *cobra.Command {
@@ -43,7 +44,7 @@ The store is --root DIR (env ` + envRoot + `) with --compression none|zstd (env
 				return a.printUnlocked(cmd.Context(), st, id, lease)
 			}
 			lease, err := st.LeaseOf(cmd.Context(), id)
-			if errors.Is(err, jsonl.ErrCorrupt) {
+			if errors.Is(err, wire.ErrCorrupt) {
 				return fmt.Errorf("session %q: its lease cannot be read (%w), so Temporal cannot tell whether its owner is gone; once the owner is known to be gone, pass --force", id, err)
 			}
 			if err != nil {
@@ -76,7 +77,7 @@ The store is --root DIR (env ` + envRoot + `) with --compression none|zstd (env
 // gone after its lease was removed was never written and has been erased
 // (the lease alone cannot tell: it keeps the pending header it was created
 // with).
-func (a *app) printUnlocked(ctx context.Context, st *jsonl.Store, id string, lease *jsonl.Lease) error {
+func (a *app) printUnlocked(ctx context.Context, st *jsonl.Store, id string, lease *wire.Lease) error {
 	if lease == nil {
 		_, err := fmt.Fprintln(a.stdout, "no lease held")
 		return err

@@ -18,8 +18,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/sessionflow/sessionflow/jsonl"
-	"github.com/sessionflow/sessionflow/session"
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // terminal is `starter chat` running on a pseudo-terminal, as a person runs
@@ -162,7 +161,7 @@ func TestChatOnATerminal(t *testing.T) {
 	tc, err := client.Dial(client.Options{HostPort: fmt.Sprintf("127.0.0.1:%d", e.port), Namespace: e.namespace})
 	require.NoError(t, err)
 	defer tc.Close()
-	d, err := tc.DescribeWorkflow(context.Background(), workflows.WorkflowID("c1"), "")
+	d, err := tc.DescribeWorkflow(context.Background(), wire.WorkflowID("c1"), "")
 	require.NoError(t, err)
 	require.Equal(t, enums.WORKFLOW_EXECUTION_STATUS_COMPLETED, d.RawResponse.GetWorkflowExecutionInfo().GetStatus())
 	st, err := jsonl.NewStore(jsonl.Options{Root: e.root, Compression: jsonl.CompressionNone})
@@ -175,7 +174,7 @@ func TestChatOnATerminal(t *testing.T) {
 	requireContiguous(t, evs)
 	var ends []string
 	for _, ev := range evs {
-		if ev.Type == session.TypeTurnEnd {
+		if ev.Type == wire.TypeTurnEnd {
 			end, err := ev.TurnEnd()
 			require.NoError(t, err)
 			ends = append(ends, end.Reason.Kind)
@@ -206,7 +205,7 @@ func TestChatLeavesOnDoubleCtrlC(t *testing.T) {
 	evs := e.stored("c2")
 	requireContiguous(t, evs)
 	last := evs[len(evs)-1]
-	require.Equal(t, session.TypeTurnEnd, last.Type)
+	require.Equal(t, wire.TypeTurnEnd, last.Type)
 	end, err := last.TurnEnd()
 	require.NoError(t, err)
 	require.Equal(t, "aborted", end.Reason.Kind)
@@ -236,7 +235,7 @@ func TestChatReadsPipedInput(t *testing.T) {
 	}
 	evs := e.stored("p1")
 	requireContiguous(t, evs)
-	require.Equal(t, session.TypeTurnEnd, evs[len(evs)-1].Type)
+	require.Equal(t, wire.TypeTurnEnd, evs[len(evs)-1].Type)
 }
 
 // The chat attaches to a live session (following a turn already running),
@@ -265,8 +264,8 @@ func TestChatAttachesAndResumes(t *testing.T) {
 	require.NoError(t, err)
 	defer tc.Close()
 	require.Eventually(t, func() bool {
-		v, err := tc.QueryWorkflow(context.Background(), workflows.WorkflowID("m1"), "", workflows.QueryLoopState)
-		var st workflows.LoopState
+		v, err := tc.QueryWorkflow(context.Background(), wire.WorkflowID("m1"), "", wire.QueryLoopState)
+		var st wire.LoopState
 		return err == nil && v.Get(&st) == nil && st.State == "running"
 	}, 60*time.Second, 50*time.Millisecond)
 	out := e.mustStarter("/detach\n", "chat", "--id", "m1", "--root", e.root, "--compression", "none")

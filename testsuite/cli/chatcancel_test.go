@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // Ctrl-C in `starter chat` while run_command runs `sleep 45` kills the
@@ -66,7 +66,7 @@ func TestChatCtrlCKillsARunningCommand(t *testing.T) {
 	requireContiguous(t, evs)
 	var codes []string
 	for _, ev := range evs {
-		if ev.Type == session.TypeToolResult {
+		if ev.Type == wire.TypeToolResult {
 			r, err := ev.ToolResult()
 			require.NoError(t, err)
 			require.NotNil(t, r.Error, "the command's result: %s", ev.Data)

@@ -25,6 +25,7 @@ import (
 	"github.com/sessionflow/sessionflow/internal/app/devserver"
 	"github.com/sessionflow/sessionflow/internal/app/readiness"
 	"github.com/sessionflow/sessionflow/testsuite/testdeadline"
+	"github.com/sessionflow/sessionflow/wire"
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
@@ -338,7 +339,7 @@ func TestSessionSurvivesKillWithPersistentServer(t *testing.T) {
 
 	out := e.mustStarter("", "describe", "--id", "s1", "--json")
 	require.Contains(t, out, `"phase": "live"`)
-	next, err := session.NewEvent(session.TypeTurnStart, int64(len(want)), 1767225700000, map[string]any{"turn": 3})
+	next, err := session.NewEvent(wire.TypeTurnStart, int64(len(want)), 1767225700000, map[string]any{"turn": 3})
 	require.NoError(t, err)
 	line, err := next.MarshalJSON()
 	require.NoError(t, err)
@@ -347,7 +348,7 @@ func TestSessionSurvivesKillWithPersistentServer(t *testing.T) {
 
 	got := e.stored("s1")
 	require.Equal(t, want, got[:len(want)])
-	require.Equal(t, session.TypeTurnStart, got[len(want)].Type)
+	require.Equal(t, wire.TypeTurnStart, got[len(want)].Type)
 	requireContiguous(t, got)
 }
 
@@ -373,6 +374,6 @@ func TestSessionSurvivesKillWithEphemeralServer(t *testing.T) {
 	got := e.stored("s2")
 	require.Equal(t, want, got[:len(want)])
 	require.Len(t, got, len(want)+1, "a balanced log gains only the end-seed marker")
-	require.Equal(t, session.TypeEndSeed, got[len(want)].Type)
+	require.Equal(t, wire.TypeEndSeed, got[len(want)].Type)
 	requireContiguous(t, got)
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // The starter reads a raw root (the worker runs with --compression none,
@@ -74,7 +74,7 @@ func TestStarterReadsTheRootsEncodingFromItsMarker(t *testing.T) {
 
 	e.mustStarterCtx(ctx, "", "dispose", "--id", "r1")
 	for _, ev := range e.stored("r1") {
-		if ev.Type == session.TypeUserMessage {
+		if ev.Type == wire.TypeUserMessage {
 			require.NotContains(t, string(ev.Data), "not sent", "a refused command sent its prompt")
 		}
 	}

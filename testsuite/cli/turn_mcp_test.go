@@ -12,7 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // envMCPServer makes the test binary serve MCP on stdio instead of testing.
@@ -68,7 +68,7 @@ func TestStarterTurnWithMCPServer(t *testing.T) {
 	e.mustStarter("", "dispose", "--id", "m1")
 	var texts []string
 	for _, ev := range e.stored("m1") {
-		if ev.Type == session.TypeToolResult {
+		if ev.Type == wire.TypeToolResult {
 			r, err := ev.ToolResult()
 			require.NoError(t, err)
 			texts = append(texts, r.Message.Content[0].Content[0].Text)

@@ -15,7 +15,7 @@ import (
 	"github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // opTimeout bounds one call to the cluster.
@@ -27,8 +27,8 @@ const tickType = "cluster/tick"
 
 // sessionOptions are the workflow options of the tests' sessions: a store
 // activity lost with a killed worker is retried after 2 s.
-func sessionOptions() *workflows.Options {
-	return &workflows.Options{HeartbeatTimeoutMs: 2000}
+func sessionOptions() *wire.Options {
+	return &wire.Options{HeartbeatTimeoutMs: 2000}
 }
 
 // newClient returns a sessionflow client of the cluster whose sessions hand a
@@ -284,7 +284,7 @@ func (a *appender) finish() ([]session.Event, int64) {
 func history(t *testing.T, id string) *historypb.History {
 	t.Helper()
 	ctx := ctxT(t)
-	it := lc.Client().GetWorkflowHistory(ctx, workflows.WorkflowID(id), "", false, 0)
+	it := lc.Client().GetWorkflowHistory(ctx, wire.WorkflowID(id), "", false, 0)
 	h := &historypb.History{}
 	for it.HasNext() {
 		e, err := it.Next()

@@ -20,7 +20,6 @@ import (
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // TestClusterTopology: the server runs deploy's configuration, several
@@ -52,7 +51,7 @@ func TestLifecycleOnCluster(t *testing.T) {
 	seed := []session.Event{sessiontest.TurnStart(t, 0, 1), sessiontest.AssistantText(t, 1, 1, "seeded"), sessiontest.TurnEnd(t, 2, 1)}
 
 	s, err := cl.Create(ctx, wire.CreateSessionRequest{
-		SessionID: id, Seed: session.WireEvents(seed), Meta: &workflows.SessionMeta{Cwd: "/work/cluster"}, Options: sessionOptions(),
+		SessionID: id, Seed: session.WireEvents(seed), Meta: &wire.SessionMeta{Cwd: "/work/cluster"}, Options: sessionOptions(),
 	})
 	require.NoError(t, err)
 	require.Equal(t, id, s.SessionID)
@@ -67,22 +66,22 @@ func TestLifecycleOnCluster(t *testing.T) {
 
 	d, err := cl.Describe(ctx, id)
 	require.NoError(t, err)
-	require.Equal(t, workflows.PhaseLive, d.Phase)
+	require.Equal(t, wire.PhaseLive, d.Phase)
 	require.True(t, d.HandleOpen)
 	require.Equal(t, int64(9), d.NextSeq)
 
 	// The search attributes, read back from PostgreSQL: through List
 	// (visibility queries) and in the visibility database itself.
-	listed := awaitListed(t, cl, id, func(l client.ListedSession) bool { return l.Phase == workflows.PhaseLive })
+	listed := awaitListed(t, cl, id, func(l client.ListedSession) bool { return l.Phase == wire.PhaseLive })
 	require.Equal(t, client.SourceSearchAttributes, listed.Source)
 	require.Equal(t, "/work/cluster", listed.Cwd)
-	require.Equal(t, workflows.CreateSessionName, listed.WorkflowType)
+	require.Equal(t, wire.CreateSessionName, listed.WorkflowType)
 	// SQL visibility keeps custom search attributes in a jsonb column under
 	// the namespace's field names (Keyword01, ...): the session's values are
 	// among its values.
 	row, err := lc.Psql(ctx, "temporal_visibility",
 		"SELECT string_agg(value, '|' ORDER BY value) FROM executions_visibility, jsonb_each_text(search_attributes) "+
-			"WHERE workflow_id = '"+workflows.WorkflowID(id)+"' AND run_id = '"+firstRun+"'")
+			"WHERE workflow_id = '"+wire.WorkflowID(id)+"' AND run_id = '"+firstRun+"'")
 	require.NoError(t, err)
 	values := strings.Split(strings.TrimSpace(row), "|")
 	for _, v := range []string{id, "live", "/work/cluster"} {
@@ -92,10 +91,10 @@ func TestLifecycleOnCluster(t *testing.T) {
 	disposed, err := cl.Dispose(ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, int64(9), disposed.NextSeq)
-	require.NoError(t, lc.Client().GetWorkflow(ctx, workflows.WorkflowID(id), firstRun).Get(ctx, nil))
+	require.NoError(t, lc.Client().GetWorkflow(ctx, wire.WorkflowID(id), firstRun).Get(ctx, nil))
 	evs := requireHolds(t, id, nil)
 	require.Len(t, evs, 9)
-	require.Equal(t, session.TypeEndSeed, evs[3].Type)
+	require.Equal(t, wire.TypeEndSeed, evs[3].Type)
 	for i, e := range seed {
 		require.JSONEq(t, canonical(t, e), canonical(t, evs[i]))
 	}
@@ -107,10 +106,10 @@ func TestLifecycleOnCluster(t *testing.T) {
 	require.Nil(t, lease, "disposal releases the lease")
 
 	// Resume on whichever worker takes it, append, dispose.
-	r, err := cl.Resume(ctx, id, workflows.ResumeSessionRequest{Options: sessionOptions()})
+	r, err := cl.Resume(ctx, id, wire.ResumeSessionRequest{Options: sessionOptions()})
 	require.NoError(t, err)
 	require.NotEqual(t, firstRun, r.RunID)
-	require.Equal(t, workflows.SourceResume, r.Source)
+	require.Equal(t, wire.SourceResume, r.Source)
 	require.Equal(t, int64(10), r.NextSeq, "the resume stores an end-seed marker")
 	require.Equal(t, int64(9), r.FirstLiveSeq)
 	again := sessiontest.LiveTurn(t, 10, 3, "after the resume")
@@ -118,13 +117,13 @@ func TestLifecycleOnCluster(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(15), res.NextSeq)
 	awaitListed(t, cl, id, func(l client.ListedSession) bool {
-		return l.RunID == r.RunID && l.Phase == workflows.PhaseLive && l.WorkflowType == workflows.ResumeSessionName
+		return l.RunID == r.RunID && l.Phase == wire.PhaseLive && l.WorkflowType == wire.ResumeSessionName
 	})
 	_, err = cl.Dispose(ctx, id)
 	require.NoError(t, err)
 	all := requireHolds(t, id, nil)
 	require.Len(t, all, 15)
-	require.Equal(t, session.TypeEndSeed, all[9].Type)
+	require.Equal(t, wire.TypeEndSeed, all[9].Type)
 	for i, e := range again {
 		require.JSONEq(t, canonical(t, e), canonical(t, all[10+i]))
 	}
@@ -160,8 +159,8 @@ func TestAbortOnCluster(t *testing.T) {
 	id := sessionID("abort")
 	queue := "abort-" + runTag
 	run, err := lc.Client().ExecuteWorkflow(ctx, temporalclient.StartWorkflowOptions{
-		ID: workflows.WorkflowID(id), TaskQueue: queue,
-	}, workflows.CreateSessionName, wire.CreateSessionRequest{SessionID: id, Options: sessionOptions()})
+		ID: wire.WorkflowID(id), TaskQueue: queue,
+	}, wire.CreateSessionName, wire.CreateSessionRequest{SessionID: id, Options: sessionOptions()})
 	require.NoError(t, err)
 	cl := client.New(lc.Client(), client.Options{TaskQueue: queue, Namespace: lc.Namespace()})
 	require.NoError(t, cl.Cancel(ctx, id, ""))

@@ -9,7 +9,7 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/jsonl/faultfs"
 	"github.com/sessionflow/sessionflow/session"
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // logSync is ENOSPC on every fsync of the session's log file (the append's
@@ -69,7 +69,7 @@ func TestAppendENOSPCPersistent(t *testing.T) {
 	requireSameEvents(t, acked, e.events(id))
 	d, err := e.c.Describe(e.ctx, id)
 	require.NoError(t, err)
-	require.Equal(t, workflows.PhaseLive, d.Phase)
+	require.Equal(t, wire.PhaseLive, d.Phase)
 	require.True(t, d.HandleOpen)
 	require.Equal(t, s.NextSeq, d.NextSeq, "the cursor is not advanced")
 	require.Zero(t, d.PendingEvents)

@@ -9,7 +9,7 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/jsonl/faultfs"
 	"github.com/sessionflow/sessionflow/session"
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // TestCrashDuringLiveAppend: the worker's filesystem "crashes" in the
@@ -48,7 +48,7 @@ func TestCrashDuringLiveAppend(t *testing.T) {
 			tc.arm(ffs)
 			b2 := turn(t, s.NextSeq+2, s.LastTurn+2)
 			type result struct {
-				res workflows.AppendResult
+				res wire.AppendResult
 				err error
 			}
 			done := make(chan result, 1)

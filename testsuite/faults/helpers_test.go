@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessionflow/sessionflow/workflows"
+
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
@@ -22,7 +24,6 @@ import (
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/testsuite/testdeadline"
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // opTimeout bounds every call of a test.
@@ -82,7 +83,7 @@ func (e *env) cleanup() {
 	ids := append([]string(nil), e.ids...)
 	e.mu.Unlock()
 	for _, id := range ids {
-		wid := workflows.WorkflowID(id)
+		wid := wire.WorkflowID(id)
 		desc, err := temporalClient.DescribeWorkflow(ctx, wid, "")
 		if err == nil && desc.RawResponse.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 			_ = temporalClient.TerminateWorkflow(ctx, wid, "", "faults test cleanup")
@@ -97,7 +98,7 @@ func (e *env) setOnSetup(fn func()) {
 	e.onSetup = fn
 }
 
-func (e *env) setupHook(ctx context.Context, in workflows.SetupInput) (workflows.SetupResult, error) {
+func (e *env) setupHook(ctx context.Context, in wire.SetupInput) (workflows.SetupResult, error) {
 	e.mu.Lock()
 	fn := e.onSetup
 	e.mu.Unlock()
@@ -141,8 +142,8 @@ func (e *env) startWorker(fsys jsonl.FS) *workerapp.Running {
 // options are the session options of the tests: a short append window and
 // few attempts, so a persistent fault exhausts the retries in about a
 // second (the retry policy starts at one second).
-func options(attempts int32) *workflows.Options {
-	return &workflows.Options{AppendWindowMs: 10, MaxAttempts: attempts, ActivityTimeoutMs: 60_000}
+func options(attempts int32) *wire.Options {
+	return &wire.Options{AppendWindowMs: 10, MaxAttempts: attempts, ActivityTimeoutMs: 60_000}
 }
 
 // clientError asserts that err is a *client.Error of type typ whose
@@ -180,7 +181,7 @@ func (e *env) logBytes(id string) []byte {
 }
 
 // lease returns id's write lease, nil when none is held.
-func (e *env) lease(id string) *jsonl.Lease {
+func (e *env) lease(id string) *wire.Lease {
 	e.t.Helper()
 	l, err := e.store.LeaseOf(e.ctx, id)
 	require.NoError(e.t, err)
@@ -209,13 +210,13 @@ func (e *env) requireRolledBack(id, typ string) {
 	e.t.Helper()
 	// The client's Create and Resume return the failure as soon as WaitReady
 	// reports it, which is before the rollback ran: wait for the run.
-	runErr := temporalClient.GetWorkflow(e.ctx, workflows.WorkflowID(id), "").Get(e.ctx, nil)
+	runErr := temporalClient.GetWorkflow(e.ctx, wire.WorkflowID(id), "").Get(e.ctx, nil)
 	var app *temporal.ApplicationError
 	require.True(e.t, errors.As(runErr, &app), "the run did not fail with an application error: %v", runErr)
 	require.Equal(e.t, typ, app.Type())
 	d, err := e.c.Describe(e.ctx, id)
 	require.NoError(e.t, err)
-	require.Equal(e.t, workflows.PhaseClosed, d.Phase)
+	require.Equal(e.t, wire.PhaseClosed, d.Phase)
 	require.False(e.t, d.HandleOpen)
 	require.Empty(e.t, d.Lifecycle, "nothing is published")
 	require.Empty(e.t, d.CompensationErrors)
@@ -248,8 +249,8 @@ func ev(t *testing.T, typ string, seq int64, data any) session.Event {
 // turn is a complete turn of two events starting at seq.
 func turn(t *testing.T, seq, n int64) []session.Event {
 	return []session.Event{
-		ev(t, session.TypeTurnStart, seq, map[string]any{"turn": n}),
-		ev(t, session.TypeTurnEnd, seq+1, map[string]any{"turn": n, "reason": map[string]any{"kind": "completed"}}),
+		ev(t, wire.TypeTurnStart, seq, map[string]any{"turn": n}),
+		ev(t, wire.TypeTurnEnd, seq+1, map[string]any{"turn": n, "reason": map[string]any{"kind": "completed"}}),
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/jsonl/faultfs"
 	"github.com/sessionflow/sessionflow/session"
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // TestResumeEIOOnLogRead: every read of the stored log fails with EIO.
@@ -32,7 +32,7 @@ func TestResumeEIOOnLogRead(t *testing.T) {
 	before := e.logBytes(id)
 
 	ffs.Add(faultfs.Rule{Index: -1, Op: faultfs.OpRead, PathContains: "session.v3", Err: syscall.EIO})
-	_, err = e.c.Resume(e.ctx, id, workflows.ResumeSessionRequest{Options: options(2)})
+	_, err = e.c.Resume(e.ctx, id, wire.ResumeSessionRequest{Options: options(2)})
 	msg := clientError(t, err, "IOError", "input/output error")
 	t.Logf("client-visible error: %s", msg)
 	e.requireRolledBack(id, "IOError")
@@ -40,12 +40,12 @@ func TestResumeEIOOnLogRead(t *testing.T) {
 	require.Equal(t, before, e.logBytes(id), "the log is untouched")
 
 	ffs.Reset()
-	r, err := e.c.Resume(e.ctx, id, workflows.ResumeSessionRequest{Options: options(2)})
+	r, err := e.c.Resume(e.ctx, id, wire.ResumeSessionRequest{Options: options(2)})
 	require.NoError(t, err)
 	stored := e.events(id)
 	require.Len(t, stored, len(acked)+1, "the log plus the end-seed marker")
 	requireSameEvents(t, acked, stored[:len(acked)])
-	require.Equal(t, session.TypeEndSeed, stored[len(acked)].Type)
+	require.Equal(t, wire.TypeEndSeed, stored[len(acked)].Type)
 	require.Equal(t, int64(len(stored)), r.NextSeq)
 	_, err = e.c.Dispose(e.ctx, id)
 	require.NoError(t, err)

@@ -18,6 +18,7 @@ import (
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // signalling is a provider that sends on streamed after each chunk it
@@ -68,9 +69,9 @@ func (l *agentLog) appendEvent(typ, data string) {
 // openTurn opens turn n and its step 1 with a prompt, as a turn does.
 func (l *agentLog) openTurn(n int, prompt string) {
 	l.t.Helper()
-	l.appendEvent(session.TypeTurnStart, fmt.Sprintf(`{"turn":%d}`, n))
-	l.appendEvent(session.TypeStepStart, fmt.Sprintf(`{"turn":%d,"step":1}`, n))
-	l.appendEvent(session.TypeUserMessage, fmt.Sprintf(`{"id":"u%d","role":"user","content":[{"type":"text","text":%q}],"source":{"kind":"user"}}`, n, prompt))
+	l.appendEvent(wire.TypeTurnStart, fmt.Sprintf(`{"turn":%d}`, n))
+	l.appendEvent(wire.TypeStepStart, fmt.Sprintf(`{"turn":%d,"step":1}`, n))
+	l.appendEvent(wire.TypeUserMessage, fmt.Sprintf(`{"id":"u%d","role":"user","content":[{"type":"text","text":%q}],"source":{"kind":"user"}}`, n, prompt))
 }
 
 // run runs activity with in in a Temporal test activity environment whose
@@ -97,7 +98,7 @@ func (l *agentLog) must(activity string, in, out any) {
 func (l *agentLog) model(turn int64) agent.ModelResult {
 	l.t.Helper()
 	var res agent.ModelResult
-	l.must(agent.CallModelActivity, agent.ModelInput{Ref: l.h.Ref(), Turn: turn, Step: 1, Provider: "scripted", Model: "m1"}, &res)
+	l.must(wire.CallModelActivity, agent.ModelInput{Ref: l.h.Ref(), Turn: turn, Step: 1, Provider: "scripted", Model: "m1"}, &res)
 	return res
 }
 
@@ -117,7 +118,7 @@ func TestHarnessLoadsTheAgentsClosersOfAV0Root(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	h, err := st.Create(ctx, session.Header{ID: "closers", CreatedAt: 1767225600000, Cwd: "/work/project"},
+	h, err := st.Create(ctx, wire.Header{ID: "closers", CreatedAt: 1767225600000, Cwd: "/work/project"},
 		jsonl.CreateOptions{HandleID: "h-closers", Owner: jsonl.Owner{WorkflowID: "session/closers", RunID: "r"}})
 	if err != nil {
 		t.Fatal(err)
@@ -139,17 +140,17 @@ func TestHarnessLoadsTheAgentsClosersOfAV0Root(t *testing.T) {
 	l.openTurn(1, "one")
 	res := l.model(1)
 	var closed agent.CloseCallsResult
-	l.must(agent.CloseCallsActivity, agent.CloseCallsInput{Ref: h.Ref(), Turn: 1, MessageSeq: res.MessageSeq, MaxTokens: true}, &closed)
+	l.must(wire.CloseCallsActivity, agent.CloseCallsInput{Ref: h.Ref(), Turn: 1, MessageSeq: res.MessageSeq, MaxTokens: true}, &closed)
 	var ended agent.EndTurnResult
-	l.must(agent.EndTurnActivity, agent.EndTurnInput{Ref: h.Ref(), Turn: 1, Step: 1, MessageSeq: res.MessageSeq, MaxTokens: true,
-		Reason: session.TurnEndReason{Kind: "max-tokens"}}, &ended)
+	l.must(wire.EndTurnActivity, agent.EndTurnInput{Ref: h.Ref(), Turn: 1, Step: 1, MessageSeq: res.MessageSeq, MaxTokens: true,
+		Reason: wire.TurnEndReason{Kind: "max-tokens"}}, &ended)
 
 	// Turn 2: cancelled after c3's tool/call was stored, before c4 ran.
 	l.openTurn(2, "two")
 	res = l.model(2)
-	l.appendEvent(session.TypeToolCall, `{"turn":2,"step":1,"callId":"c3","name":"shell","arguments":"{}"}`)
-	l.must(agent.EndTurnActivity, agent.EndTurnInput{Ref: h.Ref(), Turn: 2, Step: 1, MessageSeq: res.MessageSeq, Skipped: []string{"c4"},
-		Reason: session.TurnEndReason{Kind: "aborted", Reason: json.RawMessage(`{"kind":"user"}`)}}, &ended)
+	l.appendEvent(wire.TypeToolCall, `{"turn":2,"step":1,"callId":"c3","name":"shell","arguments":"{}"}`)
+	l.must(wire.EndTurnActivity, agent.EndTurnInput{Ref: h.Ref(), Turn: 2, Step: 1, MessageSeq: res.MessageSeq, Skipped: []string{"c4"},
+		Reason: wire.TurnEndReason{Kind: "aborted", Reason: json.RawMessage(`{"kind":"user"}`)}}, &ended)
 
 	// Turn 3: cancelled while the answer streams.
 	for len(streamed) > 0 {
@@ -163,16 +164,16 @@ func TestHarnessLoadsTheAgentsClosersOfAV0Root(t *testing.T) {
 		}
 		cancel(temporal.NewCanceledError("turn cancelled"))
 	}()
-	if err := l.run(cctx, agent.CallModelActivity, agent.ModelInput{Ref: h.Ref(), Turn: 3, Step: 1, Provider: "scripted", Model: "m1"}, &res); err == nil {
+	if err := l.run(cctx, wire.CallModelActivity, agent.ModelInput{Ref: h.Ref(), Turn: 3, Step: 1, Provider: "scripted", Model: "m1"}, &res); err == nil {
 		t.Fatal("the cancelled model call succeeded")
 	}
-	l.must(agent.EndTurnActivity, agent.EndTurnInput{Ref: h.Ref(), Turn: 3, Step: 1, MessageSeq: -1,
-		Reason: session.TurnEndReason{Kind: "aborted", Reason: json.RawMessage(`{"kind":"user"}`)}}, &ended)
+	l.must(wire.EndTurnActivity, agent.EndTurnInput{Ref: h.Ref(), Turn: 3, Step: 1, MessageSeq: -1,
+		Reason: wire.TurnEndReason{Kind: "aborted", Reason: json.RawMessage(`{"kind":"user"}`)}}, &ended)
 
 	// Turn 4: the worker dies after c5's tool/call; a resume closes the turn.
 	l.openTurn(4, "four")
 	l.model(4)
-	l.appendEvent(session.TypeToolCall, `{"turn":4,"step":1,"callId":"c5","name":"shell","arguments":"{}"}`)
+	l.appendEvent(wire.TypeToolCall, `{"turn":4,"step":1,"callId":"c5","name":"shell","arguments":"{}"}`)
 	if err := h.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +190,7 @@ func TestHarnessLoadsTheAgentsClosersOfAV0Root(t *testing.T) {
 	}
 	var got []string
 	for _, e := range loaded.Events {
-		if e.Type == session.TypeAssistantChunk && !strings.Contains(string(e.Data), `"turn":3`) {
+		if e.Type == wire.TypeAssistantChunk && !strings.Contains(string(e.Data), `"turn":3`) {
 			continue // the chunks of the finished calls (their shapes are the other test's)
 		}
 		got = append(got, e.line(t))

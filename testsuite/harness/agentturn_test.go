@@ -8,10 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sessionflow/sessionflow/workflows"
+
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // loadedEvent is an event as the harness's load returns it, without its
@@ -73,7 +75,7 @@ func TestHarnessLoadsAnAgentSessionOfAV0Root(t *testing.T) {
 		scripted.Text("It says alpha."),
 		scripted.Text("Second answer, streamed.").WithChunkSize(4).WithUsage(20, 6),
 	)
-	req := workflows.CreateSessionRequest{SessionID: "agent", AgentOptions: sessiontest.Route(), Meta: &workflows.SessionMeta{Cwd: cwd}}
+	req := workflows.CreateSessionRequest{SessionID: "agent", AgentOptions: sessiontest.Route(), Meta: &wire.SessionMeta{Cwd: cwd}}
 	h.RunTurns(req, sessiontest.PromptID("u1", "what is in a.txt?"), sessiontest.PromptID("u2", "again"))
 
 	rs := runHarness(t, root, "none",

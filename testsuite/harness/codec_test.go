@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // codec runs ops through testdata/harness/codec.mjs, the pinned session
@@ -104,11 +105,11 @@ func chunkBatch(r *rand.Rand, seq0 int64) []session.Event {
 		switch r.IntN(6) {
 		case 0, 1:
 			for i := range n {
-				add(session.TypeAssistantChunk, fmt.Sprintf(`{"turn":%d,"step":%d,"chunk":{"type":"text-delta","index":%d,"text":%q}}`, turn, step, index, fmt.Sprintf("t%d\n\"x\"", i)))
+				add(wire.TypeAssistantChunk, fmt.Sprintf(`{"turn":%d,"step":%d,"chunk":{"type":"text-delta","index":%d,"text":%q}}`, turn, step, index, fmt.Sprintf("t%d\n\"x\"", i)))
 			}
 		case 2:
 			for i := range n {
-				add(session.TypeAssistantChunk, fmt.Sprintf(`{"turn":%d,"step":%d,"chunk":{"type":"reasoning-delta","index":%d,"text":"r%d"}}`, turn, step, index, i))
+				add(wire.TypeAssistantChunk, fmt.Sprintf(`{"turn":%d,"step":%d,"chunk":{"type":"reasoning-delta","index":%d,"text":"r%d"}}`, turn, step, index, i))
 			}
 		case 3:
 			id := fmt.Sprintf("call-%d", r.IntN(2))
@@ -121,13 +122,13 @@ func chunkBatch(r *rand.Rand, seq0 int64) []session.Event {
 				if named {
 					name = `,"name":"read_file"`
 				}
-				add(session.TypeAssistantChunk, fmt.Sprintf(`{"turn":%d,"step":%d,"chunk":{"type":"tool-call-delta","index":%d,"id":%q%s,"argumentsDelta":"{\"a\":%d"}}`, turn, step, index, id, name, i))
+				add(wire.TypeAssistantChunk, fmt.Sprintf(`{"turn":%d,"step":%d,"chunk":{"type":"tool-call-delta","index":%d,"id":%q%s,"argumentsDelta":"{\"a\":%d"}}`, turn, step, index, id, name, i))
 			}
 		case 4:
-			add(session.TypeAssistantChunk, fmt.Sprintf(`{"turn":%d,"step":%d,"chunk":{"type":"block-start","index":%d,"blockType":"text"}}`, turn, step, index))
-			add(session.TypeAssistantChunk, fmt.Sprintf(`{"turn":%d,"step":%d,"chunk":{"type":"usage","usage":{"inputTokens":3,"outputTokens":4}}}`, turn, step))
+			add(wire.TypeAssistantChunk, fmt.Sprintf(`{"turn":%d,"step":%d,"chunk":{"type":"block-start","index":%d,"blockType":"text"}}`, turn, step, index))
+			add(wire.TypeAssistantChunk, fmt.Sprintf(`{"turn":%d,"step":%d,"chunk":{"type":"usage","usage":{"inputTokens":3,"outputTokens":4}}}`, turn, step))
 		default:
-			add(session.TypeStepStart, fmt.Sprintf(`{"turn":%d,"step":%d}`, turn, step))
+			add(wire.TypeStepStart, fmt.Sprintf(`{"turn":%d,"step":%d}`, turn, step))
 		}
 	}
 	return out

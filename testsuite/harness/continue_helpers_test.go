@@ -20,6 +20,7 @@ import (
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
 	"github.com/sessionflow/sessionflow/testsuite/testdeadline"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -112,7 +113,7 @@ type continued struct {
 // disposes the session. The scripted provider is offered under the name
 // of the log's route, when it has one, and as "scripted"; opts are the
 // resume's agent options.
-func continueSession(t *testing.T, st *jsonl.Store, id, routeProvider string, opts *workflows.AgentOptions) continued {
+func continueSession(t *testing.T, st *jsonl.Store, id, routeProvider string, opts *wire.AgentOptions) continued {
 	t.Helper()
 	h := sessiontest.NewHarnessOn(t, st).WithID(id)
 	p, err := scripted.New(scripted.Script{Loop: true, Responses: []scripted.Response{scripted.Text(continueAnswer).WithChunkSize(6)}})
@@ -125,8 +126,8 @@ func continueSession(t *testing.T, st *jsonl.Store, id, routeProvider string, op
 		set[routeProvider] = rec
 	}
 	h.Env.RegisterActivity(sessiontest.AgentActivities(h, set))
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, sessiontest.Prompt(continuePrompt))
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	fu := h.UpdateAt(2*time.Second, "", wire.UpdateFollowup, sessiontest.Prompt(continuePrompt))
 	ended := h.TurnsEnded(1)
 	h.WaitFor(2*time.Second, "the continued turn ended", func() bool {
 		if ended() {
@@ -136,8 +137,8 @@ func continueSession(t *testing.T, st *jsonl.Store, id, routeProvider string, op
 		s := h.LoopState()
 		return fu.Settled() && len(s.Recent) == 0 && len(s.Pending.NextTurn)+len(s.Pending.NextStep) == 0
 	})
-	disp := h.UpdateAt(3*time.Second, "", workflows.UpdateDispose)
-	h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: id, AgentOptions: opts})
+	disp := h.UpdateAt(3*time.Second, "", wire.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.ResumeSession, wire.ResumeSessionRequest{ResumeSessionID: id, AgentOptions: opts})
 	out := continued{Routes: rec.routes()}
 	if err := h.Env.GetWorkflowError(); err != nil {
 		out.Err, out.What = err, "ResumeSession"

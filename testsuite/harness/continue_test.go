@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/sessionflow/sessionflow/jsonl"
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // TestContinueHarnessSessions: every snapshot log of the harness
@@ -181,11 +181,11 @@ func continueOn(t *testing.T, cs restoredLog, format jsonl.Format, meta map[stri
 		t.Fatal(err)
 	}
 	provider, model := lastRoute(stored)
-	var opts *workflows.AgentOptions
+	var opts *wire.AgentOptions
 	wantRoute := provider + "/" + model
 	if provider == "" {
 		// Nothing to reuse: the caller names the route.
-		opts, wantRoute = &workflows.AgentOptions{Provider: "scripted", Model: "m1"}, "scripted/m1"
+		opts, wantRoute = &wire.AgentOptions{Provider: "scripted", Model: "m1"}, "scripted/m1"
 	}
 	res := continueSession(t, st, cs.ID, provider, opts)
 	if res.Err != nil {

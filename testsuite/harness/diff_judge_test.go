@@ -20,6 +20,7 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/testsuite/testdeadline"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // runScript runs a script of testdata/harness with the pinned Node, input
@@ -237,7 +238,7 @@ func judgeShard(ctx context.Context, node string, sessions []judgeInput, w, n in
 type goVerdict struct {
 	Err error
 	// Header is the stored header.
-	Header session.Header
+	Header wire.Header
 	// Events are the stored events as a read serves them; Closers the
 	// interrupted-turn closers a resume appends to them.
 	Events, Closers []session.Event
@@ -355,7 +356,7 @@ func compareVerdicts(n nodeVerdict, g goVerdict) string {
 }
 
 // compareHeader compares the header the package loads with sessionflow's.
-func compareHeader(meta json.RawMessage, h session.Header) string {
+func compareHeader(meta json.RawMessage, h wire.Header) string {
 	line, err := jsonl.EncodeHeaderLine(h)
 	if err != nil {
 		return fmt.Sprintf("header: %v", err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // jsonLines renders events as JSONL.
@@ -79,7 +80,7 @@ func TestSharedV0Root(t *testing.T) {
 			}
 			h, got := readAll(t, st, "sf")
 			equalJSON(t, "events of sf after the harness's load and resume", asJSON(t, got), want)
-			if h.Header().Version != session.FormatVersionV0 {
+			if h.Header().Version != wire.FormatVersionV0 {
 				t.Fatalf("sf: version %d", h.Header().Version)
 			}
 
@@ -99,7 +100,7 @@ func TestSharedV0Root(t *testing.T) {
 			_, got = readAll(t, st, "h")
 			equalJSON(t, "h as the harness stores it after sessionflow's repair", asJSON(t, got), stored)
 			equalJSON(t, "h as the harness loads it after sessionflow's repair", afterLoad, stored)
-			if last := got[len(got)-1]; last.Type != session.TypeEndSeed {
+			if last := got[len(got)-1]; last.Type != wire.TypeEndSeed {
 				t.Fatalf("sessionflow's repair did not store the end-seed marker: %+v", last)
 			}
 		})
@@ -120,7 +121,7 @@ func TestHarnessAndSessionflowErrorTexts(t *testing.T) {
 			// sessionflow creates "dup" (nothing on disk yet); the harness
 			// creates and writes it first; then each side's write of its own
 			// first batch is refused with the same text.
-			hd, err := st.Create(ctx, session.Header{ID: "dup", CreatedAt: 1767225600001, Cwd: "/work/project"}, jsonl.CreateOptions{HandleID: "creator"})
+			hd, err := st.Create(ctx, wire.Header{ID: "dup", CreatedAt: 1767225600001, Cwd: "/work/project"}, jsonl.CreateOptions{HandleID: "creator"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -144,7 +145,7 @@ func TestHarnessAndSessionflowErrorTexts(t *testing.T) {
 			}
 			_ = hw
 			err = hd.Flush(ctx)
-			if !errors.Is(err, jsonl.ErrAlreadyExists) {
+			if !errors.Is(err, wire.ErrAlreadyExists) {
 				t.Fatalf("sessionflow's materialization over the harness's log: %v", err)
 			}
 			sessionflowRace := err.Error()
@@ -182,7 +183,7 @@ func TestHarnessAndSessionflowErrorTexts(t *testing.T) {
 					t.Fatal("the harness never created race")
 				}
 			}
-			hr, err := st.Create(ctx, session.Header{ID: "race", CreatedAt: 1767225600001, Cwd: "/work/project"}, jsonl.CreateOptions{HandleID: "racer"})
+			hr, err := st.Create(ctx, wire.Header{ID: "race", CreatedAt: 1767225600001, Cwd: "/work/project"}, jsonl.CreateOptions{HandleID: "racer"})
 			if err != nil {
 				t.Fatal(err)
 			}

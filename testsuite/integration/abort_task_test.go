@@ -7,7 +7,6 @@ import (
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // A caller's abort is a signal followed by a cancellation. When both reach
@@ -22,10 +21,10 @@ func TestAbortSignalAndCancelInOneWorkflowTask(t *testing.T) {
 		msg, typ string
 	}{
 		{"error reason", func(w *world, wid string) error {
-			return w.c.SignalWorkflow(w.ctx(), wid, "", workflows.SignalAbort, workflows.AbortRequest{Reason: "caller stopped", IsError: true})
+			return w.c.SignalWorkflow(w.ctx(), wid, "", wire.SignalAbort, wire.AbortRequest{Reason: "caller stopped", IsError: true})
 		}, "caller stopped", "Error"},
 		{"owner unload", func(w *world, wid string) error {
-			return w.c.SignalWorkflow(w.ctx(), wid, "", workflows.SignalOwnerUnload, nil)
+			return w.c.SignalWorkflow(w.ctx(), wid, "", wire.SignalOwnerUnload, nil)
 		}, "setup aborted: owner disposed during setup", "OwnerDisposed"},
 	}
 	for _, c := range cases {
@@ -34,7 +33,7 @@ func TestAbortSignalAndCancelInOneWorkflowTask(t *testing.T) {
 			w := newWorld(t, shared, jsonl.CompressionZstd)
 			first := w.startWorker()
 			id := w.id("abort-task-" + c.typ)
-			wid := workflows.WorkflowID(id)
+			wid := wire.WorkflowID(id)
 			w.hooks.blockSetup(id)
 			run := w.create(wire.CreateSessionRequest{SessionID: id, Hooks: allHooks})
 			w.awaitSetup(id)

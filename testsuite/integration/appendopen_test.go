@@ -11,7 +11,6 @@ import (
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // TestAppendLeavingTurnOpenRefusedWhileAgentRuns: in a session whose agent
@@ -32,14 +31,14 @@ func TestAppendLeavingTurnOpenRefusedWhileAgentRuns(t *testing.T) {
 	require.NoError(t, err)
 	next := info.NextSeq
 
-	msg := ev(t, session.TypeAssistantMessage, next+2, map[string]any{
+	msg := ev(t, wire.TypeAssistantMessage, next+2, map[string]any{
 		"turn": 1, "step": 1, "stream": []any{},
 		"message": map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool-call", "id": "call-1", "name": "read_file", "arguments": map[string]any{"path": "a.txt"}}}},
 	})
 	msg.SurfaceOp = session.AppendOp()
 	open := []session.Event{
 		turnStart(t, next, 1),
-		ev(t, session.TypeStepStart, next+1, map[string]any{"turn": 1, "step": 1}),
+		ev(t, wire.TypeStepStart, next+1, map[string]any{"turn": 1, "step": 1}),
 		msg,
 	}
 	_, err = c.Append(w.ctx(), id, session.WireEvents(open))
@@ -52,7 +51,7 @@ func TestAppendLeavingTurnOpenRefusedWhileAgentRuns(t *testing.T) {
 	res, err := c.Append(w.ctx(), id, session.WireEvents([]session.Event{turnStart(t, next, 1), assistantText(t, next+1, 1, "harness turn"), turnEnd(t, next+2, 1)}))
 	require.NoError(t, err)
 	require.Equal(t, next+3, res.NextSeq)
-	turn, err := c.RunTurn(w.ctx(), id, workflows.InputRequest{MessageID: "m1", Content: json.RawMessage(`"hi"`)})
+	turn, err := c.RunTurn(w.ctx(), id, wire.InputRequest{MessageID: "m1", Content: json.RawMessage(`"hi"`)})
 	require.NoError(t, err)
 	require.Equal(t, int64(2), turn.Ended.Turn)
 	require.Equal(t, "completed", turn.Ended.Reason.Kind)

@@ -17,7 +17,6 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // rawJSON is a request payload holding text as JSON, unchecked.
@@ -71,7 +70,7 @@ func TestAppendPayloadsThatDoNotDecode(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := w.update(workflows.WorkflowID(id), workflows.UpdateAppend, nil, rawJSON(c.payload))
+			err := w.update(wire.WorkflowID(id), wire.UpdateAppend, nil, rawJSON(c.payload))
 			requireInvalidArgument(t, err, c.msg)
 		})
 	}
@@ -86,29 +85,29 @@ func TestStartPayloadsThatDoNotDecode(t *testing.T) {
 	w := newWorld(t, shared, jsonl.CompressionNone)
 	w.startWorker()
 	cases := []struct{ name, workflow, payload, msg string }{
-		{"create bare string", workflows.CreateSessionName, `"x"`,
+		{"create bare string", wire.CreateSessionName, `"x"`,
 			`invalid CreateSession request: the request must be a JSON object, not a string`},
-		{"create misspelled field", workflows.CreateSessionName, `{"sessionID":"x"}`,
+		{"create misspelled field", wire.CreateSessionName, `{"sessionID":"x"}`,
 			`invalid CreateSession request: unknown field "sessionID" (did you mean "sessionId"? field names are case-sensitive)`},
-		{"create seed event", workflows.CreateSessionName, `{"sessionId":"x","seed":[{"type":"turn/start","seq":-1,"time":1,"data":{"turn":1}}]}`,
+		{"create seed event", wire.CreateSessionName, `{"sessionId":"x","seed":[{"type":"turn/start","seq":-1,"time":1,"data":{"turn":1}}]}`,
 			`invalid CreateSession request: seed[0]: event field "seq": must be a non-negative safe integer, got -1`},
-		{"create option too large", workflows.CreateSessionName, `{"sessionId":"x","options":{"maxBatchBytes":1e400}}`,
+		{"create option too large", wire.CreateSessionName, `{"sessionId":"x","options":{"maxBatchBytes":1e400}}`,
 			`invalid CreateSession request: field "options.maxBatchBytes" must be an integer that fits 64 bits, not number 1e400`},
-		{"create empty id", workflows.CreateSessionName, `{"sessionId":""}`,
+		{"create empty id", wire.CreateSessionName, `{"sessionId":""}`,
 			`create: the session id is required (sessionId is empty)`},
-		{"resume empty id", workflows.ResumeSessionName, `{"resumeSessionId":""}`,
+		{"resume empty id", wire.ResumeSessionName, `{"resumeSessionId":""}`,
 			`resume: the session id is required (resumeSessionId is empty)`},
-		{"unseeded inherited count", workflows.CreateSessionName, `{"sessionId":"%s","seed":[],"inheritedEventCount":2}`,
+		{"unseeded inherited count", wire.CreateSessionName, `{"sessionId":"%s","seed":[],"inheritedEventCount":2}`,
 			`inheritedEventCount is 2 but meta.isSeeded is not set: set meta.isSeeded to true for a seeded (forked) session, or omit inheritedEventCount`},
-		{"resume misspelled field", workflows.ResumeSessionName, `{"sessionId":"x"}`,
+		{"resume misspelled field", wire.ResumeSessionName, `{"sessionId":"x"}`,
 			`invalid ResumeSession request: unknown field "sessionId"`},
-		{"create nested misspelled field", workflows.CreateSessionName, `{"sessionId":"x","meta":{"cwd":"/w","isSeded":true}}`,
+		{"create nested misspelled field", wire.CreateSessionName, `{"sessionId":"x","meta":{"cwd":"/w","isSeded":true}}`,
 			`invalid CreateSession request: unknown field "meta.isSeded"`},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			id := w.id(fmt.Sprintf("badstart%d", i))
-			wid := workflows.WorkflowID(id)
+			wid := wire.WorkflowID(id)
 			payload := c.payload
 			if strings.Contains(payload, "%s") {
 				payload = fmt.Sprintf(payload, id)
@@ -122,7 +121,7 @@ func TestStartPayloadsThatDoNotDecode(t *testing.T) {
 			op := w.c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{ID: wid, TaskQueue: w.taskQueue, WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL}, c.workflow, rawJSON(payload))
 			h, err := w.c.UpdateWithStartWorkflow(w.ctx(), client.UpdateWithStartWorkflowOptions{
 				StartWorkflowOperation: op,
-				UpdateOptions:          client.UpdateWorkflowOptions{WorkflowID: wid, UpdateName: workflows.UpdateWaitReady, WaitForStage: client.WorkflowUpdateStageCompleted},
+				UpdateOptions:          client.UpdateWorkflowOptions{WorkflowID: wid, UpdateName: wire.UpdateWaitReady, WaitForStage: client.WorkflowUpdateStageCompleted},
 			})
 			if err == nil {
 				err = h.Get(w.ctx(), nil)
@@ -136,16 +135,16 @@ func TestLoopPayloadsThatDoNotDecode(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, shared, jsonl.CompressionNone)
 	w.startWorker()
-	bad := w.startWorkflow("loop/"+w.id("badloop"), workflows.SessionLoopName,
+	bad := w.startWorkflow("loop/"+w.id("badloop"), wire.SessionLoopName,
 		rawJSON(`{"agents":[{"id":"main"}],"configuredAgentIdentities":{"main":{"id":"x","resum":true}}}`))
 	requireInvalidArgument(t, bad.Get(w.ctx(), nil),
 		`invalid SessionLoop request: unknown field "configuredAgentIdentities.main.resum"`)
 
 	wid := "loop/" + w.id("goodloop")
-	w.startWorkflow(wid, workflows.SessionLoopName, rawJSON(`{}`))
-	err := w.update(wid, workflows.UpdateStart, nil, rawJSON(`{"craete":{"sessionId":"x"}}`))
+	w.startWorkflow(wid, wire.SessionLoopName, rawJSON(`{}`))
+	err := w.update(wid, wire.UpdateStart, nil, rawJSON(`{"craete":{"sessionId":"x"}}`))
 	requireInvalidArgument(t, err, `invalid Start request: unknown field "craete"`)
-	err = w.update(wid, workflows.UpdateStart, nil, rawJSON(`{"create":{"sessionId":"x","seed":[{"type":"turn/start","seq":0,"time":1,"data":[]}]}}`))
+	err = w.update(wid, wire.UpdateStart, nil, rawJSON(`{"create":{"sessionId":"x","seed":[{"type":"turn/start","seq":0,"time":1,"data":[]}]}}`))
 	requireInvalidArgument(t, err, `invalid Start request: seed: invalid session event at index 0 (seq 0, type "turn/start"): crash repair could not read it: turn/start event (seq 0): data is not a JSON object`)
 	require.NoError(t, w.c.CancelWorkflow(w.ctx(), wid, ""))
 }

@@ -26,7 +26,6 @@ import (
 	"github.com/sessionflow/sessionflow/internal/app/readiness"
 	"github.com/sessionflow/sessionflow/internal/app/temporalconn"
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // binaries are the worker binaries built once for the package's crash
@@ -178,13 +177,13 @@ func attemptsOf(hist *historypb.History, name string) []int32 {
 
 // startTurn creates the session of req, waits until it is live and sends
 // a Followup of text (message id "m1").
-func (w *world) startTurn(req wire.CreateSessionRequest, text string) (client.WorkflowRun, workflows.InputResult) {
+func (w *world) startTurn(req wire.CreateSessionRequest, text string) (client.WorkflowRun, wire.InputResult) {
 	w.t.Helper()
 	run := w.create(req)
 	w.awaitLive(req.SessionID)
 	b, err := json.Marshal(text)
 	require.NoError(w.t, err)
-	in, err := w.client().Followup(w.ctx(), req.SessionID, workflows.InputRequest{MessageID: "m1", Content: b})
+	in, err := w.client().Followup(w.ctx(), req.SessionID, wire.InputRequest{MessageID: "m1", Content: b})
 	require.NoError(w.t, err)
 	return run, in
 }

@@ -16,18 +16,16 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionflow/sessionflow/agent"
 	sfclient "github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // crashOptions make an activity of a killed worker time out (and be
 // retried on the next worker) within about 2 s of its last heartbeat.
-var crashOptions = &workflows.Options{HeartbeatTimeoutMs: 2000}
+var crashOptions = &wire.Options{HeartbeatTimeoutMs: 2000}
 
 // scriptFile writes the provider script of responses.
 func scriptFile(t *testing.T, responses ...scripted.Response) string {
@@ -65,7 +63,7 @@ func toolCallsOf(t *testing.T, evs []session.Event) map[string]int {
 	t.Helper()
 	out := map[string]int{}
 	for _, e := range evs {
-		if e.Type == session.TypeToolCall {
+		if e.Type == wire.TypeToolCall {
 			c, err := e.ToolCall()
 			require.NoError(t, err)
 			out[c.CallID]++
@@ -90,7 +88,7 @@ func TestCrashMidStream(t *testing.T) {
 	script := scriptFile(t, answer)
 	first := w.startProc(workerBin, "--provider-script", stalled, "--log-level", "warn")
 	id := w.id("crash-stream")
-	wid := workflows.WorkflowID(id)
+	wid := wire.WorkflowID(id)
 	run, in := w.startTurn(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Options: crashOptions}, "stream it")
 	c := w.client()
 	shown := ""
@@ -122,9 +120,9 @@ func TestCrashMidStream(t *testing.T) {
 	require.Equal(t, int64(1), m.Step)
 	require.False(t, m.Interrupted)
 	require.Equal(t, "assistant-1-1", m.Message.ID)
-	require.Equal(t, []session.ContentBlock{{Type: "text", Text: text}}, m.Message.Content)
+	require.Equal(t, []wire.ContentBlock{{Type: "text", Text: text}}, m.Message.Content)
 	require.Equal(t, `{"turn":1,"reason":{"kind":"completed"}}`, string(evs[5].Data))
-	attempts := attemptsOf(w.history(wid, run.GetRunID()), agent.CallModelActivity)
+	attempts := attemptsOf(w.history(wid, run.GetRunID()), wire.CallModelActivity)
 	require.Len(t, attempts, 1, "one model call")
 	require.GreaterOrEqual(t, attempts[0], int32(2), "the model call was retried after the kill")
 	w.dispose(id)
@@ -156,8 +154,8 @@ func TestCrashMidToolNotIdempotent(t *testing.T) {
 	args := []string{"--provider-script", script, "--enable-run-command", "--log-level", "warn"}
 	first := w.startProc(workerBin, args...)
 	id := w.id("crash-tool-unknown")
-	wid := workflows.WorkflowID(id)
-	run, in := w.startTurn(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Options: crashOptions, Meta: &workflows.SessionMeta{Cwd: cwd}}, "run it")
+	wid := wire.WorkflowID(id)
+	run, in := w.startTurn(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Options: crashOptions, Meta: &wire.SessionMeta{Cwd: cwd}}, "run it")
 	require.True(t, awaitCtx(w.ctx(), func() bool { return lines(t, filepath.Join(cwd, "runs.txt")) == 1 }), "the command never ran")
 	first.kill()
 	before := readAll(t, w, id)
@@ -187,10 +185,10 @@ func TestCrashMidToolNotIdempotent(t *testing.T) {
 	require.Equal(t, "interrupted-tool-result-c1-10", r.Message.ID, "after the route, 4 chunks, the message and the tool/call")
 	require.Equal(t, []int64{9}, evs[5].SourceEventSeqs)
 	require.Equal(t, "TOOL_OUTCOME_UNKNOWN", r.Error.Code)
-	require.Equal(t, []session.ToolResultContent{{Type: "tool-result", ToolCallID: "c1", IsError: true,
-		Content: []session.TextContent{{Type: "text", Text: outcomeUnknownText}}}}, r.Message.Content)
+	require.Equal(t, []wire.ToolResultContent{{Type: "tool-result", ToolCallID: "c1", IsError: true,
+		Content: []wire.TextContent{{Type: "text", Text: outcomeUnknownText}}}}, r.Message.Content)
 	require.Equal(t, 1, lines(t, filepath.Join(cwd, "runs.txt")), "the command was not run again")
-	attempts := attemptsOf(w.history(wid, run.GetRunID()), agent.RunToolActivity)
+	attempts := attemptsOf(w.history(wid, run.GetRunID()), wire.RunToolActivity)
 	require.Len(t, attempts, 1)
 	require.GreaterOrEqual(t, attempts[0], int32(2), "the tool activity was retried after the kill")
 	w.dispose(id)
@@ -216,13 +214,13 @@ func TestCrashMidToolIdempotent(t *testing.T) {
 	)
 	first := w.startProc(crashBin, "--provider-script", script)
 	id := w.id("crash-tool-rerun")
-	wid := workflows.WorkflowID(id)
-	run, in := w.startTurn(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Options: crashOptions, Meta: &workflows.SessionMeta{Cwd: cwd}}, "count")
+	wid := wire.WorkflowID(id)
+	run, in := w.startTurn(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Options: crashOptions, Meta: &wire.SessionMeta{Cwd: cwd}}, "count")
 	c := w.client()
 	require.True(t, awaitCtx(w.ctx(), func() bool {
 		st, err := c.LoopState(w.ctx(), id)
 		require.NoError(t, err)
-		return lines(t, filepath.Join(cwd, "slow.runs")) == 1 && len(st.Calls) == 2 && st.Calls[1].State == workflows.CallDone
+		return lines(t, filepath.Join(cwd, "slow.runs")) == 1 && len(st.Calls) == 2 && st.Calls[1].State == wire.CallDone
 	}), "the slow call never started beside a finished one")
 	first.kill()
 	before := readAll(t, w, id)
@@ -242,7 +240,7 @@ func TestCrashMidToolIdempotent(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "c1", r1.Message.Source.CallID)
 	require.Nil(t, r1.Error)
-	require.Equal(t, []session.ToolResultContent{{Type: "tool-result", ToolCallID: "c1", Content: []session.TextContent{{Type: "text", Text: "run 2"}}}}, r1.Message.Content,
+	require.Equal(t, []wire.ToolResultContent{{Type: "tool-result", ToolCallID: "c1", Content: []wire.TextContent{{Type: "text", Text: "run 2"}}}}, r1.Message.Content,
 		"the idempotent tool ran again and its real result is stored")
 	r2, err := evs[7].ToolResult()
 	require.NoError(t, err)
@@ -250,7 +248,7 @@ func TestCrashMidToolIdempotent(t *testing.T) {
 	require.False(t, r2.Message.Content[0].IsError)
 	require.Contains(t, r2.Message.Content[0].Content[0].Text, "alpha")
 	require.Equal(t, 2, lines(t, filepath.Join(cwd, "slow.runs")))
-	attempts := attemptsOf(w.history(wid, run.GetRunID()), agent.RunToolActivity)
+	attempts := attemptsOf(w.history(wid, run.GetRunID()), wire.RunToolActivity)
 	require.Len(t, attempts, 2)
 	require.GreaterOrEqual(t, attempts[0], int32(2), "c1's activity was retried after the kill")
 	require.Equal(t, int32(1), attempts[1], "c2's activity finished before the kill")
@@ -275,8 +273,8 @@ func TestCrashWorkflowDiesMidTurn(t *testing.T) {
 	)
 	first := w.startProc(workerBin, "--provider-script", script, "--enable-run-command", "--log-level", "warn")
 	id := w.id("crash-workflow")
-	wid := workflows.WorkflowID(id)
-	run, _ := w.startTurn(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Options: crashOptions, Meta: &workflows.SessionMeta{Cwd: cwd}}, "run it")
+	wid := wire.WorkflowID(id)
+	run, _ := w.startTurn(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Options: crashOptions, Meta: &wire.SessionMeta{Cwd: cwd}}, "run it")
 	require.True(t, awaitCtx(w.ctx(), func() bool { return lines(t, filepath.Join(cwd, "runs.txt")) == 1 }), "the command never ran")
 	first.kill()
 	require.NoError(t, w.c.TerminateWorkflow(w.ctx(), wid, run.GetRunID(), "the machine crashed"))
@@ -288,7 +286,7 @@ func TestCrashWorkflowDiesMidTurn(t *testing.T) {
 
 	w.startWorker()
 	forfeit := true
-	resumed := w.resume(workflows.ResumeSessionRequest{ResumeSessionID: id, ForfeitDeadOwner: &forfeit})
+	resumed := w.resume(wire.ResumeSessionRequest{ResumeSessionID: id, ForfeitDeadOwner: &forfeit})
 	w.awaitLive(id)
 	evs := readAll(t, w, id)
 	requireContiguous(t, evs)

@@ -15,22 +15,21 @@ import (
 	sfclient "github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // updateWithStartReady sends a start and WaitReady in one request, as a
 // client in any language does, and returns the update's outcome.
-func (w *world) updateWithStartReady(req wire.CreateSessionRequest) (workflows.SessionInfo, error) {
+func (w *world) updateWithStartReady(req wire.CreateSessionRequest) (wire.SessionInfo, error) {
 	w.t.Helper()
-	wid := workflows.WorkflowID(req.SessionID)
+	wid := wire.WorkflowID(req.SessionID)
 	w.track(wid)
 	op := w.c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
 		ID: wid, TaskQueue: w.taskQueue, WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-	}, workflows.CreateSessionName, req)
-	var info workflows.SessionInfo
+	}, wire.CreateSessionName, req)
+	var info wire.SessionInfo
 	h, err := w.c.UpdateWithStartWorkflow(w.ctx(), client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: op,
-		UpdateOptions:          client.UpdateWorkflowOptions{WorkflowID: wid, UpdateName: workflows.UpdateWaitReady, WaitForStage: client.WorkflowUpdateStageCompleted},
+		UpdateOptions:          client.UpdateWorkflowOptions{WorkflowID: wid, UpdateName: wire.UpdateWaitReady, WaitForStage: client.WorkflowUpdateStageCompleted},
 	})
 	if err == nil {
 		err = h.Get(w.ctx(), &info)
@@ -43,9 +42,9 @@ func TestFailedCreateAnswersOnceClosed(t *testing.T) {
 	w := newWorld(t, shared, jsonl.CompressionNone)
 	w.startWorker()
 	id := w.id("failclosed")
-	wid := workflows.WorkflowID(id)
+	wid := wire.WorkflowID(id)
 	w.hooks.failSetup(id, temporal.NewNonRetryableApplicationError("setup refused", "SetupRefused", nil))
-	req := wire.CreateSessionRequest{SessionID: id, Hooks: workflows.Hooks{SetupActivity: hookSetup, DisposeActivity: hookDispose}}
+	req := wire.CreateSessionRequest{SessionID: id, Hooks: wire.Hooks{SetupActivity: hookSetup, DisposeActivity: hookDispose}}
 
 	_, err := w.updateWithStartReady(req)
 	requireAppError(t, err, "setup refused", "SetupRefused")
@@ -69,7 +68,7 @@ func TestWaitReadyAfterTheRunFailed(t *testing.T) {
 	w.startWorker()
 	id := w.id("failthenwait")
 	w.hooks.failSetup(id, temporal.NewNonRetryableApplicationError("setup refused", "SetupRefused", nil))
-	run := w.create(wire.CreateSessionRequest{SessionID: id, Hooks: workflows.Hooks{SetupActivity: hookSetup}})
+	run := w.create(wire.CreateSessionRequest{SessionID: id, Hooks: wire.Hooks{SetupActivity: hookSetup}})
 	requireAppError(t, run.Get(w.ctx(), nil), "setup refused", "SetupRefused")
 
 	// WaitReady sent after the run failed finds no run to update; the
@@ -86,7 +85,7 @@ func TestWaitReadyAfterTheRunFailed(t *testing.T) {
 	w.create(wire.CreateSessionRequest{SessionID: id2})
 	w.waitReady(id2)
 	w.dispose(id2)
-	require.NoError(t, w.c.GetWorkflow(w.ctx(), workflows.WorkflowID(id2), "").Get(w.ctx(), nil))
+	require.NoError(t, w.c.GetWorkflow(w.ctx(), wire.WorkflowID(id2), "").Get(w.ctx(), nil))
 	_, err = c.WaitReady(w.ctx(), id2)
 	require.ErrorIs(t, err, sfclient.ErrNotRunning)
 	require.Equal(t, `wait for session "`+id2+`": the session's run has completed (it was disposed)`, err.Error())

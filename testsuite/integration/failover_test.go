@@ -16,7 +16,6 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // failoverAppender appends one event at a time to a live session and
@@ -125,7 +124,7 @@ func TestFailoverAfterKill(t *testing.T) {
 	appenders := make([]*failoverAppender, 3)
 	for i := range appenders {
 		id := w.id("failover-" + string(rune('a'+i)))
-		w.track(workflows.WorkflowID(id))
+		w.track(wire.WorkflowID(id))
 		s, err := c.Create(w.ctx(), wire.CreateSessionRequest{SessionID: id})
 		require.NoError(t, err)
 		appenders[i] = &failoverAppender{id: id, next: s.NextSeq}
@@ -188,7 +187,7 @@ func TestFailoverAfterKill(t *testing.T) {
 
 	for _, a := range appenders {
 		require.NoError(t, a.err)
-		wid := workflows.WorkflowID(a.id)
+		wid := wire.WorkflowID(a.id)
 		desc, err := w.c.DescribeWorkflow(w.ctx(), wid, "")
 		require.NoError(t, err)
 		var events []*historypb.HistoryEvent

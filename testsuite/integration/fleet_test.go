@@ -67,7 +67,7 @@ func TestManyLiveSessionsWithFewDescriptors(t *testing.T) {
 			_, store = w.startLimitedWorker(4)
 		}
 		n := rng.IntN(sessions)
-		e := ev(t, session.TypeSystemMessage, next[n], map[string]any{"text": fmt.Sprintf("append %d to session %d", k, n)})
+		e := ev(t, wire.TypeSystemMessage, next[n], map[string]any{"text": fmt.Sprintf("append %d to session %d", k, n)})
 		require.Equal(t, next[n]+1, w.appendEvents(ids[n], []session.Event{e}).NextSeq, "append %d to session %d", k, n)
 		next[n]++
 		appended[n] = append(appended[n], e)

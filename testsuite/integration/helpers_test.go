@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessionflow/sessionflow/workflows"
+
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
@@ -25,7 +27,6 @@ import (
 	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
 	"github.com/sessionflow/sessionflow/testsuite/testdeadline"
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // Hook activity names registered by the tests' workers.
@@ -37,7 +38,7 @@ const (
 )
 
 // allHooks names every test hook.
-var allHooks = workflows.Hooks{
+var allHooks = wire.Hooks{
 	SetupActivity:   hookSetup,
 	CommitActivity:  hookCommit,
 	PublishActivity: hookPublish,
@@ -56,7 +57,7 @@ type hooks struct {
 
 	// setupBy holds the setup behaviour of particular sessions; a session
 	// without one passes setup.
-	setupBy map[string]func(ctx context.Context, in workflows.SetupInput) (workflows.SetupResult, error)
+	setupBy map[string]func(ctx context.Context, in wire.SetupInput) (workflows.SetupResult, error)
 
 	// release ends every blocked hook.
 	release     chan struct{}
@@ -66,7 +67,7 @@ type hooks struct {
 func newHooks() *hooks {
 	return &hooks{
 		calls:   map[string][]string{},
-		setupBy: map[string]func(context.Context, workflows.SetupInput) (workflows.SetupResult, error){},
+		setupBy: map[string]func(context.Context, wire.SetupInput) (workflows.SetupResult, error){},
 		release: make(chan struct{}),
 	}
 }
@@ -83,8 +84,8 @@ func (h *hooks) blockSetup(id string) {
 func (h *hooks) todoSetup(id string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.setupBy[id] = func(_ context.Context, in workflows.SetupInput) (workflows.SetupResult, error) {
-		e, err := session.NewEvent(session.TypeTodoWrite, in.EventCount, 1_700_000_000_000+in.EventCount, map[string]any{"todos": []any{}})
+	h.setupBy[id] = func(_ context.Context, in wire.SetupInput) (workflows.SetupResult, error) {
+		e, err := session.NewEvent(wire.TypeTodoWrite, in.EventCount, 1_700_000_000_000+in.EventCount, map[string]any{"todos": []any{}})
 		if err != nil {
 			return workflows.SetupResult{}, err
 		}
@@ -97,8 +98,8 @@ func (h *hooks) todoSetup(id string) {
 func (h *hooks) badSetup(id string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.setupBy[id] = func(_ context.Context, in workflows.SetupInput) (workflows.SetupResult, error) {
-		e := session.Event{Type: session.TypeTurnStart, Seq: in.EventCount, Time: 1_700_000_000_000, Data: []byte(`{"turn":0}`)}
+	h.setupBy[id] = func(_ context.Context, in wire.SetupInput) (workflows.SetupResult, error) {
+		e := session.Event{Type: wire.TypeTurnStart, Seq: in.EventCount, Time: 1_700_000_000_000, Data: []byte(`{"turn":0}`)}
 		return workflows.SetupResult{Events: []session.Event{e}}, nil
 	}
 }
@@ -107,7 +108,7 @@ func (h *hooks) badSetup(id string) {
 func (h *hooks) failSetup(id string, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.setupBy[id] = func(context.Context, workflows.SetupInput) (workflows.SetupResult, error) {
+	h.setupBy[id] = func(context.Context, wire.SetupInput) (workflows.SetupResult, error) {
 		return workflows.SetupResult{}, err
 	}
 }
@@ -128,7 +129,7 @@ func (h *hooks) log(id string) []string {
 func (h *hooks) releaseAll() { h.releaseOnce.Do(func() { close(h.release) }) }
 
 // Setup is the setup hook.
-func (h *hooks) Setup(ctx context.Context, in workflows.SetupInput) (workflows.SetupResult, error) {
+func (h *hooks) Setup(ctx context.Context, in wire.SetupInput) (workflows.SetupResult, error) {
 	h.record(in.SessionID, "setup")
 	h.mu.Lock()
 	fn := h.setupBy[in.SessionID]
@@ -140,13 +141,13 @@ func (h *hooks) Setup(ctx context.Context, in workflows.SetupInput) (workflows.S
 }
 
 // Commit is the commit hook.
-func (h *hooks) Commit(_ context.Context, in workflows.SetupInput) error {
+func (h *hooks) Commit(_ context.Context, in wire.SetupInput) error {
 	h.record(in.SessionID, "commit")
 	return nil
 }
 
 // Publish is the publish hook.
-func (h *hooks) Publish(_ context.Context, in workflows.PublishInput) error {
+func (h *hooks) Publish(_ context.Context, in wire.PublishInput) error {
 	name := in.Entry.Type
 	if in.Entry.Source != "" {
 		name += ":" + in.Entry.Source
@@ -156,7 +157,7 @@ func (h *hooks) Publish(_ context.Context, in workflows.PublishInput) error {
 }
 
 // Dispose is the dispose hook.
-func (h *hooks) Dispose(_ context.Context, in workflows.DisposeInput) error {
+func (h *hooks) Dispose(_ context.Context, in wire.DisposeInput) error {
 	h.record(in.SessionID, "dispose:"+in.Reason)
 	return nil
 }
@@ -165,7 +166,7 @@ func (h *hooks) Dispose(_ context.Context, in workflows.DisposeInput) error {
 // cancelled, the worker stops or the test releases it. A workflow does not
 // wait for a cancelled hook (hooks run without wait-for-cancellation), so
 // its rollback proceeds at once.
-func (h *hooks) block(ctx context.Context, _ workflows.SetupInput) (workflows.SetupResult, error) {
+func (h *hooks) block(ctx context.Context, _ wire.SetupInput) (workflows.SetupResult, error) {
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -312,13 +313,13 @@ func (w *world) startWorkflow(workflowID, name string, arg any) client.WorkflowR
 // create starts CreateSession for req.SessionID.
 func (w *world) create(req wire.CreateSessionRequest) client.WorkflowRun {
 	w.t.Helper()
-	return w.startWorkflow(workflows.WorkflowID(req.SessionID), workflows.CreateSessionName, req)
+	return w.startWorkflow(wire.WorkflowID(req.SessionID), wire.CreateSessionName, req)
 }
 
 // resume starts ResumeSession for id.
-func (w *world) resume(req workflows.ResumeSessionRequest) client.WorkflowRun {
+func (w *world) resume(req wire.ResumeSessionRequest) client.WorkflowRun {
 	w.t.Helper()
-	return w.startWorkflow(workflows.WorkflowID(req.ResumeSessionID), workflows.ResumeSessionName, req)
+	return w.startWorkflow(wire.WorkflowID(req.ResumeSessionID), wire.ResumeSessionName, req)
 }
 
 // update sends an update to the latest run of workflowID and waits for its
@@ -351,35 +352,35 @@ func (w *world) accepted(workflowID, name string, args ...any) client.WorkflowUp
 }
 
 // waitReady awaits the session live through WaitReady.
-func (w *world) waitReady(id string) workflows.SessionInfo {
+func (w *world) waitReady(id string) wire.SessionInfo {
 	w.t.Helper()
-	var info workflows.SessionInfo
-	require.NoError(w.t, w.update(workflows.WorkflowID(id), workflows.UpdateWaitReady, &info))
+	var info wire.SessionInfo
+	require.NoError(w.t, w.update(wire.WorkflowID(id), wire.UpdateWaitReady, &info))
 	return info
 }
 
 // appendEvents appends a batch through the Append update.
-func (w *world) appendEvents(id string, events []session.Event) workflows.AppendResult {
+func (w *world) appendEvents(id string, events []session.Event) wire.AppendResult {
 	w.t.Helper()
-	var res workflows.AppendResult
-	require.NoError(w.t, w.update(workflows.WorkflowID(id), workflows.UpdateAppend, &res, workflows.AppendRequest{Events: events}))
+	var res wire.AppendResult
+	require.NoError(w.t, w.update(wire.WorkflowID(id), wire.UpdateAppend, &res, workflows.AppendRequest{Events: events}))
 	return res
 }
 
 // dispose disposes the session through the Dispose update.
-func (w *world) dispose(id string) workflows.DisposeResult {
+func (w *world) dispose(id string) wire.DisposeResult {
 	w.t.Helper()
-	var res workflows.DisposeResult
-	require.NoError(w.t, w.update(workflows.WorkflowID(id), workflows.UpdateDispose, &res))
+	var res wire.DisposeResult
+	require.NoError(w.t, w.update(wire.WorkflowID(id), wire.UpdateDispose, &res))
 	return res
 }
 
 // describe queries the latest run of a session workflow.
-func (w *world) describe(id string) workflows.Description {
+func (w *world) describe(id string) wire.Description {
 	w.t.Helper()
-	v, err := w.c.QueryWorkflow(w.ctx(), workflows.WorkflowID(id), "", workflows.QueryDescribe)
+	v, err := w.c.QueryWorkflow(w.ctx(), wire.WorkflowID(id), "", wire.QueryDescribe)
 	require.NoError(w.t, err)
-	var d workflows.Description
+	var d wire.Description
 	require.NoError(w.t, v.Get(&d))
 	return d
 }
@@ -402,12 +403,12 @@ func (w *world) awaitCond(what string, cond func() bool) {
 func (w *world) awaitLive(id string) {
 	w.t.Helper()
 	w.awaitCond("session "+id+" live", func() bool {
-		v, err := w.c.QueryWorkflow(w.ctx(), workflows.WorkflowID(id), "", workflows.QueryDescribe)
+		v, err := w.c.QueryWorkflow(w.ctx(), wire.WorkflowID(id), "", wire.QueryDescribe)
 		if err != nil {
 			return false
 		}
-		var d workflows.Description
-		return v.Get(&d) == nil && d.Phase == workflows.PhaseLive
+		var d wire.Description
+		return v.Get(&d) == nil && d.Phase == wire.PhaseLive
 	})
 }
 
@@ -503,7 +504,7 @@ func (w *world) storedEvents(id string) []session.Event {
 }
 
 // lease returns the session's write lease, nil when none is held.
-func (w *world) lease(id string) *jsonl.Lease {
+func (w *world) lease(id string) *wire.Lease {
 	w.t.Helper()
 	l, err := w.store.LeaseOf(context.Background(), id)
 	require.NoError(w.t, err)
@@ -572,19 +573,19 @@ func (w *world) crashedLog(id string) []session.Event {
 	t := w.t
 	t.Helper()
 	require.Equal(t, jsonl.CompressionNone, w.comp)
-	msg := ev(t, session.TypeAssistantMessage, 2, map[string]any{
+	msg := ev(t, wire.TypeAssistantMessage, 2, map[string]any{
 		"turn": 1, "step": 1, "stream": []any{},
 		"message": map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool-call", "id": "call-1", "name": "read", "arguments": map[string]any{"path": "README.md"}}}},
 	})
 	msg.SurfaceOp = session.AppendOp()
 	events := []session.Event{
 		turnStart(t, 0, 1),
-		ev(t, session.TypeStepStart, 1, map[string]any{"turn": 1, "step": 1}),
+		ev(t, wire.TypeStepStart, 1, map[string]any{"turn": 1, "step": 1}),
 		msg,
-		ev(t, session.TypeToolCall, 3, map[string]any{"turn": 1, "step": 1, "callId": "call-1", "name": "read", "arguments": `{"path":"README.md"}`}),
+		ev(t, wire.TypeToolCall, 3, map[string]any{"turn": 1, "step": 1, "callId": "call-1", "name": "read", "arguments": `{"path":"README.md"}`}),
 	}
 	ctx := context.Background()
-	hdr := session.Header{Version: session.FormatVersion, ID: id, CreatedAt: 1_700_000_000_000, Cwd: "/work/project"}
+	hdr := wire.Header{Version: wire.FormatVersion, ID: id, CreatedAt: 1_700_000_000_000, Cwd: "/work/project"}
 	h, err := w.store.Create(ctx, hdr, jsonl.CreateOptions{HandleID: "crashed-" + id})
 	require.NoError(t, err)
 	require.NoError(t, h.Append(ctx, events))

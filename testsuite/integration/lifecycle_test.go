@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sessionflow/sessionflow/workflows"
+
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
@@ -17,7 +19,6 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // appendBatchRanges returns the [first, last] seqs of every AppendBatch
@@ -27,7 +28,7 @@ func appendBatchRanges(t *testing.T, hist *historypb.History) [][2]int64 {
 	var out [][2]int64
 	for _, e := range hist.Events {
 		a := e.GetActivityTaskScheduledEventAttributes()
-		if a == nil || a.GetActivityType().GetName() != activities.AppendBatchName {
+		if a == nil || a.GetActivityType().GetName() != wire.AppendBatchName {
 			continue
 		}
 		var in activities.AppendBatchInput
@@ -54,24 +55,24 @@ func TestCreateAppendDispose(t *testing.T) {
 	w := newWorld(t, shared, jsonl.CompressionZstd)
 	w.startWorker()
 	id := w.id("create")
-	wid := workflows.WorkflowID(id)
+	wid := wire.WorkflowID(id)
 	w.hooks.todoSetup(id)
 	seed := []session.Event{turnStart(t, 0, 1), assistantText(t, 1, 1, "seeded"), turnEnd(t, 2, 1)}
 	run := w.create(wire.CreateSessionRequest{
 		SessionID: id,
 		Seed:      session.WireEvents(seed),
-		Meta:      &workflows.SessionMeta{Cwd: "/work/project"},
+		Meta:      &wire.SessionMeta{Cwd: "/work/project"},
 		Hooks:     allHooks,
 		// A window long enough that three appends sent one after the
 		// other's acceptance share it.
-		Options: &workflows.Options{AppendWindowMs: 2000},
+		Options: &wire.Options{AppendWindowMs: 2000},
 	})
 
 	info := w.waitReady(id)
 	require.Equal(t, id, info.SessionID)
 	require.Equal(t, wid, info.WorkflowID)
 	require.Equal(t, run.GetRunID(), info.RunID)
-	require.Equal(t, workflows.SourceStartup, info.Source)
+	require.Equal(t, wire.SourceStartup, info.Source)
 	require.Equal(t, "/work/project", info.Header.Cwd)
 	require.Equal(t, int64(5), info.NextSeq, "the seed, its end-seed marker and the setup event")
 	require.Equal(t, int64(3), info.FirstLiveSeq)
@@ -85,16 +86,16 @@ func TestCreateAppendDispose(t *testing.T) {
 	// Three batches, each sent once the previous one is accepted, land in
 	// one window; a fourth comes later.
 	turn := liveTurn(t, 5, 2, "hello")
-	var gets []func() workflows.AppendResult
+	var gets []func() wire.AppendResult
 	for _, batch := range [][]session.Event{turn[:2], turn[2:4], turn[4:]} {
-		h := w.accepted(wid, workflows.UpdateAppend, workflows.AppendRequest{Events: batch})
-		gets = append(gets, func() workflows.AppendResult {
-			var r workflows.AppendResult
+		h := w.accepted(wid, wire.UpdateAppend, workflows.AppendRequest{Events: batch})
+		gets = append(gets, func() wire.AppendResult {
+			var r wire.AppendResult
 			require.NoError(t, h.Get(w.ctx(), &r))
 			return r
 		})
 	}
-	var results []workflows.AppendResult
+	var results []wire.AppendResult
 	for _, get := range gets {
 		results = append(results, get())
 	}
@@ -105,17 +106,17 @@ func TestCreateAppendDispose(t *testing.T) {
 	require.Equal(t, int64(15), w.appendEvents(id, later).NextSeq)
 
 	d := w.describe(id)
-	require.Equal(t, workflows.PhaseLive, d.Phase)
+	require.Equal(t, wire.PhaseLive, d.Phase)
 	require.True(t, d.HandleOpen)
 	require.Equal(t, int64(15), d.NextSeq)
 	require.Zero(t, d.PendingEvents)
-	require.Equal(t, []workflows.LifecycleEntry{
-		{Type: workflows.EntrySessionCreated}, {Type: workflows.EntryAgentCreated},
-		{Type: workflows.EntrySessionStart, Source: workflows.SourceStartup},
+	require.Equal(t, []wire.LifecycleEntry{
+		{Type: wire.EntrySessionCreated}, {Type: wire.EntryAgentCreated},
+		{Type: wire.EntrySessionStart, Source: wire.SourceStartup},
 	}, d.Lifecycle)
 
 	require.Equal(t, int64(15), w.dispose(id).NextSeq)
-	var res workflows.DisposeResult
+	var res wire.DisposeResult
 	require.NoError(t, run.Get(w.ctx(), &res))
 	require.Equal(t, int64(15), res.NextSeq)
 
@@ -124,8 +125,8 @@ func TestCreateAppendDispose(t *testing.T) {
 	requireContiguous(t, evs)
 	require.Len(t, evs, 15)
 	requireSameEvents(t, seed, evs[:3])
-	require.Equal(t, session.TypeEndSeed, evs[3].Type)
-	require.Equal(t, session.TypeTodoWrite, evs[4].Type)
+	require.Equal(t, wire.TypeEndSeed, evs[3].Type)
+	require.Equal(t, wire.TypeTodoWrite, evs[4].Type)
 	requireSameEvents(t, turn, evs[5:10])
 	requireSameEvents(t, later, evs[10:])
 	require.Nil(t, w.lease(id), "disposal releases the lease")
@@ -134,11 +135,11 @@ func TestCreateAppendDispose(t *testing.T) {
 	// with the setup event at the commit point) and two local AppendBatch
 	// markers (the coalesced window, the later batch).
 	hist := w.history(wid, run.GetRunID())
-	require.Equal(t, 4, updatesAccepted(hist, workflows.UpdateAppend))
+	require.Equal(t, 4, updatesAccepted(hist, wire.UpdateAppend))
 	require.Equal(t, [][2]int64{{0, 4}}, appendBatchRanges(t, hist))
 	locals := localAppendResults(t, hist)
 	require.Equal(t, []int64{10, 15}, locals)
-	require.Less(t, len(locals), updatesAccepted(hist, workflows.UpdateAppend), "fewer stores than Append updates")
+	require.Less(t, len(locals), updatesAccepted(hist, wire.UpdateAppend), "fewer stores than Append updates")
 
 	require.Equal(t, []string{
 		"setup", "commit",
@@ -152,15 +153,15 @@ func TestResumeRepairsCrashedLog(t *testing.T) {
 	w := newWorld(t, shared, jsonl.CompressionNone)
 	w.startWorker()
 	id := w.id("crashed")
-	wid := workflows.WorkflowID(id)
+	wid := wire.WorkflowID(id)
 	before := w.crashedLog(id)
 	raw, err := os.ReadFile(w.logPath(id))
 	require.NoError(t, err)
 	require.True(t, strings.HasSuffix(string(raw), tornRecord), "the log ends in a torn record")
 
-	run := w.resume(workflows.ResumeSessionRequest{ResumeSessionID: id, Hooks: allHooks})
+	run := w.resume(wire.ResumeSessionRequest{ResumeSessionID: id, Hooks: allHooks})
 	info := w.waitReady(id)
-	require.Equal(t, workflows.SourceResume, info.Source)
+	require.Equal(t, wire.SourceResume, info.Source)
 	require.Equal(t, int64(8), info.NextSeq)
 	require.Equal(t, int64(7), info.FirstLiveSeq, "the seq of the end-seed marker")
 	require.Equal(t, int64(1), info.LastTurn)
@@ -171,8 +172,8 @@ func TestResumeRepairsCrashedLog(t *testing.T) {
 	// record is gone.
 	evs := w.storedEvents(id)
 	require.Equal(t, []string{
-		session.TypeTurnStart, session.TypeStepStart, session.TypeAssistantMessage, session.TypeToolCall,
-		session.TypeToolResult, session.TypeStepEnd, session.TypeTurnEnd, session.TypeEndSeed,
+		wire.TypeTurnStart, wire.TypeStepStart, wire.TypeAssistantMessage, wire.TypeToolCall,
+		wire.TypeToolResult, wire.TypeStepEnd, wire.TypeTurnEnd, wire.TypeEndSeed,
 	}, types(evs))
 	requireContiguous(t, evs)
 	requireSameEvents(t, before, evs[:4])
@@ -199,7 +200,7 @@ func TestResumeRepairsCrashedLog(t *testing.T) {
 	require.Nil(t, w.lease(id))
 
 	hist := w.history(wid, run.GetRunID())
-	require.Equal(t, 1, scheduled(hist, activities.RepairName))
+	require.Equal(t, 1, scheduled(hist, wire.RepairName))
 	require.Equal(t, []string{
 		"setup", "commit",
 		"publish:session/created", "publish:agent/created", "publish:agent/session-start:resume",
@@ -212,13 +213,13 @@ func TestCancelDuringSetupAborts(t *testing.T) {
 	w := newWorld(t, shared, jsonl.CompressionZstd)
 	w.startWorker()
 	id := w.id("abort")
-	wid := workflows.WorkflowID(id)
+	wid := wire.WorkflowID(id)
 	w.hooks.blockSetup(id)
 	run := w.create(wire.CreateSessionRequest{SessionID: id, Hooks: allHooks})
 	w.awaitSetup(id)
 	require.NotNil(t, w.lease(id), "the handle is held during setup")
 	d := w.describe(id)
-	require.Equal(t, workflows.PhaseSetup, d.Phase)
+	require.Equal(t, wire.PhaseSetup, d.Phase)
 	require.True(t, d.HandleOpen)
 
 	require.NoError(t, w.c.CancelWorkflow(w.ctx(), wid, ""))
@@ -227,7 +228,7 @@ func TestCancelDuringSetupAborts(t *testing.T) {
 	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, w.status(wid))
 
 	d = w.describe(id)
-	require.Equal(t, workflows.PhaseClosed, d.Phase)
+	require.Equal(t, wire.PhaseClosed, d.Phase)
 	require.False(t, d.HandleOpen)
 	require.NotNil(t, d.Failure)
 	require.Equal(t, `agent "`+id+`" creation aborted`, d.Failure.Message)
@@ -262,14 +263,14 @@ func TestSetupFailureRollsBack(t *testing.T) {
 	err := run.Get(w.ctx(), nil)
 	requireAppError(t, err, "setup refused", "SetupRefused")
 	d := w.describe(id)
-	require.Equal(t, workflows.PhaseClosed, d.Phase)
+	require.Equal(t, wire.PhaseClosed, d.Phase)
 	require.Empty(t, d.Lifecycle, "nothing is published")
 	require.Empty(t, d.CompensationErrors)
 	w.requireNothingStored(id)
 	require.Equal(t, []string{"setup", "dispose:rollback"}, w.hooks.log(id))
-	hist := w.history(workflows.WorkflowID(id), run.GetRunID())
-	require.Zero(t, scheduled(hist, activities.AppendBatchName), "the seed is never stored")
-	require.Equal(t, 1, scheduled(hist, activities.CloseHandleName))
+	hist := w.history(wire.WorkflowID(id), run.GetRunID())
+	require.Zero(t, scheduled(hist, wire.AppendBatchName), "the seed is never stored")
+	require.Equal(t, 1, scheduled(hist, wire.CloseHandleName))
 }
 
 func TestOwnerUnloadDuringSetup(t *testing.T) {
@@ -277,11 +278,11 @@ func TestOwnerUnloadDuringSetup(t *testing.T) {
 	w := newWorld(t, shared, jsonl.CompressionZstd)
 	w.startWorker()
 	id := w.id("unload")
-	wid := workflows.WorkflowID(id)
+	wid := wire.WorkflowID(id)
 	w.hooks.blockSetup(id)
 	run := w.create(wire.CreateSessionRequest{SessionID: id, Hooks: allHooks})
 	w.awaitSetup(id)
-	require.NoError(t, w.c.SignalWorkflow(w.ctx(), wid, "", workflows.SignalOwnerUnload, nil))
+	require.NoError(t, w.c.SignalWorkflow(w.ctx(), wid, "", wire.SignalOwnerUnload, nil))
 	err := run.Get(w.ctx(), nil)
 	requireAppError(t, err, `agent "`+id+`" setup aborted: owner disposed during setup`, "OwnerDisposed")
 	w.requireNothingStored(id)

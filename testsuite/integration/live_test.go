@@ -6,30 +6,31 @@ package integration
 import (
 	"testing"
 
+	"github.com/sessionflow/sessionflow/workflows"
+
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // loopDescribe queries a SessionLoop.
-func (w *world) loopDescribe(loopWID string) workflows.LoopDescription {
+func (w *world) loopDescribe(loopWID string) wire.LoopDescription {
 	w.t.Helper()
-	v, err := w.c.QueryWorkflow(w.ctx(), loopWID, "", workflows.QueryDescribe)
+	v, err := w.c.QueryWorkflow(w.ctx(), loopWID, "", wire.QueryDescribe)
 	require.NoError(w.t, err)
-	var d workflows.LoopDescription
+	var d wire.LoopDescription
 	require.NoError(w.t, v.Get(&d))
 	return d
 }
 
 // liveChildren returns the session ids of the loop's live children.
-func liveChildren(d workflows.LoopDescription) map[string]bool {
+func liveChildren(d wire.LoopDescription) map[string]bool {
 	out := map[string]bool{}
 	for _, c := range d.Children {
-		if c.State == workflows.ChildLive {
+		if c.State == wire.ChildLive {
 			out[c.SessionID] = true
 		}
 	}
@@ -43,19 +44,19 @@ func TestLoopStartAndDeactivation(t *testing.T) {
 	loopWID := "loop/" + w.id("loop")
 	a, b, c := w.id("loop-a"), w.id("loop-b"), w.id("loop-c")
 	w.hooks.blockSetup(c)
-	run := w.startWorkflow(loopWID, workflows.SessionLoopName, workflows.SessionLoopInput{
+	run := w.startWorkflow(loopWID, wire.SessionLoopName, wire.SessionLoopInput{
 		// Restore-or-create of an id that is not stored: the resume fails
 		// with SessionNotFound and the loop creates it.
-		Agents: []workflows.AgentConfig{{ID: "cfg", SessionID: a, Cwd: "/work/project"}},
+		Agents: []wire.AgentConfig{{ID: "cfg", SessionID: a, Cwd: "/work/project"}},
 		Hooks:  allHooks,
 	})
 
-	var sr workflows.StartResult
-	require.NoError(t, w.update(loopWID, workflows.UpdateStart, &sr, workflows.StartRequest{
+	var sr wire.StartResult
+	require.NoError(t, w.update(loopWID, wire.UpdateStart, &sr, workflows.StartRequest{
 		Create: &workflows.CreateSessionRequest{SessionID: b, Hooks: allHooks},
 	}))
 	require.Equal(t, b, sr.SessionID)
-	require.Equal(t, workflows.WorkflowID(b), sr.WorkflowID)
+	require.Equal(t, wire.WorkflowID(b), sr.WorkflowID)
 	require.NotEmpty(t, sr.RunID)
 	w.awaitCond("children a and b live", func() bool {
 		live := liveChildren(w.loopDescribe(loopWID))
@@ -66,24 +67,24 @@ func TestLoopStartAndDeactivation(t *testing.T) {
 	w.appendEvents(b, turnB)
 
 	// A third session stays in setup until the loop deactivates.
-	require.NoError(t, w.update(loopWID, workflows.UpdateStart, nil, workflows.StartRequest{
+	require.NoError(t, w.update(loopWID, wire.UpdateStart, nil, workflows.StartRequest{
 		Create: &workflows.CreateSessionRequest{SessionID: c, Hooks: allHooks},
 	}))
 	w.awaitSetup(c)
-	err := w.update(loopWID, workflows.UpdateStart, nil, workflows.StartRequest{
+	err := w.update(loopWID, wire.UpdateStart, nil, workflows.StartRequest{
 		Create: &workflows.CreateSessionRequest{SessionID: b},
 	})
 	requireAppError(t, err, `session "`+b+`" already exists`, "SessionAlreadyExists")
 
 	require.NoError(t, w.c.CancelWorkflow(w.ctx(), loopWID, ""))
-	var final workflows.LoopDescription
+	var final wire.LoopDescription
 	require.NoError(t, run.Get(w.ctx(), &final))
 	require.False(t, final.Active)
 	require.Empty(t, final.ConfigStartFailures, "a restore that falls back to create is no failure")
 	require.Empty(t, final.Effects, "no child is live any more")
 	type childView struct {
 		SessionID, Mode, ConfigID string
-		State                     workflows.ChildState
+		State                     wire.ChildState
 		WasLive                   bool
 		ErrorType                 string
 	}
@@ -99,10 +100,10 @@ func TestLoopStartAndDeactivation(t *testing.T) {
 		got = append(got, v)
 	}
 	require.ElementsMatch(t, []childView{
-		{SessionID: a, Mode: "resume", ConfigID: "cfg", State: workflows.ChildSettled, ErrorType: "SessionNotFound"},
-		{SessionID: a, Mode: "create", ConfigID: "cfg", State: workflows.ChildSettled, WasLive: true},
-		{SessionID: b, Mode: "create", State: workflows.ChildSettled, WasLive: true},
-		{SessionID: c, Mode: "create", State: workflows.ChildSettled, ErrorType: "LoopInactive"},
+		{SessionID: a, Mode: "resume", ConfigID: "cfg", State: wire.ChildSettled, ErrorType: "SessionNotFound"},
+		{SessionID: a, Mode: "create", ConfigID: "cfg", State: wire.ChildSettled, WasLive: true},
+		{SessionID: b, Mode: "create", State: wire.ChildSettled, WasLive: true},
+		{SessionID: c, Mode: "create", State: wire.ChildSettled, ErrorType: "LoopInactive"},
 	}, got)
 
 	// The loop completed only after every child it started had closed: its
@@ -123,9 +124,9 @@ func TestLoopStartAndDeactivation(t *testing.T) {
 	}
 	require.Equal(t, 4, initiated)
 	require.Equal(t, initiated, ended)
-	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, w.status(workflows.WorkflowID(a)))
-	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, w.status(workflows.WorkflowID(b)))
-	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, w.status(workflows.WorkflowID(c)))
+	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, w.status(wire.WorkflowID(a)))
+	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, w.status(wire.WorkflowID(b)))
+	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, w.status(wire.WorkflowID(c)))
 
 	requireSameEvents(t, turnA, w.storedEvents(a))
 	requireSameEvents(t, turnB, w.storedEvents(b))
@@ -145,8 +146,8 @@ func TestWorkerRestartDuringLiveSession(t *testing.T) {
 	w := newWorld(t, shared, jsonl.CompressionZstd)
 	first := w.startWorker()
 	id := w.id("restart")
-	wid := workflows.WorkflowID(id)
-	run := w.create(wire.CreateSessionRequest{SessionID: id, Options: &workflows.Options{AppendWindowMs: 500}})
+	wid := wire.WorkflowID(id)
+	run := w.create(wire.CreateSessionRequest{SessionID: id, Options: &wire.Options{AppendWindowMs: 500}})
 	info := w.waitReady(id)
 	one := liveTurn(t, 0, 1, "before the restart")
 	require.Equal(t, int64(5), w.appendEvents(id, one).NextSeq)
@@ -154,17 +155,17 @@ func TestWorkerRestartDuringLiveSession(t *testing.T) {
 	// An append accepted by the first worker, stored by whichever worker
 	// runs when its window closes.
 	two := liveTurn(t, 5, 2, "across the restart")
-	pending := w.accepted(wid, workflows.UpdateAppend, workflows.AppendRequest{Events: two})
+	pending := w.accepted(wid, wire.UpdateAppend, workflows.AppendRequest{Events: two})
 	require.NoError(t, first.Stop())
 	w.startWorker()
-	var r workflows.AppendResult
+	var r wire.AppendResult
 	require.NoError(t, pending.Get(w.ctx(), &r))
 	require.Equal(t, int64(10), r.NextSeq)
 
 	three := liveTurn(t, 10, 3, "after the restart")
 	require.Equal(t, int64(15), w.appendEvents(id, three).NextSeq)
 	d := w.describe(id)
-	require.Equal(t, workflows.PhaseLive, d.Phase)
+	require.Equal(t, wire.PhaseLive, d.Phase)
 	require.Equal(t, info.Handle, *d.Handle, "the new worker carries on with the same handle")
 	require.Equal(t, info.Handle.HandleID, w.lease(id).HandleID)
 	require.Equal(t, int64(15), w.dispose(id).NextSeq)
@@ -181,11 +182,11 @@ func TestContinueAsNewKeepsTheSession(t *testing.T) {
 	w := newWorld(t, continueAsNewServer(t), jsonl.CompressionZstd)
 	w.startWorker()
 	id := w.id("can")
-	wid := workflows.WorkflowID(id)
+	wid := wire.WorkflowID(id)
 	run := w.create(wire.CreateSessionRequest{
 		SessionID: id,
-		Hooks:     workflows.Hooks{DisposeActivity: hookDispose},
-		Options:   &workflows.Options{AppendWindowMs: 50},
+		Hooks:     wire.Hooks{DisposeActivity: hookDispose},
+		Options:   &wire.Options{AppendWindowMs: 50},
 	})
 	info := w.waitReady(id)
 	lease := w.lease(id)
@@ -215,7 +216,7 @@ func TestContinueAsNewKeepsTheSession(t *testing.T) {
 	require.GreaterOrEqual(t, len(runs), 2)
 	desc, err := w.c.DescribeWorkflow(w.ctx(), wid, "")
 	require.NoError(t, err)
-	require.Equal(t, workflows.LiveSessionName, desc.RawResponse.GetWorkflowExecutionInfo().GetType().GetName())
+	require.Equal(t, wire.LiveSessionName, desc.RawResponse.GetWorkflowExecutionInfo().GetType().GetName())
 	require.Equal(t, runs[len(runs)-1], desc.RawResponse.GetWorkflowExecutionInfo().GetExecution().GetRunId())
 
 	again := w.waitReady(id)
@@ -231,7 +232,7 @@ func TestContinueAsNewKeepsTheSession(t *testing.T) {
 
 	require.Equal(t, int64(len(want)), w.dispose(id).NextSeq)
 	final := w.c.GetWorkflow(w.ctx(), wid, "")
-	var res workflows.DisposeResult
+	var res wire.DisposeResult
 	require.NoError(t, final.Get(w.ctx(), &res))
 	require.Equal(t, int64(len(want)), res.NextSeq)
 	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, w.status(wid))

@@ -13,11 +13,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionflow/sessionflow/agent"
 	sfclient "github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 func init() {
@@ -43,8 +41,8 @@ func recordTurnCrash(t *testing.T, w *world) []fixture {
 	stalled := scriptFile(t, first.WithStall(1), scripted.Text("Counted twice."))
 	proc := w.startProc(crashBin, "--provider-script", stalled)
 	id := w.id("rec-turn-crash")
-	wid := workflows.WorkflowID(id)
-	run, in := w.startTurn(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Options: crashOptions, Meta: &workflows.SessionMeta{Cwd: cwd}}, "count")
+	wid := wire.WorkflowID(id)
+	run, in := w.startTurn(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Options: crashOptions, Meta: &wire.SessionMeta{Cwd: cwd}}, "count")
 	c := w.client()
 	for p, err := range c.WatchTurn(w.ctx(), id, in.MessageID, sfclient.WatchOptions{Interval: 20 * time.Millisecond}) {
 		require.NoError(t, err)
@@ -57,7 +55,7 @@ func recordTurnCrash(t *testing.T, w *world) []fixture {
 	require.True(t, awaitCtx(w.ctx(), func() bool {
 		st, err := c.LoopState(w.ctx(), id)
 		require.NoError(t, err)
-		return lines(t, filepath.Join(cwd, "slow.runs")) == 1 && len(st.Calls) == 2 && st.Calls[1].State == workflows.CallDone
+		return lines(t, filepath.Join(cwd, "slow.runs")) == 1 && len(st.Calls) == 2 && st.Calls[1].State == wire.CallDone
 	}), "the slow call never started beside a finished one")
 	proc.kill()
 	w.startProc(crashBin, "--provider-script", script)
@@ -73,10 +71,10 @@ func recordTurnCrash(t *testing.T, w *world) []fixture {
 		"step/start", "assistant/message", "step/end", "turn/end"}, eventTypes(evs))
 	require.Equal(t, map[string]int{"c1": 1, "c2": 1}, toolCallsOf(t, evs))
 	hist := w.history(wid, run.GetRunID())
-	model := attemptsOf(hist, agent.CallModelActivity)
+	model := attemptsOf(hist, wire.CallModelActivity)
 	require.Len(t, model, 2)
 	require.GreaterOrEqual(t, model[0], int32(2), "the first model call was retried after the kill")
-	tools := attemptsOf(hist, agent.RunToolActivity)
+	tools := attemptsOf(hist, wire.RunToolActivity)
 	require.Len(t, tools, 2)
 	require.GreaterOrEqual(t, tools[0], int32(2), "the slow tool call was retried after the kill")
 	return only("turn-crash", wid, run)
@@ -97,8 +95,8 @@ func init() {
 // the next step, which answers; Dispose.
 func recordTurnMaxTokensSteer(t *testing.T, w *world) []fixture {
 	id := w.id("rec-turn-maxtokens")
-	wid := workflows.WorkflowID(id)
-	run, in := w.startTurn(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Meta: &workflows.SessionMeta{Cwd: t.TempDir()}}, "list")
+	wid := wire.WorkflowID(id)
+	run, in := w.startTurn(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Meta: &wire.SessionMeta{Cwd: t.TempDir()}}, "list")
 	c := w.client()
 	for p, err := range c.WatchTurn(w.ctx(), id, in.MessageID, sfclient.WatchOptions{Interval: 20 * time.Millisecond}) {
 		require.NoError(t, err)
@@ -106,7 +104,7 @@ func recordTurnMaxTokensSteer(t *testing.T, w *world) []fixture {
 			break
 		}
 	}
-	_, err := c.Steer(w.ctx(), id, workflows.InputRequest{MessageID: "m2", Content: json.RawMessage(`"go on"`)})
+	_, err := c.Steer(w.ctx(), id, wire.InputRequest{MessageID: "m2", Content: json.RawMessage(`"go on"`)})
 	require.NoError(t, err)
 	end := w.watchEnd(id, in.MessageID)
 	require.Equal(t, "max-tokens", end.Info.Reason.Kind)
@@ -121,6 +119,6 @@ func recordTurnMaxTokensSteer(t *testing.T, w *world) []fixture {
 	r, err := evs[5].ToolResult()
 	require.NoError(t, err)
 	require.Equal(t, "MAX_TOKENS_NOT_RUN", r.Error.Code)
-	require.Equal(t, 1, scheduled(w.history(wid, run.GetRunID()), agent.CloseCallsActivity))
+	require.Equal(t, 1, scheduled(w.history(wid, run.GetRunID()), wire.CloseCallsActivity))
 	return only("turn-max-tokens-steer", wid, run)
 }

@@ -7,7 +7,6 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 func init() {
@@ -24,14 +23,14 @@ func init() {
 // one append, Dispose.
 func recordResumeForfeitDeadOwner(t *testing.T, w *world) []fixture {
 	id := w.id("rec-forfeit")
-	wid := workflows.WorkflowID(id)
+	wid := wire.WorkflowID(id)
 	first := w.create(wire.CreateSessionRequest{SessionID: id})
 	w.awaitLive(id)
 	w.appendEvents(id, liveTurn(t, 0, 1, "before the crash"))
 	require.NoError(t, w.c.TerminateWorkflow(w.ctx(), wid, first.GetRunID(), "the harness crashed"))
 	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED, w.status(wid))
 	require.NotNil(t, w.lease(id), "the terminated owner left its lease")
-	run := w.resume(workflows.ResumeSessionRequest{ResumeSessionID: id})
+	run := w.resume(wire.ResumeSessionRequest{ResumeSessionID: id})
 	w.awaitLive(id)
 	require.Equal(t, int64(6), w.waitReady(id).NextSeq, "five events and the end-seed marker")
 	w.appendEvents(id, liveTurn(t, 6, 2, "after the crash"))
@@ -47,9 +46,9 @@ func recordResumeForfeitDeadOwner(t *testing.T, w *world) []fixture {
 func recordCreateForeignWorkflowID(t *testing.T, w *world) []fixture {
 	id := w.id("rec-foreign")
 	wid := "foreign-" + id
-	run := w.startWorkflow(wid, workflows.CreateSessionName, wire.CreateSessionRequest{SessionID: id})
+	run := w.startWorkflow(wid, wire.CreateSessionName, wire.CreateSessionRequest{SessionID: id})
 	requireAppError(t, run.Get(w.ctx(), nil),
-		`session "`+id+`" must run under workflow id "session/`+id+`", not "`+wid+`" (docs/API.md: Workflow ids)`, workflows.ErrTypeInvalidArgument)
+		`session "`+id+`" must run under workflow id "session/`+id+`", not "`+wid+`" (docs/API.md: Workflow ids)`, wire.ErrTypeInvalidArgument)
 	w.requireNothingStored(id)
 	return only("create-foreign-workflow-id", wid, run)
 }

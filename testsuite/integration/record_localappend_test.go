@@ -8,7 +8,6 @@ import (
 
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 func init() {
@@ -24,13 +23,13 @@ func init() {
 // activity, one more local append, Dispose.
 func recordAppendLocal(t *testing.T, w *world) []fixture {
 	id := w.id("rec-local")
-	wid := workflows.WorkflowID(id)
-	run := w.create(wire.CreateSessionRequest{SessionID: id, Options: &workflows.Options{MaxBatchBytes: 1 << 20}})
+	wid := wire.WorkflowID(id)
+	run := w.create(wire.CreateSessionRequest{SessionID: id, Options: &wire.Options{MaxBatchBytes: 1 << 20}})
 	w.awaitLive(id)
 	turn := liveTurn(t, 0, 1, "hello")
 	w.appendEvents(id, turn[:2])
 	w.appendEvents(id, turn[2:])
-	big, err := session.NewEvent(session.TypeTodoWrite, 5, 1_700_000_000_005, map[string]any{"text": strings.Repeat("x", 300<<10)})
+	big, err := session.NewEvent(wire.TypeTodoWrite, 5, 1_700_000_000_005, map[string]any{"text": strings.Repeat("x", 300<<10)})
 	require.NoError(t, err)
 	w.appendEvents(id, []session.Event{big})
 	w.appendEvents(id, liveTurn(t, 6, 2, "after the large batch"))
@@ -43,8 +42,8 @@ func recordAppendLocal(t *testing.T, w *world) []fixture {
 // taken, every append stored by the AppendBatch activity.
 func recordAppendActivityOption(t *testing.T, w *world) []fixture {
 	id := w.id("rec-activity-appends")
-	wid := workflows.WorkflowID(id)
-	run := w.create(wire.CreateSessionRequest{SessionID: id, Options: &workflows.Options{ActivityAppends: true}})
+	wid := wire.WorkflowID(id)
+	run := w.create(wire.CreateSessionRequest{SessionID: id, Options: &wire.Options{ActivityAppends: true}})
 	w.awaitLive(id)
 	turn := liveTurn(t, 0, 1, "hello")
 	w.appendEvents(id, turn[:2])

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sessionflow/sessionflow/workflows"
+
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
@@ -24,7 +26,6 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // historiesDir holds the committed fixtures.
@@ -80,24 +81,24 @@ func only(name, workflowID string, run client.WorkflowRun) []fixture {
 // three appends coalesced in one window, one more, Dispose.
 func recordCreate(t *testing.T, w *world) []fixture {
 	id := w.id("rec-create")
-	wid := workflows.WorkflowID(id)
+	wid := wire.WorkflowID(id)
 	w.hooks.todoSetup(id)
 	run := w.create(wire.CreateSessionRequest{
 		SessionID: id,
 		Seed:      session.WireEvents([]session.Event{turnStart(t, 0, 1), assistantText(t, 1, 1, "seeded"), turnEnd(t, 2, 1)}),
-		Meta:      &workflows.SessionMeta{Cwd: "/work/project"},
+		Meta:      &wire.SessionMeta{Cwd: "/work/project"},
 		Hooks:     allHooks,
-		Options:   &workflows.Options{AppendWindowMs: 2000},
+		Options:   &wire.Options{AppendWindowMs: 2000},
 	})
 	w.awaitLive(id)
 	require.Equal(t, int64(5), w.waitReady(id).NextSeq)
 	turn := liveTurn(t, 5, 2, "hello")
 	var handles []client.WorkflowUpdateHandle
 	for _, batch := range [][]session.Event{turn[:2], turn[2:4], turn[4:]} {
-		handles = append(handles, w.accepted(wid, workflows.UpdateAppend, workflows.AppendRequest{Events: batch}))
+		handles = append(handles, w.accepted(wid, wire.UpdateAppend, workflows.AppendRequest{Events: batch}))
 	}
 	for _, h := range handles {
-		var r workflows.AppendResult
+		var r wire.AppendResult
 		require.NoError(t, h.Get(w.ctx(), &r))
 		require.Equal(t, int64(10), r.NextSeq)
 	}
@@ -111,11 +112,11 @@ func recordCreate(t *testing.T, w *world) []fixture {
 // attributes (the versioned SessionPhase upserts), one append, Dispose.
 func recordCreateSearchAttributes(t *testing.T, w *world) []fixture {
 	id := w.id("rec-create-sa")
-	wid := workflows.WorkflowID(id)
+	wid := wire.WorkflowID(id)
 	run := w.create(wire.CreateSessionRequest{
 		SessionID: id,
-		Meta:      &workflows.SessionMeta{Cwd: "/work/project"},
-		Options:   &workflows.Options{SearchAttributes: true},
+		Meta:      &wire.SessionMeta{Cwd: "/work/project"},
+		Options:   &wire.Options{SearchAttributes: true},
 	})
 	w.awaitLive(id)
 	w.appendEvents(id, liveTurn(t, 0, 1, "hello"))
@@ -130,7 +131,7 @@ func recordCreateSearchAttributes(t *testing.T, w *world) []fixture {
 // appends group depends on timing, so the recorded path keeps them apart.)
 func recordAppendGroupCommit(t *testing.T, w *world) []fixture {
 	id := w.id("rec-group-commit")
-	wid := workflows.WorkflowID(id)
+	wid := wire.WorkflowID(id)
 	run := w.create(wire.CreateSessionRequest{SessionID: id})
 	w.awaitLive(id)
 	turn := liveTurn(t, 0, 1, "hello")
@@ -147,13 +148,13 @@ func recordAppendGroupCommit(t *testing.T, w *world) []fixture {
 func recordResumeRepair(t *testing.T, w *world) []fixture {
 	id := w.id("rec-resume")
 	w.crashedLog(id)
-	run := w.resume(workflows.ResumeSessionRequest{ResumeSessionID: id, Hooks: allHooks})
+	run := w.resume(wire.ResumeSessionRequest{ResumeSessionID: id, Hooks: allHooks})
 	w.awaitLive(id)
 	require.Equal(t, int64(8), w.waitReady(id).NextSeq)
 	w.appendEvents(id, liveTurn(t, 8, 2, "after the crash"))
 	w.dispose(id)
 	require.NoError(t, run.Get(w.ctx(), nil))
-	return only("resume-repair", workflows.WorkflowID(id), run)
+	return only("resume-repair", wire.WorkflowID(id), run)
 }
 
 // recordSetupFailure: the setup hook fails; the rollback runs the dispose
@@ -163,7 +164,7 @@ func recordSetupFailure(t *testing.T, w *world) []fixture {
 	w.hooks.failSetup(id, temporal.NewNonRetryableApplicationError("setup refused", "SetupRefused", nil))
 	run := w.create(wire.CreateSessionRequest{SessionID: id, Seed: session.WireEvents(liveTurn(t, 0, 1, "never stored")), Hooks: allHooks})
 	requireAppError(t, run.Get(w.ctx(), nil), "setup refused", "SetupRefused")
-	return only("setup-failure", workflows.WorkflowID(id), run)
+	return only("setup-failure", wire.WorkflowID(id), run)
 }
 
 // recordSeedRefused: an inline seed the store's append rules refuse (a
@@ -171,12 +172,12 @@ func recordSetupFailure(t *testing.T, w *world) []fixture {
 // seed-append-rules version marker.
 func recordSeedRefused(t *testing.T, w *world) []fixture {
 	id := w.id("rec-seedrules")
-	bad := session.Event{Type: session.TypeTurnStart, Seq: 0, Time: 1, Data: []byte(`{}`)}
+	bad := session.Event{Type: wire.TypeTurnStart, Seq: 0, Time: 1, Data: []byte(`{}`)}
 	run := w.create(wire.CreateSessionRequest{SessionID: id, Seed: session.WireEvents([]session.Event{bad}), Hooks: allHooks})
 	requireAppError(t, run.Get(w.ctx(), nil),
 		`invalid session event at index 0 (seq 0, type "turn/start"): crash repair could not read it: turn/start event (seq 0): data lacks "turn"`,
-		workflows.ErrTypeInvalidArgument)
-	return only("seed-refused", workflows.WorkflowID(id), run)
+		wire.ErrTypeInvalidArgument)
+	return only("seed-refused", wire.WorkflowID(id), run)
 }
 
 // recordSetupEventsRefused: setup events the store's append rules refuse
@@ -188,8 +189,8 @@ func recordSetupEventsRefused(t *testing.T, w *world) []fixture {
 	run := w.create(wire.CreateSessionRequest{SessionID: id, Hooks: allHooks})
 	requireAppError(t, run.Get(w.ctx(), nil),
 		`setup events: invalid session event at index 0 (seq 0, type "turn/start"): crash repair could not read it: turn/start event (seq 0): data.turn must be a safe integer >= 1, got 0`,
-		workflows.ErrTypeInvalidArgument)
-	return only("setup-events-refused", workflows.WorkflowID(id), run)
+		wire.ErrTypeInvalidArgument)
+	return only("setup-events-refused", wire.WorkflowID(id), run)
 }
 
 // recordAbortDuringSetup: cancellation while the setup hook runs.
@@ -198,9 +199,9 @@ func recordAbortDuringSetup(t *testing.T, w *world) []fixture {
 	w.hooks.blockSetup(id)
 	run := w.create(wire.CreateSessionRequest{SessionID: id, Hooks: allHooks})
 	w.awaitSetup(id)
-	require.NoError(t, w.c.CancelWorkflow(w.ctx(), workflows.WorkflowID(id), ""))
+	require.NoError(t, w.c.CancelWorkflow(w.ctx(), wire.WorkflowID(id), ""))
 	requireAppError(t, run.Get(w.ctx(), nil), `agent "`+id+`" creation aborted`, "AbortError")
-	return only("abort-during-setup", workflows.WorkflowID(id), run)
+	return only("abort-during-setup", wire.WorkflowID(id), run)
 }
 
 // recordOwnerUnload: the OwnerUnload signal while the setup hook runs.
@@ -209,26 +210,26 @@ func recordOwnerUnload(t *testing.T, w *world) []fixture {
 	w.hooks.blockSetup(id)
 	run := w.create(wire.CreateSessionRequest{SessionID: id, Hooks: allHooks})
 	w.awaitSetup(id)
-	require.NoError(t, w.c.SignalWorkflow(w.ctx(), workflows.WorkflowID(id), "", workflows.SignalOwnerUnload, nil))
+	require.NoError(t, w.c.SignalWorkflow(w.ctx(), wire.WorkflowID(id), "", wire.SignalOwnerUnload, nil))
 	requireAppError(t, run.Get(w.ctx(), nil), `agent "`+id+`" setup aborted: owner disposed during setup`, "OwnerDisposed")
-	return only("owner-unload", workflows.WorkflowID(id), run)
+	return only("owner-unload", wire.WorkflowID(id), run)
 }
 
 // recordDispose: Dispose while an append waits in its window: the dispose
 // hook runs, the pending append is drained, the handle closes.
 func recordDispose(t *testing.T, w *world) []fixture {
 	id := w.id("rec-dispose")
-	wid := workflows.WorkflowID(id)
+	wid := wire.WorkflowID(id)
 	run := w.create(wire.CreateSessionRequest{
 		SessionID: id,
-		Hooks:     workflows.Hooks{DisposeActivity: hookDispose},
-		Options:   &workflows.Options{AppendWindowMs: 600_000},
+		Hooks:     wire.Hooks{DisposeActivity: hookDispose},
+		Options:   &wire.Options{AppendWindowMs: 600_000},
 	})
 	w.awaitLive(id)
 	w.waitReady(id)
-	pending := w.accepted(wid, workflows.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "drained")})
+	pending := w.accepted(wid, wire.UpdateAppend, workflows.AppendRequest{Events: liveTurn(t, 0, 1, "drained")})
 	require.Equal(t, int64(5), w.dispose(id).NextSeq)
-	var r workflows.AppendResult
+	var r wire.AppendResult
 	require.NoError(t, pending.Get(w.ctx(), &r))
 	require.Equal(t, int64(5), r.NextSeq)
 	require.NoError(t, run.Get(w.ctx(), nil))
@@ -239,13 +240,13 @@ func recordDispose(t *testing.T, w *world) []fixture {
 // recordDisposeCancel: cancellation of a live session disposes it.
 func recordDisposeCancel(t *testing.T, w *world) []fixture {
 	id := w.id("rec-cancel")
-	wid := workflows.WorkflowID(id)
-	run := w.create(wire.CreateSessionRequest{SessionID: id, Hooks: workflows.Hooks{DisposeActivity: hookDispose}})
+	wid := wire.WorkflowID(id)
+	run := w.create(wire.CreateSessionRequest{SessionID: id, Hooks: wire.Hooks{DisposeActivity: hookDispose}})
 	w.awaitLive(id)
 	w.waitReady(id)
 	w.appendEvents(id, liveTurn(t, 0, 1, "then cancelled"))
 	require.NoError(t, w.c.CancelWorkflow(w.ctx(), wid, ""))
-	var res workflows.DisposeResult
+	var res wire.DisposeResult
 	require.NoError(t, run.Get(w.ctx(), &res))
 	require.Equal(t, int64(5), res.NextSeq)
 	require.Nil(t, w.lease(id))
@@ -263,18 +264,18 @@ func recordLoopDeactivation(t *testing.T, w *world) []fixture {
 	loopWID := "loop/" + w.id("rec-loop")
 	a, c := w.id("rec-loop-a"), w.id("rec-loop-c")
 	w.hooks.blockSetup(c)
-	run := w.startWorkflow(loopWID, workflows.SessionLoopName, workflows.SessionLoopInput{
-		Agents: []workflows.AgentConfig{{ID: "cfg", SessionID: a, Cwd: "/work/project"}},
+	run := w.startWorkflow(loopWID, wire.SessionLoopName, wire.SessionLoopInput{
+		Agents: []wire.AgentConfig{{ID: "cfg", SessionID: a, Cwd: "/work/project"}},
 		Hooks:  allHooks,
 	})
 	w.awaitCond("configured child live", func() bool { return liveChildren(w.loopDescribe(loopWID))[a] })
 	w.appendEvents(a, liveTurn(t, 0, 1, "hosted"))
-	require.NoError(t, w.update(loopWID, workflows.UpdateStart, nil, workflows.StartRequest{
+	require.NoError(t, w.update(loopWID, wire.UpdateStart, nil, workflows.StartRequest{
 		Create: &workflows.CreateSessionRequest{SessionID: c, Hooks: allHooks},
 	}))
 	w.awaitSetup(c)
 	require.NoError(t, w.c.CancelWorkflow(w.ctx(), loopWID, ""))
-	var final workflows.LoopDescription
+	var final wire.LoopDescription
 	require.NoError(t, run.Get(w.ctx(), &final))
 	out := []fixture{{name: "loop-deactivation", workflowID: loopWID, runID: run.GetRunID()}}
 	require.Len(t, final.Children, 3)
@@ -294,11 +295,11 @@ func recordLoopDeactivation(t *testing.T, w *world) []fixture {
 // (LiveSession: one more append, Dispose) are recorded.
 func recordContinueAsNew(t *testing.T, w *world) []fixture {
 	id := w.id("rec-can")
-	wid := workflows.WorkflowID(id)
+	wid := wire.WorkflowID(id)
 	run := w.create(wire.CreateSessionRequest{
 		SessionID: id,
-		Hooks:     workflows.Hooks{DisposeActivity: hookDispose},
-		Options:   &workflows.Options{AppendWindowMs: 50},
+		Hooks:     wire.Hooks{DisposeActivity: hookDispose},
+		Options:   &wire.Options{AppendWindowMs: 50},
 	})
 	w.awaitLive(id)
 	w.waitReady(id)
@@ -335,7 +336,7 @@ func commandSequence(hist *historypb.History) []string {
 	// out, since a watching client sends it at a time of its own.
 	waits := map[int64]bool{}
 	for _, e := range hist.Events {
-		if a := e.GetWorkflowExecutionUpdateAcceptedEventAttributes(); a != nil && a.GetAcceptedRequest().GetInput().GetName() == workflows.UpdateWaitTurn {
+		if a := e.GetWorkflowExecutionUpdateAcceptedEventAttributes(); a != nil && a.GetAcceptedRequest().GetInput().GetName() == wire.UpdateWaitTurn {
 			waits[e.GetEventId()] = true
 			continue
 		}

@@ -6,7 +6,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 func init() {
@@ -26,10 +25,10 @@ const thresholdEvents = 100
 // first run is recorded; the next one takes one more append and Dispose.
 func recordContinueAsNewThreshold(t *testing.T, w *world) []fixture {
 	id := w.id("rec-can-threshold")
-	wid := workflows.WorkflowID(id)
+	wid := wire.WorkflowID(id)
 	run := w.create(wire.CreateSessionRequest{
 		SessionID: id,
-		Options:   &workflows.Options{ContinueAsNewEvents: thresholdEvents},
+		Options:   &wire.Options{ContinueAsNewEvents: thresholdEvents},
 	})
 	w.awaitLive(id)
 	w.waitReady(id)

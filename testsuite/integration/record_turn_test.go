@@ -20,7 +20,6 @@ import (
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 func init() {
@@ -50,7 +49,7 @@ func scriptedAgent(responses ...scripted.Response) func(t *testing.T) workerapp.
 	}
 }
 
-var scriptedRoute = &workflows.AgentOptions{Provider: "scripted", Model: "m1"}
+var scriptedRoute = &wire.AgentOptions{Provider: "scripted", Model: "m1"}
 
 func (w *world) client() *sfclient.Client {
 	return sfclient.New(w.c, sfclient.Options{TaskQueue: w.taskQueue})
@@ -60,13 +59,13 @@ func (w *world) client() *sfclient.Client {
 // an exclusive one, then answers; the client watches it; Dispose.
 func recordTurnTools(t *testing.T, w *world) []fixture {
 	id := w.id("rec-turn-tools")
-	wid := workflows.WorkflowID(id)
+	wid := wire.WorkflowID(id)
 	cwd := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(cwd, "a.txt"), []byte("alpha\n"), 0o644))
-	run := w.create(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Meta: &workflows.SessionMeta{Cwd: cwd}})
+	run := w.create(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Meta: &wire.SessionMeta{Cwd: cwd}})
 	w.awaitLive(id)
 	c := w.client()
-	in, err := c.Followup(w.ctx(), id, workflows.InputRequest{MessageID: "m1", Content: json.RawMessage(`"read a.txt"`)})
+	in, err := c.Followup(w.ctx(), id, wire.InputRequest{MessageID: "m1", Content: json.RawMessage(`"read a.txt"`)})
 	require.NoError(t, err)
 	var kinds []string
 	var end sfclient.TurnProgress
@@ -92,7 +91,7 @@ func recordTurnTools(t *testing.T, w *world) []fixture {
 	require.Equal(t, []string{"step/end", "step/start", "assistant/message", "step/end", "turn/end"}, types[10:])
 	var results []string
 	for _, e := range evs {
-		if e.Type == session.TypeToolResult {
+		if e.Type == wire.TypeToolResult {
 			r, err := e.ToolResult()
 			require.NoError(t, err)
 			results = append(results, r.Message.Source.CallID)
@@ -107,11 +106,11 @@ func recordTurnTools(t *testing.T, w *world) []fixture {
 // the turn ends (wait-for-cancellation); Dispose.
 func recordTurnCancel(t *testing.T, w *world) []fixture {
 	id := w.id("rec-turn-cancel")
-	wid := workflows.WorkflowID(id)
+	wid := wire.WorkflowID(id)
 	run := w.create(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute})
 	w.awaitLive(id)
 	c := w.client()
-	in, err := c.Followup(w.ctx(), id, workflows.InputRequest{MessageID: "m1", Content: json.RawMessage(`"tell me"`)})
+	in, err := c.Followup(w.ctx(), id, wire.InputRequest{MessageID: "m1", Content: json.RawMessage(`"tell me"`)})
 	require.NoError(t, err)
 	// Wait until the stream has shown its text.
 	for p, err := range c.WatchTurn(w.ctx(), id, in.MessageID, sfclient.WatchOptions{Interval: 20 * time.Millisecond}) {
@@ -120,7 +119,7 @@ func recordTurnCancel(t *testing.T, w *world) []fixture {
 			break
 		}
 	}
-	res, err := c.CancelTurn(w.ctx(), id, workflows.CauseUser, false)
+	res, err := c.CancelTurn(w.ctx(), id, wire.CauseUser, false)
 	require.NoError(t, err)
 	require.True(t, res.Cancelled)
 	require.Equal(t, "aborted", res.Reason.Kind)
@@ -159,7 +158,7 @@ func eventTypes(evs []session.Event) []string {
 // splice) with the followup; Dispose.
 func recordTurnContinueAsNew(t *testing.T, w *world) []fixture {
 	id := w.id("rec-turn-can")
-	wid := workflows.WorkflowID(id)
+	wid := wire.WorkflowID(id)
 	run := w.create(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute})
 	w.awaitLive(id)
 	latest := func() string {
@@ -171,7 +170,7 @@ func recordTurnContinueAsNew(t *testing.T, w *world) []fixture {
 	n := 0
 	for ; latest() == run.GetRunID(); n++ {
 		require.Less(t, n, canHistoryLimit, "the run never continued as new")
-		res, err := c.Inject(w.ctx(), id, workflows.InputRequest{MessageID: fmt.Sprintf("i%d", n), Content: json.RawMessage(`"note"`)})
+		res, err := c.Inject(w.ctx(), id, wire.InputRequest{MessageID: fmt.Sprintf("i%d", n), Content: json.RawMessage(`"note"`)})
 		require.NoError(t, err)
 		require.Equal(t, int64(n), res.SplicedSeq)
 	}
@@ -180,7 +179,7 @@ func recordTurnContinueAsNew(t *testing.T, w *world) []fixture {
 	st, err := c.LoopState(w.ctx(), id)
 	require.NoError(t, err)
 	require.Len(t, st.Pending.NextStep, n, "the injects crossed continue-as-new")
-	in, err := c.Followup(w.ctx(), id, workflows.InputRequest{MessageID: "f1", Content: json.RawMessage(`"go"`)})
+	in, err := c.Followup(w.ctx(), id, wire.InputRequest{MessageID: "f1", Content: json.RawMessage(`"go"`)})
 	require.NoError(t, err)
 	var end sfclient.TurnProgress
 	for p, err := range c.WatchTurn(w.ctx(), id, in.MessageID, sfclient.WatchOptions{Interval: 20 * time.Millisecond}) {

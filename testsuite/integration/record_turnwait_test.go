@@ -15,7 +15,6 @@ import (
 	sfclient "github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 func init() {
@@ -28,25 +27,25 @@ func init() {
 // Dispose answers it LifecycleDisposed.
 func recordTurnWait(t *testing.T, w *world) []fixture {
 	id := w.id("rec-turn-wait")
-	wid := workflows.WorkflowID(id)
+	wid := wire.WorkflowID(id)
 	run := w.create(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute})
 	w.awaitLive(id)
 	c := w.client()
-	res, err := c.RunTurn(w.ctx(), id, workflows.InputRequest{MessageID: "m1", Content: json.RawMessage(`"wait for me"`)})
+	res, err := c.RunTurn(w.ctx(), id, wire.InputRequest{MessageID: "m1", Content: json.RawMessage(`"wait for me"`)})
 	require.NoError(t, err)
 	require.Equal(t, "completed", res.Ended.Reason.Kind)
 	require.Equal(t, []string{"m1"}, res.Ended.Claimed)
-	info, err := c.WaitTurn(w.ctx(), id, workflows.WaitTurnRequest{Turn: 1})
+	info, err := c.WaitTurn(w.ctx(), id, wire.WaitTurnRequest{Turn: 1})
 	require.NoError(t, err)
 	require.Equal(t, *res.Ended, info)
 	future := make(chan error, 1)
 	go func() {
-		_, err := c.WaitTurn(w.ctx(), id, workflows.WaitTurnRequest{Turn: 2})
+		_, err := c.WaitTurn(w.ctx(), id, wire.WaitTurnRequest{Turn: 2})
 		future <- err
 	}()
 	// The wait is accepted before the dispose is sent.
 	w.awaitCond("the history of "+wid+" to show the pending WaitTurn {turn: 2} accepted (two accepted WaitTurn updates)", func() bool {
-		return acceptedUpdates(w.history(wid, ""), workflows.UpdateWaitTurn) == 2
+		return acceptedUpdates(w.history(wid, ""), wire.UpdateWaitTurn) == 2
 	})
 	w.dispose(id)
 	require.ErrorIs(t, <-future, sfclient.ErrLifecycleDisposed)

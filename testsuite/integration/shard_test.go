@@ -17,7 +17,6 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // requireStoredIn asserts that id's log is in home's root and in no other.
@@ -69,7 +68,7 @@ func TestShardRouterTwoShards(t *testing.T) {
 	next := map[string]int64{}
 	create := func(id string, opts ...client.CallOption) {
 		t.Helper()
-		wa.track(workflows.WorkflowID(id))
+		wa.track(wire.WorkflowID(id))
 		s, err := sf.Create(wa.ctx(), wire.CreateSessionRequest{SessionID: id}, opts...)
 		require.NoError(t, err, id)
 		next[id] = s.NextSeq

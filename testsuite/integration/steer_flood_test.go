@@ -22,9 +22,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider/scripted"
-	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // Size of the flood: the issue's 1,000 steers, 50 in flight.
@@ -82,7 +80,7 @@ func (w *world) logFloodFailure(id string, proc *workerProc) {
 	w.t.Logf("worker log tail:\n%s", out)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	it := w.c.GetWorkflowHistory(ctx, workflows.WorkflowID(id), "", false, 0)
+	it := w.c.GetWorkflowHistory(ctx, wire.WorkflowID(id), "", false, 0)
 	var lines []string
 	for it.HasNext() {
 		e, err := it.Next()
@@ -101,7 +99,7 @@ func (w *world) logFloodFailure(id string, proc *workerProc) {
 // logDeliveries logs, for each duplicated message (dup holds "id×n"), the
 // update events of every run of the session that carry it.
 func (w *world) logDeliveries(firstRunID, id string, dup []string) {
-	wid := workflows.WorkflowID(id)
+	wid := wire.WorkflowID(id)
 	for i, runID := range w.runs(wid, firstRunID) {
 		for _, e := range w.history(wid, runID).Events {
 			raw := e.String()
@@ -135,7 +133,7 @@ func floodSession(t *testing.T, w *world, id string) {
 			defer wg.Done()
 			defer func() { <-sem }()
 			msg := fmt.Sprintf("s-%04d", i)
-			_, err := c.Steer(w.ctx(), id, workflows.InputRequest{MessageID: msg, Content: json.RawMessage(fmt.Sprintf("%q", "steer "+msg))})
+			_, err := c.Steer(w.ctx(), id, wire.InputRequest{MessageID: msg, Content: json.RawMessage(fmt.Sprintf("%q", "steer "+msg))})
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -160,14 +158,14 @@ func floodSession(t *testing.T, w *world, id string) {
 		if acked[msg] {
 			continue
 		}
-		_, err := c.Steer(w.ctx(), id, workflows.InputRequest{MessageID: msg, Content: json.RawMessage(fmt.Sprintf("%q", "steer "+msg))})
+		_, err := c.Steer(w.ctx(), id, wire.InputRequest{MessageID: msg, Content: json.RawMessage(fmt.Sprintf("%q", "steer "+msg))})
 		require.NoError(t, err, "steer %s sent again", msg)
 		acked[msg] = true
 	}
 
 	// Wait until the loop is idle with nothing pending (or the session is
 	// gone, which the checks below report).
-	var last workflows.LoopState
+	var last wire.LoopState
 	idle := awaitCtx(w.ctx(), func() bool {
 		st, err := c.LoopState(w.ctx(), id)
 		if err != nil {
@@ -182,13 +180,13 @@ func floodSession(t *testing.T, w *world, id string) {
 	var ends []string
 	for _, e := range evs {
 		switch e.Type {
-		case session.TypeUserMessage:
+		case wire.TypeUserMessage:
 			var m struct {
 				ID string `json:"id"`
 			}
 			require.NoError(t, json.Unmarshal(e.Data, &m))
 			stored[m.ID]++
-		case session.TypeTurnEnd:
+		case wire.TypeTurnEnd:
 			ends = append(ends, string(e.Data))
 		}
 	}
@@ -222,7 +220,7 @@ func floodSession(t *testing.T, w *world, id string) {
 	require.NotEmpty(t, ends, "no turn ended")
 	d, err := c.Describe(w.ctx(), id)
 	require.NoError(t, err, "the session is not live after the flood")
-	require.Equal(t, workflows.PhaseLive, d.Phase, "the session is not live after the flood")
+	require.Equal(t, wire.PhaseLive, d.Phase, "the session is not live after the flood")
 	_, err = c.Dispose(w.ctx(), id)
 	require.NoError(t, err)
 	require.NoError(t, run.Get(w.ctx(), nil))

@@ -26,7 +26,6 @@ import (
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 func init() {
@@ -45,13 +44,13 @@ func init() {
 func recordTurnCancelTool(t *testing.T, w *world) []fixture {
 	id := w.id("rec-turn-cancel-tool")
 	cwd := t.TempDir()
-	run := w.create(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Meta: &workflows.SessionMeta{Cwd: cwd}})
+	run := w.create(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Meta: &wire.SessionMeta{Cwd: cwd}})
 	w.awaitLive(id)
 	c := w.client()
-	_, err := c.Followup(w.ctx(), id, workflows.InputRequest{MessageID: "m1", Content: json.RawMessage(`"run it"`)})
+	_, err := c.Followup(w.ctx(), id, wire.InputRequest{MessageID: "m1", Content: json.RawMessage(`"run it"`)})
 	require.NoError(t, err)
 	shell := pidIn(t, w, cwd, "shell.pid")
-	res, err := c.CancelTurn(w.ctx(), id, workflows.CauseUser, false)
+	res, err := c.CancelTurn(w.ctx(), id, wire.CauseUser, false)
 	require.NoError(t, err)
 	require.Equal(t, "aborted", res.Reason.Kind)
 	requireGone(t, shell, "the command's shell")
@@ -64,7 +63,7 @@ func recordTurnCancelTool(t *testing.T, w *world) []fixture {
 	require.NoError(t, err)
 	require.Equal(t, "ABORTED", r.Error.Code)
 	markers, cancels := 0, 0
-	for _, e := range w.history(workflows.WorkflowID(id), run.GetRunID()).Events {
+	for _, e := range w.history(wire.WorkflowID(id), run.GetRunID()).Events {
 		if a := e.GetMarkerRecordedEventAttributes(); a != nil && a.GetMarkerName() == "Version" &&
 			string(a.GetDetails()["change-id"].GetPayloads()[0].GetData()) == `"cancel-running-tools"` {
 			markers++
@@ -75,7 +74,7 @@ func recordTurnCancelTool(t *testing.T, w *world) []fixture {
 	}
 	require.Equal(t, 1, markers, "the cancel-running-tools version marker")
 	require.Equal(t, 1, cancels, "the running RunTool cancelled")
-	return only("turn-cancel-tool", workflows.WorkflowID(id), run)
+	return only("turn-cancel-tool", wire.WorkflowID(id), run)
 }
 
 // longCommand prints, starts a child that leaves its process group (it
@@ -135,9 +134,9 @@ func startLongCommand(t *testing.T, name string) (w *world, id, cwd string, run 
 	w.startWorker()
 	id = w.id(name)
 	cwd = t.TempDir()
-	r := w.create(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Meta: &workflows.SessionMeta{Cwd: cwd}})
+	r := w.create(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Meta: &wire.SessionMeta{Cwd: cwd}})
 	w.awaitLive(id)
-	_, err = w.client().Followup(w.ctx(), id, workflows.InputRequest{Content: json.RawMessage(`"run it"`)})
+	_, err = w.client().Followup(w.ctx(), id, wire.InputRequest{Content: json.RawMessage(`"run it"`)})
 	require.NoError(t, err)
 	detached = pidIn(t, w, cwd, "detached.pid")
 	shell = pidIn(t, w, cwd, "shell.pid")
@@ -170,7 +169,7 @@ func requireAborted(t *testing.T, w *world, id, cause string) {
 func TestTurnCancelKillsRunningCommandOnServer(t *testing.T) {
 	t.Parallel()
 	w, id, _, run, shell, detached, started := startLongCommand(t, "turn-cancel-command")
-	res, err := w.client().CancelTurn(w.ctx(), id, workflows.CauseParent, false)
+	res, err := w.client().CancelTurn(w.ctx(), id, wire.CauseParent, false)
 	require.NoError(t, err)
 	require.Equal(t, "aborted", res.Reason.Kind)
 	// The turn ended before the command would have: it did not wait for it.
@@ -212,10 +211,10 @@ func TestRunCommandTimesOutBeforeItsActivityOnServer(t *testing.T) {
 	w.startWorker()
 	id := w.id("command-activity-timeout")
 	run := w.create(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute,
-		Meta: &workflows.SessionMeta{Cwd: t.TempDir()}, Options: &workflows.Options{ActivityTimeoutMs: 20000}})
+		Meta: &wire.SessionMeta{Cwd: t.TempDir()}, Options: &wire.Options{ActivityTimeoutMs: 20000}})
 	w.awaitLive(id)
 	c := w.client()
-	in, err := c.Followup(w.ctx(), id, workflows.InputRequest{Content: json.RawMessage(`"run it"`)})
+	in, err := c.Followup(w.ctx(), id, wire.InputRequest{Content: json.RawMessage(`"run it"`)})
 	require.NoError(t, err)
 	var end sfclient.TurnProgress
 	for p, err := range c.WatchTurn(w.ctx(), id, in.MessageID, sfclient.WatchOptions{Interval: 100 * time.Millisecond}) {
@@ -226,7 +225,7 @@ func TestRunCommandTimesOutBeforeItsActivityOnServer(t *testing.T) {
 	evs := readAll(t, w, id)
 	var result *session.Event
 	for i := range evs {
-		if evs[i].Type == session.TypeToolResult {
+		if evs[i].Type == wire.TypeToolResult {
 			result = &evs[i]
 		}
 	}

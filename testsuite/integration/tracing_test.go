@@ -28,7 +28,6 @@ import (
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/tool"
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // gateTool is a parallel-safe, idempotent tool that reports each run on
@@ -157,9 +156,9 @@ func TestTurnTraceAcrossWorkerRestart(t *testing.T) {
 
 	id := w.id("trace-restart")
 	run := w.create(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute,
-		Meta: &workflows.SessionMeta{Cwd: t.TempDir()}, Options: &workflows.Options{HeartbeatTimeoutMs: 2000}})
+		Meta: &wire.SessionMeta{Cwd: t.TempDir()}, Options: &wire.Options{HeartbeatTimeoutMs: 2000}})
 	w.awaitLive(id)
-	in, err := traced.Followup(w.ctx(), id, workflows.InputRequest{MessageID: "m1", Content: json.RawMessage(`"a secret prompt"`)})
+	in, err := traced.Followup(w.ctx(), id, wire.InputRequest{MessageID: "m1", Content: json.RawMessage(`"a secret prompt"`)})
 	require.NoError(t, err)
 	for range 2 {
 		select {
@@ -274,7 +273,7 @@ func TestTurnTraceContentOptIn(t *testing.T) {
 	run := w.create(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute})
 	w.awaitLive(id)
 	c := w.client()
-	in, err := c.Followup(w.ctx(), id, workflows.InputRequest{Content: json.RawMessage(`"the plain prompt"`)})
+	in, err := c.Followup(w.ctx(), id, wire.InputRequest{Content: json.RawMessage(`"the plain prompt"`)})
 	require.NoError(t, err)
 	for _, err := range c.WatchTurn(w.ctx(), id, in.MessageID, sfclient.WatchOptions{Interval: 50 * time.Millisecond}) {
 		require.NoError(t, err)
@@ -338,7 +337,7 @@ func TestWorkerExportsOverOTLP(t *testing.T) {
 	run := w.create(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute})
 	w.awaitLive(id)
 	c := w.client()
-	in, err := c.Followup(w.ctx(), id, workflows.InputRequest{Content: json.RawMessage(`"hi"`)})
+	in, err := c.Followup(w.ctx(), id, wire.InputRequest{Content: json.RawMessage(`"hi"`)})
 	require.NoError(t, err)
 	for _, err := range c.WatchTurn(w.ctx(), id, in.MessageID, sfclient.WatchOptions{Interval: 50 * time.Millisecond}) {
 		require.NoError(t, err)

@@ -26,9 +26,7 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/provider/scripted"
-	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // TestOversizedUpdateKeepsTheSession sends a Steer of 3,000,000 bytes the
@@ -50,12 +48,12 @@ func TestOversizedUpdateKeepsTheSession(t *testing.T) {
 	w.agent = workerapp.AgentConfig{Providers: provider.Set{"scripted": p}}
 	r := w.startWorker()
 	id := w.id("oversized-update")
-	wid := workflows.WorkflowID(id)
+	wid := wire.WorkflowID(id)
 	run := w.create(wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute})
 	w.awaitLive(id)
 	c := w.client()
 
-	in, err := c.Followup(w.ctx(), id, workflows.InputRequest{MessageID: "m1", Content: json.RawMessage(`"tell me"`)})
+	in, err := c.Followup(w.ctx(), id, wire.InputRequest{MessageID: "m1", Content: json.RawMessage(`"tell me"`)})
 	require.NoError(t, err)
 	for p, err := range c.WatchTurn(w.ctx(), id, in.MessageID, sfclient.WatchOptions{Interval: 20 * time.Millisecond}) {
 		require.NoError(t, err)
@@ -74,10 +72,10 @@ func TestOversizedUpdateKeepsTheSession(t *testing.T) {
 
 	// Turn 1 ends (its model call is retried by the new worker) and the
 	// next turn runs.
-	info, err := c.WaitTurn(w.ctx(), id, workflows.WaitTurnRequest{Turn: 1})
+	info, err := c.WaitTurn(w.ctx(), id, wire.WaitTurnRequest{Turn: 1})
 	require.NoError(t, err)
 	require.NotNil(t, info.Reason, "turn 1 ended without a reason")
-	res, err := c.RunTurn(w.ctx(), id, workflows.InputRequest{MessageID: "m2", Content: json.RawMessage(`"again"`)})
+	res, err := c.RunTurn(w.ctx(), id, wire.InputRequest{MessageID: "m2", Content: json.RawMessage(`"again"`)})
 	require.NoError(t, err)
 	require.NotNil(t, res.Ended)
 	require.Equal(t, "completed", res.Ended.Reason.Kind)
@@ -89,7 +87,7 @@ func TestOversizedUpdateKeepsTheSession(t *testing.T) {
 	r, err = w.oversizedSteer(r, wid, "big-idle", big)
 	requireSessionIntact(t, w, id, run.GetRunID())
 	requireInFlightLimit(t, err)
-	res, err = c.RunTurn(w.ctx(), id, workflows.InputRequest{MessageID: "m3", Content: json.RawMessage(`"once more"`)})
+	res, err = c.RunTurn(w.ctx(), id, wire.InputRequest{MessageID: "m3", Content: json.RawMessage(`"once more"`)})
 	require.NoError(t, err)
 	require.Equal(t, "completed", res.Ended.Reason.Kind)
 
@@ -97,17 +95,17 @@ func TestOversizedUpdateKeepsTheSession(t *testing.T) {
 	for _, size := range []int{1_400_000, 10_000_000} {
 		content, err := json.Marshal(strings.Repeat("y", size))
 		require.NoError(t, err)
-		_, err = c.Steer(w.ctx(), id, workflows.InputRequest{MessageID: "too-big", Content: content})
+		_, err = c.Steer(w.ctx(), id, wire.InputRequest{MessageID: "too-big", Content: content})
 		require.ErrorIs(t, err, sfclient.ErrInputTooLarge)
 		require.Contains(t, err.Error(), "exceeds the update input limit of 1310720 bytes")
-		_, err = c.Followup(w.ctx(), id, workflows.InputRequest{MessageID: "too-big", Content: content})
+		_, err = c.Followup(w.ctx(), id, wire.InputRequest{MessageID: "too-big", Content: content})
 		require.ErrorIs(t, err, sfclient.ErrInputTooLarge)
 	}
 	requireSessionIntact(t, w, id, run.GetRunID())
 
 	evs := w.storedEvents(id)
 	for _, e := range evs {
-		if e.Type == session.TypeUserMessage {
+		if e.Type == wire.TypeUserMessage {
 			var m struct {
 				ID string `json:"id"`
 			}
@@ -130,10 +128,10 @@ func (w *world) oversizedSteer(r *workerapp.Running, wid, updateID, content stri
 	t := w.t
 	t.Helper()
 	require.NoError(t, r.Stop())
-	require.NoError(t, w.c.SignalWorkflow(w.ctx(), wid, "", workflows.SignalAbort, workflows.AbortRequest{Reason: "regular task"}))
+	require.NoError(t, w.c.SignalWorkflow(w.ctx(), wid, "", wire.SignalAbort, wire.AbortRequest{Reason: "regular task"}))
 	text, err := json.Marshal(content)
 	require.NoError(t, err)
-	args, err := converter.GetDefaultDataConverter().ToPayloads(workflows.InputRequest{MessageID: updateID, Content: text})
+	args, err := converter.GetDefaultDataConverter().ToPayloads(wire.InputRequest{MessageID: updateID, Content: text})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(w.ctx(), 2*time.Minute)
 	defer cancel()
@@ -144,7 +142,7 @@ func (w *world) oversizedSteer(r *workerapp.Running, wid, updateID, content stri
 			WorkflowExecution: &commonpb.WorkflowExecution{WorkflowId: wid},
 			Request: &updatepb.Request{
 				Meta:  &updatepb.Meta{UpdateId: updateID, Identity: clientIdentity},
-				Input: &updatepb.Input{Name: workflows.UpdateSteer, Args: args},
+				Input: &updatepb.Input{Name: wire.UpdateSteer, Args: args},
 			},
 			WaitPolicy: &updatepb.WaitPolicy{LifecycleStage: enumspb.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_COMPLETED},
 		})
@@ -196,9 +194,9 @@ func requireInFlightLimit(t *testing.T, err error) {
 // live, and that its lease is held by that run.
 func requireSessionIntact(t *testing.T, w *world, id, runID string) {
 	t.Helper()
-	wid := workflows.WorkflowID(id)
+	wid := wire.WorkflowID(id)
 	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, w.status(wid), "session %s no longer runs", id)
-	require.Equal(t, workflows.PhaseLive, w.describe(id).Phase)
+	require.Equal(t, wire.PhaseLive, w.describe(id).Phase)
 	l := w.lease(id)
 	require.NotNil(t, l, "session %s holds no lease", id)
 	require.Equal(t, wid, l.Owner.WorkflowID)

@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/sessionflow/sessionflow/internal/app/workerapp"
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // historiesDir holds the recorded histories.
@@ -82,7 +82,7 @@ func TestReplayHistories(t *testing.T) {
 			require.NoError(t, replayer.ReplayWorkflowHistoryFromJSONFile(nil, path))
 		})
 	}
-	for _, name := range []string{workflows.CreateSessionName, workflows.ResumeSessionName, workflows.LiveSessionName, workflows.SessionLoopName} {
+	for _, name := range []string{wire.CreateSessionName, wire.ResumeSessionName, wire.LiveSessionName, wire.SessionLoopName} {
 		require.Positive(t, seen[name], "no recorded history of %s", name)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	sdktest "go.temporal.io/sdk/testsuite"
 
 	"github.com/sessionflow/sessionflow/activities"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // activityLog records the activities a test environment starts and
@@ -179,9 +180,9 @@ func (a *activityLog) StartedArg(name string, i int, out any) {
 // ClosedHandles returns the handle ids given to CloseHandle, in order.
 func (a *activityLog) ClosedHandles() []string {
 	var out []string
-	for i := 0; i < a.Count(activities.CloseHandleName); i++ {
+	for i := 0; i < a.Count(wire.CloseHandleName); i++ {
 		var in activities.HandleInput
-		a.StartedArg(activities.CloseHandleName, i, &in)
+		a.StartedArg(wire.CloseHandleName, i, &in)
 		out = append(out, in.Ref.HandleID)
 	}
 	return out

@@ -24,6 +24,7 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // FakeResponse is one scripted model call.
@@ -85,9 +86,9 @@ func NewFakeAgent(h *Harness, responses ...*FakeResponse) *FakeAgent {
 			r.Release = make(chan struct{})
 		}
 	}
-	h.Env.RegisterActivityWithOptions(f.CallModel, activity.RegisterOptions{Name: agent.CallModelActivity})
-	h.Env.RegisterActivityWithOptions(f.RunTool, activity.RegisterOptions{Name: agent.RunToolActivity})
-	h.Env.RegisterActivityWithOptions(f.EndTurn, activity.RegisterOptions{Name: agent.EndTurnActivity})
+	h.Env.RegisterActivityWithOptions(f.CallModel, activity.RegisterOptions{Name: wire.CallModelActivity})
+	h.Env.RegisterActivityWithOptions(f.RunTool, activity.RegisterOptions{Name: wire.RunToolActivity})
+	h.Env.RegisterActivityWithOptions(f.EndTurn, activity.RegisterOptions{Name: wire.EndTurnActivity})
 	return f
 }
 
@@ -119,7 +120,7 @@ func (f *FakeAgent) assistant(seq int64, in agent.ModelInput, content []map[stri
 	if interrupted {
 		data["interrupted"] = true
 	}
-	e, err := session.NewEvent(session.TypeAssistantMessage, seq, seq, data)
+	e, err := session.NewEvent(wire.TypeAssistantMessage, seq, seq, data)
 	e.SurfaceOp = session.AppendOp()
 	return e, err
 }
@@ -155,7 +156,7 @@ func (f *FakeAgent) CallModel(ctx context.Context, in agent.ModelInput) (agent.M
 				// activity already; nothing is stored after that.
 				return agent.ModelResult{}, ctx.Err()
 			case <-tick.C:
-				activity.RecordHeartbeat(ctx, agent.ModelProgress{Turn: in.Turn, Step: in.Step, Text: r.Text})
+				activity.RecordHeartbeat(ctx, wire.ModelProgress{Turn: in.Turn, Step: in.Step, Text: r.Text})
 			}
 		}
 	}
@@ -186,7 +187,7 @@ func (f *FakeAgent) CallModel(ctx context.Context, in agent.ModelInput) (agent.M
 }
 
 func toolCallEvent(seq, turn, step int64, id, name string) (session.Event, error) {
-	return session.NewEvent(session.TypeToolCall, seq, seq, session.ToolCall{Turn: turn, Step: step, CallID: id, Name: name, Arguments: "{}"})
+	return session.NewEvent(wire.TypeToolCall, seq, seq, wire.ToolCall{Turn: turn, Step: step, CallID: id, Name: name, Arguments: "{}"})
 }
 
 func toolResultEvent(seq, turn, step int64, id, text string, callSeq int64, errInfo map[string]string) (session.Event, error) {
@@ -199,7 +200,7 @@ func toolResultEvent(seq, turn, step int64, id, text string, callSeq int64, errI
 	if errInfo != nil {
 		data["error"] = errInfo
 	}
-	e, err := session.NewEvent(session.TypeToolResult, seq, seq, data)
+	e, err := session.NewEvent(wire.TypeToolResult, seq, seq, data)
 	e.SurfaceOp = session.AppendOp()
 	e.SourceEventSeqs = []int64{callSeq}
 	return e, err
@@ -258,7 +259,7 @@ func (f *FakeAgent) EndTurn(ctx context.Context, in agent.EndTurnInput) (agent.E
 			if err != nil {
 				return nil, err
 			}
-			if len(evs) >= 2 && evs[0].Type == session.TypeStepEnd && evs[1].Type == session.TypeStepStart {
+			if len(evs) >= 2 && evs[0].Type == wire.TypeStepEnd && evs[1].Type == wire.TypeStepStart {
 				held = evs
 				return nil, nil
 			}
@@ -279,11 +280,11 @@ func (f *FakeAgent) EndTurn(ctx context.Context, in agent.EndTurnInput) (agent.E
 			}
 		}
 		if in.Step > 0 {
-			if err := add(session.NewEvent(session.TypeStepEnd, seq+int64(len(out)), 0, session.StepEnd{Turn: in.Turn, Step: in.Step})); err != nil {
+			if err := add(session.NewEvent(wire.TypeStepEnd, seq+int64(len(out)), 0, wire.StepEnd{Turn: in.Turn, Step: in.Step})); err != nil {
 				return nil, err
 			}
 		}
-		return out, add(session.NewEvent(session.TypeTurnEnd, seq+int64(len(out)), 0, session.TurnEnd{Turn: in.Turn, Reason: in.Reason}))
+		return out, add(session.NewEvent(wire.TypeTurnEnd, seq+int64(len(out)), 0, wire.TurnEnd{Turn: in.Turn, Reason: in.Reason}))
 	})
 	if held != nil {
 		return agent.EndTurnResult{NextSeq: next, Held: activities.HeldEvents(held)}, err
@@ -292,11 +293,11 @@ func (f *FakeAgent) EndTurn(ctx context.Context, in agent.EndTurnInput) (agent.E
 }
 
 // TurnEnds returns the reasons of the stored turn/end events, in order.
-func TurnEnds(t *testing.T, evs []session.Event) []session.TurnEndReason {
+func TurnEnds(t *testing.T, evs []session.Event) []wire.TurnEndReason {
 	t.Helper()
-	var out []session.TurnEndReason
+	var out []wire.TurnEndReason
 	for _, e := range evs {
-		if e.Type == session.TypeTurnEnd {
+		if e.Type == wire.TypeTurnEnd {
 			te, err := e.TurnEnd()
 			require.NoError(t, err)
 			out = append(out, te.Reason)
@@ -316,30 +317,30 @@ func RequireBalanced(t *testing.T, evs []session.Event) {
 	pending := map[string]bool{}
 	for _, e := range evs {
 		switch e.Type {
-		case session.TypeTurnStart:
+		case wire.TypeTurnStart:
 			require.Zero(t, turn, "turn/start@%d inside turn %d", e.Seq, turn)
 			ts, err := e.TurnStart()
 			require.NoError(t, err)
 			turn = ts.Turn
-		case session.TypeStepStart:
+		case wire.TypeStepStart:
 			require.NotZero(t, turn, "step/start@%d outside a turn", e.Seq)
 			require.Zero(t, step, "step/start@%d inside step %d", e.Seq, step)
 			ss, err := e.StepStart()
 			require.NoError(t, err)
 			step = ss.Step
-		case session.TypeStepEnd:
+		case wire.TypeStepEnd:
 			require.NotZero(t, step, "step/end@%d outside a step", e.Seq)
 			require.Empty(t, pending, "step/end@%d with unanswered calls", e.Seq)
 			step = 0
-		case session.TypeTurnEnd:
+		case wire.TypeTurnEnd:
 			require.NotZero(t, turn, "turn/end@%d outside a turn", e.Seq)
 			require.Zero(t, step, "turn/end@%d inside step %d", e.Seq, step)
 			turn = 0
-		case session.TypeToolCall:
+		case wire.TypeToolCall:
 			tc, err := e.ToolCall()
 			require.NoError(t, err)
 			pending[tc.CallID] = true
-		case session.TypeToolResult:
+		case wire.TypeToolResult:
 			tr, err := e.ToolResult()
 			require.NoError(t, err)
 			require.True(t, pending[tr.Message.Source.CallID], "tool/result@%d without its call", e.Seq)
@@ -354,7 +355,7 @@ func UserTexts(t *testing.T, evs []session.Event) []string {
 	t.Helper()
 	var out []string
 	for _, e := range evs {
-		if e.Type != session.TypeUserMessage {
+		if e.Type != wire.TypeUserMessage {
 			continue
 		}
 		var m struct {

@@ -17,6 +17,7 @@ import (
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/testsuite/testdeadline"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -108,9 +109,9 @@ func (e *SessionEnv) ExecuteWorkflow(workflowFn any, args ...any) {
 	if !e.idSet && len(args) == 1 {
 		switch req := args[0].(type) {
 		case workflows.CreateSessionRequest:
-			e.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: workflows.WorkflowID(req.SessionID)})
-		case workflows.ResumeSessionRequest:
-			e.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: workflows.WorkflowID(req.ResumeSessionID)})
+			e.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: wire.WorkflowID(req.SessionID)})
+		case wire.ResumeSessionRequest:
+			e.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: wire.WorkflowID(req.ResumeSessionID)})
 		}
 	}
 	e.TestWorkflowEnvironment.ExecuteWorkflow(workflowFn, args...)
@@ -144,7 +145,7 @@ func (h *Harness) newEnv() *sdktest.TestWorkflowEnvironment {
 
 // WithID makes the top-level workflow run under workflow id session/<id>.
 func (h *Harness) WithID(id string) *Harness {
-	h.Env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: workflows.WorkflowID(id)})
+	h.Env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: wire.WorkflowID(id)})
 	h.Env.idSet = true
 	return h
 }
@@ -160,28 +161,28 @@ func (h *Harness) RunUnder(wid string) *Harness {
 // AbortNow signals abort with the given reason and cancels the workflow
 // (wid "" = the top-level one), as a caller's AbortSignal does.
 func (h *Harness) AbortNow(wid string, reason string, isError bool) {
-	req := workflows.AbortRequest{Reason: reason, IsError: isError}
+	req := wire.AbortRequest{Reason: reason, IsError: isError}
 	if wid == "" {
-		h.Env.SignalWorkflow(workflows.SignalAbort, req)
+		h.Env.SignalWorkflow(wire.SignalAbort, req)
 		h.Env.CancelWorkflow()
 		return
 	}
-	require.NoError(h.T, h.Env.SignalWorkflowByID(wid, workflows.SignalAbort, req))
+	require.NoError(h.T, h.Env.SignalWorkflowByID(wid, wire.SignalAbort, req))
 	h.Env.CancelWorkflowByID(wid, "")
 }
 
 // Describe queries a session workflow.
-func (h *Harness) Describe(wid string) workflows.Description {
+func (h *Harness) Describe(wid string) wire.Description {
 	h.T.Helper()
 	var v converter.EncodedValue
 	var err error
 	if wid == "" {
-		v, err = h.Env.QueryWorkflow(workflows.QueryDescribe)
+		v, err = h.Env.QueryWorkflow(wire.QueryDescribe)
 	} else {
-		v, err = h.Env.QueryWorkflowByID(wid, workflows.QueryDescribe)
+		v, err = h.Env.QueryWorkflowByID(wid, wire.QueryDescribe)
 	}
 	require.NoError(h.T, err)
-	var d workflows.Description
+	var d wire.Description
 	require.NoError(h.T, v.Get(&d))
 	return d
 }

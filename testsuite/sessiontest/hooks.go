@@ -5,9 +5,11 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sessionflow/sessionflow/workflows"
+
 	"go.temporal.io/sdk/log"
 
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // Hook activity names used by the tests.
@@ -23,10 +25,10 @@ const (
 type Hooks struct {
 	mu          sync.Mutex
 	calls       []string
-	SetupFunc   func(ctx context.Context, in workflows.SetupInput) (workflows.SetupResult, error)
-	CommitFunc  func(ctx context.Context, in workflows.SetupInput) error
-	PublishFunc func(ctx context.Context, in workflows.PublishInput) error
-	DisposeFunc func(ctx context.Context, in workflows.DisposeInput) error
+	SetupFunc   func(ctx context.Context, in wire.SetupInput) (workflows.SetupResult, error)
+	CommitFunc  func(ctx context.Context, in wire.SetupInput) error
+	PublishFunc func(ctx context.Context, in wire.PublishInput) error
+	DisposeFunc func(ctx context.Context, in wire.DisposeInput) error
 }
 
 func (h *Hooks) record(s string) {
@@ -45,7 +47,7 @@ func (h *Hooks) Log() []string {
 
 // Setup is the setup hook activity: it records the call and runs
 // SetupFunc when set.
-func (h *Hooks) Setup(ctx context.Context, in workflows.SetupInput) (workflows.SetupResult, error) {
+func (h *Hooks) Setup(ctx context.Context, in wire.SetupInput) (workflows.SetupResult, error) {
 	h.record("setup:start")
 	var res workflows.SetupResult
 	var err error
@@ -60,7 +62,7 @@ func (h *Hooks) Setup(ctx context.Context, in workflows.SetupInput) (workflows.S
 
 // Commit is the commit hook activity: it records the call and runs
 // CommitFunc when set.
-func (h *Hooks) Commit(ctx context.Context, in workflows.SetupInput) error {
+func (h *Hooks) Commit(ctx context.Context, in wire.SetupInput) error {
 	h.record("setup:commit")
 	if h.CommitFunc != nil {
 		return h.CommitFunc(ctx, in)
@@ -70,7 +72,7 @@ func (h *Hooks) Commit(ctx context.Context, in workflows.SetupInput) error {
 
 // Publish is the publish hook activity: it records the entry's type
 // (and source) and runs PublishFunc when set.
-func (h *Hooks) Publish(ctx context.Context, in workflows.PublishInput) error {
+func (h *Hooks) Publish(ctx context.Context, in wire.PublishInput) error {
 	name := in.Entry.Type
 	if in.Entry.Source != "" {
 		name += ":" + in.Entry.Source
@@ -84,7 +86,7 @@ func (h *Hooks) Publish(ctx context.Context, in workflows.PublishInput) error {
 
 // Dispose is the dispose hook activity: it records the reason and runs
 // DisposeFunc when set.
-func (h *Hooks) Dispose(ctx context.Context, in workflows.DisposeInput) error {
+func (h *Hooks) Dispose(ctx context.Context, in wire.DisposeInput) error {
 	h.record("dispose:" + in.Reason)
 	if h.DisposeFunc != nil {
 		return h.DisposeFunc(ctx, in)
@@ -93,7 +95,7 @@ func (h *Hooks) Dispose(ctx context.Context, in workflows.DisposeInput) error {
 }
 
 // AllHooks names every test hook.
-var AllHooks = workflows.Hooks{
+var AllHooks = wire.Hooks{
 	SetupActivity:   HookSetup,
 	CommitActivity:  HookCommit,
 	PublishActivity: HookPublish,

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // WithoutRecords returns evs without the assistant/chunk and
@@ -25,15 +26,15 @@ func WithoutRecords(t *testing.T, evs []session.Event) []session.Event {
 	)
 	for _, e := range evs {
 		switch e.Type {
-		case session.TypeRequestContext:
+		case wire.TypeRequestContext:
 			require.Empty(t, run, "a request/context at seq %d inside a model call's chunks", e.Seq)
 			route = true
 			continue
-		case session.TypeAssistantChunk:
+		case wire.TypeAssistantChunk:
 			run = append(run, e.Seq)
 			route = false
 			continue
-		case session.TypeAssistantMessage:
+		case wire.TypeAssistantMessage:
 			if run == nil {
 				run = []int64{}
 			}

@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	sdktest "go.temporal.io/sdk/testsuite"
 
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // Result is the outcome of an update sent through the environment. Every
@@ -168,7 +168,7 @@ func (h *Harness) Send(r *Result, wid, name string, args ...any) {
 // ReadyThenDispose sends WaitReady at d and, once it returns, Dispose; it
 // returns both results.
 func (h *Harness) ReadyThenDispose(d time.Duration, wid string) (ready, dispose *Result) {
-	ready = h.UpdateAt(d, wid, workflows.UpdateWaitReady)
-	dispose = h.UpdateAt(d, wid, workflows.UpdateDispose)
+	ready = h.UpdateAt(d, wid, wire.UpdateWaitReady)
+	dispose = h.UpdateAt(d, wid, wire.UpdateDispose)
 	return ready, dispose
 }

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // Steps in sequence.
@@ -161,7 +161,7 @@ func (h *Harness) LoopChildrenSettled(n int) func() bool {
 			return false
 		}
 		for _, c := range d.Children {
-			if c.State != workflows.ChildSettled {
+			if c.State != wire.ChildSettled {
 				return false
 			}
 		}
@@ -179,9 +179,9 @@ func (h *Harness) LoopChildStarted(n int) func() bool {
 }
 
 // LoopDescription queries the top-level loop.
-func (h *Harness) LoopDescription() (workflows.LoopDescription, bool) {
-	var d workflows.LoopDescription
-	v, err := h.Env.QueryWorkflow(workflows.QueryDescribe)
+func (h *Harness) LoopDescription() (wire.LoopDescription, bool) {
+	var d wire.LoopDescription
+	v, err := h.Env.QueryWorkflow(wire.QueryDescribe)
 	if err != nil {
 		return d, false
 	}

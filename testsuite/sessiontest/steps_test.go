@@ -12,6 +12,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -26,13 +27,13 @@ func TestStepsWaitForTheEarlierUpdates(t *testing.T) {
 			time.Sleep(300 * time.Millisecond)
 			return h.Acts.CreateHandle(ctx, in)
 		})
-	ready := h.UpdateAt(10*time.Millisecond, "", workflows.UpdateWaitReady)
-	app := h.UpdateAt(20*time.Millisecond, "", workflows.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
-	disp := h.UpdateAt(30*time.Millisecond, "", workflows.UpdateDispose)
+	ready := h.UpdateAt(10*time.Millisecond, "", wire.UpdateWaitReady)
+	app := h.UpdateAt(20*time.Millisecond, "", wire.UpdateAppend, workflows.AppendRequest{Events: sessiontest.LiveTurn(t, 0, 1, "x")})
+	disp := h.UpdateAt(30*time.Millisecond, "", wire.UpdateDispose)
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "slow"})
 	require.NoError(t, h.Env.GetWorkflowError())
 	ready.OK(t)
-	var ar workflows.AppendResult
+	var ar wire.AppendResult
 	app.Decode(t, &ar)
 	require.Equal(t, int64(5), ar.NextSeq)
 	disp.OK(t)
@@ -44,10 +45,10 @@ func TestStepsWaitForTheEarlierUpdates(t *testing.T) {
 func TestStepsRunInRegistrationOrder(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("order")
 	var order []string
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
 	h.At(3*time.Second, func() { order = append(order, "first") })
 	h.At(2*time.Second, func() { order = append(order, "second") })
-	disp := h.UpdateAt(time.Second, "", workflows.UpdateDispose)
+	disp := h.UpdateAt(time.Second, "", wire.UpdateDispose)
 	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "order"})
 	require.NoError(t, h.Env.GetWorkflowError())
 	ready.OK(t)

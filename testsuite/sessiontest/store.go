@@ -12,20 +12,21 @@ import (
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // Persisted writes the "persisted session" fixture of the S0 cases: create,
 // append [turn/start{1}@0, turn/end{completed}@1], close.
 func Persisted(t *testing.T, st *jsonl.Store, id string, cwd string) {
 	t.Helper()
-	WriteStored(t, st, session.Header{ID: id, Cwd: cwd, CreatedAt: 1}, 0, []session.Event{TurnStart(t, 0, 1), TurnEnd(t, 1, 1)})
+	WriteStored(t, st, wire.Header{ID: id, Cwd: cwd, CreatedAt: 1}, 0, []session.Event{TurnStart(t, 0, 1), TurnEnd(t, 1, 1)})
 }
 
 // WriteStored creates a session directly in the store with events.
-func WriteStored(t *testing.T, st *jsonl.Store, hdr session.Header, inherited int64, events []session.Event) {
+func WriteStored(t *testing.T, st *jsonl.Store, hdr wire.Header, inherited int64, events []session.Event) {
 	t.Helper()
 	ctx := context.Background()
-	hdr.Version = session.FormatVersion
+	hdr.Version = wire.FormatVersion
 	h, err := st.Create(ctx, hdr, jsonl.CreateOptions{HandleID: "fixture-" + hdr.ID, InheritedEventCount: inherited})
 	require.NoError(t, err)
 	if len(events) > 0 {
@@ -103,9 +104,9 @@ func RequireErased(t *testing.T, st *jsonl.Store, id string) {
 	require.Nil(t, lease, "a lease is still held on %q", id)
 	hid := fmt.Sprintf("probe-%d", probeSeq.Add(1))
 	_, err = st.Open(ctx, id, jsonl.AccessWrite, jsonl.OpenOptions{HandleID: hid})
-	require.ErrorIs(t, err, jsonl.ErrNotFound)
+	require.ErrorIs(t, err, wire.ErrNotFound)
 	require.Contains(t, err.Error(), "not found")
-	c, err := st.Create(ctx, session.Header{Version: session.FormatVersion, ID: id, CreatedAt: 1}, jsonl.CreateOptions{HandleID: hid})
+	c, err := st.Create(ctx, wire.Header{Version: wire.FormatVersion, ID: id, CreatedAt: 1}, jsonl.CreateOptions{HandleID: hid})
 	require.NoError(t, err, "the id %q is not reusable", id)
 	require.NoError(t, c.Close(ctx))
 	snap, err = st.Stat(ctx, id)

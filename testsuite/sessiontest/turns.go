@@ -14,6 +14,7 @@ import (
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/tool"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -21,16 +22,16 @@ import (
 // input as a Followup one virtual second apart (the first at 2 s), each
 // after the previous turn ended; then it disposes the session. Every
 // update must succeed. It returns the stored log.
-func (h *Harness) RunTurns(req workflows.CreateSessionRequest, inputs ...workflows.InputRequest) []session.Event {
+func (h *Harness) RunTurns(req workflows.CreateSessionRequest, inputs ...wire.InputRequest) []session.Event {
 	h.T.Helper()
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
 	fus := make([]*Result, len(inputs))
 	for i, in := range inputs {
 		at := time.Duration(i+2) * time.Second
-		fus[i] = h.UpdateAt(at, "", workflows.UpdateFollowup, in)
+		fus[i] = h.UpdateAt(at, "", wire.UpdateFollowup, in)
 		h.WaitFor(at, "turn "+strconv.Itoa(i+1)+" ended", h.TurnsEnded(i+1))
 	}
-	disp := h.UpdateAt(time.Duration(len(inputs)+2)*time.Second, "", workflows.UpdateDispose)
+	disp := h.UpdateAt(time.Duration(len(inputs)+2)*time.Second, "", wire.UpdateDispose)
 	h.Env.ExecuteWorkflow(workflows.CreateSession, req)
 	require.NoError(h.T, h.Env.GetWorkflowError())
 	ready.OK(h.T)
@@ -48,13 +49,13 @@ func (h *Harness) RunTurns(req workflows.CreateSessionRequest, inputs ...workflo
 // to succeed and returns the stored log.
 func (h *Harness) RunSteeredTurn(req workflows.CreateSessionRequest, release chan struct{}) []session.Event {
 	h.T.Helper()
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	fu := h.UpdateAt(2*time.Second, "", workflows.UpdateFollowup, Prompt("one"))
-	h.AtStarted(2*time.Second, agent.CallModelActivity, func() {})
-	steer := h.UpdateAt(3*time.Second, "", workflows.UpdateSteer, Prompt("more"))
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	fu := h.UpdateAt(2*time.Second, "", wire.UpdateFollowup, Prompt("one"))
+	h.AtStarted(2*time.Second, wire.CallModelActivity, func() {})
+	steer := h.UpdateAt(3*time.Second, "", wire.UpdateSteer, Prompt("more"))
 	h.At(3*time.Second, func() { close(release) })
 	h.WaitFor(3*time.Second, "turn 1 ended", h.TurnsEnded(1))
-	disp := h.UpdateAt(4*time.Second, "", workflows.UpdateDispose)
+	disp := h.UpdateAt(4*time.Second, "", wire.UpdateDispose)
 	h.Env.ExecuteWorkflow(workflows.CreateSession, req)
 	require.NoError(h.T, h.Env.GetWorkflowError())
 	for _, r := range []*Result{ready, fu, steer, disp} {
@@ -90,29 +91,29 @@ func UseRealAgentTools(h *Harness, extra []tool.Tool, responses ...scripted.Resp
 
 // Route is the agent route of the turn tests: the scripted provider,
 // model m1.
-func Route() *workflows.AgentOptions {
-	return &workflows.AgentOptions{Provider: "scripted", Model: "m1"}
+func Route() *wire.AgentOptions {
+	return &wire.AgentOptions{Provider: "scripted", Model: "m1"}
 }
 
 // Prompt is a Followup, Steer or Inject request carrying text.
-func Prompt(text string) workflows.InputRequest {
+func Prompt(text string) wire.InputRequest {
 	b, _ := json.Marshal(text)
-	return workflows.InputRequest{Content: b}
+	return wire.InputRequest{Content: b}
 }
 
 // PromptID is Prompt with the client-chosen message id.
-func PromptID(id, text string) workflows.InputRequest {
+func PromptID(id, text string) wire.InputRequest {
 	r := Prompt(text)
 	r.MessageID = id
 	return r
 }
 
 // LoopState queries the top-level session's loop.
-func (h *Harness) LoopState() workflows.LoopState {
+func (h *Harness) LoopState() wire.LoopState {
 	h.T.Helper()
-	v, err := h.Env.QueryWorkflow(workflows.QueryLoopState)
+	v, err := h.Env.QueryWorkflow(wire.QueryLoopState)
 	require.NoError(h.T, err)
-	var s workflows.LoopState
+	var s wire.LoopState
 	require.NoError(h.T, v.Get(&s))
 	return s
 }
@@ -127,12 +128,12 @@ func (h *Harness) TurnsEnded(n int) func() bool {
 				k++
 			}
 		}
-		return k >= n && s.State == workflows.LoopIdle
+		return k >= n && s.State == wire.LoopIdle
 	}
 }
 
 // ReasonKinds lists the kinds of the turn-end reasons rs.
-func ReasonKinds(rs []session.TurnEndReason) []string {
+func ReasonKinds(rs []wire.TurnEndReason) []string {
 	out := make([]string, len(rs))
 	for i, r := range rs {
 		out[i] = r.Kind
@@ -142,17 +143,17 @@ func ReasonKinds(rs []session.TurnEndReason) []string {
 
 // ResumeAndDispose resumes id on st in a fresh environment, returns the
 // SessionInfo and disposes the session.
-func ResumeAndDispose(t *testing.T, st *jsonl.Store, id string, extra ...func(*Harness)) (workflows.SessionInfo, *Harness) {
+func ResumeAndDispose(t *testing.T, st *jsonl.Store, id string, extra ...func(*Harness)) (wire.SessionInfo, *Harness) {
 	t.Helper()
 	h := NewHarnessOn(t, st).WithID(id)
 	for _, f := range extra {
 		f(h)
 	}
-	ready := h.UpdateAt(time.Second, "", workflows.UpdateWaitReady)
-	disp := h.UpdateAt(2*time.Second, "", workflows.UpdateDispose)
-	h.Env.ExecuteWorkflow(workflows.ResumeSession, workflows.ResumeSessionRequest{ResumeSessionID: id, Hooks: AllHooks})
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	disp := h.UpdateAt(2*time.Second, "", wire.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.ResumeSession, wire.ResumeSessionRequest{ResumeSessionID: id, Hooks: AllHooks})
 	require.NoError(t, h.Env.GetWorkflowError())
-	var info workflows.SessionInfo
+	var info wire.SessionInfo
 	ready.Decode(t, &info)
 	disp.OK(t)
 	RequireReleased(t, st, id)

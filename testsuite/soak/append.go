@@ -11,7 +11,6 @@ import (
 	"github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // tracked is what the client saw of one session.
@@ -82,8 +81,8 @@ func (t *tracked) resumed(next int64) error {
 }
 
 // options are the workflow options of the sessions.
-func (r *runner) options() *workflows.Options {
-	o := &workflows.Options{}
+func (r *runner) options() *wire.Options {
+	o := &wire.Options{}
 	if r.cfg.HeartbeatTimeout > 0 {
 		o.HeartbeatTimeoutMs = r.cfg.HeartbeatTimeout.Milliseconds()
 	}

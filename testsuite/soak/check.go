@@ -9,7 +9,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // read reads a session's whole log through a read handle.
@@ -121,7 +121,7 @@ func (r *runner) dispose(ctx context.Context, id string) error {
 	if _, err := r.cl.Dispose(cctx, id); err != nil {
 		return err
 	}
-	if err := r.tc.GetWorkflow(cctx, workflows.WorkflowID(id), "").Get(cctx, nil); err != nil {
+	if err := r.tc.GetWorkflow(cctx, wire.WorkflowID(id), "").Get(cctx, nil); err != nil {
 		return fmt.Errorf("the disposed workflow of session %s: %w", id, err)
 	}
 	return nil
@@ -137,7 +137,7 @@ func (r *runner) checkTaskTimeouts(ctx context.Context) {
 	}
 	runs := 0
 	for _, t := range r.sessions {
-		d, err := r.tc.DescribeWorkflow(ctx, workflows.WorkflowID(t.id), "")
+		d, err := r.tc.DescribeWorkflow(ctx, wire.WorkflowID(t.id), "")
 		if err != nil {
 			r.rep.fail("session %s: describing its workflow: %v", t.id, err)
 			continue

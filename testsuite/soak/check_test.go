@@ -9,6 +9,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // tick builds the soak's event at seq with nonce n.
@@ -25,7 +26,7 @@ func checkRunner(t *testing.T, id string, stored []session.Event) *runner {
 	ctx := context.Background()
 	st, err := jsonl.NewStore(jsonl.Options{Root: t.TempDir(), Compression: jsonl.CompressionNone})
 	require.NoError(t, err)
-	h, err := st.Create(ctx, session.Header{Version: session.FormatVersion, ID: id, CreatedAt: 1767225600000},
+	h, err := st.Create(ctx, wire.Header{Version: wire.FormatVersion, ID: id, CreatedAt: 1767225600000},
 		jsonl.CreateOptions{HandleID: "h1", Owner: jsonl.Owner{WorkflowID: "session/" + id, RunID: "r1"}})
 	require.NoError(t, err)
 	require.NoError(t, h.Append(ctx, stored))

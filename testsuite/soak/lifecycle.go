@@ -11,7 +11,6 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // cycler owns the sessions of the lifecycle loops: each loop takes new
@@ -69,7 +68,7 @@ func (c *cycler) lifecycle(ctx context.Context, t *tracked, rng *rand.Rand) erro
 		return err
 	}
 	cctx, cancel = context.WithTimeout(ctx, c.r.cfg.BatchDeadline)
-	live, err := c.r.cl.Resume(cctx, t.id, workflows.ResumeSessionRequest{Options: c.r.options()})
+	live, err := c.r.cl.Resume(cctx, t.id, wire.ResumeSessionRequest{Options: c.r.options()})
 	cancel()
 	if err != nil {
 		return fmt.Errorf("resume: %w", err)
@@ -113,7 +112,7 @@ func (r *runner) disposeUntilClosed(ctx context.Context, id string) error {
 
 // status returns the status of the latest run of session id's workflow.
 func (r *runner) status(ctx context.Context, id string) (enumspb.WorkflowExecutionStatus, error) {
-	d, err := r.tc.DescribeWorkflow(ctx, workflows.WorkflowID(id), "")
+	d, err := r.tc.DescribeWorkflow(ctx, wire.WorkflowID(id), "")
 	if err != nil {
 		return 0, err
 	}
@@ -162,7 +161,7 @@ func (r *runner) resumeAndDispose(ctx context.Context, sessions []*tracked, kind
 	unresumable := 0
 	for _, t := range sessions {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		_, err := r.cl.Resume(cctx, t.id, workflows.ResumeSessionRequest{Options: r.options()})
+		_, err := r.cl.Resume(cctx, t.id, wire.ResumeSessionRequest{Options: r.options()})
 		cancel()
 		if err == nil {
 			err = r.dispose(ctx, t.id)

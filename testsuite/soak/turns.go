@@ -16,12 +16,10 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	temporalclient "go.temporal.io/sdk/client"
 
-	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/wire"
-	"github.com/sessionflow/sessionflow/workflows"
 )
 
 // TurnNotes is the content every turn's write_file call writes and its
@@ -92,8 +90,8 @@ func (d *turnDriver) create(ctx context.Context) error {
 		}
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		_, err := d.r.cl.Create(cctx, wire.CreateSessionRequest{
-			SessionID: t.id, Options: d.r.options(), Meta: &workflows.SessionMeta{Cwd: t.cwd},
-			AgentOptions: &workflows.AgentOptions{Provider: "scripted", Model: "soak"},
+			SessionID: t.id, Options: d.r.options(), Meta: &wire.SessionMeta{Cwd: t.cwd},
+			AgentOptions: &wire.AgentOptions{Provider: "scripted", Model: "soak"},
 		})
 		cancel()
 		if err != nil {
@@ -140,17 +138,17 @@ func (d *turnDriver) loop(ctx context.Context, t *turnSession, stop <-chan struc
 // outcome rather than queuing the message twice.
 func (d *turnDriver) followup(ctx context.Context, id, msgID string, n int) error {
 	content, _ := json.Marshal(fmt.Sprintf("Turn request %d: check the notes.", n))
-	req := workflows.InputRequest{MessageID: msgID, Content: content}
+	req := wire.InputRequest{MessageID: msgID, Content: content}
 	deadline := time.Now().Add(d.r.cfg.BatchDeadline)
 	for {
 		actx, cancel := context.WithTimeout(ctx, d.r.cfg.AppendTimeout)
 		h, err := d.r.tc.UpdateWorkflow(actx, temporalclient.UpdateWorkflowOptions{
-			UpdateID: "followup-" + msgID, WorkflowID: workflows.WorkflowID(id),
-			UpdateName: workflows.UpdateFollowup, Args: []any{req},
+			UpdateID: "followup-" + msgID, WorkflowID: wire.WorkflowID(id),
+			UpdateName: wire.UpdateFollowup, Args: []any{req},
 			WaitForStage: temporalclient.WorkflowUpdateStageCompleted,
 		})
 		if err == nil {
-			var res workflows.InputResult
+			var res wire.InputResult
 			err = h.Get(actx, &res)
 		}
 		cancel()
@@ -191,18 +189,18 @@ func turnOfMessageEnded(events []session.Event, msgID string) bool {
 	turn, claimed := int64(0), int64(0)
 	for _, e := range events {
 		switch e.Type {
-		case session.TypeTurnStart:
+		case wire.TypeTurnStart:
 			if ts, err := e.TurnStart(); err == nil {
 				turn = ts.Turn
 			}
-		case session.TypeUserMessage:
+		case wire.TypeUserMessage:
 			var m struct {
 				ID string `json:"id"`
 			}
 			if json.Unmarshal(e.Data, &m) == nil && m.ID == msgID {
 				claimed = turn
 			}
-		case session.TypeTurnEnd:
+		case wire.TypeTurnEnd:
 			if te, err := e.TurnEnd(); err == nil && claimed != 0 && te.Turn == claimed {
 				return true
 			}
@@ -245,7 +243,7 @@ func checkTurnLog(events []session.Event, final bool) (TurnFigures, []string) {
 	}
 	turn, step := int64(0), int64(0)
 	messages := map[[2]int64]int{}
-	calls := map[callKey]session.ToolCall{}
+	calls := map[callKey]wire.ToolCall{}
 	callSeq := map[callKey]int64{}
 	results := map[callKey]int{}
 	pending := map[callKey]bool{}
@@ -255,7 +253,7 @@ func checkTurnLog(events []session.Event, final bool) (TurnFigures, []string) {
 			return fig, bad
 		}
 		switch e.Type {
-		case session.TypeTurnStart:
+		case wire.TypeTurnStart:
 			ts, err := e.TurnStart()
 			if err != nil {
 				add("turn/start@%d: %v", e.Seq, err)
@@ -265,14 +263,14 @@ func checkTurnLog(events []session.Event, final bool) (TurnFigures, []string) {
 				add("turn/start@%d inside turn %d", e.Seq, turn)
 			}
 			turn, step = ts.Turn, 0
-		case session.TypeStepStart:
+		case wire.TypeStepStart:
 			ss, err := e.StepStart()
 			if err != nil || turn == 0 || step != 0 || ss.Turn != turn {
 				add("step/start@%d out of place (turn %d, step %d, err %v)", e.Seq, turn, step, err)
 				continue
 			}
 			step = ss.Step
-		case session.TypeAssistantMessage:
+		case wire.TypeAssistantMessage:
 			m, err := e.AssistantMessage()
 			if err != nil || m.Turn != turn || m.Step != step || step == 0 {
 				add("assistant/message@%d out of place (turn %d, step %d, err %v)", e.Seq, turn, step, err)
@@ -282,7 +280,7 @@ func checkTurnLog(events []session.Event, final bool) (TurnFigures, []string) {
 			if messages[[2]int64{turn, step}]++; messages[[2]int64{turn, step}] > 1 {
 				add("a second assistant/message@%d for turn %d step %d", e.Seq, turn, step)
 			}
-		case session.TypeToolCall:
+		case wire.TypeToolCall:
 			tc, err := e.ToolCall()
 			if err != nil || tc.Turn != turn || tc.Step != step || step == 0 {
 				add("tool/call@%d out of place (turn %d, step %d, err %v)", e.Seq, turn, step, err)
@@ -295,7 +293,7 @@ func checkTurnLog(events []session.Event, final bool) (TurnFigures, []string) {
 			}
 			fig.ToolCalls++
 			calls[k], callSeq[k], pending[k] = tc, e.Seq, true
-		case session.TypeToolResult:
+		case wire.TypeToolResult:
 			tr, err := e.ToolResult()
 			if err != nil {
 				add("tool/result@%d: %v", e.Seq, err)
@@ -336,7 +334,7 @@ func checkTurnLog(events []session.Event, final bool) (TurnFigures, []string) {
 			case !idempotentTools[tc.Name] && code != "TOOL_NOT_FOUND":
 				add("tool/result@%d: %s call %q of turn %d: code %q, neither its run's TOOL_NOT_FOUND nor TOOL_OUTCOME_UNKNOWN", e.Seq, tc.Name, k.id, turn, code)
 			}
-		case session.TypeStepEnd:
+		case wire.TypeStepEnd:
 			if turn == 0 || step == 0 {
 				add("step/end@%d outside a step", e.Seq)
 			}
@@ -348,11 +346,11 @@ func checkTurnLog(events []session.Event, final bool) (TurnFigures, []string) {
 				add("step %d of turn %d closed with %d assistant messages", step, turn, messages[[2]int64{turn, step}])
 			}
 			step = 0
-		case session.TypeTurnEnd:
+		case wire.TypeTurnEnd:
 			te, err := e.TurnEnd()
 			if err != nil || turn == 0 || step != 0 || te.Turn != turn {
 				add("turn/end@%d out of place (turn %d, step %d, err %v)", e.Seq, turn, step, err)
-			} else if k := te.Reason.Kind; k != session.TurnEndCompleted && k != session.TurnEndInterrupted {
+			} else if k := te.Reason.Kind; k != wire.TurnEndCompleted && k != wire.TurnEndInterrupted {
 				add("turn %d ended %q: %s", turn, k, e.Data)
 			}
 			fig.Turns++
@@ -405,7 +403,7 @@ func (d *turnDriver) agentRetries(ctx context.Context) (AgentRetries, error) {
 	for _, t := range d.sessions {
 		runID := ""
 		for {
-			it := d.r.tc.GetWorkflowHistory(ctx, workflows.WorkflowID(t.id), runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+			it := d.r.tc.GetWorkflowHistory(ctx, wire.WorkflowID(t.id), runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 			scheduled := map[int64]string{}
 			previous := ""
 			for it.HasNext() {
@@ -421,9 +419,9 @@ func (d *turnDriver) agentRetries(ctx context.Context) (AgentRetries, error) {
 				}
 				if a := e.GetActivityTaskStartedEventAttributes(); a != nil && a.GetAttempt() > 1 {
 					switch scheduled[a.GetScheduledEventId()] {
-					case agent.CallModelActivity:
+					case wire.CallModelActivity:
 						n.Model++
-					case agent.RunToolActivity:
+					case wire.RunToolActivity:
 						n.Tool++
 					}
 				}

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // turnLog builds the events of one soak turn (turn 1, from seq 0): the
@@ -31,12 +32,12 @@ func (l *turnLog) message(step int64, calls ...[2]string) {
 	for _, c := range calls {
 		content = append(content, map[string]any{"type": "tool-call", "id": c[0], "name": c[1], "arguments": map[string]any{}})
 	}
-	l.add(session.TypeAssistantMessage, map[string]any{"turn": 1, "step": step, "stream": []any{},
+	l.add(wire.TypeAssistantMessage, map[string]any{"turn": 1, "step": step, "stream": []any{},
 		"message": map[string]any{"id": "a", "role": "assistant", "content": content}})
 }
 
 func (l *turnLog) call(id, name string) int64 {
-	return l.add(session.TypeToolCall, map[string]any{"turn": 1, "step": 1, "callId": id, "name": name, "arguments": "{}"})
+	return l.add(wire.TypeToolCall, map[string]any{"turn": 1, "step": 1, "callId": id, "name": name, "arguments": "{}"})
 }
 
 func (l *turnLog) result(id string, callSeq int64, text, code string) {
@@ -48,7 +49,7 @@ func (l *turnLog) result(id string, callSeq int64, text, code string) {
 	if code != "" {
 		data["error"] = map[string]any{"name": "ToolError", "code": code}
 	}
-	l.add(session.TypeToolResult, data, callSeq)
+	l.add(wire.TypeToolResult, data, callSeq)
 }
 
 func (l *turnLog) unknown(id string, callSeq int64) {
@@ -61,9 +62,9 @@ func (l *turnLog) unknown(id string, callSeq int64) {
 // tool's result built by missing.
 func goodTurn(t *testing.T, missing func(l *turnLog, callSeq int64)) *turnLog {
 	l := &turnLog{t: t}
-	l.add(session.TypeTurnStart, map[string]any{"turn": 1})
-	l.add(session.TypeStepStart, map[string]any{"turn": 1, "step": 1})
-	l.add(session.TypeUserMessage, map[string]any{"id": "m1", "role": "user", "content": []any{map[string]any{"type": "text", "text": "go"}}, "source": map[string]any{"kind": "user"}})
+	l.add(wire.TypeTurnStart, map[string]any{"turn": 1})
+	l.add(wire.TypeStepStart, map[string]any{"turn": 1, "step": 1})
+	l.add(wire.TypeUserMessage, map[string]any{"id": "m1", "role": "user", "content": []any{map[string]any{"type": "text", "text": "go"}}, "source": map[string]any{"kind": "user"}})
 	l.message(1, [2]string{"w", "write_file"}, [2]string{"r", "read_file"}, [2]string{"x", "erase_disk"})
 	w := l.call("w", "write_file")
 	l.result("w", w, "wrote 10 bytes", "")
@@ -71,11 +72,11 @@ func goodTurn(t *testing.T, missing func(l *turnLog, callSeq int64)) *turnLog {
 	l.result("r", r, TurnNotes, "")
 	x := l.call("x", "erase_disk")
 	missing(l, x)
-	l.add(session.TypeStepEnd, map[string]any{"turn": 1, "step": 1})
-	l.add(session.TypeStepStart, map[string]any{"turn": 1, "step": 2})
+	l.add(wire.TypeStepEnd, map[string]any{"turn": 1, "step": 1})
+	l.add(wire.TypeStepStart, map[string]any{"turn": 1, "step": 2})
 	l.message(2)
-	l.add(session.TypeStepEnd, map[string]any{"turn": 1, "step": 2})
-	l.add(session.TypeTurnEnd, map[string]any{"turn": 1, "reason": map[string]any{"kind": "completed"}})
+	l.add(wire.TypeStepEnd, map[string]any{"turn": 1, "step": 2})
+	l.add(wire.TypeTurnEnd, map[string]any{"turn": 1, "reason": map[string]any{"kind": "completed"}})
 	return l
 }
 
@@ -142,7 +143,7 @@ func TestCheckTurnLog(t *testing.T) {
 		}, `a second tool/result@6 for call "w" of turn 1`},
 		{"a turn ended by an error", func(t *testing.T, evs []session.Event) []session.Event {
 			l := &turnLog{t: t, events: evs[: len(evs)-1 : len(evs)-1]}
-			l.add(session.TypeTurnEnd, map[string]any{"turn": 1, "reason": map[string]any{"kind": "error", "error": map[string]any{"message": "boom"}}})
+			l.add(wire.TypeTurnEnd, map[string]any{"turn": 1, "reason": map[string]any{"kind": "error", "error": map[string]any{"message": "boom"}}})
 			return l.events
 		}, `turn 1 ended "error": {"reason":{"error":{"message":"boom"},"kind":"error"},"turn":1}`},
 	}
@@ -162,11 +163,11 @@ func renumber(t *testing.T, evs []session.Event) []session.Event {
 	for i, e := range evs {
 		e.Seq = int64(i)
 		switch e.Type {
-		case session.TypeToolCall:
+		case wire.TypeToolCall:
 			tc, err := e.ToolCall()
 			require.NoError(t, err)
 			callSeq[tc.CallID] = e.Seq
-		case session.TypeToolResult:
+		case wire.TypeToolResult:
 			var r struct {
 				Message struct {
 					Source struct {

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sessionflow/sessionflow/activities"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -64,7 +65,7 @@ func (a *activityInbound) ExecuteActivity(ctx context.Context, in *interceptor.E
 // isRepair reports whether an activity type is the crash repair, under its
 // current or its earlier name.
 func isRepair(name string) bool {
-	return name == activities.RepairName || name == activities.LegacyRepairAndMarkName
+	return name == wire.RepairName || name == wire.LegacyRepairAndMarkName
 }
 
 type workflowInbound struct {
@@ -81,13 +82,13 @@ func (w *workflowInbound) ExecuteWorkflow(ctx workflow.Context, in *interceptor.
 		case workflows.CreateSessionRequest:
 			req.Options = withAppendWindow(req.Options, ms)
 			in.Args[0] = req
-		case workflows.ResumeSessionRequest:
+		case wire.ResumeSessionRequest:
 			req.Options = withAppendWindow(req.Options, ms)
 			in.Args[0] = req
 		case workflows.LiveState:
 			req.Options = withAppendWindow(req.Options, ms)
 			in.Args[0] = req
-		case workflows.SessionLoopInput:
+		case wire.SessionLoopInput:
 			req.Options = withAppendWindow(req.Options, ms)
 			in.Args[0] = req
 		}
@@ -97,8 +98,8 @@ func (w *workflowInbound) ExecuteWorkflow(ctx workflow.Context, in *interceptor.
 
 // withAppendWindow returns o with AppendWindowMs set to ms when unset,
 // copying rather than changing the caller's options.
-func withAppendWindow(o *workflows.Options, ms int64) *workflows.Options {
-	var out workflows.Options
+func withAppendWindow(o *wire.Options, ms int64) *wire.Options {
+	var out wire.Options
 	if o != nil {
 		if o.AppendWindowMs != 0 {
 			return o

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sessionflow/sessionflow/activities"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -51,17 +52,17 @@ func TestInterceptorCountsRepairClosers(t *testing.T) {
 
 // windowSeen runs a stand-in CreateSession under the interceptor built from
 // cfg and returns the append window its request carried.
-func windowSeen(t *testing.T, cfg Config, opts *workflows.Options) *workflows.Options {
+func windowSeen(t *testing.T, cfg Config, opts *wire.Options) *wire.Options {
 	t.Helper()
 	var suite sdktest.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
 	env.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{newWorkerInterceptor(cfg, nil)}})
-	var seen *workflows.Options
-	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, req workflows.CreateSessionRequest) (workflows.DisposeResult, error) {
+	var seen *wire.Options
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, req workflows.CreateSessionRequest) (wire.DisposeResult, error) {
 		seen = req.Options
-		return workflows.DisposeResult{}, nil
-	}, workflow.RegisterOptions{Name: workflows.CreateSessionName})
-	env.ExecuteWorkflow(workflows.CreateSessionName, workflows.CreateSessionRequest{SessionID: "s", Options: opts})
+		return wire.DisposeResult{}, nil
+	}, workflow.RegisterOptions{Name: wire.CreateSessionName})
+	env.ExecuteWorkflow(wire.CreateSessionName, workflows.CreateSessionRequest{SessionID: "s", Options: opts})
 	require.NoError(t, env.GetWorkflowError())
 	return seen
 }
@@ -74,11 +75,11 @@ func TestInterceptorAppliesAppendWindow(t *testing.T) {
 	require.NotNil(t, got)
 	assert.Equal(t, int64(750), got.AppendWindowMs)
 
-	got = windowSeen(t, cfg, &workflows.Options{MaxBatchBytes: 1024})
+	got = windowSeen(t, cfg, &wire.Options{MaxBatchBytes: 1024})
 	require.NotNil(t, got)
-	assert.Equal(t, workflows.Options{AppendWindowMs: 750, MaxBatchBytes: 1024}, *got)
+	assert.Equal(t, wire.Options{AppendWindowMs: 750, MaxBatchBytes: 1024}, *got)
 
-	got = windowSeen(t, cfg, &workflows.Options{AppendWindowMs: 40})
+	got = windowSeen(t, cfg, &wire.Options{AppendWindowMs: 40})
 	require.NotNil(t, got)
 	assert.Equal(t, int64(40), got.AppendWindowMs, "a window chosen by the caller stays")
 
@@ -87,27 +88,27 @@ func TestInterceptorAppliesAppendWindow(t *testing.T) {
 }
 
 func TestWithAppendWindowCopies(t *testing.T) {
-	orig := &workflows.Options{MaxAttempts: 3}
+	orig := &wire.Options{MaxAttempts: 3}
 	got := withAppendWindow(orig, 10)
 	assert.Equal(t, int64(10), got.AppendWindowMs)
 	assert.Equal(t, int32(3), got.MaxAttempts)
 	assert.Zero(t, orig.AppendWindowMs, "the caller's options are not changed")
 	for _, in := range []any{
-		workflows.ResumeSessionRequest{},
+		wire.ResumeSessionRequest{},
 		workflows.LiveState{},
-		workflows.SessionLoopInput{},
+		wire.SessionLoopInput{},
 	} {
 		w := &workflowInbound{parent: &workerInterceptor{appendWindowMs: 10}}
 		w.Next = &recordingInbound{}
 		_, err := w.ExecuteWorkflow(nil, &interceptor.ExecuteWorkflowInput{Args: []any{in}})
 		require.NoError(t, err)
-		var o *workflows.Options
+		var o *wire.Options
 		switch v := w.Next.(*recordingInbound).args[0].(type) {
-		case workflows.ResumeSessionRequest:
+		case wire.ResumeSessionRequest:
 			o = v.Options
 		case workflows.LiveState:
 			o = v.Options
-		case workflows.SessionLoopInput:
+		case wire.SessionLoopInput:
 			o = v.Options
 		}
 		require.NotNil(t, o, "%T", in)

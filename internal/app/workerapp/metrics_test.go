@@ -14,6 +14,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // histogramCount returns the sample count and sum of a registered histogram.
@@ -80,8 +81,8 @@ func event(t *testing.T, typ string, seq int64, data any) session.Event {
 
 func turnEvents(t *testing.T, seq, turn int64) []session.Event {
 	return []session.Event{
-		event(t, session.TypeTurnStart, seq, map[string]any{"turn": turn}),
-		event(t, session.TypeTurnEnd, seq+1, map[string]any{"turn": turn, "reason": map[string]any{"kind": "completed"}}),
+		event(t, wire.TypeTurnStart, seq, map[string]any{"turn": turn}),
+		event(t, wire.TypeTurnEnd, seq+1, map[string]any{"turn": turn, "reason": map[string]any{"kind": "completed"}}),
 	}
 }
 
@@ -93,7 +94,7 @@ func TestMetricsObserveARealStore(t *testing.T) {
 	st, err := jsonl.NewStore(jsonl.Options{Root: t.TempDir(), Compression: jsonl.CompressionNone, Metrics: m, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 
-	h, err := st.Create(ctx, session.Header{Version: session.FormatVersion, ID: "s1", CreatedAt: 1}, jsonl.CreateOptions{HandleID: "h1"})
+	h, err := st.Create(ctx, wire.Header{Version: wire.FormatVersion, ID: "s1", CreatedAt: 1}, jsonl.CreateOptions{HandleID: "h1"})
 	require.NoError(t, err)
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.leasesHeld))
 	require.NoError(t, h.Append(ctx, turnEvents(t, 0, 1)))

@@ -33,6 +33,7 @@ import (
 	"github.com/sessionflow/sessionflow/internal/app/telemetry"
 	"github.com/sessionflow/sessionflow/internal/app/temporalconn"
 	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
 
@@ -45,10 +46,10 @@ import (
 // The activities renamed are registered under their earlier names too
 // (activities.RegisterLegacyNames).
 func Register(r worker.Registry, rt *activities.Runtime, tc client.Client) {
-	r.RegisterWorkflowWithOptions(workflows.CreateSessionWorkflow, workflow.RegisterOptions{Name: workflows.CreateSessionName})
-	r.RegisterWorkflowWithOptions(workflows.ResumeSessionWorkflow, workflow.RegisterOptions{Name: workflows.ResumeSessionName})
-	r.RegisterWorkflowWithOptions(workflows.LiveSession, workflow.RegisterOptions{Name: workflows.LiveSessionName})
-	r.RegisterWorkflowWithOptions(workflows.SessionLoopWorkflow, workflow.RegisterOptions{Name: workflows.SessionLoopName})
+	r.RegisterWorkflowWithOptions(workflows.CreateSessionWorkflow, workflow.RegisterOptions{Name: wire.CreateSessionName})
+	r.RegisterWorkflowWithOptions(workflows.ResumeSessionWorkflow, workflow.RegisterOptions{Name: wire.ResumeSessionName})
+	r.RegisterWorkflowWithOptions(workflows.LiveSession, workflow.RegisterOptions{Name: wire.LiveSessionName})
+	r.RegisterWorkflowWithOptions(workflows.SessionLoopWorkflow, workflow.RegisterOptions{Name: wire.SessionLoopName})
 	acts := &activities.Activities{Runtime: rt, Temporal: tc}
 	r.RegisterActivity(acts)
 	activities.RegisterLegacyNames(r, acts)

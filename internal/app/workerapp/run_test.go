@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessionflow/sessionflow/workflows"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -25,8 +27,7 @@ import (
 	"github.com/sessionflow/sessionflow/internal/app/devserver"
 	"github.com/sessionflow/sessionflow/internal/app/readiness"
 	"github.com/sessionflow/sessionflow/jsonl"
-	"github.com/sessionflow/sessionflow/session"
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // srv is the dev server shared by the package's tests.
@@ -178,9 +179,9 @@ func TestRunServesSessions(t *testing.T) {
 	st, err := jsonl.NewStore(jsonl.Options{Root: cfg.StoreRoot, Compression: cfg.Compression, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	crashedSession := uniqueID("crashed")
-	h, err := st.Create(ctx, session.Header{Version: session.FormatVersion, ID: crashedSession, CreatedAt: 1}, jsonl.CreateOptions{HandleID: "fixture"})
+	h, err := st.Create(ctx, wire.Header{Version: wire.FormatVersion, ID: crashedSession, CreatedAt: 1}, jsonl.CreateOptions{HandleID: "fixture"})
 	require.NoError(t, err)
-	require.NoError(t, h.Append(ctx, append(turnEvents(t, 0, 1), event(t, session.TypeTurnStart, 2, map[string]any{"turn": 2}))))
+	require.NoError(t, h.Append(ctx, append(turnEvents(t, 0, 1), event(t, wire.TypeTurnStart, 2, map[string]any{"turn": 2}))))
 	require.NoError(t, h.Close(ctx))
 	snap, err := st.Stat(ctx, crashedSession)
 	require.NoError(t, err)
@@ -197,19 +198,19 @@ func TestRunServesSessions(t *testing.T) {
 
 	// Create, append a turn, dispose.
 	freshSession := uniqueID("fresh")
-	freshID := workflows.WorkflowID(freshSession)
+	freshID := wire.WorkflowID(freshSession)
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: freshID, TaskQueue: cfg.TaskQueue},
-		workflows.CreateSessionName, workflows.CreateSessionRequest{SessionID: freshSession})
+		wire.CreateSessionName, workflows.CreateSessionRequest{SessionID: freshSession})
 	require.NoError(t, err)
-	var info workflows.SessionInfo
-	update(t, ctx, c, freshID, workflows.UpdateWaitReady, &info)
+	var info wire.SessionInfo
+	update(t, ctx, c, freshID, wire.UpdateWaitReady, &info)
 	assert.Equal(t, freshSession, info.SessionID)
-	assert.Equal(t, workflows.SourceStartup, info.Source)
-	var ar workflows.AppendResult
-	update(t, ctx, c, freshID, workflows.UpdateAppend, &ar, workflows.AppendRequest{Events: turnEvents(t, info.NextSeq, info.LastTurn+1)})
+	assert.Equal(t, wire.SourceStartup, info.Source)
+	var ar wire.AppendResult
+	update(t, ctx, c, freshID, wire.UpdateAppend, &ar, workflows.AppendRequest{Events: turnEvents(t, info.NextSeq, info.LastTurn+1)})
 	assert.Equal(t, info.NextSeq+2, ar.NextSeq)
-	var dr workflows.DisposeResult
-	update(t, ctx, c, freshID, workflows.UpdateDispose, &dr)
+	var dr wire.DisposeResult
+	update(t, ctx, c, freshID, wire.UpdateDispose, &dr)
 	require.NoError(t, run.Get(ctx, nil))
 	// The task queue lists the worker among its pollers, under its identity.
 	tq, err := c.DescribeTaskQueue(ctx, cfg.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
@@ -225,14 +226,14 @@ func TestRunServesSessions(t *testing.T) {
 
 	// Resume the crashed session: the torn record is cut and the open turn
 	// closed by crash closers.
-	crashedID := workflows.WorkflowID(crashedSession)
+	crashedID := wire.WorkflowID(crashedSession)
 	run, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: crashedID, TaskQueue: cfg.TaskQueue},
-		workflows.ResumeSessionName, workflows.ResumeSessionRequest{ResumeSessionID: crashedSession})
+		wire.ResumeSessionName, wire.ResumeSessionRequest{ResumeSessionID: crashedSession})
 	require.NoError(t, err)
-	update(t, ctx, c, crashedID, workflows.UpdateWaitReady, &info)
-	assert.Equal(t, workflows.SourceResume, info.Source)
+	update(t, ctx, c, crashedID, wire.UpdateWaitReady, &info)
+	assert.Equal(t, wire.SourceResume, info.Source)
 	assert.Greater(t, info.NextSeq, int64(3), "closers and the end-seed marker follow the open turn")
-	update(t, ctx, c, crashedID, workflows.UpdateDispose, &dr)
+	update(t, ctx, c, crashedID, wire.UpdateDispose, &dr)
 	require.NoError(t, run.Get(ctx, nil))
 
 	text := scrape(t, r.started.MetricsAddr)

@@ -9,13 +9,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessionflow/sessionflow/workflows"
+
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/jsonl/faultfs"
-	"github.com/sessionflow/sessionflow/workflows"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // TestRunUsesStoreFS runs a worker whose store works through a
@@ -33,18 +35,18 @@ func TestRunUsesStoreFS(t *testing.T) {
 	cfg.StoreFS = ffs
 	startRun(t, cfg)
 	c := srv.Client()
-	opts := &workflows.Options{MaxAttempts: 1, AppendWindowMs: 10}
+	opts := &wire.Options{MaxAttempts: 1, AppendWindowMs: 10}
 
 	// The store's mkdir goes through StoreFS: EACCES there fails the create.
 	ffs.Add(faultfs.Rule{Index: -1, Op: faultfs.OpMkdir, Err: syscall.EACCES})
 	refused := uniqueID("storefs-refused")
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.WorkflowID(refused), TaskQueue: cfg.TaskQueue},
-		workflows.CreateSessionName, workflows.CreateSessionRequest{SessionID: refused, Options: opts})
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: wire.WorkflowID(refused), TaskQueue: cfg.TaskQueue},
+		wire.CreateSessionName, workflows.CreateSessionRequest{SessionID: refused, Options: opts})
 	require.NoError(t, err)
 	// WaitReady answers with the creation failure (a live session would
 	// answer at once too, without one).
 	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID: workflows.WorkflowID(refused), UpdateName: workflows.UpdateWaitReady,
+		WorkflowID: wire.WorkflowID(refused), UpdateName: wire.UpdateWaitReady,
 		WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
 	if err == nil {
@@ -60,16 +62,16 @@ func TestRunUsesStoreFS(t *testing.T) {
 	// link) through StoreFS.
 	ffs.Reset()
 	id := uniqueID("storefs")
-	wid := workflows.WorkflowID(id)
+	wid := wire.WorkflowID(id)
 	run, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: wid, TaskQueue: cfg.TaskQueue},
-		workflows.CreateSessionName, workflows.CreateSessionRequest{SessionID: id, Options: opts})
+		wire.CreateSessionName, workflows.CreateSessionRequest{SessionID: id, Options: opts})
 	require.NoError(t, err)
-	var info workflows.SessionInfo
-	update(t, ctx, c, wid, workflows.UpdateWaitReady, &info)
-	var ar workflows.AppendResult
-	update(t, ctx, c, wid, workflows.UpdateAppend, &ar, workflows.AppendRequest{Events: turnEvents(t, info.NextSeq, info.LastTurn+1)})
-	var dr workflows.DisposeResult
-	update(t, ctx, c, wid, workflows.UpdateDispose, &dr)
+	var info wire.SessionInfo
+	update(t, ctx, c, wid, wire.UpdateWaitReady, &info)
+	var ar wire.AppendResult
+	update(t, ctx, c, wid, wire.UpdateAppend, &ar, workflows.AppendRequest{Events: turnEvents(t, info.NextSeq, info.LastTurn+1)})
+	var dr wire.DisposeResult
+	update(t, ctx, c, wid, wire.UpdateDispose, &dr)
 	require.NoError(t, run.Get(ctx, nil))
 
 	st, err := jsonl.NewStore(jsonl.Options{Root: cfg.StoreRoot, Compression: cfg.Compression})
