@@ -175,20 +175,23 @@ func (c Config) Validate() error {
 		return errors.New("the task queue is empty")
 	case c.StoreRoot == "":
 		return errors.New("the store root is empty")
-	case c.AppendWindow < 0:
-		return fmt.Errorf("the append window %s is negative", c.AppendWindow)
-	case c.MaxConcurrentActivities < 0:
-		return fmt.Errorf("the maximum of concurrent activities %d is negative", c.MaxConcurrentActivities)
-	case c.MaxConcurrentWorkflowTasks < 0:
-		return fmt.Errorf("the maximum of concurrent workflow tasks %d is negative", c.MaxConcurrentWorkflowTasks)
-	case c.StickyTimeout < 0:
-		return fmt.Errorf("the sticky timeout %s is negative", c.StickyTimeout)
-	case c.StopTimeout < 0:
-		return fmt.Errorf("the stop timeout %s is negative", c.StopTimeout)
-	case c.MaxStoreDescriptors < 0:
-		return fmt.Errorf("the store descriptor limit %d is negative", c.MaxStoreDescriptors)
-	case c.WorkflowCacheSize < 0:
-		return fmt.Errorf("the workflow cache size %d is negative", c.WorkflowCacheSize)
+	}
+	for _, n := range []struct {
+		name     string
+		value    any
+		negative bool
+	}{
+		{"the append window", c.AppendWindow, c.AppendWindow < 0},
+		{"the maximum of concurrent activities", c.MaxConcurrentActivities, c.MaxConcurrentActivities < 0},
+		{"the maximum of concurrent workflow tasks", c.MaxConcurrentWorkflowTasks, c.MaxConcurrentWorkflowTasks < 0},
+		{"the sticky timeout", c.StickyTimeout, c.StickyTimeout < 0},
+		{"the stop timeout", c.StopTimeout, c.StopTimeout < 0},
+		{"the store descriptor limit", c.MaxStoreDescriptors, c.MaxStoreDescriptors < 0},
+		{"the workflow cache size", c.WorkflowCacheSize, c.WorkflowCacheSize < 0},
+	} {
+		if n.negative {
+			return fmt.Errorf("%s %v is negative", n.name, n.value)
+		}
 	}
 	if _, err := jsonl.ParseCompression(string(c.Compression)); err != nil {
 		return err
