@@ -202,23 +202,17 @@ func stringifyJSON(v json.RawMessage) string {
 	return strings.TrimSpace(string(v))
 }
 
-// headerWire fixes the key order of the header line (FORMAT.md §2.1).
-type headerWire struct {
-	Type            string `json:"type"`
-	Version         int    `json:"version"`
-	ID              string `json:"id"`
-	CreatedAt       int64  `json:"createdAt"`
-	Cwd             string `json:"cwd,omitempty"`
-	ParentSession   string `json:"parentSession,omitempty"`
-	IsSeeded        bool   `json:"isSeeded"`
-	Origin          string `json:"origin,omitempty"`
-	DelegationDepth int64  `json:"delegationDepth"`
-	AgentPreset     string `json:"agentPreset,omitempty"`
+// headerLine is the header line of FORMAT.md §2.1: its type first, then
+// the header's keys in the order of wire.Header's fields.
+type headerLine struct {
+	Type string `json:"type"`
+	wire.Header
 }
 
 // encodeHeaderLine renders the header line including its newline.
 func encodeHeaderLine(h wire.Header) ([]byte, error) {
-	return marshalLine(headerWire{"session", wire.FormatVersion, h.ID, h.CreatedAt, h.Cwd, h.ParentSession, h.IsSeeded, h.Origin, h.DelegationDepth, h.AgentPreset})
+	h.Version, h.SeedLength = wire.FormatVersion, 0 // a v3 header stores no seedLength
+	return marshalLine(headerLine{Type: "session", Header: h})
 }
 
 // encodeBatch renders events as newline-terminated storage lines: one line
