@@ -107,7 +107,35 @@ func freePort(t *testing.T) int {
 // its child), and waits until the server is healthy, has sessionflow's
 // search attributes and a worker polls the task queue. The wait fails at
 // once if the worker exits, and reports the worker's and the server's logs.
+//
+// The dev server binds ports of its own besides the frontend and UI ports
+// the test picked, and another test's process may take one of them between
+// the pick and the bind: a worker that exits because an address is in use
+// is started again, up to three times in all, on new ports if the server
+// never ran yet (the clients have not been given its address).
 func (e *env) startWorker(ephemeral bool) {
+	for attempt := 1; ; attempt++ {
+		err := e.startWorkerOnce(ephemeral)
+		if err == nil {
+			return
+		}
+		select {
+		case <-e.exited:
+		default:
+			require.NoError(e.t, err)
+		}
+		if attempt == 3 || !strings.Contains(e.logs(), "address already in use") {
+			require.NoError(e.t, err)
+		}
+		e.t.Logf("worker --dev exited because an address was in use; starting it again: %v", err)
+		if e.starts == attempt {
+			e.port, e.uiPort = freePort(e.t), freePort(e.t)
+		}
+	}
+}
+
+// startWorkerOnce is one attempt of startWorker.
+func (e *env) startWorkerOnce(ephemeral bool) error {
 	e.starts++
 	// A fresh identity per start: a persistent server still lists the
 	// poller of a killed worker for a while.
@@ -150,7 +178,7 @@ func (e *env) startWorker(ephemeral bool) {
 		ExitErr: func() error { return exitErr },
 		Log:     e.logs,
 	}, e.ready)
-	require.NoError(e.t, err)
+	return err
 }
 
 // ready is the probe of startWorker: the server answers its health check,
