@@ -108,11 +108,12 @@ func freePort(t *testing.T) int {
 // search attributes and a worker polls the task queue. The wait fails at
 // once if the worker exits, and reports the worker's and the server's logs.
 //
-// The dev server binds ports of its own besides the frontend and UI ports
-// the test picked, and another test's process may take one of them between
-// the pick and the bind: a worker that exits because an address is in use
-// is started again, up to three times in all, on new ports if the server
-// never ran yet (the clients have not been given its address).
+// Another test's process may take the frontend or UI port the test picked
+// before the worker's dev server binds it (the dev server itself starts
+// again when a port of its own was taken, devserver.Start): a worker that
+// exits because an address is in use is started again, up to three times
+// in all, on new ports if the server never ran yet (the clients have not
+// been given its address).
 func (e *env) startWorker(ephemeral bool) {
 	for attempt := 1; ; attempt++ {
 		err := e.startWorkerOnce(ephemeral)

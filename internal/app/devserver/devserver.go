@@ -171,18 +171,23 @@ type Server struct {
 //
 // Ports left to the kernel (Port and UIPort 0) are free when they are
 // picked but may be taken by another process before the server binds them,
-// and the server binds further ports of its own; a server that exits
-// because a port was taken is started again on new ports, up to three
-// times in all.
+// and the server binds further ports of its own, whatever Port and UIPort
+// say; a server that exits because a port was taken is started again (on
+// new ports where they are picked), up to three times in all. A Port or
+// UIPort found taken before the start is refused at once (errPortTaken).
 func Start(ctx context.Context, opts Options) (*Server, error) {
 	for attempt := 1; ; attempt++ {
 		s, err := start(ctx, opts)
-		if err == nil || attempt == 3 || opts.Port != 0 || opts.UIPort != 0 ||
+		if err == nil || attempt == 3 || errors.Is(err, errPortTaken) ||
 			!strings.Contains(err.Error(), "address already in use") || ctx.Err() != nil {
 			return s, err
 		}
 	}
 }
+
+// errPortTaken reports that a port the caller named is taken: starting
+// again would find it taken again.
+var errPortTaken = errors.New("port taken")
 
 // start is one attempt of Start.
 func start(ctx context.Context, opts Options) (*Server, error) {
@@ -357,7 +362,7 @@ func checkPortFree(ip string, port int, what string) error {
 	addr := net.JoinHostPort(ip, strconv.Itoa(port))
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("devserver: the %s port %s is not free (another Temporal server?): %w", what, addr, err)
+		return fmt.Errorf("devserver: the %s port %s is not free (another Temporal server?): %w: %w", what, addr, errPortTaken, err)
 	}
 	return l.Close()
 }

@@ -233,10 +233,31 @@ func TestStartRetriesAPortTakenMeanwhile(t *testing.T) {
 	runs, err := os.ReadFile(tries)
 	require.NoError(t, err)
 	require.Equal(t, "x\nx\n", string(runs))
+	require.NoError(t, s.Stop())
+
+	// The same with the ports named: a port of the server's own was taken.
+	require.NoError(t, os.Remove(tries))
+	port, err := freePort("127.0.0.1")
+	require.NoError(t, err)
+	s, err = Start(ctx, Options{CLIPath: wrapper, Ephemeral: true, Port: port})
+	require.NoError(t, err)
+	defer s.Stop()
+	runs, err = os.ReadFile(tries)
+	require.NoError(t, err)
+	require.Equal(t, "x\nx\n", string(runs))
+	require.Equal(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), s.Address())
+
+	// A named port found taken is refused at once, without a start.
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer taken.Close()
+	require.NoError(t, os.Remove(tries))
+	_, err = Start(ctx, Options{CLIPath: wrapper, Ephemeral: true, Port: taken.Addr().(*net.TCPAddr).Port})
+	require.ErrorIs(t, err, errPortTaken)
+	require.NoFileExists(t, tries)
 
 	failing := filepath.Join(dir, "failing")
 	require.NoError(t, os.WriteFile(failing, []byte("#!/bin/sh\necho x >> "+tries+"\necho 'no such flag' >&2\nexit 1\n"), 0o755))
-	require.NoError(t, os.Remove(tries))
 	_, err = Start(ctx, Options{CLIPath: failing, Ephemeral: true})
 	require.ErrorContains(t, err, "no such flag")
 	runs, err = os.ReadFile(tries)
