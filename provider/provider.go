@@ -98,6 +98,9 @@ type Request struct {
 	Messages []Message `json:"messages"`
 	// Tools are the tools the model may call.
 	Tools []Tool `json:"tools,omitempty"`
+	// Purpose is "" for a step of a turn, PurposeCompaction for the call
+	// that summarises a compaction's span.
+	Purpose string `json:"purpose,omitempty"`
 }
 
 // ChunkType names the kind of a streamed chunk.
