@@ -32,9 +32,9 @@ type ToolSet interface {
 var _ ToolSet = (*tool.Registry)(nil)
 
 // Activities are the agent's store-backed activities: CallModel, RunTool,
-// EndTurn and CloseCalls. Register a pointer with a worker; the method names
-// are the activity names (CallModelActivity, RunToolActivity,
-// EndTurnActivity, CloseCallsActivity). The steps of one model call are a
+// EndTurn, CloseCalls and Compact. Register a pointer with a worker; the
+// method names are the activity names (CallModelActivity, RunToolActivity,
+// EndTurnActivity, CloseCallsActivity, CompactActivity). The steps of one model call are a
 // modelCall's, those of one tool call a toolCall's.
 type Activities struct {
 	// Runtime holds the store and the heartbeat the activities share with
@@ -59,6 +59,9 @@ type Activities struct {
 	// Limits bound each model call (idle gap, total time, output size);
 	// zero fields take their defaults (ModelLimits).
 	Limits ModelLimits
+	// Compaction tunes compaction (context windows, threshold, tail,
+	// summary cap, pruning); zero fields take their defaults.
+	Compaction CompactionSettings
 
 	// conversations are the messages CallModel decoded, per session: these
 	// activities' own, never another worker's (docs/DECISIONS.md D44, D84).

@@ -62,17 +62,25 @@ func sameBytes(a, b []byte) bool {
 // conversation is Conversation(events) for session id of st, decoding only
 // the events the cache does not hold.
 func (c *convCache) conversation(st *jsonl.Store, id string, events []session.Event) ([]provider.Message, error) {
+	out, _, err := c.conversationSeqs(st, id, events)
+	return out, err
+}
+
+// conversationSeqs is conversation, with the seq of the event of each
+// message.
+func (c *convCache) conversationSeqs(st *jsonl.Store, id string, events []session.Event) ([]provider.Message, []int64, error) {
 	if c.decoding != nil {
 		c.decoding()
 	}
 	order, err := surfaceOrder(events)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ce := c.entries(convKey{st, id})
 	ce.mu.Lock()
 	defer ce.mu.Unlock()
 	var out []provider.Message
+	var seqs []int64
 	for _, i := range order {
 		e := events[i]
 		if !isMessageEvent(e.Type) {
@@ -81,10 +89,10 @@ func (c *convCache) conversation(st *jsonl.Store, id string, events []session.Ev
 		if e.Seq < 0 || e.Seq > wire.MaxSafeInteger {
 			msg, ok, err := messageOf(e)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if ok {
-				out = append(out, msg)
+				out, seqs = append(out, msg), append(seqs, e.Seq)
 			}
 			continue
 		}
@@ -96,15 +104,15 @@ func (c *convCache) conversation(st *jsonl.Store, id string, events []session.Ev
 			msg, ok, err := messageOf(e)
 			if err != nil {
 				*en = convEntry{}
-				return nil, err
+				return nil, nil, err
 			}
 			*en = convEntry{typ: e.Type, data: e.Data, msg: msg, ok: ok}
 		}
 		if en.ok {
-			out = append(out, en.msg)
+			out, seqs = append(out, en.msg), append(seqs, e.Seq)
 		}
 	}
-	return out, nil
+	return out, seqs, nil
 }
 
 // entries returns the session's entries, made (and another session's

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/session"
@@ -49,14 +50,25 @@ func (a *Activities) EndTurn(ctx context.Context, in EndTurnInput) (EndTurnResul
 		}
 		now := a.nowMs()
 		var batch []session.Event
+		if open, ok := openCompaction(tail[start:]); ok {
+			// A compaction the turn could not finish (its activity lost
+			// with its worker) is closed before the turn is.
+			open.Error = errCompactionUnfinished
+			e, err := session.NewEvent(wire.TypeCompactionEnd, next, now, open)
+			if err != nil {
+				return nil, err
+			}
+			batch = append(batch, e)
+		}
 		if in.MessageSeq >= 0 {
 			if in.MessageSeq <= int64(start) || in.MessageSeq >= next {
 				return nil, invalidLog("end of turn %d: seq %d is not a message of the turn", in.Turn, in.MessageSeq)
 			}
-			batch, commitKeys, err = closingEvents(tail[in.MessageSeq:], in.Turn, in.MessageSeq, in.Skipped, in.MaxTokens, staged, next, now)
+			closing, keys, err := closingEvents(tail[in.MessageSeq:], in.Turn, in.MessageSeq, in.Skipped, in.MaxTokens, staged, next+int64(len(batch)), now)
 			if err != nil {
 				return nil, err
 			}
+			batch, commitKeys = append(batch, closing...), keys
 		}
 		seq := func() int64 { return next + int64(len(batch)) }
 		if in.Step > 0 && stepOpen(tail[start:], in.Turn, in.Step) {
@@ -82,6 +94,27 @@ func (a *Activities) EndTurn(ctx context.Context, in EndTurnInput) (EndTurnResul
 		unstage(ctx, h, k)
 	}
 	return EndTurnResult{NextSeq: next}, nil
+}
+
+// errCompactionUnfinished is the error of a compaction EndTurn closes.
+const errCompactionUnfinished = "the turn ended before its compaction finished"
+
+// openCompaction returns the data of the compaction events leave open (a
+// compaction/start without its compaction/end), ok false when none is.
+func openCompaction(events []session.Event) (compactionStart, bool) {
+	var open compactionStart
+	ok := false
+	for _, e := range events {
+		switch e.Type {
+		case wire.TypeCompactionStart:
+			if json.Unmarshal(e.Data, &open) == nil {
+				ok = true
+			}
+		case wire.TypeCompactionEnd, wire.TypeEndSeed:
+			ok = false
+		}
+	}
+	return open, ok
 }
 
 // nextStepOpened reports whether events are the opening of step step+1 of

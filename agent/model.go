@@ -60,8 +60,9 @@ const sourceKindModel = "model"
 // routeData is the data of a request/context event: the route of the
 // model calls that follow it.
 type routeData struct {
-	Provider string `json:"provider"`
-	Model    string `json:"model"`
+	Provider      string `json:"provider"`
+	Model         string `json:"model"`
+	ContextWindow int64  `json:"contextWindow,omitempty"`
 }
 
 // CallModel performs the model call of step in.Step of turn in.Turn and
@@ -100,12 +101,25 @@ func (a *Activities) CallModel(ctx context.Context, in ModelInput) (res ModelRes
 	if err != nil {
 		return ModelResult{}, temporal.NewNonRetryableApplicationError(err.Error(), wire.ErrTypeUnknownProvider, err)
 	}
+	c.window = a.contextWindow(in.ContextWindow, in.Provider, in.Model, p)
+	if in.Compacts {
+		if pe := c.overflowed(); pe != nil {
+			// An earlier attempt stored this refusal.
+			return ModelResult{MessageSeq: -1, NextSeq: next, Compact: TriggerOverflow, Failure: pe, Window: c.window}, nil
+		}
+	}
 	req := provider.Request{
 		Provider: in.Provider, Model: in.Model, System: a.System, ReasoningEffort: in.ReasoningEffort,
 		MaxTokens: in.MaxTokens, SessionID: in.Ref.SessionID, Messages: messages,
 	}
 	if a.Tools != nil {
 		req.Tools = a.Tools.Specs()
+	}
+	if in.Compacts && !in.NoAutoCompact && !in.PressureChecked && c.window > 0 {
+		tokens := c.pressure(req)
+		if tokens >= int(float64(c.window)*a.Compaction.threshold()) {
+			return ModelResult{MessageSeq: -1, NextSeq: next, Compact: TriggerPressure, Tokens: tokens, Window: c.window}, nil
+		}
 	}
 	a.traceRequest(ctx, req)
 
@@ -132,6 +146,10 @@ func (a *Activities) CallModel(ctx context.Context, in ModelInput) (res ModelRes
 		return ModelResult{}, c.interrupted(ctx, f)
 	}
 	if streamErr != nil {
+		var pe *provider.Error
+		if in.Compacts && errors.As(streamErr, &pe) && pe.Code == provider.CodeContextWindowExceeded {
+			return c.storeOverflow(ctx, *pe)
+		}
 		return ModelResult{}, providerError(streamErr)
 	}
 	if f.Finish() == "" {
@@ -307,8 +325,8 @@ func (c *modelCall) events(tail []session.Event, next int64, record []provider.R
 	in := c.in
 	now := c.a.nowMs()
 	batch := make([]session.Event, 0, len(record)+2)
-	if lastRoute(tail) != (routeData{Provider: in.Provider, Model: in.Model}) {
-		e, err := session.NewEvent(wire.TypeRequestContext, next, now, routeData{Provider: in.Provider, Model: in.Model})
+	if route := c.route(); lastRoute(tail) != route {
+		e, err := session.NewEvent(wire.TypeRequestContext, next, now, route)
 		if err != nil {
 			return nil, err
 		}

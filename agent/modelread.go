@@ -30,6 +30,10 @@ type modelCall struct {
 	// read holds the events the conversation was read from (from in.From):
 	// the message is stored only into a log that still continues them.
 	read []session.Event
+	// seqs are the seqs of the conversation's messages.
+	seqs []int64
+	// window is the route's context window (0: unknown).
+	window int64
 }
 
 // find returns the assistant/message of the call's (turn, step) in tail:
@@ -164,7 +168,8 @@ func (c *modelCall) conversation(ctx context.Context) (*storedModelCall, []provi
 	if err != nil || found != nil {
 		return found, nil, next, activities.MapError(err)
 	}
-	messages, err := c.a.conversations.conversation(c.a.Runtime.Store, c.in.Ref.SessionID, tail)
+	messages, seqs, err := c.a.conversations.conversationSeqs(c.a.Runtime.Store, c.in.Ref.SessionID, tail)
+	c.seqs = seqs
 	if err != nil {
 		// The log will read the same on every attempt.
 		return nil, nil, 0, invalidLog("%v", err)

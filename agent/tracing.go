@@ -80,6 +80,31 @@ func (a *Activities) startChat(ctx context.Context, in ModelInput) (context.Cont
 	return a.tracer().Start(ctx, "chat "+in.Model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 }
 
+// attrPurpose names why a model call is made: "compaction" for a
+// summarisation.
+const attrPurpose = "sessionflow.purpose"
+
+// startSummary starts the span of a compaction's summarisation call.
+func (a *Activities) startSummary(ctx context.Context, req provider.Request) (context.Context, trace.Span) {
+	return a.tracer().Start(ctx, "chat "+req.Model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+		attribute.String(AttrOperationName, "chat"),
+		attribute.String(AttrProviderName, req.Provider),
+		attribute.String(AttrSystem, req.Provider),
+		attribute.String(AttrRequestModel, req.Model),
+		attribute.String(AttrConversationID, req.SessionID),
+		attribute.Int64(AttrRequestMaxTokens, req.MaxTokens),
+		attribute.String(attrPurpose, req.Purpose),
+	))
+}
+
+// endSummary ends a summarisation call's span.
+func endSummary(span trace.Span, err error) {
+	if err != nil {
+		setError(span, err)
+	}
+	span.End()
+}
+
 // endChat ends a model call's span with its outcome.
 func endChat(span trace.Span, res ModelResult, err error) {
 	if err == nil {

@@ -32,6 +32,21 @@ type ModelInput struct {
 	MaxTokens       int64  `json:"maxTokens,omitempty"`
 	// From is the first seq of the conversation window.
 	From int64 `json:"from,omitempty"`
+	// Compacts reports that the workflow handles the compaction results
+	// (ModelResult.Compact): without it the call never asks for one and a
+	// context-exceeded refusal fails the call as any refusal does.
+	Compacts bool `json:"compacts,omitempty"`
+	// NoAutoCompact turns off the check of pressure before the call.
+	NoAutoCompact bool `json:"noAutoCompact,omitempty"`
+	// PressureChecked reports that the step compacted under pressure
+	// already: the call is made whatever its size.
+	PressureChecked bool `json:"pressureChecked,omitempty"`
+	// ContextWindow is the session's context window, 0 for the worker's.
+	ContextWindow int64 `json:"contextWindow,omitempty"`
+	// Overflows counts the step's context-exceeded refusals the workflow
+	// compacted for: a log holding more of them than that for the step
+	// answers with the last one again (a retried activity).
+	Overflows int `json:"overflows,omitempty"`
 }
 
 // ModelResult is what CallModel returns to the workflow: seqs, ids and the
@@ -52,6 +67,18 @@ type ModelResult struct {
 	Interrupted bool `json:"interrupted,omitempty"`
 	// Reused reports that an earlier attempt had stored the message.
 	Reused bool `json:"reused,omitempty"`
+	// Compact, when set, asks the workflow to compact before the step's
+	// call is made (again): TriggerPressure when the request was at or
+	// above the threshold of the context window (no call was made),
+	// TriggerOverflow when the provider refused it as exceeding the window
+	// (Failure; its finish chunk is stored). No message was stored.
+	Compact string `json:"compact,omitempty"`
+	// Failure is the provider's refusal of a TriggerOverflow result.
+	Failure *provider.Error `json:"failure,omitempty"`
+	// Tokens and Window are the request's measured size and the context
+	// window (0: unknown) when the call measured them.
+	Tokens int   `json:"tokens,omitempty"`
+	Window int64 `json:"window,omitempty"`
 }
 
 // ToolInput is the input of RunTool: one call of the step's

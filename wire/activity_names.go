@@ -8,6 +8,8 @@ const (
 	EndTurnActivity   = "EndTurn"
 	// CloseCallsActivity closes a step's calls without a result (D40).
 	CloseCallsActivity = "CloseCalls"
+	// CompactActivity compacts a session's conversation (docs/FORMAT.md §9).
+	CompactActivity = "Compact"
 )
 
 // ModelProgress is the heartbeat detail of a streaming model call: clients

@@ -30,6 +30,19 @@ const (
 	TypeRequestHeader = "request/header"
 	// TypeRequestContext records a model request context.
 	TypeRequestContext = "request/context"
+	// TypeCompactionStart opens a compaction (docs/FORMAT.md §9).
+	TypeCompactionStart = "compaction/start"
+	// TypeCompactionSummary records a compaction's summary; the replacing
+	// user/message follows it.
+	TypeCompactionSummary = "compaction/summary"
+	// TypeCompactionEnd closes a compaction, with its error when it failed.
+	TypeCompactionEnd = "compaction/end"
+	// TypeCompactionPrune prices the pruned tool/result that follows it.
+	TypeCompactionPrune = "compaction/prune"
+	// TypeCommandRun and TypeCommandDone bracket a user's command (a
+	// manual compaction).
+	TypeCommandRun  = "command/run"
+	TypeCommandDone = "command/done"
 	// TypeTodoWrite records a todo-list write.
 	TypeTodoWrite = "todo/write"
 	// TypeFeedbackRecord records feedback.

@@ -143,6 +143,13 @@ type AgentOptions struct {
 	// the rolling pool of parallel-safe tool calls of a step (default
 	// DefaultMaxParallelToolCalls; 1 is serial).
 	MaxParallelToolCalls *float64 `json:"maxParallelToolCalls,omitempty"`
+	// ContextWindow, when present, must be a positive safe integer: the
+	// context window of the route in tokens, in place of the worker's
+	// (docs/API.md "Compaction").
+	ContextWindow *float64 `json:"contextWindow,omitempty"`
+	// AutoCompact, when false, turns off compaction under pressure
+	// (default on); a context-exceeded refusal is still recovered from.
+	AutoCompact *bool `json:"autoCompact,omitempty"`
 }
 
 // Hooks names optional activities registered by the embedding application.

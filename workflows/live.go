@@ -123,7 +123,7 @@ func (l *lifecycle) runLive() (wire.DisposeResult, error) {
 	for {
 		l.aborts.syncCancel()
 		_ = workflow.Await(l.dctx, func() bool {
-			if l.phase.disposeWanted || l.appends.flushDue || (l.ctx.Err() != nil && !l.aborts.cancelSeen) || l.agent.turnDue() {
+			if l.phase.disposeWanted || l.appends.flushDue || (l.ctx.Err() != nil && !l.aborts.cancelSeen) || l.agent.compactDue() || l.agent.turnDue() {
 				return true
 			}
 			return l.canDue() && (l.appends.waiting() || workflow.AllHandlersFinished(l.dctx) || l.agent.releaseDue())
@@ -134,6 +134,8 @@ func (l *lifecycle) runLive() (wire.DisposeResult, error) {
 			return l.dispose()
 		case l.appends.flushDue || (l.canDue() && l.appends.waiting()):
 			l.appends.flush()
+		case l.agent.compactDue():
+			l.agent.runCompaction()
 		case l.agent.turnDue():
 			l.agent.runTurn()
 		case l.canDue() && l.agent.releaseDue():
@@ -144,7 +146,7 @@ func (l *lifecycle) runLive() (wire.DisposeResult, error) {
 			// Let updates delivered in this workflow task reach their
 			// handlers before deciding: a new coroutine runs after them.
 			yieldOnce(l.dctx)
-			if !l.appends.waiting() && !l.phase.disposeWanted && !l.agent.turnDue() && workflow.AllHandlersFinished(l.dctx) {
+			if !l.appends.waiting() && !l.phase.disposeWanted && !l.agent.turnDue() && !l.agent.compactDue() && workflow.AllHandlersFinished(l.dctx) {
 				return wire.DisposeResult{}, workflow.NewContinueAsNewError(l.ctx, LiveSession, l.liveState())
 			}
 		}
@@ -184,6 +186,7 @@ func (l *lifecycle) liveState() LiveState {
 // in that order.
 func (l *lifecycle) dispose() (wire.DisposeResult, error) {
 	l.phase.enter(wire.PhaseDisposing)
+	l.agent.abandonCompactions("the session was disposed before the compaction ran")
 	var errs []error
 	if l.hooks.DisposeActivity != "" {
 		err := workflow.ExecuteActivity(l.set.hookCtx(l.dctx), l.hooks.DisposeActivity,

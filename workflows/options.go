@@ -155,7 +155,7 @@ func validateAgentOptions(o *wire.AgentOptions) error {
 	for _, c := range []struct {
 		v    *float64
 		text string
-	}{{o.MaxTokens, MaxTokensText}, {o.MaxSteps, MaxStepsText}, {o.MaxParallelToolCalls, MaxParallelToolCallsText}} {
+	}{{o.MaxTokens, MaxTokensText}, {o.MaxSteps, MaxStepsText}, {o.MaxParallelToolCalls, MaxParallelToolCallsText}, {o.ContextWindow, ContextWindowText}} {
 		if c.v == nil {
 			continue
 		}

@@ -59,9 +59,15 @@ type agentLoop struct {
 
 	// inputs, cancels and waits hold the requests of the input, Cancel and
 	// WaitTurn updates their validators decoded (decodedRequests).
-	inputs  decodedRequests[admittedInput]
-	cancels decodedRequests[wire.CancelRequest]
-	waits   decodedRequests[wire.WaitTurnRequest]
+	inputs      decodedRequests[admittedInput]
+	cancels     decodedRequests[wire.CancelRequest]
+	waits       decodedRequests[wire.WaitTurnRequest]
+	compactReqs decodedRequests[wire.CompactRequest]
+
+	// manual are the Compact requests waiting to run, in order;
+	// compacting is the one running.
+	manual     []*manualCompaction
+	compacting *manualCompaction
 }
 
 // turnRun is the running turn: its steps, the calls of the running step,

@@ -35,6 +35,12 @@ func (a *agentLoop) register() error {
 		}}); err != nil {
 		return err
 	}
+	if err := workflow.SetUpdateHandlerWithOptions(a.ctx, wire.UpdateCompact, a.handleCompact,
+		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, in converter.RawValue) error {
+			return boundRejection(a.validateCompact(ctx, in))
+		}}); err != nil {
+		return err
+	}
 	return workflow.SetQueryHandler(a.ctx, wire.QueryLoopState, a.loopState)
 }
 
@@ -67,6 +73,13 @@ func (a *agentLoop) handleCancel(ctx workflow.Context, in converter.RawValue) (w
 	}
 	t := a.turn
 	if t == nil {
+		if m := a.compacting; m != nil && a.cancelCompaction() {
+			hctx, _ := workflow.NewDisconnectedContext(ctx)
+			if err := workflow.Await(hctx, func() bool { return m.done }); err != nil {
+				return wire.CancelResult{}, err
+			}
+			return wire.CancelResult{Cancelled: true}, nil
+		}
 		return wire.CancelResult{}, nil
 	}
 	res := wire.CancelResult{Cancelled: true, Turn: t.summary.Turn}

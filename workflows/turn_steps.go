@@ -115,7 +115,7 @@ steps:
 			reason = abortedReason(t.cause)
 			break
 		}
-		res, err := t.callModel(tctx, step)
+		res, err := t.modelStep(tctx, step)
 		if err != nil {
 			reason = t.modelFailure(err)
 			break
@@ -302,14 +302,19 @@ func (s settings) modelCtx(ctx workflow.Context) workflow.Context {
 }
 
 // callModel runs the model activity of the turn's step.
-func (t *turnRun) callModel(tctx workflow.Context, step int64) (agent.ModelResult, error) {
+func (t *turnRun) callModel(tctx workflow.Context, step int64, st modelState) (agent.ModelResult, error) {
 	a := t.a
-	in := agent.ModelInput{Ref: *a.log.ref, Turn: t.summary.Turn, Step: step}
+	in := agent.ModelInput{Ref: *a.log.ref, Turn: t.summary.Turn, Step: step,
+		Compacts: true, PressureChecked: st.checked, Overflows: st.overflows}
 	if o := a.agentOptions; o != nil {
 		in.Provider, in.Model, in.ReasoningEffort = o.Provider, o.Model, o.ReasoningEffort
 		if o.MaxTokens != nil {
 			in.MaxTokens = int64(*o.MaxTokens)
 		}
+		if o.ContextWindow != nil {
+			in.ContextWindow = int64(*o.ContextWindow)
+		}
+		in.NoAutoCompact = o.AutoCompact != nil && !*o.AutoCompact
 	}
 	var res agent.ModelResult
 	err := workflow.ExecuteActivity(a.set.modelCtx(tctx), wire.CallModelActivity, in).Get(a.dctx, &res)
@@ -327,6 +332,10 @@ func (t *turnRun) modelFailure(err error) *wire.TurnEndReason {
 			cause = wire.CauseUser
 		}
 		return abortedReason(cause)
+	}
+	var of *overflowFailure
+	if errors.As(err, &of) {
+		return &wire.TurnEndReason{Kind: wire.TurnEndError, Error: failureJSON(llmFailure{Message: of.pe.Message, Code: of.pe.Code, Status: of.pe.Status})}
 	}
 	err = unwrapActivity(err)
 	f := activityFailure(err)

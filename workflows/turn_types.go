@@ -64,3 +64,6 @@ const MaxStepsText = "agent maxSteps must be a positive safe integer"
 // MaxParallelToolCallsText is the error text of an invalid
 // maxParallelToolCalls.
 const MaxParallelToolCallsText = "agent maxParallelToolCalls must be a positive safe integer"
+
+// ContextWindowText is the error text of an invalid contextWindow.
+const ContextWindowText = "agent contextWindow must be a positive safe integer"
