@@ -43,6 +43,18 @@ func TestStreamErrorResponses(t *testing.T) {
 			provider.Error{Status: 403, Code: "permission_error", Message: "Your API key does not have permission to use the specified resource."}},
 		{"400", errorResponse(400, "invalid_request_error", "messages: text content blocks must be non-empty", nil),
 			provider.Error{Status: 400, Code: "invalid_request_error", Message: "messages: text content blocks must be non-empty"}},
+		{"400 max_tokens over the model's output cap", errorResponse(400, "invalid_request_error", "max_tokens: 300000 > 64000, which is the maximum allowed number of output tokens for claude-sonnet-4-5-20250929", nil),
+			provider.Error{Status: 400, Code: "invalid_request_error", Message: "max_tokens: 300000 > 64000, which is the maximum allowed number of output tokens for claude-sonnet-4-5-20250929"}},
+		{"413 request too large", errorResponse(413, "request_too_large", "Request exceeds the maximum allowed number of bytes.", nil),
+			provider.Error{Status: 413, Code: "request_too_large", Message: "Request exceeds the maximum allowed number of bytes."}},
+		{"400 prompt is too long", errorResponse(400, "invalid_request_error", "prompt is too long: 208310 tokens > 200000 maximum", nil),
+			provider.Error{Status: 400, Code: "CONTEXT_WINDOW_EXCEEDED", Message: "prompt is too long: 208310 tokens > 200000 maximum"}},
+		{"400 input and max_tokens exceed the context limit", errorResponse(400, "invalid_request_error", "input length and `max_tokens` exceed context limit: 188240 + 21333 > 200000, decrease input length or `max_tokens` and try again", nil),
+			provider.Error{Status: 400, Code: "CONTEXT_WINDOW_EXCEEDED", Message: "input length and `max_tokens` exceed context limit: 188240 + 21333 > 200000, decrease input length or `max_tokens` and try again"}},
+		{"400 input and max_tokens, plain", errorResponse(400, "invalid_request_error", "input length and max_tokens exceed context limit: 195000 + 8192 > 200000, decrease input length or max_tokens and try again", nil),
+			provider.Error{Status: 400, Code: "CONTEXT_WINDOW_EXCEEDED", Message: "input length and max_tokens exceed context limit: 195000 + 8192 > 200000, decrease input length or max_tokens and try again"}},
+		{"529 whose message names the prompt", errorResponse(529, "overloaded_error", "prompt is too long to schedule now", nil),
+			provider.Error{Retryable: true, Status: 529, Code: "overloaded_error", Message: "prompt is too long to schedule now"}},
 		{"502 from a proxy, not JSON", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/html")
 			w.WriteHeader(502)
@@ -122,8 +134,12 @@ func TestStreamErrorEvent(t *testing.T) {
 			provider.Error{Retryable: true, Code: "overloaded_error", Message: "Overloaded"}},
 		{`{"type":"error","error":{"type":"api_error","message":"Internal server error"}}`,
 			provider.Error{Retryable: true, Code: "api_error", Message: "Internal server error"}},
-		{`{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long"}}`,
-			provider.Error{Code: "invalid_request_error", Message: "prompt is too long"}},
+		{`{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 208310 tokens > 200000 maximum"}}`,
+			provider.Error{Code: "CONTEXT_WINDOW_EXCEEDED", Message: "prompt is too long: 208310 tokens > 200000 maximum"}},
+		{`{"type":"error","error":{"type":"invalid_request_error","message":"messages: text content blocks must be non-empty"}}`,
+			provider.Error{Code: "invalid_request_error", Message: "messages: text content blocks must be non-empty"}},
+		{`{"type":"error","error":{"type":"api_error","message":"prompt is too long for the scheduler"}}`,
+			provider.Error{Retryable: true, Code: "api_error", Message: "prompt is too long for the scheduler"}},
 		{`Overloaded`, provider.Error{Code: "malformed_event", Message: "an error event's data is not an API error: Overloaded"}},
 		{`{"type":"error","error":{"message":"no type"}}`, provider.Error{Code: "malformed_event", Message: `an error event's data is not an API error: {"type":"error","error":{"message":"no type"}}`}},
 	}
