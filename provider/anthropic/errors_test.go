@@ -53,6 +53,8 @@ func TestStreamErrorResponses(t *testing.T) {
 			provider.Error{Status: 400, Code: "CONTEXT_WINDOW_EXCEEDED", Message: "input length and `max_tokens` exceed context limit: 188240 + 21333 > 200000, decrease input length or `max_tokens` and try again"}},
 		{"400 input and max_tokens, plain", errorResponse(400, "invalid_request_error", "input length and max_tokens exceed context limit: 195000 + 8192 > 200000, decrease input length or max_tokens and try again", nil),
 			provider.Error{Status: 400, Code: "CONTEXT_WINDOW_EXCEEDED", Message: "input length and max_tokens exceed context limit: 195000 + 8192 > 200000, decrease input length or max_tokens and try again"}},
+		{"500 from a proxy wrapping a refusal", errorResponse(500, "invalid_request_error", "prompt is too long: 208310 tokens > 200000 maximum", nil),
+			provider.Error{Retryable: true, Status: 500, Code: "invalid_request_error", Message: "prompt is too long: 208310 tokens > 200000 maximum"}},
 		{"529 whose message names the prompt", errorResponse(529, "overloaded_error", "prompt is too long to schedule now", nil),
 			provider.Error{Retryable: true, Status: 529, Code: "overloaded_error", Message: "prompt is too long to schedule now"}},
 		{"502 from a proxy, not JSON", func(w http.ResponseWriter, r *http.Request) {
