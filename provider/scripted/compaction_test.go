@@ -69,6 +69,8 @@ func TestScriptedContextWindowRefusesALargerRequest(t *testing.T) {
 	if p.MaxRequestTokens("s") != 81 || p.MaxRequestTokens("other") != 0 {
 		t.Fatalf("MaxRequestTokens %d %d", p.MaxRequestTokens("s"), p.MaxRequestTokens("other"))
 	}
+	// A smaller request later leaves the maximum.
+	_, _ = collect(t, ctx, p, conversation("s", 0))
 	_, _ = collect(t, ctx, p, conversation("other", 0))
 	if p.MaxRequestTokens("s") != 81 || p.MaxRequestTokens("other") != 9 {
 		t.Fatalf("MaxRequestTokens %d %d", p.MaxRequestTokens("s"), p.MaxRequestTokens("other"))
@@ -208,6 +210,7 @@ func TestScriptedCompactionStalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	var got []provider.Chunk
 	var last error
 	for c, err := range p.Stream(ctx, compactionRequest("s", 0)) {
@@ -290,5 +293,39 @@ func TestScriptedWindowAndCompactionRoundTripThroughJSON(t *testing.T) {
 	data, err = scripted.Responses(scripted.Text("a")).Marshal()
 	if err != nil || strings.Contains(string(data), "contextWindow") || strings.Contains(string(data), "compaction") {
 		t.Fatalf("marshalled %s %v", data, err)
+	}
+}
+
+// TestScriptedDocCompactionExample runs the compaction example of
+// docs/SCRIPTED.md (its second json block) as the document describes it.
+func TestScriptedDocCompactionExample(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/SCRIPTED.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := strings.Split(string(doc), "```json\n")
+	if len(blocks) < 3 {
+		t.Fatal("no second json example in docs/SCRIPTED.md")
+	}
+	example, _, _ := strings.Cut(blocks[2], "```")
+	p := parse(t, example)
+	ctx := context.Background()
+	big := conversation("s", 0)
+	big.Messages[0].Content[0].Text = strings.Repeat("word ", 1600) // 2000 tokens of text, 2008 in all
+	if _, err := collect(t, ctx, p, big); providerErr(t, err).Message != "request of 2008 estimated tokens exceeds the context window of 2000" {
+		t.Fatalf("a request over the window: %v", err)
+	}
+	got, err := collect(t, ctx, p, compactionRequest("s", 1))
+	if pe := providerErr(t, err); !pe.Retryable || pe.Status != 503 || pe.Message != "overloaded" || len(got) != 0 {
+		t.Fatalf("first compaction call: %+v %#v", got, pe)
+	}
+	got, err = collect(t, ctx, p, compactionRequest("s", 1))
+	want := []provider.Chunk{{Type: "text", Delta: "The user asked for a.txt; it says hello."},
+		{Type: "usage", Usage: &provider.Usage{InputTokens: 1900, OutputTokens: 12}}, {Type: "finish", Finish: "stop"}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("its retry: %+v %v", got, err)
+	}
+	if got, err := collect(t, ctx, p, conversation("s", 0)); err != nil || got[0].Delta != "a.txt says hello." {
+		t.Fatalf("the first ordinary call: %+v %v", got, err)
 	}
 }

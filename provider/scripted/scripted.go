@@ -1,6 +1,9 @@
 // Package scripted is a deterministic model provider driven by a script of
 // responses (docs/SCRIPTED.md): it streams text, reasoning and tool calls
-// chunk by chunk, and fails or stalls on cue. Tests and the demo use it.
+// chunk by chunk, and fails or stalls on cue. A script may give the model a
+// context window, which refuses larger requests as the real providers do
+// (provider.CodeContextWindowExceeded), and answers compaction calls apart
+// from its responses. Tests and the demo use it.
 //
 // Layering (README.md, Architecture; testsuite/layers checks it): row 3, with
 // provider: it may import provider, wire, internal/lib/... and session, and
