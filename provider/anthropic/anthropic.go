@@ -124,6 +124,11 @@ func New(cfg Config) (*Provider, error) {
 //   - the service refused the request (400, 401, 403, 404, 413 and any other
 //     4xx but 408 and 429): not retryable, Status, Code = the error type
 //     (e.g. "authentication_error") and the service's message;
+//   - the request does not fit the model's context window (a 400 or an error
+//     event of type invalid_request_error saying "prompt is too long: ..."
+//     or "input length and max_tokens exceed context limit: ..."): not
+//     retryable, Code provider.CodeContextWindowExceeded, with the status
+//     (0 for an event) and the service's message;
 //   - 408, 429, 5xx and 529 (overloaded): retryable, with RetryAfter from
 //     the retry-after-ms or retry-after header;
 //   - an error event in the stream: retryable for overloaded_error,

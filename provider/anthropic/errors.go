@@ -85,14 +85,33 @@ func apiFailure(e *sdk.Error) *provider.Error {
 			return out
 		}
 		out.Retryable = retryableTypes[typ]
+		if contextExceeded(typ, e.Message) {
+			out.Code, out.Retryable = provider.CodeContextWindowExceeded, false
+		}
 		return out
 	}
 	out.Status = e.StatusCode
+	if e.StatusCode == http.StatusBadRequest && contextExceeded(typ, e.Message) {
+		out.Code = provider.CodeContextWindowExceeded
+		return out
+	}
 	out.Retryable = e.StatusCode == http.StatusRequestTimeout || e.StatusCode == http.StatusTooManyRequests || e.StatusCode >= 500
 	if out.Retryable && e.Response != nil {
 		out.RetryAfter = provider.RetryAfter(e.Response.Header, time.Now())
 	}
 	return out
+}
+
+// contextExceeded reports whether an invalid_request_error with message
+// msg refuses a request for not fitting the model's context window: "prompt
+// is too long: 208310 tokens > 200000 maximum", "input length and
+// max_tokens exceed context limit: ...", or any other wording the published
+// harness's classifier recognises (provider.IsContextWindowExceeded).
+func contextExceeded(typ, msg string) bool {
+	if typ != string(sdk.ErrorTypeInvalidRequestError) {
+		return false
+	}
+	return strings.HasPrefix(msg, "prompt is too long") || provider.IsContextWindowExceeded(msg)
 }
 
 // truncate cuts s to at most n bytes at a character boundary.

@@ -32,11 +32,13 @@ func (p *Provider) classify(err error, res *http.Response) *provider.Error {
 		}
 		if apiErr.Message != "" {
 			e.Message = apiErr.Message
-			return e
+		} else {
+			// Not shaped {"error": {...}}: vLLM's {"message", "type",
+			// "code"}, a proxy's page. The SDK keeps the body on the
+			// response.
+			bodyMessage(e, apiErr.Response)
 		}
-		// Not shaped {"error": {...}}: vLLM's {"message", "type", "code"},
-		// a proxy's page. The SDK keeps the body on the response.
-		bodyMessage(e, apiErr.Response)
+		refusedForContext(e, apiErr.Type)
 		return e
 	}
 	if res != nil && res.StatusCode >= 400 {
@@ -44,6 +46,7 @@ func (p *Provider) classify(err error, res *http.Response) *provider.Error {
 		// the status and the body are still the service's answer.
 		e := statusError(res.StatusCode, res)
 		bodyMessage(e, res)
+		refusedForContext(e, "")
 		return e
 	}
 	var streamErr *ssestream.StreamError
@@ -61,6 +64,20 @@ func (p *Provider) classify(err error, res *http.Response) *provider.Error {
 	}
 	return &provider.Error{Retryable: true, Code: CodeStreamInterrupted,
 		Message: "the stream broke before the response was finished: " + err.Error()}
+}
+
+// refusedForContext gives e, an HTTP refusal whose error type was typ,
+// the code provider.CodeContextWindowExceeded when it is a 400 whose code,
+// type or message says the request exceeds the model's context window:
+// OpenAI's code "context_length_exceeded", DeepSeek's and vLLM's "This
+// model's maximum context length is ..." (provider.IsContextWindowExceeded,
+// the published harness's classifier, which it applies to 400s alone). The
+// status and the service's message are kept.
+func refusedForContext(e *provider.Error, typ string) {
+	if e.Status == http.StatusBadRequest && provider.IsContextWindowExceeded(e.Code, typ, e.Message) {
+		e.Code = provider.CodeContextWindowExceeded
+		e.Retryable = false
+	}
 }
 
 // bodyMessage sets e's message (and code, when e has none) from an error
@@ -112,19 +129,16 @@ func retryableStatus(status int) bool {
 // eventError maps an error event inside a stream, {"error": {"message",
 // "code", "type"}} or {"error": "text"}. A numeric code of a client error
 // other than 408, 409 and 429 is a refusal; anything else failed on the
-// service's side and is retryable.
+// service's side and is retryable, but for an error that says the request
+// exceeds the model's context window (see streamedError).
 func eventError(data []byte) *provider.Error {
 	var ev struct {
 		Error json.RawMessage `json:"error"`
 	}
 	_ = json.Unmarshal(data, &ev)
-	e := &provider.Error{Retryable: true, Message: "the service reported an error in the stream"}
 	var text string
 	if json.Unmarshal(ev.Error, &text) == nil {
-		if text != "" {
-			e.Message = text
-		}
-		return e
+		return streamedError(text, nil, "")
 	}
 	var obj struct {
 		Message string          `json:"message"`
@@ -132,20 +146,47 @@ func eventError(data []byte) *provider.Error {
 		Type    string          `json:"type"`
 	}
 	if json.Unmarshal(ev.Error, &obj) != nil {
-		return e
+		return streamedError("", nil, "")
 	}
-	if obj.Message != "" {
-		e.Message = obj.Message
+	return streamedError(obj.Message, obj.Code, obj.Type)
+}
+
+// responsesError maps an error event in the shape of the Responses API,
+// {"type": "error", "code", "message", "param", "sequence_number"}, which
+// the SDK decodes as a chunk (it has no "error" member), as eventError maps
+// {"error": {"code", "message"}}.
+func responsesError(data []byte) *provider.Error {
+	var obj struct {
+		Message string          `json:"message"`
+		Code    json.RawMessage `json:"code"`
 	}
-	e.Code = obj.Type
-	var code string
+	_ = json.Unmarshal(data, &obj)
+	return streamedError(obj.Message, obj.Code, "")
+}
+
+// streamedError is the error of an error event whose message, code (a JSON
+// string or number, nil for none) and type are given. It is retryable
+// unless the code is a number that is a client error other than 408, 409
+// and 429, or the code, type or message says the request exceeds the
+// model's context window: that is provider.CodeContextWindowExceeded, not
+// retryable (the same request meets the same window).
+func streamedError(message string, code json.RawMessage, typ string) *provider.Error {
+	e := &provider.Error{Retryable: true, Message: "the service reported an error in the stream", Code: typ}
+	if message != "" {
+		e.Message = message
+	}
+	var text string
 	var num int
 	switch {
-	case json.Unmarshal(obj.Code, &code) == nil && code != "":
-		e.Code = code
-	case json.Unmarshal(obj.Code, &num) == nil && num >= 400 && num < 600:
+	case json.Unmarshal(code, &text) == nil && text != "":
+		e.Code = text
+	case json.Unmarshal(code, &num) == nil && num >= 400 && num < 600:
 		e.Status = num
 		e.Retryable = retryableStatus(num)
+	}
+	if provider.IsContextWindowExceeded(e.Code, typ, message) {
+		e.Code = provider.CodeContextWindowExceeded
+		e.Retryable = false
 	}
 	return e
 }

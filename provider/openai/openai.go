@@ -19,7 +19,13 @@
 // Failures are *provider.Error values. HTTP 408, 409, 429 and 5xx are
 // retryable, with RetryAfter taken from the retry-after-ms or retry-after
 // header; any other refused request (400, 401, 403, 404, ...) is not
-// retryable and carries the service's message and code. A stream that ends
+// retryable and carries the service's message and code, but for a 400 that
+// says the request exceeds the model's context window (OpenAI's code
+// context_length_exceeded, DeepSeek's and vLLM's "This model's maximum
+// context length is ..."), whose code is provider.CodeContextWindowExceeded;
+// an error event in the stream that says so (Chat Completions' {"error":
+// {...}} or the Responses API's {"type": "error", ...}) maps the same way,
+// Status 0 unless the event gives a numeric code. A stream that ends
 // before the service said it was done (no finish reason and no [DONE]) is
 // retryable (CodeStreamInterrupted). A chunk that is not JSON
 // (CodeMalformedChunk) or that breaks the protocol (a tool call without a

@@ -35,7 +35,12 @@ type decoder struct {
 type call struct{ id string }
 
 // chunk maps one streamed chunk. Only choice 0 is read (n is never set).
+// An error event in the Responses API's shape, {"type": "error", "code",
+// "message"}, is the service's error (responsesError).
 func (d *decoder) chunk(c sdk.ChatCompletionChunk) ([]provider.Chunk, *provider.Error) {
+	if stringField(c.JSON.ExtraFields["type"].Raw()) == "error" && !c.JSON.Choices.Valid() {
+		return nil, responsesError([]byte(c.RawJSON()))
+	}
 	if d.completionID == "" {
 		d.completionID = c.ID
 	}

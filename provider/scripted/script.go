@@ -16,12 +16,24 @@ import (
 // Parse, Load and New.
 var ErrInvalidScript = errors.New("invalid provider script")
 
-// Script is a scripted model: the responses it gives, in order.
+// Script is a scripted model: the responses it gives, in order, its
+// context window and its answer to compaction calls.
 type Script struct {
 	// Loop makes the responses wrap around: call i gets response
 	// i mod len(Responses). Without it a call past the end is refused with
 	// "script exhausted".
 	Loop bool `json:"loop,omitempty"`
+	// ContextWindow, when positive, is the model's context window in
+	// tokens: a request whose provider.EstimateRequest exceeds it is
+	// refused before any chunk, with a non-retryable *provider.Error of
+	// code provider.CodeContextWindowExceeded and status 400. 0 is none.
+	ContextWindow int64 `json:"contextWindow,omitempty"`
+	// Compaction answers the requests whose Purpose is
+	// provider.PurposeCompaction, which never consume a response of
+	// Responses. Nil answers them with the text "Summary of K messages.",
+	// K the number of the request's messages before its last (the
+	// instruction to summarise).
+	Compaction *Response `json:"compaction,omitempty"`
 	// Responses are the model's responses; response i answers a request
 	// whose conversation holds i assistant messages.
 	Responses []Response `json:"responses"`
@@ -152,6 +164,12 @@ func (r Response) WithStall(n int) Response { r.Stall = &Stall{AfterChunks: n}; 
 // Responses returns a script of the given responses, without looping.
 func Responses(rs ...Response) Script { return Script{Responses: rs} }
 
+// WithContextWindow returns s with a context window of tokens.
+func (s Script) WithContextWindow(tokens int64) Script { s.ContextWindow = tokens; return s }
+
+// WithCompaction returns s answering compaction calls with r.
+func (s Script) WithCompaction(r Response) Script { s.Compaction = &r; return s }
+
 // Marshal returns the script as JSON, in the format Parse reads.
 func (s Script) Marshal() ([]byte, error) { return json.MarshalIndent(s, "", "  ") }
 
@@ -160,8 +178,10 @@ func (s Script) Marshal() ([]byte, error) { return json.MarshalIndent(s, "", "  
 // ErrInvalidScript and names the response.
 func Parse(data []byte) (*Provider, error) {
 	var top struct {
-		Loop      bool              `json:"loop"`
-		Responses []json.RawMessage `json:"responses"`
+		Loop          bool              `json:"loop"`
+		ContextWindow json.RawMessage   `json:"contextWindow"`
+		Compaction    json.RawMessage   `json:"compaction"`
+		Responses     []json.RawMessage `json:"responses"`
 	}
 	if err := decodeStrict(data, &top); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidScript, err)
@@ -170,6 +190,21 @@ func Parse(data []byte) (*Provider, error) {
 		return nil, fmt.Errorf("%w: no \"responses\" array", ErrInvalidScript)
 	}
 	s := Script{Loop: top.Loop, Responses: make([]Response, len(top.Responses))}
+	if top.ContextWindow != nil {
+		// Present: a positive integer, never null, 0 or a fraction.
+		if json.Unmarshal(top.ContextWindow, &s.ContextWindow) != nil || s.ContextWindow <= 0 {
+			return nil, fmt.Errorf("%w: contextWindow %s is not a positive integer", ErrInvalidScript, top.ContextWindow)
+		}
+	}
+	if top.Compaction != nil {
+		if string(top.Compaction) == "null" {
+			return nil, fmt.Errorf("%w: compaction: not a response object", ErrInvalidScript)
+		}
+		s.Compaction = new(Response)
+		if err := decodeStrict(top.Compaction, s.Compaction); err != nil {
+			return nil, fmt.Errorf("%w: compaction: %w", ErrInvalidScript, err)
+		}
+	}
 	for i, raw := range top.Responses {
 		if err := decodeStrict(raw, &s.Responses[i]); err != nil {
 			return nil, fmt.Errorf("%w: response %d: %w", ErrInvalidScript, i, err)
@@ -209,6 +244,14 @@ func decodeStrict(data []byte, v any) error {
 func validate(s Script) error {
 	if s.Loop && len(s.Responses) == 0 {
 		return fmt.Errorf("%w: a looping script needs at least one response", ErrInvalidScript)
+	}
+	if s.ContextWindow < 0 || s.ContextWindow > provider.MaxSafeInteger {
+		return fmt.Errorf("%w: contextWindow %d is outside 1..%d (0 for none)", ErrInvalidScript, s.ContextWindow, int64(provider.MaxSafeInteger))
+	}
+	if s.Compaction != nil {
+		if err := validateResponse(*s.Compaction); err != nil {
+			return fmt.Errorf("%w: compaction: %w", ErrInvalidScript, err)
+		}
 	}
 	for i, r := range s.Responses {
 		if err := validateResponse(r); err != nil {

@@ -1,6 +1,9 @@
 // Package scripted is a deterministic model provider driven by a script of
 // responses (docs/SCRIPTED.md): it streams text, reasoning and tool calls
-// chunk by chunk, and fails or stalls on cue. Tests and the demo use it.
+// chunk by chunk, and fails or stalls on cue. A script may give the model a
+// context window, which refuses larger requests as the real providers do
+// (provider.CodeContextWindowExceeded), and answers compaction calls apart
+// from its responses. Tests and the demo use it.
 //
 // Layering (README.md, Architecture; testsuite/layers checks it): row 3, with
 // provider: it may import provider, wire, internal/lib/... and session, and
@@ -23,9 +26,15 @@ import (
 type Provider struct {
 	script Script
 
-	mu       sync.Mutex
-	attempts map[attemptKey]int
+	mu          sync.Mutex
+	attempts    map[attemptKey]int
+	maxRequest  map[string]int // session → the largest request estimate
+	compactions map[string]int // session → compaction calls
 }
+
+// CompactionIndex is the index under which Attempts counts the calls
+// answered by the script's compaction response (or its default summary).
+const CompactionIndex = -1
 
 // attemptKey names the calls of one response for one session.
 type attemptKey struct {
@@ -39,18 +48,46 @@ func New(s Script) (*Provider, error) {
 	if err := validate(s); err != nil {
 		return nil, err
 	}
-	return &Provider{script: s, attempts: make(map[attemptKey]int)}, nil
+	return &Provider{script: s, attempts: make(map[attemptKey]int),
+		maxRequest: make(map[string]int), compactions: make(map[string]int)}, nil
 }
 
 // Script returns the script the Provider answers from.
 func (p *Provider) Script() Script { return p.script }
 
-// Attempts returns how many calls the Provider has received for response
-// index of session sessionID.
+// ContextWindow returns the script's context window in tokens, 0 for none
+// (provider.WindowReporter).
+func (p *Provider) ContextWindow() int64 { return p.script.ContextWindow }
+
+var _ provider.WindowReporter = (*Provider)(nil)
+
+// Attempts returns how many calls the Provider has answered with response
+// index of session sessionID (CompactionIndex: with the compaction
+// response). A call refused for exceeding the context window is not one.
 func (p *Provider) Attempts(sessionID string, index int) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.attempts[attemptKey{sessionID, index}]
+}
+
+// MaxRequestTokens returns the largest provider.EstimateRequest of the
+// requests the Provider was asked for session sessionID, ordinary and
+// compaction calls alike, those refused for exceeding the context window
+// included; 0 before any.
+func (p *Provider) MaxRequestTokens(sessionID string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.maxRequest[sessionID]
+}
+
+// CompactionCalls returns the number of compaction calls (requests whose
+// Purpose is provider.PurposeCompaction) the Provider was asked for
+// session sessionID, those refused for exceeding the context window
+// included.
+func (p *Provider) CompactionCalls(sessionID string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.compactions[sessionID]
 }
 
 // ResponseIndex returns the index of the response that answers req: the
@@ -66,22 +103,50 @@ func ResponseIndex(req provider.Request) int {
 	return n
 }
 
-// Stream implements provider.Provider. It streams response ResponseIndex(req)
-// (wrapped around when the script loops); past the end of a script that does
-// not loop it yields a non-retryable *provider.Error "script exhausted: ...".
-// It stops with ctx's error when ctx is done between chunks.
+// Stream implements provider.Provider. A request whose
+// provider.EstimateRequest exceeds the script's context window is refused
+// first, before any chunk, with a non-retryable *provider.Error (status
+// 400, code provider.CodeContextWindowExceeded, message "request of N
+// estimated tokens exceeds the context window of W"). A compaction call
+// (Purpose provider.PurposeCompaction) streams the script's compaction
+// response, or the default summary "Summary of K messages." (K the
+// request's messages before its last). Any other call streams response
+// ResponseIndex(req) (wrapped around when the script loops); past the end
+// of a script that does not loop it yields a non-retryable *provider.Error
+// "script exhausted: ...". It stops with ctx's error when ctx is done
+// between chunks.
 func (p *Provider) Stream(ctx context.Context, req provider.Request) iter.Seq2[provider.Chunk, error] {
 	return func(yield func(provider.Chunk, error) bool) {
-		index := ResponseIndex(req)
-		n := len(p.script.Responses)
-		if index >= n && !p.script.Loop {
+		compaction := req.Purpose == provider.PurposeCompaction
+		tokens := provider.EstimateRequest(req)
+		p.record(req.SessionID, tokens, compaction)
+		if w := p.script.ContextWindow; w > 0 && int64(tokens) > w {
 			yield(provider.Chunk{}, &provider.Error{
-				Code:    "SCRIPT_EXHAUSTED",
-				Message: fmt.Sprintf("script exhausted: response %d requested, the script has %d", index, n),
+				Status:  400,
+				Code:    provider.CodeContextWindowExceeded,
+				Message: fmt.Sprintf("request of %d estimated tokens exceeds the context window of %d", tokens, w),
 			})
 			return
 		}
-		r := &p.script.Responses[index%n]
+		var r *Response
+		var index int
+		if compaction {
+			index, r = CompactionIndex, p.script.Compaction
+			if r == nil {
+				r = &Response{Text: defaultSummary(req)}
+			}
+		} else {
+			index = ResponseIndex(req)
+			n := len(p.script.Responses)
+			if index >= n && !p.script.Loop {
+				yield(provider.Chunk{}, &provider.Error{
+					Code:    "SCRIPT_EXHAUSTED",
+					Message: fmt.Sprintf("script exhausted: response %d requested, the script has %d", index, n),
+				})
+				return
+			}
+			r = &p.script.Responses[index%n]
+		}
 		attempt := p.countAttempt(req.SessionID, index)
 		s := streamer{ctx: ctx, done: ctx.Done(), yield: yield, failAt: -1, stallAt: -1}
 		if f := r.Fail; f != nil && (f.Attempts == 0 || attempt <= f.Attempts) {
@@ -96,6 +161,24 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request) iter.Seq2[p
 			defer s.timer.Stop()
 		}
 		s.run(r)
+	}
+}
+
+// defaultSummary is the text that answers a compaction call of a script
+// without a compaction response: "Summary of K messages.", K the number of
+// req's messages before its last (the instruction to summarise).
+func defaultSummary(req provider.Request) string {
+	return fmt.Sprintf("Summary of %d messages.", max(len(req.Messages)-1, 0))
+}
+
+// record notes a request of tokens estimated tokens for session, a
+// compaction call when compaction is set.
+func (p *Provider) record(session string, tokens int, compaction bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.maxRequest[session] = max(p.maxRequest[session], tokens)
+	if compaction {
+		p.compactions[session]++
 	}
 }
 
