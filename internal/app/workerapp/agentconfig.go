@@ -49,6 +49,10 @@ type AgentConfig struct {
 	// the store root and the TLS files in Run, the dev server's state in
 	// `worker --dev` (docs/API.md "Tools", DECISIONS.md D69).
 	DenyPaths []string
+	// Compaction tunes compaction (--context-window, --compact-threshold,
+	// --compact-retain, --summary-max-tokens); zero fields take the
+	// defaults, and routes without a window know none.
+	Compaction agent.CompactionSettings
 }
 
 // AgentActivities builds the agent activities of cfg over rt: the
@@ -86,11 +90,15 @@ func AgentActivities(rt *activities.Runtime, cfg AgentConfig) (*agent.Activities
 	if err := cfg.Limits.Validate(); err != nil {
 		return nil, err
 	}
-	return &agent.Activities{Runtime: rt, Providers: providers, Tools: reg, System: cfg.SystemPrompt, Limits: cfg.Limits}, nil
+	compaction := cfg.Compaction
+	if compaction.Windows == nil {
+		compaction.Windows = tableWindow
+	}
+	return &agent.Activities{Runtime: rt, Providers: providers, Tools: reg, System: cfg.SystemPrompt, Limits: cfg.Limits, Compaction: compaction}, nil
 }
 
 // RegisterAgent registers the agent activities (CallModel, RunTool,
-// EndTurn) on r.
+// EndTurn, CloseCalls, Compact) on r.
 func RegisterAgent(r worker.Registry, acts *agent.Activities) {
 	r.RegisterActivity(acts)
 }

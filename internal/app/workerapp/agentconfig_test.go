@@ -21,16 +21,17 @@ func TestParseArgsAgentFlags(t *testing.T) {
 	cfg, err := ParseArgs(nil, nil)
 	require.NoError(t, err)
 	lim := agent.DefaultModelLimits()
-	require.Equal(t, AgentConfig{Limits: lim}, cfg.Agent, "no provider, no system prompt, run_command off, the default model limits by default")
+	compaction := agent.CompactionSettings{Threshold: 0.8, Retain: 0.16, SummaryMaxTokens: 8192}
+	require.Equal(t, AgentConfig{Limits: lim, Compaction: compaction}, cfg.Agent, "no provider, no system prompt, run_command off, the default model limits and compaction by default")
 
 	env := []string{EnvProviderScript + "=/env/script.json", EnvSystemPrompt + "=be brief", EnvEnableRunCommand + "=true"}
 	cfg, err = ParseArgs(nil, env)
 	require.NoError(t, err)
-	require.Equal(t, AgentConfig{ProviderScript: "/env/script.json", SystemPrompt: "be brief", EnableRunCommand: true, Limits: lim}, cfg.Agent)
+	require.Equal(t, AgentConfig{ProviderScript: "/env/script.json", SystemPrompt: "be brief", EnableRunCommand: true, Limits: lim, Compaction: compaction}, cfg.Agent)
 
 	cfg, err = ParseArgs([]string{"--provider-script", "s.json", "--system-prompt", "flag", "--enable-run-command=false"}, env)
 	require.NoError(t, err)
-	require.Equal(t, AgentConfig{ProviderScript: "s.json", SystemPrompt: "flag", EnableRunCommand: false, Limits: lim}, cfg.Agent, "flags beat the environment")
+	require.Equal(t, AgentConfig{ProviderScript: "s.json", SystemPrompt: "flag", EnableRunCommand: false, Limits: lim, Compaction: compaction}, cfg.Agent, "flags beat the environment")
 
 	_, err = ParseArgs(nil, []string{EnvEnableRunCommand + "=maybe"})
 	require.EqualError(t, err, `SESSIONFLOW_ENABLE_RUN_COMMAND: "maybe" is not a boolean`)
@@ -117,4 +118,26 @@ func TestAgentActivitiesDenyTheWorkersFiles(t *testing.T) {
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	require.Equal(t, []string{"./root", exe, "c.pem", "k.pem", ""}, ownPaths(cfg))
+}
+
+func TestParseArgsCompactionFlags(t *testing.T) {
+	cfg, err := ParseArgs([]string{"--context-window", "16000", "--compact-threshold", "0.7", "--compact-retain", "0.1", "--summary-max-tokens", "512"}, nil)
+	require.NoError(t, err)
+	require.Equal(t, agent.CompactionSettings{ContextWindow: 16000, Threshold: 0.7, Retain: 0.1, SummaryMaxTokens: 512}, cfg.Agent.Compaction)
+	cfg, err = ParseArgs(nil, []string{EnvContextWindow + "=9000", EnvCompactThreshold + "=0.9"})
+	require.NoError(t, err)
+	require.Equal(t, int64(9000), cfg.Agent.Compaction.ContextWindow)
+	require.Equal(t, 0.9, cfg.Agent.Compaction.Threshold)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--compact-threshold", "1.5"}, `--compact-threshold: "1.5" is not a number in (0, 1]`},
+		{[]string{"--compact-threshold", "0"}, `--compact-threshold: "0" is not a number in (0, 1]`},
+		{[]string{"--compact-retain", "0.9"}, "--compact-retain (0.9) must be less than --compact-threshold (0.8)"},
+		{[]string{"--context-window", "-3"}, "--context-window: -3 is negative"},
+	} {
+		_, err := ParseArgs(c.args, nil)
+		require.ErrorContains(t, err, c.want, c.args)
+	}
 }

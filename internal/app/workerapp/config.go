@@ -160,7 +160,8 @@ func DefaultConfig() Config {
 		StopTimeout:         DefaultStopTimeout,
 		StickyTimeout:       DefaultStickyTimeout,
 		MaxStoreDescriptors: DefaultMaxStoreDescriptors,
-		Agent:               AgentConfig{Limits: agent.DefaultModelLimits()},
+		Agent: AgentConfig{Limits: agent.DefaultModelLimits(), Compaction: agent.CompactionSettings{
+			Threshold: agent.DefaultCompactThreshold, Retain: agent.DefaultCompactRetain, SummaryMaxTokens: agent.DefaultSummaryMaxTokens}},
 	}
 }
 
@@ -222,6 +223,7 @@ type Flags struct {
 	mcp                                                *mcpFlags
 	fleet                                              *fleetFlags
 	model                                              *modelFlags
+	compact                                            *compactFlags
 }
 
 // AddFlags defines the worker's flags on fs.
@@ -248,6 +250,7 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 	f.mcp = addMCPFlags(fs)
 	f.fleet = addFleetFlags(fs)
 	f.model = addModelFlags(fs)
+	f.compact = addCompactFlags(fs)
 	fs.BoolVar(&f.traceContent, "trace-content", false, "record prompts, responses, tool arguments and results in trace spans (env "+EnvTraceContent+")")
 	return f
 }
@@ -348,6 +351,9 @@ func (f *Flags) Config(environ []string) (Config, error) {
 		return Config{}, err
 	}
 	if cfg.Agent.Limits, err = f.model.config(pick); err != nil {
+		return Config{}, err
+	}
+	if cfg.Agent.Compaction, err = f.compact.config(pick); err != nil {
 		return Config{}, err
 	}
 	if cfg.TraceContent, err = pickBool(pick("trace-content", EnvTraceContent, strconv.FormatBool(f.traceContent))); err != nil {
