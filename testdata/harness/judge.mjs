@@ -36,12 +36,12 @@
 // or between turns), each its package's ./invariant export, registered with
 // the @deepseek-ai/dsh-invariants service, validate every event a live
 // session appends and replay the log a session is seeded with when the
-// session is announced. The judge seeds a
-// session with the loaded events exactly as the package's resume does
-// (SessionPersistence.prepare: sessions.prepare with seedSource
-// "persistence"), enters and announces it in a context where the service and
-// the companion are mounted (as the harness's own invariant tests set them
-// up), and reports the first error that throws ("" when none does).
+// session is announced. The judge seeds a session with the loaded events
+// exactly as the package's resume does (SessionPersistence.prepare:
+// sessions.prepare with seedSource "persistence"), enters and announces it
+// in a context where the service and the companions are mounted (as the
+// harness's own invariant tests set them up), and reports the first error
+// that throws ("" when none does).
 //
 // damage (raw roots only) counts, with the package's own scan
 // (the backend's loadStored, read before the load repairs anything) and its
