@@ -30,15 +30,18 @@
 // write either is sent without them, with "verdictError" saying why.
 //
 // invariantError (when the load accepts) is what the harness's session
-// invariants say of the loaded log: the companion of @deepseek-ai/dsh-session
-// (its ./invariant export) registered with the @deepseek-ai/dsh-invariants
-// service validates every event a live session appends, and replays the log
-// a session is seeded with when the session is announced. The judge seeds a
-// session with the loaded events exactly as the package's resume does
-// (SessionPersistence.prepare: sessions.prepare with seedSource
-// "persistence"), enters and announces it in a context where the service and
-// the companion are mounted (as the harness's own invariant tests set them
-// up), and reports the first error that throws ("" when none does).
+// invariants say of the loaded log: the companions of @deepseek-ai/dsh-session
+// (turns, steps, surface) and of @deepseek-ai/dsh-compaction (compaction
+// brackets: start, summary, checkpoint and end in order, inside their turn
+// or between turns), each its package's ./invariant export, registered with
+// the @deepseek-ai/dsh-invariants service, validate every event a live
+// session appends and replay the log a session is seeded with when the
+// session is announced. The judge seeds a session with the loaded events
+// exactly as the package's resume does (SessionPersistence.prepare:
+// sessions.prepare with seedSource "persistence"), enters and announces it
+// in a context where the service and the companions are mounted (as the
+// harness's own invariant tests set them up), and reports the first error
+// that throws ("" when none does).
 //
 // damage (raw roots only) counts, with the package's own scan
 // (the backend's loadStored, read before the load repairs anything) and its
@@ -51,6 +54,7 @@ import { Context } from '@deepseek-ai/cordis';
 import InvariantRegistry from '@deepseek-ai/dsh-invariants';
 import SessionStore, { decodeStorageRecord, foldSurface } from '@deepseek-ai/dsh-session';
 import * as SessionInvariant from '@deepseek-ai/dsh-session/invariant';
+import * as CompactionInvariant from '@deepseek-ai/dsh-compaction/invariant';
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { openRoot } from './root.mjs';
@@ -130,12 +134,16 @@ async function damage(p, id, bytes) {
   return out;
 }
 
-// The session store with the invariant service and the session companion,
-// as the harness's own tests mount them (packages/core/session/tests/invariant.spec.ts).
+// The session store with the invariant service and the companions of the
+// session and compaction packages, as the harness's own tests mount them
+// (packages/core/session/tests/invariant.spec.ts). The compaction
+// companion's checks inject the sessions service, which the registry's
+// context holds.
 const invariantCtx = new Context();
 await invariantCtx.plugin(SessionStore);
 await invariantCtx.plugin(InvariantRegistry, { enabled: true });
 await invariantCtx.plugin(SessionInvariant);
+await invariantCtx.plugin(CompactionInvariant);
 if (!invariantCtx.sessions || !invariantCtx.invariants) throw new Error('the invariant service did not start');
 
 /**
@@ -159,6 +167,17 @@ function invariantViolation(id, meta, events) {
   } finally {
     detach?.();
   }
+}
+
+// Each companion must be live: a log that breaks only its checks must be
+// refused (a companion whose injection never resolved would pass anything).
+for (const [pkg, events] of [
+  ['@deepseek-ai/dsh-session', [{ type: 'turn/end', seq: 0, time: 0, data: { turn: 1, reason: { kind: 'completed' } } }]],
+  ['@deepseek-ai/dsh-compaction', [{ type: 'compaction/end', seq: 0, time: 0, data: { compactionId: 'c', turn: null } }]],
+]) {
+  const meta = { version: 0, id: '00000000-0000-4000-8000-000000000000', createdAt: 0, cwd: '/', delegationDepth: 0 };
+  const e = invariantViolation(meta.id, meta, events);
+  if (e?.packageName !== pkg) throw new Error(`the invariants of ${pkg} are not live: ${String(e?.message ?? e)}`);
 }
 
 async function judge({ root, compression, id, plain, checkWriter, checkDamage }) {

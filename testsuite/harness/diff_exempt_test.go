@@ -29,10 +29,11 @@ const (
 	// tail before it appends, so it never writes such a log.
 	exemptDamage = "damage not torn (D11)"
 	// exemptInvariants: a mutant the package loads violates the harness's
-	// own session invariants (the companion of @deepseek-ai/dsh-session
-	// registered with @deepseek-ai/dsh-invariants), which every event a live
-	// session appends must pass, while the corpus log it was made from
-	// passes them. Never a corpus log: those the harness wrote.
+	// own session invariants (the companions of @deepseek-ai/dsh-session
+	// and @deepseek-ai/dsh-compaction registered with
+	// @deepseek-ai/dsh-invariants), which every event a live session
+	// appends must pass, while the corpus log it was made from passes
+	// them. Never a corpus log: those the harness wrote.
 	exemptInvariants = "violates the harness's invariants"
 )
 

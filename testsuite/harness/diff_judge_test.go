@@ -96,9 +96,10 @@ type nodeVerdict struct {
 	// VerdictError says why the loaded events could not be sent (they are
 	// then missing).
 	VerdictError string `json:"verdictError"`
-	// InvariantError is what the harness's session invariants throw on
-	// the loaded log, replayed as a resume seeds a live session ("" when
-	// they pass); InvariantErrorName the error's class.
+	// InvariantError is what the harness's session invariants (the
+	// companions of its session and compaction packages) throw on the
+	// loaded log, replayed as a resume seeds a live session ("" when they
+	// pass); InvariantErrorName the error's class.
 	InvariantError     string `json:"invariantError"`
 	InvariantErrorName string `json:"invariantErrorName"`
 	// Damage is what the package's raw scan keeps and drops of the log

@@ -37,6 +37,18 @@ var replayFixtures = map[string]bool{
 	"examples/headless-agent/tests/snapshots/subagent-settlement/child.replay.jsonl": true,
 }
 
+// checkpointFixtures are the corpus logs that break the invariants of the
+// harness's compaction package, with what they say: a plugin of the
+// harness's snapshot test (examples/acp-agent/tests/fixtures/
+// workspace-context-compaction.ts) appends a compaction checkpoint (a
+// replacing user/message of source {kind: "plugin", plugin: "compact"})
+// with no compaction/start, summary or end around it, which no compaction
+// backend writes: the snapshot's composition does not mount the
+// compaction companion. They pass the session companion.
+var checkpointFixtures = map[string]string{
+	"examples/acp-agent/tests/snapshots/agent-instructions/session.jsonl": `invariant violated by "@deepseek-ai/dsh-compaction": compaction checkpoint has no matching compaction/start`,
+}
+
 // judged is one log judged by both sides.
 type judged struct {
 	name, class, what string
@@ -62,8 +74,9 @@ type judged struct {
 // records that the package's scan drops (D11); a mutant that breaks the
 // harness's own session invariants while its corpus log passes them. Each
 // exemption class is counted apart. The invariants pass on every corpus log
-// the package loads but the replay fixtures (replayFixtures), and the test
-// fails if that changes.
+// the package loads but the replay fixtures (replayFixtures) and the
+// checkpoint fixtures (checkpointFixtures, which must break them as
+// recorded), and the test fails if that changes.
 //
 // Beside that, on every log the package accepts, sessionflow's fold
 // (session.FoldSurface) and per-event checks (session.CheckHarnessEvent) run
@@ -150,7 +163,7 @@ func TestDifferentialHarness(t *testing.T) {
 
 // checkCorpusInvariants checks the harness's invariants on the corpus logs
 // the package loads: every one passes them but the replay fixtures, which
-// break them. It returns, per corpus log, whether it passes them (from its
+// break them, and the checkpoint fixtures, which break them as recorded. It returns, per corpus log, whether it passes them (from its
 // raw restoration), for the invariants exemption of its mutants.
 func checkCorpusInvariants(t *testing.T, cases []judged) map[string]bool {
 	t.Helper()
@@ -164,7 +177,11 @@ func checkCorpusInvariants(t *testing.T, cases []judged) map[string]bool {
 		if ok {
 			count[c.class]++
 		}
-		if ok == replayFixtures[c.name] {
+		if want, fixture := checkpointFixtures[c.name]; fixture {
+			if c.n.InvariantError != want {
+				t.Errorf("%s [%s]: the harness's invariants say %q; this suite expects %q (a checkpoint fixture)", c.name, c.class, c.n.InvariantError, want)
+			}
+		} else if ok == replayFixtures[c.name] {
 			t.Errorf("%s [%s]: the harness's invariants say %q; this suite expects them to %s",
 				c.name, c.class, c.n.InvariantError, map[bool]string{true: "refuse it (a replay fixture)", false: "pass"}[replayFixtures[c.name]])
 		}
@@ -172,8 +189,8 @@ func checkCorpusInvariants(t *testing.T, cases []judged) map[string]bool {
 			passes[c.name] = ok
 		}
 	}
-	t.Logf("the harness's invariants pass on %d raw and %d zstd corpus logs the package loads; they refuse the %d replay fixtures",
-		count["corpus/none"], count["corpus/zstd"], len(replayFixtures))
+	t.Logf("the harness's invariants pass on %d raw and %d zstd corpus logs the package loads; they refuse the %d replay fixtures and the %d checkpoint fixtures",
+		count["corpus/none"], count["corpus/zstd"], len(replayFixtures), len(checkpointFixtures))
 	return passes
 }
 
