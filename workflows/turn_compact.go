@@ -20,12 +20,6 @@ import (
 // turn ends with the refusal. Only seqs and counts travel through history.
 
 const (
-	// compactionChange added compaction to the turn's steps: the Compact
-	// activities after a model result that asks for them. Its marker is
-	// recorded by the first such result of a run.
-	// Recorded in: turn-compaction.json.
-	compactionChange = "turn-compaction"
-
 	// maxOverflowRetries is how many times a step compacts after its
 	// request was refused as exceeding the context window (the harness's
 	// maxOverflowRetries).

@@ -127,6 +127,13 @@ const (
 	// Recorded in: none; workflows/local_rerun_test.go
 	// (TestTurnInputDeliveredAgainIsStoredOnce) runs its path.
 	inputAgainChange = "input-delivered-again"
+
+	// compactionChange added compaction (D96): the Compact activities a
+	// turn runs after a model result that asks for them, and the Compact
+	// update's command events and activities. Its marker is recorded by
+	// the first of them in a run.
+	// Recorded in: turn-compaction.json.
+	compactionChange = "turn-compaction"
 )
 
 // gates remembers the gates a run has asked, by change id: a gate asked
