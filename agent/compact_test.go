@@ -297,3 +297,164 @@ func TestEndTurnClosesAnOpenCompaction(t *testing.T) {
 	require.Equal(t, []string{"compaction/end", "step/end", "turn/end"}, types(evs[4:]))
 	require.Equal(t, `{"compactionId":"c-1","turn":1,"error":"the turn ended before its compaction finished"}`, string(evs[4].Data))
 }
+
+// Tool results over the pruning budget are pruned before a compaction
+// summarises, as the harness's pruner does: compaction/prune, then the
+// pruned tool/result replacing the original, its head and tail kept around
+// the marker; the original stays in the log.
+func TestCompactPrunesOversizedToolResults(t *testing.T) {
+	s := &summarizer{text: "gist"}
+	f := newFixture(t, nil)
+	f.acts.Providers = provider.Set{"fake": s}
+	big := "<a&" + strings.Repeat("a", 4093) + strings.Repeat("m", 10000) + strings.Repeat("z", 1024)
+	bigJSON, err := session.MarshalData(big)
+	require.NoError(t, err)
+	f.append(
+		surface(t, wire.TypeAssistantMessage, 3, `{"turn":1,"step":1,"message":{"id":"a-1","role":"assistant","content":[{"type":"tool-call","id":"c1","name":"read_file","arguments":"{}"}],"source":{"kind":"model","provider":"fake","model":"m1"}}}`),
+		ev(t, wire.TypeToolCall, 4, `{"turn":1,"step":1,"callId":"c1","name":"read_file","arguments":"{}"}`),
+		surface(t, wire.TypeToolResult, 5, `{"turn":1,"step":1,"message":{"id":"r-1","role":"user","content":[{"type":"tool-result","toolCallId":"c1","content":[{"type":"text","text":`+string(bigJSON)+`}],"isError":false}],"source":{"kind":"tool","callId":"c1"}}}`),
+		ev(t, wire.TypeStepEnd, 6, `{"turn":1,"step":1}`),
+		ev(t, wire.TypeStepStart, 7, `{"turn":1,"step":2}`),
+	)
+	in := agent.CompactInput{Ref: f.hd.Ref(), Turn: 1, Trigger: agent.TriggerOverflow, Provider: "fake", Model: "m1", After: 8}
+	res, err := f.compact(f.acts, in)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Pruned)
+	evs := f.log()
+	require.Equal(t, []string{"compaction/prune", "tool/result"}, types(evs[8:10]))
+	var prune struct {
+		ShadowedRange      struct{ Start, End int64 }
+		ShadowedSeqs       []int64 `json:"shadowedSeqs"`
+		ShadowedTokenCount int     `json:"shadowedTokenCount"`
+	}
+	require.NoError(t, json.Unmarshal(evs[8].Data, &prune))
+	require.Equal(t, []int64{5}, prune.ShadowedSeqs)
+	require.Equal(t, int64(5), prune.ShadowedRange.Start)
+	require.Equal(t, int64(5), prune.ShadowedRange.End)
+	require.Equal(t, (len(big)+3)/4+4+4+4, prune.ShadowedTokenCount)
+	rep := evs[9]
+	require.Equal(t, &session.SurfaceOp{Op: session.SurfaceReplace, StartSeq: 5, EndSeq: 5, Spelling: rep.SurfaceOp.Spelling}, rep.SurfaceOp)
+	require.Equal(t, []int64{5}, rep.SourceEventSeqs)
+	pruned := "<a&" + strings.Repeat("a", 4093) + "\n\n[... tool result middle pruned ...]\n\n" + strings.Repeat("z", 1024)
+	prunedJSON, err := session.MarshalData(pruned)
+	require.NoError(t, err)
+	require.Equal(t, `{"turn":1,"step":1,"message":{"id":"r-1","role":"user","content":[{"type":"tool-result","toolCallId":"c1","content":[{"type":"text","text":`+string(prunedJSON)+`}],"isError":false}],"source":{"kind":"tool","callId":"c1"}}}`, string(rep.Data))
+	require.Equal(t, big, gjsonText(t, evs[5]), "the original stays in the log")
+	conv, err := agent.Conversation(evs)
+	require.NoError(t, err)
+	for _, m := range conv {
+		for _, b := range m.Content {
+			for _, c := range b.Content {
+				require.NotEqual(t, big, c.Text, "the model no longer gets the original")
+			}
+		}
+	}
+}
+
+func gjsonText(t *testing.T, e session.Event) string {
+	t.Helper()
+	var d struct {
+		Message struct {
+			Content []struct {
+				Content []struct{ Text string } `json:"content"`
+			} `json:"content"`
+		} `json:"message"`
+	}
+	require.NoError(t, json.Unmarshal(e.Data, &d))
+	return d.Message.Content[0].Content[0].Text
+}
+
+// CallModel measures the step's request: at or above the threshold of the
+// window it asks for a compaction and calls nothing; with pressureChecked
+// it calls whatever the size; a context-exceeded refusal is stored as the
+// call's finish and asked again without a call on a retry.
+func TestCallModelAsksForCompaction(t *testing.T) {
+	f := newFixture(t, nil, answer("fine"))
+	in := f.modelInput(1, 1)
+	in.Compacts, in.ContextWindow = true, 20
+	res, err := f.callModel(f.acts, in)
+	require.NoError(t, err)
+	require.Equal(t, agent.TriggerPressure, res.Compact)
+	require.Equal(t, int64(-1), res.MessageSeq)
+	require.Equal(t, int64(20), res.Window)
+	require.GreaterOrEqual(t, res.Tokens, 16)
+	require.Zero(t, f.prov.calls(), "no model call")
+	require.Len(t, f.log(), 3, "nothing stored")
+
+	in.PressureChecked = true
+	res, err = f.callModel(f.acts, in)
+	require.NoError(t, err)
+	require.Empty(t, res.Compact)
+	require.GreaterOrEqual(t, res.MessageSeq, int64(3))
+	require.Equal(t, 1, f.prov.calls())
+	var rc struct {
+		ContextWindow int64 `json:"contextWindow"`
+	}
+	require.NoError(t, json.Unmarshal(f.log()[3].Data, &rc))
+	require.Equal(t, int64(20), rc.ContextWindow, "request/context records the window")
+}
+
+func TestCallModelStoresAContextExceededRefusal(t *testing.T) {
+	refusal := &provider.Error{Status: 400, Code: provider.CodeContextWindowExceeded, Message: "prompt is too long: 9 tokens > 5 maximum"}
+	f := newFixture(t, nil, response{fail: refusal})
+	in := f.modelInput(1, 1)
+	in.Compacts = true
+	res, err := f.callModel(f.acts, in)
+	require.NoError(t, err)
+	require.Equal(t, agent.TriggerOverflow, res.Compact)
+	require.Equal(t, "prompt is too long: 9 tokens > 5 maximum", res.Failure.Message)
+	evs := f.log()
+	require.Equal(t, []string{"request/context", "assistant/chunk"}, types(evs[3:]))
+	require.Equal(t, `{"turn":1,"step":1,"chunk":{"type":"finish","reason":{"kind":"error","failure":{"message":"prompt is too long: 9 tokens > 5 maximum","code":"CONTEXT_WINDOW_EXCEEDED"}}}}`, string(evs[4].Data))
+	// The activity's retry finds it and calls nothing.
+	res, err = f.callModel(f.acts, in)
+	require.NoError(t, err)
+	require.Equal(t, agent.TriggerOverflow, res.Compact)
+	require.Equal(t, 1, f.prov.calls())
+	require.Len(t, f.log(), 5)
+	// Once the workflow compacted for it, the call is made again.
+	in.Overflows = 1
+	res, err = f.callModel(f.acts, in)
+	require.NoError(t, err)
+	require.Equal(t, agent.TriggerOverflow, res.Compact, "refused again: the workflow decides")
+	require.Equal(t, 2, f.prov.calls())
+	require.Equal(t, []string{"request/context", "assistant/chunk", "assistant/chunk"}, types(f.log()[3:]))
+	// Without compacts, a refusal is a refusal and stores nothing.
+	g := newFixture(t, nil, response{fail: refusal})
+	_, err = g.callModel(g.acts, g.modelInput(1, 1))
+	require.Error(t, err)
+	require.Len(t, g.log(), 3)
+}
+
+// A compaction never separates a tool call from its result: when the
+// last node kept is a tool result, its assistant message is kept with it.
+func TestCompactKeepsAToolCallWithItsResult(t *testing.T) {
+	s := &summarizer{text: "gist"}
+	f := turnsFixture(t, 2, s)
+	next := int64(len(f.log()))
+	long := strings.Repeat("many words ", 60)
+	f.append(
+		ev(t, wire.TypeTurnStart, next, `{"turn":4}`),
+		ev(t, wire.TypeStepStart, next+1, `{"turn":4,"step":1}`),
+		surface(t, wire.TypeUserMessage, next+2, `{"id":"u-4","role":"user","content":[{"type":"text","text":"read it"}],"source":{"kind":"user"}}`),
+		surface(t, wire.TypeAssistantMessage, next+3, `{"turn":4,"step":1,"message":{"id":"a-4","role":"assistant","content":[{"type":"tool-call","id":"c1","name":"read_file","arguments":"{}"}],"source":{"kind":"model","provider":"fake","model":"m1"}}}`),
+		ev(t, wire.TypeToolCall, next+4, `{"turn":4,"step":1,"callId":"c1","name":"read_file","arguments":"{}"}`),
+		surface(t, wire.TypeToolResult, next+5, `{"turn":4,"step":1,"message":{"id":"r-4","role":"user","content":[{"type":"tool-result","toolCallId":"c1","content":[{"type":"text","text":"`+long+`"}],"isError":false}],"source":{"kind":"tool","callId":"c1"}}}`),
+		ev(t, wire.TypeStepEnd, next+6, `{"turn":4,"step":1}`),
+		ev(t, wire.TypeTurnEnd, next+7, `{"turn":4,"reason":{"kind":"completed"}}`),
+	)
+	after := next + 8
+	res, err := f.compact(f.acts, f.manual(after))
+	require.NoError(t, err)
+	require.Equal(t, after+1, res.SummarySeq)
+	var sum struct {
+		ShadowedSeqs []int64 `json:"shadowedSeqs"`
+	}
+	require.NoError(t, json.Unmarshal(f.log()[after+1].Data, &sum))
+	require.Equal(t, next+2, sum.ShadowedSeqs[len(sum.ShadowedSeqs)-1], "the span ends before the assistant message whose call's result is kept")
+	conv, err := agent.Conversation(f.log())
+	require.NoError(t, err)
+	require.Len(t, conv, 3, "the checkpoint, the tool call, its result")
+	require.Equal(t, provider.BlockToolCall, conv[1].Content[0].Type)
+	require.Equal(t, provider.BlockToolResult, conv[2].Content[0].Type)
+}

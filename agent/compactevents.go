@@ -300,5 +300,8 @@ func (p pruneSettings) prunedResult(e session.Event, msg provider.Message) (json
 	if err != nil {
 		return nil, false, err
 	}
+	if data, err = session.CanonicalJSON(data); err != nil {
+		return nil, false, err
+	}
 	return data, true, nil
 }
