@@ -227,3 +227,40 @@ func TestOpenAITurnRefusedEndsInError(t *testing.T) {
 	requireNoKeyStored(t, h.Store.Root())
 	require.False(t, strings.Contains(fmt.Sprint(evs), openAITestKey))
 }
+
+// A turn on the OpenAI-compatible provider whose request the service
+// refuses with its real context_length_exceeded error: the workflow
+// compacts (one more Chat Completions call, the summarisation) and makes
+// the step's call again, which carries the checkpoint; the turn completes.
+func TestOpenAITurnRecoversFromContextLengthExceeded(t *testing.T) {
+	long := strings.Repeat("many words ", 50)
+	cs, srv := newChatServer(t,
+		sseAnswer(false, delta(`{"role":"assistant","content":"first answer `+long+`"}`, "stop"), "[DONE]"),
+		func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, `{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130512 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`)
+		},
+		sseAnswer(false, delta(`{"role":"assistant","content":"the gist"}`, "stop"), "[DONE]"),
+		sseAnswer(false, delta(`{"role":"assistant","content":"second answer"}`, "stop"), "[DONE]"),
+	)
+	h := sessiontest.NewHarnessOn(t, sessiontest.NewStore(t, jsonl.CompressionNone)).WithID("ox")
+	var logs syncBuffer
+	useOpenAIAgent(h, srv.URL+"/v1", &logs)
+	evs := h.RunTurns(workflows.CreateSessionRequest{SessionID: "ox", AgentOptions: &wire.AgentOptions{Provider: "deepseek", Model: "deepseek-chat"}},
+		sessiontest.Prompt("first "+long), sessiontest.Prompt("second"))
+	sessiontest.RequireBalanced(t, evs)
+	bs := brackets(t, evs)
+	require.Len(t, bs, 1)
+	require.Equal(t, int64(2), *bs[0].turn)
+	fin := evs[bs[0].start-1]
+	require.Contains(t, string(fin.Data), `"failure":{"message":"This model's maximum context length is 128000 tokens.`)
+	require.Equal(t, []string{"completed", "completed"}, sessiontest.ReasonKinds(sessiontest.TurnEnds(t, evs)))
+	reqs := cs.requests()
+	require.Len(t, reqs, 4)
+	msgs := reqs[3]["messages"].([]any)
+	first := fmt.Sprint(msgs[0].(map[string]any)["content"])
+	require.Contains(t, first, "This is an automatically generated checkpoint")
+	require.Contains(t, first, "the gist")
+	require.Equal(t, "second", fmt.Sprint(msgs[len(msgs)-1].(map[string]any)["content"]))
+}
