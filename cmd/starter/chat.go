@@ -36,11 +36,14 @@ turn, /steer and /inject reach the running one).
   /steer TEXT    a message for the next step of the running turn (idle: starts a turn)
   /inject TEXT   a message for the next step, without waking the agent
   /history       the conversation so far
+  /compact       summarise the earlier conversation, to free the model's context
+                 (the log keeps every event; Ctrl-C cancels it)
   /detach        leave, keeping the session live
   /quit          leave, disposing the session (so do Ctrl-D and Ctrl-C at the prompt)
   /help          this text
 
-Ctrl-C during a turn cancels it; a second Ctrl-C leaves, disposing the session.
+Ctrl-C during a turn or a /compact cancels it; a second Ctrl-C leaves, disposing
+the session.
 `
 
 func newChatCmd(a *app) *cobra.Command {
@@ -265,6 +268,15 @@ func (ch *chat) handle(ctx context.Context, line string, running bool) error {
 		return &leaveRequest{}
 	case "/history":
 		return ch.history(ctx)
+	case "/compact":
+		switch {
+		case arg != "":
+			fmt.Fprintln(ch.w, "/compact takes no argument")
+		case running:
+			fmt.Fprintln(ch.w, "/compact runs between turns: type it again when the turn has ended")
+		default:
+			return ch.compact(ctx)
+		}
 	case "/inject", "/steer", "":
 		if arg == "" {
 			fmt.Fprintf(ch.w, "%s needs a message\n", cmd)

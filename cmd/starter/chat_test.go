@@ -83,3 +83,16 @@ func TestChatRendering(t *testing.T) {
 	require.Equal(t, "aborted by user", chatReason(&wire.TurnInfo{Reason: &wire.TurnEndReason{Kind: "aborted", Reason: user}}))
 	require.Equal(t, "completed", chatReason(&wire.TurnInfo{Reason: &wire.TurnEndReason{Kind: "completed"}}))
 }
+
+// /compact runs between turns and takes no argument: typed during a turn,
+// or with one, it is refused on the spot and nothing is sent (the chat has
+// no client to send with).
+func TestChatCompactRefusedDuringATurn(t *testing.T) {
+	var out bytes.Buffer
+	ch := &chat{w: &out}
+	require.NoError(t, ch.handle(context.Background(), "/compact", true))
+	require.Equal(t, "/compact runs between turns: type it again when the turn has ended\n", out.String())
+	out.Reset()
+	require.NoError(t, ch.handle(context.Background(), "/compact now", false))
+	require.Equal(t, "/compact takes no argument\n", out.String())
+}

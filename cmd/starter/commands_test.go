@@ -71,6 +71,8 @@ func TestLifecycleInputErrorsWithoutServer(t *testing.T) {
 		{[]string{"append", "--id", "a", "--batch-events", "0"}, "--batch-events must be at least 1"},
 		{[]string{"dispose"}, "--id is required"},
 		{[]string{"cancel", "--reason", "x"}, "--id is required"},
+		{[]string{"compact", "--command-id", "c"}, "--id is required"},
+		{[]string{"compact", "--id", "a", "extra"}, `unexpected argument "extra"`},
 		{[]string{"describe"}, "--id is required"},
 		{[]string{"describe", "--id", "a", "--timeout", "-5s"}, "--timeout must not be negative"},
 		{[]string{"list", "extra"}, `unexpected argument "extra"`},

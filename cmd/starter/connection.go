@@ -175,6 +175,7 @@ func newLifecycleCmds(a *app) []*cobra.Command {
 		newDisposeCmd(a),
 		newCancelCmd(a),
 		newTurnCmd(a),
+		newCompactCmd(a),
 		newChatCmd(a),
 		newDescribeCmd(a),
 		newListCmd(a),
