@@ -10,6 +10,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/provider"
@@ -457,4 +460,24 @@ func TestCompactKeepsAToolCallWithItsResult(t *testing.T) {
 	require.Len(t, conv, 3, "the checkpoint, the tool call, its result")
 	require.Equal(t, provider.BlockToolCall, conv[1].Content[0].Type)
 	require.Equal(t, provider.BlockToolResult, conv[2].Content[0].Type)
+}
+
+// The summarisation call has its own chat span, marked with its purpose.
+func TestCompactSummaryCallIsTracedWithItsPurpose(t *testing.T) {
+	s := &summarizer{text: "the gist"}
+	f := turnsFixture(t, 3, s)
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	f.acts.TracerProvider = tp
+	_, err := f.compact(f.acts, f.manual(int64(len(f.log()))))
+	require.NoError(t, err)
+	span := spanNamed(t, exp.GetSpans(), "chat m1")
+	attrs := map[attribute.Key]attribute.Value{}
+	for _, kv := range span.Attributes {
+		attrs[kv.Key] = kv.Value
+	}
+	require.Equal(t, "compaction", attrs["sessionflow.purpose"].AsString())
+	require.Equal(t, "chat", attrs["gen_ai.operation.name"].AsString())
+	require.Equal(t, int64(8192), attrs["gen_ai.request.max_tokens"].AsInt64())
 }
