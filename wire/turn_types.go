@@ -152,6 +152,11 @@ type LoopState struct {
 	// Calls are the tool calls of the running step, in model order, once
 	// its model call returned them.
 	Calls []CallState `json:"calls,omitempty"`
+	// Compacting is the trigger of the compaction running ("pressure",
+	// "context-overflow" or "manual"), "" when none is.
+	Compacting string `json:"compacting,omitempty"`
+	// CompactionsQueued counts the Compact requests waiting for their turn.
+	CompactionsQueued int `json:"compactionsQueued,omitempty"`
 }
 
 // Tool call states reported by LoopState.

@@ -68,6 +68,8 @@ type agentLoop struct {
 	// compacting is the one running.
 	manual     []*manualCompaction
 	compacting *manualCompaction
+	// compactingNow is the trigger of the Compact activities running.
+	compactingNow string
 }
 
 // turnRun is the running turn: its steps, the calls of the running step,

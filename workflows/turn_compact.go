@@ -104,6 +104,8 @@ func (t *turnRun) compact(tctx workflow.Context, trigger, commandID string) (age
 // conversation.
 func (a *agentLoop) compactions(ctx workflow.Context, turn int64, trigger, commandID string, stop func() bool) (agent.CompactResult, bool) {
 	in := a.compactInput(turn, trigger, commandID)
+	a.compactingNow = trigger
+	defer func() { a.compactingNow = "" }()
 	last := agent.CompactResult{SummarySeq: -1}
 	progressed := false
 	for range maxCompactCalls {

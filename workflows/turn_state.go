@@ -108,6 +108,7 @@ func (a *agentLoop) loopState() (wire.LoopState, error) {
 	if s.Recent == nil {
 		s.Recent = []wire.TurnInfo{}
 	}
+	s.Compacting, s.CompactionsQueued = a.compactingNow, len(a.manual)
 	if t := a.turn; t != nil {
 		s.State, s.Turn, s.Step = wire.LoopRunning, t.summary.Turn, t.step
 		cur := t.summary
