@@ -161,6 +161,9 @@ type CompactResult struct {
 	ShadowedTokens int `json:"shadowedTokens,omitempty"`
 	// Pruned counts the tool results pruned before it.
 	Pruned int `json:"pruned,omitempty"`
+	// CheckpointTokens is the estimated tokens of its checkpoint (the
+	// replacing user/message).
+	CheckpointTokens int `json:"checkpointTokens,omitempty"`
 	// Error is the error its compaction/end recorded (a failed attempt).
 	Error string `json:"error,omitempty"`
 	// Tokens is the request's measured size after the call; Window the
@@ -287,6 +290,7 @@ func (b bracket) result(next int64) CompactResult {
 	if b.summarySeq >= 0 && b.err == "" {
 		r.SummarySeq = b.summarySeq
 		r.Shadowed, r.ShadowedTokens = len(b.summary.ShadowedSeqs), b.summary.ShadowedTokenCount
+		r.CheckpointTokens = provider.EstimateMessage(provider.Message{Role: provider.RoleUser, Content: frameSummary(b.summary.Summary)})
 	}
 	return r
 }

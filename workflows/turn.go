@@ -88,6 +88,9 @@ type turnRun struct {
 	span *wftrace.WorkflowSpan
 	// calls are the running step's tool calls.
 	calls []wire.CallState
+	// noPressure is set once a compaction under pressure failed: the
+	// turn's later steps are not measured again.
+	noPressure bool
 }
 
 // llmFailure is the error of a turn that ended "error".

@@ -71,7 +71,11 @@ func (t *turnRun) modelStep(tctx workflow.Context, step int64) (agent.ModelResul
 			}
 			st.overflows++
 		default:
-			t.compact(tctx, agent.TriggerPressure, "")
+			if res, _ := t.compact(tctx, agent.TriggerPressure, ""); res.Error != "" {
+				// A compaction that failed once fails again on the same
+				// conversation: the turn's later steps go on without it.
+				t.noPressure = true
+			}
 			st.checked = true
 		}
 	}
@@ -100,7 +104,9 @@ func (t *turnRun) compact(tctx workflow.Context, trigger, commandID string) (age
 // (0: standalone) until the trigger is satisfied, nothing more can be
 // compacted, a call fails, or stop reports true. A failed call's open
 // bracket is closed (Compact with Close). It returns the last result (its
-// Error set when the compaction failed) and whether any call changed the
+// Error set when the compaction failed; its Shadowed and ShadowedTokens
+// those of every bracket, an earlier piece's checkpoint, which a later piece
+// shadows again, not counted twice) and whether any call changed the
 // conversation.
 func (a *agentLoop) compactions(ctx workflow.Context, turn int64, trigger, commandID string, stop func() bool) (agent.CompactResult, bool) {
 	in := a.compactInput(turn, trigger, commandID)
@@ -133,6 +139,12 @@ func (a *agentLoop) compactions(ctx workflow.Context, turn int64, trigger, comma
 			break
 		}
 		a.log.follow(res.NextSeq)
+		if res.SummarySeq >= 0 && last.SummarySeq >= 0 {
+			// This piece shadowed the previous one's checkpoint with the rest.
+			res.Shadowed += last.Shadowed - 1
+			res.ShadowedTokens += last.ShadowedTokens - last.CheckpointTokens
+		}
+		res.Pruned += last.Pruned
 		last = res
 		progressed = progressed || res.Progressed()
 		if res.Done || res.Error != "" || !res.Progressed() {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
@@ -348,4 +349,122 @@ func TestCompactUpdateBetweenTurns(t *testing.T) {
 	require.Len(t, last.Messages, 3, "the checkpoint, the last answer (the harness keeps the last node), the new input")
 	require.Equal(t, provider.RoleAssistant, last.Messages[1].Role)
 	require.Equal(t, "after", last.Messages[2].Content[0].Text)
+}
+
+// A Compact update done in pieces reports the whole span: every original
+// node it shadowed and their tokens, each earlier piece's checkpoint
+// (shadowed again by the next piece) not counted.
+func TestCompactUpdateInPiecesReportsTheWholeSpan(t *testing.T) {
+	h := sessiontest.NewHarness(t).WithID("cq")
+	m := &windowModel{window: 1 << 30, answer: strings.Repeat("answer words ", 80)}
+	h.Env.RegisterActivity(sessiontest.AgentActivities(h, provider.Set{"scripted": m}))
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	var fus []*sessiontest.Result
+	const turns = 8
+	for i := range turns {
+		at := time.Duration(i+2) * time.Second
+		fus = append(fus, h.UpdateAt(at, "", wire.UpdateFollowup, sessiontest.Prompt(fmt.Sprintf("question %d %s", i, strings.Repeat("words ", 100)))))
+		h.WaitFor(at, fmt.Sprintf("turn %d ended", i+1), h.TurnsEnded(i+1))
+	}
+	compact := h.UpdateAt(turns*time.Second+2*time.Second, "", wire.UpdateCompact, wire.CompactRequest{CommandID: "cmd-p"})
+	disp := h.UpdateAt(turns*time.Second+3*time.Second, "", wire.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "cq", AgentOptions: noAuto(windowRoute(2500))})
+	require.NoError(t, h.Env.GetWorkflowError())
+	ready.OK(t)
+	for _, fu := range fus {
+		fu.OK(t)
+	}
+	disp.OK(t)
+	var res wire.CompactResult
+	compact.Decode(t, &res)
+	evs := sessiontest.Stored(t, h.Store, "cq")
+	bs := brackets(t, evs)
+	require.Greater(t, len(bs), 1, "pieces")
+	run := int64(-1)
+	for _, e := range evs {
+		if e.Type == wire.TypeCommandRun {
+			run = e.Seq
+		}
+	}
+	before, err := agent.Conversation(evs[:run])
+	require.NoError(t, err)
+	tokens := 0
+	for _, msg := range before[:len(before)-1] {
+		tokens += provider.EstimateMessage(msg)
+	}
+	require.Equal(t, 2*turns-1, res.Shadowed, "every node but the last")
+	require.Equal(t, tokens, res.ShadowedTokens)
+	require.Equal(t, fmt.Sprintf("Compacted %d history items (~%d tokens).", 2*turns-1, tokens), res.Text)
+}
+
+// verboseModel calls list_dir twice after an input asking for tools, then
+// answers; its summaries are longer than any span, so every compaction
+// fails.
+type verboseModel struct {
+	mu   sync.Mutex
+	sums int
+}
+
+func (m *verboseModel) Stream(_ context.Context, req provider.Request) iter.Seq2[provider.Chunk, error] {
+	return func(yield func(provider.Chunk, error) bool) {
+		if req.Purpose == provider.PurposeCompaction {
+			m.mu.Lock()
+			m.sums++
+			m.mu.Unlock()
+			if yield(provider.Chunk{Type: provider.ChunkText, Delta: strings.Repeat("verbose ", 4000)}, nil) {
+				yield(provider.Chunk{Type: provider.ChunkFinish, Finish: provider.FinishStop}, nil)
+			}
+			return
+		}
+		calls := 0
+		for i := len(req.Messages) - 1; i >= 0; i-- {
+			msg := req.Messages[i]
+			if msg.Role == provider.RoleAssistant {
+				calls++
+				continue
+			}
+			if msg.Content[0].Type == provider.BlockText {
+				if !strings.HasPrefix(msg.Content[0].Text, "use tools") {
+					calls = 2
+				}
+				break
+			}
+		}
+		if calls < 2 {
+			if yield(provider.Chunk{Type: provider.ChunkToolCall, ID: fmt.Sprintf("c%d-%d", len(req.Messages), calls), Name: "list_dir", Delta: "{}"}, nil) {
+				yield(provider.Chunk{Type: provider.ChunkFinish, Finish: provider.FinishToolCalls}, nil)
+			}
+			return
+		}
+		if yield(provider.Chunk{Type: provider.ChunkText, Delta: "done"}, nil) {
+			yield(provider.Chunk{Type: provider.ChunkFinish, Finish: provider.FinishStop}, nil)
+		}
+	}
+}
+
+// A compaction under pressure that fails (its summary is not smaller) is
+// tried once in a turn: the turn's later steps go on without measuring.
+func TestTurnPressureFailureIsTriedOncePerTurn(t *testing.T) {
+	h := sessiontest.NewHarness(t).WithID("cv")
+	m := &verboseModel{}
+	acts := sessiontest.AgentActivities(h, provider.Set{"scripted": m})
+	acts.Tools = nil // list_dir answers "unknown tool": the steps go on
+	h.Env.RegisterActivity(acts)
+	long := strings.Repeat("context ", 500)
+	evs := h.RunTurns(workflows.CreateSessionRequest{SessionID: "cv", AgentOptions: windowRoute(2400), Meta: &wire.SessionMeta{Cwd: t.TempDir()}},
+		sessiontest.Prompt("first "+long), sessiontest.Prompt("use tools "+long))
+	sessiontest.RequireBalanced(t, evs)
+	bs := brackets(t, evs)
+	require.Len(t, bs, 1, "one failed compaction in the turn of three steps")
+	require.Contains(t, bs[0].err, "summary is not smaller than the shadowed content")
+	require.Equal(t, int64(2), *bs[0].turn)
+	require.Equal(t, 1, m.sums)
+	steps := 0
+	for _, e := range evs {
+		if e.Type == wire.TypeStepStart {
+			steps++
+		}
+	}
+	require.Equal(t, 4, steps, "one step, then three")
+	require.Equal(t, []string{"completed", "completed"}, sessiontest.ReasonKinds(sessiontest.TurnEnds(t, evs)))
 }
