@@ -92,12 +92,6 @@ func (s CompactionSettings) prune() pruneSettings {
 	return p
 }
 
-// windowed is a provider that knows its own context window (the scripted
-// provider's script may set one).
-type windowed interface {
-	ContextWindow() int64
-}
-
 // contextWindow resolves the context window of a route: the session's
 // (override), the worker's, the provider's own, the table's; 0 when none
 // is known.
@@ -108,7 +102,7 @@ func (a *Activities) contextWindow(override int64, providerName, model string, p
 	case a.Compaction.ContextWindow > 0:
 		return a.Compaction.ContextWindow
 	}
-	if w, ok := p.(windowed); ok && w.ContextWindow() > 0 {
+	if w, ok := p.(provider.WindowReporter); ok && w.ContextWindow() > 0 {
 		return w.ContextWindow()
 	}
 	if a.Compaction.Windows != nil {
