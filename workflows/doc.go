@@ -23,8 +23,11 @@
 //   - appendQueue: the accepted appends, their group commit or window, and
 //     the local store;
 //   - agentLoop: the agent's options, the running turn, the recent turns
-//     and the waits for them; its inbox (the pending inputs) and the
-//     running turnRun (steps, tool calls, span) own their own fields.
+//     and the waits for them, the queued and running manual compactions
+//     (compact_update.go) and the trigger of the compaction running; its
+//     inbox (the pending inputs) and the running turnRun (steps, tool
+//     calls, span, whether its steps still measure pressure) own their own
+//     fields.
 //
 // A SessionLoop run is a loop, which owns the registry of its children.
 //
