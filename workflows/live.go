@@ -49,6 +49,9 @@ func (l *lifecycle) validateAppend(req AppendRequest) error {
 	if t := l.agent.turn; t != nil {
 		return TurnRunningError(l.id, t.summary.Turn)
 	}
+	if l.agent.compacting != nil {
+		return CompactingError(l.id)
+	}
 	if len(req.Events) == 0 {
 		return invalidArgument("append batch must not be empty")
 	}
@@ -68,8 +71,26 @@ func (l *lifecycle) validateAppend(req AppendRequest) error {
 		if k, turn := openTurn(req.Events); k >= 0 {
 			return TurnLeftOpenError(l.id, turn, k, req.Events[k].Seq)
 		}
+		if k := openCompaction(req.Events); k >= 0 {
+			return CompactionLeftOpenError(l.id, k, req.Events[k].Seq)
+		}
 	}
 	return nil
+}
+
+// openCompaction returns the index of the compaction/start events leave
+// open (not followed by a compaction/end), or -1.
+func openCompaction(events []session.Event) int {
+	open := -1
+	for k, e := range events {
+		switch e.Type {
+		case wire.TypeCompactionStart:
+			open = k
+		case wire.TypeCompactionEnd:
+			open = -1
+		}
+	}
+	return open
 }
 
 // openTurn returns the index and number of the turn events leave open (a

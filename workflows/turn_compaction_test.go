@@ -468,3 +468,25 @@ func TestTurnPressureFailureIsTriedOncePerTurn(t *testing.T) {
 	require.Equal(t, 4, steps, "one step, then three")
 	require.Equal(t, []string{"completed", "completed"}, sessiontest.ReasonKinds(sessiontest.TurnEnds(t, evs)))
 }
+
+// An Append that leaves a compaction open is refused in a session whose
+// agent runs its turns: the agent's next turn/start would cross it.
+func TestAppendLeavingACompactionOpenIsRefused(t *testing.T) {
+	h := sessiontest.NewHarness(t).WithID("ca")
+	h.Env.RegisterActivity(sessiontest.AgentActivities(h, provider.Set{"scripted": &windowModel{window: 1 << 20, answer: "ok"}}))
+	start, err := session.NewEvent(wire.TypeCompactionStart, 0, 1, json.RawMessage(`{"compactionId":"c1","turn":null}`))
+	require.NoError(t, err)
+	end, err := session.NewEvent(wire.TypeCompactionEnd, 1, 1, json.RawMessage(`{"compactionId":"c1","turn":null,"error":"nothing"}`))
+	require.NoError(t, err)
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	open := h.UpdateAt(2*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: []session.Event{start}})
+	whole := h.UpdateAt(3*time.Second, "", wire.UpdateAppend, workflows.AppendRequest{Events: []session.Event{start, end}})
+	disp := h.UpdateAt(4*time.Second, "", wire.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "ca", AgentOptions: sessiontest.Route()})
+	require.NoError(t, h.Env.GetWorkflowError())
+	ready.OK(t)
+	require.EqualError(t, open.Rejection(t), `agent "ca" runs its own turns: the append batch leaves a compaction open (its compaction/start at index 0, seq 0, has no compaction/end); append whole compactions (type: TurnLeftOpen, retryable: false)`)
+	whole.OK(t)
+	disp.OK(t)
+	require.Equal(t, []string{"compaction/start", "compaction/end"}, sessiontest.Types(sessiontest.Stored(t, h.Store, "ca")))
+}

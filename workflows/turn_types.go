@@ -49,6 +49,22 @@ func TurnRunningError(id string, turn int64) error {
 		fmt.Sprintf("agent %s is running turn %d; append between turns", quoteID(id), turn), wire.ErrTypeTurnRunning, nil)
 }
 
+// CompactingError is the refusal of an Append while a manual compaction of
+// session id runs: its events take the log's next seqs.
+func CompactingError(id string) error {
+	return temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("agent %s is compacting its conversation; append between turns and compactions", quoteID(id)), wire.ErrTypeTurnRunning, nil)
+}
+
+// CompactionLeftOpenError is the refusal of an Append batch whose event at
+// index k (seq seq) opens a compaction the batch does not end, while the
+// agent of session id runs its own turns.
+func CompactionLeftOpenError(id string, k int, seq int64) error {
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+		"agent %s runs its own turns: the append batch leaves a compaction open (its compaction/start at index %d, seq %d, has no compaction/end); append whole compactions",
+		quoteID(id), k, seq), wire.ErrTypeTurnLeftOpen, nil)
+}
+
 // TurnLeftOpenError is the refusal of an Append batch whose event at index
 // k (seq seq) opens turn turn and which does not end it, while the agent of
 // session id runs its own turns.
