@@ -370,7 +370,14 @@ func CompactionReport(r *CompactionResults) string {
 	p("| without a compaction | %d | %s, %s | %s | - |\n", pt.N, ms(pt.Median), ms(pt.P90), sum(plainT).Round(time.Millisecond))
 	p("| with a compaction | %d | %s, %s | %s | %s |\n", cct.N, ms(cct.Median), ms(cct.P90), sum(compT).Round(time.Millisecond), percent(compactTotal, sum(compT)))
 	p("\nA turn's time runs from the request until the client sees its end. The first tenth of the turns took\n")
-	p("%s (median), the last tenth %s.\n\n", ms(f10), ms(l10))
+	p("%s (median), the last tenth %s.", ms(f10), ms(l10))
+	if len(times) >= 10 && last > first*3/2 {
+		p(" The time of a compaction grew from %s to %s (medians of the first and the last\n", ms(first), ms(last))
+		p("tenth of the compactions) while the session log grew to %s; a `Compact` activity reads and\n", kib(float64(l.Bytes)))
+		p("prices the log from its first event (`h.Tail(ctx, 0)` in `agent/compact.go`), not from the last\n")
+		p("compaction.")
+	}
+	p("\n\n")
 
 	p("### History per turn at the start, in the middle and at the end\n\n")
 	counts := compactCounts(stats)
@@ -537,7 +544,7 @@ func CompactionPNG(r *CompactionResults) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w", CompactionChart, err)
 	}
 	line.Color = callColor
-	line.Width = vg.Points(0.8)
+	line.Width = vg.Points(0.6)
 	p.Add(line)
 	p.Legend.Add("turn's model call", line)
 	if len(summaries) > 0 {
@@ -564,7 +571,7 @@ func CompactionPNG(r *CompactionResults) ([]byte, error) {
 	p.Legend.XOffs = -vg.Points(8)
 	p.Legend.YOffs = -vg.Points(4)
 	p.Legend.Padding = vg.Points(2)
-	c := vgimg.NewWith(vgimg.UseWH(9*vg.Inch, 4.5*vg.Inch), vgimg.UseDPI(110))
+	c := vgimg.NewWith(vgimg.UseWH(12*vg.Inch, 4.5*vg.Inch), vgimg.UseDPI(110))
 	p.Draw(draw.New(c))
 	var buf bytes.Buffer
 	if _, err := (vgimg.PngCanvas{Canvas: c}).WriteTo(&buf); err != nil {

@@ -161,7 +161,7 @@ func run() error {
 			return err
 		}
 		if *compactionSave != "" {
-			b, err := json.MarshalIndent(cr, "", "  ")
+			b, err := json.Marshal(cr)
 			if err != nil {
 				return fmt.Errorf("encoding the compaction measurements: %w", err)
 			}
