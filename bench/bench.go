@@ -4,10 +4,13 @@
 // measured in the same run (a one-activity no-op workflow, and an entity
 // workflow that keeps its events in workflow state), the history a resume
 // records for logs of growing size, and, through `go test ./jsonl -bench`,
-// the store. Report renders the results as docs/PERFORMANCE.md.
+// the store. Report renders the results as docs/PERFORMANCE.md. Beside
+// them, RunFleet measures many live sessions on one worker, and
+// RunCompaction one long session compacting its conversation against the
+// scripted model; each renders its own section of the report.
 //
 // The measurements run from the perf command (bench/cmd/perf), never from
-// `go test ./...`, which only runs a smoke test with tiny sizes.
+// `go test ./...`, which only runs smoke tests with tiny sizes.
 //
 // Layering (README.md, Architecture; testsuite/layers checks it): row 8,
 // beside the program wiring it measures. It may import any package below the
@@ -31,6 +34,7 @@ import (
 	"github.com/sessionflow/sessionflow/internal/app/devserver"
 	"github.com/sessionflow/sessionflow/internal/app/workerapp"
 	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/provider"
 )
 
 // taskQueue is the task queue of the harness's worker.
@@ -87,6 +91,9 @@ type Config struct {
 	LongAppends    int
 	// Progress receives progress lines; nil discards them.
 	Progress io.Writer
+	// extraProviders are offered by the worker beside the turn
+	// measurements' providers (the compaction measurement's model).
+	extraProviders provider.Set
 }
 
 // DefaultConfig returns the sizes of the documented run.
@@ -226,6 +233,9 @@ func start(ctx context.Context, cfg Config, logf func(string, ...any)) (*env, er
 		_ = ds.Stop()
 		_ = os.RemoveAll(root)
 		return nil, err
+	}
+	for name, p := range cfg.extraProviders {
+		providers[name] = p
 	}
 	wcfg.Agent.Providers = providers
 	wcfg.Register = func(r worker.Registry) {

@@ -12,6 +12,12 @@
 //
 //	go run ./bench/cmd/perf -fleet -out docs/PERFORMANCE.md
 //
+// The compaction measurement alone (2,000 turns of one session against the
+// scripted model with a 16,000-token window), replacing only its section of
+// the report, and its chart:
+//
+//	go run ./bench/cmd/perf -compaction -png docs -out docs/PERFORMANCE.md
+//
 // Run it from the module root. It waits for the machine's 1-minute load
 // average to drop below -max-load (up to -load-wait) before measuring.
 //
@@ -81,6 +87,15 @@ func run() error {
 	flag.IntVar(&fleetCfg.Appends, "fleet-appends", fleetCfg.Appends, "measured appends per phase of the many-sessions measurement")
 	flag.IntVar(&fleetCfg.MaxDescriptors, "fleet-max-descriptors", fleetCfg.MaxDescriptors, "the worker's store descriptor limit in the many-sessions measurement")
 	flag.IntVar(&fleetCfg.SmallCache, "fleet-small-cache", fleetCfg.SmallCache, "workflow cache size of the replacement worker in the many-sessions measurement")
+	compactionCfg := bench.DefaultCompactionConfig()
+	compaction := flag.Bool("compaction", false, "run only the compaction measurement; with -out, replace its section of that report and keep the rest")
+	flag.IntVar(&compactionCfg.Turns, "compaction-turns", compactionCfg.Turns, "turns of the compaction measurement's session")
+	flag.Int64Var(&compactionCfg.Window, "compaction-window", compactionCfg.Window, "context window (tokens) of the compaction measurement's scripted model")
+	flag.IntVar(&compactionCfg.MessageBytes, "compaction-message-bytes", compactionCfg.MessageBytes, "text bytes of every prompt and answer of the compaction measurement")
+	flag.IntVar(&compactionCfg.SampleTurns, "compaction-sample-turns", compactionCfg.SampleTurns, "turns whose history is read at the start, in the middle and at the end of the compaction measurement")
+	pngDir := flag.String("png", "", "with -compaction: write its chart ("+bench.CompactionChart+") into this directory")
+	compactionSave := flag.String("compaction-save", "", "with -compaction: also save its measurements as JSON in this file")
+	compactionFrom := flag.String("compaction-from", "", "with -compaction: measure nothing, render its section and chart from measurements saved by -compaction-save")
 	flag.BoolVar(&cfg.AppendPathOnly, "append-path-only", false, "run only the append path comparison (entity workflow, local activity, activity); the report is that section alone")
 	flag.IntVar(&cfg.LongAppends, "long-appends", 0, "drive one session through this many single-caller appends (100000 for the long-session figures); alone, or beside -append-path-only; the report is that section alone")
 	flag.Parse()
@@ -122,7 +137,40 @@ func run() error {
 		return output(&bench.Results{Config: cfg, Turns: &tr}, true, *svgDir, *out)
 	}
 
+	if *compactionFrom != "" {
+		if !*compaction {
+			return errors.New("-compaction-from needs -compaction")
+		}
+		b, err := os.ReadFile(*compactionFrom)
+		if err != nil {
+			return fmt.Errorf("reading the saved measurements: %w", err)
+		}
+		var cr bench.CompactionResults
+		if err := json.Unmarshal(b, &cr); err != nil {
+			return fmt.Errorf("decoding %s: %w", *compactionFrom, err)
+		}
+		return writeCompaction(&cr, *pngDir, *out)
+	}
+
 	waitLoad(ctx, *maxLoad, *loadWait)
+
+	if *compaction {
+		compactionCfg.Progress = os.Stderr
+		cr, err := bench.RunCompaction(ctx, compactionCfg)
+		if err != nil {
+			return err
+		}
+		if *compactionSave != "" {
+			b, err := json.Marshal(cr)
+			if err != nil {
+				return fmt.Errorf("encoding the compaction measurements: %w", err)
+			}
+			if err := os.WriteFile(*compactionSave, b, 0o644); err != nil {
+				return fmt.Errorf("saving the compaction measurements: %w", err)
+			}
+		}
+		return writeCompaction(cr, *pngDir, *out)
+	}
 
 	if *fleet {
 		fleetCfg.Progress = os.Stderr
@@ -179,8 +227,10 @@ func output(res *bench.Results, turnsOnly bool, svgDir, out string) error {
 	report := bench.Report(res)
 	if out != "" {
 		// A run of the other measurements keeps the many-sessions section.
+		// So does it the compaction section.
 		if old, err := os.ReadFile(out); err == nil {
 			report = bench.SpliceFleet(report, bench.FleetSection(string(old)))
+			report = bench.SpliceCompaction(report, bench.CompactionSection(string(old)))
 		}
 	}
 	if turnsOnly {
@@ -202,6 +252,20 @@ func output(res *bench.Results, turnsOnly bool, svgDir, out string) error {
 	}
 	fmt.Fprintln(os.Stderr, "perf: wrote", out)
 	return nil
+}
+
+// writeCompaction writes the compaction chart into pngDir (when set) and
+// the compaction section into out (stdout when empty), keeping the rest of
+// out.
+func writeCompaction(cr *bench.CompactionResults, pngDir, out string) error {
+	if pngDir != "" {
+		path, err := bench.WriteCompactionChart(pngDir, cr)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(os.Stderr, "perf: wrote", path)
+	}
+	return writeReport(out, func(old string) string { return bench.SpliceCompaction(old, bench.CompactionReport(cr)) })
 }
 
 // intList parses a comma-separated list of integers of at least least.
