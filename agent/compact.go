@@ -634,10 +634,10 @@ func (c *compaction) summarise(ctx context.Context, b bracket, nodes []pricedNod
 		if err != nil {
 			return CompactResult{}, err
 		}
-		if end < want {
-			res.Done = false
-		} else if c.in.Trigger != TriggerPressure {
-			res.Done = true
+		if c.in.Trigger != TriggerPressure {
+			// The span is done when its last piece is; under pressure,
+			// when the request is below the threshold (measured).
+			res.Done = end == want
 		}
 		return res, nil
 	}

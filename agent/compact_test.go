@@ -481,3 +481,29 @@ func TestCompactSummaryCallIsTracedWithItsPurpose(t *testing.T) {
 	require.Equal(t, "chat", attrs["gen_ai.operation.name"].AsString())
 	require.Equal(t, int64(8192), attrs["gen_ai.request.max_tokens"].AsInt64())
 }
+
+// The request is measured from the provider's usage of the last call
+// while the surface is unchanged since; after a compaction replaced part
+// of it, from the estimate, so a compaction under pressure is not asked
+// again for a conversation it already made small.
+func TestPressureUsesUsageUntilTheSurfaceIsReplaced(t *testing.T) {
+	s := &summarizer{text: "gist"}
+	f := turnsFixture(t, 3, s)
+	next := int64(len(f.log()))
+	f.append(
+		ev(t, wire.TypeTurnStart, next, `{"turn":5}`),
+		ev(t, wire.TypeStepStart, next+1, `{"turn":5,"step":1}`),
+		surface(t, wire.TypeUserMessage, next+2, `{"id":"u-5","role":"user","content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}}`),
+		ev(t, wire.TypeRequestContext, next+3, `{"provider":"fake","model":"m1","contextWindow":1500}`),
+		surface(t, wire.TypeAssistantMessage, next+4, `{"turn":5,"step":1,"message":{"id":"a-5","role":"assistant","content":[{"type":"text","text":"hello"}],"source":{"kind":"model","provider":"fake","model":"m1"}},"usage":{"inputTokens":1300,"outputTokens":10}}`),
+		ev(t, wire.TypeStepEnd, next+5, `{"turn":5,"step":1}`),
+		ev(t, wire.TypeStepStart, next+6, `{"turn":5,"step":2}`),
+	)
+	in := agent.CompactInput{Ref: f.hd.Ref(), Turn: 5, Trigger: agent.TriggerPressure, Provider: "fake", Model: "m1", ContextWindow: 1500, After: next + 7}
+	res, err := f.compact(f.acts, in)
+	require.NoError(t, err)
+	require.True(t, res.SummarySeq >= 0, "above 0.8 of the window by the provider's usage (the estimate is far below): compacted %+v", res)
+	require.True(t, res.Done, "after the compaction the request is estimated, below the threshold: %+v", res)
+	require.Less(t, res.Tokens, 1200)
+	require.Equal(t, 1, s.calls)
+}

@@ -115,10 +115,16 @@ type usageAnchor struct {
 }
 
 // lastUsage finds the usage anchor of events (a whole log): ok is false
-// when no message reports usage.
+// when no message reports usage, or when the surface was replaced since
+// the anchor (a compaction or a pruning): the anchor's usage then counts
+// what the model no longer gets, and the request is estimated instead until
+// a call reports usage again.
 func lastUsage(events []session.Event) (usageAnchor, bool) {
 	for i := len(events) - 1; i >= 0; i-- {
 		e := events[i]
+		if e.SurfaceOp != nil && e.SurfaceOp.Op == session.SurfaceReplace {
+			return usageAnchor{}, false
+		}
 		if e.Type != wire.TypeAssistantMessage {
 			continue
 		}
