@@ -56,6 +56,13 @@ type Call struct {
 	Cwd string
 	// Arguments is the arguments object ({} when the model sent none).
 	Arguments json.RawMessage
+	// SandboxMode is the session's sandbox mode (wire.SandboxModes; ""
+	// is the registry's default, BuiltinOptions.DefaultSandboxMode):
+	// what run_command's commands and write_file may write.
+	SandboxMode string
+	// NetworkAccess lets run_command's commands open TCP connections and
+	// listen in the confined modes.
+	NetworkAccess bool
 }
 
 // Result is what a call produced.
