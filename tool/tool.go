@@ -1,6 +1,8 @@
 // Package tool holds the tools a worker offers its agents: a Registry of
 // named tools with JSON Schemas, their concurrency and retry classes, and the
-// built-in file and command tools confined to a session's working directory.
+// built-in file and command tools confined to a session's working directory
+// and its sandbox mode (run_command's commands by the kernel, package
+// tool/sandbox).
 //
 // Executing a tool never fails: a missing tool, arguments that fail the
 // schema, a path that escapes the working directory or a failing tool become
