@@ -284,6 +284,7 @@ func (c *toolCall) execute(ctx context.Context, block wire.ContentBlock) tool.Re
 	defer a.Runtime.Heartbeat(ctx, nil).Stop()
 	res := a.Tools.Execute(ctx, block.Name, tool.Call{
 		SessionID: c.in.Ref.SessionID, CallID: block.ID, Cwd: c.h.Header().Cwd, Arguments: json.RawMessage(args),
+		SandboxMode: c.in.SandboxMode, NetworkAccess: c.in.NetworkAccess,
 	})
 	a.traceToolRun(ctx, args, res)
 	return res

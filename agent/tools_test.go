@@ -598,3 +598,26 @@ func TestRunToolAfterItsStepClosed(t *testing.T) {
 	require.Equal(t, before, types(f.log()))
 	require.Equal(t, int64(0), runs.Load())
 }
+
+// TestRunToolPassesTheSessionsSandbox: the sandbox mode and network
+// allowance of the ToolInput (the session's agentOptions) reach the tool.
+func TestRunToolPassesTheSessionsSandbox(t *testing.T) {
+	var runs atomic.Int64
+	var got []string
+	probe := echoTool("probe", false, false, &runs)
+	run := probe.Run
+	probe.Run = func(ctx context.Context, call tool.Call) (tool.Result, error) {
+		got = append(got, fmt.Sprintf("%s %v", call.SandboxMode, call.NetworkAccess))
+		return run(ctx, call)
+	}
+	f := newFixture(t, newTools(t, probe), toolCalls([3]string{"c1", "probe", `{}`}, [3]string{"c2", "probe", `{}`}))
+	res, err := f.callModel(f.acts, f.modelInput(1, 1))
+	require.NoError(t, err)
+	in := f.toolInput(res.MessageSeq, 0, "c1", "probe")
+	in.SandboxMode, in.NetworkAccess = "read-only", true
+	_, err = f.runTool(f.acts, in)
+	require.NoError(t, err)
+	_, err = f.runTool(f.acts, f.toolInput(res.MessageSeq, 1, "c2", "probe"))
+	require.NoError(t, err)
+	require.Equal(t, []string{"read-only true", " false"}, got)
+}

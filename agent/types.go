@@ -92,6 +92,10 @@ type ToolInput struct {
 	Name       string         `json:"name"`
 	// Index is the call's position in model order.
 	Index int `json:"index"`
+	// SandboxMode and NetworkAccess are the session's sandbox
+	// (agentOptions; "" is the default mode), passed to the tool.
+	SandboxMode   string `json:"sandboxMode,omitempty"`
+	NetworkAccess bool   `json:"networkAccess,omitempty"`
 }
 
 // ToolOutcome is what RunTool returns: seqs and the result's class.

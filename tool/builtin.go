@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/sessionflow/sessionflow/tool/sandbox"
+	"github.com/sessionflow/sessionflow/wire"
 )
 
 // Defaults of BuiltinOptions.
@@ -27,8 +30,15 @@ const (
 // BuiltinOptions configures the built-in tools.
 type BuiltinOptions struct {
 	// RunCommand enables run_command, which runs shell commands in the
-	// session's working directory (they are not confined to it).
+	// session's working directory, confined by the call's sandbox mode
+	// (package tool/sandbox).
 	RunCommand bool
+	// DefaultSandboxMode is the mode of a call whose SandboxMode is ""
+	// (wire.DefaultSandboxMode when empty).
+	DefaultSandboxMode string
+	// Sandbox confines run_command's commands; its zero value probes the
+	// running kernel.
+	Sandbox sandbox.Sandbox
 	// CommandTimeout bounds a run_command call that sets no timeoutMs
 	// (DefaultCommandTimeout when zero).
 	CommandTimeout time.Duration
@@ -53,6 +63,35 @@ func (o BuiltinOptions) withDefaults() BuiltinOptions {
 	return o
 }
 
+// Codes and names of the sandbox's refusals (docs/API.md "Sandbox").
+const (
+	// CodeSandboxUnavailable: the call's mode confines commands and the
+	// sandbox cannot be enforced here; the command did not run.
+	CodeSandboxUnavailable = "SANDBOX_UNAVAILABLE"
+	// CodeSandboxDenied: a file tool's write refused by the call's mode
+	// (read-only), as the harness's FS_SANDBOX_DENIED.
+	CodeSandboxDenied = "FS_SANDBOX_DENIED"
+	// NameSandboxUnavailable and NameSandboxDenied are their ErrorInfo
+	// names.
+	NameSandboxUnavailable = "SandboxUnavailableError"
+	NameSandboxDenied      = "SandboxDeniedError"
+)
+
+// sandboxMode returns the mode of call: its own, else the default.
+func (o BuiltinOptions) sandboxMode(call Call) (sandbox.Mode, error) {
+	m := call.SandboxMode
+	if m == "" {
+		m = o.DefaultSandboxMode
+	}
+	if m == "" {
+		m = wire.DefaultSandboxMode
+	}
+	if mode := sandbox.Mode(m); mode.Valid() {
+		return mode, nil
+	}
+	return "", fmt.Errorf("unknown sandbox mode %q (want %q, %q or %q)", m, wire.SandboxReadOnly, wire.SandboxWorkspaceWrite, wire.SandboxDangerFullAccess)
+}
+
 // Builtins returns the built-in tools: read_file, list_dir and write_file,
 // confined to the call's working directory through os.Root (no "..", no
 // absolute path outside it, no symbolic link leading out) and kept out of
@@ -60,7 +99,7 @@ func (o BuiltinOptions) withDefaults() BuiltinOptions {
 func Builtins(opts BuiltinOptions) []Tool {
 	opts = opts.withDefaults()
 	deny := newDenyList(opts.Deny)
-	tools := []Tool{readFileTool(opts, deny), listDirTool(opts, deny), writeFileTool(deny)}
+	tools := []Tool{readFileTool(opts, deny), listDirTool(opts, deny), writeFileTool(opts, deny)}
 	if opts.RunCommand {
 		tools = append(tools, runCommandTool(opts, deny))
 	}

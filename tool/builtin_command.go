@@ -6,12 +6,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/sessionflow/sessionflow/tool/sandbox"
 )
 
 // commandWaitDelay bounds how long run_command waits for the output pipes
@@ -61,19 +64,44 @@ type runCommandArgs struct {
 
 // runCommandMeta is run_command's result Meta.
 type runCommandMeta struct {
-	ExitCode    int   `json:"exitCode"`
-	TimeoutMs   int64 `json:"timeoutMs"`
-	TimedOut    bool  `json:"timedOut,omitempty"`
-	Aborted     bool  `json:"aborted,omitempty"`
-	OutputBytes int64 `json:"outputBytes"`
-	Truncated   bool  `json:"truncated,omitempty"`
+	ExitCode    int          `json:"exitCode"`
+	TimeoutMs   int64        `json:"timeoutMs"`
+	TimedOut    bool         `json:"timedOut,omitempty"`
+	Aborted     bool         `json:"aborted,omitempty"`
+	OutputBytes int64        `json:"outputBytes"`
+	Truncated   bool         `json:"truncated,omitempty"`
+	Sandbox     *sandboxMeta `json:"sandbox,omitempty"`
+}
+
+// sandboxMeta is the sandbox a command ran under.
+type sandboxMeta struct {
+	Mode string `json:"mode"`
+	// Network: TCP was allowed (confined modes).
+	Network bool `json:"network,omitempty"`
+	// Denied: the command failed with a denial's text (a guess, as the
+	// harness's; denialSignatures).
+	Denied bool `json:"denied,omitempty"`
+}
+
+// denialSignatures are the texts a confined command's failure shows when
+// the sandbox denied it: Landlock's EACCES (a file, a TCP socket), EXDEV
+// (a link or rename out of the writable roots) and EPERM (a signal out of
+// the sandbox), a read-only bind's EROFS.
+var denialSignatures = []string{"permission denied", "invalid cross-device link", "operation not permitted", "read-only file system"}
+
+// denialMarker is the line a denied command's result gets, the harness's.
+func denialMarker(mode sandbox.Mode) string {
+	return fmt.Sprintf("[sandbox: file access denied under %s mode]", mode)
 }
 
 func runCommandTool(opts BuiltinOptions, deny denyList) Tool {
 	return Tool{
 		Name: RunCommandName,
 		Description: fmt.Sprintf("Run a shell command (sh -c) in the working directory and return its combined stdout and stderr "+
-			"(capped at %d bytes) and exit code. Default timeout %s. Every process it starts is killed when the call ends.", opts.MaxOutputBytes, opts.CommandTimeout),
+			"(capped at %d bytes) and exit code. Default timeout %s. Every process it starts is killed when the call ends. "+
+			"Commands run under the session's sandbox mode: in workspace-write they write only under the working directory and $TMPDIR, "+
+			"in read-only nowhere, and without network unless the session allows it; a blocked operation is reported as "+
+			"[sandbox: file access denied under <mode> mode], a policy denial, not a bug in the command.", opts.MaxOutputBytes, opts.CommandTimeout),
 		Schema:     []byte(runCommandSchema),
 		Parallel:   false,
 		Idempotent: false,
@@ -92,9 +120,41 @@ func runCommandTool(opts BuiltinOptions, deny denyList) Tool {
 				timeout = min(time.Duration(a.TimeoutMs)*time.Millisecond, maxCommandTimeout)
 			}
 			timeout, limited := commandTimeout(ctx, timeout)
-			return runCommand(ctx, call.Cwd, a.Command, timeout, limited, opts.MaxOutputBytes)
+			mode, err := opts.sandboxMode(call)
+			if err != nil {
+				return Result{}, err
+			}
+			box := commandBox{sandbox: opts.Sandbox, policy: sandbox.Policy{Mode: mode, Network: call.NetworkAccess, Workspace: call.Cwd, Protect: deny.paths}}
+			return runCommand(ctx, call.Cwd, a.Command, timeout, limited, opts.MaxOutputBytes, box)
 		},
 	}
+}
+
+// commandBox is the sandbox a command runs in.
+type commandBox struct {
+	sandbox sandbox.Sandbox
+	policy  sandbox.Policy
+}
+
+// meta returns the sandbox's part of the result's Meta.
+func (b commandBox) meta(denied bool) *sandboxMeta {
+	m := &sandboxMeta{Mode: string(b.policy.Mode), Denied: denied}
+	if b.policy.Mode.Confined() {
+		m.Network = b.policy.Network
+	}
+	return m
+}
+
+// start starts cmd: in a confined mode through the sandbox (an
+// *UnavailableError when it cannot be enforced), otherwise in a process
+// group of its own. The *Run it returns (nil outside the sandbox) is
+// closed when the command's processes are gone.
+func (b commandBox) start(cmd *exec.Cmd) (*sandbox.Run, error) {
+	if b.policy.Mode.Confined() {
+		return b.sandbox.Start(cmd, b.policy)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return nil, cmd.Start()
 }
 
 // commandTimeout bounds the timeout asked for by the time ctx has left,
@@ -118,7 +178,7 @@ func commandTimeout(ctx context.Context, asked time.Duration) (timeout time.Dura
 // and every process carrying its mark are killed. A timeout, a
 // cancellation (ABORTED, with the output so far) or a non-zero exit is an
 // IsError result; a done ctx whose deadline passed returns ctx's error.
-func runCommand(ctx context.Context, cwd, command string, timeout time.Duration, limited bool, maxBytes int) (Result, error) {
+func runCommand(ctx context.Context, cwd, command string, timeout time.Duration, limited bool, maxBytes int, box commandBox) (Result, error) {
 	if cwd == "" {
 		return Result{}, fmt.Errorf("%w: this session has no working directory to run commands in", ErrOutsideCwd)
 	}
@@ -136,7 +196,6 @@ func runCommand(ctx context.Context, cwd, command string, timeout time.Duration,
 	cmd := exec.CommandContext(runCtx, "sh", "-c", command)
 	cmd.Dir = cwd
 	cmd.Env = append(os.Environ(), callEnv+"="+mark)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error {
 		// The negative pid names the process group the shell leads; the
 		// processes that left it carry the mark.
@@ -148,13 +207,24 @@ func runCommand(ctx context.Context, cwd, command string, timeout time.Duration,
 	out := &cappedBuffer{max: maxBytes}
 	cmd.Stdout, cmd.Stderr = out, out
 
-	runErr := cmd.Run()
+	run, runErr := box.start(cmd)
+	if errors.Is(runErr, sandbox.ErrUnavailable) {
+		res := errorResultf(NameSandboxUnavailable, CodeSandboxUnavailable, "%v", runErr)
+		res.Meta = meta(runCommandMeta{ExitCode: -1, TimeoutMs: timeout.Milliseconds(), Sandbox: box.meta(false)})
+		return res, nil
+	}
+	if runErr == nil {
+		runErr = cmd.Wait()
+	}
 	if cmd.Process != nil {
 		// Kill what the shell left behind in its group (background jobs)
 		// or outside it; ESRCH when the group is already gone.
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 	killMarked(callEnv, mark)
+	if err := run.Close(); err != nil {
+		slog.WarnContext(ctx, "removing a command's temporary directory", "error", err)
+	}
 	aborted := false
 	if ctxErr := ctx.Err(); ctxErr != nil && runErr != nil {
 		// The call was cancelled while the command ran: it was killed.
@@ -180,8 +250,12 @@ func runCommand(ctx context.Context, cwd, command string, timeout time.Duration,
 	if truncated {
 		text += fmt.Sprintf("[output truncated: %d bytes in all, the first %d shown]\n", total, maxBytes)
 	}
+	denied := box.policy.Mode.Confined() && exitCode != 0 && !timedOut && !aborted && deniedText(text)
 	m := meta(runCommandMeta{ExitCode: exitCode, TimeoutMs: timeout.Milliseconds(), TimedOut: timedOut, Aborted: aborted,
-		OutputBytes: total, Truncated: truncated})
+		OutputBytes: total, Truncated: truncated, Sandbox: box.meta(denied)})
+	if denied {
+		text += denialMarker(box.policy.Mode) + "\n"
+	}
 	switch {
 	case aborted:
 		res := ErrorResult(NameAborted, CodeAborted, text+"Error: the tool call was cancelled and the command was killed")
@@ -204,6 +278,17 @@ func runCommand(ctx context.Context, cwd, command string, timeout time.Duration,
 	res := TextResult(text + "[exit code: 0]")
 	res.Meta = m
 	return res, nil
+}
+
+// deniedText reports whether a failed command's output shows a denial.
+func deniedText(text string) bool {
+	lower := strings.ToLower(text)
+	for _, sig := range denialSignatures {
+		if strings.Contains(lower, sig) {
+			return true
+		}
+	}
+	return false
 }
 
 // callMark returns a value of callEnv no other call shares.

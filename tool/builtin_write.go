@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/sessionflow/sessionflow/tool/sandbox"
 )
 
 const writeFileSchema = `{
@@ -33,11 +35,11 @@ type writeFileMeta struct {
 	Created bool   `json:"created"`
 }
 
-func writeFileTool(deny denyList) Tool {
+func writeFileTool(opts BuiltinOptions, deny denyList) Tool {
 	return Tool{
 		Name: WriteFileName,
 		Description: "Write a file inside the working directory, replacing it atomically if it exists; " +
-			"missing parent directories are created.",
+			"missing parent directories are created. Refused in the read-only sandbox mode.",
 		Schema:     []byte(writeFileSchema),
 		Parallel:   false,
 		Idempotent: true,
@@ -45,6 +47,13 @@ func writeFileTool(deny denyList) Tool {
 			var a writeFileArgs
 			if err := decodeArgs(call, &a); err != nil {
 				return Result{}, err
+			}
+			mode, err := opts.sandboxMode(call)
+			if err != nil {
+				return Result{}, err
+			}
+			if mode == sandbox.ReadOnly {
+				return errorResultf(NameSandboxDenied, CodeSandboxDenied, "cannot write %q: file access denied under read-only mode", a.Path), nil
 			}
 			return writeFile(deny, call.Cwd, a)
 		},

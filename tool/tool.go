@@ -1,6 +1,8 @@
 // Package tool holds the tools a worker offers its agents: a Registry of
 // named tools with JSON Schemas, their concurrency and retry classes, and the
-// built-in file and command tools confined to a session's working directory.
+// built-in file and command tools confined to a session's working directory
+// and its sandbox mode (run_command's commands by the kernel, package
+// tool/sandbox).
 //
 // Executing a tool never fails: a missing tool, arguments that fail the
 // schema, a path that escapes the working directory or a failing tool become
@@ -56,6 +58,13 @@ type Call struct {
 	Cwd string
 	// Arguments is the arguments object ({} when the model sent none).
 	Arguments json.RawMessage
+	// SandboxMode is the session's sandbox mode (wire.SandboxModes; ""
+	// is the registry's default, BuiltinOptions.DefaultSandboxMode):
+	// what run_command's commands and write_file may write.
+	SandboxMode string
+	// NetworkAccess lets run_command's commands open TCP connections and
+	// listen in the confined modes.
+	NetworkAccess bool
 }
 
 // Result is what a call produced.

@@ -150,7 +150,47 @@ type AgentOptions struct {
 	// AutoCompact, when false, turns off compaction under pressure
 	// (default on); a context-exceeded refusal is still recovered from.
 	AutoCompact *bool `json:"autoCompact,omitempty"`
+	// SandboxMode, when present, is one of SandboxModes: what the
+	// session's commands and file tools may write (default
+	// DefaultSandboxMode; docs/API.md "Sandbox"). Another value is
+	// refused.
+	SandboxMode string `json:"sandboxMode,omitempty"`
+	// NetworkAccess lets the session's commands open TCP connections and
+	// listen in the confined modes (default false: denied).
+	NetworkAccess bool `json:"networkAccess,omitempty"`
 }
+
+// GetSandboxMode returns o.SandboxMode; "" for nil options.
+func (o *AgentOptions) GetSandboxMode() string {
+	if o == nil {
+		return ""
+	}
+	return o.SandboxMode
+}
+
+// GetNetworkAccess returns o.NetworkAccess; false for nil options.
+func (o *AgentOptions) GetNetworkAccess() bool {
+	return o != nil && o.NetworkAccess
+}
+
+// The sandbox modes of a session (AgentOptions.SandboxMode), as the
+// harness names them.
+const (
+	// SandboxReadOnly: commands read but write nowhere (but /dev/null);
+	// the file tools write nothing.
+	SandboxReadOnly = "read-only"
+	// SandboxWorkspaceWrite: commands and file tools write only under
+	// the session's cwd (commands also in a private temporary directory).
+	SandboxWorkspaceWrite = "workspace-write"
+	// SandboxDangerFullAccess: commands run unconfined.
+	SandboxDangerFullAccess = "danger-full-access"
+)
+
+// DefaultSandboxMode is the mode of a session whose agentOptions set none.
+const DefaultSandboxMode = SandboxWorkspaceWrite
+
+// SandboxModes are the valid values of AgentOptions.SandboxMode.
+var SandboxModes = []string{SandboxReadOnly, SandboxWorkspaceWrite, SandboxDangerFullAccess}
 
 // Hooks names optional activities registered by the embedding application.
 // An empty name skips the hook.

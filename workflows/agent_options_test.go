@@ -20,3 +20,15 @@ func TestValidateAgentOptionsMaxTokens(t *testing.T) {
 		requireInvalidType(t, validateAgentOptions(tokens(v)), "agent maxTokens must be a positive safe integer")
 	}
 }
+
+// sandboxMode is one of the harness's three modes, or absent; any other
+// value is refused with the reference text.
+func TestValidateAgentOptionsSandboxMode(t *testing.T) {
+	for _, m := range []string{"", "read-only", "workspace-write", "danger-full-access"} {
+		require.NoError(t, validateAgentOptions(&wire.AgentOptions{SandboxMode: m, NetworkAccess: true}), m)
+	}
+	for _, m := range []string{"full", "READ-ONLY", "workspace_write", " read-only"} {
+		requireInvalidType(t, validateAgentOptions(&wire.AgentOptions{SandboxMode: m}),
+			`agent sandboxMode must be "read-only", "workspace-write" or "danger-full-access"`)
+	}
+}

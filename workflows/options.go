@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -162,6 +163,9 @@ func validateAgentOptions(o *wire.AgentOptions) error {
 		if v := *c.v; v < 1 || v > wire.MaxSafeInteger || v != float64(int64(v)) {
 			return temporal.NewNonRetryableApplicationError(c.text, wire.ErrTypeTypeError, nil)
 		}
+	}
+	if o.SandboxMode != "" && !slices.Contains(wire.SandboxModes, o.SandboxMode) {
+		return temporal.NewNonRetryableApplicationError(SandboxModeText, wire.ErrTypeTypeError, nil)
 	}
 	return nil
 }

@@ -80,7 +80,7 @@ func (t *turnRun) runTools(step int64, res agent.ModelResult) toolsOutcome {
 			}
 			f := workflow.ExecuteActivity(ctx, wire.RunToolActivity, agent.ToolInput{
 				Ref: *a.log.ref, Turn: t.summary.Turn, Step: step, MessageSeq: res.MessageSeq,
-				CallID: c.ID, Name: c.Name, Index: next,
+				CallID: c.ID, Name: c.Name, Index: next, SandboxMode: a.agentOptions.GetSandboxMode(), NetworkAccess: a.agentOptions.GetNetworkAccess(),
 			})
 			parallel, idx := c.Parallel, next
 			t.calls[idx].State = wire.CallRunning

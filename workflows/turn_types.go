@@ -83,3 +83,6 @@ const MaxParallelToolCallsText = "agent maxParallelToolCalls must be a positive 
 
 // ContextWindowText is the error text of an invalid contextWindow.
 const ContextWindowText = "agent contextWindow must be a positive safe integer"
+
+// SandboxModeText is the error text of an unknown sandboxMode.
+const SandboxModeText = `agent sandboxMode must be "read-only", "workspace-write" or "danger-full-access"`

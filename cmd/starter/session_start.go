@@ -28,20 +28,26 @@ type createInput struct {
 	route                     routeFlags
 }
 
-// routeFlags are the agent's model route (--provider, --model).
-type routeFlags struct{ provider, model string }
+// routeFlags are the agent's options of the command line: its model route
+// (--provider, --model) and its sandbox (--sandbox-mode, --network).
+type routeFlags struct {
+	provider, model, sandboxMode string
+	network                      bool
+}
 
-// options returns the agent options of the route, nil when neither is set.
+// options returns the agent options of the flags, nil when none is set.
 func (r routeFlags) options() *wire.AgentOptions {
-	if r.provider == "" && r.model == "" {
+	if r.provider == "" && r.model == "" && r.sandboxMode == "" && !r.network {
 		return nil
 	}
-	return &wire.AgentOptions{Provider: r.provider, Model: r.model}
+	return &wire.AgentOptions{Provider: r.provider, Model: r.model, SandboxMode: r.sandboxMode, NetworkAccess: r.network}
 }
 
 func (r *routeFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&r.provider, "provider", "", "the agent's model provider (as the worker offers it, e.g. scripted), for turns (starter turn)")
 	fs.StringVar(&r.model, "model", "", "the agent's model, for turns")
+	fs.StringVar(&r.sandboxMode, "sandbox-mode", "", "what the agent's commands and file tools may write: read-only, workspace-write (the default) or danger-full-access (unconfined)")
+	fs.BoolVar(&r.network, "network", false, "let the agent's commands use TCP in the confined sandbox modes")
 }
 
 // request builds the CreateSession request; the seed file is read here.

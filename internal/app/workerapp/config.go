@@ -243,7 +243,7 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.identity, "identity", "", "worker identity, default pid@host (env "+EnvIdentity+")")
 	fs.StringVar(&f.providerScript, "provider-script", "", "JSON script of the scripted model provider, offered as provider \"scripted\" (env "+EnvProviderScript+")")
 	fs.StringVar(&f.systemPrompt, "system-prompt", "", "system prompt of every model call (env "+EnvSystemPrompt+")")
-	fs.BoolVar(&f.enableRunCommand, "enable-run-command", false, "offer the run_command tool (runs sh -c in the session's cwd) (env "+EnvEnableRunCommand+")")
+	fs.BoolVar(&f.enableRunCommand, "enable-run-command", false, "offer the run_command tool (runs sh -c in the session's cwd, confined by the session's sandbox mode) (env "+EnvEnableRunCommand+")")
 	fs.StringVar(&f.toolDeny, "tool-deny", "", "comma-separated paths the file tools never reach and run_command never runs in, beside the store root, the dev server's state and the worker's own files (env "+EnvToolDeny+")")
 	f.anthropic = addAnthropicFlags(fs)
 	f.openai = addOpenAIFlags(fs)
