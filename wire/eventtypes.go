@@ -51,4 +51,18 @@ const (
 	// assistant/message assembled from the stream cites its chunks in
 	// sourceEventSeqs. Runs of deltas are stored as packed rows (chunkrows.go).
 	TypeAssistantChunk = "assistant/chunk"
+	// TypeApprovalAsked and TypeApprovalDecided pair a question put to
+	// the user about one tool call with its outcome, between the call's
+	// tool/call and its tool/result.
+	TypeApprovalAsked   = "approval/asked"
+	TypeApprovalDecided = "approval/decided"
+	// TypeApprovalPolicy, TypeSandboxMode and TypePermissionPreset pin a
+	// session's approval policy, sandbox mode and permission preset; the
+	// last of each is in effect.
+	TypeApprovalPolicy   = "approval/policy"
+	TypeSandboxMode      = "sandbox/mode"
+	TypePermissionPreset = "permission/preset"
+	// TypeApprovalRules holds a session's allow rules (the last one is in
+	// effect); sessionflow's own, stored ignorable.
+	TypeApprovalRules = "approval/rules"
 )

@@ -158,6 +158,19 @@ type AgentOptions struct {
 	// NetworkAccess lets the session's commands open TCP connections and
 	// listen in the confined modes (default false: denied).
 	NetworkAccess bool `json:"networkAccess,omitempty"`
+	// ApprovalPolicy, when present, is one of ApprovalPolicies (default
+	// the worker's, DefaultApprovalPolicy; docs/API.md "Approvals").
+	ApprovalPolicy string `json:"approvalPolicy,omitempty"`
+	// Preset, when present, names a permission preset (PresetBundle):
+	// its sandbox mode and approval policy, with which SandboxMode and
+	// ApprovalPolicy, when present too, must agree.
+	Preset string `json:"preset,omitempty"`
+	// ApprovalRules are allow rules granted at create or resume (at most
+	// MaxApprovalRules), replacing those the log holds.
+	ApprovalRules []ApprovalRule `json:"approvalRules,omitempty"`
+	// ApprovalTimeoutMs, when present, must be a positive safe integer:
+	// an approval not decided within it is rejected.
+	ApprovalTimeoutMs *float64 `json:"approvalTimeoutMs,omitempty"`
 }
 
 // GetSandboxMode returns o.SandboxMode; "" for nil options.

@@ -157,6 +157,11 @@ type LoopState struct {
 	Compacting string `json:"compacting,omitempty"`
 	// CompactionsQueued counts the Compact requests waiting for their turn.
 	CompactionsQueued int `json:"compactionsQueued,omitempty"`
+	// Approvals are the running turn's calls waiting for a Decide, in
+	// the order asked.
+	Approvals []PendingApproval `json:"approvals,omitempty"`
+	// Permissions are the session's sandbox and approval settings.
+	Permissions *Permissions `json:"permissions,omitempty"`
 }
 
 // Tool call states reported by LoopState.
@@ -166,6 +171,9 @@ const (
 	CallDone    = "done"
 	CallFailed  = "failed"
 	CallSkipped = "skipped"
+	// CallAwaitingApproval: its tool/call and approval/asked are stored;
+	// it waits for a Decide.
+	CallAwaitingApproval = "awaiting-approval"
 )
 
 // CallState is one tool call of the running step.
