@@ -349,9 +349,6 @@ func (a *agentLoop) validateSetPermissions(ctx workflow.Context, in converter.Ra
 	if a.turn != nil || a.compacting != nil {
 		return temporal.NewNonRetryableApplicationError("SetPermissions: a turn is running; permissions change between turns", wire.ErrTypeTurnRunning, nil)
 	}
-	if !a.agentTurns() {
-		return invalidArgument("SetPermissions: this run predates the agent loop")
-	}
 	if _, err := a.applyPermissions(req); err != nil {
 		return err
 	}
@@ -418,6 +415,9 @@ func (a *agentLoop) handleSetPermissions(ctx workflow.Context, in converter.RawV
 	}
 	if a.turn != nil || a.compacting != nil {
 		return wire.Permissions{}, temporal.NewNonRetryableApplicationError("SetPermissions: a turn is running; permissions change between turns", wire.ErrTypeTurnRunning, nil)
+	}
+	if !a.agentTurns() {
+		return wire.Permissions{}, invalidArgument("SetPermissions: this run predates the agent loop")
 	}
 	old := a.permissions()
 	p, err := a.applyPermissions(req)

@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sessionflow/sessionflow/agent"
+	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/provider/scripted"
 	"github.com/sessionflow/sessionflow/session"
@@ -261,4 +262,144 @@ func TestApprovalNeverRejectsEscalation(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(cwd, "a.txt"))
 	require.NoError(t, err)
 	require.Equal(t, "ok", string(b))
+}
+
+// An "always" answer adds an allow rule, stored in the log: a later call
+// it matches runs without asking, one it does not match asks; a resume
+// without options keeps the policy and the rules the log holds, and
+// SetPermissions changes them between turns.
+func TestApprovalRulesSurviveResume(t *testing.T) {
+	cwd := t.TempDir()
+	st := sessiontest.NewStore(t, jsonl.CompressionNone)
+	h := sessiontest.NewHarnessOn(t, st).WithID("ar")
+	useCommandTools(h,
+		scripted.Response{ToolCalls: []scripted.Call{{ID: "c1", Name: "write_file", Arguments: `{"path":"src/a.txt","content":"a"}`}}},
+		scripted.Response{ToolCalls: []scripted.Call{{ID: "c2", Name: "write_file", Arguments: `{"path":"src/deep/b.txt","content":"b"}`}}},
+		scripted.Text("done"),
+	)
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	fu := h.UpdateAt(2*time.Second, "", wire.UpdateFollowup, sessiontest.Prompt("work"))
+	always := h.UpdateAt(10*time.Second, "", wire.UpdateDecide, wire.DecideRequest{CallID: "c1", Outcome: wire.OutcomeAllowedOnce, Remember: &wire.ApprovalRule{Tool: "write_file", PathPrefix: "src"}})
+	h.WaitFor(11*time.Second, "turn 1 ended", h.TurnsEnded(1))
+	disp := h.UpdateAt(20*time.Second, "", wire.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "ar", AgentOptions: askOptions(0), Meta: &wire.SessionMeta{Cwd: cwd}})
+	require.NoError(t, h.Env.GetWorkflowError())
+	for _, r := range []*sessiontest.Result{ready, fu, always, disp} {
+		r.OK(t)
+	}
+	evs := sessiontest.WithoutRecords(t, sessiontest.Stored(t, h.Store, "ar"))
+	var rules []session.Event
+	asked := 0
+	for _, e := range evs {
+		switch e.Type {
+		case wire.TypeApprovalRules:
+			rules = append(rules, e)
+		case wire.TypeApprovalAsked:
+			asked++
+		}
+	}
+	require.Equal(t, 1, asked, "c2 matched the rule c1's answer added")
+	require.Len(t, rules, 1)
+	require.True(t, rules[0].Ignorable)
+	require.JSONEq(t, `{"rules":[{"tool":"write_file","pathPrefix":"src"}]}`, string(rules[0].Data))
+	for _, f := range []string{"src/a.txt", "src/deep/b.txt"} {
+		_, err := os.Stat(filepath.Join(cwd, f))
+		require.NoError(t, err)
+	}
+
+	// Resumed without options: the log's policy and rules stand.
+	h2 := sessiontest.NewHarnessOn(t, st).WithID("ar")
+	// The script answers by the conversation's assistant messages: the
+	// first three are turn 1's.
+	useCommandTools(h2, scripted.Text("-"), scripted.Text("-"), scripted.Text("-"),
+		scripted.Response{ToolCalls: []scripted.Call{
+			{ID: "d1", Name: "write_file", Arguments: `{"path":"src/c.txt","content":"c"}`},
+			{ID: "d2", Name: "write_file", Arguments: `{"path":"top.txt","content":"t"}`},
+		}},
+		scripted.Text("done"),
+	)
+	ready2 := h2.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	var resumed wire.LoopState
+	h2.At(2*time.Second, func() { resumed = h2.LoopState() })
+	fu2 := h2.UpdateAt(3*time.Second, "", wire.UpdateFollowup, sessiontest.Prompt("more"))
+	var waiting wire.LoopState
+	h2.At(10*time.Second, func() { waiting = h2.LoopState() })
+	no := h2.UpdateAt(11*time.Second, "", wire.UpdateDecide, wire.DecideRequest{CallID: "d2", Outcome: wire.OutcomeRejected})
+	h2.WaitFor(12*time.Second, "turn 2 ended", h2.TurnsEnded(1))
+	running := h2.UpdateAt(12*time.Second, "", wire.UpdateSetPermissions, wire.SetPermissionsRequest{Preset: wire.PresetDangerFullAccess})
+	empty := []wire.ApprovalRule{}
+	set := h2.UpdateAt(13*time.Second, "", wire.UpdateSetPermissions, wire.SetPermissionsRequest{Preset: wire.PresetDangerFullAccess, Rules: &empty})
+	bad := h2.UpdateAt(14*time.Second, "", wire.UpdateSetPermissions, wire.SetPermissionsRequest{ApprovalPolicy: "sometimes"})
+	disp2 := h2.UpdateAt(20*time.Second, "", wire.UpdateDispose)
+	h2.Env.ExecuteWorkflow(workflows.ResumeSession, wire.ResumeSessionRequest{ResumeSessionID: "ar"})
+	require.NoError(t, h2.Env.GetWorkflowError())
+	require.Equal(t, wire.Permissions{SandboxMode: "workspace-write", ApprovalPolicy: "ask", Preset: "workspace-write", Rules: []wire.ApprovalRule{{Tool: "write_file", PathPrefix: "src"}}}, *resumed.Permissions)
+	require.Len(t, waiting.Approvals, 1)
+	require.Equal(t, "d2", waiting.Approvals[0].CallID)
+	var p wire.Permissions
+	set.Decode(t, &p)
+	require.Equal(t, wire.Permissions{SandboxMode: "danger-full-access", ApprovalPolicy: "never", Preset: "danger-full-access"}, p)
+	require.Equal(t, "InvalidArgument", sessiontest.AppErr(t, bad.Rejection(t)).Type())
+	for _, r := range []*sessiontest.Result{ready2, fu2, no, running, disp2} {
+		r.OK(t)
+	}
+
+	evs = sessiontest.WithoutRecords(t, sessiontest.Stored(t, st, "ar"))
+	tail := evs[len(evs)-4:]
+	require.Equal(t, []string{"permission/preset", "sandbox/mode", "approval/policy", "approval/rules"}, sessiontest.Types(tail))
+	f := session.FoldPermissions(evs)
+	require.Equal(t, "danger-full-access", f.SandboxMode)
+	require.Equal(t, "never", f.ApprovalPolicy)
+	require.Empty(t, f.Rules)
+}
+
+// An escalation approved runs the call in the mode it asked for: a
+// command writing outside the cwd, denied in workspace-write, succeeds
+// once allowed; the question carries the harness's reason.
+func TestApprovalEscalationAllowed(t *testing.T) {
+	cwd, outside := t.TempDir(), t.TempDir()
+	target := filepath.Join(outside, "escalated.txt")
+	h := sessiontest.NewHarness(t).WithID("ae")
+	useCommandTools(h,
+		scripted.Response{ToolCalls: []scripted.Call{
+			{ID: "c1", Name: "run_command", Arguments: `{"command":"printf no > ` + target + `"}`},
+		}},
+		scripted.Response{ToolCalls: []scripted.Call{
+			{ID: "c2", Name: "run_command", Arguments: `{"command":"printf yes > ` + target + `","sandbox_permissions":"danger-full-access","justification":"the user asked for it"}`},
+		}},
+		scripted.Text("done"),
+	)
+	opts := sessiontest.Route()
+	opts.ApprovalPolicy = wire.ApprovalNever
+	opts.SandboxMode = wire.SandboxWorkspaceWrite
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	set := h.UpdateAt(2*time.Second, "", wire.UpdateSetPermissions, wire.SetPermissionsRequest{ApprovalPolicy: wire.ApprovalAsk})
+	fu := h.UpdateAt(3*time.Second, "", wire.UpdateFollowup, sessiontest.Prompt("work"))
+	first := h.UpdateAt(10*time.Second, "", wire.UpdateDecide, wire.DecideRequest{CallID: "c1", Outcome: wire.OutcomeAllowedOnce})
+	var waiting wire.LoopState
+	h.At(11*time.Second, func() { waiting = h.LoopState() })
+	yes := h.UpdateAt(11*time.Second, "", wire.UpdateDecide, wire.DecideRequest{CallID: "c2", Outcome: wire.OutcomeAllowedOnce})
+	h.WaitFor(12*time.Second, "turn 1 ended", h.TurnsEnded(1))
+	disp := h.UpdateAt(20*time.Second, "", wire.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "ae", AgentOptions: opts, Meta: &wire.SessionMeta{Cwd: cwd}})
+	require.NoError(t, h.Env.GetWorkflowError())
+	for _, r := range []*sessiontest.Result{ready, set, fu, first, yes, disp} {
+		r.OK(t)
+	}
+	require.Len(t, waiting.Approvals, 1)
+	require.Equal(t, "escalate sandbox to danger-full-access: the user asked for it", waiting.Approvals[0].Reason)
+	require.Equal(t, "danger-full-access", waiting.Approvals[0].Escalation)
+	evs := sessiontest.WithoutRecords(t, sessiontest.Stored(t, h.Store, "ae"))
+	var results []string
+	for _, e := range evs {
+		if e.Type == wire.TypeToolResult {
+			text, _ := resultText(t, e)
+			results = append(results, text)
+		}
+	}
+	require.Len(t, results, 2)
+	require.Contains(t, results[0], "[sandbox: file access denied under workspace-write mode]", "c1 ran confined")
+	b, err := os.ReadFile(target)
+	require.NoError(t, err)
+	require.Equal(t, "yes", string(b))
 }

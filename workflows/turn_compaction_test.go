@@ -180,14 +180,14 @@ func brackets(t *testing.T, evs []session.Event) []bracketSeen {
 // no request exceeds the window; every original event stays in the log.
 func TestTurnCompactsUnderPressure(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("cp")
-	m := &windowModel{window: 2000, answer: strings.Repeat("answer words ", 80)}
+	m := &windowModel{window: 2400, answer: strings.Repeat("answer words ", 80)}
 	acts := sessiontest.AgentActivities(h, provider.Set{"scripted": m})
 	h.Env.RegisterActivity(acts)
 	var inputs []wire.InputRequest
 	for i := range 12 {
 		inputs = append(inputs, sessiontest.Prompt(fmt.Sprintf("question %d: %s", i, strings.Repeat("words ", 120))))
 	}
-	evs := h.RunTurns(workflows.CreateSessionRequest{SessionID: "cp", AgentOptions: windowRoute(2000)}, inputs...)
+	evs := h.RunTurns(workflows.CreateSessionRequest{SessionID: "cp", AgentOptions: windowRoute(2400)}, inputs...)
 	sessiontest.RequireBalanced(t, evs)
 	bs := brackets(t, evs)
 	require.NotEmpty(t, bs)
@@ -232,13 +232,13 @@ func noAuto(o *wire.AgentOptions) *wire.AgentOptions {
 // once more, as the harness recovers (its compaction-recovery snapshot).
 func TestTurnRecoversFromContextOverflow(t *testing.T) {
 	h := sessiontest.NewHarness(t).WithID("co")
-	m := &windowModel{window: 2000, answer: strings.Repeat("answer words ", 80)}
+	m := &windowModel{window: 2400, answer: strings.Repeat("answer words ", 80)}
 	h.Env.RegisterActivity(sessiontest.AgentActivities(h, provider.Set{"scripted": m}))
 	var inputs []wire.InputRequest
 	for i := range 6 {
 		inputs = append(inputs, sessiontest.Prompt(fmt.Sprintf("question %d: %s", i, strings.Repeat("words ", 120))))
 	}
-	evs := h.RunTurns(workflows.CreateSessionRequest{SessionID: "co", AgentOptions: noAuto(windowRoute(2000))}, inputs...)
+	evs := h.RunTurns(workflows.CreateSessionRequest{SessionID: "co", AgentOptions: noAuto(windowRoute(2400))}, inputs...)
 	sessiontest.RequireBalanced(t, evs)
 	bs := brackets(t, evs)
 	require.NotEmpty(t, bs)
