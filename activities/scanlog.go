@@ -52,6 +52,45 @@ type LogScan struct {
 	// with a provider and a model), nil when it records none. A resume
 	// without a route of its own takes it (docs/API.md ResumeSession).
 	Route *Route `json:"route,omitempty"`
+	// Permissions are the permission facts the log records (its last
+	// sandbox/mode, approval/policy, permission/preset and approval/rules,
+	// session.PermissionFold), nil when it records none. A resume without
+	// permissions of its own takes them.
+	Permissions *LoggedPermissions `json:"permissions,omitempty"`
+}
+
+// LoggedPermissions are the permission facts a log records; "" (nil
+// Rules) for a fact it does not record. Rules are cut to
+// wire.MaxApprovalRules.
+type LoggedPermissions struct {
+	SandboxMode    string               `json:"sandboxMode,omitempty"`
+	ApprovalPolicy string               `json:"approvalPolicy,omitempty"`
+	Preset         string               `json:"preset,omitempty"`
+	Rules          *[]wire.ApprovalRule `json:"rules,omitempty"`
+}
+
+// loggedPermissions returns f's facts, nil when it holds none.
+func loggedPermissions(f *session.PermissionFold) *LoggedPermissions {
+	if f.SandboxMode == "" && f.ApprovalPolicy == "" && f.Preset == "" && !f.HasRules {
+		return nil
+	}
+	p := &LoggedPermissions{SandboxMode: f.SandboxMode, ApprovalPolicy: f.ApprovalPolicy, Preset: f.Preset}
+	if len(p.Preset) > MaxRouteNameBytes {
+		p.Preset = ""
+	}
+	if f.HasRules {
+		var rules []wire.ApprovalRule
+		for _, r := range f.Rules {
+			if len(rules) == wire.MaxApprovalRules {
+				break
+			}
+			if len(r.Tool)+len(r.CommandPrefix)+len(r.PathPrefix) <= MaxRouteNameBytes {
+				rules = append(rules, r)
+			}
+		}
+		p.Rules = &rules
+	}
+	return p
 }
 
 // StatInput is the input of Stat.
@@ -105,12 +144,14 @@ func (a *Activities) describeLog(ctx context.Context, h *jsonl.Handle) (LogScan,
 	var sc session.TurnScanner
 	inbox := inboxFold{inherited: h.InheritedEventCount()}
 	var route routeFold
+	var perm session.PermissionFold
 	n, last, err := a.scan(ctx, h, func(e session.Event) error {
 		if err := sc.Observe(e); err != nil {
 			return asInvalid(fmt.Errorf("session %q: event %d: %w", h.ID(), e.Seq, err))
 		}
 		inbox.observe(e)
 		route.observe(e)
+		perm.Add(e)
 		return nil
 	})
 	if err != nil {
@@ -123,6 +164,7 @@ func (a *Activities) describeLog(ctx context.Context, h *jsonl.Handle) (LogScan,
 		LastTurn:            sc.LastTurn(),
 		InheritedEventCount: h.InheritedEventCount(),
 		Route:               route.last,
+		Permissions:         loggedPermissions(&perm),
 	}
 	sum.Inbox, sum.InboxOmitted = inbox.result()
 	if last != nil {

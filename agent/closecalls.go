@@ -149,6 +149,27 @@ func closingEvents(tail []session.Event, turn, msgSeq int64, skipped []string, m
 			batch = append(batch, pair...)
 			continue
 		}
+		if ask, asked := sc.asked[c.ID]; asked {
+			// A call stopped while it waited for its approval, or decided
+			// and not allowed: the question is settled, then the call.
+			outcome, decided := sc.decided[ask.ID]
+			if !decided {
+				outcome = wire.OutcomeCancelled
+				d, err := decidedEventAt(ask.ID, outcome, seq(), now)
+				if err != nil {
+					return nil, nil, err
+				}
+				batch = append(batch, d)
+			}
+			if outcome != wire.OutcomeAllowedOnce {
+				e, err := toolResultEvent(turn, sc.step, c.ID, callSeq, seq(), now, deniedResult(c.Name, askedEscalation(ask, c), outcome, 0))
+				if err != nil {
+					return nil, nil, err
+				}
+				batch = append(batch, e)
+				continue
+			}
+		}
 		e, err := staged[c.ID].event(turn, sc.step, c.ID, callSeq, seq(), now)
 		if err != nil {
 			return nil, nil, err

@@ -26,6 +26,10 @@ type stepCalls struct {
 	calls      []wire.ContentBlock
 	callSeq    map[string]int64
 	result     map[string]session.Event
+	// asked are the calls' approval/asked events, by call id; decided the
+	// outcomes of approval/decided, by approval id.
+	asked   map[string]askedEvent
+	decided map[string]string
 	// closed reports that the message's step has ended (or another step or
 	// turn began): nothing may be stored for its calls any more.
 	closed bool
@@ -44,7 +48,7 @@ func scanStep(tail []session.Event, msgSeq, turn int64) (*stepCalls, error) {
 	if m.Turn != turn {
 		return nil, invalidLog("the assistant/message at seq %d belongs to turn %d, not %d", msgSeq, m.Turn, turn)
 	}
-	sc := &stepCalls{turn: turn, step: m.Step, msgSeq: msgSeq, calls: m.ToolCalls(), callSeq: map[string]int64{}, result: map[string]session.Event{}}
+	sc := &stepCalls{turn: turn, step: m.Step, msgSeq: msgSeq, calls: m.ToolCalls(), callSeq: map[string]int64{}, result: map[string]session.Event{}, asked: map[string]askedEvent{}, decided: map[string]string{}}
 	for _, e := range tail[1:] {
 		switch e.Type {
 		case wire.TypeStepEnd, wire.TypeTurnEnd, wire.TypeAssistantMessage, wire.TypeStepStart, wire.TypeTurnStart:
@@ -57,6 +61,22 @@ func scanStep(tail []session.Event, msgSeq, turn int64) (*stepCalls, error) {
 			}
 			if _, ok := sc.callSeq[c.CallID]; !ok {
 				sc.callSeq[c.CallID] = e.Seq
+			}
+		case wire.TypeApprovalAsked:
+			var a askedData
+			if err := json.Unmarshal(e.Data, &a); err != nil {
+				return nil, invalidLog("approval/asked at seq %d: %v", e.Seq, err)
+			}
+			if _, ok := sc.asked[a.CallID]; !ok && a.CallID != "" {
+				sc.asked[a.CallID] = askedEvent{askedData: a, seq: e.Seq}
+			}
+		case wire.TypeApprovalDecided:
+			var d decidedData
+			if err := json.Unmarshal(e.Data, &d); err != nil {
+				return nil, invalidLog("approval/decided at seq %d: %v", e.Seq, err)
+			}
+			if _, ok := sc.decided[d.ID]; !ok {
+				sc.decided[d.ID] = d.Outcome
 			}
 		case wire.TypeToolResult:
 			r, err := e.ToolResult()

@@ -51,7 +51,7 @@ func (a *Activities) RunTool(ctx context.Context, in ToolInput) (out ToolOutcome
 	if err != nil {
 		return ToolOutcome{}, err
 	}
-	c := &toolCall{a: a, h: h, in: in}
+	c := &toolCall{a: a, h: h, in: in, cwd: h.Header().Cwd}
 	return c.run(ctx)
 }
 
@@ -65,20 +65,23 @@ type toolCall struct {
 	// calls in model order.
 	step    int64
 	callIDs []string
+	// cwd is the session's working directory.
+	cwd string
 }
 
-// run is RunTool after its span: it records the call, runs it (or takes
-// the result an earlier attempt staged) and commits the results that are
-// next in model order.
+// run is RunTool after its span: it records the call, gates it (its
+// approval), runs it (or takes the result an earlier attempt staged) and
+// commits the results that are next in model order.
 func (c *toolCall) run(ctx context.Context) (ToolOutcome, error) {
 	in, h := c.in, c.h
 	var (
 		block   wire.ContentBlock
 		callSeq int64 = -1
-		created bool
 		stored  *session.Event
+		p       toolPlan
 	)
 	next, err := h.Update(ctx, in.MessageSeq, func(tail []session.Event, next int64) ([]session.Event, error) {
+		p = toolPlan{}
 		sc, err := scanStep(tail, in.MessageSeq, in.Turn)
 		if err != nil {
 			return nil, err
@@ -109,16 +112,13 @@ func (c *toolCall) run(ctx context.Context) (ToolOutcome, error) {
 		if sc.closed {
 			return nil, invalidLog("tool call %q of the assistant/message at seq %d has no result and its step is closed", in.CallID, in.MessageSeq)
 		}
+		batch, err := c.gate(sc, block, next, &p)
 		if s, ok := sc.callSeq[in.CallID]; ok {
 			callSeq = s
-			return nil, nil
+		} else if err == nil {
+			callSeq = next
 		}
-		e, err := toolCallEvent(in.Turn, sc.step, block, next, c.a.nowMs())
-		if err != nil {
-			return nil, err
-		}
-		callSeq, created = next, true
-		return []session.Event{e}, nil
+		return batch, err
 	})
 	if err != nil {
 		return ToolOutcome{}, activities.MapError(err)
@@ -129,9 +129,17 @@ func (c *toolCall) run(ctx context.Context) (ToolOutcome, error) {
 		unstage(ctx, h, key)
 		return ToolOutcome{CallSeq: callSeq, NextSeq: next, IsError: isErr, Code: code, Unknown: code == session.ToolOutcomeUnknown}, nil
 	}
+	if p.asked != nil {
+		return ToolOutcome{CallSeq: callSeq, NextSeq: next, Asked: p.asked}, nil
+	}
 
-	res, staged, err := c.stagedOrRun(ctx, block, key, created)
-	if err != nil {
+	var (
+		res    stagedResult
+		staged bool
+	)
+	if p.result != nil {
+		res = stagedResult{Result: p.result}
+	} else if res, staged, err = c.stagedOrRun(ctx, block, key, p.created, p.mode); err != nil {
 		return ToolOutcome{}, err
 	}
 	if ctx.Err() != nil {
@@ -172,10 +180,133 @@ func (c *toolCall) run(ctx context.Context) (ToolOutcome, error) {
 	return ToolOutcome{CallSeq: callSeq, NextSeq: next, IsError: isErr, Code: code, Reran: res.Reran, Unknown: code == session.ToolOutcomeUnknown}, nil
 }
 
+// toolPlan is what the attempt does after its first store: wait for the
+// user (asked), store a result without running the tool (result), or run
+// it in mode; created reports that this attempt stored the event the run
+// follows (its tool/call, or the approval/decided that allowed it), so the
+// tool has not run yet.
+type toolPlan struct {
+	asked   *AskedApproval
+	result  *tool.Result
+	created bool
+	mode    string
+}
+
+// gate builds, at seq next, what the call stores before it runs, and sets
+// p (docs/API.md "Approvals"):
+//
+//   - a call not recorded gets its tool/call; when it must be approved,
+//     its approval/asked in the same batch (and, under the never policy,
+//     approval/decided rejected and no run);
+//   - a call waiting for its approval stays so without a decision, and
+//     with one gets its approval/decided (and the allow rules the decision
+//     added) and runs if allowed;
+//   - a call already decided, or recorded without a question, is a retry:
+//     it runs as a retry after a crash does.
+func (c *toolCall) gate(sc *stepCalls, block wire.ContentBlock, next int64, p *toolPlan) ([]session.Event, error) {
+	in := c.in
+	now := c.a.nowMs()
+	var batch []session.Event
+	add := func(e session.Event, err error) error {
+		if err == nil {
+			batch = append(batch, e)
+		}
+		return err
+	}
+	seq := func() int64 { return next + int64(len(batch)) }
+	args, _ := argumentsText(block.Arguments)
+	g := c.gateOf(block, args, in.Approval)
+	p.mode = in.SandboxMode
+	if _, recorded := sc.callSeq[in.CallID]; !recorded {
+		e, err := toolCallEvent(in.Turn, sc.step, block, seq(), now)
+		if err := add(e, err); err != nil {
+			return nil, err
+		}
+		switch {
+		case in.Approval == nil:
+			p.created = true
+		case g.Refusal != nil:
+			p.result = g.Refusal
+		case g.Ask:
+			id := approvalID(in.Ref.SessionID, in.Turn, sc.step, in.CallID)
+			if err := add(askedEventAt(askedData{ID: id, ToolName: block.Name, CallID: in.CallID, Reason: g.Reason}, seq(), now)); err != nil {
+				return nil, err
+			}
+			if in.Approval.Policy != wire.ApprovalAsk {
+				// The never policy: nobody is asked, the harness rejects.
+				if err := add(decidedEventAt(id, wire.OutcomeRejected, seq(), now)); err != nil {
+					return nil, err
+				}
+				r := deniedResult(block.Name, g.Escalation, wire.OutcomeRejected, 0)
+				p.result = &r
+				break
+			}
+			text, cut := cutArguments(args)
+			p.asked = &AskedApproval{ID: id, Reason: g.Reason, Escalation: g.Escalation, Arguments: text, Truncated: cut}
+		default:
+			p.created = true
+		}
+		return batch, nil
+	}
+	ask, asked := sc.asked[in.CallID]
+	if !asked {
+		// Recorded without a question: a retry after a crash.
+		return nil, nil
+	}
+	if g.Escalation != "" {
+		p.mode = g.Escalation
+	}
+	var d *ToolDecision
+	if in.Approval != nil {
+		d = in.Approval.Decision
+	}
+	if d != nil && d.ID != ask.ID {
+		return nil, invalidLog("tool call %q: the decision is for approval %q, the log asked %q", in.CallID, d.ID, ask.ID)
+	}
+	outcome, decided := sc.decided[ask.ID]
+	if !decided {
+		if d == nil {
+			text, cut := cutArguments(args)
+			p.asked = &AskedApproval{ID: ask.ID, Reason: ask.Reason, Escalation: g.Escalation, Arguments: text, Truncated: cut}
+			return nil, nil
+		}
+		if err := add(decidedEventAt(ask.ID, d.Outcome, seq(), now)); err != nil {
+			return nil, err
+		}
+		if d.Rules != nil {
+			if err := add(rulesEventAt(*d.Rules, seq(), now)); err != nil {
+				return nil, err
+			}
+		}
+		outcome, p.created = d.Outcome, true
+	}
+	if outcome != wire.OutcomeAllowedOnce {
+		var timeout int64
+		if d != nil {
+			timeout = d.TimeoutMs
+		}
+		r := deniedResult(block.Name, g.Escalation, outcome, timeout)
+		p.result, p.created = &r, false
+	}
+	return batch, nil
+}
+
+// gateOf is the gate of the call under a: what it needs before it runs
+// (tool.Registry.Gate); the zero Gate without a registry or approvals.
+func (c *toolCall) gateOf(block wire.ContentBlock, args string, a *ToolApproval) tool.Gate {
+	if a == nil || c.a.Tools == nil {
+		return tool.Gate{}
+	}
+	t, known := c.a.Tools.Lookup(block.Name)
+	return tool.GateCall(t, known, json.RawMessage(args), tool.GatePolicy{
+		Mode: c.in.SandboxMode, Policy: a.Policy, Rules: a.Rules, Cwd: c.cwd,
+	})
+}
+
 // stagedOrRun returns the call's result: the one an earlier attempt staged
 // (staged is then true), or the result of running the tool now, or the
 // outcome-unknown result of a call that must not run again.
-func (c *toolCall) stagedOrRun(ctx context.Context, block wire.ContentBlock, key string, created bool) (res stagedResult, staged bool, err error) {
+func (c *toolCall) stagedOrRun(ctx context.Context, block wire.ContentBlock, key string, created bool, mode string) (res stagedResult, staged bool, err error) {
 	if !created {
 		if r, ok, err := readStaged(ctx, c.h, key); err != nil || ok {
 			return r, ok, err
@@ -185,7 +316,7 @@ func (c *toolCall) stagedOrRun(ctx context.Context, block wire.ContentBlock, key
 	if !created && !(known && t.Idempotent) {
 		return stagedResult{Unknown: true}, false, nil
 	}
-	r := c.execute(ctx, block)
+	r := c.execute(ctx, block, mode)
 	if err := ctx.Err(); err != nil && !cancelRequested(ctx) {
 		// The attempt timed out, lost its heartbeat or its worker stopped
 		// while the tool ran: its result is not the tool's outcome. A retry
@@ -272,7 +403,7 @@ func (c *toolCall) commitLast(ctx context.Context, res stagedResult) (done bool,
 }
 
 // execute runs the tool, heartbeating while it runs.
-func (c *toolCall) execute(ctx context.Context, block wire.ContentBlock) tool.Result {
+func (c *toolCall) execute(ctx context.Context, block wire.ContentBlock, mode string) tool.Result {
 	a := c.a
 	args, err := argumentsText(block.Arguments)
 	if err != nil {
@@ -284,7 +415,7 @@ func (c *toolCall) execute(ctx context.Context, block wire.ContentBlock) tool.Re
 	defer a.Runtime.Heartbeat(ctx, nil).Stop()
 	res := a.Tools.Execute(ctx, block.Name, tool.Call{
 		SessionID: c.in.Ref.SessionID, CallID: block.ID, Cwd: c.h.Header().Cwd, Arguments: json.RawMessage(args),
-		SandboxMode: c.in.SandboxMode, NetworkAccess: c.in.NetworkAccess,
+		SandboxMode: mode, NetworkAccess: c.in.NetworkAccess,
 	})
 	a.traceToolRun(ctx, args, res)
 	return res

@@ -96,6 +96,9 @@ type ToolInput struct {
 	// (agentOptions; "" is the default mode), passed to the tool.
 	SandboxMode   string `json:"sandboxMode,omitempty"`
 	NetworkAccess bool   `json:"networkAccess,omitempty"`
+	// Approval gates the call (nil: it runs without asking, as before
+	// approvals existed).
+	Approval *ToolApproval `json:"approval,omitempty"`
 }
 
 // ToolOutcome is what RunTool returns: seqs and the result's class.
@@ -111,6 +114,9 @@ type ToolOutcome struct {
 	// reports a TOOL_OUTCOME_UNKNOWN result stored instead of a re-run.
 	Reran   bool `json:"reran,omitempty"`
 	Unknown bool `json:"unknown,omitempty"`
+	// Asked is set when the call waits for the user's approval: its
+	// tool/call and approval/asked are stored, nothing else.
+	Asked *AskedApproval `json:"asked,omitempty"`
 }
 
 // EndTurnInput is the input of EndTurn: close the turn, its open step and

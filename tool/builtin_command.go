@@ -51,11 +51,12 @@ var runCommandSchema = fmt.Sprintf(`{
   "type": "object",
   "properties": {
     "command": {"type": "string", "minLength": 1, "description": "Shell command, run with sh -c in the working directory."},
-    "timeoutMs": {"type": "integer", "minimum": 1, "maximum": %d, "description": "Timeout in milliseconds (default: the worker's command timeout); never longer than the tool call's own time limit allows."}
+    "timeoutMs": {"type": "integer", "minimum": 1, "maximum": %d, "description": "Timeout in milliseconds (default: the worker's command timeout); never longer than the tool call's own time limit allows."},
+    %s
   },
   "required": ["command"],
   "additionalProperties": false
-}`, maxCommandTimeout.Milliseconds())
+}`, maxCommandTimeout.Milliseconds(), escalationProperties)
 
 type runCommandArgs struct {
 	Command   string `json:"command"`
@@ -105,6 +106,8 @@ func runCommandTool(opts BuiltinOptions, deny denyList) Tool {
 		Schema:     []byte(runCommandSchema),
 		Parallel:   false,
 		Idempotent: false,
+		Approval:   true,
+		Escalates:  true,
 		Run: func(ctx context.Context, call Call) (Result, error) {
 			var a runCommandArgs
 			if err := decodeArgs(call, &a); err != nil {

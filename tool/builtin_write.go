@@ -13,11 +13,12 @@ import (
 	"github.com/sessionflow/sessionflow/tool/sandbox"
 )
 
-const writeFileSchema = `{
+var writeFileSchema = `{
   "type": "object",
   "properties": {
     "path": {"type": "string", "minLength": 1, "description": "File path, relative to the working directory (or absolute inside it). Missing parent directories are created."},
-    "content": {"type": "string", "description": "The file's complete new content."}
+    "content": {"type": "string", "description": "The file's complete new content."},
+    ` + escalationProperties + `
   },
   "required": ["path", "content"],
   "additionalProperties": false
@@ -43,6 +44,8 @@ func writeFileTool(opts BuiltinOptions, deny denyList) Tool {
 		Schema:     []byte(writeFileSchema),
 		Parallel:   false,
 		Idempotent: true,
+		Approval:   true,
+		Escalates:  true,
 		Run: func(ctx context.Context, call Call) (Result, error) {
 			var a writeFileArgs
 			if err := decodeArgs(call, &a); err != nil {

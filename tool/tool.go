@@ -44,6 +44,14 @@ type Tool struct {
 	// Idempotent marks a tool that may be run again when a crash left its
 	// outcome unknown; any other tool is never re-run blindly.
 	Idempotent bool
+	// Approval marks a tool whose calls wait for the user's approval in a
+	// session whose approval policy is ask, unless an allow rule matches
+	// (Registry.Gate).
+	Approval bool
+	// Escalates marks a tool that accepts sandbox_permissions and
+	// justification: a call may ask, with the user's approval, to run in a
+	// wider sandbox mode. Its schema must declare the two properties.
+	Escalates bool
 	// Run executes one call.
 	Run func(ctx context.Context, call Call) (Result, error)
 }

@@ -1,5 +1,12 @@
 package wire
 
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+)
+
 // Permissions and approvals of a live session (docs/API.md "Approvals").
 
 // The approval policies of a session (AgentOptions.ApprovalPolicy), as
@@ -77,6 +84,32 @@ type ApprovalRule struct {
 	CommandPrefix string `json:"commandPrefix,omitempty"`
 	// PathPrefix is a path relative to the cwd, e.g. "src".
 	PathPrefix string `json:"pathPrefix,omitempty"`
+}
+
+// ShellSyntax are the characters of shell syntax beyond plain words:
+// operators, substitutions, redirections, quoting, escapes, globs. A
+// command holding one matches no command prefix.
+const ShellSyntax = ";&|<>$`\\\"'(){}\n\r#*?[]~!"
+
+// Validate checks r: a tool, at most one prefix, a command prefix of
+// plain words, a path prefix relative and inside the working directory.
+func (r ApprovalRule) Validate() error {
+	switch {
+	case r.Tool == "":
+		return errors.New("an allow rule names no tool")
+	case len(r.Tool)+len(r.CommandPrefix)+len(r.PathPrefix) > 1024:
+		return errors.New("an allow rule is longer than 1024 bytes")
+	case r.CommandPrefix != "" && r.PathPrefix != "":
+		return errors.New("an allow rule has both a command prefix and a path prefix")
+	case r.CommandPrefix != "" && (strings.ContainsAny(r.CommandPrefix, ShellSyntax) || len(strings.Fields(r.CommandPrefix)) == 0):
+		return fmt.Errorf("the command prefix %q is not a run of plain words", r.CommandPrefix)
+	case r.PathPrefix != "":
+		p := path.Clean(strings.ReplaceAll(r.PathPrefix, "\\", "/"))
+		if path.IsAbs(p) || p == ".." || strings.HasPrefix(p, "../") {
+			return fmt.Errorf("the path prefix %q is not a relative path inside the working directory", r.PathPrefix)
+		}
+	}
+	return nil
 }
 
 // Permissions are a session's sandbox and approval settings.

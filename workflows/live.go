@@ -184,6 +184,7 @@ func yieldOnce(dctx workflow.Context) {
 
 func (l *lifecycle) liveState() LiveState {
 	inbox, recent := l.agent.state()
+	perm := l.agent.permissions()
 	return LiveState{
 		SessionID:           l.id,
 		Handle:              *l.log.ref,
@@ -199,6 +200,7 @@ func (l *lifecycle) liveState() LiveState {
 		AgentOptions:        l.agent.agentOptions,
 		Inbox:               inbox,
 		RecentTurns:         recent,
+		Permissions:         &perm,
 	}
 }
 

@@ -167,5 +167,5 @@ func validateAgentOptions(o *wire.AgentOptions) error {
 	if o.SandboxMode != "" && !slices.Contains(wire.SandboxModes, o.SandboxMode) {
 		return temporal.NewNonRetryableApplicationError(SandboxModeText, wire.ErrTypeTypeError, nil)
 	}
-	return nil
+	return validatePermissionOptions(o)
 }

@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"slices"
+
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sessionflow/sessionflow/session"
@@ -48,7 +50,16 @@ func (l *lifecycle) initialize(eventCount int64, storeSuffix func(extra []sessio
 		return err
 	}
 	l.phase.enter(wire.PhaseCommitting)
-	if err := storeSuffix(setup.Events); err != nil {
+	extra := setup.Events
+	if len(l.agent.pins) > 0 && workflow.GetVersion(l.dctx, permissionsChange, workflow.DefaultVersion, 1) >= 1 {
+		// The permission facts the options set, after the setup events.
+		pins, err := pinEvents(l.agent.pins, eventCount+int64(len(extra)), workflow.Now(l.dctx).UnixMilli())
+		if err != nil {
+			return err
+		}
+		extra = append(slices.Clone(extra), pins...)
+	}
+	if err := storeSuffix(extra); err != nil {
 		return err
 	}
 	return l.publishAll()

@@ -7,6 +7,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/internal/lib/wftrace"
 	"github.com/sessionflow/sessionflow/wire"
@@ -70,6 +71,15 @@ type agentLoop struct {
 	compacting *manualCompaction
 	// compactingNow is the trigger of the Compact activities running.
 	compactingNow string
+
+	// perm are the session's permissions; settled the approvals decided
+	// lately; decideReqs and permReqs the requests of the Decide and
+	// SetPermissions updates their validators decoded.
+	perm       wire.Permissions
+	pins       []pinEvent
+	settled    []settledApproval
+	decideReqs decodedRequests[wire.DecideRequest]
+	permReqs   decodedRequests[wire.SetPermissionsRequest]
 }
 
 // turnRun is the running turn: its steps, the calls of the running step,
@@ -86,8 +96,12 @@ type turnRun struct {
 	done     bool
 	// span is the turn's trace span (nil when not traced).
 	span *wftrace.WorkflowSpan
-	// calls are the running step's tool calls.
-	calls []wire.CallState
+	// calls are the running step's tool calls; waiting those of them
+	// waiting for their approval (or decided, not yet run); decideCh
+	// wakes the tool pool when one is decided.
+	calls    []wire.CallState
+	waiting  []*waitingCall
+	decideCh workflow.Channel
 	// noPressure is set once a compaction under pressure failed: the
 	// turn's later steps are not measured again.
 	noPressure bool
@@ -106,14 +120,23 @@ func (a *agentLoop) agentTurns() bool {
 	return a.gates.taken(a.dctx, agentTurnsChange)
 }
 
-// setOptions sets the agent's options (create and resume).
-func (a *agentLoop) setOptions(o *wire.AgentOptions) {
+// setOptions sets the agent's options (create and resume) and its
+// permissions: the options', else those the log records (logged), else
+// the defaults. The permission facts the options change are stored with
+// the setup events (pins).
+func (a *agentLoop) setOptions(o *wire.AgentOptions, logged *activities.LoggedPermissions) {
 	a.agentOptions = o
+	a.perm, a.pins = resolvePermissions(o, logged)
 }
 
 // restore takes the loop of the run before continue-as-new.
 func (a *agentLoop) restore(state LiveState) {
 	a.agentOptions = state.AgentOptions
+	if state.Permissions != nil {
+		a.perm = *state.Permissions
+	} else {
+		a.perm, _ = resolvePermissions(state.AgentOptions, nil)
+	}
 	a.inbox.restore(state.Inbox)
 	a.recent = slices.Clone(state.RecentTurns)
 }
@@ -188,6 +211,7 @@ func (a *agentLoop) runTurn() {
 		summary:  wire.TurnInfo{Turn: a.log.lastTurn + 1, StartSeq: a.log.nextSeq, Claimed: []string{}},
 		cancel:   cancel,
 		cancelCh: workflow.NewBufferedChannel(a.dctx, 1),
+		decideCh: workflow.NewBufferedChannel(a.dctx, 1),
 	}
 	tctx = t.startSpan(tctx)
 	a.turn = t

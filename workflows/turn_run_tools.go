@@ -54,6 +54,27 @@ func (t *turnRun) runTools(step int64, res agent.ModelResult) toolsOutcome {
 	callsCtx, cancelCalls := workflow.WithCancel(a.dctx)
 	defer cancelCalls()
 	cancelled := false
+	t.waiting = nil
+	defer func() { t.waiting = nil }()
+	// release stops the waits for approvals: the turn's end settles the
+	// calls still waiting cancelled (EndTurn).
+	release := func() {
+		for _, w := range t.waiting {
+			if w.dispatched {
+				continue
+			}
+			w.dispatched = true
+			inFlight--
+			if !calls[w.idx].Parallel {
+				exclusive = false
+			}
+			t.calls[w.idx].State = wire.CallSkipped
+			if w.decision == nil {
+				w.decision = &agent.ToolDecision{ID: w.pending.ID, Outcome: wire.OutcomeCancelled}
+				a.settle(w.pending, wire.OutcomeCancelled)
+			}
+		}
+	}
 	sel.AddReceive(t.cancelCh, func(c workflow.ReceiveChannel, _ bool) {
 		c.ReceiveAsync(nil)
 		aborted = true
@@ -62,54 +83,96 @@ func (t *turnRun) runTools(step int64, res agent.ModelResult) toolsOutcome {
 				t.calls[i].State = wire.CallSkipped
 			}
 		}
+		release()
 		if inFlight > 0 && a.gates.taken(a.dctx, toolCancelChange) {
 			cancelled = true
 			cancelCalls()
 		}
 	})
 	ctx := t.span.Context(a.set.toolCtx(callsCtx))
+	approval := a.approvalInput()
 	t.calls = make([]wire.CallState, len(calls))
 	for i, c := range calls {
 		t.calls[i] = wire.CallState{ID: c.ID, Name: c.Name, Index: i, State: wire.CallPending}
 	}
+	// dispatch starts the RunTool of the call at idx, with decision d
+	// once it was asked; the call holds its place in the pool (inFlight,
+	// exclusive) from its first dispatch to its result.
+	var dispatch func(idx int, d *agent.ToolDecision)
+	dispatch = func(idx int, d *agent.ToolDecision) {
+		c := calls[idx]
+		in := agent.ToolInput{
+			Ref: *a.log.ref, Turn: t.summary.Turn, Step: step, MessageSeq: res.MessageSeq,
+			CallID: c.ID, Name: c.Name, Index: idx, SandboxMode: a.perm.SandboxMode, NetworkAccess: a.perm.NetworkAccess,
+		}
+		if approval != nil {
+			g := *approval
+			g.Decision = d
+			in.Approval = &g
+		}
+		f := workflow.ExecuteActivity(ctx, wire.RunToolActivity, in)
+		parallel := c.Parallel
+		t.calls[idx].State = wire.CallRunning
+		sel.AddFuture(f, func(f workflow.Future) {
+			var o agent.ToolOutcome
+			err := f.Get(a.dctx, &o)
+			if err == nil && o.Asked != nil && d == nil && !aborted {
+				// It waits for its approval, holding its place.
+				t.calls[idx].State = wire.CallAwaitingApproval
+				a.log.follow(o.NextSeq)
+				t.await(callsCtx, sel, idx, step, t.calls[idx], o.Asked)
+				return
+			}
+			inFlight--
+			if !parallel {
+				exclusive = false
+			}
+			if err != nil && cancelled && temporal.IsCanceledError(err) {
+				// Cancelled before it stored a result (or before it
+				// started): the turn's end closes the call (D40).
+				t.calls[idx].State = wire.CallSkipped
+				return
+			}
+			if err != nil {
+				t.calls[idx].State = wire.CallFailed
+				if out.err == nil {
+					out.err = unwrapActivity(err)
+				}
+				return
+			}
+			if o.Asked != nil {
+				// Asked while the turn was being cancelled: the turn's end
+				// settles the question.
+				t.calls[idx].State = wire.CallSkipped
+				a.log.follow(o.NextSeq)
+				return
+			}
+			t.calls[idx].State, t.calls[idx].IsError, t.calls[idx].Code = wire.CallDone, o.IsError, o.Code
+			a.log.follow(o.NextSeq)
+		})
+	}
+	sel.AddReceive(t.decideCh, func(c workflow.ReceiveChannel, _ bool) {
+		c.ReceiveAsync(nil)
+		for _, w := range t.waiting {
+			if w.decision != nil && !w.dispatched && !aborted {
+				w.dispatched = true
+				dispatch(w.idx, w.decision)
+			}
+		}
+	})
 	for {
 		for !aborted && out.err == nil && !exclusive && next < len(calls) && inFlight < limit {
 			c := calls[next]
 			if !c.Parallel && inFlight > 0 {
 				break
 			}
-			f := workflow.ExecuteActivity(ctx, wire.RunToolActivity, agent.ToolInput{
-				Ref: *a.log.ref, Turn: t.summary.Turn, Step: step, MessageSeq: res.MessageSeq,
-				CallID: c.ID, Name: c.Name, Index: next, SandboxMode: a.agentOptions.GetSandboxMode(), NetworkAccess: a.agentOptions.GetNetworkAccess(),
-			})
-			parallel, idx := c.Parallel, next
-			t.calls[idx].State = wire.CallRunning
 			inFlight++
+			exclusive = !c.Parallel
+			dispatch(next, nil)
 			next++
-			exclusive = !parallel
-			sel.AddFuture(f, func(f workflow.Future) {
-				var o agent.ToolOutcome
-				err := f.Get(a.dctx, &o)
-				inFlight--
-				if !parallel {
-					exclusive = false
-				}
-				if err != nil && cancelled && temporal.IsCanceledError(err) {
-					// Cancelled before it stored a result (or before it
-					// started): the turn's end closes the call (D40).
-					t.calls[idx].State = wire.CallSkipped
-					return
-				}
-				if err != nil {
-					t.calls[idx].State = wire.CallFailed
-					if out.err == nil {
-						out.err = unwrapActivity(err)
-					}
-					return
-				}
-				t.calls[idx].State, t.calls[idx].IsError, t.calls[idx].Code = wire.CallDone, o.IsError, o.Code
-				a.log.follow(o.NextSeq)
-			})
+		}
+		if out.err != nil {
+			release()
 		}
 		if inFlight == 0 {
 			break

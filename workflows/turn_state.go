@@ -41,6 +41,18 @@ func (a *agentLoop) register() error {
 		}}); err != nil {
 		return err
 	}
+	if err := workflow.SetUpdateHandlerWithOptions(a.ctx, wire.UpdateDecide, a.handleDecide,
+		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, in converter.RawValue) error {
+			return boundRejection(a.validateDecide(ctx, in))
+		}}); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(a.ctx, wire.UpdateSetPermissions, a.handleSetPermissions,
+		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, in converter.RawValue) error {
+			return boundRejection(a.validateSetPermissions(ctx, in))
+		}}); err != nil {
+		return err
+	}
 	return workflow.SetQueryHandler(a.ctx, wire.QueryLoopState, a.loopState)
 }
 
@@ -116,6 +128,9 @@ func (a *agentLoop) loopState() (wire.LoopState, error) {
 		cur.Steps = t.step
 		s.Recent = append(s.Recent, cur)
 		s.Calls = slices.Clone(t.calls)
+		s.Approvals = a.pendingApprovals()
 	}
+	perm := a.permissions()
+	s.Permissions = &perm
 	return s, nil
 }

@@ -35,4 +35,7 @@ type LiveState struct {
 	Inbox *InboxState `json:"inbox,omitempty"`
 	// RecentTurns are the latest turns LoopState lists.
 	RecentTurns []wire.TurnInfo `json:"recentTurns,omitempty"`
+	// Permissions are the session's permissions (nil in a state carried
+	// before they existed: resolved from AgentOptions).
+	Permissions *wire.Permissions `json:"permissions,omitempty"`
 }

@@ -152,3 +152,17 @@ func (g gates) taken(ctx workflow.Context, id string) bool {
 	g[id] = t
 	return t
 }
+
+// approvalsChange gates tool calls by the session's approval policy
+// (D103): each RunTool carries the policy and the allow rules, and a call
+// that must be approved waits for a Decide. Its marker is recorded by the
+// first tool call of a run.
+// Recorded in: turn-tools.json, turn-approval.json.
+const approvalsChange = "tool-approvals"
+
+// permissionsChange stores the permission facts a create or resume sets
+// (permission/preset, sandbox/mode, approval/policy, approval/rules) with
+// the setup events (D103). Its marker is recorded only by a run that
+// stores some.
+// Recorded in: turn-approval.json.
+const permissionsChange = "permission-pins"

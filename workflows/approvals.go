@@ -1,0 +1,454 @@
+package workflows
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/sessionflow/sessionflow/activities"
+	"github.com/sessionflow/sessionflow/agent"
+	"github.com/sessionflow/sessionflow/session"
+	"github.com/sessionflow/sessionflow/wire"
+)
+
+// Approvals (docs/API.md "Approvals", LIFECYCLE.md §13.7). A tool call
+// that must be approved is stored with its approval/asked by its RunTool
+// activity, which then returns; the turn waits in the workflow, with no
+// activity running and no timer unless the session has an approval
+// timeout, until a Decide update answers it, its timeout rejects it or the
+// turn is cancelled. The answer runs RunTool again, which stores
+// approval/decided and runs the call or stores its refusal.
+
+// maxSettledApprovals bounds the settled approvals a Decide is told about
+// (ApprovalSettled); older ones are NoSuchApproval.
+const maxSettledApprovals = 64
+
+// waitingCall is a tool call of the running step waiting for its
+// approval.
+type waitingCall struct {
+	idx      int
+	pending  wire.PendingApproval
+	decision *agent.ToolDecision
+	// dispatched is set once its decision's RunTool was started.
+	dispatched bool
+}
+
+// settledApproval is an approval decided in this run.
+type settledApproval struct {
+	id, callID, outcome string
+}
+
+// permissions are a session's resolved permissions (the agent loop's,
+// set at create and resume, carried across continue-as-new).
+func (a *agentLoop) permissions() wire.Permissions {
+	p := a.perm
+	p.Rules = slices.Clone(p.Rules)
+	return p
+}
+
+// resolvePermissions returns the permissions of a session whose agent
+// options are o and whose log records logged (nil: none), and the events
+// that pin what the options change in the log: permission/preset,
+// sandbox/mode, approval/policy and approval/rules, each only when it
+// differs from the log's (a session whose options set none writes none).
+func resolvePermissions(o *wire.AgentOptions, logged *activities.LoggedPermissions) (wire.Permissions, []pinEvent) {
+	var l activities.LoggedPermissions
+	if logged != nil {
+		l = *logged
+	}
+	p := wire.Permissions{SandboxMode: l.SandboxMode, ApprovalPolicy: l.ApprovalPolicy}
+	if l.Rules != nil {
+		p.Rules = slices.Clone(*l.Rules)
+	}
+	var explicit bool
+	if o != nil {
+		if m, a, ok := wire.PresetBundle(o.Preset); ok {
+			p.SandboxMode, p.ApprovalPolicy, explicit = m, a, true
+		}
+		if o.SandboxMode != "" {
+			p.SandboxMode, explicit = o.SandboxMode, true
+		}
+		if o.ApprovalPolicy != "" {
+			p.ApprovalPolicy, explicit = o.ApprovalPolicy, true
+		}
+		if o.ApprovalRules != nil {
+			p.Rules = slices.Clone(o.ApprovalRules)
+		}
+		p.NetworkAccess = o.NetworkAccess
+		if o.ApprovalTimeoutMs != nil {
+			p.ApprovalTimeoutMs = int64(*o.ApprovalTimeoutMs)
+		}
+	}
+	if p.SandboxMode == "" {
+		p.SandboxMode = wire.DefaultSandboxMode
+	}
+	if p.ApprovalPolicy == "" {
+		p.ApprovalPolicy = wire.DefaultApprovalPolicy
+	}
+	p.Preset = wire.PresetOf(p.SandboxMode, p.ApprovalPolicy)
+	var pins []pinEvent
+	if explicit {
+		if p.Preset != "" && p.Preset != l.Preset {
+			pins = append(pins, pinEvent{wire.TypePermissionPreset, map[string]string{"preset": p.Preset}})
+		}
+		if p.SandboxMode != l.SandboxMode {
+			pins = append(pins, pinEvent{wire.TypeSandboxMode, map[string]string{"mode": p.SandboxMode}})
+		}
+		if p.ApprovalPolicy != l.ApprovalPolicy {
+			pins = append(pins, pinEvent{wire.TypeApprovalPolicy, map[string]string{"policy": p.ApprovalPolicy}})
+		}
+	}
+	if o != nil && o.ApprovalRules != nil && (l.Rules == nil || !slices.Equal(*l.Rules, o.ApprovalRules)) {
+		pins = append(pins, pinEvent{typ: wire.TypeApprovalRules, data: rulesData(p.Rules)})
+	}
+	return p, pins
+}
+
+// pinEvent is a permission fact to store.
+type pinEvent struct {
+	typ  string
+	data any
+}
+
+// rulesData is approval/rules' data.
+func rulesData(rules []wire.ApprovalRule) any {
+	if rules == nil {
+		rules = []wire.ApprovalRule{}
+	}
+	return struct {
+		Rules []wire.ApprovalRule `json:"rules"`
+	}{rules}
+}
+
+// pinEvents builds pins at seq next, at time now.
+func pinEvents(pins []pinEvent, next, now int64) ([]session.Event, error) {
+	var out []session.Event
+	for _, p := range pins {
+		e, err := session.NewEvent(p.typ, next+int64(len(out)), now, p.data)
+		if err != nil {
+			return nil, err
+		}
+		e.Ignorable = p.typ == wire.TypeApprovalRules
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// validatePermissionOptions checks the permission fields of agent
+// options.
+func validatePermissionOptions(o *wire.AgentOptions) error {
+	if o == nil {
+		return nil
+	}
+	if o.ApprovalPolicy != "" && !slices.Contains(wire.ApprovalPolicies, o.ApprovalPolicy) {
+		return temporal.NewNonRetryableApplicationError(ApprovalPolicyText, wire.ErrTypeTypeError, nil)
+	}
+	if o.Preset != "" {
+		m, a, ok := wire.PresetBundle(o.Preset)
+		if !ok {
+			return temporal.NewNonRetryableApplicationError(PresetText, wire.ErrTypeTypeError, nil)
+		}
+		if (o.SandboxMode != "" && o.SandboxMode != m) || (o.ApprovalPolicy != "" && o.ApprovalPolicy != a) {
+			return temporal.NewNonRetryableApplicationError(PresetConflictText, wire.ErrTypeTypeError, nil)
+		}
+	}
+	if v := o.ApprovalTimeoutMs; v != nil && (*v < 1 || *v > wire.MaxSafeInteger || *v != float64(int64(*v))) {
+		return temporal.NewNonRetryableApplicationError(ApprovalTimeoutText, wire.ErrTypeTypeError, nil)
+	}
+	if len(o.ApprovalRules) > wire.MaxApprovalRules {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("agentOptions.approvalRules holds more than %d rules", wire.MaxApprovalRules), wire.ErrTypeTypeError, nil)
+	}
+	for _, r := range o.ApprovalRules {
+		if err := r.Validate(); err != nil {
+			return temporal.NewNonRetryableApplicationError("agentOptions.approvalRules: "+err.Error(), wire.ErrTypeTypeError, nil)
+		}
+	}
+	return nil
+}
+
+// Texts of the permission options' refusals.
+const (
+	ApprovalPolicyText  = `agentOptions.approvalPolicy must be "ask" or "never"`
+	PresetText          = `agentOptions.preset must be "workspace-write" or "danger-full-access"`
+	PresetConflictText  = "agentOptions.sandboxMode and approvalPolicy must agree with agentOptions.preset"
+	ApprovalTimeoutText = "agentOptions.approvalTimeoutMs must be a positive safe integer"
+)
+
+// approvalInput is the gate a tool call runs under: nil in a run that
+// predates approvals (approvalsChange).
+func (a *agentLoop) approvalInput() *agent.ToolApproval {
+	if !a.gates.taken(a.dctx, approvalsChange) {
+		return nil
+	}
+	return &agent.ToolApproval{Policy: a.perm.ApprovalPolicy, Rules: slices.Clone(a.perm.Rules)}
+}
+
+// findWaiting returns the waiting call req names: by id, by call id, or
+// both (they must agree); nil when none waits.
+func (t *turnRun) findWaiting(id, callID string) *waitingCall {
+	for _, w := range t.waiting {
+		if w.decision != nil {
+			continue
+		}
+		if (id == "" || w.pending.ID == id) && (callID == "" || w.pending.CallID == callID) {
+			return w
+		}
+	}
+	return nil
+}
+
+// validateDecide accepts a Decide for an approval the running turn waits
+// on, and keeps the request for the handler.
+func (a *agentLoop) validateDecide(ctx workflow.Context, in converter.RawValue) error {
+	if err := a.phase.admit(); err != nil {
+		return err
+	}
+	var req wire.DecideRequest
+	if err := decodeRequest(wire.UpdateDecide, in, &req); err != nil {
+		return err
+	}
+	if req.ID == "" && req.CallID == "" {
+		return invalidArgument("Decide: id or callId is required")
+	}
+	if req.Outcome != wire.OutcomeAllowedOnce && req.Outcome != wire.OutcomeRejected {
+		return invalidArgument(fmt.Sprintf("Decide: outcome must be %q or %q, not %q", wire.OutcomeAllowedOnce, wire.OutcomeRejected, req.Outcome))
+	}
+	w, err := a.waitingFor(req)
+	if err != nil {
+		return err
+	}
+	if r := req.Remember; r != nil {
+		if req.Outcome != wire.OutcomeAllowedOnce {
+			return invalidArgument("Decide: remember goes only with allowed-once")
+		}
+		if r.Tool != w.pending.Tool {
+			return invalidArgument(fmt.Sprintf("Decide: the rule is for tool %q, the call is %q's", r.Tool, w.pending.Tool))
+		}
+		if err := r.Validate(); err != nil {
+			return invalidArgument("Decide: remember: " + err.Error())
+		}
+		if !slices.Contains(a.perm.Rules, *r) && len(a.perm.Rules) >= wire.MaxApprovalRules {
+			return invalidArgument(fmt.Sprintf("Decide: the session holds %d allow rules already", wire.MaxApprovalRules))
+		}
+	}
+	a.decideReqs.keep(ctx, req)
+	return nil
+}
+
+// waitingFor returns the call waiting on the approval req names, or the
+// typed refusal: ApprovalSettled for one decided in this run,
+// NoSuchApproval otherwise.
+func (a *agentLoop) waitingFor(req wire.DecideRequest) (*waitingCall, error) {
+	if t := a.turn; t != nil {
+		if w := t.findWaiting(req.ID, req.CallID); w != nil {
+			return w, nil
+		}
+	}
+	for i := len(a.settled) - 1; i >= 0; i-- {
+		s := a.settled[i]
+		if (req.ID == "" || s.id == req.ID) && (req.CallID == "" || s.callID == req.CallID) {
+			return nil, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("approval %q (call %q) is settled already: %s", s.id, s.callID, s.outcome),
+				wire.ErrTypeApprovalSettled, nil, wire.DecideResult{ID: s.id, CallID: s.callID, Outcome: s.outcome})
+		}
+	}
+	return nil, temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("no approval %q (call %q) is waiting in this session", req.ID, req.CallID), wire.ErrTypeNoSuchApproval, nil)
+}
+
+// handleDecide records the decision and wakes the turn; the call runs
+// next.
+func (a *agentLoop) handleDecide(ctx workflow.Context, in converter.RawValue) (wire.DecideResult, error) {
+	req, err := a.decideReqs.take(ctx, wire.UpdateDecide, in)
+	if err != nil {
+		return wire.DecideResult{}, err
+	}
+	w, err := a.waitingFor(req)
+	if err != nil {
+		return wire.DecideResult{}, err
+	}
+	d := &agent.ToolDecision{ID: w.pending.ID, Outcome: req.Outcome}
+	if r := req.Remember; r != nil && !slices.Contains(a.perm.Rules, *r) {
+		a.perm.Rules = append(a.perm.Rules, *r)
+		rules := slices.Clone(a.perm.Rules)
+		d.Rules = &rules
+	}
+	a.turn.decide(w, d)
+	return wire.DecideResult{ID: w.pending.ID, CallID: w.pending.CallID, Outcome: req.Outcome}, nil
+}
+
+// decide settles w with d and wakes the tool pool.
+func (t *turnRun) decide(w *waitingCall, d *agent.ToolDecision) {
+	if w.decision != nil {
+		return
+	}
+	w.decision = d
+	t.a.settle(w.pending, d.Outcome)
+	t.decideCh.SendAsync(true)
+}
+
+// settle remembers a settled approval for the Decides that come late.
+func (a *agentLoop) settle(p wire.PendingApproval, outcome string) {
+	a.settled = append(a.settled, settledApproval{id: p.ID, callID: p.CallID, outcome: outcome})
+	if n := len(a.settled); n > maxSettledApprovals {
+		a.settled = slices.Clone(a.settled[n-maxSettledApprovals:])
+	}
+}
+
+// pendingApprovals lists the running turn's undecided approvals.
+func (a *agentLoop) pendingApprovals() []wire.PendingApproval {
+	if a.turn == nil {
+		return nil
+	}
+	var out []wire.PendingApproval
+	for _, w := range a.turn.waiting {
+		if w.decision == nil {
+			out = append(out, w.pending)
+		}
+	}
+	return out
+}
+
+// await makes the call at idx, whose RunTool stored the question asked,
+// wait for its decision; with an approval timeout, a timer on ctx rejects
+// it when it runs out.
+func (t *turnRun) await(ctx workflow.Context, sel workflow.Selector, idx int, step int64, call wire.CallState, asked *agent.AskedApproval) *waitingCall {
+	now := workflow.Now(t.a.ctx)
+	w := &waitingCall{idx: idx, pending: wire.PendingApproval{
+		ID: asked.ID, CallID: call.ID, Tool: call.Name, Turn: t.summary.Turn, Step: step,
+		Reason: asked.Reason, Arguments: asked.Arguments, Truncated: asked.Truncated, Escalation: asked.Escalation,
+		AskedAtMs: now.UnixMilli(),
+	}}
+	t.waiting = append(t.waiting, w)
+	if ms := t.a.perm.ApprovalTimeoutMs; ms > 0 {
+		w.pending.DeadlineMs = now.UnixMilli() + ms
+		timer := workflow.NewTimer(ctx, time.Duration(ms)*time.Millisecond)
+		sel.AddFuture(timer, func(f workflow.Future) {
+			if f.Get(ctx, nil) == nil && w.decision == nil {
+				t.decide(w, &agent.ToolDecision{ID: w.pending.ID, Outcome: wire.OutcomeRejected, TimeoutMs: ms})
+			}
+		})
+	}
+	return w
+}
+
+// validateSetPermissions accepts a SetPermissions of a live session with
+// no turn running, and keeps the request for the handler.
+func (a *agentLoop) validateSetPermissions(ctx workflow.Context, in converter.RawValue) error {
+	if err := a.phase.admit(); err != nil {
+		return err
+	}
+	var req wire.SetPermissionsRequest
+	if err := decodeRequest(wire.UpdateSetPermissions, in, &req); err != nil {
+		return err
+	}
+	if a.turn != nil || a.compacting != nil {
+		return temporal.NewNonRetryableApplicationError("SetPermissions: a turn is running; permissions change between turns", wire.ErrTypeTurnRunning, nil)
+	}
+	if !a.agentTurns() {
+		return invalidArgument("SetPermissions: this run predates the agent loop")
+	}
+	if _, err := a.applyPermissions(req); err != nil {
+		return err
+	}
+	a.permReqs.keep(ctx, req)
+	return nil
+}
+
+// applyPermissions returns the permissions req makes of the session's.
+func (a *agentLoop) applyPermissions(req wire.SetPermissionsRequest) (wire.Permissions, error) {
+	p := a.permissions()
+	if req.Preset != "" {
+		m, pol, ok := wire.PresetBundle(req.Preset)
+		if !ok {
+			return p, invalidArgument(fmt.Sprintf("SetPermissions: unknown preset %q (known: %s, %s)", req.Preset, wire.PresetWorkspaceWrite, wire.PresetDangerFullAccess))
+		}
+		if (req.SandboxMode != "" && req.SandboxMode != m) || (req.ApprovalPolicy != "" && req.ApprovalPolicy != pol) {
+			return p, invalidArgument("SetPermissions: sandboxMode and approvalPolicy must agree with the preset")
+		}
+		p.SandboxMode, p.ApprovalPolicy = m, pol
+	}
+	if req.SandboxMode != "" {
+		if !slices.Contains(wire.SandboxModes, req.SandboxMode) {
+			return p, invalidArgument(fmt.Sprintf("SetPermissions: unknown sandbox mode %q", req.SandboxMode))
+		}
+		p.SandboxMode = req.SandboxMode
+	}
+	if req.ApprovalPolicy != "" {
+		if !slices.Contains(wire.ApprovalPolicies, req.ApprovalPolicy) {
+			return p, invalidArgument(fmt.Sprintf("SetPermissions: unknown approval policy %q", req.ApprovalPolicy))
+		}
+		p.ApprovalPolicy = req.ApprovalPolicy
+	}
+	if req.NetworkAccess != nil {
+		p.NetworkAccess = *req.NetworkAccess
+	}
+	if req.Rules != nil {
+		if len(*req.Rules) > wire.MaxApprovalRules {
+			return p, invalidArgument(fmt.Sprintf("SetPermissions: more than %d allow rules", wire.MaxApprovalRules))
+		}
+		for _, r := range *req.Rules {
+			if err := r.Validate(); err != nil {
+				return p, invalidArgument("SetPermissions: " + err.Error())
+			}
+		}
+		p.Rules = slices.Clone(*req.Rules)
+	}
+	if req.ApprovalTimeoutMs != nil {
+		if v := *req.ApprovalTimeoutMs; v < 0 || v > wire.MaxSafeInteger {
+			return p, invalidArgument("SetPermissions: approvalTimeoutMs must be a non-negative safe integer")
+		}
+		p.ApprovalTimeoutMs = *req.ApprovalTimeoutMs
+	}
+	p.Preset = wire.PresetOf(p.SandboxMode, p.ApprovalPolicy)
+	return p, nil
+}
+
+// handleSetPermissions stores the facts that change (permission/preset,
+// sandbox/mode, approval/policy, approval/rules) as an append between
+// turns and returns the permissions in effect.
+func (a *agentLoop) handleSetPermissions(ctx workflow.Context, in converter.RawValue) (wire.Permissions, error) {
+	req, err := a.permReqs.take(ctx, wire.UpdateSetPermissions, in)
+	if err != nil {
+		return wire.Permissions{}, err
+	}
+	if a.turn != nil || a.compacting != nil {
+		return wire.Permissions{}, temporal.NewNonRetryableApplicationError("SetPermissions: a turn is running; permissions change between turns", wire.ErrTypeTurnRunning, nil)
+	}
+	old := a.permissions()
+	p, err := a.applyPermissions(req)
+	if err != nil {
+		return wire.Permissions{}, err
+	}
+	var pins []pinEvent
+	if p.Preset != "" && p.Preset != old.Preset {
+		pins = append(pins, pinEvent{wire.TypePermissionPreset, map[string]string{"preset": p.Preset}})
+	}
+	if p.SandboxMode != old.SandboxMode {
+		pins = append(pins, pinEvent{wire.TypeSandboxMode, map[string]string{"mode": p.SandboxMode}})
+	}
+	if p.ApprovalPolicy != old.ApprovalPolicy {
+		pins = append(pins, pinEvent{wire.TypeApprovalPolicy, map[string]string{"policy": p.ApprovalPolicy}})
+	}
+	if req.Rules != nil && !slices.Equal(p.Rules, old.Rules) {
+		pins = append(pins, pinEvent{typ: wire.TypeApprovalRules, data: rulesData(p.Rules)})
+	}
+	a.perm = p
+	if len(pins) == 0 {
+		return a.permissions(), nil
+	}
+	events, err := pinEvents(pins, a.appends.accepted(), workflow.Now(ctx).UnixMilli())
+	if err != nil {
+		a.perm = old
+		return wire.Permissions{}, invalidArgument(err.Error())
+	}
+	if _, err := a.appends.append(ctx, AppendRequest{Events: events}); err != nil {
+		a.perm = old
+		return wire.Permissions{}, err
+	}
+	return a.permissions(), nil
+}
