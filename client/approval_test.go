@@ -168,7 +168,8 @@ func TestPendingApprovals(t *testing.T) {
 }
 
 // WatchTurn yields each approval of the watched turn once, with its
-// call's state, after the calls' progress; a call rejected while it
+// call's state, after the calls' progress; a call that runs to ask, waits
+// and runs again once approved is started once; a call rejected while it
 // waited is finished without a start.
 func TestWatchTurnYieldsApprovals(t *testing.T) {
 	recent := []wire.TurnInfo{{Turn: 3, StartSeq: 10, Claimed: []string{"m1"}, Steps: 1}}
@@ -177,11 +178,13 @@ func TestWatchTurnYieldsApprovals(t *testing.T) {
 	old := wire.PendingApproval{ID: "ap-0", CallID: "c0", Tool: "run_command", Turn: 2, Step: 1}
 	call := func(id, name, state string) wire.CallState { return wire.CallState{ID: id, Name: name, State: state} }
 	states := []wire.LoopState{
+		{State: "running", Turn: 3, Step: 1, Recent: recent, Calls: []wire.CallState{call("c1", "run_command", "running"), call("c2", "write_file", "pending")}},
 		{State: "running", Turn: 3, Step: 1, Recent: recent, Calls: []wire.CallState{call("c1", "run_command", "awaiting-approval"), call("c2", "write_file", "pending")},
 			Approvals: []wire.PendingApproval{old, ask1}},
 		{State: "running", Turn: 3, Step: 1, Recent: recent, Calls: []wire.CallState{call("c1", "run_command", "awaiting-approval"), call("c2", "write_file", "awaiting-approval")},
 			Approvals: []wire.PendingApproval{ask1, ask2}},
 		{State: "running", Turn: 3, Step: 1, Recent: recent, Calls: []wire.CallState{call("c1", "run_command", "running"), call("c2", "write_file", "done")}},
+		{State: "running", Turn: 3, Step: 1, Recent: recent, Calls: []wire.CallState{call("c1", "run_command", "done"), call("c2", "write_file", "done")}},
 		{State: "idle", Recent: []wire.TurnInfo{{Turn: 3, StartSeq: 10, EndSeq: 20, Claimed: []string{"m1"}, Steps: 1, Reason: &wire.TurnEndReason{Kind: "completed"}}}},
 	}
 	f := watchScript(t, states, []*wire.ModelProgress{nil})
@@ -199,10 +202,11 @@ func TestWatchTurnYieldsApprovals(t *testing.T) {
 	}
 	require.Equal(t, []string{
 		"started",
+		"tool-started c1 running",
 		`approval ap-1 {"command":"make"} c1 awaiting-approval`,
 		`approval ap-2 {"path":"a.txt"} c2 awaiting-approval`,
-		"tool-started c1 running",
 		"tool-finished c2 done",
+		"tool-finished c1 done",
 		"ended",
 	}, got)
 }

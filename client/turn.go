@@ -155,7 +155,7 @@ func (c *Client) WatchTurn(ctx context.Context, id, messageID string, opts Watch
 		opts.Interval = 200 * time.Millisecond
 	}
 	return func(yield func(TurnProgress, error) bool) {
-		w := turnWatch{c: c, id: id, msg: messageID, opts: opts, reported: map[string]string{}, textDone: map[int64]bool{}, asked: map[string]bool{}}
+		w := turnWatch{c: c, id: id, msg: messageID, opts: opts, reported: map[string]string{}, textDone: map[int64]bool{}, asked: map[string]bool{}, begun: map[string]bool{}}
 		wctx, stop := context.WithCancel(ctx)
 		defer stop()
 		// ended is closed when the turn ended; a failed wait (an older
@@ -217,6 +217,10 @@ type turnWatch struct {
 	reported map[string]string
 	// asked holds the ids of the approvals yielded.
 	asked map[string]bool
+	// begun holds the calls whose start was yielded (callKey): a call
+	// that asked for approval runs, from LoopState's view, twice (the
+	// asking, then the approved run) and is yielded started once.
+	begun map[string]bool
 	// step is the running step the last poll saw.
 	step    int64
 	stopped bool
@@ -368,9 +372,10 @@ func (w *turnWatch) replay(evs []wire.Event, calls bool, emit func(TurnProgress)
 			}
 			if call.Code == wire.CodeAbortedBeforeDispatch || call.Code == wire.CodeMaxTokensNotRun {
 				call.State = wire.CallSkipped
-			} else if prev != wire.CallRunning && prev != wire.CallAwaitingApproval {
+			} else if prev != wire.CallRunning && prev != wire.CallAwaitingApproval && !w.begun[key] {
 				// (A call last seen waiting for its approval may have been
 				// rejected, never run: as in toolProgress, no start.)
+				w.begun[key] = true
 				started := call
 				started.State, started.IsError, started.Code = wire.CallRunning, false, ""
 				if !emit(TurnProgress{Kind: ProgressToolStarted, Turn: r.Turn, Step: r.Step, Call: &started}) {
@@ -435,12 +440,17 @@ func (w *turnWatch) toolProgress(st wire.LoopState, emit func(TurnProgress) bool
 		c := call
 		switch call.State {
 		case wire.CallRunning:
+			if w.begun[key] {
+				continue
+			}
+			w.begun[key] = true
 			if !emit(TurnProgress{Kind: ProgressToolStarted, Turn: st.Turn, Step: st.Step, Call: &c}) {
 				return false
 			}
 		case wire.CallDone, wire.CallFailed, wire.CallSkipped:
-			if prev == "" || prev == wire.CallPending {
+			if (prev == "" || prev == wire.CallPending) && !w.begun[key] {
 				if call.State != wire.CallSkipped {
+					w.begun[key] = true
 					started := c
 					started.State = wire.CallRunning
 					if !emit(TurnProgress{Kind: ProgressToolStarted, Turn: st.Turn, Step: st.Step, Call: &started}) {

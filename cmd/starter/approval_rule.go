@@ -9,21 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sessionflow/sessionflow/tool"
 	"github.com/sessionflow/sessionflow/wire"
 )
-
-// The tools whose calls the allow rules of --always narrow: run_command by
-// its command's leading words, write_file by its path's directory.
-const (
-	toolRunCommand = "run_command"
-	toolWriteFile  = "write_file"
-)
-
-// shellSpecial are the characters that make a command more than one
-// simple command (operators, substitutions, redirections, quoting,
-// escapes, globs): a command prefix holds none, as the session's rule
-// check requires.
-const shellSpecial = ";&|<>$`\\\"'(){}\n\r#*?[]~!"
 
 // errNoRule is the class of a call from which --always (or the chat's
 // [a]lways) cannot derive an allow rule.
@@ -36,7 +24,7 @@ var errNoRule = errors.New("no allow rule can be derived from the call")
 // any other tool, every call of it.
 func deriveRule(a wire.PendingApproval) (wire.ApprovalRule, error) {
 	switch a.Tool {
-	case toolRunCommand:
+	case tool.RunCommandName:
 		var args struct {
 			Command *string `json:"command"`
 		}
@@ -47,8 +35,8 @@ func deriveRule(a wire.PendingApproval) (wire.ApprovalRule, error) {
 		if err != nil {
 			return wire.ApprovalRule{}, err
 		}
-		return wire.ApprovalRule{Tool: a.Tool, CommandPrefix: prefix}, nil
-	case toolWriteFile:
+		return checked(wire.ApprovalRule{Tool: a.Tool, CommandPrefix: prefix})
+	case tool.WriteFileName:
 		var args struct {
 			Path *string `json:"path"`
 		}
@@ -59,12 +47,20 @@ func deriveRule(a wire.PendingApproval) (wire.ApprovalRule, error) {
 		if err != nil {
 			return wire.ApprovalRule{}, err
 		}
-		return wire.ApprovalRule{Tool: a.Tool, PathPrefix: dir}, nil
+		return checked(wire.ApprovalRule{Tool: a.Tool, PathPrefix: dir})
 	}
 	if a.Tool == "" {
 		return wire.ApprovalRule{}, fmt.Errorf("%w: it names no tool", errNoRule)
 	}
-	return wire.ApprovalRule{Tool: a.Tool}, nil
+	return checked(wire.ApprovalRule{Tool: a.Tool})
+}
+
+// checked is r when the session would take it (wire.ApprovalRule.Validate).
+func checked(r wire.ApprovalRule) (wire.ApprovalRule, error) {
+	if err := r.Validate(); err != nil {
+		return wire.ApprovalRule{}, fmt.Errorf("%w: %w", errNoRule, err)
+	}
+	return r, nil
 }
 
 // cutNote says that arguments were cut, when they were.
@@ -88,9 +84,9 @@ func commandPrefix(command string) (string, error) {
 	return words[0], nil
 }
 
-// plainWord reports whether w holds no shell syntax.
+// plainWord reports whether w holds no shell syntax (wire.ShellSyntax).
 func plainWord(w string) bool {
-	return w != "" && !strings.ContainsAny(w, shellSpecial)
+	return w != "" && !strings.ContainsAny(w, wire.ShellSyntax)
 }
 
 // pathDir is the directory of a path relative to the cwd, "." for the cwd
@@ -152,18 +148,19 @@ func checkApprovalTimeout(d time.Duration, zeroClears bool) error {
 
 // commandRule is the rule of --allow-command.
 func commandRule(prefix string) (wire.ApprovalRule, error) {
-	words := strings.Fields(prefix)
-	if len(words) == 0 || strings.ContainsAny(prefix, shellSpecial) {
+	r := wire.ApprovalRule{Tool: tool.RunCommandName, CommandPrefix: strings.Join(strings.Fields(prefix), " ")}
+	if r.CommandPrefix == "" || strings.ContainsAny(prefix, wire.ShellSyntax) || r.Validate() != nil {
 		return wire.ApprovalRule{}, usageErrorf("--allow-command %q: a command prefix is one or more plain words (no shell syntax)", prefix)
 	}
-	return wire.ApprovalRule{Tool: toolRunCommand, CommandPrefix: strings.Join(words, " ")}, nil
+	return r, nil
 }
 
 // pathRule is the rule of --allow-path.
 func pathRule(p string) (wire.ApprovalRule, error) {
 	rel, err := relativePath(p)
-	if err != nil || p == "" {
+	r := wire.ApprovalRule{Tool: tool.WriteFileName, PathPrefix: rel}
+	if err != nil || p == "" || r.Validate() != nil {
 		return wire.ApprovalRule{}, usageErrorf("--allow-path %q: a path prefix is a path relative to the working directory, inside it", p)
 	}
-	return wire.ApprovalRule{Tool: toolWriteFile, PathPrefix: rel}, nil
+	return r, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,6 +50,7 @@ func TestDeriveRule(t *testing.T) {
 		{"write_file", `{"path":"../up/x"}`, false, `the path "../up/x" leaves the working directory`},
 		{"write_file", `{"path":""}`, false, "its arguments hold no path"},
 		{"", `{}`, false, "it names no tool"},
+		{strings.Repeat("t", 1100), `{}`, false, "an allow rule is longer than 1024 bytes"},
 	} {
 		_, err := deriveRule(wire.PendingApproval{Tool: tc.tool, Arguments: tc.args, Truncated: tc.truncated})
 		require.ErrorContains(t, err, tc.want)
