@@ -440,6 +440,12 @@ func (ch *chat) watch(ctx context.Context, msg string) error {
 			ch.in.errc <- err // the prompt sees the end too
 			ended = true
 			listen()
+			// The input read before its end waits in the channel still
+			// (the reader sends it first): it comes first.
+			ch.in.drain()
+			if err := ch.typed(ctx, q); err != nil {
+				return err
+			}
 			if q.asking() && len(ch.in.pending) > 0 {
 				// A last line without a newline answers.
 				line := string(ch.in.pending)

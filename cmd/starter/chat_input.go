@@ -179,6 +179,18 @@ func (r editorReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// drain moves the bytes received and not taken yet to pending.
+func (ci *chatInput) drain() {
+	for {
+		select {
+		case b := <-ci.chunks:
+			ci.pending = append(ci.pending, b...)
+		default:
+			return
+		}
+	}
+}
+
 // takeLine returns the first complete line received so far, leaving the
 // rest pending; ok is false when no line is complete.
 func (ci *chatInput) takeLine() (line string, ok bool) {
