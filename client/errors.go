@@ -60,6 +60,9 @@ type Error struct {
 	// Errors lists the parts of an AggregateError (a disposal with several
 	// failures), in order.
 	Errors []wire.ErrorInfo
+	// Outcome is, for an ApprovalSettled failure (ErrApprovalSettled), the
+	// outcome that stands (wire.OutcomeAllowedOnce, ...).
+	Outcome string
 	// Err is the underlying error, if any.
 	Err error
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // ErrTurnRunning: `agent "<id>" is running turn N; append between turns`:
-// an Append while the session's agent runs a turn.
+// an Append (or a SetPermissions) while the session's agent runs a turn.
 var ErrTurnRunning = &Error{Type: wire.ErrTypeTurnRunning}
 
 // ErrTurnLeftOpen: `agent "<id>" runs its own turns: the append batch leaves
@@ -98,6 +98,10 @@ const (
 	// running step was dispatched, or finished (Call).
 	ProgressToolStarted  = "tool-started"
 	ProgressToolFinished = "tool-finished"
+	// ProgressApproval: a tool call of the running turn waits for a
+	// Decide (Approval; Call is its state then, when LoopState lists it).
+	// Each approval is yielded once.
+	ProgressApproval = "approval"
 	// ProgressEnded: the turn ended (Info; Events when an EventReader
 	// is set).
 	ProgressEnded = "ended"
@@ -121,6 +125,8 @@ type TurnProgress struct {
 	Restart bool `json:"restart,omitempty"`
 	// Call is the tool call of a tool progress.
 	Call *wire.CallState `json:"call,omitempty"`
+	// Approval is the question of a ProgressApproval.
+	Approval *wire.PendingApproval `json:"approval,omitempty"`
 	// Info is the ended turn.
 	Info *wire.TurnInfo `json:"info,omitempty"`
 	// Events are the ended turn's stored events [StartSeq, EndSeq).
@@ -140,7 +146,8 @@ type WatchOptions struct {
 // the workflow's pending activities (the model activity's heartbeat details
 // are an wire.ModelProgress) and yields the streamed text, the tool calls
 // started and finished, and finally the ended turn (TurnInfo) and, with
-// opts.Events, its stored events. Beside the polls it waits on the turn's
+// opts.Events, its stored events; a call that waits for an approval is
+// yielded as a ProgressApproval (answer it with Decide). Beside the polls it waits on the turn's
 // end (WaitTurn), so the end is seen when the turn ends, not at the next
 // poll. An error ends the sequence.
 func (c *Client) WatchTurn(ctx context.Context, id, messageID string, opts WatchOptions) iter.Seq2[TurnProgress, error] {
@@ -148,7 +155,7 @@ func (c *Client) WatchTurn(ctx context.Context, id, messageID string, opts Watch
 		opts.Interval = 200 * time.Millisecond
 	}
 	return func(yield func(TurnProgress, error) bool) {
-		w := turnWatch{c: c, id: id, msg: messageID, opts: opts, reported: map[string]string{}, textDone: map[int64]bool{}}
+		w := turnWatch{c: c, id: id, msg: messageID, opts: opts, reported: map[string]string{}, textDone: map[int64]bool{}, asked: map[string]bool{}, begun: map[string]bool{}}
 		wctx, stop := context.WithCancel(ctx)
 		defer stop()
 		// ended is closed when the turn ended; a failed wait (an older
@@ -208,6 +215,12 @@ type turnWatch struct {
 	textDone map[int64]bool
 	// reported holds the last state yielded per call (callKey).
 	reported map[string]string
+	// asked holds the ids of the approvals yielded.
+	asked map[string]bool
+	// begun holds the calls whose start was yielded (callKey): a call
+	// that asked for approval runs, from LoopState's view, twice (the
+	// asking, then the approved run) and is yielded started once.
+	begun map[string]bool
 	// step is the running step the last poll saw.
 	step    int64
 	stopped bool
@@ -280,6 +293,9 @@ func (w *turnWatch) poll(ctx context.Context, yield func(TurnProgress, error) bo
 			}
 		}
 		if !w.toolProgress(st, emit) {
+			return true, nil
+		}
+		if !w.approvalProgress(st, emit) {
 			return true, nil
 		}
 		if !w.textProgress(ctx, emit) {
@@ -356,7 +372,10 @@ func (w *turnWatch) replay(evs []wire.Event, calls bool, emit func(TurnProgress)
 			}
 			if call.Code == wire.CodeAbortedBeforeDispatch || call.Code == wire.CodeMaxTokensNotRun {
 				call.State = wire.CallSkipped
-			} else if prev != wire.CallRunning {
+			} else if prev != wire.CallRunning && prev != wire.CallAwaitingApproval && !w.begun[key] {
+				// (A call last seen waiting for its approval may have been
+				// rejected, never run: as in toolProgress, no start.)
+				w.begun[key] = true
 				started := call
 				started.State, started.IsError, started.Code = wire.CallRunning, false, ""
 				if !emit(TurnProgress{Kind: ProgressToolStarted, Turn: r.Turn, Step: r.Step, Call: &started}) {
@@ -421,12 +440,17 @@ func (w *turnWatch) toolProgress(st wire.LoopState, emit func(TurnProgress) bool
 		c := call
 		switch call.State {
 		case wire.CallRunning:
+			if w.begun[key] {
+				continue
+			}
+			w.begun[key] = true
 			if !emit(TurnProgress{Kind: ProgressToolStarted, Turn: st.Turn, Step: st.Step, Call: &c}) {
 				return false
 			}
 		case wire.CallDone, wire.CallFailed, wire.CallSkipped:
-			if prev == "" || prev == wire.CallPending {
+			if (prev == "" || prev == wire.CallPending) && !w.begun[key] {
 				if call.State != wire.CallSkipped {
+					w.begun[key] = true
 					started := c
 					started.State = wire.CallRunning
 					if !emit(TurnProgress{Kind: ProgressToolStarted, Turn: st.Turn, Step: st.Step, Call: &started}) {
@@ -437,6 +461,26 @@ func (w *turnWatch) toolProgress(st wire.LoopState, emit func(TurnProgress) bool
 			if !emit(TurnProgress{Kind: ProgressToolFinished, Turn: st.Turn, Step: st.Step, Call: &c}) {
 				return false
 			}
+		}
+	}
+	return true
+}
+
+// approvalProgress yields the running turn's approvals not yielded yet,
+// in the order asked.
+func (w *turnWatch) approvalProgress(st wire.LoopState, emit func(TurnProgress) bool) bool {
+	for _, a := range st.Approvals {
+		if w.asked[a.ID] || (a.Turn != 0 && a.Turn != w.turn) {
+			continue
+		}
+		w.asked[a.ID] = true
+		p := TurnProgress{Kind: ProgressApproval, Turn: w.turn, Step: a.Step, Approval: &a}
+		if i := slices.IndexFunc(st.Calls, func(c wire.CallState) bool { return c.ID == a.CallID }); i >= 0 {
+			c := st.Calls[i]
+			p.Call = &c
+		}
+		if !emit(p) {
+			return false
 		}
 	}
 	return true

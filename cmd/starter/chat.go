@@ -38,9 +38,18 @@ turn, /steer and /inject reach the running one).
   /history       the conversation so far
   /compact       summarise the earlier conversation, to free the model's context
                  (the log keeps every event; Ctrl-C cancels it)
+  /permissions   the session's sandbox and approval permissions
+  /permissions ask|never
+                 switch the approval policy, between turns: under ask,
+                 run_command and write_file calls wait for your approval
   /detach        leave, keeping the session live
   /quit          leave, disposing the session (so do Ctrl-D and Ctrl-C at the prompt)
   /help          this text
+
+A tool call waiting for your approval shows its tool, the reason and its
+arguments, and asks "Allow? [y]es / [n]o / [a]lways:": y runs it once, n
+rejects it, a runs it and, from then on, calls like it (run_command: the same
+first words; write_file: the same directory; another tool: any call).
 
 Ctrl-C during a turn or a /compact cancels it; a second Ctrl-C leaves, disposing
 the session.
@@ -66,6 +75,9 @@ the call's arguments and result size, and /history works.` + lifecycleNote,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireID(id); err != nil {
+				return err
+			}
+			if err := route.validate(); err != nil {
 				return err
 			}
 			if cwd == "" {
@@ -208,6 +220,9 @@ func (ch *chat) open(ctx context.Context, cwd string, route routeFlags) error {
 		if route.provider != "" || route.model != "" {
 			fmt.Fprintln(ch.w, "note: --provider and --model apply when a session is created or resumed; the live session keeps its route")
 		}
+		if route.sandboxMode != "" || route.network || route.approvalPolicy != "" || route.approvalTimeout != 0 {
+			fmt.Fprintln(ch.w, "note: --sandbox-mode, --network and --approval-* apply when a session is created or resumed; /permissions shows and changes the live session's")
+		}
 		// A turn already running is followed like one of the chat's own.
 		if n := len(st.Recent); st.State == "running" && n > 0 && st.Recent[n-1].Reason == nil && len(st.Recent[n-1].Claimed) > 0 {
 			running := st.Recent[n-1]
@@ -277,6 +292,8 @@ func (ch *chat) handle(ctx context.Context, line string, running bool) error {
 		default:
 			return ch.compact(ctx)
 		}
+	case "/permissions":
+		return ch.permissions(ctx, arg, running)
 	case "/inject", "/steer", "":
 		if arg == "" {
 			fmt.Fprintf(ch.w, "%s needs a message\n", cmd)
@@ -358,16 +375,22 @@ func (ch *chat) watch(ctx context.Context, msg string) error {
 		}
 	}()
 	view := newTurnView(ch)
+	q := &asker{ch: ch, view: view}
 	var cancelled chan cancelOutcome
-	// Lines typed while the turn runs (a terminal only: piped input is read
-	// between turns).
-	chunks, stdinErr := ch.in.chunks, ch.in.errc
-	if !ch.in.terminal {
-		chunks, stdinErr = nil, nil
-	}
-	if chunks != nil {
+	// Lines typed while the turn runs: on a terminal, and, from piped
+	// input (read between turns otherwise), the answers to approvals.
+	var chunks <-chan []byte
+	var stdinErr chan error
+	ended := false
+	listen := func() {
+		if ended || !(ch.in.terminal || q.asking()) {
+			chunks, stdinErr = nil, nil
+			return
+		}
 		ch.in.pump()
+		chunks, stdinErr = ch.in.chunks, ch.in.errc
 	}
+	listen()
 	for {
 		select {
 		case it, ok := <-items:
@@ -383,6 +406,17 @@ func (ch *chat) watch(ctx context.Context, msg string) error {
 				return ch.awaitCancel(cancelled)
 			}
 			view.show(ctx, it.p)
+			switch it.p.Kind {
+			case client.ProgressApproval:
+				q.add(*it.p.Approval)
+			case client.ProgressToolStarted, client.ProgressToolFinished:
+				q.settled(it.p.Call.ID)
+			}
+			// Piped lines already read may answer it.
+			if err := ch.typed(ctx, q); err != nil {
+				return err
+			}
+			listen()
 		case <-ch.in.interrupts:
 			view.newline()
 			if cancelled != nil || time.Since(ch.lastInterrupt) < quickInterrupt {
@@ -397,23 +431,65 @@ func (ch *chat) watch(ctx context.Context, msg string) error {
 				cancelled <- cancelOutcome{res, err}
 			}()
 		case b := <-chunks:
-			for _, line := range ch.in.takeLines(b) {
-				view.newline()
-				if err := ch.handle(ctx, strings.TrimSpace(line), true); err != nil {
-					var leave *leaveRequest
-					if errors.As(err, &leave) {
-						return err
-					}
-					fmt.Fprintf(ch.w, "error: %s\n", errorText(err))
-				}
+			ch.in.pending = append(ch.in.pending, b...)
+			if err := ch.typed(ctx, q); err != nil {
+				return err
 			}
+			listen()
 		case err := <-stdinErr:
 			ch.in.errc <- err // the prompt sees the end too
-			chunks, stdinErr = nil, nil
+			ended = true
+			listen()
+			// The input read before its end waits in the channel still
+			// (the reader sends it first): it comes first.
+			ch.in.drain()
+			if err := ch.typed(ctx, q); err != nil {
+				return err
+			}
+			if q.asking() && len(ch.in.pending) > 0 {
+				// A last line without a newline answers.
+				line := string(ch.in.pending)
+				ch.in.pending = nil
+				if err := q.answer(ctx, line); err != nil {
+					return err
+				}
+			}
+			if q.asking() {
+				view.newline()
+				fmt.Fprintf(ch.w, "the input ended while call %s waits for approval: leaving\n", displayText(q.queue[0].CallID))
+				return &leaveRequest{dispose: true}
+			}
 		case <-ctx.Done():
 			return &leaveRequest{dispose: true}
 		}
 	}
+}
+
+// typed acts on the complete lines received during the turn: the answer
+// to the open question, or a command (from a terminal; piped lines that
+// answer nothing wait for the prompt).
+func (ch *chat) typed(ctx context.Context, q *asker) error {
+	for ch.in.terminal || q.asking() {
+		line, ok := ch.in.takeLine()
+		if !ok {
+			return nil
+		}
+		if q.asking() {
+			if err := q.answer(ctx, line); err != nil {
+				return err
+			}
+			continue
+		}
+		q.view.newline()
+		if err := ch.handle(ctx, strings.TrimSpace(line), true); err != nil {
+			var leave *leaveRequest
+			if errors.As(err, &leave) {
+				return err
+			}
+			fmt.Fprintf(ch.w, "error: %s\n", errorText(err))
+		}
+	}
+	return nil
 }
 
 // awaitCancel waits for the answer of a CancelTurn sent during the turn and

@@ -179,6 +179,30 @@ func (r editorReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// drain moves the bytes received and not taken yet to pending.
+func (ci *chatInput) drain() {
+	for {
+		select {
+		case b := <-ci.chunks:
+			ci.pending = append(ci.pending, b...)
+		default:
+			return
+		}
+	}
+}
+
+// takeLine returns the first complete line received so far, leaving the
+// rest pending; ok is false when no line is complete.
+func (ci *chatInput) takeLine() (line string, ok bool) {
+	i := bytes.IndexByte(ci.pending, '\n')
+	if i < 0 {
+		return "", false
+	}
+	line = strings.TrimSuffix(string(ci.pending[:i]), "\r")
+	ci.pending = ci.pending[i+1:]
+	return line, true
+}
+
 // takeLines returns the complete lines received so far (during a turn).
 func (ci *chatInput) takeLines(b []byte) []string {
 	ci.pending = append(ci.pending, b...)

@@ -291,14 +291,44 @@ func firstLine(s string) string {
 	return s
 }
 
-// argsLine renders tool-call arguments on one line: compact JSON, or the
-// model's text with its whitespace folded when it is not JSON.
+// argsLine renders tool-call arguments on one line: compact JSON (with
+// <, > and & as themselves, not the \u003c escapes Go's encoder writes),
+// or the model's text with its whitespace folded when it is not JSON.
 func argsLine(args string) string {
 	var b bytes.Buffer
 	if json.Compact(&b, []byte(args)) == nil {
-		return b.String()
+		return unescapeHTML(b.String())
 	}
 	return oneLine(args)
+}
+
+// htmlEscapes are the escapes encoding/json writes for <, > and &.
+var htmlEscapes = map[string]byte{`\u003c`: '<', `\u003e`: '>', `\u0026`: '&'}
+
+// unescapeHTML writes the HTML escapes of valid JSON (\u003c, \u003e,
+// \u0026) as the characters they stand for; other escapes, and an escaped
+// backslash before "u003c", stay.
+func unescapeHTML(s string) string {
+	if !strings.Contains(s, `\u00`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' || i+1 >= len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+6 <= len(s) {
+			if c, ok := htmlEscapes[s[i:i+6]]; ok {
+				b.WriteByte(c)
+				i += 5
+				continue
+			}
+		}
+		b.WriteString(s[i : i+2])
+		i++
+	}
+	return b.String()
 }
 
 // oneLine folds whitespace runs with newlines into single spaces.

@@ -78,6 +78,8 @@ func TestChatRendering(t *testing.T) {
 	require.Equal(t, "ab…", clip("abcd", 3))
 	require.Equal(t, `{"a":1}`, argsLine("{\n  \"a\": 1\n}"))
 	require.Equal(t, "not json", argsLine("not\n  json"))
+	require.Equal(t, `{"command":"a > b && c < d","esc":"\\u003e","nl":"x\ny\u001b"}`,
+		argsLine(`{"command": "a \u003e b \u0026\u0026 c \u003c d", "esc": "\\u003e", "nl": "x\ny\u001b"}`))
 
 	user, _ := json.Marshal(map[string]string{"kind": "user"})
 	require.Equal(t, "aborted by user", chatReason(&wire.TurnInfo{Reason: &wire.TurnEndReason{Kind: "aborted", Reason: user}}))

@@ -29,18 +29,38 @@ type createInput struct {
 }
 
 // routeFlags are the agent's options of the command line: its model route
-// (--provider, --model) and its sandbox (--sandbox-mode, --network).
+// (--provider, --model), its sandbox (--sandbox-mode, --network) and its
+// approvals (--approval-policy, --approval-timeout).
 type routeFlags struct {
 	provider, model, sandboxMode string
 	network                      bool
+	approvalPolicy               string
+	approvalTimeout              time.Duration
 }
 
 // options returns the agent options of the flags, nil when none is set.
 func (r routeFlags) options() *wire.AgentOptions {
-	if r.provider == "" && r.model == "" && r.sandboxMode == "" && !r.network {
+	if r == (routeFlags{}) {
 		return nil
 	}
-	return &wire.AgentOptions{Provider: r.provider, Model: r.model, SandboxMode: r.sandboxMode, NetworkAccess: r.network}
+	o := &wire.AgentOptions{Provider: r.provider, Model: r.model, SandboxMode: r.sandboxMode, NetworkAccess: r.network,
+		ApprovalPolicy: r.approvalPolicy}
+	if r.approvalTimeout > 0 {
+		ms := float64(r.approvalTimeout.Milliseconds())
+		o.ApprovalTimeoutMs = &ms
+	}
+	return o
+}
+
+// validate checks the approval flags (the worker checks the others).
+func (r routeFlags) validate() error {
+	if err := checkApprovalPolicy(r.approvalPolicy); err != nil {
+		return err
+	}
+	if r.approvalTimeout != 0 {
+		return checkApprovalTimeout(r.approvalTimeout, false)
+	}
+	return nil
 }
 
 func (r *routeFlags) add(fs *pflag.FlagSet) {
@@ -48,6 +68,8 @@ func (r *routeFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&r.model, "model", "", "the agent's model, for turns")
 	fs.StringVar(&r.sandboxMode, "sandbox-mode", "", "what the agent's commands and file tools may write: read-only, workspace-write (the default) or danger-full-access (unconfined)")
 	fs.BoolVar(&r.network, "network", false, "let the agent's commands use TCP in the confined sandbox modes")
+	fs.StringVar(&r.approvalPolicy, "approval-policy", "", "ask: run_command, write_file and the configured tools wait for your approval (starter approve, reject); never (the default): nothing waits")
+	fs.DurationVar(&r.approvalTimeout, "approval-timeout", 0, "reject an approval not decided within this duration, e.g. 1h (default: wait)")
 }
 
 // request builds the CreateSession request; the seed file is read here.
@@ -89,6 +111,9 @@ func checkSeed(seed []session.Event, seeded bool) error {
 // validate checks the flags that do not need a server.
 func (in *createInput) validate(fs *pflag.FlagSet) error {
 	if err := requireID(in.id); err != nil {
+		return err
+	}
+	if err := in.route.validate(); err != nil {
 		return err
 	}
 	in.fork = fs.Changed("fork-through")
@@ -208,6 +233,9 @@ continues the log. A running workflow of the same id fails with: session
 --keep-dead-owner refuses with "already owned" instead (see unlock).` + lifecycleNote,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := route.validate(); err != nil {
+				return err
+			}
 			return a.withID(cmd, conn, id, func(ctx context.Context, c *client.Client) error {
 				line := startElapsed(a.stderr, isTerminal(a.stderr), fmt.Sprintf("resuming %q (reading and repairing its log)", id), elapsedDelay, time.Second)
 				req := wire.ResumeSessionRequest{AgentOptions: route.options()}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -22,16 +23,17 @@ func newTurnCmd(a *app) *cobra.Command {
 		Short: "Send a prompt to a live session's agent and follow its turn",
 		Long: `Queue --prompt as the next turn's user message (the Followup update) and follow
 the turn that claims it: the answer's text as it streams (from the model
-activity's heartbeats), one line per tool call started and finished, and how
-the turn ended. With the store root (--root DIR or $` + envRoot + `, on the
+activity's heartbeats), one line per tool call started and finished (and, for a
+call waiting for approval, what it asks and how to decide: starter approve,
+starter reject), and how the turn ended. With the store root (--root DIR or $` + envRoot + `, on the
 worker's machine) each step's stored answer is read when the step ends: the
 text that streamed between two polls is printed, and --json includes the
 turn's events. A model call that is retried streams its text again: a line
 "↻ (the model call was retried; the text above is discarded)" comes before it.
 
 --json prints one JSON object per line: {"kind":"queued"|"started"|"text"|
-"reasoning"|"tool-started"|"tool-finished"|"ended", "turn", "step", "text",
-"gap", "restart", "call", "info", "events"}.` + lifecycleNote,
+"reasoning"|"tool-started"|"tool-finished"|"approval"|"ended", "turn", "step",
+"text", "gap", "restart", "call", "approval", "info", "events"}.` + lifecycleNote,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireID(id); err != nil {
@@ -123,12 +125,34 @@ func followTurn(ctx context.Context, w io.Writer, c *client.Client, id, messageI
 				mark, code = "✗", " "+termText(p.Call.Code, false)
 			}
 			fmt.Fprintf(w, "%s %s (%s)%s\n", mark, displayText(p.Call.Name), displayText(p.Call.ID), code)
+		case client.ProgressApproval:
+			newline()
+			fmt.Fprint(w, approvalNotice(id, *p.Approval))
 		case client.ProgressEnded:
 			newline()
 			fmt.Fprintf(w, "turn %d %s\n", p.Info.Turn, describeReason(p.Info))
 		}
 	}
 	return nil
+}
+
+// approvalNotice is what starter turn prints of a call waiting for
+// approval: the call, the reason, its arguments on one line and how to
+// decide.
+func approvalNotice(id string, a wire.PendingApproval) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "⏸ %s (%s) waits for approval", displayText(a.Tool), displayText(a.CallID))
+	if a.Reason != "" {
+		fmt.Fprintf(&b, ": %s", termText(a.Reason, false))
+	}
+	args := clip(argsLine(a.Arguments), maxTextShown)
+	if a.Truncated {
+		args += " (cut)"
+	}
+	fmt.Fprintf(&b, "\n  %s\n", termText(args, false))
+	fmt.Fprintf(&b, "  starter approve --id %s --call %s [--always], or starter reject --id %s --call %s\n",
+		displayText(id), displayText(a.CallID), displayText(id), displayText(a.CallID))
+	return b.String()
 }
 
 // retriedNote is the line printed before the text of a model call that
