@@ -37,10 +37,6 @@ type waitingCall struct {
 	dispatched bool
 }
 
-// settledApproval is an approval decided in this run.
-type settledApproval struct {
-	id, callID, outcome string
-}
 
 // permissions are a session's resolved permissions (the agent loop's,
 // set at create and resume, carried across continue-as-new).
@@ -250,10 +246,10 @@ func (a *agentLoop) waitingFor(req wire.DecideRequest) (*waitingCall, error) {
 	}
 	for i := len(a.settled) - 1; i >= 0; i-- {
 		s := a.settled[i]
-		if (req.ID == "" || s.id == req.ID) && (req.CallID == "" || s.callID == req.CallID) {
+		if (req.ID == "" || s.ID == req.ID) && (req.CallID == "" || s.CallID == req.CallID) {
 			return nil, temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("approval %q (call %q) is settled already: %s", s.id, s.callID, s.outcome),
-				wire.ErrTypeApprovalSettled, nil, wire.DecideResult{ID: s.id, CallID: s.callID, Outcome: s.outcome})
+				fmt.Sprintf("approval %q (call %q) is settled already: %s", s.ID, s.CallID, s.Outcome),
+				wire.ErrTypeApprovalSettled, nil, wire.DecideResult{ID: s.ID, CallID: s.CallID, Outcome: s.Outcome})
 		}
 	}
 	return nil, temporal.NewNonRetryableApplicationError(
@@ -293,7 +289,7 @@ func (t *turnRun) decide(w *waitingCall, d *agent.ToolDecision) {
 
 // settle remembers a settled approval for the Decides that come late.
 func (a *agentLoop) settle(p wire.PendingApproval, outcome string) {
-	a.settled = append(a.settled, settledApproval{id: p.ID, callID: p.CallID, outcome: outcome})
+	a.settled = append(a.settled, SettledApproval{ID: p.ID, CallID: p.CallID, Outcome: outcome})
 	if n := len(a.settled); n > maxSettledApprovals {
 		a.settled = slices.Clone(a.settled[n-maxSettledApprovals:])
 	}

@@ -3,6 +3,7 @@ package workflows
 import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/workflow"
+	"slices"
 
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/wire"
@@ -201,6 +202,7 @@ func (l *lifecycle) liveState() LiveState {
 		Inbox:               inbox,
 		RecentTurns:         recent,
 		Permissions:         &perm,
+		Settled:             slices.Clone(l.agent.settled),
 	}
 }
 

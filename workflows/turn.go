@@ -77,7 +77,7 @@ type agentLoop struct {
 	// SetPermissions updates their validators decoded.
 	perm       wire.Permissions
 	pins       []pinEvent
-	settled    []settledApproval
+	settled    []SettledApproval
 	decideReqs decodedRequests[wire.DecideRequest]
 	permReqs   decodedRequests[wire.SetPermissionsRequest]
 }
@@ -132,6 +132,7 @@ func (a *agentLoop) setOptions(o *wire.AgentOptions, logged *activities.LoggedPe
 // restore takes the loop of the run before continue-as-new.
 func (a *agentLoop) restore(state LiveState) {
 	a.agentOptions = state.AgentOptions
+	a.settled = slices.Clone(state.Settled)
 	if state.Permissions != nil {
 		a.perm = *state.Permissions
 	} else {

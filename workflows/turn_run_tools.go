@@ -90,7 +90,6 @@ func (t *turnRun) runTools(step int64, res agent.ModelResult) toolsOutcome {
 		}
 	})
 	ctx := t.span.Context(a.set.toolCtx(callsCtx))
-	approval := a.approvalInput()
 	t.calls = make([]wire.CallState, len(calls))
 	for i, c := range calls {
 		t.calls[i] = wire.CallState{ID: c.ID, Name: c.Name, Index: i, State: wire.CallPending}
@@ -105,10 +104,11 @@ func (t *turnRun) runTools(step int64, res agent.ModelResult) toolsOutcome {
 			Ref: *a.log.ref, Turn: t.summary.Turn, Step: step, MessageSeq: res.MessageSeq,
 			CallID: c.ID, Name: c.Name, Index: idx, SandboxMode: a.perm.SandboxMode, NetworkAccess: a.perm.NetworkAccess,
 		}
-		if approval != nil {
-			g := *approval
+		// The policy and the rules as they are now: a rule an answer
+		// added applies to the step's later calls.
+		if g := a.approvalInput(); g != nil {
 			g.Decision = d
-			in.Approval = &g
+			in.Approval = g
 		}
 		f := workflow.ExecuteActivity(ctx, wire.RunToolActivity, in)
 		parallel := c.Parallel

@@ -38,4 +38,14 @@ type LiveState struct {
 	// Permissions are the session's permissions (nil in a state carried
 	// before they existed: resolved from AgentOptions).
 	Permissions *wire.Permissions `json:"permissions,omitempty"`
+	// Settled are the approvals decided lately, oldest first: a late
+	// Decide for one is refused ApprovalSettled in the next run too.
+	Settled []SettledApproval `json:"settled,omitempty"`
+}
+
+// SettledApproval is an approval decided lately.
+type SettledApproval struct {
+	ID      string `json:"id"`
+	CallID  string `json:"callId"`
+	Outcome string `json:"outcome"`
 }
