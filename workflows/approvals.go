@@ -37,7 +37,6 @@ type waitingCall struct {
 	dispatched bool
 }
 
-
 // permissions are a session's resolved permissions (the agent loop's,
 // set at create and resume, carried across continue-as-new).
 func (a *agentLoop) permissions() wire.Permissions {
