@@ -61,6 +61,10 @@ type ServerConfig struct {
 	// IgnoreAnnotations makes every tool of the server exclusive and
 	// non-idempotent, whatever its annotations claim.
 	IgnoreAnnotations bool `json:"ignoreAnnotations,omitempty"`
+	// RequireApproval makes every tool of the server wait for the user's
+	// approval in a session whose approval policy is ask (tool.Tool.Approval;
+	// docs/API.md "Approvals").
+	RequireApproval bool `json:"requireApproval,omitempty"`
 }
 
 // LoadConfig reads and checks the configuration file at path.

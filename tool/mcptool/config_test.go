@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -104,6 +105,25 @@ func TestIgnoreAnnotationsMakesEveryToolExclusiveAndNotIdempotent(t *testing.T) 
 		if tl.Parallel || tl.Idempotent {
 			t.Errorf("%s: parallel %v idempotent %v with ignoreAnnotations", tl.Name, tl.Parallel, tl.Idempotent)
 		}
+	}
+}
+
+// requireApproval makes every tool of its server ask; the tools of a
+// server without it do not.
+func TestRequireApprovalMarksEveryToolOfItsServer(t *testing.T) {
+	var log syncBuffer
+	asking, plain := stdioServer(t, t.TempDir()), stdioServer(t, t.TempDir())
+	asking.RequireApproval = true
+	b, _ := startBridge(t, mcptool.Config{Servers: map[string]mcptool.ServerConfig{"ask": asking, "free": plain}}, testOptions(&log))
+	n := 0
+	for _, tl := range b.Tools() {
+		n++
+		if want := strings.HasPrefix(tl.Name, "ask__"); tl.Approval != want {
+			t.Errorf("%s: approval %v, want %v", tl.Name, tl.Approval, want)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no tools")
 	}
 }
 

@@ -84,6 +84,7 @@ func (s *server) toolFor(mt *mcp.Tool) (tool.Tool, error) {
 		Schema:      schema,
 		Parallel:    parallel,
 		Idempotent:  idempotent,
+		Approval:    s.cfg.RequireApproval,
 		Run: func(ctx context.Context, call tool.Call) (tool.Result, error) {
 			return s.call(ctx, remote, call)
 		},
