@@ -97,8 +97,7 @@ func (t *turnRun) runTools(step int64, res agent.ModelResult) toolsOutcome {
 	// dispatch starts the RunTool of the call at idx, with decision d
 	// once it was asked; the call holds its place in the pool (inFlight,
 	// exclusive) from its first dispatch to its result.
-	var dispatch func(idx int, d *agent.ToolDecision)
-	dispatch = func(idx int, d *agent.ToolDecision) {
+	dispatch := func(idx int, d *agent.ToolDecision) {
 		c := calls[idx]
 		in := agent.ToolInput{
 			Ref: *a.log.ref, Turn: t.summary.Turn, Step: step, MessageSeq: res.MessageSeq,
