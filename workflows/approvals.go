@@ -243,6 +243,10 @@ func (a *agentLoop) waitingFor(req wire.DecideRequest) (*waitingCall, error) {
 			return w, nil
 		}
 	}
+	if p, ok := a.parkedWaiting(req); ok {
+		// The turn parked to continue as new: the decision goes with it.
+		return &waitingCall{idx: -1, pending: p}, nil
+	}
 	for i := len(a.settled) - 1; i >= 0; i-- {
 		s := a.settled[i]
 		if (req.ID == "" || s.ID == req.ID) && (req.CallID == "" || s.CallID == req.CallID) {
@@ -272,7 +276,12 @@ func (a *agentLoop) handleDecide(ctx workflow.Context, in converter.RawValue) (w
 		rules := slices.Clone(a.perm.Rules)
 		d.Rules = &rules
 	}
-	a.turn.decide(w, d)
+	if w.idx < 0 {
+		a.parked.Decided[w.pending.CallID] = d
+		a.settle(w.pending, d.Outcome)
+	} else {
+		a.turn.decide(w, d)
+	}
 	return wire.DecideResult{ID: w.pending.ID, CallID: w.pending.CallID, Outcome: req.Outcome}, nil
 }
 
@@ -282,7 +291,9 @@ func (t *turnRun) decide(w *waitingCall, d *agent.ToolDecision) {
 		return
 	}
 	w.decision = d
-	t.a.settle(w.pending, d.Outcome)
+	if _, pre := t.predecided[w.pending.CallID]; !pre {
+		t.a.settle(w.pending, d.Outcome)
+	}
 	t.decideCh.SendAsync(true)
 }
 
@@ -297,6 +308,9 @@ func (a *agentLoop) settle(p wire.PendingApproval, outcome string) {
 // pendingApprovals lists the running turn's undecided approvals.
 func (a *agentLoop) pendingApprovals() []wire.PendingApproval {
 	if a.turn == nil {
+		if a.parked != nil {
+			return slices.Clone(a.parked.Waiting)
+		}
 		return nil
 	}
 	var out []wire.PendingApproval
@@ -319,9 +333,23 @@ func (t *turnRun) await(ctx workflow.Context, sel workflow.Selector, idx int, st
 		AskedAtMs: now.UnixMilli(),
 	}}
 	t.waiting = append(t.waiting, w)
+	before, parked := t.asked[call.ID]
+	if parked && before.ID == asked.ID {
+		// Asked in the run before continue-as-new: its times stand.
+		w.pending.AskedAtMs, w.pending.DeadlineMs = before.AskedAtMs, before.DeadlineMs
+	}
+	if d, ok := t.predecided[call.ID]; ok && d.ID == asked.ID {
+		t.decide(w, d)
+		return w
+	}
 	if ms := t.a.perm.ApprovalTimeoutMs; ms > 0 {
-		w.pending.DeadlineMs = now.UnixMilli() + ms
-		timer := workflow.NewTimer(ctx, time.Duration(ms)*time.Millisecond)
+		left := ms
+		if w.pending.DeadlineMs > 0 {
+			left = max(w.pending.DeadlineMs-now.UnixMilli(), 0)
+		} else {
+			w.pending.DeadlineMs = now.UnixMilli() + ms
+		}
+		timer := workflow.NewTimer(ctx, time.Duration(left)*time.Millisecond)
 		sel.AddFuture(timer, func(f workflow.Future) {
 			if f.Get(ctx, nil) == nil && w.decision == nil {
 				t.decide(w, &agent.ToolDecision{ID: w.pending.ID, Outcome: wire.OutcomeRejected, TimeoutMs: ms})
@@ -446,4 +474,33 @@ func (a *agentLoop) handleSetPermissions(ctx workflow.Context, in converter.RawV
 		return wire.Permissions{}, err
 	}
 	return a.permissions(), nil
+}
+
+// park records the running turn t, parked at step with its model result
+// res, for the next run (LiveState.Parked).
+func (a *agentLoop) park(t *turnRun, step int64, res agent.ModelResult) {
+	p := &ParkedTurn{Summary: t.summary, Step: step, Result: res, Reason: t.reasonSoFar, NoPressure: t.noPressure, Decided: map[string]*agent.ToolDecision{}}
+	p.Summary.Claimed = slices.Clone(p.Summary.Claimed)
+	for _, w := range t.waiting {
+		if !w.dispatched && w.decision == nil {
+			p.Waiting = append(p.Waiting, w.pending)
+		}
+	}
+	a.parked = p
+}
+
+// parkedWaiting returns the approval req names among the parked turn's.
+func (a *agentLoop) parkedWaiting(req wire.DecideRequest) (wire.PendingApproval, bool) {
+	if a.parked == nil {
+		return wire.PendingApproval{}, false
+	}
+	for _, w := range a.parked.Waiting {
+		if _, done := a.parked.Decided[w.CallID]; done {
+			continue
+		}
+		if (req.ID == "" || w.ID == req.ID) && (req.CallID == "" || w.CallID == req.CallID) {
+			return w, true
+		}
+	}
+	return wire.PendingApproval{}, false
 }

@@ -66,6 +66,7 @@ func newLifecycle(ctx workflow.Context, id, source string, hooks wire.Hooks, opt
 		agent:   &agentLoop{env: e, log: log, phase: phase, appends: appends},
 	}
 	l.aborts = &abortGuard{env: e, phase: phase, dispose: l.requestDispose}
+	l.agent.canDue = l.canDue
 	return l
 }
 

@@ -203,6 +203,7 @@ func (l *lifecycle) liveState() LiveState {
 		RecentTurns:         recent,
 		Permissions:         &perm,
 		Settled:             slices.Clone(l.agent.settled),
+		Parked:              l.agent.parked,
 	}
 }
 

@@ -75,11 +75,17 @@ type agentLoop struct {
 	// perm are the session's permissions; settled the approvals decided
 	// lately; decideReqs and permReqs the requests of the Decide and
 	// SetPermissions updates their validators decoded.
-	perm       wire.Permissions
-	pins       []pinEvent
-	settled    []SettledApproval
-	decideReqs decodedRequests[wire.DecideRequest]
-	permReqs   decodedRequests[wire.SetPermissionsRequest]
+	perm wire.Permissions
+	pins []pinEvent
+	// parked is the turn this run parked to continue as new; resumeParked
+	// the one the run before parked, to go on with; canDue is the
+	// lifecycle's continue-as-new test.
+	parked       *ParkedTurn
+	resumeParked *ParkedTurn
+	canDue       func() bool
+	settled      []SettledApproval
+	decideReqs   decodedRequests[wire.DecideRequest]
+	permReqs     decodedRequests[wire.SetPermissionsRequest]
 }
 
 // turnRun is the running turn: its steps, the calls of the running step,
@@ -102,6 +108,15 @@ type turnRun struct {
 	calls    []wire.CallState
 	waiting  []*waitingCall
 	decideCh workflow.Channel
+	// parked is the model result of the step a parked turn goes on
+	// with; parking is set once the turn parks; reason its end reason so
+	// far then; predecided the decisions its approvals got while parked;
+	// asked the approvals it had, by call id.
+	parked      *agent.ModelResult
+	parking     bool
+	reasonSoFar *wire.TurnEndReason
+	predecided  map[string]*agent.ToolDecision
+	asked       map[string]wire.PendingApproval
 	// noPressure is set once a compaction under pressure failed: the
 	// turn's later steps are not measured again.
 	noPressure bool
@@ -133,6 +148,7 @@ func (a *agentLoop) setOptions(o *wire.AgentOptions, logged *activities.LoggedPe
 func (a *agentLoop) restore(state LiveState) {
 	a.agentOptions = state.AgentOptions
 	a.settled = slices.Clone(state.Settled)
+	a.resumeParked = state.Parked
 	if state.Permissions != nil {
 		a.perm = *state.Permissions
 	} else {
@@ -151,7 +167,10 @@ func (a *agentLoop) state() (*InboxState, []wire.TurnInfo) {
 // turnDue reports whether a turn should start: a waking input is pending
 // and no accepted append waits to be stored before it.
 func (a *agentLoop) turnDue() bool {
-	return a.turn == nil && a.inbox.wake && !a.appends.waiting() && !a.phase.disposeWanted && a.phase.phase == wire.PhaseLive
+	if a.parked != nil {
+		return false
+	}
+	return a.turn == nil && (a.inbox.wake || a.resumeParked != nil) && !a.appends.waiting() && !a.phase.disposeWanted && a.phase.phase == wire.PhaseLive
 }
 
 // releaseDue reports whether WaitTurn waits are not yet answered: the run
@@ -200,11 +219,15 @@ func (t *turnRun) cancelWith(cause string) {
 // runTurn runs one turn to its end. A storage failure of the workflow's own
 // events or of EndTurn disposes the session.
 func (a *agentLoop) runTurn() {
-	if a.inbox.len() == 0 || !a.agentTurns() {
+	p := a.resumeParked
+	a.resumeParked = nil
+	if p == nil && (a.inbox.len() == 0 || !a.agentTurns()) {
 		a.inbox.setWake(false)
 		return
 	}
-	a.inbox.setWake(false)
+	if p == nil {
+		a.inbox.setWake(false)
+	}
 	a.releaseWaiters = false
 	tctx, cancel := workflow.WithCancel(a.dctx)
 	t := &turnRun{
@@ -214,9 +237,24 @@ func (a *agentLoop) runTurn() {
 		cancelCh: workflow.NewBufferedChannel(a.dctx, 1),
 		decideCh: workflow.NewBufferedChannel(a.dctx, 1),
 	}
+	if p != nil {
+		// The turn the run before parked: it goes on from its calls.
+		res := p.Result
+		t.summary, t.step, t.parked, t.reasonSoFar, t.noPressure = p.Summary, p.Step, &res, p.Reason, p.NoPressure
+		t.predecided = p.Decided
+		t.asked = map[string]wire.PendingApproval{}
+		for _, w := range p.Waiting {
+			t.asked[w.CallID] = w
+		}
+	}
 	tctx = t.startSpan(tctx)
 	a.turn = t
 	reason := t.run(tctx)
+	if t.parking {
+		// Parked: the run continues as new, and the next one goes on.
+		a.turn = nil
+		return
+	}
 	t.end(reason)
 	a.turn = nil
 	a.recent = append(a.recent, t.summary)
@@ -243,6 +281,9 @@ func (t *turnRun) run(tctx workflow.Context) wire.TurnEndReason {
 	for {
 		end, err = t.steps(tctx, resume)
 		resume = nil
+		if errors.Is(err, errParked) {
+			return wire.TurnEndReason{}
+		}
 		var ended *turnEndedHeld
 		if errors.As(err, &ended) {
 			// An earlier attempt of the workflow task stored the turn's end.
@@ -291,3 +332,6 @@ func (t *turnRun) end(reason wire.TurnEndReason) {
 // events could not be stored; its turn/end is not stored (the session is
 // disposed, and a resume closes the turn as interrupted).
 const TurnEndStoreFailed = "store-failed"
+
+// errParked is how a turn's steps return once the turn has parked.
+var errParked = errors.New("the turn parked its calls waiting for approvals")

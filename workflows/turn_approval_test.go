@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/jsonl"
@@ -402,4 +404,79 @@ func TestApprovalEscalationAllowed(t *testing.T) {
 	b, err := os.ReadFile(target)
 	require.NoError(t, err)
 	require.Equal(t, "yes", string(b))
+}
+
+// A turn whose calls wait for approvals parks when its run is due to
+// continue as new: the next run has the same approvals pending (same ids,
+// same times), answers each once, runs the allowed call once and ends the
+// turn once.
+func TestApprovalsWaitAcrossContinueAsNew(t *testing.T) {
+	cwd := t.TempDir()
+	h := sessiontest.NewHarness(t).WithID("aw")
+	calls := scripted.Response{ToolCalls: []scripted.Call{
+		{ID: "c1", Name: "run_command", Arguments: `{"command":"echo run >> runs.txt"}`},
+		{ID: "c2", Name: "write_file", Arguments: `{"path":"b.txt","content":"b"}`},
+	}}
+	useCommandTools(h, calls, scripted.Text("done"))
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	fu := h.UpdateAt(2*time.Second, "", wire.UpdateFollowup, sessiontest.Prompt("work"))
+	var before wire.LoopState
+	h.At(10*time.Second, func() { before = h.LoopState() })
+	h.At(11*time.Second, func() { h.Env.SetContinueAsNewSuggested(true) })
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "aw", AgentOptions: askOptions(float64(24 * time.Hour.Milliseconds())), Meta: &wire.SessionMeta{Cwd: cwd}})
+	err := h.Env.GetWorkflowError()
+	ready.OK(t)
+	fu.OK(t)
+	var can *workflow.ContinueAsNewError
+	require.True(t, errors.As(err, &can), "want continue-as-new, got %v", err)
+	var state workflows.LiveState
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &state))
+	require.NotNil(t, state.Parked)
+	require.Len(t, before.Approvals, 1)
+	require.Equal(t, before.Approvals, state.Parked.Waiting)
+	require.Equal(t, int64(1), state.Parked.Summary.Turn)
+
+	h2 := sessiontest.NewHarnessOn(t, h.Store).WithID("aw")
+	useCommandTools(h2, calls, scripted.Text("done"))
+	var after wire.LoopState
+	h2.WaitFor(time.Second, "the approval asked again", func() bool {
+		after = h2.LoopState()
+		return len(after.Approvals) > 0
+	})
+	yes := h2.UpdateAt(2*time.Second, "", wire.UpdateDecide, wire.DecideRequest{CallID: "c1", Outcome: wire.OutcomeAllowedOnce})
+	no := h2.UpdateAt(3*time.Second, "", wire.UpdateDecide, wire.DecideRequest{CallID: "c2", Outcome: wire.OutcomeRejected})
+	h2.WaitFor(3*time.Second, "turn 1 ended", h2.TurnsEnded(1))
+	again := h2.UpdateAt(4*time.Second, "", wire.UpdateDecide, wire.DecideRequest{CallID: "c1", Outcome: wire.OutcomeAllowedOnce})
+	disp := h2.UpdateAt(5*time.Second, "", wire.UpdateDispose)
+	h2.Env.ExecuteWorkflow(workflows.LiveSession, state)
+	require.NoError(t, h2.Env.GetWorkflowError())
+	yes.OK(t)
+	no.OK(t)
+	disp.OK(t)
+	require.Equal(t, "ApprovalSettled", sessiontest.AppErr(t, again.Rejection(t)).Type())
+	require.Equal(t, before.Approvals, after.Approvals, "the same approval waits, with its times")
+	require.Equal(t, "running", after.State)
+	require.Equal(t, int64(1), after.Turn)
+
+	b, err := os.ReadFile(filepath.Join(cwd, "runs.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "run\n", string(b), "the approved command ran once")
+	evs := sessiontest.Stored(t, h.Store, "aw")
+	sessiontest.RequireBalanced(t, evs)
+	evs = sessiontest.WithoutRecords(t, evs)
+	require.Equal(t, 1, countOf(evs, wire.TypeTurnStart))
+	require.Equal(t, 2, countOf(evs, wire.TypeApprovalAsked))
+	require.Equal(t, 2, countOf(evs, wire.TypeApprovalDecided))
+	require.Equal(t, 2, countOf(evs, wire.TypeToolCall))
+	require.Equal(t, []string{"completed"}, sessiontest.ReasonKinds(sessiontest.TurnEnds(t, evs)))
+}
+
+func countOf(evs []session.Event, typ string) int {
+	n := 0
+	for _, e := range evs {
+		if e.Type == typ {
+			n++
+		}
+	}
+	return n
 }

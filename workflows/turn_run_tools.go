@@ -28,6 +28,9 @@ func (s settings) toolCtx(ctx workflow.Context) workflow.Context {
 
 // toolsOutcome is how a step's tool calls ended.
 type toolsOutcome struct {
+	// parked: every call left waits for its approval and the run is due
+	// to continue as new (approvalParkChange).
+	parked  bool
 	aborted bool
 	skipped []string
 	err     error
@@ -55,7 +58,11 @@ func (t *turnRun) runTools(step int64, res agent.ModelResult) toolsOutcome {
 	defer cancelCalls()
 	cancelled := false
 	t.waiting = nil
-	defer func() { t.waiting = nil }()
+	defer func() {
+		if !out.parked {
+			t.waiting = nil
+		}
+	}()
 	// release stops the waits for approvals: the turn's end settles the
 	// calls still waiting cancelled (EndTurn).
 	release := func() {
@@ -150,6 +157,33 @@ func (t *turnRun) runTools(step int64, res agent.ModelResult) toolsOutcome {
 			a.log.follow(o.NextSeq)
 		})
 	}
+	// Parking: once every call in the pool waits for its approval and the
+	// run is due to continue as new, the turn parks (ParkedTurn).
+	parkCh := workflow.NewChannel(a.dctx)
+	waitingOnly := func() bool {
+		n := 0
+		for _, w := range t.waiting {
+			if !w.dispatched {
+				if w.decision != nil {
+					return false
+				}
+				n++
+			}
+		}
+		return n > 0 && n == inFlight && !aborted && out.err == nil && t.cause == ""
+	}
+	workflow.Go(callsCtx, func(ctx workflow.Context) {
+		if workflow.Await(ctx, func() bool { return waitingOnly() && a.canDue != nil && a.canDue() }) == nil {
+			parkCh.SendAsync(true)
+		}
+	})
+	parkNow := false
+	sel.AddReceive(parkCh, func(c workflow.ReceiveChannel, _ bool) {
+		c.ReceiveAsync(nil)
+		if waitingOnly() && a.gates.taken(a.dctx, approvalParkChange) {
+			parkNow = true
+		}
+	})
 	sel.AddReceive(t.decideCh, func(c workflow.ReceiveChannel, _ bool) {
 		c.ReceiveAsync(nil)
 		for _, w := range t.waiting {
@@ -177,6 +211,10 @@ func (t *turnRun) runTools(step int64, res agent.ModelResult) toolsOutcome {
 			break
 		}
 		sel.Select(a.dctx)
+		if parkNow {
+			out.parked = true
+			return out
+		}
 	}
 	if aborted || t.cause != "" || out.err != nil {
 		out.aborted = aborted || t.cause != ""

@@ -62,6 +62,8 @@ func (t *turnRun) steps(tctx workflow.Context, resume *wire.TurnEndReason) (agen
 	openStep := int64(0)
 	if resume != nil {
 		reason, openStep = resume, t.step
+	} else if t.parked != nil {
+		reason, openStep = t.reasonSoFar, t.step
 	} else if err := add(wire.TypeTurnStart, wire.TurnStart{Turn: turn}, false); err != nil {
 		return end, err
 	}
@@ -71,56 +73,71 @@ steps:
 			reason = abortedReason(t.cause)
 			break
 		}
-		step, resumed := t.step+1, resume != nil
-		if resumed {
-			step, resume = t.step, nil
-		} else if step > maxSteps(a.agentOptions) {
-			reason = &wire.TurnEndReason{Kind: wire.TurnEndBlocked}
-			break
-		}
-		if !resumed {
-			claimed, splice, err := a.inbox.claim(step == 1, a.log.nextSeq+int64(len(batch)), workflow.Now(a.dctx).UnixMilli())
+		var (
+			step int64
+			res  agent.ModelResult
+			err  error
+		)
+		if parked := t.parked; parked != nil {
+			// A turn parked with its calls waiting for approvals before
+			// continue-as-new: its step goes on from its tool calls, run
+			// again (each RunTool finds what the log holds).
+			t.parked = nil
+			step, res = t.step, *parked
+			openStep, end.Step = step, step
+		} else {
+			step = t.step + 1
+			resumed := resume != nil
+			if resumed {
+				step, resume = t.step, nil
+			} else if step > maxSteps(a.agentOptions) {
+				reason = &wire.TurnEndReason{Kind: wire.TurnEndBlocked}
+				break
+			}
+			if !resumed {
+				claimed, splice, err := a.inbox.claim(step == 1, a.log.nextSeq+int64(len(batch)), workflow.Now(a.dctx).UnixMilli())
+				if err != nil {
+					return end, err
+				}
+				batch = append(batch, splice...)
+				if step == 1 && len(claimed) == 0 {
+					// Nothing to say: the turn spends no model call.
+					reason = &wire.TurnEndReason{Kind: wire.TurnEndCompleted}
+					break
+				}
+				if reason != nil && len(claimed) == 0 {
+					break
+				}
+				if openStep > 0 {
+					if err := add(wire.TypeStepEnd, wire.StepEnd{Turn: turn, Step: openStep}, false); err != nil {
+						return end, err
+					}
+				}
+				if err := add(wire.TypeStepStart, wire.StepStart{Turn: turn, Step: step}, false); err != nil {
+					return end, err
+				}
+				for _, p := range claimed {
+					if err := add(wire.TypeUserMessage, p.Message, true); err != nil {
+						return end, err
+					}
+				}
+				if err := flush(claimed); err != nil {
+					return end, err
+				}
+				t.step, openStep, t.calls = step, step, nil
+			}
+			end.Step = step
+			if t.cause != "" {
+				reason = abortedReason(t.cause)
+				break
+			}
+			res, err = t.modelStep(tctx, step)
 			if err != nil {
-				return end, err
-			}
-			batch = append(batch, splice...)
-			if step == 1 && len(claimed) == 0 {
-				// Nothing to say: the turn spends no model call.
-				reason = &wire.TurnEndReason{Kind: wire.TurnEndCompleted}
+				reason = t.modelFailure(err)
 				break
 			}
-			if reason != nil && len(claimed) == 0 {
-				break
-			}
-			if openStep > 0 {
-				if err := add(wire.TypeStepEnd, wire.StepEnd{Turn: turn, Step: openStep}, false); err != nil {
-					return end, err
-				}
-			}
-			if err := add(wire.TypeStepStart, wire.StepStart{Turn: turn, Step: step}, false); err != nil {
-				return end, err
-			}
-			for _, p := range claimed {
-				if err := add(wire.TypeUserMessage, p.Message, true); err != nil {
-					return end, err
-				}
-			}
-			if err := flush(claimed); err != nil {
-				return end, err
-			}
-			t.step, openStep, t.calls = step, step, nil
+			a.log.follow(res.NextSeq)
 		}
-		end.Step = step
-		if t.cause != "" {
-			reason = abortedReason(t.cause)
-			break
-		}
-		res, err := t.modelStep(tctx, step)
-		if err != nil {
-			reason = t.modelFailure(err)
-			break
-		}
-		a.log.follow(res.NextSeq)
 		var stepEnd *wire.TurnEndReason
 		// cut is the max-tokens message whose calls were not run and are
 		// still to close (-1: none).
@@ -138,6 +155,11 @@ steps:
 			stepEnd = &wire.TurnEndReason{Kind: wire.TurnEndCompleted}
 		default:
 			out := t.runTools(step, res)
+			if out.parked {
+				t.reasonSoFar, t.parking = reason, true
+				a.park(t, step, res)
+				return end, errParked
+			}
 			if out.aborted {
 				end.MessageSeq, end.Skipped = res.MessageSeq, out.skipped
 			}

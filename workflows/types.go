@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/wire"
 )
 
@@ -41,6 +42,28 @@ type LiveState struct {
 	// Settled are the approvals decided lately, oldest first: a late
 	// Decide for one is refused ApprovalSettled in the next run too.
 	Settled []SettledApproval `json:"settled,omitempty"`
+	// Parked is the turn the run continued as new in, its calls waiting
+	// for approvals; the next run goes on with it.
+	Parked *ParkedTurn `json:"parked,omitempty"`
+}
+
+// ParkedTurn is a turn carried across continue-as-new while its step's
+// calls wait for approvals (LIFECYCLE.md §13.7): the next run runs the
+// step's calls again (each RunTool finds what the log holds) and goes on.
+type ParkedTurn struct {
+	// Summary is the turn's, as LoopState reports it.
+	Summary wire.TurnInfo `json:"summary"`
+	// Step is the open step; Result its model result (its calls).
+	Step   int64             `json:"step"`
+	Result agent.ModelResult `json:"result"`
+	// Reason is the turn's end reason so far (a sticky max-tokens).
+	Reason *wire.TurnEndReason `json:"reason,omitempty"`
+	// NoPressure is the turn's noPressure.
+	NoPressure bool `json:"noPressure,omitempty"`
+	// Waiting are the approvals waiting, as asked; Decided the decisions
+	// that came after the turn was parked, by call id.
+	Waiting []wire.PendingApproval         `json:"waiting,omitempty"`
+	Decided map[string]*agent.ToolDecision `json:"decided,omitempty"`
 }
 
 // SettledApproval is an approval decided lately.

@@ -166,3 +166,12 @@ const approvalsChange = "tool-approvals"
 // stores some.
 // Recorded in: turn-approval.json.
 const permissionsChange = "permission-pins"
+
+// approvalParkChange lets a turn whose calls all wait for approvals
+// continue as new when its run is due to (D107): the turn is carried in
+// LiveState.Parked and the next run runs its step's calls again. Its
+// marker is recorded by the first park.
+// Recorded in: none (a run's history must reach its threshold while
+// approvals wait); workflows/turn_approval_test.go
+// (TestApprovalsWaitAcrossContinueAsNew) runs its path.
+const approvalParkChange = "approval-park"
