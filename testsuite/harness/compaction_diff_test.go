@@ -680,7 +680,7 @@ func TestHarnessJudgesCompactingSessions(t *testing.T) {
 	scenarios := []compactionScenario{
 		{name: "pressure",
 			model: &compactModel{answer: answer},
-			opts:  window(2000),
+			opts:  window(2400),
 			steps: []sessionStep{
 				prompt("q01", 150), prompt("q02 [list_dir .]", 100), prompt("q03", 200), prompt("q04 [read_file notes.txt]", 80),
 				prompt("q05", 150), prompt("q06", 250), prompt("q07 [read_file big.txt]", 60), prompt("q08", 150),
@@ -688,7 +688,7 @@ func TestHarnessJudgesCompactingSessions(t *testing.T) {
 			},
 			check: func(t *testing.T, j judgedCompaction, m *compactModel, _ sessionRun) {
 				maxTokens, refused, summaries := m.stats()
-				if refused != 0 || maxTokens > 2000 {
+				if refused != 0 || maxTokens > 2400 {
 					t.Errorf("requests over the window: %d refused, the largest of %d tokens", refused, maxTokens)
 				}
 				ok := successful(j.brackets)
@@ -714,7 +714,7 @@ func TestHarnessJudgesCompactingSessions(t *testing.T) {
 				}
 			}},
 		{name: "overflow",
-			model: &compactModel{answer: answer, window: 2000},
+			model: &compactModel{answer: answer, window: 2400},
 			opts: func(o *wire.AgentOptions) {
 				off := false
 				o.AutoCompact = &off
@@ -746,7 +746,7 @@ func TestHarnessJudgesCompactingSessions(t *testing.T) {
 			// A refusal after a tool result, by a model whose window
 			// the agent does not know: the span is everything before
 			// the step's tool call, which stays with its result.
-			model: &compactModel{answer: answer, window: 1500, hideWindow: true},
+			model: &compactModel{answer: answer, window: 1900, hideWindow: true},
 			steps: []sessionStep{prompt("q01", 350), prompt("q02 [read_file big.txt]", 20), prompt("q03", 60)},
 			check: func(t *testing.T, j judgedCompaction, m *compactModel, _ sessionRun) {
 				_, refused, _ := m.stats()
