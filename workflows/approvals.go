@@ -3,6 +3,7 @@ package workflows
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/converter"
@@ -50,7 +51,9 @@ func (a *agentLoop) permissions() wire.Permissions {
 // that pin what the options change in the log: permission/preset,
 // sandbox/mode, approval/policy and approval/rules, each only when it
 // differs from the log's (a session whose options set none writes none).
-func resolvePermissions(o *wire.AgentOptions, logged *activities.LoggedPermissions) (wire.Permissions, []pinEvent) {
+//
+// presetOf names the preset of a bundle (agentLoop.presetOf).
+func resolvePermissions(o *wire.AgentOptions, logged *activities.LoggedPermissions, presetOf func(mode, policy string) string) (wire.Permissions, []pinEvent) {
 	var l activities.LoggedPermissions
 	if logged != nil {
 		l = *logged
@@ -84,7 +87,7 @@ func resolvePermissions(o *wire.AgentOptions, logged *activities.LoggedPermissio
 	if p.ApprovalPolicy == "" {
 		p.ApprovalPolicy = wire.DefaultApprovalPolicy
 	}
-	p.Preset = wire.PresetOf(p.SandboxMode, p.ApprovalPolicy)
+	p.Preset = presetOf(p.SandboxMode, p.ApprovalPolicy)
 	var pins []pinEvent
 	if explicit {
 		if p.Preset != "" && p.Preset != l.Preset {
@@ -168,7 +171,10 @@ func validatePermissionOptions(o *wire.AgentOptions) error {
 // Texts of the permission options' refusals.
 const (
 	ApprovalPolicyText  = `agentOptions.approvalPolicy must be "ask" or "never"`
-	PresetText          = `agentOptions.preset must be "workspace-write" or "danger-full-access"`
+	PresetText          = `agentOptions.preset must be "read-only", "workspace-write" or "danger-full-access"`
+	// PresetTextBefore is PresetText of the runs before the read-only
+	// preset (readOnlyPresetChange).
+	PresetTextBefore = `agentOptions.preset must be "workspace-write" or "danger-full-access"`
 	PresetConflictText  = "agentOptions.sandboxMode and approvalPolicy must agree with agentOptions.preset"
 	ApprovalTimeoutText = "agentOptions.approvalTimeoutMs must be a positive safe integer"
 )
@@ -372,20 +378,23 @@ func (a *agentLoop) validateSetPermissions(ctx workflow.Context, in converter.Ra
 	if a.turn != nil || a.compacting != nil {
 		return temporal.NewNonRetryableApplicationError("SetPermissions: a turn is running; permissions change between turns", wire.ErrTypeTurnRunning, nil)
 	}
-	if _, err := a.applyPermissions(req); err != nil {
+	// A validator records no command: the preset is named without the
+	// gate (the permissions are not kept).
+	if _, err := a.applyPermissions(req, wire.PresetOf); err != nil {
 		return err
 	}
 	a.permReqs.keep(ctx, req)
 	return nil
 }
 
-// applyPermissions returns the permissions req makes of the session's.
-func (a *agentLoop) applyPermissions(req wire.SetPermissionsRequest) (wire.Permissions, error) {
+// applyPermissions returns the permissions req makes of the session's;
+// presetOf names their preset.
+func (a *agentLoop) applyPermissions(req wire.SetPermissionsRequest, presetOf func(mode, policy string) string) (wire.Permissions, error) {
 	p := a.permissions()
 	if req.Preset != "" {
 		m, pol, ok := wire.PresetBundle(req.Preset)
 		if !ok {
-			return p, invalidArgument(fmt.Sprintf("SetPermissions: unknown preset %q (known: %s, %s)", req.Preset, wire.PresetWorkspaceWrite, wire.PresetDangerFullAccess))
+			return p, invalidArgument(fmt.Sprintf("SetPermissions: unknown preset %q (known: %s)", req.Preset, strings.Join(wire.Presets, ", ")))
 		}
 		if (req.SandboxMode != "" && req.SandboxMode != m) || (req.ApprovalPolicy != "" && req.ApprovalPolicy != pol) {
 			return p, invalidArgument("SetPermissions: sandboxMode and approvalPolicy must agree with the preset")
@@ -424,8 +433,29 @@ func (a *agentLoop) applyPermissions(req wire.SetPermissionsRequest) (wire.Permi
 		}
 		p.ApprovalTimeoutMs = *req.ApprovalTimeoutMs
 	}
-	p.Preset = wire.PresetOf(p.SandboxMode, p.ApprovalPolicy)
+	p.Preset = presetOf(p.SandboxMode, p.ApprovalPolicy)
 	return p, nil
+}
+
+// presetOf returns the preset of the bundle (mode, policy): wire.PresetOf,
+// but none for the read-only preset's bundle in a run that predates it
+// (readOnlyPresetChange, asked only for that bundle).
+func (a *agentLoop) presetOf(mode, policy string) string {
+	p := wire.PresetOf(mode, policy)
+	if p == wire.PresetReadOnly && !a.gates.taken(a.dctx, readOnlyPresetChange) {
+		return ""
+	}
+	return p
+}
+
+// admitPreset refuses, in a run that predates the read-only preset
+// (readOnlyPresetChange, asked only then), agent options naming it, as
+// those runs did.
+func (a *agentLoop) admitPreset(o *wire.AgentOptions) error {
+	if o != nil && o.Preset == wire.PresetReadOnly && !a.gates.taken(a.dctx, readOnlyPresetChange) {
+		return temporal.NewNonRetryableApplicationError(PresetTextBefore, wire.ErrTypeTypeError, nil)
+	}
+	return nil
 }
 
 // handleSetPermissions stores the facts that change (permission/preset,
@@ -443,7 +473,7 @@ func (a *agentLoop) handleSetPermissions(ctx workflow.Context, in converter.RawV
 		return wire.Permissions{}, invalidArgument("SetPermissions: this run predates the agent loop")
 	}
 	old := a.permissions()
-	p, err := a.applyPermissions(req)
+	p, err := a.applyPermissions(req, a.presetOf)
 	if err != nil {
 		return wire.Permissions{}, err
 	}

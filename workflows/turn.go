@@ -139,9 +139,13 @@ func (a *agentLoop) agentTurns() bool {
 // permissions: the options', else those the log records (logged), else
 // the defaults. The permission facts the options change are stored with
 // the setup events (pins).
-func (a *agentLoop) setOptions(o *wire.AgentOptions, logged *activities.LoggedPermissions) {
+func (a *agentLoop) setOptions(o *wire.AgentOptions, logged *activities.LoggedPermissions) error {
+	if err := a.admitPreset(o); err != nil {
+		return err
+	}
 	a.agentOptions = o
-	a.perm, a.pins = resolvePermissions(o, logged)
+	a.perm, a.pins = resolvePermissions(o, logged, a.presetOf)
+	return nil
 }
 
 // restore takes the loop of the run before continue-as-new.
@@ -152,7 +156,7 @@ func (a *agentLoop) restore(state LiveState) {
 	if state.Permissions != nil {
 		a.perm = *state.Permissions
 	} else {
-		a.perm, _ = resolvePermissions(state.AgentOptions, nil)
+		a.perm, _ = resolvePermissions(state.AgentOptions, nil, a.presetOf)
 	}
 	a.inbox.restore(state.Inbox)
 	a.recent = slices.Clone(state.RecentTurns)

@@ -175,3 +175,14 @@ const permissionsChange = "permission-pins"
 // approvals wait); workflows/turn_approval_test.go
 // (TestApprovalsWaitAcrossContinueAsNew) runs its path.
 const approvalParkChange = "approval-park"
+
+// readOnlyPresetChange added the harness's shipped `read-only` preset
+// (read-only with approval policy ask) to the table: agentOptions.preset
+// and SetPermissions accept it, and a session whose mode and policy are
+// its bundle has it as its preset (permission/preset). Earlier runs
+// refused the name and called the bundle no preset. Asked only where the
+// answer differs: a create or resume naming it, or permissions resolved to
+// its bundle.
+// Recorded in: none (a create naming the preset); workflows/preset_test.go
+// runs its paths.
+const readOnlyPresetChange = "read-only-preset"
