@@ -170,11 +170,11 @@ func validatePermissionOptions(o *wire.AgentOptions) error {
 
 // Texts of the permission options' refusals.
 const (
-	ApprovalPolicyText  = `agentOptions.approvalPolicy must be "ask" or "never"`
-	PresetText          = `agentOptions.preset must be "read-only", "workspace-write" or "danger-full-access"`
+	ApprovalPolicyText = `agentOptions.approvalPolicy must be "ask" or "never"`
+	PresetText         = `agentOptions.preset must be "read-only", "workspace-write" or "danger-full-access"`
 	// PresetTextBefore is PresetText of the runs before the read-only
 	// preset (readOnlyPresetChange).
-	PresetTextBefore = `agentOptions.preset must be "workspace-write" or "danger-full-access"`
+	PresetTextBefore    = `agentOptions.preset must be "workspace-write" or "danger-full-access"`
 	PresetConflictText  = "agentOptions.sandboxMode and approvalPolicy must agree with agentOptions.preset"
 	ApprovalTimeoutText = "agentOptions.approvalTimeoutMs must be a positive safe integer"
 )
