@@ -186,3 +186,13 @@ const approvalParkChange = "approval-park"
 // Recorded in: none (a create naming the preset); workflows/preset_test.go
 // runs its paths.
 const readOnlyPresetChange = "read-only-preset"
+
+// loopPermissionsChange gives a SessionLoop's configured agents the
+// permission options of agentOptions (sandboxMode, networkAccess,
+// approvalPolicy, preset, approvalRules, approvalTimeoutMs), validated at
+// loop start and passed to the creates and resumes the loop starts.
+// Earlier runs ignored those fields. Asked at loop start only when an
+// agent sets one.
+// Recorded in: none (a loop whose agents set permissions);
+// workflows/loop_permissions_test.go runs its paths.
+const loopPermissionsChange = "loop-agent-permissions"
