@@ -47,13 +47,21 @@ func (a *agentLoop) permissions() wire.Permissions {
 }
 
 // resolvePermissions returns the permissions of a session whose agent
-// options are o and whose log records logged (nil: none), and the events
-// that pin what the options change in the log: permission/preset,
-// sandbox/mode, approval/policy and approval/rules, each only when it
-// differs from the log's (a session whose options set none writes none).
+// options are o and whose log records logged (nil: none), on a worker
+// whose permission defaults are defaults (nil: none), and the events that
+// pin what the options and the defaults change in the log:
+// permission/preset, sandbox/mode, approval/policy and approval/rules,
+// each only when it differs from the log's (a session whose options set
+// none, on a worker with no defaults, writes none).
+//
+// Each knob is the options', else the log's, else the worker's default,
+// else the built-in default: the log's facts win over the worker's, as the
+// harness's folds win over its configured defaults. A worker default that
+// fills a knob is pinned, as the harness pins a fresh session's
+// composition defaults, so the session keeps it on any worker.
 //
 // presetOf names the preset of a bundle (agentLoop.presetOf).
-func resolvePermissions(o *wire.AgentOptions, logged *activities.LoggedPermissions, presetOf func(mode, policy string) string) (wire.Permissions, []pinEvent) {
+func resolvePermissions(o *wire.AgentOptions, logged *activities.LoggedPermissions, defaults *activities.PermissionDefaults, presetOf func(mode, policy string) string) (wire.Permissions, []pinEvent) {
 	var l activities.LoggedPermissions
 	if logged != nil {
 		l = *logged
@@ -63,6 +71,14 @@ func resolvePermissions(o *wire.AgentOptions, logged *activities.LoggedPermissio
 		p.Rules = slices.Clone(*l.Rules)
 	}
 	var explicit bool
+	if d := defaults; d != nil {
+		if p.SandboxMode == "" && d.SandboxMode != "" {
+			p.SandboxMode, explicit = d.SandboxMode, true
+		}
+		if p.ApprovalPolicy == "" && d.ApprovalPolicy != "" {
+			p.ApprovalPolicy, explicit = d.ApprovalPolicy, true
+		}
+	}
 	if o != nil {
 		if m, a, ok := wire.PresetBundle(o.Preset); ok {
 			p.SandboxMode, p.ApprovalPolicy, explicit = m, a, true

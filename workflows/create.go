@@ -184,7 +184,7 @@ func (l *lifecycle) prepareCreate(ctx workflow.Context, req CreateSessionRequest
 	if err := validateAgentOptions(req.AgentOptions); err != nil {
 		return err
 	}
-	if err := l.agent.setOptions(req.AgentOptions, nil); err != nil {
+	if err := l.agent.setOptions(req.AgentOptions, nil, hi.PermissionDefaults); err != nil {
 		return err
 	}
 	if err := l.aborts.check(); err != nil {

@@ -98,7 +98,7 @@ func (l *lifecycle) prepareResume(ctx workflow.Context, req wire.ResumeSessionRe
 	if err := validateAgentOptions(req.AgentOptions); err != nil {
 		return err
 	}
-	if err := l.agent.setOptions(storedRoute(req.AgentOptions, rep.Scan.Route), rep.Scan.Permissions); err != nil {
+	if err := l.agent.setOptions(storedRoute(req.AgentOptions, rep.Scan.Route), rep.Scan.Permissions, hi.PermissionDefaults); err != nil {
 		return err
 	}
 	l.saga.pushDisposeHook()

@@ -196,3 +196,13 @@ const readOnlyPresetChange = "read-only-preset"
 // Recorded in: none (a loop whose agents set permissions);
 // workflows/loop_permissions_test.go runs its paths.
 const loopPermissionsChange = "loop-agent-permissions"
+
+// workerDefaultsChange applies the worker's permission defaults (worker
+// --sandbox-mode, --approval-policy, --preset), which the create's
+// CreateHandle and the resume's OpenHandle report and history records, to
+// a session whose options and log set a knob none: the knob takes the
+// default and the create or resume pins it. Earlier runs ignored them.
+// Asked only when the defaults change the permissions or the pins.
+// Recorded in: none (a worker configured with defaults);
+// workflows/worker_defaults_test.go runs its paths.
+const workerDefaultsChange = "worker-permission-defaults"

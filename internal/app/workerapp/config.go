@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/contrib/envconfig"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/internal/app/telemetry"
 	"github.com/sessionflow/sessionflow/internal/app/temporalconn"
@@ -114,6 +115,12 @@ type Config struct {
 	// TraceContent records prompts, responses, tool arguments and results
 	// on the model and tool call spans (off by default).
 	TraceContent bool
+	// Permissions are the permission defaults of the sessions whose
+	// agentOptions and log set none (--sandbox-mode, --approval-policy,
+	// --preset); zero fields leave the built-in defaults. A session's
+	// workflow takes them from its handle activity's result, so every
+	// worker of a task queue should use the same (docs/API.md "Approvals").
+	Permissions activities.PermissionDefaults
 	// Tracing, when set, is the tracing the worker uses (Run does not shut
 	// it down); nil builds it from the OTEL_EXPORTER_OTLP_* environment
 	// (telemetry.New) and flushes it when Run returns. A dialed client gets
@@ -224,6 +231,7 @@ type Flags struct {
 	fleet                                              *fleetFlags
 	model                                              *modelFlags
 	compact                                            *compactFlags
+	permissions                                        *permissionFlags
 }
 
 // AddFlags defines the worker's flags on fs.
@@ -251,6 +259,7 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 	f.fleet = addFleetFlags(fs)
 	f.model = addModelFlags(fs)
 	f.compact = addCompactFlags(fs)
+	f.permissions = addPermissionFlags(fs)
 	fs.BoolVar(&f.traceContent, "trace-content", false, "record prompts, responses, tool arguments and results in trace spans (env "+EnvTraceContent+")")
 	return f
 }
@@ -357,6 +366,9 @@ func (f *Flags) Config(environ []string) (Config, error) {
 		return Config{}, err
 	}
 	if cfg.TraceContent, err = pickBool(pick("trace-content", EnvTraceContent, strconv.FormatBool(f.traceContent))); err != nil {
+		return Config{}, err
+	}
+	if cfg.Permissions, err = f.permissions.config(pick); err != nil {
 		return Config{}, err
 	}
 	// An empty metrics address is meaningful (off), so a set but empty
