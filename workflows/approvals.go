@@ -1,11 +1,13 @@
 package workflows
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -500,8 +502,21 @@ func (a *agentLoop) handleSetPermissions(ctx workflow.Context, in converter.RawV
 	if p.SandboxMode != old.SandboxMode {
 		pins = append(pins, pinEvent{wire.TypeSandboxMode, map[string]string{"mode": p.SandboxMode}})
 	}
+	var notice *PendingInput
 	if p.ApprovalPolicy != old.ApprovalPolicy {
 		pins = append(pins, pinEvent{wire.TypeApprovalPolicy, map[string]string{"policy": p.ApprovalPolicy}})
+		if a.gates.taken(a.dctx, policyNoticeChange) {
+			n, err := policyNotice(old.ApprovalPolicy, p.ApprovalPolicy, workflow.GetCurrentUpdateInfo(ctx).ID)
+			if err != nil {
+				return wire.Permissions{}, invalidArgument(err.Error())
+			}
+			notice = &n
+			pins = append(pins, pinEvent{wire.TypeInboxSpliced, session.InboxSplice{
+				Target:   wire.TargetNextStep,
+				Start:    int64(a.inbox.storedNextStep()),
+				Inserted: []json.RawMessage{n.Message},
+			}})
+		}
 	}
 	if req.Rules != nil && !slices.Equal(p.Rules, old.Rules) {
 		pins = append(pins, pinEvent{typ: wire.TypeApprovalRules, data: rulesData(p.Rules)})
@@ -515,11 +530,42 @@ func (a *agentLoop) handleSetPermissions(ctx workflow.Context, in converter.RawV
 		a.perm = old
 		return wire.Permissions{}, invalidArgument(err.Error())
 	}
+	if notice != nil {
+		// Injected as the harness's setPolicy injects it: for the next
+		// step, waking nothing, stored with the policy.
+		a.inbox.queue(*notice, wire.TargetNextStep, false)
+	}
 	if _, err := a.appends.append(ctx, AppendRequest{Events: events}); err != nil {
 		a.perm = old
+		if notice != nil {
+			a.inbox.unqueue(notice.ID)
+		}
 		return wire.Permissions{}, err
 	}
 	return a.permissions(), nil
+}
+
+// policyNoticeNamespace names the ids of the approval policy notices
+// (uuid.NewSHA1 of the SetPermissions update's id).
+var policyNoticeNamespace = uuid.MustParse("5b0d5f0e-7a53-4f55-9a55-0c6b8f1c2d31")
+
+// policyNotice is the message the harness's ApprovalService.setPolicy
+// injects when a user changes the approval policy from previous to policy:
+// a stored next-step input whose id is derived from the update's id, so a
+// replay builds the same.
+func policyNotice(previous, policy, updateID string) (PendingInput, error) {
+	content, err := session.MarshalData([]wire.TextContent{{Type: wire.BlockText,
+		Text: fmt.Sprintf("The approval policy changed from %q to %q (changed by the user).", previous, policy)}})
+	if err != nil {
+		return PendingInput{}, err
+	}
+	id := uuid.NewSHA1(policyNoticeNamespace, []byte(updateID)).String()
+	msg, err := session.MarshalData(userMessage{ID: id, Role: wire.RoleUser, Content: content,
+		Source: json.RawMessage(`{"kind":"plugin","plugin":"user-approval"}`)})
+	if err != nil {
+		return PendingInput{}, err
+	}
+	return PendingInput{ID: id, Message: msg, Stored: true}, nil
 }
 
 // park records the running turn t, parked at step with its model result

@@ -206,3 +206,11 @@ const loopPermissionsChange = "loop-agent-permissions"
 // Recorded in: none (a worker configured with defaults);
 // workflows/worker_defaults_test.go runs its paths.
 const workerDefaultsChange = "worker-permission-defaults"
+
+// policyNoticeChange stores, with the approval/policy a SetPermissions
+// changes, the harness's notice of the change (ApprovalService.setPolicy):
+// an agent/inbox/spliced next-step insertion of a user/message from the
+// plugin user-approval, which the next step claims. Earlier runs stored the
+// policy only. Asked only when a SetPermissions changes the policy.
+// Recorded in: none; workflows/policy_notice_test.go runs its paths.
+const policyNoticeChange = "approval-policy-notice"
