@@ -67,7 +67,11 @@ func validateLoop(in wire.SessionLoopInput) ([]configEntry, error) {
 		if cfg.SessionID != "" && cfg.ResumeSessionID != "" {
 			return nil, invalidArgument("agent " + quoteID(cfg.ID) + ": sessionId and resumeSessionId are mutually exclusive")
 		}
-		if err := validateAgentOptions(configOptions(cfg, nil)); err != nil {
+		// The permission options only: the others are the create's to
+		// check, after its handle exists (LIFECYCLE.md §4 step 4).
+		perm := wire.AgentOptions{SandboxMode: cfg.SandboxMode, ApprovalPolicy: cfg.ApprovalPolicy, Preset: cfg.Preset,
+			ApprovalRules: cfg.ApprovalRules, ApprovalTimeoutMs: cfg.ApprovalTimeoutMs}
+		if err := validateAgentOptions(&perm); err != nil {
 			// The create's own typed error, naming the agent.
 			var app *temporal.ApplicationError
 			if errors.As(err, &app) {
