@@ -57,6 +57,7 @@ const (
 	EnvEnableRunCommand           = "SESSIONFLOW_ENABLE_RUN_COMMAND"
 	EnvTraceContent               = "SESSIONFLOW_TRACE_CONTENT"
 	EnvToolDeny                   = "SESSIONFLOW_TOOL_DENY"
+	EnvRuntimeContext             = "SESSIONFLOW_RUNTIME_CONTEXT"
 )
 
 // Config configures Run.
@@ -224,7 +225,7 @@ type Flags struct {
 	appendWindow, stopTimeout, identity, stickyTimeout string
 	maxConcurrentActivities, maxConcurrentWorkflowTask int
 	providerScript, systemPrompt, toolDeny             string
-	enableRunCommand, traceContent                     bool
+	enableRunCommand, traceContent, runtimeContext     bool
 	anthropic                                          *anthropicFlags
 	openai                                             *openAIFlags
 	mcp                                                *mcpFlags
@@ -252,6 +253,7 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.providerScript, "provider-script", "", "JSON script of the scripted model provider, offered as provider \"scripted\" (env "+EnvProviderScript+")")
 	fs.StringVar(&f.systemPrompt, "system-prompt", "", "system prompt of every model call (env "+EnvSystemPrompt+")")
 	fs.BoolVar(&f.enableRunCommand, "enable-run-command", false, "offer the run_command tool (runs sh -c in the session's cwd, confined by the session's sandbox mode) (env "+EnvEnableRunCommand+")")
+	fs.BoolVar(&f.runtimeContext, "runtime-context", false, "store the harness's runtime context (the session's file policy and approval policy) as a user/message before a model request when the log does not hold it, as the harness does (env "+EnvRuntimeContext+")")
 	fs.StringVar(&f.toolDeny, "tool-deny", "", "comma-separated paths the file tools never reach and run_command never runs in, beside the store root, the dev server's state and the worker's own files (env "+EnvToolDeny+")")
 	f.anthropic = addAnthropicFlags(fs)
 	f.openai = addOpenAIFlags(fs)
@@ -338,6 +340,9 @@ func (f *Flags) Config(environ []string) (Config, error) {
 	cfg.Agent.ProviderScript, _ = pick("provider-script", EnvProviderScript, f.providerScript)
 	cfg.Agent.SystemPrompt, _ = pick("system-prompt", EnvSystemPrompt, f.systemPrompt)
 	if cfg.Agent.EnableRunCommand, err = pickBool(pick("enable-run-command", EnvEnableRunCommand, strconv.FormatBool(f.enableRunCommand))); err != nil {
+		return Config{}, err
+	}
+	if cfg.Agent.RuntimeContext, err = pickBool(pick("runtime-context", EnvRuntimeContext, strconv.FormatBool(f.runtimeContext))); err != nil {
 		return Config{}, err
 	}
 	if deny, _ := pick("tool-deny", EnvToolDeny, f.toolDeny); deny != "" {

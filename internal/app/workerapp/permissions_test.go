@@ -46,3 +46,20 @@ func TestParseArgsPermissionDefaults(t *testing.T) {
 		require.EqualError(t, err, c.want)
 	}
 }
+
+// --runtime-context (or its variable) turns on the runtime-context
+// snapshot of the agent activities; it is off by default.
+func TestParseArgsRuntimeContext(t *testing.T) {
+	cfg, err := ParseArgs(nil, nil)
+	require.NoError(t, err)
+	require.False(t, cfg.Agent.RuntimeContext)
+	cfg, err = ParseArgs([]string{"--runtime-context"}, nil)
+	require.NoError(t, err)
+	require.True(t, cfg.Agent.RuntimeContext)
+	cfg, err = ParseArgs(nil, []string{"SESSIONFLOW_RUNTIME_CONTEXT=true"})
+	require.NoError(t, err)
+	require.True(t, cfg.Agent.RuntimeContext)
+	acts, err := AgentActivities(nil, cfg.Agent)
+	require.NoError(t, err)
+	require.True(t, acts.RuntimeContext)
+}
