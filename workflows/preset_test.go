@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
 	"github.com/sessionflow/sessionflow/wire"
@@ -88,4 +89,26 @@ func TestReadOnlyBundleBeforeItsVersion(t *testing.T) {
 	require.Equal(t, wire.Permissions{SandboxMode: "read-only", ApprovalPolicy: "ask"}, *created.Permissions)
 	evs := sessiontest.WithoutRecords(t, sessiontest.Stored(t, h.Store, "ro-bundle"))
 	require.Equal(t, []string{"sandbox/mode", "approval/policy"}, sessiontest.Types(evs))
+}
+
+// Each model call states the session's permissions in effect, for its
+// runtime context: those of the create, then those a SetPermissions set.
+func TestModelCallsStateThePermissions(t *testing.T) {
+	h := sessiontest.NewHarness(t).WithID("mp")
+	fake := sessiontest.NewFakeAgent(h, &sessiontest.FakeResponse{Text: "one"}, &sessiontest.FakeResponse{Text: "two"})
+	opts := sessiontest.Route()
+	opts.Preset = "read-only"
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	f1 := h.UpdateAt(2*time.Second, "", wire.UpdateFollowup, waitPrompt("f1", "one"))
+	set := h.UpdateAt(3*time.Second, "", wire.UpdateSetPermissions, wire.SetPermissionsRequest{Preset: "danger-full-access"})
+	f2 := h.UpdateAt(4*time.Second, "", wire.UpdateFollowup, waitPrompt("f2", "two"))
+	disp := h.UpdateAt(10*time.Second, "", wire.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "mp", AgentOptions: opts})
+	require.NoError(t, h.Env.GetWorkflowError())
+	for _, r := range []*sessiontest.Result{ready, f1, set, f2, disp} {
+		r.OK(t)
+	}
+	require.Len(t, fake.Models, 2)
+	require.Equal(t, &agent.ContextPolicy{SandboxMode: "read-only", ApprovalPolicy: "ask"}, fake.Models[0].Policy)
+	require.Equal(t, &agent.ContextPolicy{SandboxMode: "danger-full-access", ApprovalPolicy: "never"}, fake.Models[1].Policy)
 }
