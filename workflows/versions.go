@@ -212,5 +212,6 @@ const workerDefaultsChange = "worker-permission-defaults"
 // an agent/inbox/spliced next-step insertion of a user/message from the
 // plugin user-approval, which the next step claims. Earlier runs stored the
 // policy only. Asked only when a SetPermissions changes the policy.
-// Recorded in: none; workflows/policy_notice_test.go runs its paths.
+// Recorded in: turn-approval.json; before:
+// legacy/turn-approval.before-policy-notice.json.
 const policyNoticeChange = "approval-policy-notice"
