@@ -266,8 +266,9 @@ func newPermissionsCmd(a *app) *cobra.Command {
 access, approval policy, permission preset, allow rules and approval timeout.
 With any other flag, change them first, between turns (the SetPermissions
 update; refused while a turn runs): --preset sets the sandbox mode and the
-approval policy of its bundle (workspace-write: workspace-write and ask;
-danger-full-access: danger-full-access and never), --sandbox-mode and
+approval policy of its bundle (read-only: read-only and ask; workspace-write:
+workspace-write and ask; danger-full-access: danger-full-access and never),
+--sandbox-mode and
 --approval-policy set one (with --preset they must agree with it), --network
 on|off the network access. --allow-command "go test" lets run_command run the
 commands starting with those words without asking, --allow-path src lets

@@ -85,6 +85,9 @@ func (f *approvalTemporal) UpdateWorkflow(_ context.Context, o temporalclient.Up
 		if req.ApprovalPolicy != "" {
 			f.perms.ApprovalPolicy = req.ApprovalPolicy
 		}
+		if m, a, ok := wire.PresetBundle(req.Preset); ok {
+			f.perms.SandboxMode, f.perms.ApprovalPolicy, f.perms.Preset = m, a, req.Preset
+		}
 		if req.NetworkAccess != nil {
 			f.perms.NetworkAccess = *req.NetworkAccess
 		}
