@@ -21,6 +21,11 @@ type HandleInfo struct {
 	NextSeq int64 `json:"nextSeq"`
 	// Materialized reports whether the session has a log file.
 	Materialized bool `json:"materialized"`
+	// PermissionDefaults are the permission defaults of the worker that
+	// ran the activity (Runtime.Permissions), nil for none: the workflow
+	// takes them from its history, so a replay on a worker configured
+	// otherwise decides the same.
+	PermissionDefaults *PermissionDefaults `json:"permissionDefaults,omitempty"`
 }
 
 // CreateHandleInput is the input of CreateHandle.
@@ -87,6 +92,9 @@ func (a *Activities) CreateHandle(ctx context.Context, in CreateHandleInput) (Ha
 		}
 		return infoOf(h), nil
 	})
+	if err == nil {
+		info.PermissionDefaults = a.runtime().permissionDefaults()
+	}
 	return info, MapError(err)
 }
 
@@ -110,6 +118,9 @@ func (a *Activities) OpenHandle(ctx context.Context, in OpenHandleInput) (Handle
 		}
 		return infoOf(h), nil
 	})
+	if err == nil && in.Access == jsonl.AccessWrite {
+		info.PermissionDefaults = a.runtime().permissionDefaults()
+	}
 	return info, ownedError(ctx, st, in.SessionID, err)
 }
 

@@ -33,6 +33,29 @@ type Runtime struct {
 	// HeartbeatInterval is how often a running activity heartbeats; zero
 	// means DefaultHeartbeatInterval.
 	HeartbeatInterval time.Duration
+	// Permissions are the worker's permission defaults (worker
+	// --sandbox-mode, --approval-policy, --preset), reported by
+	// CreateHandle and OpenHandle so that a session workflow records them
+	// in its history; zero for none.
+	Permissions PermissionDefaults
+}
+
+// PermissionDefaults are a worker's defaults of the permissions of the
+// sessions whose agentOptions and log set none: "" for a knob the worker
+// leaves to the built-in default (wire.DefaultSandboxMode,
+// wire.DefaultApprovalPolicy).
+type PermissionDefaults struct {
+	SandboxMode    string `json:"sandboxMode,omitempty"`
+	ApprovalPolicy string `json:"approvalPolicy,omitempty"`
+}
+
+// permissionDefaults returns r's permission defaults, nil for none.
+func (r *Runtime) permissionDefaults() *PermissionDefaults {
+	if r == nil || r.Permissions == (PermissionDefaults{}) {
+		return nil
+	}
+	d := r.Permissions
+	return &d
 }
 
 // Sessions returns the store, or the non-retryable

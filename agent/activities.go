@@ -62,6 +62,11 @@ type Activities struct {
 	// Compaction tunes compaction (context windows, threshold, tail,
 	// summary cap, pruning); zero fields take their defaults.
 	Compaction CompactionSettings
+	// RuntimeContext stores the harness's runtime-context snapshot (the
+	// file policy and the approval policy, ModelInput.Policy) before a
+	// model request whose log's surface does not hold it (FORMAT.md
+	// §10.4); off by default (worker --runtime-context).
+	RuntimeContext bool
 
 	// conversations are the messages CallModel decoded, per session: these
 	// activities' own, never another worker's (docs/DECISIONS.md D44, D84).

@@ -174,6 +174,10 @@ func (c *modelCall) conversation(ctx context.Context) (*storedModelCall, []provi
 		// The log will read the same on every attempt.
 		return nil, nil, 0, invalidLog("%v", err)
 	}
+	messages, next, err = c.projectContext(ctx, messages, next)
+	if err != nil {
+		return nil, nil, 0, err
+	}
 	return nil, messages, next, nil
 }
 

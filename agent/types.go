@@ -47,6 +47,11 @@ type ModelInput struct {
 	// compacted for: a log holding more of them than that for the step
 	// answers with the last one again (a retried activity).
 	Overflows int `json:"overflows,omitempty"`
+	// Policy is what the runtime context states (the session's sandbox
+	// mode and approval policy): the call stores the snapshot first when
+	// the log's surface does not hold it (FORMAT.md §10.4). nil stores
+	// none.
+	Policy *ContextPolicy `json:"policy,omitempty"`
 }
 
 // ModelResult is what CallModel returns to the workflow: seqs, ids and the

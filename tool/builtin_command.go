@@ -95,6 +95,14 @@ func denialMarker(mode sandbox.Mode) string {
 	return fmt.Sprintf("[sandbox: file access denied under %s mode]", mode)
 }
 
+// escalationHint is the line that follows the denial marker of a tool that
+// offers escalation, the harness's escalationHintMarker: subject is the
+// denied action's noun ("command" for run_command).
+func escalationHint(subject string) string {
+	return "[sandbox: escalation available — retry this exact " + subject +
+		" once with sandbox_permissions (the narrowest wider mode that suffices) + justification; the approval prompt asks the user]"
+}
+
 func runCommandTool(opts BuiltinOptions, deny denyList) Tool {
 	return Tool{
 		Name: RunCommandName,
@@ -257,7 +265,10 @@ func runCommand(ctx context.Context, cwd, command string, timeout time.Duration,
 	m := meta(runCommandMeta{ExitCode: exitCode, TimeoutMs: timeout.Milliseconds(), TimedOut: timedOut, Aborted: aborted,
 		OutputBytes: total, Truncated: truncated, Sandbox: box.meta(denied)})
 	if denied {
-		text += denialMarker(box.policy.Mode) + "\n"
+		// run_command always offers escalation (its schema's
+		// sandbox_permissions), so the hint rides every denial, before
+		// the exit marker, as the harness's bash tool renders it.
+		text += denialMarker(box.policy.Mode) + "\n" + escalationHint("command") + "\n"
 	}
 	switch {
 	case aborted:

@@ -41,8 +41,13 @@ func (s *sandbox) command(t *testing.T, mode string, network bool, command strin
 func wantDenied(t *testing.T, res tool.Result, mode string) string {
 	t.Helper()
 	text := wantError(t, res, "CommandFailedError", "COMMAND_FAILED")
-	if !strings.Contains(text, "[sandbox: file access denied under "+mode+" mode]\n[exit code: ") {
-		t.Fatalf("text %q: want the denial marker of %s", text, mode)
+	// The denial marker, then the harness's escalation hint
+	// (escalationHintMarker('command') of @deepseek-ai/dsh-sandbox), then
+	// the exit marker, as the harness's bash tool renders a denial.
+	if !strings.Contains(text, "[sandbox: file access denied under "+mode+" mode]\n"+
+		"[sandbox: escalation available — retry this exact command once with sandbox_permissions (the narrowest wider mode that suffices) + justification; the approval prompt asks the user]\n"+
+		"[exit code: ") {
+		t.Fatalf("text %q: want the denial marker of %s and the escalation hint", text, mode)
 	}
 	if m := metaOf(t, res); fmt.Sprint(m["sandbox"]) != "map[denied:true mode:"+mode+"]" {
 		t.Errorf("meta %v", m)

@@ -27,8 +27,11 @@ const DefaultApprovalPolicy = ApprovalNever
 var ApprovalPolicies = []string{ApprovalAsk, ApprovalNever}
 
 // The permission presets: named bundles of a sandbox mode and an approval
-// policy, the harness's default table.
+// policy, the harness's shipped table (its CLI composition's
+// `permission` plugin config), in its order.
 const (
+	// PresetReadOnly is read-only with approval policy ask.
+	PresetReadOnly = "read-only"
 	// PresetWorkspaceWrite is workspace-write with approval policy ask.
 	PresetWorkspaceWrite = "workspace-write"
 	// PresetDangerFullAccess is danger-full-access with approval policy
@@ -36,10 +39,15 @@ const (
 	PresetDangerFullAccess = "danger-full-access"
 )
 
+// Presets are the permission presets, in the table's order.
+var Presets = []string{PresetReadOnly, PresetWorkspaceWrite, PresetDangerFullAccess}
+
 // PresetBundle returns the sandbox mode and approval policy of preset;
 // ok is false for a name not in the table.
 func PresetBundle(preset string) (mode, policy string, ok bool) {
 	switch preset {
+	case PresetReadOnly:
+		return SandboxReadOnly, ApprovalAsk, true
 	case PresetWorkspaceWrite:
 		return SandboxWorkspaceWrite, ApprovalAsk, true
 	case PresetDangerFullAccess:
@@ -48,10 +56,10 @@ func PresetBundle(preset string) (mode, policy string, ok bool) {
 	return "", "", false
 }
 
-// PresetOf returns the preset whose bundle is (mode, policy), "" for none
-// (the harness's "custom").
+// PresetOf returns the first preset of the table whose bundle is (mode,
+// policy), "" for none (the harness's "custom").
 func PresetOf(mode, policy string) string {
-	for _, p := range []string{PresetWorkspaceWrite, PresetDangerFullAccess} {
+	for _, p := range Presets {
 		if m, a, _ := PresetBundle(p); m == mode && a == policy {
 			return p
 		}

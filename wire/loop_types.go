@@ -15,6 +15,21 @@ type AgentConfig struct {
 	Model           string   `json:"model,omitempty"`
 	ReasoningEffort string   `json:"reasoningEffort,omitempty"`
 	MaxTokens       *float64 `json:"maxTokens,omitempty"`
+	// SandboxMode, NetworkAccess, ApprovalPolicy, Preset, ApprovalRules
+	// and ApprovalTimeoutMs are the agent's permission options, as
+	// AgentOptions' (docs/API.md "Approvals" and "Sandbox"), validated at
+	// loop start.
+	SandboxMode       string         `json:"sandboxMode,omitempty"`
+	NetworkAccess     bool           `json:"networkAccess,omitempty"`
+	ApprovalPolicy    string         `json:"approvalPolicy,omitempty"`
+	Preset            string         `json:"preset,omitempty"`
+	ApprovalRules     []ApprovalRule `json:"approvalRules,omitempty"`
+	ApprovalTimeoutMs *float64       `json:"approvalTimeoutMs,omitempty"`
+}
+
+// HasPermissions reports whether c sets a permission option.
+func (c AgentConfig) HasPermissions() bool {
+	return c.SandboxMode != "" || c.NetworkAccess || c.ApprovalPolicy != "" || c.Preset != "" || c.ApprovalRules != nil || c.ApprovalTimeoutMs != nil
 }
 
 // AgentIdentity is a launcher-supplied identity that replaces both identity

@@ -1,10 +1,13 @@
 package workflows
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -46,11 +49,21 @@ func (a *agentLoop) permissions() wire.Permissions {
 }
 
 // resolvePermissions returns the permissions of a session whose agent
-// options are o and whose log records logged (nil: none), and the events
-// that pin what the options change in the log: permission/preset,
-// sandbox/mode, approval/policy and approval/rules, each only when it
-// differs from the log's (a session whose options set none writes none).
-func resolvePermissions(o *wire.AgentOptions, logged *activities.LoggedPermissions) (wire.Permissions, []pinEvent) {
+// options are o and whose log records logged (nil: none), on a worker
+// whose permission defaults are defaults (nil: none), and the events that
+// pin what the options and the defaults change in the log:
+// permission/preset, sandbox/mode, approval/policy and approval/rules,
+// each only when it differs from the log's (a session whose options set
+// none, on a worker with no defaults, writes none).
+//
+// Each knob is the options', else the log's, else the worker's default,
+// else the built-in default: the log's facts win over the worker's, as the
+// harness's folds win over its configured defaults. A worker default that
+// fills a knob is pinned, as the harness pins a fresh session's
+// composition defaults, so the session keeps it on any worker.
+//
+// presetOf names the preset of a bundle (agentLoop.presetOf).
+func resolvePermissions(o *wire.AgentOptions, logged *activities.LoggedPermissions, defaults *activities.PermissionDefaults, presetOf func(mode, policy string) string) (wire.Permissions, []pinEvent) {
 	var l activities.LoggedPermissions
 	if logged != nil {
 		l = *logged
@@ -60,6 +73,14 @@ func resolvePermissions(o *wire.AgentOptions, logged *activities.LoggedPermissio
 		p.Rules = slices.Clone(*l.Rules)
 	}
 	var explicit bool
+	if d := defaults; d != nil {
+		if p.SandboxMode == "" && d.SandboxMode != "" {
+			p.SandboxMode, explicit = d.SandboxMode, true
+		}
+		if p.ApprovalPolicy == "" && d.ApprovalPolicy != "" {
+			p.ApprovalPolicy, explicit = d.ApprovalPolicy, true
+		}
+	}
 	if o != nil {
 		if m, a, ok := wire.PresetBundle(o.Preset); ok {
 			p.SandboxMode, p.ApprovalPolicy, explicit = m, a, true
@@ -84,7 +105,7 @@ func resolvePermissions(o *wire.AgentOptions, logged *activities.LoggedPermissio
 	if p.ApprovalPolicy == "" {
 		p.ApprovalPolicy = wire.DefaultApprovalPolicy
 	}
-	p.Preset = wire.PresetOf(p.SandboxMode, p.ApprovalPolicy)
+	p.Preset = presetOf(p.SandboxMode, p.ApprovalPolicy)
 	var pins []pinEvent
 	if explicit {
 		if p.Preset != "" && p.Preset != l.Preset {
@@ -167,8 +188,11 @@ func validatePermissionOptions(o *wire.AgentOptions) error {
 
 // Texts of the permission options' refusals.
 const (
-	ApprovalPolicyText  = `agentOptions.approvalPolicy must be "ask" or "never"`
-	PresetText          = `agentOptions.preset must be "workspace-write" or "danger-full-access"`
+	ApprovalPolicyText = `agentOptions.approvalPolicy must be "ask" or "never"`
+	PresetText         = `agentOptions.preset must be "read-only", "workspace-write" or "danger-full-access"`
+	// PresetTextBefore is PresetText of the runs before the read-only
+	// preset (readOnlyPresetChange).
+	PresetTextBefore    = `agentOptions.preset must be "workspace-write" or "danger-full-access"`
 	PresetConflictText  = "agentOptions.sandboxMode and approvalPolicy must agree with agentOptions.preset"
 	ApprovalTimeoutText = "agentOptions.approvalTimeoutMs must be a positive safe integer"
 )
@@ -372,20 +396,23 @@ func (a *agentLoop) validateSetPermissions(ctx workflow.Context, in converter.Ra
 	if a.turn != nil || a.compacting != nil {
 		return temporal.NewNonRetryableApplicationError("SetPermissions: a turn is running; permissions change between turns", wire.ErrTypeTurnRunning, nil)
 	}
-	if _, err := a.applyPermissions(req); err != nil {
+	// A validator records no command: the preset is named without the
+	// gate (the permissions are not kept).
+	if _, err := a.applyPermissions(req, wire.PresetOf); err != nil {
 		return err
 	}
 	a.permReqs.keep(ctx, req)
 	return nil
 }
 
-// applyPermissions returns the permissions req makes of the session's.
-func (a *agentLoop) applyPermissions(req wire.SetPermissionsRequest) (wire.Permissions, error) {
+// applyPermissions returns the permissions req makes of the session's;
+// presetOf names their preset.
+func (a *agentLoop) applyPermissions(req wire.SetPermissionsRequest, presetOf func(mode, policy string) string) (wire.Permissions, error) {
 	p := a.permissions()
 	if req.Preset != "" {
 		m, pol, ok := wire.PresetBundle(req.Preset)
 		if !ok {
-			return p, invalidArgument(fmt.Sprintf("SetPermissions: unknown preset %q (known: %s, %s)", req.Preset, wire.PresetWorkspaceWrite, wire.PresetDangerFullAccess))
+			return p, invalidArgument(fmt.Sprintf("SetPermissions: unknown preset %q (known: %s)", req.Preset, strings.Join(wire.Presets, ", ")))
 		}
 		if (req.SandboxMode != "" && req.SandboxMode != m) || (req.ApprovalPolicy != "" && req.ApprovalPolicy != pol) {
 			return p, invalidArgument("SetPermissions: sandboxMode and approvalPolicy must agree with the preset")
@@ -424,8 +451,29 @@ func (a *agentLoop) applyPermissions(req wire.SetPermissionsRequest) (wire.Permi
 		}
 		p.ApprovalTimeoutMs = *req.ApprovalTimeoutMs
 	}
-	p.Preset = wire.PresetOf(p.SandboxMode, p.ApprovalPolicy)
+	p.Preset = presetOf(p.SandboxMode, p.ApprovalPolicy)
 	return p, nil
+}
+
+// presetOf returns the preset of the bundle (mode, policy): wire.PresetOf,
+// but none for the read-only preset's bundle in a run that predates it
+// (readOnlyPresetChange, asked only for that bundle).
+func (a *agentLoop) presetOf(mode, policy string) string {
+	p := wire.PresetOf(mode, policy)
+	if p == wire.PresetReadOnly && !a.gates.taken(a.dctx, readOnlyPresetChange) {
+		return ""
+	}
+	return p
+}
+
+// admitPreset refuses, in a run that predates the read-only preset
+// (readOnlyPresetChange, asked only then), agent options naming it, as
+// those runs did.
+func (a *agentLoop) admitPreset(o *wire.AgentOptions) error {
+	if o != nil && o.Preset == wire.PresetReadOnly && !a.gates.taken(a.dctx, readOnlyPresetChange) {
+		return temporal.NewNonRetryableApplicationError(PresetTextBefore, wire.ErrTypeTypeError, nil)
+	}
+	return nil
 }
 
 // handleSetPermissions stores the facts that change (permission/preset,
@@ -443,7 +491,7 @@ func (a *agentLoop) handleSetPermissions(ctx workflow.Context, in converter.RawV
 		return wire.Permissions{}, invalidArgument("SetPermissions: this run predates the agent loop")
 	}
 	old := a.permissions()
-	p, err := a.applyPermissions(req)
+	p, err := a.applyPermissions(req, a.presetOf)
 	if err != nil {
 		return wire.Permissions{}, err
 	}
@@ -454,8 +502,21 @@ func (a *agentLoop) handleSetPermissions(ctx workflow.Context, in converter.RawV
 	if p.SandboxMode != old.SandboxMode {
 		pins = append(pins, pinEvent{wire.TypeSandboxMode, map[string]string{"mode": p.SandboxMode}})
 	}
+	var notice *PendingInput
 	if p.ApprovalPolicy != old.ApprovalPolicy {
 		pins = append(pins, pinEvent{wire.TypeApprovalPolicy, map[string]string{"policy": p.ApprovalPolicy}})
+		if a.gates.taken(a.dctx, policyNoticeChange) {
+			n, err := policyNotice(old.ApprovalPolicy, p.ApprovalPolicy, workflow.GetCurrentUpdateInfo(ctx).ID)
+			if err != nil {
+				return wire.Permissions{}, invalidArgument(err.Error())
+			}
+			notice = &n
+			pins = append(pins, pinEvent{wire.TypeInboxSpliced, session.InboxSplice{
+				Target:   wire.TargetNextStep,
+				Start:    int64(a.inbox.storedNextStep()),
+				Inserted: []json.RawMessage{n.Message},
+			}})
+		}
 	}
 	if req.Rules != nil && !slices.Equal(p.Rules, old.Rules) {
 		pins = append(pins, pinEvent{typ: wire.TypeApprovalRules, data: rulesData(p.Rules)})
@@ -469,11 +530,42 @@ func (a *agentLoop) handleSetPermissions(ctx workflow.Context, in converter.RawV
 		a.perm = old
 		return wire.Permissions{}, invalidArgument(err.Error())
 	}
+	if notice != nil {
+		// Injected as the harness's setPolicy injects it: for the next
+		// step, waking nothing, stored with the policy.
+		a.inbox.queue(*notice, wire.TargetNextStep, false)
+	}
 	if _, err := a.appends.append(ctx, AppendRequest{Events: events}); err != nil {
 		a.perm = old
+		if notice != nil {
+			a.inbox.unqueue(notice.ID)
+		}
 		return wire.Permissions{}, err
 	}
 	return a.permissions(), nil
+}
+
+// policyNoticeNamespace names the ids of the approval policy notices
+// (uuid.NewSHA1 of the SetPermissions update's id).
+var policyNoticeNamespace = uuid.MustParse("5b0d5f0e-7a53-4f55-9a55-0c6b8f1c2d31")
+
+// policyNotice is the message the harness's ApprovalService.setPolicy
+// injects when a user changes the approval policy from previous to policy:
+// a stored next-step input whose id is derived from the update's id, so a
+// replay builds the same.
+func policyNotice(previous, policy, updateID string) (PendingInput, error) {
+	content, err := session.MarshalData([]wire.TextContent{{Type: wire.BlockText,
+		Text: fmt.Sprintf("The approval policy changed from %q to %q (changed by the user).", previous, policy)}})
+	if err != nil {
+		return PendingInput{}, err
+	}
+	id := uuid.NewSHA1(policyNoticeNamespace, []byte(updateID)).String()
+	msg, err := session.MarshalData(userMessage{ID: id, Role: wire.RoleUser, Content: content,
+		Source: json.RawMessage(`{"kind":"plugin","plugin":"user-approval"}`)})
+	if err != nil {
+		return PendingInput{}, err
+	}
+	return PendingInput{ID: id, Message: msg, Stored: true}, nil
 }
 
 // park records the running turn t, parked at step with its model result

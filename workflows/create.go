@@ -184,7 +184,9 @@ func (l *lifecycle) prepareCreate(ctx workflow.Context, req CreateSessionRequest
 	if err := validateAgentOptions(req.AgentOptions); err != nil {
 		return err
 	}
-	l.agent.setOptions(req.AgentOptions, nil)
+	if err := l.agent.setOptions(req.AgentOptions, nil, hi.PermissionDefaults); err != nil {
+		return err
+	}
 	if err := l.aborts.check(); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/google/uuid"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -66,6 +67,18 @@ func validateLoop(in wire.SessionLoopInput) ([]configEntry, error) {
 		if cfg.SessionID != "" && cfg.ResumeSessionID != "" {
 			return nil, invalidArgument("agent " + quoteID(cfg.ID) + ": sessionId and resumeSessionId are mutually exclusive")
 		}
+		// The permission options only: the others are the create's to
+		// check, after its handle exists (LIFECYCLE.md §4 step 4).
+		perm := wire.AgentOptions{SandboxMode: cfg.SandboxMode, ApprovalPolicy: cfg.ApprovalPolicy, Preset: cfg.Preset,
+			ApprovalRules: cfg.ApprovalRules, ApprovalTimeoutMs: cfg.ApprovalTimeoutMs}
+		if err := validateAgentOptions(&perm); err != nil {
+			// The create's own typed error, naming the agent.
+			var app *temporal.ApplicationError
+			if errors.As(err, &app) {
+				return nil, temporal.NewNonRetryableApplicationError("agent "+quoteID(cfg.ID)+": "+app.Message(), app.Type(), nil)
+			}
+			return nil, err
+		}
 		e := configEntry{cfg: cfg}
 		switch {
 		case cfg.ResumeSessionID != "":
@@ -97,6 +110,7 @@ func validateLoop(in wire.SessionLoopInput) ([]configEntry, error) {
 // active`, aborts every child still starting, disposes the live ones, and
 // returns once every child has settled.
 func SessionLoop(ctx workflow.Context, in wire.SessionLoopInput) (wire.LoopDescription, error) {
+	in = loopPermissions(ctx, in)
 	entries, err := validateLoop(in)
 	if err != nil {
 		return wire.LoopDescription{}, err
@@ -308,8 +322,33 @@ func (lp *loop) resumeRequest(e configEntry) StartRequest {
 }
 
 func (lp *loop) agentOptions(cfg wire.AgentConfig) *wire.AgentOptions {
+	return configOptions(cfg, lp.in.MaxParallelToolCalls)
+}
+
+// configOptions are the agent options of a configured agent's create or
+// resume.
+func configOptions(cfg wire.AgentConfig, maxParallel *float64) *wire.AgentOptions {
 	return &wire.AgentOptions{Provider: cfg.Provider, Model: cfg.Model, ReasoningEffort: cfg.ReasoningEffort, MaxTokens: cfg.MaxTokens,
-		MaxParallelToolCalls: lp.in.MaxParallelToolCalls}
+		MaxParallelToolCalls: maxParallel,
+		SandboxMode:          cfg.SandboxMode, NetworkAccess: cfg.NetworkAccess, ApprovalPolicy: cfg.ApprovalPolicy, Preset: cfg.Preset,
+		ApprovalRules: cfg.ApprovalRules, ApprovalTimeoutMs: cfg.ApprovalTimeoutMs}
+}
+
+// loopPermissions returns in with its configured agents' permission
+// options, or, in a run that predates them (loopPermissionsChange, asked
+// only when an agent sets one), without them, as those runs ignored them.
+func loopPermissions(ctx workflow.Context, in wire.SessionLoopInput) wire.SessionLoopInput {
+	if !slices.ContainsFunc(in.Agents, wire.AgentConfig.HasPermissions) ||
+		workflow.GetVersion(ctx, loopPermissionsChange, workflow.DefaultVersion, 1) >= 1 {
+		return in
+	}
+	agents := make([]wire.AgentConfig, len(in.Agents))
+	for i, cfg := range in.Agents {
+		cfg.SandboxMode, cfg.NetworkAccess, cfg.ApprovalPolicy, cfg.Preset, cfg.ApprovalRules, cfg.ApprovalTimeoutMs = "", false, "", "", nil, nil
+		agents[i] = cfg
+	}
+	in.Agents = agents
+	return in
 }
 
 // startConfigured starts one configured agent (LIFECYCLE.md §11.3).

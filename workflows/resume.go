@@ -98,7 +98,9 @@ func (l *lifecycle) prepareResume(ctx workflow.Context, req wire.ResumeSessionRe
 	if err := validateAgentOptions(req.AgentOptions); err != nil {
 		return err
 	}
-	l.agent.setOptions(storedRoute(req.AgentOptions, rep.Scan.Route), rep.Scan.Permissions)
+	if err := l.agent.setOptions(storedRoute(req.AgentOptions, rep.Scan.Route), rep.Scan.Permissions, hi.PermissionDefaults); err != nil {
+		return err
+	}
 	l.saga.pushDisposeHook()
 	return l.initialize(l.log.nextSeq, func(extra []session.Event) error {
 		l.log.noteTurn(session.LastTurn(extra))

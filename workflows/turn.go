@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"time"
 
@@ -139,9 +140,41 @@ func (a *agentLoop) agentTurns() bool {
 // permissions: the options', else those the log records (logged), else
 // the defaults. The permission facts the options change are stored with
 // the setup events (pins).
-func (a *agentLoop) setOptions(o *wire.AgentOptions, logged *activities.LoggedPermissions) {
+//
+// defaults are the worker's permission defaults as the create's or the
+// resume's handle activity reported them (recorded in history); a run
+// that predates them (workerDefaultsChange, asked only when they change
+// the permissions) ignores them.
+func (a *agentLoop) setOptions(o *wire.AgentOptions, logged *activities.LoggedPermissions, defaults *activities.PermissionDefaults) error {
+	if err := a.admitPreset(o); err != nil {
+		return err
+	}
 	a.agentOptions = o
-	a.perm, a.pins = resolvePermissions(o, logged)
+	a.perm, a.pins = resolvePermissions(o, logged, nil, a.presetOf)
+	if defaults != nil {
+		perm, pins := resolvePermissions(o, logged, defaults, a.presetOf)
+		if !samePermissions(perm, a.perm) || !slices.EqualFunc(pins, a.pins, samePin) {
+			if a.gates.taken(a.dctx, workerDefaultsChange) {
+				a.perm, a.pins = perm, pins
+			}
+		}
+	}
+	return nil
+}
+
+// samePermissions reports whether p and q are equal.
+func samePermissions(p, q wire.Permissions) bool {
+	r, s := p.Rules, q.Rules
+	p.Rules, q.Rules = nil, nil
+	return reflect.DeepEqual(p, q) && slices.Equal(r, s)
+}
+
+// samePin reports whether two pins store the same event.
+func samePin(p, q pinEvent) bool {
+	if p.typ != q.typ {
+		return false
+	}
+	return reflect.DeepEqual(p.data, q.data)
 }
 
 // restore takes the loop of the run before continue-as-new.
@@ -152,7 +185,7 @@ func (a *agentLoop) restore(state LiveState) {
 	if state.Permissions != nil {
 		a.perm = *state.Permissions
 	} else {
-		a.perm, _ = resolvePermissions(state.AgentOptions, nil)
+		a.perm, _ = resolvePermissions(state.AgentOptions, nil, nil, a.presetOf)
 	}
 	a.inbox.restore(state.Inbox)
 	a.recent = slices.Clone(state.RecentTurns)

@@ -347,8 +347,9 @@ func TestApprovalRulesSurviveResume(t *testing.T) {
 	}
 
 	evs = sessiontest.WithoutRecords(t, sessiontest.Stored(t, st, "ar"))
-	tail := evs[len(evs)-4:]
-	require.Equal(t, []string{"permission/preset", "sandbox/mode", "approval/policy", "approval/rules"}, sessiontest.Types(tail))
+	tail := evs[len(evs)-5:]
+	require.Equal(t, []string{"permission/preset", "sandbox/mode", "approval/policy", "agent/inbox/spliced", "approval/rules"}, sessiontest.Types(tail),
+		"the policy's change is noticed before the rules")
 	f := session.FoldPermissions(evs)
 	require.Equal(t, "danger-full-access", f.SandboxMode)
 	require.Equal(t, "never", f.ApprovalPolicy)

@@ -327,7 +327,8 @@ func (s settings) modelCtx(ctx workflow.Context) workflow.Context {
 func (t *turnRun) callModel(tctx workflow.Context, step int64, st modelState) (agent.ModelResult, error) {
 	a := t.a
 	in := agent.ModelInput{Ref: *a.log.ref, Turn: t.summary.Turn, Step: step,
-		Compacts: true, PressureChecked: st.checked || t.noPressure, Overflows: st.overflows}
+		Compacts: true, PressureChecked: st.checked || t.noPressure, Overflows: st.overflows,
+		Policy: &agent.ContextPolicy{SandboxMode: a.perm.SandboxMode, ApprovalPolicy: a.perm.ApprovalPolicy}}
 	if o := a.agentOptions; o != nil {
 		in.Provider, in.Model, in.ReasoningEffort = o.Provider, o.Model, o.ReasoningEffort
 		if o.MaxTokens != nil {

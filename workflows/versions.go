@@ -175,3 +175,43 @@ const permissionsChange = "permission-pins"
 // approvals wait); workflows/turn_approval_test.go
 // (TestApprovalsWaitAcrossContinueAsNew) runs its path.
 const approvalParkChange = "approval-park"
+
+// readOnlyPresetChange added the harness's shipped `read-only` preset
+// (read-only with approval policy ask) to the table: agentOptions.preset
+// and SetPermissions accept it, and a session whose mode and policy are
+// its bundle has it as its preset (permission/preset). Earlier runs
+// refused the name and called the bundle no preset. Asked only where the
+// answer differs: a create or resume naming it, or permissions resolved to
+// its bundle.
+// Recorded in: none (a create naming the preset); workflows/preset_test.go
+// runs its paths.
+const readOnlyPresetChange = "read-only-preset"
+
+// loopPermissionsChange gives a SessionLoop's configured agents the
+// permission options of agentOptions (sandboxMode, networkAccess,
+// approvalPolicy, preset, approvalRules, approvalTimeoutMs), validated at
+// loop start and passed to the creates and resumes the loop starts.
+// Earlier runs ignored those fields. Asked at loop start only when an
+// agent sets one.
+// Recorded in: none (a loop whose agents set permissions);
+// workflows/loop_permissions_test.go runs its paths.
+const loopPermissionsChange = "loop-agent-permissions"
+
+// workerDefaultsChange applies the worker's permission defaults (worker
+// --sandbox-mode, --approval-policy, --preset), which the create's
+// CreateHandle and the resume's OpenHandle report and history records, to
+// a session whose options and log set a knob none: the knob takes the
+// default and the create or resume pins it. Earlier runs ignored them.
+// Asked only when the defaults change the permissions or the pins.
+// Recorded in: none (a worker configured with defaults);
+// workflows/worker_defaults_test.go runs its paths.
+const workerDefaultsChange = "worker-permission-defaults"
+
+// policyNoticeChange stores, with the approval/policy a SetPermissions
+// changes, the harness's notice of the change (ApprovalService.setPolicy):
+// an agent/inbox/spliced next-step insertion of a user/message from the
+// plugin user-approval, which the next step claims. Earlier runs stored the
+// policy only. Asked only when a SetPermissions changes the policy.
+// Recorded in: turn-approval.json; before:
+// legacy/turn-approval.before-policy-notice.json.
+const policyNoticeChange = "approval-policy-notice"

@@ -266,8 +266,9 @@ func newPermissionsCmd(a *app) *cobra.Command {
 access, approval policy, permission preset, allow rules and approval timeout.
 With any other flag, change them first, between turns (the SetPermissions
 update; refused while a turn runs): --preset sets the sandbox mode and the
-approval policy of its bundle (workspace-write: workspace-write and ask;
-danger-full-access: danger-full-access and never), --sandbox-mode and
+approval policy of its bundle (read-only: read-only and ask; workspace-write:
+workspace-write and ask; danger-full-access: danger-full-access and never),
+--sandbox-mode and
 --approval-policy set one (with --preset they must agree with it), --network
 on|off the network access. --allow-command "go test" lets run_command run the
 commands starting with those words without asking, --allow-path src lets
@@ -312,7 +313,7 @@ timeout). --json prints {"sandboxMode", "networkAccess", "approvalPolicy",
 	conn = addConnFlags(cmd)
 	fs := cmd.Flags()
 	fs.StringVar(&in.id, "id", "", "session id (required)")
-	fs.StringVar(&in.preset, "preset", "", "permission preset: workspace-write or danger-full-access")
+	fs.StringVar(&in.preset, "preset", "", "permission preset: read-only, workspace-write or danger-full-access")
 	fs.StringVar(&in.sandboxMode, "sandbox-mode", "", "sandbox mode: read-only, workspace-write or danger-full-access")
 	fs.StringVar(&in.policy, "approval-policy", "", "approval policy: ask or never")
 	fs.StringVar(&in.network, "network", "", "network access of the session's commands: on or off")
@@ -340,7 +341,7 @@ type permissionsInput struct {
 func (in *permissionsInput) parse(cmd *cobra.Command) error {
 	if in.preset != "" {
 		if _, _, ok := wire.PresetBundle(in.preset); !ok {
-			return usageErrorf("--preset must be %q or %q, got %q", wire.PresetWorkspaceWrite, wire.PresetDangerFullAccess, in.preset)
+			return usageErrorf("--preset must be %q, %q or %q, got %q", wire.PresetReadOnly, wire.PresetWorkspaceWrite, wire.PresetDangerFullAccess, in.preset)
 		}
 	}
 	if in.sandboxMode != "" && !slices.Contains(wire.SandboxModes, in.sandboxMode) {

@@ -85,6 +85,9 @@ func (f *approvalTemporal) UpdateWorkflow(_ context.Context, o temporalclient.Up
 		if req.ApprovalPolicy != "" {
 			f.perms.ApprovalPolicy = req.ApprovalPolicy
 		}
+		if m, a, ok := wire.PresetBundle(req.Preset); ok {
+			f.perms.SandboxMode, f.perms.ApprovalPolicy, f.perms.Preset = m, a, req.Preset
+		}
 		if req.NetworkAccess != nil {
 			f.perms.NetworkAccess = *req.NetworkAccess
 		}
@@ -317,7 +320,7 @@ func TestApprovalInputErrorsWithoutServer(t *testing.T) {
 		{[]string{"approve", "--id", "s1", "extra"}, `unexpected argument "extra"`},
 		{[]string{"permissions", "--id", "s1", "--approval-policy", "sometimes"}, `--approval-policy must be "ask" or "never", got "sometimes"`},
 		{[]string{"permissions", "--id", "s1", "--network", "yes"}, `--network must be "on" or "off", got "yes"`},
-		{[]string{"permissions", "--id", "s1", "--preset", "custom"}, `--preset must be "workspace-write" or "danger-full-access", got "custom"`},
+		{[]string{"permissions", "--id", "s1", "--preset", "custom"}, `--preset must be "read-only", "workspace-write" or "danger-full-access", got "custom"`},
 		{[]string{"permissions", "--id", "s1", "--sandbox-mode", "full"}, `--sandbox-mode must be "read-only", "workspace-write" or "danger-full-access", got "full"`},
 		{[]string{"permissions", "--id", "s1", "--allow-command", "make && rm"}, `--allow-command "make && rm": a command prefix is one or more plain words`},
 		{[]string{"permissions", "--id", "s1", "--allow-path", "/etc"}, `--allow-path "/etc": a path prefix is a path relative to the working directory, inside it`},
@@ -327,6 +330,8 @@ func TestApprovalInputErrorsWithoutServer(t *testing.T) {
 		{[]string{"create", "--id", "s1", "--approval-timeout", "-5s"}, "--approval-timeout must not be negative, got -5s"},
 		{[]string{"resume", "--id", "s1", "--approval-policy", "maybe"}, `--approval-policy must be "ask" or "never", got "maybe"`},
 		{[]string{"chat", "--id", "s1", "--approval-policy", "on"}, `--approval-policy must be "ask" or "never", got "on"`},
+		{[]string{"create", "--id", "s1", "--preset", "custom"}, `--preset must be "read-only", "workspace-write" or "danger-full-access", got "custom"`},
+		{[]string{"resume", "--id", "s1", "--preset", "read-only", "--approval-policy", "never"}, `--preset read-only is --sandbox-mode read-only --approval-policy ask; the flags set disagree`},
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			r := runCLI(t, "", c.args...)
@@ -354,11 +359,13 @@ func TestCreateRequestApprovalOptions(t *testing.T) {
 	require.Equal(t, &wire.AgentOptions{Provider: "scripted", Model: "m1", ApprovalPolicy: "ask", ApprovalTimeoutMs: &ms}, req.AgentOptions)
 
 	require.Equal(t, &wire.AgentOptions{ApprovalPolicy: "never"}, routeFlags{approvalPolicy: "never"}.options())
+	require.Equal(t, &wire.AgentOptions{Preset: "read-only"}, routeFlags{preset: "read-only"}.options())
 	require.Nil(t, routeFlags{}.options())
 	for _, c := range []func() *cobra.Command{func() *cobra.Command { return newResumeCmd(&app{}) }, func() *cobra.Command { return newChatCmd(&app{}) }} {
 		fs := c().Flags()
 		require.NotNil(t, fs.Lookup("approval-policy"))
 		require.NotNil(t, fs.Lookup("approval-timeout"))
+		require.NotNil(t, fs.Lookup("preset"))
 	}
 }
 

@@ -39,7 +39,7 @@ turn, /steer and /inject reach the running one).
   /compact       summarise the earlier conversation, to free the model's context
                  (the log keeps every event; Ctrl-C cancels it)
   /permissions   the session's sandbox and approval permissions
-  /permissions ask|never
+  /permissions ask|never|read-only|workspace-write|danger-full-access
                  switch the approval policy, between turns: under ask,
                  run_command and write_file calls wait for your approval
   /detach        leave, keeping the session live
@@ -220,8 +220,8 @@ func (ch *chat) open(ctx context.Context, cwd string, route routeFlags) error {
 		if route.provider != "" || route.model != "" {
 			fmt.Fprintln(ch.w, "note: --provider and --model apply when a session is created or resumed; the live session keeps its route")
 		}
-		if route.sandboxMode != "" || route.network || route.approvalPolicy != "" || route.approvalTimeout != 0 {
-			fmt.Fprintln(ch.w, "note: --sandbox-mode, --network and --approval-* apply when a session is created or resumed; /permissions shows and changes the live session's")
+		if route.sandboxMode != "" || route.network || route.approvalPolicy != "" || route.preset != "" || route.approvalTimeout != 0 {
+			fmt.Fprintln(ch.w, "note: --sandbox-mode, --network, --preset and --approval-* apply when a session is created or resumed; /permissions shows and changes the live session's")
 		}
 		// A turn already running is followed like one of the chat's own.
 		if n := len(st.Recent); st.State == "running" && n > 0 && st.Recent[n-1].Reason == nil && len(st.Recent[n-1].Claimed) > 0 {

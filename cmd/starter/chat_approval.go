@@ -234,8 +234,8 @@ func objectFields(s string) ([]field, bool) {
 }
 
 // permissions runs /permissions: with no argument it shows the session's
-// permissions; "ask" or "never" switches its approval policy, between
-// turns.
+// permissions; "ask" or "never" switches its approval policy, a preset's
+// name its preset (as the harness's /permission), between turns.
 func (ch *chat) permissions(ctx context.Context, arg string, running bool) error {
 	switch arg {
 	case "":
@@ -259,7 +259,19 @@ func (ch *chat) permissions(ctx context.Context, arg string, running bool) error
 		}
 		fmt.Fprintf(ch.w, "approval policy %s\n", displayText(p.ApprovalPolicy))
 		return renderPermissions(ch.w, p)
+	case wire.PresetReadOnly, wire.PresetWorkspaceWrite, wire.PresetDangerFullAccess:
+		// The harness's /permission <preset>.
+		if running {
+			fmt.Fprintln(ch.w, "/permissions "+arg+" runs between turns: type it again when the turn has ended")
+			return nil
+		}
+		p, err := ch.c.SetPermissions(ctx, ch.id, wire.SetPermissionsRequest{Preset: arg})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(ch.w, "preset %s\n", arg)
+		return renderPermissions(ch.w, p)
 	}
-	fmt.Fprintln(ch.w, "/permissions takes ask, never or nothing")
+	fmt.Fprintf(ch.w, "/permissions takes ask, never, a preset (%s) or nothing\n", strings.Join(wire.Presets, ", "))
 	return nil
 }

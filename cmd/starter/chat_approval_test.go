@@ -190,6 +190,15 @@ func TestChatPermissionsCommand(t *testing.T) {
 	require.Equal(t, "/permissions never runs between turns: type it again when the turn has ended\n", out.String())
 	out.Reset()
 	require.NoError(t, ch.handle(ctx, "/permissions always", false))
-	require.Equal(t, "/permissions takes ask, never or nothing\n", out.String())
+	require.Equal(t, "/permissions takes ask, never, a preset (read-only, workspace-write, danger-full-access) or nothing\n", out.String())
 	require.Len(t, f.sets, 1)
+	// A preset, as the harness's /permission <preset>.
+	out.Reset()
+	require.NoError(t, ch.handle(ctx, "/permissions read-only", false))
+	require.True(t, strings.HasPrefix(out.String(), "preset read-only\nsandbox mode      read-only\nnetwork           off\napproval policy   ask\npreset            read-only\n"), out.String())
+	require.Equal(t, wire.SetPermissionsRequest{Preset: "read-only"}, f.sets[1])
+	out.Reset()
+	require.NoError(t, ch.handle(ctx, "/permissions danger-full-access", true))
+	require.Equal(t, "/permissions danger-full-access runs between turns: type it again when the turn has ended\n", out.String())
+	require.Len(t, f.sets, 2)
 }

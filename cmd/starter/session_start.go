@@ -29,12 +29,13 @@ type createInput struct {
 }
 
 // routeFlags are the agent's options of the command line: its model route
-// (--provider, --model), its sandbox (--sandbox-mode, --network) and its
-// approvals (--approval-policy, --approval-timeout).
+// (--provider, --model), its sandbox (--sandbox-mode, --network), its
+// approvals (--approval-policy, --approval-timeout) and its permission
+// preset (--preset).
 type routeFlags struct {
 	provider, model, sandboxMode string
 	network                      bool
-	approvalPolicy               string
+	approvalPolicy, preset       string
 	approvalTimeout              time.Duration
 }
 
@@ -44,7 +45,7 @@ func (r routeFlags) options() *wire.AgentOptions {
 		return nil
 	}
 	o := &wire.AgentOptions{Provider: r.provider, Model: r.model, SandboxMode: r.sandboxMode, NetworkAccess: r.network,
-		ApprovalPolicy: r.approvalPolicy}
+		ApprovalPolicy: r.approvalPolicy, Preset: r.preset}
 	if r.approvalTimeout > 0 {
 		ms := float64(r.approvalTimeout.Milliseconds())
 		o.ApprovalTimeoutMs = &ms
@@ -56,6 +57,15 @@ func (r routeFlags) options() *wire.AgentOptions {
 func (r routeFlags) validate() error {
 	if err := checkApprovalPolicy(r.approvalPolicy); err != nil {
 		return err
+	}
+	if r.preset != "" {
+		m, a, ok := wire.PresetBundle(r.preset)
+		if !ok {
+			return usageErrorf("--preset must be %q, %q or %q, got %q", wire.PresetReadOnly, wire.PresetWorkspaceWrite, wire.PresetDangerFullAccess, r.preset)
+		}
+		if (r.sandboxMode != "" && r.sandboxMode != m) || (r.approvalPolicy != "" && r.approvalPolicy != a) {
+			return usageErrorf("--preset %s is --sandbox-mode %s --approval-policy %s; the flags set disagree", r.preset, m, a)
+		}
 	}
 	if r.approvalTimeout != 0 {
 		return checkApprovalTimeout(r.approvalTimeout, false)
@@ -69,6 +79,7 @@ func (r *routeFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&r.sandboxMode, "sandbox-mode", "", "what the agent's commands and file tools may write: read-only, workspace-write (the default) or danger-full-access (unconfined)")
 	fs.BoolVar(&r.network, "network", false, "let the agent's commands use TCP in the confined sandbox modes")
 	fs.StringVar(&r.approvalPolicy, "approval-policy", "", "ask: run_command, write_file and the configured tools wait for your approval (starter approve, reject); never (the default): nothing waits")
+	fs.StringVar(&r.preset, "preset", "", "permission preset, a sandbox mode and an approval policy: read-only (read-only, ask), workspace-write (workspace-write, ask) or danger-full-access (danger-full-access, never)")
 	fs.DurationVar(&r.approvalTimeout, "approval-timeout", 0, "reject an approval not decided within this duration, e.g. 1h (default: wait)")
 }
 

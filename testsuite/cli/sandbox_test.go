@@ -83,7 +83,11 @@ func TestSandboxThroughTheWorker(t *testing.T) {
 		return results(id)
 	}
 	const ww, ro = "workspace-write", "read-only"
-	denied := func(mode string) string { return "[sandbox: file access denied under " + mode + " mode]\n[exit code: " }
+	denied := func(mode string) string {
+		return "[sandbox: file access denied under " + mode + " mode]\n" +
+			"[sandbox: escalation available — retry this exact command once with sandbox_permissions (the narrowest wider mode that suffices) + justification; the approval prompt asks the user]\n" +
+			"[exit code: "
+	}
 
 	got := turn("ww")
 	require.Contains(t, got["c1"], "COMMAND_FAILED sh: 1: cannot create "+filepath.Join(outside, "escape.txt")+": Permission denied\n"+denied(ww))

@@ -31,7 +31,7 @@ func init() {
 
 // recordTurnApproval: create with the preset, a Followup whose first call
 // waits for its approval; Decide allows it with a rule; the turn ends;
-// SetPermissions; Dispose.
+// SetPermissions, which changes the policy and stores its notice; Dispose.
 func recordTurnApproval(t *testing.T, w *world) []fixture {
 	id := w.id("rec-turn-approval")
 	wid := wire.WorkflowID(id)
@@ -68,6 +68,7 @@ func recordTurnApproval(t *testing.T, w *world) []fixture {
 	require.Equal(t, []string{"permission/preset", "sandbox/mode", "approval/policy"}, eventTypes(evs)[:3])
 	require.Equal(t, 1, countType(evs, wire.TypeApprovalAsked), "the rule let c2 run unasked")
 	require.Equal(t, 1, countType(evs, wire.TypeApprovalRules))
-	require.Equal(t, []string{"permission/preset", "sandbox/mode", "approval/policy"}, eventTypes(evs)[len(evs)-3:])
+	require.Equal(t, []string{"permission/preset", "sandbox/mode", "approval/policy", "agent/inbox/spliced"}, eventTypes(evs)[len(evs)-4:],
+		"the policy's change with its notice (the approval-policy-notice version)")
 	return only("turn-approval", wid, run)
 }

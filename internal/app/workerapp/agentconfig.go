@@ -25,6 +25,9 @@ type AgentConfig struct {
 	SystemPrompt string
 	// EnableRunCommand offers the run_command tool.
 	EnableRunCommand bool
+	// RuntimeContext stores the harness's runtime-context snapshot before
+	// model requests (agent.Activities.RuntimeContext; --runtime-context).
+	RuntimeContext bool
 	// Anthropic configures the Anthropic provider (--anthropic).
 	Anthropic AnthropicConfig
 	// OpenAI configures the OpenAI-compatible providers (--openai,
@@ -94,7 +97,8 @@ func AgentActivities(rt *activities.Runtime, cfg AgentConfig) (*agent.Activities
 	if compaction.Windows == nil {
 		compaction.Windows = tableWindow
 	}
-	return &agent.Activities{Runtime: rt, Providers: providers, Tools: reg, System: cfg.SystemPrompt, Limits: cfg.Limits, Compaction: compaction}, nil
+	return &agent.Activities{Runtime: rt, Providers: providers, Tools: reg, System: cfg.SystemPrompt, Limits: cfg.Limits, Compaction: compaction,
+		RuntimeContext: cfg.RuntimeContext}, nil
 }
 
 // RegisterAgent registers the agent activities (CallModel, RunTool,

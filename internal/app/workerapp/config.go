@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/contrib/envconfig"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/internal/app/telemetry"
 	"github.com/sessionflow/sessionflow/internal/app/temporalconn"
@@ -56,6 +57,7 @@ const (
 	EnvEnableRunCommand           = "SESSIONFLOW_ENABLE_RUN_COMMAND"
 	EnvTraceContent               = "SESSIONFLOW_TRACE_CONTENT"
 	EnvToolDeny                   = "SESSIONFLOW_TOOL_DENY"
+	EnvRuntimeContext             = "SESSIONFLOW_RUNTIME_CONTEXT"
 )
 
 // Config configures Run.
@@ -114,6 +116,12 @@ type Config struct {
 	// TraceContent records prompts, responses, tool arguments and results
 	// on the model and tool call spans (off by default).
 	TraceContent bool
+	// Permissions are the permission defaults of the sessions whose
+	// agentOptions and log set none (--sandbox-mode, --approval-policy,
+	// --preset); zero fields leave the built-in defaults. A session's
+	// workflow takes them from its handle activity's result, so every
+	// worker of a task queue should use the same (docs/API.md "Approvals").
+	Permissions activities.PermissionDefaults
 	// Tracing, when set, is the tracing the worker uses (Run does not shut
 	// it down); nil builds it from the OTEL_EXPORTER_OTLP_* environment
 	// (telemetry.New) and flushes it when Run returns. A dialed client gets
@@ -217,13 +225,14 @@ type Flags struct {
 	appendWindow, stopTimeout, identity, stickyTimeout string
 	maxConcurrentActivities, maxConcurrentWorkflowTask int
 	providerScript, systemPrompt, toolDeny             string
-	enableRunCommand, traceContent                     bool
+	enableRunCommand, traceContent, runtimeContext     bool
 	anthropic                                          *anthropicFlags
 	openai                                             *openAIFlags
 	mcp                                                *mcpFlags
 	fleet                                              *fleetFlags
 	model                                              *modelFlags
 	compact                                            *compactFlags
+	permissions                                        *permissionFlags
 }
 
 // AddFlags defines the worker's flags on fs.
@@ -244,6 +253,7 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.providerScript, "provider-script", "", "JSON script of the scripted model provider, offered as provider \"scripted\" (env "+EnvProviderScript+")")
 	fs.StringVar(&f.systemPrompt, "system-prompt", "", "system prompt of every model call (env "+EnvSystemPrompt+")")
 	fs.BoolVar(&f.enableRunCommand, "enable-run-command", false, "offer the run_command tool (runs sh -c in the session's cwd, confined by the session's sandbox mode) (env "+EnvEnableRunCommand+")")
+	fs.BoolVar(&f.runtimeContext, "runtime-context", false, "store the harness's runtime context (the session's file policy and approval policy) as a user/message before a model request when the log does not hold it, as the harness does (env "+EnvRuntimeContext+")")
 	fs.StringVar(&f.toolDeny, "tool-deny", "", "comma-separated paths the file tools never reach and run_command never runs in, beside the store root, the dev server's state and the worker's own files (env "+EnvToolDeny+")")
 	f.anthropic = addAnthropicFlags(fs)
 	f.openai = addOpenAIFlags(fs)
@@ -251,6 +261,7 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 	f.fleet = addFleetFlags(fs)
 	f.model = addModelFlags(fs)
 	f.compact = addCompactFlags(fs)
+	f.permissions = addPermissionFlags(fs)
 	fs.BoolVar(&f.traceContent, "trace-content", false, "record prompts, responses, tool arguments and results in trace spans (env "+EnvTraceContent+")")
 	return f
 }
@@ -331,6 +342,9 @@ func (f *Flags) Config(environ []string) (Config, error) {
 	if cfg.Agent.EnableRunCommand, err = pickBool(pick("enable-run-command", EnvEnableRunCommand, strconv.FormatBool(f.enableRunCommand))); err != nil {
 		return Config{}, err
 	}
+	if cfg.Agent.RuntimeContext, err = pickBool(pick("runtime-context", EnvRuntimeContext, strconv.FormatBool(f.runtimeContext))); err != nil {
+		return Config{}, err
+	}
 	if deny, _ := pick("tool-deny", EnvToolDeny, f.toolDeny); deny != "" {
 		for _, p := range strings.Split(deny, ",") {
 			if p = strings.TrimSpace(p); p != "" {
@@ -357,6 +371,9 @@ func (f *Flags) Config(environ []string) (Config, error) {
 		return Config{}, err
 	}
 	if cfg.TraceContent, err = pickBool(pick("trace-content", EnvTraceContent, strconv.FormatBool(f.traceContent))); err != nil {
+		return Config{}, err
+	}
+	if cfg.Permissions, err = f.permissions.config(pick); err != nil {
 		return Config{}, err
 	}
 	// An empty metrics address is meaningful (off), so a set but empty

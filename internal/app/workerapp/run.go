@@ -144,7 +144,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	w := worker.New(c, cfg.TaskQueue, workerOptions(cfg, append(tr.WorkerInterceptors(clientTraced), newWorkerInterceptor(cfg, metrics)), fatal))
 	// One runtime for the store and the agent activities: one store, one
 	// heartbeat (docs/DECISIONS.md D84).
-	rt := &activities.Runtime{Store: store}
+	rt := &activities.Runtime{Store: store, Permissions: cfg.Permissions}
 	Register(w, rt, c)
 	agentCfg, stopMCP, err := StartMCP(ctx, cfg.Agent, logger)
 	if err != nil {
