@@ -305,7 +305,7 @@ func (c *modelCall) store(ctx context.Context, f fold, interrupted bool) (ModelR
 			for _, b := range content {
 				if b.Type == provider.BlockToolCall {
 					t, _ := c.a.lookup(b.Name)
-					stored.calls = append(stored.calls, CallRef{ID: b.ID, Name: b.Name, Parallel: t.Parallel})
+					stored.calls = append(stored.calls, CallRef{ID: b.ID, Name: b.Name, Parallel: t.Parallel, Hint: CallHint(b.Arguments)})
 				}
 			}
 		} else {

@@ -249,6 +249,7 @@ func (a *agentLoop) runTurn() {
 	}
 	tctx = t.startSpan(tctx)
 	a.turn = t
+	a.showDetails()
 	reason := t.run(tctx)
 	if t.parking {
 		// Parked: the run continues as new, and the next one goes on.
@@ -261,6 +262,7 @@ func (a *agentLoop) runTurn() {
 	if n := len(a.recent); n > recentTurns {
 		a.recent = slices.Clone(a.recent[n-recentTurns:])
 	}
+	a.showDetails()
 	if reason.Kind != wire.TurnEndAborted {
 		// Inputs that arrived during the turn start the next one; after
 		// a cancel only a waking input sent since does.
@@ -297,7 +299,7 @@ func (t *turnRun) run(tctx workflow.Context) wire.TurnEndReason {
 			end.ExpectSeq = a.log.nextSeq
 		}
 		var res agent.EndTurnResult
-		err = unwrapActivity(t.store(t.span.Context(a.dctx), wire.EndTurnActivity, end).Get(a.dctx, &res))
+		err = unwrapActivity(t.store(t.span.Context(a.dctx), wire.EndTurnActivity, turnLabel(t.summary.Turn)+" · end turn ("+end.Reason.Kind+")", end).Get(a.dctx, &res))
 		if err == nil && len(res.Held) > 0 {
 			// An earlier attempt opened the next step: the turn goes on.
 			if err = t.adoptNextStep(end.Step, res); err == nil {
