@@ -103,8 +103,12 @@ func (l *lifecycle) currentDetails(activity string) string {
 	case l.phase.phase == wire.PhaseLive:
 		state += " · idle"
 	}
-	fmt.Fprintf(&b, "**%s** · %d turns · next seq %d\n", state, l.log.lastTurn, l.log.nextSeq)
-	fmt.Fprintf(&b, "**session** %s · **started by** %s", wire.SummaryName(l.id), l.source)
+	turns := fmt.Sprintf("%d turns", l.log.lastTurn)
+	if l.log.lastTurn == 1 {
+		turns = "1 turn"
+	}
+	fmt.Fprintf(&b, "**%s** · %s · next seq %d\n", state, turns, l.log.nextSeq)
+	fmt.Fprintf(&b, "**session** %s · **source** %s", wire.SummaryName(l.id), l.source)
 	if cwd := l.log.header.Cwd; cwd != "" {
 		fmt.Fprintf(&b, " · **cwd** %s", wire.SummaryName(cwd))
 	}
