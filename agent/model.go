@@ -99,7 +99,7 @@ func (a *Activities) CallModel(ctx context.Context, in ModelInput) (res ModelRes
 	}
 	p, err := a.Providers.Get(in.Provider)
 	if err != nil {
-		return ModelResult{}, temporal.NewNonRetryableApplicationError(err.Error(), wire.ErrTypeUnknownProvider, err)
+		return ModelResult{}, temporal.NewNonRetryableApplicationError(err.Error(), wire.ErrTypeUnknownProvider, nil)
 	}
 	c.window = a.contextWindow(in.ContextWindow, in.Provider, in.Model, p)
 	if in.Compacts {
