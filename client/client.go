@@ -311,7 +311,9 @@ func (c *Client) startReady(ctx context.Context, id, workflowName string, req an
 	return nil, callError("wait for session", id, err)
 }
 
-// update runs a session update to completion and decodes its result.
+// update runs a session update to completion and decodes its result. An
+// update that reaches no running session fails as closedError says
+// (ErrSessionDisposed, ErrNotRunning).
 func (c *Client) update(ctx context.Context, id, name string, result any, args ...any) error {
 	h, err := c.updateWorkflow(ctx, temporalclient.UpdateWorkflowOptions{
 		WorkflowID:   wire.WorkflowID(id),
@@ -322,7 +324,7 @@ func (c *Client) update(ctx context.Context, id, name string, result any, args .
 	if err == nil {
 		err = h.Get(ctx, result)
 	}
-	return err
+	return c.closedError(ctx, id, name, err)
 }
 
 // Append appends a bounded batch to the live session id through the Append
