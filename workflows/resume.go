@@ -91,6 +91,10 @@ func (l *lifecycle) prepareResume(ctx workflow.Context, req wire.ResumeSessionRe
 	l.log.repaired(rep.Scan.Header, rep.Scan.InheritedEventCount, rep.Scan.NextSeq, rep.Scan.LastTurn, firstLive)
 	// The agent's inputs still pending in the log wait for a waking input.
 	l.agent.inbox.restoreStored(rep.Scan.Inbox)
+	// The log's latest ended turn (the one the repair closed as
+	// interrupted) is the first recent turn: a wait for it is answered.
+	// Workflow state only: no command depends on it.
+	l.agent.seedRecent(rep.Scan.LastTurnInfo)
 	// Step 9: owner and loop still active; then agent options.
 	if err := l.aborts.check(); err != nil {
 		return err

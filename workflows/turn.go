@@ -158,6 +158,19 @@ func (a *agentLoop) restore(state LiveState) {
 	a.recent = slices.Clone(state.RecentTurns)
 }
 
+// seedRecent starts a resumed session's recent turns with the log's latest
+// ended turn, t (nil when the log has none).
+func (a *agentLoop) seedRecent(t *wire.TurnInfo) {
+	if t == nil || len(a.recent) > 0 {
+		return
+	}
+	info := *t
+	if info.Claimed == nil {
+		info.Claimed = []string{}
+	}
+	a.recent = []wire.TurnInfo{info}
+}
+
 // state is the loop as carried across continue-as-new: the inbox and the
 // recent turns.
 func (a *agentLoop) state() (*InboxState, []wire.TurnInfo) {
