@@ -169,10 +169,11 @@ func (a *agentLoop) validateInput(ctx workflow.Context, k inputKind, in converte
 		if a.inbox.has(p.ID) {
 			return invalidArgument(fmt.Sprintf("%s: message %s is already pending", k.name, quoteID(p.ID)))
 		}
-		if turn, used := a.claimedBy(p.ID); used {
+		if turn, used := a.claimedBy(p.ID); used && !a.inbox.isAhead(p.ID) {
 			// Another message under a stored id: a WaitTurn for the id
 			// could not tell the two turns apart (docs/API.md, message
-			// ids).
+			// ids). An input an earlier attempt of a workflow task stored
+			// ahead of its update is that update's own (queueInput).
 			return invalidArgument(fmt.Sprintf("%s: message %s was already used by turn %d; message ids are unique within a session", k.name, quoteID(p.ID), turn))
 		}
 		if a.inbox.len() >= wire.MaxPendingInputs {
