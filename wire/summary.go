@@ -22,7 +22,8 @@ const MaxSummaryName = 120
 // SummaryName returns s for a one-line summary: as is when it is at most
 // MaxSummaryName bytes of printable characters, else cut there and quoted
 // with Go escapes when it holds anything else (a control or
-// bidirectional-formatting character, invalid UTF-8) — so a caller's text
+// bidirectional-formatting character: not printable; a backquote, which
+// would open Temporal markdown code; invalid UTF-8) — so a caller's text
 // can neither break the line nor reorder it.
 func SummaryName(s string) string {
 	if len(s) > MaxSummaryName {
@@ -33,7 +34,7 @@ func SummaryName(s string) string {
 		s = s[:cut] + "…"
 	}
 	for _, r := range s {
-		if r == utf8.RuneError || !unicode.IsPrint(r) || unicode.Is(unicode.Bidi_Control, r) || r == '`' {
+		if r == utf8.RuneError || !unicode.IsPrint(r) || r == '`' {
 			return strconv.Quote(s)
 		}
 	}
@@ -93,8 +94,11 @@ func ResumeSummary(req ResumeSessionRequest) (summary, details string) {
 // workflow.
 func LoopSummary(loopID string, in SessionLoopInput) (summary, details string) {
 	summary = "session loop " + SummaryName(loopID)
-	details = fmt.Sprintf("**loop** %s\n**sessions start on** task queue %s", SummaryName(loopID), SummaryName(in.SessionTaskQueue))
-	return summary, details
+	queue := "the loop's own task queue"
+	if in.SessionTaskQueue != "" {
+		queue = "task queue " + SummaryName(in.SessionTaskQueue)
+	}
+	return summary, fmt.Sprintf("**loop** %s\n**sessions start on** %s", SummaryName(loopID), queue)
 }
 
 func detailsHead(b *strings.Builder, id, what string) {
