@@ -94,8 +94,19 @@ func TestInterruptedTurnIsRecentAfterResume(t *testing.T) {
 		_, err := c.WaitTurn(w.ctx(), id, wire.WaitTurnRequest{Turn: 1})
 		waited <- err
 	}()
-	w.awaitCond("the WaitTurn accepted", func() bool {
-		return acceptedUpdates(w.history(wid, ""), wire.UpdateWaitTurn) == 1
+	// The same wait from the `temporal` CLI, a client of another SDK.
+	type cliOutcome struct {
+		out  string
+		code int
+	}
+	cli := newTemporalCLI(t, w)
+	cliWaited := make(chan cliOutcome, 1)
+	go func() {
+		out, code := cli.update(wid, wire.UpdateWaitTurn, `{"turn":1}`)
+		cliWaited <- cliOutcome{out, code}
+	}()
+	w.awaitCond("both WaitTurn updates accepted", func() bool {
+		return acceptedUpdates(w.history(wid, ""), wire.UpdateWaitTurn) == 2
 	})
 	require.NoError(t, w.c.TerminateWorkflow(w.ctx(), wid, "", "the harness crashed"))
 	err = <-waited
@@ -105,6 +116,9 @@ func TestInterruptedTurnIsRecentAfterResume(t *testing.T) {
 	var app *temporal.ApplicationError
 	require.True(t, errors.As(err, &app))
 	require.Equal(t, "AcceptedUpdateCompletedWorkflow", app.Type())
+	viaCLI := <-cliWaited
+	require.Equal(t, 1, viaCLI.code, viaCLI.out)
+	require.Contains(t, viaCLI.out, "Workflow Update failed because the Workflow completed before the Update completed.")
 
 	_, err = c.Resume(w.ctx(), id, wire.ResumeSessionRequest{AgentOptions: route})
 	require.NoError(t, err)
