@@ -218,3 +218,44 @@ func TestSessionNotFoundIsOneFailure(t *testing.T) {
 	require.True(t, f.GetApplicationFailureInfo().GetNonRetryable())
 	require.Nil(t, f.GetCause(), "the failure carries a cause: %v", f.GetCause())
 }
+
+// The message ids a run knows travel with continue-as-new: the next run
+// refuses another message under an id a turn of the run before stored,
+// and WaitTurn {messageId} answers that turn.
+func TestMessageIDStaysUsedAcrossContinueAsNew(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, shared, jsonl.CompressionZstd)
+	var answers []scripted.Response
+	for range 40 {
+		answers = append(answers, scripted.Text("ok"))
+	}
+	w.agent = scriptedAgent(answers...)(t)
+	w.startWorker()
+	id := w.id("message-id-can")
+	wid := wire.WorkflowID(id)
+	w.track(wid)
+	c := w.client()
+	s, err := c.Create(w.ctx(), wire.CreateSessionRequest{SessionID: id, AgentOptions: scriptedRoute, Options: &wire.Options{ContinueAsNewEvents: 100}})
+	require.NoError(t, err)
+	first, err := c.RunTurn(w.ctx(), id, wire.InputRequest{MessageID: "m0", Content: json.RawMessage(`"turn zero"`)})
+	require.NoError(t, err)
+	latest := func() string {
+		d, err := w.c.DescribeWorkflow(w.ctx(), wid, "")
+		require.NoError(t, err)
+		return d.RawResponse.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+	}
+	for i := 1; latest() == s.RunID; i++ {
+		require.Less(t, i, 15, "the run never continued as new")
+		_, err := c.RunTurn(w.ctx(), id, wire.InputRequest{MessageID: "m" + string(rune('a'+i)), Content: json.RawMessage(`"more"`)})
+		require.NoError(t, err)
+	}
+	w.awaitLive(id)
+	_, err = c.Followup(w.ctx(), id, wire.InputRequest{MessageID: "m0", Content: json.RawMessage(`"not turn zero"`)})
+	require.ErrorIs(t, err, sfclient.ErrInvalidArgument)
+	require.EqualError(t, err, `Followup: message "m0" was already used by turn 1; message ids are unique within a session`)
+	info, err := c.WaitTurn(w.ctx(), id, wire.WaitTurnRequest{MessageID: "m0"})
+	require.NoError(t, err)
+	require.Equal(t, *first.Ended, info)
+	_, err = c.Dispose(w.ctx(), id)
+	require.NoError(t, err)
+}
