@@ -81,3 +81,32 @@ func TestWaitOutlivingItsRunIsTyped(t *testing.T) {
 	_, err = c.WaitTurn(context.Background(), "s1", wire.WaitTurnRequest{Turn: 2})
 	require.ErrorIs(t, err, ErrNoSuchTurn)
 }
+
+// Create, Resume and LoopStart start their workflows with the summary and
+// details the Temporal UI shows (wire.CreateSummary, ...).
+func TestStartsCarryTheirSummary(t *testing.T) {
+	var starts []temporalclient.StartWorkflowOptions
+	f := &fakeTemporal{
+		execute: func(opts temporalclient.StartWorkflowOptions, _ any, _ []any) (temporalclient.WorkflowRun, error) {
+			starts = append(starts, opts)
+			return &fakeRun{id: opts.ID, runID: "r"}, nil
+		},
+		update: func(opts temporalclient.UpdateWorkflowOptions) (temporalclient.WorkflowUpdateHandle, error) {
+			return &fakeUpdate{workflowID: opts.WorkflowID, result: wire.SessionInfo{SessionID: "s1"}}, nil
+		},
+	}
+	c := New(f, Options{TaskQueue: "q"})
+	_, err := c.Create(context.Background(), wire.CreateSessionRequest{SessionID: "s1", AgentOptions: &wire.AgentOptions{Provider: "p", Model: "m"}})
+	require.NoError(t, err)
+	_, err = c.Resume(context.Background(), "s1", wire.ResumeSessionRequest{})
+	require.NoError(t, err)
+	_, err = c.LoopStart(context.Background(), "l1", wire.SessionLoopInput{})
+	require.NoError(t, err)
+	require.Len(t, starts, 3)
+	require.Equal(t, "session s1 · create · p/m", starts[0].StaticSummary)
+	require.Equal(t, "**session** s1\n**workflow** CreateSession: a new session\n**model** p/m", starts[0].StaticDetails)
+	require.Equal(t, "session s1 · resume", starts[1].StaticSummary)
+	require.Contains(t, starts[1].StaticDetails, "**workflow** ResumeSession")
+	require.Equal(t, "session loop l1", starts[2].StaticSummary)
+	require.Equal(t, "**loop** l1\n**sessions start on** the loop's own task queue", starts[2].StaticDetails)
+}
