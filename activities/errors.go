@@ -19,6 +19,12 @@ import (
 // non-retryable InvalidArgument, and so does a file name the file system
 // refuses as too long (ENAMETOOLONG); context errors and application errors
 // pass through; anything else is a retryable IOError.
+//
+// A non-retryable error carries no cause: the Go error it was made from
+// would travel as a nested failure that every SDK decodes as a retryable
+// ApplicationFailure typed after the Go type ("*wire.StoreError"), inside
+// an outer failure that is not retryable. The outer failure is the whole
+// answer (docs/API.md, Errors); its message is the Go error's text.
 func MapError(err error) error {
 	if err == nil {
 		return nil
@@ -31,16 +37,16 @@ func MapError(err error) error {
 		return err
 	}
 	if code := jsonl.ErrorCode(err); code != "" {
-		return temporal.NewNonRetryableApplicationError(err.Error(), string(code), err)
+		return temporal.NewNonRetryableApplicationError(err.Error(), string(code), nil)
 	}
 	var seq *session.SeqMismatchError
 	if errors.As(err, &seq) {
-		return temporal.NewNonRetryableApplicationError(err.Error(), string(jsonl.CodeSeqMismatch), err)
+		return temporal.NewNonRetryableApplicationError(err.Error(), string(jsonl.CodeSeqMismatch), nil)
 	}
 	if isValidation(err) || errors.Is(err, syscall.ENAMETOOLONG) {
 		// A name the file system cannot hold fails the same way on every
 		// attempt: the request is at fault, not the disk.
-		return temporal.NewNonRetryableApplicationError(err.Error(), wire.ErrTypeInvalidArgument, err)
+		return temporal.NewNonRetryableApplicationError(err.Error(), wire.ErrTypeInvalidArgument, nil)
 	}
 	return temporal.NewApplicationErrorWithCause(err.Error(), wire.ErrTypeIO, err)
 }

@@ -60,5 +60,5 @@ func ownedError(ctx context.Context, st *jsonl.Store, id string, err error) erro
 	if lerr != nil || l == nil {
 		return MapError(err)
 	}
-	return temporal.NewNonRetryableApplicationError(OwnedText(id, l), string(jsonl.CodeAlreadyOwned), err)
+	return temporal.NewNonRetryableApplicationError(OwnedText(id, l), string(jsonl.CodeAlreadyOwned), nil)
 }

@@ -117,7 +117,7 @@ func (a *Activities) ForfeitDeadOwner(ctx context.Context, in ForfeitInput) (For
 		// An empty or damaged lease names no owner Temporal could check.
 		msg := fmt.Sprintf("session %q is already owned by an active write handle: its lease cannot be read (%v), so Temporal cannot tell whether its owner is gone; once it is, run `starter unlock --id %q --force`",
 			in.SessionID, err, in.SessionID)
-		return ForfeitResult{}, temporal.NewNonRetryableApplicationError(msg, string(jsonl.CodeAlreadyOwned), err)
+		return ForfeitResult{}, temporal.NewNonRetryableApplicationError(msg, string(jsonl.CodeAlreadyOwned), nil)
 	}
 	if err != nil || lease == nil {
 		return ForfeitResult{}, MapError(err)
@@ -143,7 +143,7 @@ func (a *Activities) ForfeitDeadOwner(ctx context.Context, in ForfeitInput) (For
 	}
 	if err := wire.ForfeitLease(ctx, store, in.SessionID, lease); err != nil {
 		if errors.Is(err, wire.ErrLeaseChanged) {
-			return ForfeitResult{}, temporal.NewNonRetryableApplicationError(err.Error(), string(jsonl.CodeAlreadyOwned), err)
+			return ForfeitResult{}, temporal.NewNonRetryableApplicationError(err.Error(), string(jsonl.CodeAlreadyOwned), nil)
 		}
 		return ForfeitResult{}, MapError(err)
 	}

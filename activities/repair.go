@@ -70,7 +70,7 @@ func (a *Activities) Repair(ctx context.Context, in RepairInput) (RepairResult, 
 }
 
 func (a *Activities) repair(ctx context.Context, h *jsonl.Handle, now int64) (RepairResult, error) {
-	sum, sc, last, err := a.describeLog(ctx, h)
+	sum, sc, lt, last, err := a.describeLog(ctx, h)
 	if err != nil {
 		return RepairResult{}, err
 	}
@@ -92,6 +92,10 @@ func (a *Activities) repair(ctx context.Context, h *jsonl.Handle, now int64) (Re
 		res.Scan = sum
 		return res, nil
 	}
+	for _, e := range batch {
+		lt.observe(e)
+	}
+	sum.LastTurnInfo = lt.ended()
 	final := batch[len(batch)-1]
 	sum.EventCount += int64(len(batch))
 	sum.NextSeq += int64(len(batch))

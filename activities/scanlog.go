@@ -57,6 +57,14 @@ type LogScan struct {
 	// session.PermissionFold), nil when it records none. A resume without
 	// permissions of its own takes them.
 	Permissions *LoggedPermissions `json:"permissions,omitempty"`
+	// LastTurnInfo describes the log's latest turn once it has ended (its
+	// turn/end stored: by the turn, or by a resume's crash repair as
+	// interrupted), as LoopState's recent turns do; nil when the log has
+	// no turn or leaves its latest open. A resume starts its recent turns
+	// with it, so WaitTurn answers the turn a crash interrupted
+	// (docs/API.md, WaitTurn). Its Claimed holds at most
+	// MaxLastTurnClaims ids, the latest.
+	LastTurnInfo *wire.TurnInfo `json:"lastTurnInfo,omitempty"`
 }
 
 // LoggedPermissions are the permission facts a log records; "" (nil
@@ -139,9 +147,11 @@ func (a *Activities) scan(ctx context.Context, h *jsonl.Handle, visit func(sessi
 	}
 }
 
-// describeLog scans a log into a LogScan and returns the scanner too.
-func (a *Activities) describeLog(ctx context.Context, h *jsonl.Handle) (LogScan, *session.TurnScanner, *session.Event, error) {
+// describeLog scans a log into a LogScan and returns the scanner and the
+// latest turn's fold too.
+func (a *Activities) describeLog(ctx context.Context, h *jsonl.Handle) (LogScan, *session.TurnScanner, *lastTurnFold, *session.Event, error) {
 	var sc session.TurnScanner
+	var lt lastTurnFold
 	inbox := inboxFold{inherited: h.InheritedEventCount()}
 	var route routeFold
 	var perm session.PermissionFold
@@ -150,12 +160,13 @@ func (a *Activities) describeLog(ctx context.Context, h *jsonl.Handle) (LogScan,
 			return asInvalid(fmt.Errorf("session %q: event %d: %w", h.ID(), e.Seq, err))
 		}
 		inbox.observe(e)
+		lt.observe(e)
 		route.observe(e)
 		perm.Add(e)
 		return nil
 	})
 	if err != nil {
-		return LogScan{}, nil, nil, err
+		return LogScan{}, nil, nil, nil, err
 	}
 	sum := LogScan{
 		Header:              h.Header(),
@@ -165,6 +176,7 @@ func (a *Activities) describeLog(ctx context.Context, h *jsonl.Handle) (LogScan,
 		InheritedEventCount: h.InheritedEventCount(),
 		Route:               route.last,
 		Permissions:         loggedPermissions(&perm),
+		LastTurnInfo:        lt.ended(),
 	}
 	sum.Inbox, sum.InboxOmitted = inbox.result()
 	if last != nil {
@@ -181,7 +193,7 @@ func (a *Activities) describeLog(ctx context.Context, h *jsonl.Handle) (LogScan,
 		}
 		sum.OpenTurn = f
 	}
-	return sum, &sc, last, nil
+	return sum, &sc, &lt, last, nil
 }
 
 // ScanLog reads the whole validated log through the handle (LIFECYCLE.md
@@ -196,7 +208,7 @@ func (a *Activities) ScanLog(ctx context.Context, in HandleInput) (LogScan, erro
 		return LogScan{}, err
 	}
 	sum, err := cancellable(a.runtime(), ctx, func(ctx context.Context) (LogScan, error) {
-		s, _, _, err := a.describeLog(ctx, st.Attach(in.Ref))
+		s, _, _, _, err := a.describeLog(ctx, st.Attach(in.Ref))
 		return s, err
 	})
 	return sum, MapError(err)

@@ -132,7 +132,7 @@ func (c *compaction) run(ctx context.Context) (CompactResult, error) {
 	}
 	p, err := c.a.Providers.Get(c.in.Provider)
 	if err != nil {
-		return CompactResult{}, temporal.NewNonRetryableApplicationError(err.Error(), wire.ErrTypeUnknownProvider, err)
+		return CompactResult{}, temporal.NewNonRetryableApplicationError(err.Error(), wire.ErrTypeUnknownProvider, nil)
 	}
 	c.p = p
 	c.window = c.a.contextWindow(c.in.ContextWindow, c.in.Provider, c.in.Model, p)

@@ -99,7 +99,7 @@ func (a *Activities) CallModel(ctx context.Context, in ModelInput) (res ModelRes
 	}
 	p, err := a.Providers.Get(in.Provider)
 	if err != nil {
-		return ModelResult{}, temporal.NewNonRetryableApplicationError(err.Error(), wire.ErrTypeUnknownProvider, err)
+		return ModelResult{}, temporal.NewNonRetryableApplicationError(err.Error(), wire.ErrTypeUnknownProvider, nil)
 	}
 	c.window = a.contextWindow(in.ContextWindow, in.Provider, in.Model, p)
 	if in.Compacts {
@@ -305,7 +305,7 @@ func (c *modelCall) store(ctx context.Context, f fold, interrupted bool) (ModelR
 			for _, b := range content {
 				if b.Type == provider.BlockToolCall {
 					t, _ := c.a.lookup(b.Name)
-					stored.calls = append(stored.calls, CallRef{ID: b.ID, Name: b.Name, Parallel: t.Parallel})
+					stored.calls = append(stored.calls, CallRef{ID: b.ID, Name: b.Name, Parallel: t.Parallel, Hint: CallHint(b.Arguments)})
 				}
 			}
 		} else {

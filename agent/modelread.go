@@ -71,7 +71,8 @@ func (c *modelCall) find(tail []session.Event) (*storedModelCall, error) {
 		out := &storedModelCall{seq: e.Seq, interrupted: m.Interrupted}
 		for _, tc := range m.ToolCalls() {
 			t, _ := c.a.lookup(tc.Name)
-			out.calls = append(out.calls, CallRef{ID: tc.ID, Name: tc.Name, Parallel: t.Parallel})
+			args, _ := argumentsText(tc.Arguments)
+			out.calls = append(out.calls, CallRef{ID: tc.ID, Name: tc.Name, Parallel: t.Parallel, Hint: CallHint(args)})
 		}
 		if len(m.Usage) > 0 {
 			var u provider.Usage

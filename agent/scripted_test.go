@@ -42,7 +42,7 @@ func TestScriptedTurn(t *testing.T) {
 
 	res, err := f.callModel(f.acts, in)
 	require.NoError(t, err)
-	require.Equal(t, []agent.CallRef{{ID: "call-1", Name: "read_file", Parallel: true}}, res.ToolCalls)
+	require.Equal(t, []agent.CallRef{{ID: "call-1", Name: "read_file", Parallel: true, Hint: "a.txt"}}, res.ToolCalls)
 	out, err := f.runTool(f.acts, f.toolInput(res.MessageSeq, 0, "call-1", "read_file"))
 	require.NoError(t, err)
 	require.False(t, out.IsError)

@@ -542,7 +542,7 @@ func TestBuiltinToolsInTheSessionCwd(t *testing.T) {
 	res, err := f.callModel(f.acts, f.modelInput(1, 1))
 	require.NoError(t, err)
 	m := res.MessageSeq // the step's assistant/message, after its chunks
-	require.Equal(t, []agent.CallRef{{ID: "r1", Name: "read_file", Parallel: true}, {ID: "r2", Name: "read_file", Parallel: true}, {ID: "w1", Name: "write_file"}}, res.ToolCalls)
+	require.Equal(t, []agent.CallRef{{ID: "r1", Name: "read_file", Parallel: true, Hint: "notes.txt"}, {ID: "r2", Name: "read_file", Parallel: true, Hint: "../outside.txt"}, {ID: "w1", Name: "write_file", Hint: "out.txt"}}, res.ToolCalls)
 	require.Len(t, f.prov.requests[0].Tools, 3)
 	for i, c := range res.ToolCalls {
 		_, err := f.runTool(f.acts, f.toolInput(res.MessageSeq, i, c.ID, c.Name))

@@ -15,6 +15,11 @@ type CallRef struct {
 	// Parallel reports whether the worker's registry marks the tool
 	// parallel-safe (false for an unknown tool).
 	Parallel bool `json:"parallel,omitempty"`
+	// Hint is a short hint of the call's arguments for its activity
+	// summary in the Temporal UI (the command of run_command, a file
+	// tool's path: CallHint), at most MaxCallHint bytes; never the
+	// arguments themselves.
+	Hint string `json:"hint,omitempty"`
 }
 
 // ModelInput is the input of CallModel: where to read and what to call. It

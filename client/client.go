@@ -142,8 +142,14 @@ type AppendResult = wire.AppendResult
 // run is allowed after a closed one, a running one refuses the start with an
 // error. (WorkflowExecutionErrorWhenAlreadyStarted matters to the loop's
 // ExecuteWorkflow; update-with-start fails a refused start by itself.)
-func (c *Client) startOptions(workflowID, taskQueue string) temporalclient.StartWorkflowOptions {
+//
+// summary and details are what the Temporal UI shows of the run
+// (wire.CreateSummary, wire.ResumeSummary, wire.LoopSummary): user
+// metadata, outside the command sequence.
+func (c *Client) startOptions(workflowID, taskQueue, summary, details string) temporalclient.StartWorkflowOptions {
 	return temporalclient.StartWorkflowOptions{
+		StaticSummary:                            summary,
+		StaticDetails:                            details,
 		ID:                                       workflowID,
 		TaskQueue:                                taskQueue,
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
@@ -171,7 +177,8 @@ func (c *Client) Create(ctx context.Context, req wire.CreateSessionRequest, opts
 		return nil, invalidArgument("", "create: the session id is required")
 	}
 	req.Options = c.withSearchAttributes(ctx, req.Options)
-	return c.startReady(ctx, req.SessionID, wire.CreateSessionName, req, opts)
+	summary, details := wire.CreateSummary(req)
+	return c.startReady(ctx, req.SessionID, wire.CreateSessionName, req, summary, details, opts)
 }
 
 // Resume starts a ResumeSession workflow for the stored session id (the
@@ -192,7 +199,8 @@ func (c *Client) Resume(ctx context.Context, id string, req wire.ResumeSessionRe
 		return nil, invalidArgument(id, "resume of session %q: the request names session %q", id, req.ResumeSessionID)
 	}
 	req.Options = c.withSearchAttributes(ctx, req.Options)
-	return c.startReady(ctx, id, wire.ResumeSessionName, req, opts)
+	summary, details := wire.ResumeSummary(req)
+	return c.startReady(ctx, id, wire.ResumeSessionName, req, summary, details, opts)
 }
 
 // withSearchAttributes returns the workflow options with SearchAttributes
@@ -240,7 +248,7 @@ func (c *Client) searchAttributesRegistered(ctx context.Context) bool {
 // start is startError's, the failure of a run that ended before it could
 // answer is the run's own, and after a reported failure it returns once the
 // run has rolled back.
-func (c *Client) startReady(ctx context.Context, id, workflowName string, req any, opts []CallOption) (*Session, error) {
+func (c *Client) startReady(ctx context.Context, id, workflowName string, req any, summary, details string, opts []CallOption) (*Session, error) {
 	if err := checkIdentity(id); err != nil {
 		return nil, err
 	}
@@ -249,7 +257,7 @@ func (c *Client) startReady(ctx context.Context, id, workflowName string, req an
 		return nil, err
 	}
 	wid := wire.WorkflowID(id)
-	op := c.c.NewWithStartWorkflowOperation(c.startOptions(wid, shard.TaskQueue), workflowName, req)
+	op := c.c.NewWithStartWorkflowOperation(c.startOptions(wid, shard.TaskQueue, summary, details), workflowName, req)
 	h, err := c.c.UpdateWithStartWorkflow(ctx, temporalclient.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: op,
 		UpdateOptions: temporalclient.UpdateWorkflowOptions{
@@ -303,7 +311,9 @@ func (c *Client) startReady(ctx context.Context, id, workflowName string, req an
 	return nil, callError("wait for session", id, err)
 }
 
-// update runs a session update to completion and decodes its result.
+// update runs a session update to completion and decodes its result. An
+// update that reaches no running session fails as closedError says
+// (ErrSessionDisposed, ErrNotRunning).
 func (c *Client) update(ctx context.Context, id, name string, result any, args ...any) error {
 	h, err := c.updateWorkflow(ctx, temporalclient.UpdateWorkflowOptions{
 		WorkflowID:   wire.WorkflowID(id),
@@ -314,7 +324,7 @@ func (c *Client) update(ctx context.Context, id, name string, result any, args .
 	if err == nil {
 		err = h.Get(ctx, result)
 	}
-	return err
+	return c.closedError(ctx, id, name, err)
 }
 
 // Append appends a bounded batch to the live session id through the Append

@@ -80,11 +80,16 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Is reports whether target names e's class: a sentinel *Error of the same
 // Type, or a store error (*jsonl.Error) whose Code is e's Type. The earlier
-// type TypeInvalidInput is the class InvalidArgument.
+// type TypeInvalidInput is the class InvalidArgument; TypeSessionDisposed
+// also matches ErrNotRunning.
 func (e *Error) Is(target error) bool {
 	switch t := target.(type) {
 	case *Error:
-		return t.Message == "" && currentType(t.Type) == currentType(e.Type)
+		if t.Message != "" {
+			return false
+		}
+		// A disposed session is a session that is not running.
+		return currentType(t.Type) == currentType(e.Type) || (t.Type == TypeNotRunning && e.Type == TypeSessionDisposed)
 	case *wire.StoreError:
 		return t.Code != "" && string(t.Code) == e.Type
 	}

@@ -155,6 +155,9 @@ func (f *fakeTemporal) GetWorkflowHistory(_ context.Context, workflowID, runID s
 
 func (f *fakeTemporal) DescribeWorkflow(_ context.Context, workflowID, runID string) (*temporalclient.WorkflowExecutionDescription, error) {
 	f.record("describe " + workflowID)
+	if f.describe == nil {
+		return nil, serviceerror.NewNotFound("workflow not found for ID: " + workflowID)
+	}
 	resp, err := f.describe(workflowID, runID)
 	if err != nil {
 		return nil, err

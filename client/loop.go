@@ -42,7 +42,8 @@ func (c *Client) LoopStart(ctx context.Context, loopID string, in wire.SessionLo
 		return Loop{}, err
 	}
 	wid := LoopWorkflowID(loopID)
-	run, err := c.c.ExecuteWorkflow(ctx, c.startOptions(wid, shard.TaskQueue), wire.SessionLoopName, in)
+	summary, details := wire.LoopSummary(loopID, in)
+	run, err := c.c.ExecuteWorkflow(ctx, c.startOptions(wid, shard.TaskQueue, summary, details), wire.SessionLoopName, in)
 	if err != nil {
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
 		if errors.As(err, &started) {

@@ -15,7 +15,8 @@ import (
 // Resume), is live and returns what its WaitReady update reports. When the
 // run has already ended, the update cannot reach it; WaitReady then returns
 // the run's own outcome: the typed creation or resume failure, or
-// ErrNotRunning when the run completed (a session disposed already).
+// ErrSessionDisposed (which matches ErrNotRunning too) when the run
+// completed (a session disposed already).
 func (c *Client) WaitReady(ctx context.Context, id string) (*Session, error) {
 	if id == "" {
 		return nil, invalidArgument("", "wait for session: the session id is required")
@@ -38,7 +39,7 @@ func (c *Client) WaitReady(ctx context.Context, id string) (*Session, error) {
 		}
 		return nil, callError("wait for session", id, rerr)
 	}
-	return nil, &Error{Type: TypeNotRunning, SessionID: id, Err: err,
+	return nil, &Error{Type: TypeSessionDisposed, SessionID: id, Err: err,
 		Message: fmt.Sprintf("wait for session %q: the session's run has completed (it was disposed)", id)}
 }
 

@@ -6,7 +6,8 @@
 // client reads; the lease file and the store interface a forfeit needs;
 // the store's error codes and errors, the application error types and
 // their retryability; search-attribute names, the workflow-id encoding and
-// the identity rule; and the batching of JSONL appends.
+// the identity rule; the batching of JSONL appends; and the summaries a
+// session workflow is started with for the Temporal UI (summary.go).
 //
 // Workflow histories, lease files and client requests carry these values,
 // so their values and JSON field names never change (docs/API.md,

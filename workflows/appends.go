@@ -246,13 +246,13 @@ func (q *appendQueue) store(ctx workflow.Context, events []session.Event, bytes 
 		// the earlier attempt stored (FORMAT.md §4.6).
 		local := in
 		local.Rerun = true
-		err := workflow.ExecuteLocalActivity(q.set.localStoreCtx(ctx), wire.AppendBatchName, local).Get(ctx, &res)
+		err := workflow.ExecuteLocalActivity(q.actLocal(q.set.localStoreCtx(ctx), eventsLabel(len(events))), wire.AppendBatchName, local).Get(ctx, &res)
 		if err == nil || refused(err) {
 			return res, unwrapActivity(err)
 		}
 		workflow.GetLogger(ctx).Warn("local append failed; storing with the activity", "SessionID", q.id, "Error", err)
 	}
-	err := workflow.ExecuteActivity(q.set.storeCtx(ctx), acts.AppendBatch, in).Get(ctx, &res)
+	err := workflow.ExecuteActivity(q.act(q.set.storeCtx(ctx), eventsLabel(len(events))), acts.AppendBatch, in).Get(ctx, &res)
 	return res, unwrapActivity(err)
 }
 

@@ -185,7 +185,7 @@ func (a *agentLoop) storeEvents(typ string, data any) error {
 	}
 	events := []session.Event{e}
 	var res activities.AppendResult
-	err = workflow.ExecuteActivity(a.set.storeCtx(a.dctx), wire.AppendBatchName,
+	err = workflow.ExecuteActivity(a.act(a.set.storeCtx(a.dctx), typ+" · "+eventsLabel(len(events))), wire.AppendBatchName,
 		activities.AppendBatchInput{Ref: *a.log.ref, Events: events}).Get(a.dctx, &res)
 	if err != nil {
 		return unwrapActivity(err)

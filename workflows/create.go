@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"fmt"
+
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sessionflow/sessionflow/activities"
@@ -169,7 +171,7 @@ func (l *lifecycle) prepareCreate(ctx workflow.Context, req CreateSessionRequest
 	ref := l.chooseHandle()
 	var hi activities.HandleInfo
 	err = l.aborts.race(func(c workflow.Context) workflow.Future {
-		return workflow.ExecuteActivity(l.set.storeCtx(c), acts.CreateHandle, activities.CreateHandleInput{
+		return workflow.ExecuteActivity(l.act(l.set.storeCtx(c), "create the session's write handle"), acts.CreateHandle, activities.CreateHandleInput{
 			Header:              plan.header,
 			HandleID:            ref.HandleID,
 			Owner:               l.owner(),
@@ -197,7 +199,8 @@ func (l *lifecycle) prepareCreate(ctx workflow.Context, req CreateSessionRequest
 	return l.initialize(eventCount, func(extra []session.Event) error {
 		if plan.fork != nil {
 			var res activities.SeedResult
-			err := workflow.ExecuteActivity(l.set.storeCtx(l.dctx), acts.StoreSeed, activities.StoreSeedInput{
+			sum := fmt.Sprintf("fork: copy %d events of %s", plan.fork.Count, wire.SummaryName(plan.fork.ParentSessionID))
+			err := workflow.ExecuteActivity(l.act(l.set.storeCtx(l.dctx), sum), acts.StoreSeed, activities.StoreSeedInput{
 				Ref:             *l.log.ref,
 				ParentSessionID: plan.fork.ParentSessionID,
 				Count:           plan.fork.Count,

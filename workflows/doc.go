@@ -12,8 +12,10 @@
 // fields are written by its own methods only (other types may read them):
 //
 //   - env: what every owner reads and none writes after the run starts (the
-//     contexts, the session id, settings, options, hooks) and the run's
-//     version gates (gates, versions.go);
+//     contexts, the session id, settings, options, hooks), the run's
+//     version gates (gates, versions.go) and what the run shows in the
+//     Temporal UI (ui: its latest activity summary, written by env's act
+//     methods; uimeta.go);
 //   - storedLog: the write handle, the header and the cursor;
 //   - phaseState: the lifecycle phase and its search attribute upserts, the
 //     published entries, what WaitReady and Dispose answer;

@@ -20,7 +20,7 @@ func (l *lifecycle) forfeitDeadOwner(owned error, open func(workflow.Context) wo
 	}
 	var res activities.ForfeitResult
 	err := l.aborts.race(func(c workflow.Context) workflow.Future {
-		return workflow.ExecuteActivity(l.set.storeCtx(c), acts.ForfeitDeadOwner, activities.ForfeitInput{SessionID: l.id, Self: l.owner()})
+		return workflow.ExecuteActivity(l.act(l.set.storeCtx(c), "forfeit a dead owner's lease"), acts.ForfeitDeadOwner, activities.ForfeitInput{SessionID: l.id, Self: l.owner()})
 	}, &res)
 	if err != nil {
 		return err

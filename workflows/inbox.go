@@ -163,6 +163,12 @@ func (b *inbox) noteAhead(id string, turn int64) {
 	}
 }
 
+// isAhead reports whether id was stored ahead of its update (noteAhead)
+// and its update is still to come.
+func (b *inbox) isAhead(id string) bool {
+	return slices.ContainsFunc(b.ahead, func(s AheadInput) bool { return s.ID == id })
+}
+
 // setWake says whether a turn is due for the inputs pending.
 func (b *inbox) setWake(wake bool) {
 	b.wake = wake

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"unicode/utf8"
 
 	"go.temporal.io/sdk/converter"
@@ -168,6 +169,13 @@ func (a *agentLoop) validateInput(ctx workflow.Context, k inputKind, in converte
 		if a.inbox.has(p.ID) {
 			return invalidArgument(fmt.Sprintf("%s: message %s is already pending", k.name, quoteID(p.ID)))
 		}
+		if turn, used := a.claimedBy(p.ID); used && !a.inbox.isAhead(p.ID) {
+			// Another message under a stored id: a WaitTurn for the id
+			// could not tell the two turns apart (docs/API.md, message
+			// ids). An input an earlier attempt of a workflow task stored
+			// ahead of its update is that update's own (queueInput).
+			return invalidArgument(fmt.Sprintf("%s: message %s was already used by turn %d; message ids are unique within a session", k.name, quoteID(p.ID), turn))
+		}
 		if a.inbox.len() >= wire.MaxPendingInputs {
 			return temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("agent %s holds %d pending inputs; wait for a turn to claim them", quoteID(a.id), wire.MaxPendingInputs), wire.ErrTypeInboxFull, nil)
@@ -180,6 +188,27 @@ func (a *agentLoop) validateInput(ctx workflow.Context, k inputKind, in converte
 	}
 	a.inputs.keep(ctx, admittedInput{p: p, wait: req.Wait})
 	return nil
+}
+
+// claimedBy returns the turn that claimed message id, when the loop knows
+// it: one of the latest maxRecentClaims stored inputs (carried across
+// continue-as-new), the running turn's or a recent turn's (after a
+// resume, the log's latest turn).
+func (a *agentLoop) claimedBy(id string) (int64, bool) {
+	for i := len(a.inbox.claimed) - 1; i >= 0; i-- {
+		if a.inbox.claimed[i].ID == id {
+			return a.inbox.claimed[i].Turn, true
+		}
+	}
+	if a.turn != nil && slices.Contains(a.turn.summary.Claimed, id) {
+		return a.turn.summary.Turn, true
+	}
+	for i := len(a.recent) - 1; i >= 0; i-- {
+		if slices.Contains(a.recent[i].Claimed, id) {
+			return a.recent[i].Turn, true
+		}
+	}
+	return 0, false
 }
 
 // routeMissing refuses a waking input when the session has no model route:

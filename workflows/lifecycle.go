@@ -29,6 +29,8 @@ type env struct {
 	options *wire.Options
 	set     settings
 	gates   gates
+	// ui is what the run shows in the Temporal UI (uimeta.go).
+	ui *uiState
 }
 
 // lifecycle is one session workflow run: creation or resume, then the
@@ -66,6 +68,7 @@ func newLifecycle(ctx workflow.Context, id, source string, hooks wire.Hooks, opt
 		agent:   &agentLoop{env: e, log: log, phase: phase, appends: appends},
 	}
 	l.aborts = &abortGuard{env: e, phase: phase, dispose: l.requestDispose}
+	e.ui = &uiState{render: l.currentDetails}
 	l.agent.canDue = l.canDue
 	return l
 }

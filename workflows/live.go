@@ -215,7 +215,7 @@ func (l *lifecycle) dispose() (wire.DisposeResult, error) {
 	l.agent.abandonCompactions("the session was disposed before the compaction ran")
 	var errs []error
 	if l.hooks.DisposeActivity != "" {
-		err := workflow.ExecuteActivity(l.set.hookCtx(l.dctx), l.hooks.DisposeActivity,
+		err := workflow.ExecuteActivity(l.act(l.set.hookCtx(l.dctx), "dispose hook"), l.hooks.DisposeActivity,
 			wire.DisposeInput{SessionID: l.id, Reason: "dispose"}).Get(l.dctx, nil)
 		if err != nil {
 			errs = append(errs, unwrapActivity(err))

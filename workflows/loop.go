@@ -231,7 +231,17 @@ func (lp *loop) start(ctx workflow.Context, req StartRequest, configID string) (
 		return nil, AlreadyExistsError(id)
 	}
 	cctx, cancel := workflow.WithCancel(lp.dctx)
+	// The summary and details are user metadata: a replay does not
+	// compare them, so they need no version gate.
+	var summary, details string
+	if req.Create != nil {
+		summary, details = wire.CreateSummary(*req.Create)
+	} else {
+		summary, details = wire.ResumeSummary(*req.Resume)
+	}
 	cctx = workflow.WithChildOptions(cctx, workflow.ChildWorkflowOptions{
+		StaticSummary:       summary,
+		StaticDetails:       details,
 		WorkflowID:          wire.WorkflowID(id),
 		TaskQueue:           lp.in.SessionTaskQueue,
 		ParentClosePolicy:   enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,

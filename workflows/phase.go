@@ -37,6 +37,7 @@ type phaseState struct {
 // are gated by GetVersion so runs recorded before them replay unchanged.
 func (s *phaseState) enter(p wire.Phase) {
 	s.phase = p
+	s.showDetails()
 	if s.options == nil || !s.options.SearchAttributes {
 		return
 	}

@@ -46,7 +46,7 @@ func (l *lifecycle) prepareResume(ctx workflow.Context, req wire.ResumeSessionRe
 	ref := l.chooseHandle()
 	var hi activities.HandleInfo
 	open := func(c workflow.Context) workflow.Future {
-		return workflow.ExecuteActivity(l.set.storeCtx(c), acts.OpenHandle, activities.OpenHandleInput{
+		return workflow.ExecuteActivity(l.act(l.set.storeCtx(c), "open the session's write handle"), acts.OpenHandle, activities.OpenHandleInput{
 			SessionID: l.id,
 			Access:    wire.AccessWrite,
 			HandleID:  ref.HandleID,
@@ -66,7 +66,7 @@ func (l *lifecycle) prepareResume(ctx workflow.Context, req wire.ResumeSessionRe
 	// Repair below returns the one after the closers are stored.
 	scanLog := sentName(ctx, wire.ScanLogName, wire.LegacyReadSummaryName)
 	err = l.aborts.race(func(c workflow.Context) workflow.Future {
-		return workflow.ExecuteActivity(l.set.storeCtx(c), scanLog, activities.HandleInput{Ref: ref})
+		return workflow.ExecuteActivity(l.act(l.set.storeCtx(c), "scan the stored log"), scanLog, activities.HandleInput{Ref: ref})
 	}, nil)
 	if err != nil {
 		return err
@@ -77,7 +77,7 @@ func (l *lifecycle) prepareResume(ctx workflow.Context, req wire.ResumeSessionRe
 	// Steps 5-7: closers and marker, stored now, as one batch.
 	var rep activities.RepairResult
 	repair := sentName(ctx, wire.RepairName, wire.LegacyRepairAndMarkName)
-	err = workflow.ExecuteActivity(l.set.storeCtx(l.dctx), repair, activities.RepairInput{
+	err = workflow.ExecuteActivity(l.act(l.set.storeCtx(l.dctx), "crash repair: close an interrupted turn, store the end-seed marker"), repair, activities.RepairInput{
 		Ref: ref,
 		Now: workflow.Now(ctx).UnixMilli(),
 	}).Get(l.dctx, &rep)
@@ -91,6 +91,10 @@ func (l *lifecycle) prepareResume(ctx workflow.Context, req wire.ResumeSessionRe
 	l.log.repaired(rep.Scan.Header, rep.Scan.InheritedEventCount, rep.Scan.NextSeq, rep.Scan.LastTurn, firstLive)
 	// The agent's inputs still pending in the log wait for a waking input.
 	l.agent.inbox.restoreStored(rep.Scan.Inbox)
+	// The log's latest ended turn (the one the repair closed as
+	// interrupted) is the first recent turn: a wait for it is answered.
+	// Workflow state only: no command depends on it.
+	l.agent.seedRecent(rep.Scan.LastTurnInfo)
 	// Step 9: owner and loop still active; then agent options.
 	if err := l.aborts.check(); err != nil {
 		return err

@@ -33,7 +33,7 @@ func (s *saga) pushDisposeHook() {
 		return
 	}
 	s.push("dispose-hook", func(ctx workflow.Context) error {
-		return unwrapActivity(workflow.ExecuteActivity(s.set.hookCtx(ctx), s.hooks.DisposeActivity,
+		return unwrapActivity(workflow.ExecuteActivity(s.act(s.set.hookCtx(ctx), "dispose hook (rollback)"), s.hooks.DisposeActivity,
 			wire.DisposeInput{SessionID: s.id, Reason: "rollback"}).Get(ctx, nil))
 	})
 }

@@ -19,7 +19,7 @@ func (l *lifecycle) initialize(eventCount int64, storeSuffix func(extra []sessio
 	var setup SetupResult
 	if l.hooks.SetupActivity != "" {
 		err := l.aborts.race(func(ctx workflow.Context) workflow.Future {
-			return workflow.ExecuteActivity(l.set.hookCtx(ctx), l.hooks.SetupActivity, in)
+			return workflow.ExecuteActivity(l.act(l.set.hookCtx(ctx), "setup hook"), l.hooks.SetupActivity, in)
 		}, &setup)
 		if err != nil {
 			return err
@@ -41,7 +41,7 @@ func (l *lifecycle) initialize(eventCount int64, storeSuffix func(extra []sessio
 		return err
 	}
 	if l.hooks.CommitActivity != "" {
-		err := unwrapActivity(workflow.ExecuteActivity(l.set.hookCtx(l.dctx), l.hooks.CommitActivity, in).Get(l.dctx, nil))
+		err := unwrapActivity(workflow.ExecuteActivity(l.act(l.set.hookCtx(l.dctx), "commit hook"), l.hooks.CommitActivity, in).Get(l.dctx, nil))
 		if err != nil {
 			return err
 		}
@@ -88,7 +88,7 @@ func (l *lifecycle) publishAll() error {
 
 func (l *lifecycle) publish(e wire.LifecycleEntry) error {
 	if l.hooks.PublishActivity != "" {
-		err := workflow.ExecuteActivity(l.set.hookCtx(l.dctx), l.hooks.PublishActivity, wire.PublishInput{SessionID: l.id, Entry: e}).Get(l.dctx, nil)
+		err := workflow.ExecuteActivity(l.act(l.set.hookCtx(l.dctx), "publish hook: "+e.Type), l.hooks.PublishActivity, wire.PublishInput{SessionID: l.id, Entry: e}).Get(l.dctx, nil)
 		if err != nil {
 			return unwrapActivity(err)
 		}

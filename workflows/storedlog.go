@@ -105,7 +105,7 @@ func (s *storedLog) storeBatch(events []session.Event) error {
 		return nil
 	}
 	var res activities.AppendResult
-	err := workflow.ExecuteActivity(s.set.storeCtx(s.dctx), acts.AppendBatch,
+	err := workflow.ExecuteActivity(s.act(s.set.storeCtx(s.dctx), eventsLabel(len(events))), acts.AppendBatch,
 		activities.AppendBatchInput{Ref: *s.ref, Events: events}).Get(s.dctx, &res)
 	if err != nil {
 		return unwrapActivity(err)
@@ -116,7 +116,7 @@ func (s *storedLog) storeBatch(events []session.Event) error {
 
 // closeHandle closes the write handle (CloseHandle); closed records it.
 func (s *storedLog) closeHandle(ctx workflow.Context) error {
-	return unwrapActivity(workflow.ExecuteActivity(s.set.storeCtx(ctx), acts.CloseHandle,
+	return unwrapActivity(workflow.ExecuteActivity(s.act(s.set.storeCtx(ctx), "close the write handle"), acts.CloseHandle,
 		activities.HandleInput{Ref: *s.ref}).Get(ctx, nil))
 }
 

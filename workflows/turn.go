@@ -191,6 +191,19 @@ func (a *agentLoop) restore(state LiveState) {
 	a.recent = slices.Clone(state.RecentTurns)
 }
 
+// seedRecent starts a resumed session's recent turns with the log's latest
+// ended turn, t (nil when the log has none).
+func (a *agentLoop) seedRecent(t *wire.TurnInfo) {
+	if t == nil || len(a.recent) > 0 {
+		return
+	}
+	info := *t
+	if info.Claimed == nil {
+		info.Claimed = []string{}
+	}
+	a.recent = []wire.TurnInfo{info}
+}
+
 // state is the loop as carried across continue-as-new: the inbox and the
 // recent turns.
 func (a *agentLoop) state() (*InboxState, []wire.TurnInfo) {
@@ -282,6 +295,7 @@ func (a *agentLoop) runTurn() {
 	}
 	tctx = t.startSpan(tctx)
 	a.turn = t
+	a.showDetails()
 	reason := t.run(tctx)
 	if t.parking {
 		// Parked: the run continues as new, and the next one goes on.
@@ -294,6 +308,7 @@ func (a *agentLoop) runTurn() {
 	if n := len(a.recent); n > recentTurns {
 		a.recent = slices.Clone(a.recent[n-recentTurns:])
 	}
+	a.showDetails()
 	if reason.Kind != wire.TurnEndAborted {
 		// Inputs that arrived during the turn start the next one; after
 		// a cancel only a waking input sent since does.
@@ -330,7 +345,7 @@ func (t *turnRun) run(tctx workflow.Context) wire.TurnEndReason {
 			end.ExpectSeq = a.log.nextSeq
 		}
 		var res agent.EndTurnResult
-		err = unwrapActivity(t.store(t.span.Context(a.dctx), wire.EndTurnActivity, end).Get(a.dctx, &res))
+		err = unwrapActivity(t.store(t.span.Context(a.dctx), wire.EndTurnActivity, turnLabel(t.summary.Turn)+" · end turn ("+end.Reason.Kind+")", end).Get(a.dctx, &res))
 		if err == nil && len(res.Held) > 0 {
 			// An earlier attempt opened the next step: the turn goes on.
 			if err = t.adoptNextStep(end.Step, res); err == nil {

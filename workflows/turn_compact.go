@@ -120,14 +120,14 @@ func (a *agentLoop) compactions(ctx workflow.Context, turn int64, trigger, comma
 		}
 		in.After = a.log.nextSeq
 		var res agent.CompactResult
-		err := workflow.ExecuteActivity(a.set.modelCtx(ctx), wire.CompactActivity, in).Get(a.dctx, &res)
+		err := workflow.ExecuteActivity(a.act(a.set.modelCtx(ctx), compactLabel(turn, trigger)), wire.CompactActivity, in).Get(a.dctx, &res)
 		if err != nil {
 			msg := errorMessage(unwrapActivity(err))
 			workflow.GetLogger(a.ctx).Warn("compaction failed", "session", a.id, "trigger", trigger, "error", msg)
 			closeIn := in
 			closeIn.Close = "compaction failed: " + msg
 			var closed agent.CompactResult
-			if cerr := workflow.ExecuteActivity(a.set.storeCtx(a.dctx), wire.CompactActivity, closeIn).Get(a.dctx, &closed); cerr == nil {
+			if cerr := workflow.ExecuteActivity(a.act(a.set.storeCtx(a.dctx), compactLabel(turn, trigger)+" · store its failure"), wire.CompactActivity, closeIn).Get(a.dctx, &closed); cerr == nil {
 				a.log.follow(closed.NextSeq)
 				progressed = progressed || closed.Progressed()
 				if closed.Error == "" && closed.SummarySeq >= 0 {

@@ -116,7 +116,7 @@ func (t *turnRun) runTools(step int64, res agent.ModelResult) toolsOutcome {
 			g.Decision = d
 			in.Approval = g
 		}
-		f := workflow.ExecuteActivity(ctx, wire.RunToolActivity, in)
+		f := workflow.ExecuteActivity(a.act(ctx, turnLabel(t.summary.Turn)+" · "+toolLabel(c.Name, c.Hint)), wire.RunToolActivity, in)
 		parallel := c.Parallel
 		t.calls[idx].State = wire.CallRunning
 		sel.AddFuture(f, func(f workflow.Future) {

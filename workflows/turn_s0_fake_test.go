@@ -51,7 +51,8 @@ func injectAcrossWedgedOwner(h *sessiontest.Harness, id string, owner, resumer f
 		ready2 := h2.UpdateAt(time.Second, "", wire.UpdateWaitReady)
 		h2.At(2*time.Second, func() { idle = h2.LoopState() })
 		fu2 := h2.UpdateAt(3*time.Second, "", wire.UpdateFollowup, sessiontest.PromptID("f2", "second"))
-		h2.WaitFor(3*time.Second, "turn 2 ended", h2.TurnsEnded(1))
+		// The resume's recent turns start with turn 1, the log's latest.
+		h2.WaitFor(3*time.Second, "turn 2 ended", h2.TurnsEnded(2))
 		h2.At(4*time.Second, func() { resumed = h2.LoopState() })
 		disp2 := h2.UpdateAt(5*time.Second, "", wire.UpdateDispose)
 		h2.Env.ExecuteWorkflow(workflows.ResumeSession, wire.ResumeSessionRequest{ResumeSessionID: id, AgentOptions: sessiontest.Route()})
@@ -70,9 +71,13 @@ func injectAcrossWedgedOwner(h *sessiontest.Harness, id string, owner, resumer f
 
 	require.Equal(t, wire.LoopIdle, idle.State)
 	require.Equal(t, []string{"i1"}, idle.Pending.NextStep, "the stored inject is pending after the resume")
-	require.Empty(t, idle.Recent, "nothing woke the agent")
-	require.Len(t, resumed.Recent, 1)
-	require.Equal(t, []string{"i1", "f2"}, resumed.Recent[0].Claimed)
+	require.Len(t, idle.Recent, 1, "nothing woke the agent; the log's latest turn is recent")
+	require.Equal(t, int64(1), idle.Recent[0].Turn)
+	require.Equal(t, []string{"f1"}, idle.Recent[0].Claimed)
+	require.Equal(t, "completed", idle.Recent[0].Reason.Kind)
+	require.Len(t, resumed.Recent, 2)
+	require.Equal(t, idle.Recent[0], resumed.Recent[0])
+	require.Equal(t, []string{"i1", "f2"}, resumed.Recent[1].Claimed)
 	sessiontest.RequireBalanced(t, after)
 	after = sessiontest.WithoutRecords(t, after)
 	require.Equal(t, []string{

@@ -3,6 +3,7 @@ package workflows
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 
 	"go.temporal.io/sdk/temporal"
@@ -226,7 +227,7 @@ func (t *turnRun) storeBatch(events []session.Event, claimed []PendingInput) ([]
 			take++
 		}
 		var res activities.AppendResult
-		err := t.store(t.span.Context(a.dctx), wire.AppendBatchName,
+		err := t.store(t.span.Context(a.dctx), wire.AppendBatchName, turnLabel(t.summary.Turn)+" · "+eventsLabel(take),
 			activities.AppendBatchInput{Ref: *a.log.ref, Events: events[:take], Rerun: local, Reconcile: local}).Get(a.dctx, &res)
 		if err != nil {
 			return ids, unwrapActivity(err)
@@ -261,19 +262,20 @@ func (t *turnRun) localStores() bool {
 	return t.a.gates.taken(t.a.dctx, turnLocalStoresChange) && t.a.storesOnOwnQueue()
 }
 
-// store runs the store activity name with in for the turn: a
+// store runs the store activity name with in for the turn, with the
+// activity summary summary: a
 // local activity when localStores, else a regular one with the store
 // activities' options. Both are idempotent against the log, so a local
 // activity re-run after a worker crash (its workflow task retried) stores
 // nothing twice.
-func (t *turnRun) store(ctx workflow.Context, name string, in any) workflow.Future {
+func (t *turnRun) store(ctx workflow.Context, name, summary string, in any) workflow.Future {
 	if t.localStores() {
-		return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		return workflow.ExecuteLocalActivity(t.a.actLocal(workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 			StartToCloseTimeout: t.a.set.timeout,
 			RetryPolicy:         t.a.set.retry(),
-		}), name, in)
+		}), summary), name, in)
 	}
-	return workflow.ExecuteActivity(t.a.set.storeCtx(ctx), name, in)
+	return workflow.ExecuteActivity(t.a.act(t.a.set.storeCtx(ctx), summary), name, in)
 }
 
 // closesCalls reports whether this run closes a step's unresolved calls
@@ -289,7 +291,7 @@ func closesCalls(dctx workflow.Context) bool {
 func (t *turnRun) closeCalls(msgSeq int64, maxTokens bool) error {
 	a := t.a
 	var res agent.CloseCallsResult
-	err := workflow.ExecuteActivity(a.set.storeCtx(a.dctx), wire.CloseCallsActivity,
+	err := workflow.ExecuteActivity(a.act(a.set.storeCtx(a.dctx), turnLabel(t.summary.Turn)+" · close unresolved tool calls"), wire.CloseCallsActivity,
 		agent.CloseCallsInput{Ref: *a.log.ref, Turn: t.summary.Turn, MessageSeq: msgSeq, MaxTokens: maxTokens}).Get(a.dctx, &res)
 	if err != nil {
 		return unwrapActivity(err)
@@ -340,7 +342,8 @@ func (t *turnRun) callModel(tctx workflow.Context, step int64, st modelState) (a
 		in.NoAutoCompact = o.AutoCompact != nil && !*o.AutoCompact
 	}
 	var res agent.ModelResult
-	err := workflow.ExecuteActivity(a.set.modelCtx(tctx), wire.CallModelActivity, in).Get(a.dctx, &res)
+	sum := fmt.Sprintf("%s · step %d · model %s", turnLabel(t.summary.Turn), step, wire.SummaryName(in.Model))
+	err := workflow.ExecuteActivity(a.act(a.set.modelCtx(tctx), sum), wire.CallModelActivity, in).Get(a.dctx, &res)
 	return res, err
 }
 

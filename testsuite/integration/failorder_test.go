@@ -88,5 +88,6 @@ func TestWaitReadyAfterTheRunFailed(t *testing.T) {
 	require.NoError(t, w.c.GetWorkflow(w.ctx(), wire.WorkflowID(id2), "").Get(w.ctx(), nil))
 	_, err = c.WaitReady(w.ctx(), id2)
 	require.ErrorIs(t, err, sfclient.ErrNotRunning)
+	require.ErrorIs(t, err, sfclient.ErrSessionDisposed)
 	require.Equal(t, `wait for session "`+id2+`": the session's run has completed (it was disposed)`, err.Error())
 }
