@@ -550,6 +550,9 @@ func (w *turnWatch) approvalProgress(st wire.LoopState, emit func(TurnProgress) 
 // was discarded, and the next text yielded carries Restart.
 func (w *turnWatch) textProgress(ctx context.Context, emit func(TurnProgress) bool) bool {
 	p, ok := w.live.progress()
+	if ok && p.Turn == w.turn && p.Step > w.step {
+		return true // a step the polls have not seen start: the next poll will
+	}
 	if !ok || p.Turn != w.turn {
 		// No live text of the turn (yet): the heartbeat details.
 		var err error
