@@ -118,10 +118,11 @@ func TestCallModelStreamsLiveTextBeforeTheMessageIsStored(t *testing.T) {
 	p.gate <- struct{}{} // the tool call's chunk: not live text
 	p.gate <- struct{}{}
 	require.Equal(t, wire.LiveEvent{Event: "chunk", Turn: 1, Step: 1, Attempt: 1, Offset: 3, Text: "lo", Kind: "text"}, nextLive(t, live))
-	require.NoError(t, <-res)
 	require.Equal(t, wire.LiveEvent{Event: "end", Turn: 1, Step: 1, Attempt: 1}, nextLive(t, live))
+	log := f.log()
+	require.Equal(t, "assistant/message", log[len(log)-1].Type, "the end comes once the message is stored")
+	require.NoError(t, <-res)
 	require.Empty(t, liveNames(t, f), "the live file is removed once the message is stored")
-	require.Equal(t, "assistant/message", f.log()[len(f.log())-1].Type)
 }
 
 // TestCallModelAFailedAttemptResetsItsLiveText: an attempt that fails

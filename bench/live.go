@@ -64,8 +64,8 @@ type LiveResults struct {
 	// polled through DescribeWorkflow, then the stored answer at the turn's
 	// end).
 	Live, Heartbeat Latencies
-	// HeartbeatLive is the part of Heartbeat seen before the turn ended
-	// (from the heartbeat details, not from the stored answer).
+	// HeartbeatLive is the part of Heartbeat yielded before the answer was
+	// stored (from the heartbeat details, not from the stored answer).
 	HeartbeatLive Latencies
 	// Turns is how many turns completed.
 	Turns int
@@ -143,6 +143,12 @@ func (s *seen) add(at time.Time, text string) {
 }
 
 func newSeen() *seen { return &seen{first: map[int64]bool{}} }
+
+// seenText is a text progress and when it was yielded.
+type seenText struct {
+	at   time.Time
+	text string
+}
 
 // RunLive starts a dev server and a worker whose model provider stamps its
 // chunks, runs one turn on each of Sessions sessions at once, and measures
@@ -241,7 +247,11 @@ func RunLive(ctx context.Context, cfg LiveConfig) (*LiveResults, error) {
 			stopFollow()
 			return fmt.Errorf("followup %s: %w", ids[i], err)
 		}
-		var ended *wire.TurnInfo
+		var (
+			ended *wire.TurnInfo
+			texts []seenText
+			evs   []wire.Event
+		)
 		for p, err := range sf.WatchTurn(ctx, ids[i], in.MessageID, client.WatchOptions{Interval: cfg.WatchInterval, Events: st}) {
 			if err != nil {
 				stopFollow()
@@ -251,11 +261,22 @@ func RunLive(ctx context.Context, cfg LiveConfig) (*LiveResults, error) {
 			case client.ProgressText:
 				now := time.Now()
 				hb.add(now, p.Text)
-				if ended == nil {
-					hbLive.add(now, p.Text)
-				}
+				texts = append(texts, seenText{at: now, text: p.Text})
 			case client.ProgressEnded:
-				ended = p.Info
+				ended, evs = p.Info, p.Events
+			}
+		}
+		// The text the heartbeat details showed: what the watch yielded
+		// before the answer was stored (the rest it read from the log).
+		stored := time.Time{}
+		for _, e := range evs {
+			if e.Type == wire.TypeAssistantMessage {
+				stored = time.UnixMilli(e.Time)
+			}
+		}
+		for _, t := range texts {
+			if !stored.IsZero() && t.at.Before(stored) {
+				hbLive.add(t.at, t.text)
 			}
 		}
 		// The follower saw the end marker well before the turn's end; a
