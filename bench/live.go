@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/sessionflow/sessionflow/client"
@@ -69,6 +70,46 @@ type LiveResults struct {
 	HeartbeatLive Latencies
 	// Turns is how many turns completed.
 	Turns int
+	// PushNs and PushLiveNs are the model activity's work per chunk, in
+	// nanoseconds: the assembler's push alone, and the push with the chunk
+	// handed to a live file (testing.Benchmark, before the turns).
+	PushNs, PushLiveNs float64
+}
+
+// chunkCost measures the model activity's work per chunk with and without
+// the live file (what livetext's BenchmarkModelChunk measures).
+func chunkCost() (push, pushLive float64, err error) {
+	chunk := provider.Chunk{Type: provider.ChunkText, Delta: "a token or two "}
+	r := testing.Benchmark(func(b *testing.B) {
+		a := provider.NewAssembler()
+		for b.Loop() {
+			_ = a.Push(chunk, 1)
+		}
+	})
+	dir, err := os.MkdirTemp("", "sessionflow-livecost-")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer os.RemoveAll(dir)
+	var werr error
+	rl := testing.Benchmark(func(b *testing.B) {
+		a := provider.NewAssembler()
+		w, err := livetext.Start(dir, 1, 1, 1)
+		if err != nil {
+			werr = err
+			return
+		}
+		for b.Loop() {
+			_ = a.Push(chunk, 1)
+			w.Chunk(wire.LiveKindText, chunk.Delta)
+		}
+		b.StopTimer()
+		_ = w.End(true)
+	})
+	if werr != nil {
+		return 0, 0, werr
+	}
+	return float64(r.NsPerOp()), float64(rl.NsPerOp()), nil
 }
 
 // stampProvider streams chunks text chunks, one every every, each the
@@ -161,6 +202,11 @@ func RunLive(ctx context.Context, cfg LiveConfig) (*LiveResults, error) {
 		}
 	}
 	res := &LiveResults{Config: cfg, Started: time.Now(), LoadBefore: LoadAverage()}
+	var err error
+	logf("the model activity's cost per chunk")
+	if res.PushNs, res.PushLiveNs, err = chunkCost(); err != nil {
+		return nil, err
+	}
 	root, err := os.MkdirTemp("", "sessionflow-live-")
 	if err != nil {
 		return nil, fmt.Errorf("creating the store root: %w", err)
