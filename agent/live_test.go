@@ -1,10 +1,13 @@
 package agent_test
 
 import (
+	"bytes"
 	"context"
 	"iter"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sessionflow/sessionflow/agent"
+	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/livetext"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/wire"
@@ -53,6 +57,13 @@ func (p *gatedProvider) Stream(ctx context.Context, _ provider.Request) iter.Seq
 // followLive follows the fixture session's live text.
 func followLive(t *testing.T, f *fixture) <-chan wire.LiveEvent {
 	t.Helper()
+	return followLiveThen(t, f, nil)
+}
+
+// followLiveThen follows the fixture session's live text, calling then
+// (when set) on each event before it passes it on.
+func followLiveThen(t *testing.T, f *fixture, then func(wire.LiveEvent)) <-chan wire.LiveEvent {
+	t.Helper()
 	ctx, cancel := context.WithCancel(bg)
 	out := make(chan wire.LiveEvent, 64)
 	done := make(chan struct{})
@@ -62,6 +73,9 @@ func followLive(t *testing.T, f *fixture) <-chan wire.LiveEvent {
 		for e, err := range src.FollowLive(ctx, f.hd.ID()) {
 			if err != nil {
 				return
+			}
+			if then != nil {
+				then(e)
 			}
 			out <- e
 		}
@@ -97,6 +111,28 @@ func liveNames(t *testing.T, f *fixture) []string {
 	return out
 }
 
+// slowStoreFS delays each write of an assistant/message to the log, so
+// that an end marker written before the message is stored would be seen
+// first.
+type slowStoreFS struct{ jsonl.OSFS }
+
+type slowStoreFile struct{ jsonl.File }
+
+func (fs slowStoreFS) OpenFile(name string, flag int, perm os.FileMode) (jsonl.File, error) {
+	f, err := fs.OSFS.OpenFile(name, flag, perm)
+	if err != nil || !strings.HasSuffix(name, ".jsonl") {
+		return f, err
+	}
+	return slowStoreFile{f}, nil
+}
+
+func (f slowStoreFile) Write(b []byte) (int, error) {
+	if bytes.Contains(b, []byte(`"assistant/message"`)) {
+		time.Sleep(300 * time.Millisecond)
+	}
+	return f.File.Write(b)
+}
+
 // TestCallModelStreamsLiveTextBeforeTheMessageIsStored: each text and
 // reasoning chunk reaches a follower while the call still streams (the log
 // has no message yet); the end comes once the message is stored, and the
@@ -105,7 +141,19 @@ func TestCallModelStreamsLiveTextBeforeTheMessageIsStored(t *testing.T) {
 	f := newFixture(t, nil)
 	p := &gatedProvider{chunks: []provider.Chunk{reasoning("hmm"), text("Hel"), callChunk(0, "c1", "echo", "{}"), text("lo")}, gate: make(chan struct{})}
 	f.acts.Providers["fake"] = p
-	live := followLive(t, f)
+	slow, err := jsonl.NewStore(jsonl.Options{Root: f.root, Compression: jsonl.CompressionNone, FS: slowStoreFS{}})
+	require.NoError(t, err)
+	f.acts = f.actsOn(slow)
+	// At the end marker, the message is in the log already: read at once.
+	var lastAtEnd atomic.Value
+	live := followLiveThen(t, f, func(e wire.LiveEvent) {
+		if e.Event == "end" {
+			evs, err := f.newStore().ReadEvents(bg, f.hd.ID(), 0, -1)
+			if err == nil && len(evs) > 0 {
+				lastAtEnd.Store(evs[len(evs)-1].Type)
+			}
+		}
+	})
 	res := make(chan error, 1)
 	go func() { _, err := f.callModel(f.acts, f.modelInput(1, 1)); res <- err }()
 
@@ -119,8 +167,7 @@ func TestCallModelStreamsLiveTextBeforeTheMessageIsStored(t *testing.T) {
 	p.gate <- struct{}{}
 	require.Equal(t, wire.LiveEvent{Event: "chunk", Turn: 1, Step: 1, Attempt: 1, Offset: 3, Text: "lo", Kind: "text"}, nextLive(t, live))
 	require.Equal(t, wire.LiveEvent{Event: "end", Turn: 1, Step: 1, Attempt: 1}, nextLive(t, live))
-	log := f.log()
-	require.Equal(t, "assistant/message", log[len(log)-1].Type, "the end comes once the message is stored")
+	require.Equal(t, "assistant/message", lastAtEnd.Load(), "the end comes once the message is stored")
 	require.NoError(t, <-res)
 	require.Empty(t, liveNames(t, f), "the live file is removed once the message is stored")
 }

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"iter"
 	"strings"
 	"sync/atomic"
@@ -21,11 +22,17 @@ import (
 // follow with an error at once.
 type chanLive struct {
 	ch   chan wire.LiveEvent
+	pre  []wire.LiveEvent // yielded before fail
 	fail error
 }
 
 func (l *chanLive) FollowLive(ctx context.Context, id string) iter.Seq2[wire.LiveEvent, error] {
 	return func(yield func(wire.LiveEvent, error) bool) {
+		for _, e := range l.pre {
+			if !yield(e, nil) {
+				return
+			}
+		}
 		if l.fail != nil {
 			yield(wire.LiveEvent{}, l.fail)
 			return
@@ -46,13 +53,14 @@ func (l *chanLive) FollowLive(ctx context.Context, id string) iter.Seq2[wire.Liv
 // liveScript is a session running turn 3 (step 1) that claimed m1 until
 // end is closed, then idle with the turn ended; WaitTurn answers at the
 // end; DescribeWorkflow is counted and finds no model activity.
-func liveScript(t *testing.T, end chan struct{}, described *atomic.Int64) *fakeTemporal {
+func liveScript(t *testing.T, end chan struct{}, described, queried *atomic.Int64) *fakeTemporal {
 	running := wire.LoopState{State: "running", Turn: 3, Step: 1,
 		Recent: []wire.TurnInfo{{Turn: 3, StartSeq: 10, Claimed: []string{"m1"}, Steps: 1}}}
 	ended := wire.LoopState{State: "idle", Recent: []wire.TurnInfo{{Turn: 3, StartSeq: 10, EndSeq: 20, Claimed: []string{"m1"},
 		Reason: &wire.TurnEndReason{Kind: "completed"}}}}
 	return &fakeTemporal{
 		query: func(wid, _, q string) (converter.EncodedValue, error) {
+			queried.Add(1)
 			select {
 			case <-end:
 				return fakeValue{ended}, nil
@@ -83,8 +91,8 @@ func liveChunk(attempt int32, off int64, text string) wire.LiveEvent {
 // once live text of the turn arrived.
 func TestWatchTurnYieldsLiveTextAsItIsWritten(t *testing.T) {
 	end := make(chan struct{})
-	var described atomic.Int64
-	f := liveScript(t, end, &described)
+	var described, queried atomic.Int64
+	f := liveScript(t, end, &described, &queried)
 	live := &chanLive{ch: make(chan wire.LiveEvent)}
 	r := &sliceReader{evs: []session.Event{{Type: "turn/start", Seq: 10},
 		{Type: wire.TypeAssistantMessage, Seq: 18, Data: []byte(`{"turn":3,"step":1,"message":{"role":"assistant","content":[{"type":"text","text":"Hello world!"}]}}`)}}}
@@ -120,6 +128,7 @@ func TestWatchTurnYieldsLiveTextAsItIsWritten(t *testing.T) {
 	require.Equal(t, TurnProgress{Kind: "text", Turn: 3, Step: 1, Text: "!"}, got[5], "the stored answer completes the text")
 	require.Equal(t, "ended", got[6].Kind)
 	require.LessOrEqual(t, described.Load(), int64(1), "the heartbeat details are read only before live text of the turn arrived")
+	require.LessOrEqual(t, queried.Load(), int64(3), "live text of the running step is yielded without a LoopState query")
 	var text strings.Builder
 	for _, p := range got {
 		if p.Restart {
@@ -131,8 +140,8 @@ func TestWatchTurnYieldsLiveTextAsItIsWritten(t *testing.T) {
 }
 
 // TestWatchTurnFallsBackToTheHeartbeatWithoutLiveText: a live source that
-// fails (the session is not in the store the client sees) leaves the text
-// to the heartbeat details.
+// fails (the session is not in the store the client sees, or its follow
+// breaks after some text) leaves the text to the heartbeat details.
 func TestWatchTurnFallsBackToTheHeartbeatWithoutLiveText(t *testing.T) {
 	running := func(step int64) wire.LoopState {
 		return wire.LoopState{State: "running", Turn: 3, Step: step,
@@ -140,16 +149,24 @@ func TestWatchTurnFallsBackToTheHeartbeatWithoutLiveText(t *testing.T) {
 	}
 	ended := wire.LoopState{State: "idle", Recent: []wire.TurnInfo{{Turn: 3, StartSeq: 10, EndSeq: 20, Claimed: []string{"m1"},
 		Reason: &wire.TurnEndReason{Kind: "completed"}}}}
-	f := watchScript(t, []wire.LoopState{running(1), running(1), ended},
-		[]*wire.ModelProgress{{Turn: 3, Step: 1, Chunks: 1, Text: "Hi", Attempt: 1}, {Turn: 3, Step: 1, Chunks: 2, Text: "Hi!", Attempt: 1}, nil})
-	var got []TurnProgress
-	live := &chanLive{fail: wire.ErrNotFound}
-	for p, err := range New(f, Options{}).WatchTurn(context.Background(), "w1", "m1", WatchOptions{Interval: 5 * time.Millisecond, Live: live}) {
-		require.NoError(t, err)
-		got = append(got, p)
+	for _, live := range []*chanLive{
+		{fail: wire.ErrNotFound},
+		{pre: []wire.LiveEvent{liveChunk(1, 0, "H")}, fail: errors.New("inotify broke")},
+	} {
+		var got []TurnProgress
+		f := watchScript(t, []wire.LoopState{running(1), running(1), ended},
+			[]*wire.ModelProgress{{Turn: 3, Step: 1, Chunks: 1, Text: "Hi", Attempt: 1}, {Turn: 3, Step: 1, Chunks: 2, Text: "Hi!", Attempt: 1}, nil})
+		for p, err := range New(f, Options{}).WatchTurn(context.Background(), "w1", "m1", WatchOptions{Interval: 5 * time.Millisecond, Live: live}) {
+			require.NoError(t, err)
+			got = append(got, p)
+		}
+		var text strings.Builder
+		for _, p := range got {
+			text.WriteString(p.Text)
+		}
+		require.Equal(t, "Hi!", text.String())
+		require.Equal(t, "ended", got[len(got)-1].Kind)
 	}
-	require.Equal(t, []TurnProgress{{Kind: "started", Turn: 3}, {Kind: "text", Turn: 3, Step: 1, Text: "Hi"}, {Kind: "text", Turn: 3, Step: 1, Text: "!"}}, got[:3])
-	require.Equal(t, "ended", got[3].Kind)
 }
 
 // TestLiveTextFoldsChunks: the live text of a call, as a heartbeat detail
