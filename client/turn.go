@@ -160,7 +160,8 @@ type LiveSource interface {
 // WatchTurn follows the turn that claims message messageID of session id
 // (the id Followup returned) until it ends: it polls the LoopState query and
 // the workflow's pending activities (the model activity's heartbeat details
-// are an wire.ModelProgress) and yields the streamed text, the tool calls
+// are an wire.ModelProgress), or with opts.Live follows the model call's
+// live text as it is written, and yields the streamed text, the tool calls
 // started and finished, and finally the ended turn (TurnInfo) and, with
 // opts.Events, its stored events; a call that waits for an approval is
 // yielded as a ProgressApproval (answer it with Decide). Beside the polls it waits on the turn's
