@@ -227,3 +227,19 @@ func TestCallModelWithoutLiveText(t *testing.T) {
 	require.Empty(t, liveNames(t, f))
 	require.NoError(t, <-res)
 }
+
+// TestCallModelReusingAStoredMessageRemovesTheStaleLiveFile: an attempt
+// that finds the step's message stored (its earlier attempt died after the
+// store, before it removed its live file) removes that file.
+func TestCallModelReusingAStoredMessageRemovesTheStaleLiveFile(t *testing.T) {
+	f := newFixture(t, nil, answer("done"))
+	_, err := f.callModel(f.acts, f.modelInput(1, 1))
+	require.NoError(t, err)
+	dir, err := f.store.SessionDir(bg, f.hd.ID())
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "live.1.1.1"), []byte(`{"live":1,"turn":1,"step":1,"attempt":1}`+"\n"+`{"kind":"text","offset":0,"text":"done"}`+"\n"), 0o600))
+	res, err := f.callModel(f.acts, f.modelInput(1, 1))
+	require.NoError(t, err)
+	require.True(t, res.Reused)
+	require.Empty(t, liveNames(t, f))
+}
