@@ -95,6 +95,11 @@ func (a *Activities) CallModel(ctx context.Context, in ModelInput) (res ModelRes
 		return ModelResult{}, err
 	}
 	if found != nil {
+		if !a.NoLiveText {
+			// An earlier attempt stored the message and may have died
+			// before it removed its live file.
+			clearLive(ctx, h)
+		}
 		return found.result(next, true), nil
 	}
 	p, err := a.Providers.Get(in.Provider)
