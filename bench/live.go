@@ -65,6 +65,11 @@ type LiveResults struct {
 	// polled through DescribeWorkflow, then the stored answer at the turn's
 	// end).
 	Live, Heartbeat Latencies
+	// SSE is the live text through an HTTP Server-Sent Events hop: a
+	// stand-in handler in this package with the HTTP API's event shapes
+	// (package httpapi's route was not there to measure), read by an HTTP
+	// client in the same process.
+	SSE Latencies
 	// HeartbeatLive is the part of Heartbeat yielded before the answer was
 	// stored (from the heartbeat details, not from the stored answer).
 	HeartbeatLive Latencies
@@ -248,6 +253,11 @@ func RunLive(ctx context.Context, cfg LiveConfig) (*LiveResults, error) {
 		return nil, err
 	}
 	sf := client.New(ds.Client(), client.Options{TaskQueue: liveTaskQueue})
+	sse, err := startSSEStandIn(livetext.Source{Store: st})
+	if err != nil {
+		return nil, fmt.Errorf("starting the SSE stand-in: %w", err)
+	}
+	defer sse.close()
 
 	n := cfg.Sessions
 	ids := make([]string, n)
@@ -264,7 +274,7 @@ func RunLive(ctx context.Context, cfg LiveConfig) (*LiveResults, error) {
 		return nil, err
 	}
 
-	live, hb, hbLive := newSeen(), newSeen(), newSeen()
+	live, hb, hbLive, viaSSE := newSeen(), newSeen(), newSeen(), newSeen()
 	logf("%d sessions stream a turn of %d chunks, one every %s", n, cfg.Chunks, cfg.ChunkEvery)
 	t0 := time.Now()
 	var (
@@ -286,6 +296,14 @@ func RunLive(ctx context.Context, cfg LiveConfig) (*LiveResults, error) {
 				}
 			}
 			followed <- ferr
+		}()
+		sseDone := make(chan error, 1)
+		go func() {
+			sseDone <- followSSE(fctx, sse.url, ids[i], func(e wire.LiveEvent) {
+				if e.Event == wire.LiveChunk {
+					viaSSE.add(time.Now(), e.Text)
+				}
+			})
 		}()
 		content, _ := json.Marshal("stream")
 		in, err := sf.Followup(ctx, ids[i], wire.InputRequest{Content: content})
@@ -332,6 +350,9 @@ func RunLive(ctx context.Context, cfg LiveConfig) (*LiveResults, error) {
 		if err := <-followed; err != nil {
 			return fmt.Errorf("follow %s: %w", ids[i], err)
 		}
+		if err := <-sseDone; err != nil {
+			return fmt.Errorf("follow %s over SSE: %w", ids[i], err)
+		}
 		if ended == nil || ended.Reason == nil || ended.Reason.Kind != wire.TurnEndCompleted {
 			return fmt.Errorf("the turn of %s did not complete: %+v", ids[i], ended)
 		}
@@ -347,6 +368,7 @@ func RunLive(ctx context.Context, cfg LiveConfig) (*LiveResults, error) {
 	res.Turns = turns
 	res.Sent = n * cfg.Chunks
 	res.Live, res.Heartbeat, res.HeartbeatLive = latencies(live.ds), latencies(hb.ds), latencies(hbLive.ds)
+	res.SSE = latencies(viaSSE.ds)
 	res.Elapsed = time.Since(res.Started)
 	res.LoadAfter = LoadAverage()
 	return res, nil
