@@ -24,7 +24,7 @@ func LiveReport(r *LiveResults) string {
 		r.Started.UTC().Format("2006-01-02 15:04"), r.Elapsed.Round(time.Second), r.LoadBefore, r.LoadAfter, runtime.NumCPU())
 	p("%d sessions stream one turn each at the same time; each turn's model call streams %d text chunks, one every %s, from a scripted provider that writes into each chunk the time it made it (%d chunks in all, %d turns completed). ",
 		c.Sessions, c.Chunks, c.ChunkEvery, r.Sent, r.Turns)
-	p("A chunk's latency is the time from then to the moment a reader first has its text, on two paths measured side by side on the same turns:\n\n")
+	p("A chunk's latency is the time from then to the moment a reader first has its text, on three paths measured side by side on the same turns:\n\n")
 	p("- **live**: `livetext.Source` over a store of the root (as a process beside the worker would open it) follows each session's live file, woken by inotify;\n")
 	interval := c.WatchInterval
 	if interval <= 0 {
