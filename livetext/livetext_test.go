@@ -324,3 +324,32 @@ func TestManyFollowersShareTheNotifier(t *testing.T) {
 		require.NoError(t, w.End(true))
 	}
 }
+
+func TestTwoFollowersOfOneSessionShareItsWatch(t *testing.T) {
+	dir := t.TempDir()
+	first, _ := follow(t, dir, noPoll)
+	ctx, cancel := context.WithCancel(context.Background())
+	second := make(chan wire.LiveEvent, 16)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for e, err := range livetext.Follow(ctx, dir, noPoll) {
+			if err != nil {
+				return
+			}
+			second <- e
+		}
+	}()
+	w, err := livetext.Start(dir, 1, 1, 1)
+	require.NoError(t, err)
+	w.Chunk("text", "both")
+	require.Equal(t, chunk(1, 1, 1, 0, "text", "both"), next(t, first, time.Second))
+	require.Equal(t, chunk(1, 1, 1, 0, "text", "both"), next(t, second, time.Second))
+	// The second follower stops: the first still hears of every change.
+	cancel()
+	<-done
+	w.Chunk("text", " still")
+	require.Equal(t, chunk(1, 1, 1, 4, "text", " still"), next(t, first, time.Second))
+	require.NoError(t, w.End(true))
+	require.Equal(t, marker("end", 1, 1, 1), next(t, first, time.Second))
+}
