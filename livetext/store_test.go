@@ -121,3 +121,42 @@ func TestTheStoreToleratesLiveFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestAMigrationLeavesLiveFilesAlone: a format v0 session with a live file
+// beside its log migrates to v3; the live file stays as it was and is not
+// migrated, listed or reported.
+func TestAMigrationLeavesLiveFilesAlone(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	v0, err := jsonl.NewStore(jsonl.Options{Root: root, Compression: jsonl.CompressionNone, Format: jsonl.FormatV0})
+	require.NoError(t, err)
+	h, err := v0.Create(ctx, wire.Header{Version: wire.FormatVersionV0, ID: "old", CreatedAt: 5, Cwd: "/w"},
+		jsonl.CreateOptions{HandleID: "h-old", Owner: jsonl.Owner{WorkflowID: "session/old", RunID: "r"}})
+	require.NoError(t, err)
+	e, err := session.NewEvent(wire.TypeTurnStart, 0, 6, wire.TurnStart{Turn: 1})
+	require.NoError(t, err)
+	require.NoError(t, h.Append(ctx, []session.Event{e}))
+	require.NoError(t, h.Close(ctx))
+	dir, err := v0.SessionDir(ctx, "old")
+	require.NoError(t, err)
+	live := filepath.Join(dir, "live.1.1.1")
+	body := `{"live":1,"turn":1,"step":1,"attempt":1}` + "\n" + `{"kind":"text","offset":0,"text":"x"}` + "\n"
+	require.NoError(t, os.WriteFile(live, []byte(body), 0o600))
+
+	v3, err := jsonl.NewStore(jsonl.Options{Root: root, Compression: jsonl.CompressionNone})
+	require.NoError(t, err)
+	mig, err := v3.Migrate(ctx, "old", jsonl.MigrateOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "session.jsonl", mig.From)
+	require.Equal(t, "session.v3.jsonl", mig.To)
+	b, err := os.ReadFile(live)
+	require.NoError(t, err)
+	require.Equal(t, body, string(b))
+	list, err := v3.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.Nil(t, list[0].Problem)
+	evs, err := v3.ReadEvents(ctx, "old", 0, -1)
+	require.NoError(t, err)
+	require.Len(t, evs, 1)
+}
