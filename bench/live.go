@@ -65,6 +65,9 @@ type LiveResults struct {
 	// polled through DescribeWorkflow, then the stored answer at the turn's
 	// end).
 	Live, Heartbeat Latencies
+	// Watch is client.WatchTurn's with the live source (WatchOptions.Live),
+	// a second watch of each turn beside the heartbeat one.
+	Watch Latencies
 	// SSE is the live text through an HTTP Server-Sent Events hop: a
 	// stand-in handler in this package with the HTTP API's event shapes
 	// (package httpapi's route was not there to measure), read by an HTTP
@@ -274,7 +277,7 @@ func RunLive(ctx context.Context, cfg LiveConfig) (*LiveResults, error) {
 		return nil, err
 	}
 
-	live, hb, hbLive, viaSSE := newSeen(), newSeen(), newSeen(), newSeen()
+	live, hb, hbLive, viaSSE, viaWatch := newSeen(), newSeen(), newSeen(), newSeen(), newSeen()
 	logf("%d sessions stream a turn of %d chunks, one every %s", n, cfg.Chunks, cfg.ChunkEvery)
 	t0 := time.Now()
 	var (
@@ -311,6 +314,19 @@ func RunLive(ctx context.Context, cfg LiveConfig) (*LiveResults, error) {
 			stopFollow()
 			return fmt.Errorf("followup %s: %w", ids[i], err)
 		}
+		watchDone := make(chan error, 1)
+		go func() {
+			for p, err := range sf.WatchTurn(ctx, ids[i], in.MessageID, client.WatchOptions{Interval: cfg.WatchInterval, Events: st, Live: livetext.Source{Store: st}}) {
+				if err != nil {
+					watchDone <- fmt.Errorf("watch %s with the live source: %w", ids[i], err)
+					return
+				}
+				if p.Kind == client.ProgressText {
+					viaWatch.add(time.Now(), p.Text)
+				}
+			}
+			watchDone <- nil
+		}()
 		var (
 			ended *wire.TurnInfo
 			texts []seenText
@@ -350,6 +366,9 @@ func RunLive(ctx context.Context, cfg LiveConfig) (*LiveResults, error) {
 		if err := <-followed; err != nil {
 			return fmt.Errorf("follow %s: %w", ids[i], err)
 		}
+		if err := <-watchDone; err != nil {
+			return err
+		}
 		if err := <-sseDone; err != nil {
 			return fmt.Errorf("follow %s over SSE: %w", ids[i], err)
 		}
@@ -368,7 +387,7 @@ func RunLive(ctx context.Context, cfg LiveConfig) (*LiveResults, error) {
 	res.Turns = turns
 	res.Sent = n * cfg.Chunks
 	res.Live, res.Heartbeat, res.HeartbeatLive = latencies(live.ds), latencies(hb.ds), latencies(hbLive.ds)
-	res.SSE = latencies(viaSSE.ds)
+	res.SSE, res.Watch = latencies(viaSSE.ds), latencies(viaWatch.ds)
 	res.Elapsed = time.Since(res.Started)
 	res.LoadAfter = LoadAverage()
 	return res, nil

@@ -26,6 +26,7 @@ func TestLiveSmoke(t *testing.T) {
 	require.Equal(t, 15, res.Sent)
 	require.Equal(t, 15, res.Live.N, "the follower saw every chunk")
 	require.Equal(t, 15, res.SSE.N, "the SSE reader saw every chunk")
+	require.Equal(t, 15, res.Watch.N, "the watch with the live source saw every chunk")
 	require.Equal(t, 15, res.Heartbeat.N, "the watch saw every chunk, at the latest in the stored answer")
 	require.LessOrEqual(t, res.HeartbeatLive.N, res.Heartbeat.N)
 	require.LessOrEqual(t, res.Live.P50, res.Live.P99)
