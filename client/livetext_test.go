@@ -191,3 +191,40 @@ func TestLiveTextFoldsChunks(t *testing.T) {
 	p, _ = l.progress()
 	require.Equal(t, wire.ModelProgress{Turn: 3, Step: 2, Attempt: 1, Chunks: 1, Text: "x"}, p)
 }
+
+// TestWatchTurnYieldsLiveTextWhileAQueryHangs: a LoopState query that
+// takes long (a busy worker) does not hold up the live text of the step
+// the watch follows.
+func TestWatchTurnYieldsLiveTextWhileAQueryHangs(t *testing.T) {
+	end := make(chan struct{})
+	release := make(chan struct{})
+	var described, queried atomic.Int64
+	f := liveScript(t, end, &described, &queried)
+	answer := f.query
+	f.query = func(wid, rid, q string) (converter.EncodedValue, error) {
+		if queried.Load() >= 1 {
+			<-release // every query after the first hangs until released
+		}
+		return answer(wid, rid, q)
+	}
+	live := &chanLive{ch: make(chan wire.LiveEvent)}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var texts []string
+	for p, err := range New(f, Options{}).WatchTurn(ctx, "w1", "m1", WatchOptions{Interval: time.Millisecond, Live: live}) {
+		require.NoError(t, err, "the live text waited for the hanging query")
+		switch p.Kind {
+		case "started":
+			go func() { live.ch <- liveChunk(1, 0, "one") }()
+		case "text":
+			texts = append(texts, p.Text)
+			if len(texts) == 1 {
+				go func() { live.ch <- liveChunk(1, 3, " two") }()
+			} else {
+				close(end)
+				close(release)
+			}
+		}
+	}
+	require.Equal(t, []string{"one", " two"}, texts)
+}

@@ -196,7 +196,30 @@ func (c *Client) WatchTurn(ctx context.Context, id, messageID string, opts Watch
 			}
 		}()
 		for {
-			done, err := w.poll(ctx, yield)
+			// The LoopState query runs beside the live text: a slow answer
+			// (a busy worker) holds up the polls, never the text of the
+			// step they follow.
+			fetched := make(chan loopFetch, 1)
+			go func() {
+				st, err := c.LoopState(wctx, id)
+				fetched <- loopFetch{st: st, err: err}
+			}()
+			var f loopFetch
+		wait:
+			for {
+				select {
+				case <-ctx.Done():
+					yield(TurnProgress{}, ctx.Err())
+					return
+				case f = <-fetched:
+					break wait
+				case <-liveWake:
+					if w.liveOnly() && !w.textProgress(ctx, w.emit(yield)) {
+						return
+					}
+				}
+			}
+			done, err := w.poll(ctx, yield, f.st, f.err)
 			if err != nil {
 				yield(TurnProgress{}, err)
 				return
@@ -292,11 +315,17 @@ type turnWatch struct {
 	live *liveText
 }
 
-// poll makes one observation; it reports whether the turn ended or the
-// consumer stopped.
-func (w *turnWatch) poll(ctx context.Context, yield func(TurnProgress, error) bool) (bool, error) {
+// loopFetch is the answer of one LoopState query.
+type loopFetch struct {
+	st  wire.LoopState
+	err error
+}
+
+// poll makes one observation from st, the LoopState query's answer (or
+// its error err); it reports whether the turn ended or the consumer
+// stopped.
+func (w *turnWatch) poll(ctx context.Context, yield func(TurnProgress, error) bool, st wire.LoopState, err error) (bool, error) {
 	emit := w.emit(yield)
-	st, err := w.c.LoopState(ctx, w.id)
 	if err != nil {
 		// A query no worker answered in time (a worker restarting) is
 		// asked again at the next interval while the watch's context lives.
