@@ -201,8 +201,10 @@ func TestWatchTurnYieldsLiveTextWhileAQueryHangs(t *testing.T) {
 	var described, queried atomic.Int64
 	f := liveScript(t, end, &described, &queried)
 	answer := f.query
+	hanging := make(chan struct{}, 100)
 	f.query = func(wid, rid, q string) (converter.EncodedValue, error) {
 		if queried.Load() >= 1 {
+			hanging <- struct{}{}
 			<-release // every query after the first hangs until released
 		}
 		return answer(wid, rid, q)
@@ -215,7 +217,8 @@ func TestWatchTurnYieldsLiveTextWhileAQueryHangs(t *testing.T) {
 		require.NoError(t, err, "the live text waited for the hanging query")
 		switch p.Kind {
 		case "started":
-			go func() { live.ch <- liveChunk(1, 0, "one") }()
+			// The chunks come while a query hangs.
+			go func() { <-hanging; live.ch <- liveChunk(1, 0, "one") }()
 		case "text":
 			texts = append(texts, p.Text)
 			if len(texts) == 1 {
