@@ -205,7 +205,12 @@ func TestWatchTurnYieldsLiveTextWhileAQueryHangs(t *testing.T) {
 	f.query = func(wid, rid, q string) (converter.EncodedValue, error) {
 		if queried.Load() >= 1 {
 			hanging <- struct{}{}
-			<-release // every query after the first hangs until released
+			// Every query after the first hangs until released (or, for a
+			// watch that waits on it, past the test's deadline).
+			select {
+			case <-release:
+			case <-time.After(6 * time.Second):
+			}
 		}
 		return answer(wid, rid, q)
 	}
