@@ -68,6 +68,10 @@ type LiveResults struct {
 	// Watch is client.WatchTurn's with the live source (WatchOptions.Live),
 	// a second watch of each turn beside the heartbeat one.
 	Watch Latencies
+	// WatchAfterFirst is the part of Watch yielded after each watch's
+	// first text progress (which waits for the LoopState answer that names
+	// the turn).
+	WatchAfterFirst Latencies
 	// SSE is the live text through an HTTP Server-Sent Events hop: a
 	// stand-in handler in this package with the HTTP API's event shapes
 	// (package httpapi's route was not there to measure), read by an HTTP
@@ -277,7 +281,7 @@ func RunLive(ctx context.Context, cfg LiveConfig) (*LiveResults, error) {
 		return nil, err
 	}
 
-	live, hb, hbLive, viaSSE, viaWatch := newSeen(), newSeen(), newSeen(), newSeen(), newSeen()
+	live, hb, hbLive, viaSSE, viaWatch, watchLater := newSeen(), newSeen(), newSeen(), newSeen(), newSeen(), newSeen()
 	logf("%d sessions stream a turn of %d chunks, one every %s", n, cfg.Chunks, cfg.ChunkEvery)
 	t0 := time.Now()
 	var (
@@ -316,13 +320,19 @@ func RunLive(ctx context.Context, cfg LiveConfig) (*LiveResults, error) {
 		}
 		watchDone := make(chan error, 1)
 		go func() {
+			texted := false
 			for p, err := range sf.WatchTurn(ctx, ids[i], in.MessageID, client.WatchOptions{Interval: cfg.WatchInterval, Events: st, Live: livetext.Source{Store: st}}) {
 				if err != nil {
 					watchDone <- fmt.Errorf("watch %s with the live source: %w", ids[i], err)
 					return
 				}
 				if p.Kind == client.ProgressText {
-					viaWatch.add(time.Now(), p.Text)
+					now := time.Now()
+					if texted {
+						watchLater.add(now, p.Text)
+					}
+					texted = true
+					viaWatch.add(now, p.Text)
 				}
 			}
 			watchDone <- nil
@@ -387,7 +397,7 @@ func RunLive(ctx context.Context, cfg LiveConfig) (*LiveResults, error) {
 	res.Turns = turns
 	res.Sent = n * cfg.Chunks
 	res.Live, res.Heartbeat, res.HeartbeatLive = latencies(live.ds), latencies(hb.ds), latencies(hbLive.ds)
-	res.SSE, res.Watch = latencies(viaSSE.ds), latencies(viaWatch.ds)
+	res.SSE, res.Watch, res.WatchAfterFirst = latencies(viaSSE.ds), latencies(viaWatch.ds), latencies(watchLater.ds)
 	res.Elapsed = time.Since(res.Started)
 	res.LoadAfter = LoadAverage()
 	return res, nil

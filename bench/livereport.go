@@ -31,7 +31,7 @@ func LiveReport(r *LiveResults) string {
 		interval = 200 * time.Millisecond
 	}
 	p("- **live over SSE**: the same follower behind an HTTP Server-Sent Events handler (a stand-in in `bench` with the HTTP API's event shapes, `event: chunk` / `data: {turn, step, attempt, offset, text, kind}`, one flush per event), read by an HTTP client over loopback: the hop the HTTP API adds;\n")
-	p("- **live through WatchTurn**: a second `client.WatchTurn` of each turn, with `WatchOptions.Live` (`livetext.Source`), as `starter turn` and `starter chat` watch when they know the root;\n")
+	p("- **live through WatchTurn**: a second `client.WatchTurn` of each turn, with `WatchOptions.Live` (`livetext.Source`), as `starter turn` and `starter chat` watch when they know the root. It yields live text only for the turn a `LoopState` answer named as the one that claimed its message, so its first text waits for that answer; *after each watch's first text* leaves that first progress out;\n")
 	p("- **heartbeat**: `client.WatchTurn` without a live source, every %s (its default poll): the model activity's heartbeat details through `DescribeWorkflow`, and at the turn's end the stored answer's rest; *heartbeat, before the answer was stored* counts only the chunks the watch yielded before the assistant/message's time in the log (what the heartbeat details showed; the others came from the stored answer).\n\n", interval)
 	p("| path | chunks seen | p50 | p99 | max | mean |\n|---|---:|---:|---:|---:|---:|\n")
 	row := func(name string, l Latencies) {
@@ -40,6 +40,7 @@ func LiveReport(r *LiveResults) string {
 	row("live (livetext follower)", r.Live)
 	row("live over SSE (stand-in handler, loopback HTTP)", r.SSE)
 	row("live through WatchTurn (Live set)", r.Watch)
+	row("live through WatchTurn, after each watch's first text", r.WatchAfterFirst)
 	row("heartbeat (WatchTurn, polls and the stored answer)", r.Heartbeat)
 	row("heartbeat, before the answer was stored", r.HeartbeatLive)
 	p("\nThe model activity's own cost: a streamed chunk takes %.0f ns of its work with the live file (the assembler's push and the hand-over to the writer, whose flusher goroutine makes the unsynced write(2)) against %.0f ns for the push alone (`testing.Benchmark` in the same run; `go test ./livetext -run '^$' -bench ModelChunk` measures the same), against the tens of milliseconds between a model's chunks.\n", r.PushLiveNs, r.PushNs)
