@@ -16,7 +16,8 @@
 //
 // Layering (README.md, Architecture; testsuite/layers checks it): row 4. It
 // may import wire, internal/lib/..., session and the packages of row 3 (jsonl,
-// provider, tool and theirs); not agent, workflows, client or anything above.
+// livetext, provider, tool and theirs); not agent, workflows, client or
+// anything above.
 package activities
 
 import (

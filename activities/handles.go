@@ -2,10 +2,12 @@ package activities
 
 import (
 	"context"
+	"log/slog"
 
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/livetext"
 	"github.com/sessionflow/sessionflow/wire"
 )
 
@@ -100,7 +102,8 @@ func (a *Activities) CreateHandle(ctx context.Context, in CreateHandleInput) (Ha
 
 // OpenHandle opens a session for reading or writing with the handle id the
 // workflow chose (LIFECYCLE.md §5 step 3). A write open takes the lease first and
-// validates the log; a retry with the same handle id returns the same handle;
+// validates the log, and removes the live text files a worker that died
+// mid-call left (package livetext: no call streams before the open); a retry with the same handle id returns the same handle;
 // a handle id closed before the open landed fails HandleRevoked and releases
 // what the open took. It heartbeats while the store reads the log.
 func (a *Activities) OpenHandle(ctx context.Context, in OpenHandleInput) (HandleInfo, error) {
@@ -115,6 +118,9 @@ func (a *Activities) OpenHandle(ctx context.Context, in OpenHandleInput) (Handle
 		h, err := st.Open(ctx, in.SessionID, in.Access, jsonl.OpenOptions{HandleID: in.HandleID, Owner: in.Owner})
 		if err != nil {
 			return HandleInfo{}, err
+		}
+		if in.Access == jsonl.AccessWrite {
+			clearLive(ctx, h)
 		}
 		return infoOf(h), nil
 	})
@@ -146,4 +152,17 @@ func (a *Activities) CloseHandle(ctx context.Context, in HandleInput) error {
 	}
 	defer a.runtime().Heartbeat(ctx, nil).Stop()
 	return MapError(st.CloseHandle(ctx, in.Ref))
+}
+
+// clearLive removes the live text files of a session opened for writing:
+// stale, since no model call of the session runs before its handle is open.
+// A failure is only reported: the files are not the log's.
+func clearLive(ctx context.Context, h *jsonl.Handle) {
+	dir, err := h.Dir(ctx)
+	if err == nil {
+		_, err = livetext.Clear(dir)
+	}
+	if err != nil {
+		slog.Warn("activities: removing the session's stale live text failed", "session", h.ID(), "error", err)
+	}
 }

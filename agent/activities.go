@@ -59,6 +59,9 @@ type Activities struct {
 	// Limits bound each model call (idle gap, total time, output size);
 	// zero fields take their defaults (ModelLimits).
 	Limits ModelLimits
+	// NoLiveText turns off the live text files of the model calls
+	// (package livetext); the heartbeat details still carry the progress.
+	NoLiveText bool
 	// Compaction tunes compaction (context windows, threshold, tail,
 	// summary cap, pruning); zero fields take their defaults.
 	Compaction CompactionSettings

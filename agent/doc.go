@@ -14,6 +14,7 @@
 // earlier attempt stored and continues from there (LIFECYCLE.md, turns).
 //
 // Layering (README.md, Architecture; testsuite/layers checks it): row 5. It
-// may import wire, internal/lib/..., session, jsonl, provider, tool (and their
-// subpackages) and activities; not workflows, client or anything above.
+// may import wire, internal/lib/..., session, jsonl, livetext, provider, tool
+// (and their subpackages) and activities; not workflows, client or anything
+// above.
 package agent

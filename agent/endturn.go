@@ -93,6 +93,9 @@ func (a *Activities) EndTurn(ctx context.Context, in EndTurnInput) (EndTurnResul
 	for _, k := range commitKeys {
 		unstage(ctx, h, k)
 	}
+	if !a.NoLiveText {
+		clearLive(ctx, h)
+	}
 	return EndTurnResult{NextSeq: next}, nil
 }
 

@@ -95,6 +95,11 @@ func (a *Activities) CallModel(ctx context.Context, in ModelInput) (res ModelRes
 		return ModelResult{}, err
 	}
 	if found != nil {
+		if !a.NoLiveText {
+			// An earlier attempt stored the message and may have died
+			// before it removed its live file.
+			clearLive(ctx, h)
+		}
 		return found.result(next, true), nil
 	}
 	p, err := a.Providers.Get(in.Provider)
@@ -128,6 +133,12 @@ func (a *Activities) CallModel(ctx context.Context, in ModelInput) (res ModelRes
 	if activity.IsActivity(ctx) {
 		progress.Attempt = activity.GetInfo(ctx).Attempt
 	}
+	// The live file (package livetext) gets every text and reasoning chunk
+	// as it arrives; it ends with the call: an end marker once the message
+	// (or the interrupted anchor) is stored, an abandoned one otherwise.
+	live := c.startLive(ctx, max(progress.Attempt, 1))
+	stored := false
+	defer func() { c.endLive(live, stored) }()
 	// The fold and progress change only inside hb.Step; the shown tail is
 	// copied only for a heartbeat that is sent.
 	hb := a.Runtime.Heartbeat(ctx, func() any { return withShownTail(progress, f) })
@@ -137,13 +148,16 @@ func (a *Activities) CallModel(ctx context.Context, in ModelInput) (res ModelRes
 				return err
 			}
 			progress = nextProgress(progress, f, ch)
+			liveChunk(live, ch)
 			return nil
 		})
 	})
 	hb.Stop()
 
 	if ctx.Err() != nil {
-		return ModelResult{}, c.interrupted(ctx, f)
+		var err error
+		stored, err = c.interrupted(ctx, f)
+		return ModelResult{}, err
 	}
 	if streamErr != nil {
 		var pe *provider.Error
@@ -156,7 +170,9 @@ func (a *Activities) CallModel(ctx context.Context, in ModelInput) (res ModelRes
 		return ModelResult{}, temporal.NewApplicationError("model call failed: the stream ended without a finish", wire.ErrTypeProviderUnavailable)
 	}
 	a.traceResponse(ctx, f.Content(), f.Finish())
-	return c.store(ctx, f, false)
+	res, err = c.store(ctx, f, false)
+	stored = err == nil
+	return res, err
 }
 
 // stream runs one provider stream under the call's limits (ModelLimits,
@@ -237,20 +253,21 @@ func withShownTail(p wire.ModelProgress, f fold) wire.ModelProgress {
 // interrupted handles a model call cancelled mid-stream: a genuine
 // cancellation of the activity (not a timeout or a worker shutdown, after
 // which the call is retried) stores the anchor of what was shown. It
-// returns the cancellation.
-func (c *modelCall) interrupted(ctx context.Context, f fold) error {
+// reports whether the anchor was stored, and returns the cancellation.
+func (c *modelCall) interrupted(ctx context.Context, f fold) (bool, error) {
 	cause := context.Cause(ctx)
 	var canceled *temporal.CanceledError
 	if !errors.As(cause, &canceled) || len(f.Interrupted()) == 0 {
-		return ctx.Err()
+		return false, ctx.Err()
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), anchorTimeout)
 	defer cancel()
 	if _, err := c.store(sctx, f, true); err != nil {
 		slog.Warn("agent: storing the interrupted anchor of a cancelled model call failed",
 			"session", c.in.Ref.SessionID, "turn", c.in.Turn, "step", c.in.Step, "error", err)
+		return false, ctx.Err()
 	}
-	return ctx.Err()
+	return true, ctx.Err()
 }
 
 // store stores the assistant/message of the call (or its interrupted

@@ -92,7 +92,8 @@ const (
 	// ProgressText: streamed text of the running model call (Text is the
 	// delta since the previous one).
 	ProgressText = "text"
-	// ProgressReasoning: the model is reasoning (no text yet).
+	// ProgressReasoning: the model is reasoning (no text yet); yielded
+	// once per model call attempt.
 	ProgressReasoning = "reasoning"
 	// ProgressToolStarted and ProgressToolFinished: a tool call of the
 	// running step was dispatched, or finished (Call).
@@ -139,12 +140,28 @@ type WatchOptions struct {
 	Interval time.Duration
 	// Events, when set, reads the ended turn's events.
 	Events EventReader
+	// Live, when set, follows the running model call's text where the
+	// model activity writes it, beside the log (livetext.Source over the
+	// store, for a client that sees the store root): each chunk is yielded
+	// as soon as it is written, not at the next poll of the heartbeat
+	// details. Until it has followed text of the watched turn (and after
+	// it failed) the heartbeat details are polled as without it.
+	Live LiveSource
+}
+
+// LiveSource follows the live text of a session's running model call
+// (docs/API.md "Live text"): chunk, reset and end events (wire.LiveEvent),
+// until ctx is done or an error ends the sequence. A livetext.Source
+// over the session store is one.
+type LiveSource interface {
+	FollowLive(ctx context.Context, id string) iter.Seq2[wire.LiveEvent, error]
 }
 
 // WatchTurn follows the turn that claims message messageID of session id
 // (the id Followup returned) until it ends: it polls the LoopState query and
 // the workflow's pending activities (the model activity's heartbeat details
-// are an wire.ModelProgress) and yields the streamed text, the tool calls
+// are an wire.ModelProgress), or with opts.Live follows the model call's
+// live text as it is written, and yields the streamed text, the tool calls
 // started and finished, and finally the ended turn (TurnInfo) and, with
 // opts.Events, its stored events; a call that waits for an approval is
 // yielded as a ProgressApproval (answer it with Decide). Beside the polls it waits on the turn's
@@ -158,6 +175,17 @@ func (c *Client) WatchTurn(ctx context.Context, id, messageID string, opts Watch
 		w := turnWatch{c: c, id: id, msg: messageID, opts: opts, reported: map[string]string{}, textDone: map[int64]bool{}, asked: map[string]bool{}, begun: map[string]bool{}}
 		wctx, stop := context.WithCancel(ctx)
 		defer stop()
+		var liveWake <-chan struct{}
+		if opts.Live != nil {
+			w.live = newLiveText()
+			liveWake = w.live.wake
+			done := make(chan struct{})
+			defer func() { stop(); <-done }()
+			go func() {
+				defer close(done)
+				w.live.follow(wctx, opts.Live, id)
+			}()
+		}
 		// ended is closed when the turn ended; a failed wait (an older
 		// server, a message not pending) leaves the polls to tell.
 		ended := make(chan struct{})
@@ -168,7 +196,30 @@ func (c *Client) WatchTurn(ctx context.Context, id, messageID string, opts Watch
 			}
 		}()
 		for {
-			done, err := w.poll(ctx, yield)
+			// The LoopState query runs beside the live text: a slow answer
+			// (a busy worker) holds up the polls, never the text of the
+			// step they follow.
+			fetched := make(chan loopFetch, 1)
+			go func() {
+				st, err := c.LoopState(wctx, id)
+				fetched <- loopFetch{st: st, err: err}
+			}()
+			var f loopFetch
+		wait:
+			for {
+				select {
+				case <-ctx.Done():
+					yield(TurnProgress{}, ctx.Err())
+					return
+				case f = <-fetched:
+					break wait
+				case <-liveWake:
+					if w.liveOnly() && !w.textProgress(ctx, w.emit(yield)) {
+						return
+					}
+				}
+			}
+			done, err := w.poll(ctx, yield, f.st, f.err)
 			if err != nil {
 				yield(TurnProgress{}, err)
 				return
@@ -176,16 +227,50 @@ func (c *Client) WatchTurn(ctx context.Context, id, messageID string, opts Watch
 			if done {
 				return
 			}
-			select {
-			case <-ctx.Done():
-				yield(TurnProgress{}, ctx.Err())
-				return
-			case <-time.After(opts.Interval):
-			case <-endedCh:
-				endedCh = nil
+			tick := time.After(opts.Interval)
+			for {
+				select {
+				case <-ctx.Done():
+					yield(TurnProgress{}, ctx.Err())
+					return
+				case <-tick:
+				case <-endedCh:
+					endedCh = nil
+				case <-liveWake:
+					if w.liveOnly() {
+						// Text of the step the polls follow: yielded at
+						// once, without a poll.
+						if !w.textProgress(ctx, w.emit(yield)) {
+							return
+						}
+						continue
+					}
+				}
+				break
 			}
 		}
 	}
+}
+
+// emit returns the yield of poll's progress: false once the consumer
+// stopped.
+func (w *turnWatch) emit(yield func(TurnProgress, error) bool) func(TurnProgress) bool {
+	return func(p TurnProgress) bool {
+		if w.stopped {
+			return false
+		}
+		if !yield(p, nil) {
+			w.stopped = true
+		}
+		return !w.stopped
+	}
+}
+
+// liveOnly reports whether the live text holds text of the step the polls
+// follow, so that it can be yielded without a poll.
+func (w *turnWatch) liveOnly() bool {
+	p, ok := w.live.progress()
+	return ok && w.started && w.step != 0 && p.Turn == w.turn && p.Step == w.step
 }
 
 // turnWatch is the state of one WatchTurn.
@@ -211,6 +296,8 @@ type turnWatch struct {
 	last        string
 	lastOff     int64
 	restart     bool
+	// reasoned is set once the step's attempt was yielded reasoning.
+	reasoned bool
 	// textDone holds the steps whose stored answer was yielded.
 	textDone map[int64]bool
 	// reported holds the last state yielded per call (callKey).
@@ -224,21 +311,21 @@ type turnWatch struct {
 	// step is the running step the last poll saw.
 	step    int64
 	stopped bool
+	// live is the followed live text (WatchOptions.Live), or nil.
+	live *liveText
 }
 
-// poll makes one observation; it reports whether the turn ended or the
-// consumer stopped.
-func (w *turnWatch) poll(ctx context.Context, yield func(TurnProgress, error) bool) (bool, error) {
-	emit := func(p TurnProgress) bool {
-		if w.stopped {
-			return false
-		}
-		if !yield(p, nil) {
-			w.stopped = true
-		}
-		return !w.stopped
-	}
-	st, err := w.c.LoopState(ctx, w.id)
+// loopFetch is the answer of one LoopState query.
+type loopFetch struct {
+	st  wire.LoopState
+	err error
+}
+
+// poll makes one observation from st, the LoopState query's answer (or
+// its error err); it reports whether the turn ended or the consumer
+// stopped.
+func (w *turnWatch) poll(ctx context.Context, yield func(TurnProgress, error) bool, st wire.LoopState, err error) (bool, error) {
+	emit := w.emit(yield)
 	if err != nil {
 		// A query no worker answered in time (a worker restarting) is
 		// asked again at the next interval while the watch's context lives.
@@ -487,12 +574,24 @@ func (w *turnWatch) approvalProgress(st wire.LoopState, emit func(TurnProgress) 
 }
 
 // textProgress yields the text the running model call streamed since the
-// last poll, from its heartbeat details. A retried call (a new attempt)
+// last poll, from the live text when it follows the turn, else from the
+// model activity's heartbeat details. A retried call (a new attempt)
 // streams its text again from the start: what the earlier attempt showed
 // was discarded, and the next text yielded carries Restart.
 func (w *turnWatch) textProgress(ctx context.Context, emit func(TurnProgress) bool) bool {
-	p, ok, err := w.c.modelProgress(ctx, w.id)
-	if err != nil || !ok || p.Turn != w.turn || w.textDone[p.Step] {
+	p, ok := w.live.progress()
+	if ok && p.Turn == w.turn && p.Step > w.step {
+		return true // a step the polls have not seen start: the next poll will
+	}
+	if !ok || p.Turn != w.turn {
+		// No live text of the turn (yet): the heartbeat details.
+		var err error
+		p, ok, err = w.c.modelProgress(ctx, w.id)
+		if err != nil || !ok {
+			return true
+		}
+	}
+	if p.Turn != w.turn || w.textDone[p.Step] {
 		return true
 	}
 	switch {
@@ -507,6 +606,10 @@ func (w *turnWatch) textProgress(ctx context.Context, emit func(TurnProgress) bo
 		w.resetText()
 	}
 	if p.Reasoning && p.Text == "" && w.shown == 0 {
+		if w.reasoned {
+			return true
+		}
+		w.reasoned = true
 		return emit(TurnProgress{Kind: ProgressReasoning, Turn: p.Turn, Step: p.Step})
 	}
 	end := p.TextOffset + int64(len(p.Text))
@@ -532,7 +635,7 @@ func (w *turnWatch) textProgress(ctx context.Context, emit func(TurnProgress) bo
 
 // resetText forgets the text yielded for the current step.
 func (w *turnWatch) resetText() {
-	w.shown, w.gapped, w.last, w.lastOff = 0, false, "", 0
+	w.shown, w.gapped, w.last, w.lastOff, w.reasoned = 0, false, "", 0, false
 	w.yielded.Reset()
 }
 

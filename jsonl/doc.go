@@ -15,6 +15,9 @@
 //	      summary.json                      optional summary sidecar
 //	      session.<hex>.tmp                 transient publication temp files
 //	      session.v3.jsonl.broken-<offset>  bytes a cut removed (quarantine)
+//	      live.<turn>.<step>.<attempt>      the running model call's live text
+//	                                        (package livetext; not the log's,
+//	                                        not durable; the store ignores it)
 //	  .revocations/<hash of handle id>      closed handle ids (kept 7 days)
 //	  .create-locks/<hash of id>            flock of a create in progress
 //	  .deleted/<random>                     a deleted session being removed

@@ -101,7 +101,7 @@ the call's arguments and result size, and /history works.` + lifecycleNote,
 			// The chat answers SIGINT itself: it cancels the running turn.
 			cmd.SetContext(context.WithoutCancel(cmd.Context()))
 			return a.withClient(cmd, conn, func(ctx context.Context, c *client.Client) error {
-				ch := &chat{a: a, c: c, id: id, reader: reader, w: a.stdout}
+				ch := &chat{a: a, c: c, id: id, reader: reader, live: a.optionalLive(sf), w: a.stdout}
 				return ch.run(ctx, cwd, route)
 			})
 		},
@@ -121,8 +121,10 @@ type chat struct {
 	c      *client.Client
 	id     string
 	reader client.EventReader
-	w      io.Writer
-	in     *chatInput
+	// live follows the running model call's text; nil without a root.
+	live client.LiveSource
+	w    io.Writer
+	in   *chatInput
 
 	// cursor is the seq from which the events of the running turn are read.
 	cursor int64
@@ -366,7 +368,7 @@ func (ch *chat) watch(ctx context.Context, msg string) error {
 	items := make(chan progressItem)
 	go func() {
 		defer close(items)
-		for p, err := range ch.c.WatchTurn(wctx, ch.id, msg, client.WatchOptions{Events: ch.reader}) {
+		for p, err := range ch.c.WatchTurn(wctx, ch.id, msg, client.WatchOptions{Events: ch.reader, Live: ch.live}) {
 			select {
 			case items <- progressItem{p, err}:
 			case <-wctx.Done():

@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"iter"
 	"sync"
 
 	"github.com/spf13/pflag"
 
 	"github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/livetext"
 	"github.com/sessionflow/sessionflow/wire"
 )
 
@@ -61,6 +63,39 @@ func (a *app) optionalReader(sf *storeFlags) (client.EventReader, error) {
 		return &markedReader{open: func() (*jsonl.Store, error) { return a.openStore(sf) }}, nil
 	}
 	return client.StoreReader(st), nil
+}
+
+// optionalLive is the live text source of the root (package livetext),
+// nil when no root is given: client.WatchTurn then reads the text from the
+// heartbeat details alone.
+func (a *app) optionalLive(sf *storeFlags) client.LiveSource {
+	if !a.hasRoot(sf) {
+		return nil
+	}
+	return storeLive{open: func() (*jsonl.Store, error) { return a.openStore(sf) }}
+}
+
+// storeLive follows live text through a store opened for each follow, so
+// that a root the worker marks after the command started is opened in its
+// encoding.
+type storeLive struct {
+	open func() (*jsonl.Store, error)
+}
+
+// FollowLive implements client.LiveSource.
+func (l storeLive) FollowLive(ctx context.Context, id string) iter.Seq2[wire.LiveEvent, error] {
+	return func(yield func(wire.LiveEvent, error) bool) {
+		st, err := l.open()
+		if err != nil {
+			yield(wire.LiveEvent{}, err)
+			return
+		}
+		for e, err := range (livetext.Source{Store: st}).FollowLive(ctx, id) {
+			if !yield(e, err) {
+				return
+			}
+		}
+	}
 }
 
 // markedReader is the event reader of a root that had no marker when the

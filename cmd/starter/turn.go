@@ -52,7 +52,7 @@ turn's events. A model call that is retried streams its text again: a line
 				if err != nil {
 					return err
 				}
-				return followTurn(ctx, a.stdout, c, id, in.MessageID, reader, asJSON)
+				return followTurn(ctx, a.stdout, c, id, in.MessageID, client.WatchOptions{Events: reader, Live: a.optionalLive(sf)}, asJSON)
 			})
 		},
 	}
@@ -69,8 +69,9 @@ turn's events. A model call that is retried streams its text again: a line
 // text of each step is printed as it streams; a retried model call's text
 // starts over after a line saying the text above was discarded; with the
 // store reader, the stored answer's text the polls missed is printed too
-// (client.WatchTurn yields it).
-func followTurn(ctx context.Context, w io.Writer, c *client.Client, id, messageID string, reader client.EventReader, asJSON bool) error {
+// (client.WatchTurn yields it), and with the live source the text is
+// printed as the model activity writes it.
+func followTurn(ctx context.Context, w io.Writer, c *client.Client, id, messageID string, opts client.WatchOptions, asJSON bool) error {
 	step := int64(-1)
 	midLine := false
 	newline := func() {
@@ -79,7 +80,7 @@ func followTurn(ctx context.Context, w io.Writer, c *client.Client, id, messageI
 			midLine = false
 		}
 	}
-	for p, err := range c.WatchTurn(ctx, id, messageID, client.WatchOptions{Events: reader}) {
+	for p, err := range c.WatchTurn(ctx, id, messageID, opts) {
 		if err != nil {
 			newline()
 			return err

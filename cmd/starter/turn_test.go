@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -169,4 +171,31 @@ func TestCreateAndResumeRoute(t *testing.T) {
 	require.NoError(t, rcmd.Flags().Parse([]string{"--provider", "x", "--model", "y"}))
 	m, _ := rcmd.Flags().GetString("model")
 	require.Equal(t, "y", m)
+}
+
+// TestTurnCommandPrintsTheLiveText: with the root, `turn` prints the text
+// the model activity writes to the session's live file (the heartbeat
+// details carry none here), then the stored answer's rest.
+func TestTurnCommandPrintsTheLiveText(t *testing.T) {
+	isolateEnv(t)
+	root := t.TempDir()
+	f := turnFixture(t, root)
+	f.progress = []*wire.ModelProgress{nil}
+	require.NoError(t, os.WriteFile(filepath.Join(root, "_no-cwd", "s1", "live.1.2.1"),
+		[]byte(`{"live":1,"turn":1,"step":2,"attempt":1,"startedMs":1}`+"\n"+
+			`{"kind":"text","offset":0,"text":"Hel"}`+"\n"+`{"kind":"text","offset":3,"text":"lo wo"}`+"\n"), 0o600))
+	stubDial(t, f)
+	r := mustOK(t, runCLI(t, "", "turn", "--id", "s1", "--prompt", "x", "--json", "--root", root, "--compression", "none"))
+	var texts []string
+	for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var p struct {
+			Kind string `json:"kind"`
+			Text string `json:"text"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(l), &p))
+		if p.Kind == "text" {
+			texts = append(texts, p.Text)
+		}
+	}
+	require.Equal(t, []string{"Hello wo", "rld"}, texts)
 }

@@ -96,6 +96,11 @@ func run() error {
 	pngDir := flag.String("png", "", "with -compaction: write its chart ("+bench.CompactionChart+") into this directory")
 	compactionSave := flag.String("compaction-save", "", "with -compaction: also save its measurements as JSON in this file")
 	compactionFrom := flag.String("compaction-from", "", "with -compaction: measure nothing, render its section and chart from measurements saved by -compaction-save")
+	liveCfg := bench.DefaultLiveConfig()
+	live := flag.Bool("live", false, "run only the live text measurement; with -out, replace its section of that report and keep the rest")
+	flag.IntVar(&liveCfg.Sessions, "live-sessions", liveCfg.Sessions, "sessions streaming at once in the live text measurement")
+	flag.IntVar(&liveCfg.Chunks, "live-chunks", liveCfg.Chunks, "chunks per model call in the live text measurement")
+	flag.DurationVar(&liveCfg.ChunkEvery, "live-chunk-every", liveCfg.ChunkEvery, "time between two chunks of a model call in the live text measurement")
 	flag.BoolVar(&cfg.AppendPathOnly, "append-path-only", false, "run only the append path comparison (entity workflow, local activity, activity); the report is that section alone")
 	flag.IntVar(&cfg.LongAppends, "long-appends", 0, "drive one session through this many single-caller appends (100000 for the long-session figures); alone, or beside -append-path-only; the report is that section alone")
 	flag.Parse()
@@ -172,6 +177,15 @@ func run() error {
 		return writeCompaction(cr, *pngDir, *out)
 	}
 
+	if *live {
+		liveCfg.Progress = os.Stderr
+		lr, err := bench.RunLive(ctx, liveCfg)
+		if err != nil {
+			return err
+		}
+		return writeReport(*out, func(old string) string { return bench.SpliceLive(old, bench.LiveReport(lr)) })
+	}
+
 	if *fleet {
 		fleetCfg.Progress = os.Stderr
 		fr, err := bench.RunFleet(ctx, fleetCfg)
@@ -231,6 +245,7 @@ func output(res *bench.Results, turnsOnly bool, svgDir, out string) error {
 		if old, err := os.ReadFile(out); err == nil {
 			report = bench.SpliceFleet(report, bench.FleetSection(string(old)))
 			report = bench.SpliceCompaction(report, bench.CompactionSection(string(old)))
+			report = bench.SpliceLive(report, bench.LiveSection(string(old)))
 		}
 	}
 	if turnsOnly {
