@@ -37,6 +37,9 @@ type MessageRequest struct {
 	MessageID string `json:"messageId,omitempty"`
 	// Mode is ModeFollowup (the default), ModeSteer or ModeInject.
 	Mode string `json:"mode,omitempty"`
+	// Wait answers once the turn that claims the message has ended (the
+	// result's "ended"), bounded by the server's call timeout.
+	Wait bool `json:"wait,omitempty"`
 }
 
 // CancelRequest is the body of POST /v1/sessions/{id}/cancel.
@@ -68,7 +71,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	in := wire.InputRequest{MessageID: req.MessageID, Content: req.Content}
+	in := wire.InputRequest{MessageID: req.MessageID, Content: req.Content, Wait: req.Wait}
 	switch {
 	case req.Text != "" && len(req.Content) > 0:
 		writeError(w, http.StatusBadRequest, wire.ErrTypeInvalidArgument, "give text or content, not both", nil)

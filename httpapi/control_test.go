@@ -36,9 +36,10 @@ func TestControlRoutesCallTheUpdates(t *testing.T) {
 		require.Equal(t, `"hi <there>"`, string(in.Content))
 		require.Equal(t, "m-"+mode, in.MessageID)
 	}
-	code, body := a.do("POST", "/v1/sessions/s1/messages", map[string]any{"content": []any{map[string]any{"type": "text", "text": "blocks"}}})
+	code, body := a.do("POST", "/v1/sessions/s1/messages", map[string]any{"content": []any{map[string]any{"type": "text", "text": "blocks"}}, "wait": true})
 	require.Equal(t, http.StatusOK, code, "%s", body)
 	require.JSONEq(t, `[{"type":"text","text":"blocks"}]`, string(fc.inputs[len(fc.inputs)-1].Content))
+	require.True(t, fc.inputs[len(fc.inputs)-1].Wait)
 
 	code, body = a.do("POST", "/v1/sessions/s1/cancel", nil)
 	require.Equal(t, http.StatusOK, code, "%s", body)
