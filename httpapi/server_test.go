@@ -21,6 +21,7 @@ import (
 	"github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/httpapi"
 	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/testsuite/sessiontest"
 	"github.com/sessionflow/sessionflow/wire"
 )
 
@@ -61,7 +62,13 @@ func TestOpenAPIServed(t *testing.T) {
 // loop's state when live.
 func TestListAndGetSessions(t *testing.T) {
 	st := newStore(t, jsonl.CompressionNone, nil)
-	writeSession(t, st, "s1", "/work/p1", turns(t, 3), 5)
+	s1 := append(turns(t, 2),
+		sessiontest.TurnStart(t, 10, 3),
+		sessiontest.Ev(t, wire.TypeRequestContext, 11, map[string]any{"provider": "scripted", "model": "m1"}),
+		sessiontest.Ev(t, wire.TypeRequestContext, 12, map[string]any{"provider": "anthropic", "model": "claude"}),
+		sessiontest.Ev(t, wire.TypeStepStart, 13, map[string]any{"turn": 3, "step": 1}),
+		sessiontest.TurnEnd(t, 14, 3))
+	writeSession(t, st, "s1", "/work/p1", s1, 5)
 	writeSession(t, st, "s2", "", turns(t, 1), 5)
 	fc := &fakeControl{
 		listed: []client.ListedSession{{SessionID: "s1", WorkflowID: "session/s1", RunID: "run-1", Phase: wire.PhaseLive}},
@@ -79,7 +86,7 @@ func TestListAndGetSessions(t *testing.T) {
 	for _, s := range list.Sessions {
 		byID[s.ID] = s
 	}
-	require.Equal(t, httpapi.Session{ID: "s1", State: "live", Phase: "live", Cwd: "/work/p1", CreatedAt: 500, Turns: 3, LastSeq: 14,
+	require.Equal(t, httpapi.Session{ID: "s1", State: "live", Phase: "live", Cwd: "/work/p1", Provider: "anthropic", Model: "claude", CreatedAt: 500, Turns: 3, LastSeq: 14,
 		UpdatedAt: 1014, WorkflowID: "session/s1", RunID: "run-1"}, byID["s1"])
 	require.Equal(t, httpapi.Session{ID: "s2", State: "stored", CreatedAt: 500, Turns: 1, LastSeq: 4,
 		UpdatedAt: 1004, WorkflowID: "session/s2"}, byID["s2"])

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -37,6 +38,10 @@ type Session struct {
 	StateError string `json:"stateError,omitempty"`
 	// Cwd is the session's working directory, "" for none.
 	Cwd string `json:"cwd"`
+	// Provider and Model are those of the last model call (the last
+	// request/context event), absent before the first.
+	Provider string `json:"provider,omitempty"`
+	Model    string `json:"model,omitempty"`
 	// ParentSession is the fork parent, if any.
 	ParentSession string `json:"parentSession,omitempty"`
 	// CreatedAt is the header's creation time (Unix ms).
@@ -75,12 +80,13 @@ const (
 
 // logSummary is what the log says of a session at one revision.
 type logSummary struct {
-	revision       string
-	turns, lastSeq int64
-	updatedAt      int64
-	createdAt      int64
-	cwd, parent    string
-	pending        bool
+	revision        string
+	turns, lastSeq  int64
+	updatedAt       int64
+	createdAt       int64
+	cwd, parent     string
+	provider, model string
+	pending         bool
 }
 
 // summaryCache keeps the summaries of the logs read, by session id, valid
@@ -142,8 +148,14 @@ func (s *Server) summarize(ctx context.Context, snap *jsonl.Snapshot) (logSummar
 // tally counts the turns and finds the last event.
 func (sum *logSummary) tally(evs []session.Event) {
 	for _, e := range evs {
-		if e.Type == wire.TypeTurnStart {
+		switch e.Type {
+		case wire.TypeTurnStart:
 			sum.turns++
+		case wire.TypeRequestContext:
+			var rc struct{ Provider, Model string }
+			if json.Unmarshal(e.Data, &rc) == nil {
+				sum.provider, sum.model = rc.Provider, rc.Model
+			}
 		}
 	}
 	if n := len(evs); n > 0 {
@@ -154,7 +166,7 @@ func (sum *logSummary) tally(evs []session.Event) {
 
 // sessionOf builds the stored view of a session.
 func sessionOf(id string, sum logSummary) Session {
-	return Session{ID: id, State: StateStored, Cwd: sum.cwd, ParentSession: sum.parent, CreatedAt: sum.createdAt,
+	return Session{ID: id, State: StateStored, Cwd: sum.cwd, Provider: sum.provider, Model: sum.model, ParentSession: sum.parent, CreatedAt: sum.createdAt,
 		Turns: sum.turns, LastSeq: sum.lastSeq, UpdatedAt: sum.updatedAt, Pending: sum.pending, WorkflowID: wire.WorkflowID(id)}
 }
 

@@ -226,6 +226,10 @@ func TestSessionOverHTTP(t *testing.T) {
 	}
 	require.Len(t, texts, 1)
 	require.Contains(t, texts[0], "Hello over HTTP.")
+	v = h.mustCall("GET", "/v1/sessions/web1", nil)
+	require.Equal(t, "scripted", v["provider"])
+	require.Equal(t, "m1", v["model"])
+	require.Equal(t, float64(1), v["turns"])
 
 	// An approval: listed, allowed, run.
 	h.mustCall("POST", "/v1/sessions/web1/messages", map[string]any{"text": "Write approved.txt."})
