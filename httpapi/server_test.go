@@ -270,6 +270,7 @@ func openStream(t *testing.T, a *api, path string, header ...string) (*sseReader
 // next returns the next event, skipping comments unless wantComment.
 func (r *sseReader) next(wantComment bool) (sseEvent, bool) {
 	r.t.Helper()
+	timeout := time.After(10 * time.Second)
 	for {
 		select {
 		case e, ok := <-r.ch:
@@ -280,7 +281,7 @@ func (r *sseReader) next(wantComment bool) (sseEvent, bool) {
 				continue
 			}
 			return e, true
-		case <-time.After(10 * time.Second):
+		case <-timeout:
 			r.t.Fatal("no event within 10s")
 			return sseEvent{}, false
 		}
