@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -48,14 +49,14 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ctx := r.Context()
-	h, err := s.opts.Store.Open(ctx, id, jsonl.AccessRead, jsonl.OpenOptions{})
-	if err != nil {
-		s.storeError(w, err)
-		return
-	}
-	defer h.Close(context.WithoutCancel(ctx))
 	if !sse {
+		ctx := r.Context()
+		h, err := s.opts.Store.Open(ctx, id, jsonl.AccessRead, jsonl.OpenOptions{})
+		if err != nil {
+			s.storeError(w, err)
+			return
+		}
+		defer h.Close(context.WithoutCancel(ctx))
 		s.lines(w, r, h, after+1)
 		return
 	}
@@ -68,7 +69,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("the server follows %d streams already, its limit; try again later", s.opts.MaxStreams), nil)
 		return
 	}
-	s.follow(w, r, id, h, after+1, snap.Revision)
+	s.follow(w, r, id, after+1, snap.Revision)
 }
 
 // lines writes the stored events from seq from as JSON lines, a batch at a
@@ -112,7 +113,7 @@ func (s *Server) lines(w http.ResponseWriter, r *http.Request, h *jsonl.Handle, 
 // session is no longer in the store. revision is the log's revision seen
 // before h was opened: the log is read again whenever its revision
 // differs from the last one seen.
-func (s *Server) follow(w http.ResponseWriter, r *http.Request, id string, h *jsonl.Handle, from int64, revision string) {
+func (s *Server) follow(w http.ResponseWriter, r *http.Request, id string, from int64, revision string) {
 	ctx := r.Context()
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -132,35 +133,17 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, id string, h *js
 	keep := time.NewTicker(s.opts.KeepAlive)
 	defer keep.Stop()
 	for {
-		// Read what is new, a batch at a time.
-		for {
-			batch, err := h.Read(ctx, from, int64(s.opts.ReadBatch))
-			if err != nil {
-				if ctx.Err() == nil {
-					s.streamError(bw, id, err)
-					flush()
-				}
-				return
+		// Read what is new, a batch at a time, through a handle held only
+		// while reading: between changes the stream holds no events.
+		next, err := s.send(ctx, bw, flush, id, from)
+		if err != nil {
+			if ctx.Err() == nil && !errors.Is(err, errWriteFailed) {
+				s.streamError(bw, id, err)
+				flush()
 			}
-			for _, e := range batch {
-				b, err := e.MarshalJSON()
-				if err != nil {
-					s.streamError(bw, id, err)
-					flush()
-					return
-				}
-				fmt.Fprintf(bw, "id: %d\nevent: event\ndata: %s\n\n", e.Seq, b)
-			}
-			if len(batch) > 0 {
-				from = batch[len(batch)-1].Seq + 1
-				if !flush() {
-					return
-				}
-			}
-			if len(batch) < s.opts.ReadBatch {
-				break
-			}
+			return
 		}
+		from = next
 		// Wait until the log changes.
 		for changed := false; !changed; {
 			select {
@@ -190,6 +173,42 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, id string, h *js
 					revision, changed = snap.Revision, true
 				}
 			}
+		}
+	}
+}
+
+// errWriteFailed ends a stream whose client does not take what is written.
+var errWriteFailed = errors.New("the stream's client does not read")
+
+// send writes the events of the log from seq from as Server-Sent Events, a
+// batch at a time, through a read handle it closes, and returns the seq
+// after the last one sent.
+func (s *Server) send(ctx context.Context, bw *bufio.Writer, flush func() bool, id string, from int64) (int64, error) {
+	h, err := s.opts.Store.Open(ctx, id, jsonl.AccessRead, jsonl.OpenOptions{})
+	if err != nil {
+		return from, err
+	}
+	defer h.Close(context.WithoutCancel(ctx))
+	for {
+		batch, err := h.Read(ctx, from, int64(s.opts.ReadBatch))
+		if err != nil {
+			return from, err
+		}
+		for _, e := range batch {
+			b, err := e.MarshalJSON()
+			if err != nil {
+				return from, fmt.Errorf("encode event %d: %w", e.Seq, err)
+			}
+			fmt.Fprintf(bw, "id: %d\nevent: event\ndata: %s\n\n", e.Seq, b)
+		}
+		if len(batch) > 0 {
+			from = batch[len(batch)-1].Seq + 1
+			if !flush() {
+				return from, errWriteFailed
+			}
+		}
+		if len(batch) < s.opts.ReadBatch {
+			return from, nil
 		}
 	}
 }
