@@ -105,12 +105,21 @@ type sseEvent struct {
 // come on the channel.
 func (h *httpEnv) stream(id string, lastEventID string) (<-chan sseEvent, context.CancelFunc) {
 	h.t.Helper()
+	return h.streamPath("/v1/sessions/"+id+"/events", "Last-Event-ID", lastEventID)
+}
+
+// streamPath reads the Server-Sent Events of path (sent with header, name
+// value pairs, those with a value): its events come on the channel.
+func (h *httpEnv) streamPath(path string, header ...string) (<-chan sseEvent, context.CancelFunc) {
+	h.t.Helper()
 	ctx, cancel := context.WithCancel(h.ctx)
-	req, err := http.NewRequestWithContext(ctx, "GET", h.base+"/v1/sessions/"+id+"/events", nil)
+	req, err := http.NewRequestWithContext(ctx, "GET", h.base+path, nil)
 	require.NoError(h.t, err)
 	req.Header.Set("Accept", "text/event-stream")
-	if lastEventID != "" {
-		req.Header.Set("Last-Event-ID", lastEventID)
+	for i := 0; i+1 < len(header); i += 2 {
+		if header[i+1] != "" {
+			req.Header.Set(header[i], header[i+1])
+		}
 	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(h.t, err)
