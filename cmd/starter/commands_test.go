@@ -86,6 +86,10 @@ func TestLifecycleInputErrorsWithoutServer(t *testing.T) {
 		{[]string{"unlock"}, "--id is required"},
 		{[]string{"unlock", "--id", "a"}, "the store root is required"},
 		{[]string{"create", "--id", "a", "--task-queue", ""}, "--task-queue must not be empty"},
+		{[]string{"serve", "--root", "r"}, "--http is required"},
+		{[]string{"serve", "--http", "8080"}, "the store root is required"},
+		{[]string{"serve", "--http", "0.0.0.0:8080", "--root", "r"}, "--http 0.0.0.0:8080: a bearer token is required to listen on an address that is not loopback (give --http-token or SESSIONFLOW_HTTP_TOKEN)"},
+		{[]string{"serve", "--http", "no-port", "--root", "r"}, `--http: the HTTP address "no-port"`},
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			r := runCLI(t, "", c.args...)

@@ -188,6 +188,7 @@ func newLifecycleCmds(a *app) []*cobra.Command {
 		newUnlockCmd(a),
 		newDemoCmd(a),
 		newRouteCmd(a),
+		newServeCmd(a),
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/agent"
+	"github.com/sessionflow/sessionflow/httpapi"
 	"github.com/sessionflow/sessionflow/internal/app/telemetry"
 	"github.com/sessionflow/sessionflow/internal/app/temporalconn"
 	"github.com/sessionflow/sessionflow/jsonl"
@@ -58,6 +59,8 @@ const (
 	EnvTraceContent               = "SESSIONFLOW_TRACE_CONTENT"
 	EnvToolDeny                   = "SESSIONFLOW_TOOL_DENY"
 	EnvRuntimeContext             = "SESSIONFLOW_RUNTIME_CONTEXT"
+	EnvHTTP                       = "SESSIONFLOW_HTTP"
+	EnvHTTPToken                  = httpapi.EnvToken
 )
 
 // Config configures Run.
@@ -97,6 +100,12 @@ type Config struct {
 	// MetricsAddress is where the Prometheus /metrics endpoint listens;
 	// empty turns it off.
 	MetricsAddress string
+	// HTTPAddress is where the session API over HTTP listens (package
+	// httpapi); empty turns it off. A bare port listens on 127.0.0.1.
+	HTTPAddress string
+	// HTTPToken is the bearer token of the HTTP API; required when
+	// HTTPAddress is not loopback.
+	HTTPToken string
 	// StopTimeout is how long a graceful shutdown waits for running
 	// activities.
 	StopTimeout time.Duration
@@ -149,6 +158,8 @@ type Started struct {
 	// MetricsAddr is the bound address of the metrics endpoint, empty when
 	// metrics are off.
 	MetricsAddr string
+	// HTTPAddr is the bound address of the HTTP API, empty when it is off.
+	HTTPAddr string
 	// Client is the worker's client.
 	Client client.Client
 	// Store is the worker's session store.
@@ -210,6 +221,15 @@ func (c Config) Validate() error {
 			return fmt.Errorf("the metrics address %q: %w", c.MetricsAddress, err)
 		}
 	}
+	if c.HTTPAddress != "" {
+		_, loopback, err := httpapi.ListenAddress(c.HTTPAddress)
+		if err != nil {
+			return err
+		}
+		if !loopback && c.HTTPToken == "" {
+			return fmt.Errorf("--http %s: %w (give --http-token or %s)", c.HTTPAddress, httpapi.ErrTokenRequired, EnvHTTPToken)
+		}
+	}
 	return nil
 }
 
@@ -221,6 +241,7 @@ type Flags struct {
 	conn *temporalconn.Flags
 
 	taskQueue, storeRoot, compression, metricsAddress  string
+	httpAddress, httpToken                             string
 	format                                             string
 	appendWindow, stopTimeout, identity, stickyTimeout string
 	maxConcurrentActivities, maxConcurrentWorkflowTask int
@@ -247,6 +268,8 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 	fs.IntVar(&f.maxConcurrentActivities, "max-concurrent-activities", 0, "maximum concurrent activity executions, 0 = SDK default (env "+EnvMaxConcurrentActivities+")")
 	fs.IntVar(&f.maxConcurrentWorkflowTask, "max-concurrent-workflow-tasks", 0, "maximum concurrent workflow task executions, 0 = SDK default (env "+EnvMaxConcurrentWorkflowTasks+")")
 	fs.StringVar(&f.metricsAddress, "metrics-address", DefaultMetricsAddress, "Prometheus /metrics listen address, empty = off (env "+EnvMetricsAddress+")")
+	fs.StringVar(&f.httpAddress, "http", "", "serve the session API over HTTP on this address, e.g. 8080 (127.0.0.1:8080) or 0.0.0.0:8080 (needs --http-token); empty = off (env "+EnvHTTP+")")
+	fs.StringVar(&f.httpToken, "http-token", "", "bearer token of the HTTP API, required on a non-loopback address (env "+EnvHTTPToken+")")
 	fs.StringVar(&f.stopTimeout, "stop-timeout", DefaultStopTimeout.String(), "how long shutdown waits for running activities (env "+EnvStopTimeout+")")
 	fs.StringVar(&f.stickyTimeout, "sticky-timeout", DefaultStickyTimeout.String(), "how long a workflow task waits on this worker's sticky queue before any worker may take it, 0 = "+DefaultStickyTimeout.String()+" (env "+EnvStickyTimeout+")")
 	fs.StringVar(&f.identity, "identity", "", "worker identity, default pid@host (env "+EnvIdentity+")")
@@ -314,6 +337,8 @@ func (f *Flags) Config(environ []string) (Config, error) {
 	cfg.TaskQueue, _ = pick("task-queue", EnvTaskQueue, f.taskQueue)
 	cfg.StoreRoot, _ = pick("store-root", EnvStoreRoot, f.storeRoot)
 	cfg.Identity, _ = pick("identity", EnvIdentity, f.identity)
+	cfg.HTTPAddress, _ = pick("http", EnvHTTP, f.httpAddress)
+	cfg.HTTPToken, _ = pick("http-token", EnvHTTPToken, f.httpToken)
 	compression, src := pick("compression", EnvCompression, f.compression)
 	if cfg.Compression, err = jsonl.ParseCompression(compression); err != nil {
 		return Config{}, fmt.Errorf("%s: %w", src, err)

@@ -243,3 +243,28 @@ func TestValidate(t *testing.T) {
 	bad.StopTimeout = -time.Second
 	assert.ErrorContains(t, bad.Validate(), "stop timeout")
 }
+
+// --http turns the HTTP API on (off by default); a non-loopback address
+// needs a token, from --http-token or the environment.
+func TestParseArgsHTTP(t *testing.T) {
+	cfg, err := ParseArgs(nil, isolated(t))
+	require.NoError(t, err)
+	assert.Empty(t, cfg.HTTPAddress, "off by default")
+
+	cfg, err = ParseArgs([]string{"--http", "8080"}, isolated(t))
+	require.NoError(t, err)
+	assert.Equal(t, "8080", cfg.HTTPAddress)
+	assert.Empty(t, cfg.HTTPToken)
+
+	_, err = ParseArgs([]string{"--http", "0.0.0.0:8080"}, isolated(t))
+	require.Error(t, err)
+	assert.Equal(t, "--http 0.0.0.0:8080: a bearer token is required to listen on an address that is not loopback (give --http-token or SESSIONFLOW_HTTP_TOKEN)", err.Error())
+
+	cfg, err = ParseArgs([]string{"--http", "0.0.0.0:8080"}, isolated(t, "SESSIONFLOW_HTTP_TOKEN=t0k"))
+	require.NoError(t, err)
+	assert.Equal(t, "t0k", cfg.HTTPToken)
+	cfg, err = ParseArgs([]string{"--http-token", "flag"}, isolated(t, "SESSIONFLOW_HTTP=9", "SESSIONFLOW_HTTP_TOKEN=env"))
+	require.NoError(t, err)
+	assert.Equal(t, "9", cfg.HTTPAddress)
+	assert.Equal(t, "flag", cfg.HTTPToken)
+}

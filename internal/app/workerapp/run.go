@@ -30,6 +30,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sessionflow/sessionflow/activities"
+	sfclient "github.com/sessionflow/sessionflow/client"
+	"github.com/sessionflow/sessionflow/httpapi"
 	"github.com/sessionflow/sessionflow/internal/app/telemetry"
 	"github.com/sessionflow/sessionflow/internal/app/temporalconn"
 	"github.com/sessionflow/sessionflow/jsonl"
@@ -99,6 +101,15 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		metricsAddr = addr
 	}
 
+	var httpLn net.Listener
+	if cfg.HTTPAddress != "" {
+		// Bound before anything starts: a taken port fails the start.
+		if httpLn, err = httpapi.Listen(cfg.HTTPAddress, cfg.HTTPToken); err != nil {
+			return err
+		}
+		defer httpLn.Close()
+	}
+
 	tr := cfg.Tracing
 	if tr == nil {
 		if tr, err = telemetry.New(ctx, telemetry.Options{ServiceName: "sessionflow-worker"}); err != nil {
@@ -165,11 +176,21 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("starting the worker: %w", err)
 	}
+	var httpAddr string
+	if httpLn != nil {
+		stop, err := serveHTTP(ctx, httpLn, store, c, cfg, namespace, logger)
+		if err != nil {
+			w.Stop()
+			return err
+		}
+		defer stop()
+		httpAddr = httpLn.Addr().String()
+	}
 	logger.Info("worker started",
 		"address", address, "namespace", namespace, "taskQueue", cfg.TaskQueue,
-		"storeRoot", cfg.StoreRoot, "compression", cfg.Compression, "metrics", metricsAddr)
+		"storeRoot", cfg.StoreRoot, "compression", cfg.Compression, "metrics", metricsAddr, "http", httpAddr)
 	if cfg.OnStarted != nil {
-		cfg.OnStarted(Started{Address: address, Namespace: namespace, TaskQueue: cfg.TaskQueue, MetricsAddr: metricsAddr, Client: c, Store: store})
+		cfg.OnStarted(Started{Address: address, Namespace: namespace, TaskQueue: cfg.TaskQueue, MetricsAddr: metricsAddr, HTTPAddr: httpAddr, Client: c, Store: store})
 	}
 
 	var runErr error
@@ -265,6 +286,30 @@ func serveMetrics(addr string, reg *prometheus.Registry, logger *slog.Logger) (f
 		<-done
 	}
 	return stop, ln.Addr().String(), nil
+}
+
+// serveHTTP serves the session API on ln over the worker's store and
+// client (docs/API.md, "HTTP API"). It returns the function that stops it:
+// its streams end and requests in flight get a few seconds.
+func serveHTTP(ctx context.Context, ln net.Listener, store *jsonl.Store, c client.Client, cfg Config, namespace string, logger *slog.Logger) (func(), error) {
+	api, err := httpapi.New(httpapi.Options{
+		Store:   store,
+		Control: sfclient.New(c, sfclient.Options{TaskQueue: cfg.TaskQueue, Namespace: namespace}),
+		Token:   cfg.HTTPToken,
+		Logger:  logger.With("component", "http"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := api.Serve(sctx, ln); err != nil {
+			logger.Error("the HTTP API failed", "error", err)
+		}
+	}()
+	return func() { cancel(); <-done }, nil
 }
 
 // ownPaths are the paths of cfg the built-in tools never reach: the store

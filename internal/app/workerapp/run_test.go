@@ -352,3 +352,15 @@ func TestRunFailsOnUnusableStoreRoot(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "opening the session store")
 }
+
+// A taken HTTP address fails the start before the worker polls.
+func TestRunFailsOnBusyHTTPAddress(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	cfg := testConfig(t, "busy-http")
+	cfg.HTTPAddress = ln.Addr().String()
+	err = Run(context.Background(), cfg, testLogger(t))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "listen for the HTTP API on "+ln.Addr().String())
+}
