@@ -148,6 +148,10 @@ func CreateSession(ctx workflow.Context, req CreateSessionRequest) (wire.Dispose
 // steps 1-5); start rolls back every failure it returns.
 func (l *lifecycle) prepareCreate(ctx workflow.Context, req CreateSessionRequest, set settings) error {
 	now := workflow.Now(ctx).UnixMilli()
+	req, point, err := l.resolveFork(ctx, req)
+	if err != nil {
+		return err
+	}
 	plan, err := planCreate(req, set, now)
 	if err != nil {
 		return err
@@ -184,7 +188,7 @@ func (l *lifecycle) prepareCreate(ctx workflow.Context, req CreateSessionRequest
 	if err := validateAgentOptions(req.AgentOptions); err != nil {
 		return err
 	}
-	l.agent.setOptions(req.AgentOptions, nil)
+	l.agent.setOptions(forkOptions(req.AgentOptions, point))
 	if err := l.aborts.check(); err != nil {
 		return err
 	}

@@ -175,3 +175,10 @@ const permissionsChange = "permission-pins"
 // approvals wait); workflows/turn_approval_test.go
 // (TestApprovalsWaitAcrossContinueAsNew) runs its path.
 const approvalParkChange = "approval-park"
+
+// forkAtTurnChange resolves a fork named by a turn (wire.ForkSeed AtTurn,
+// AtLastTurn) with the ResolveFork activity before the handle is created.
+// Only such a request reaches it; its marker is recorded by that request's
+// run, first in it.
+// Recorded in: fork-at-turn.json.
+const forkAtTurnChange = "fork-at-turn"
