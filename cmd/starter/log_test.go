@@ -71,8 +71,8 @@ func TestCreateListCat(t *testing.T) {
 			r = mustOK(t, logCmd(t, root, comp, "", "list"))
 			lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
 			require.Len(t, lines, 3)
-			require.Regexp(t, `^ID +CWD +CREATED +SIZE +PENDING +REVISION$`, lines[0])
-			require.Regexp(t, `^s1 +`+regexp.QuoteMeta(cwd)+` +\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z +`+fmt.Sprint(fi.Size())+` +false +\S+$`, lines[1])
+			require.Regexp(t, `^ID +CWD +CREATED +SIZE +PENDING +REVISION +PARENT$`, lines[0])
+			require.Regexp(t, `^s1 +`+regexp.QuoteMeta(cwd)+` +\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z +`+fmt.Sprint(fi.Size())+` +false +\S+ +p0$`, lines[1])
 			require.Regexp(t, `^s2 +- +`, lines[2])
 			require.Equal(t, strings.Index(lines[0], "CWD"), strings.Index(lines[1], cwd), "columns are aligned")
 

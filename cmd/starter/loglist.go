@@ -39,9 +39,10 @@ const listBlock = 64
 
 const logListLong = `List the sessions of the root as they are read, in the order of their
 directories (project directory, then session directory): id, cwd, creation
-time, log size in bytes, whether it is pending (created but never written)
-and its revision. A missing root lists nothing. The first rows come at once
-on a root of any size; columns are aligned in blocks of 64 rows.
+time, log size in bytes, whether it is pending (created but never written),
+its revision and its parent (the session it was forked from, the header's
+parentSession; "-" for none). A missing root lists nothing. The first rows
+come at once on a root of any size; columns are aligned in blocks of 64 rows.
 
 --json prints one JSON object per line, which also carries "formatVersion"
 (3, or 0 for a log of the published DeepSeek Harness) and "cursor".
@@ -139,7 +140,7 @@ func (j *jsonLinesWriter) finish(int, string) error { return nil }
 
 // tableWriter prints the table block by block. The first block decides
 // whether the table has an ERROR column; a damaged row of a later block
-// carries its error in a seventh column all the same.
+// carries its error in an eighth column all the same.
 type tableWriter struct {
 	w       io.Writer
 	tw      *tabwriter.Writer
@@ -174,7 +175,7 @@ func (t *tableWriter) flush() error {
 		for _, e := range t.pending {
 			t.damaged = t.damaged || e.Error != nil
 		}
-		header := "ID\tCWD\tCREATED\tSIZE\tPENDING\tREVISION"
+		header := "ID\tCWD\tCREATED\tSIZE\tPENDING\tREVISION\tPARENT"
 		if t.damaged {
 			header += "\tERROR"
 		}
@@ -187,14 +188,14 @@ func (t *tableWriter) flush() error {
 			if id == "" {
 				id = "-"
 			}
-			fmt.Fprintf(t.tw, "%s\t-\t-\t-\t-\t-\t%s\n", displayText(id), displayText(e.Error.Reason))
+			fmt.Fprintf(t.tw, "%s\t-\t-\t-\t-\t-\t-\t%s\n", displayText(id), displayText(e.Error.Reason))
 			continue
 		}
 		cwd := e.Cwd
 		if cwd == "" {
 			cwd = "-"
 		}
-		fmt.Fprintf(t.tw, "%s\t%s\t%s\t%d\t%t\t%s", displayText(e.ID), displayText(cwd), formatMillis(e.CreatedAt), e.Size, e.Pending, e.Revision)
+		fmt.Fprintf(t.tw, "%s\t%s\t%s\t%d\t%t\t%s\t%s", displayText(e.ID), displayText(cwd), formatMillis(e.CreatedAt), e.Size, e.Pending, e.Revision, displayText(orDash(e.ParentSession)))
 		if t.damaged {
 			fmt.Fprint(t.tw, "\t-")
 		}
