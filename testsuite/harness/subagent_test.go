@@ -133,3 +133,103 @@ func TestSubagentSnapshotsResumeWithTheirLineage(t *testing.T) {
 	}
 	t.Logf("%d delegated children resumed and continued (by depth %v, %d fork children)", len(children), depths, seeded)
 }
+
+// subagentVerdict is subagent.mjs's reading of one session.
+type subagentVerdict struct {
+	Meta       map[string]any  `json:"meta"`
+	Descriptor json.RawMessage `json:"descriptor"`
+	Seeded     []struct {
+		Type string          `json:"type"`
+		Data json.RawMessage `json:"data"`
+	} `json:"seeded"`
+	Error string `json:"error"`
+}
+
+// TestSubagentDescriptorsReadAsThePackageFoldsThem: for every delegated
+// child of the harness's snapshots, the subagent/descriptor sessionflow
+// reads from the log (the first one, as the package folds it) is the one
+// @deepseek-ai/dsh-subagent's foldSubagentDescriptor returns, of version 2
+// with its mode and provider; and the package's own writer of the event
+// (seedDescriptorTurn) stores exactly that data, so a child log sessionflow
+// writes with that event is one the harness identifies the same way.
+func TestSubagentDescriptorsReadAsThePackageFoldsThem(t *testing.T) {
+	var logs []map[string]string
+	err := filepath.WalkDir(corpusDir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".jsonl") {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if first, _, _ := strings.Cut(string(b), "\n"); strings.Contains(first, `"origin":"subagent"`) {
+			rel, _ := filepath.Rel(corpusDir, path)
+			abs, err := filepath.Abs(path)
+			if err != nil {
+				return err
+			}
+			logs = append(logs, map[string]string{"rel": filepath.ToSlash(rel), "path": abs})
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var restored []restoredLog
+	runScript(t, "restore.mjs", map[string]any{"cwd": corpusCwd, "outDir": t.TempDir(), "compressions": []string{"none"}, "logs": logs}, &restored)
+	var sessions []map[string]string
+	var children []restoredLog
+	for _, r := range restored {
+		if r.Events > 0 && r.Loaded {
+			children = append(children, r)
+			sessions = append(sessions, map[string]string{"root": copyOf(t, r.Root, ""), "compression": "none", "id": r.ID})
+		}
+	}
+	var verdicts []subagentVerdict
+	runScript(t, "subagent.mjs", map[string]any{"sessions": sessions}, &verdicts)
+	if len(verdicts) != len(children) {
+		t.Fatalf("subagent.mjs judged %d of %d sessions", len(verdicts), len(children))
+	}
+	withDescriptor := 0
+	for i, r := range children {
+		v := verdicts[i]
+		if v.Error != "" {
+			t.Fatalf("%s: the package: %s", r.Rel, v.Error)
+		}
+		_, events := readAll(t, openStore(t, r.Root, "none"), r.ID)
+		var ours json.RawMessage
+		for _, e := range events {
+			if e.Type == "subagent/descriptor" {
+				ours = json.RawMessage(e.Data)
+				break
+			}
+		}
+		if string(v.Descriptor) == "null" {
+			if ours != nil {
+				t.Fatalf("%s: sessionflow reads the descriptor %s, the package none", r.Rel, ours)
+			}
+			continue
+		}
+		withDescriptor++
+		var got, want map[string]any
+		if err := json.Unmarshal(ours, &got); err != nil {
+			t.Fatalf("%s: sessionflow's descriptor %s: %v", r.Rel, ours, err)
+		}
+		if err := json.Unmarshal(v.Descriptor, &want); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) || want["version"] != float64(2) || want["mode"] == nil || want["provider"] == nil {
+			t.Fatalf("%s: sessionflow reads the descriptor %s, the package folds %s", r.Rel, ours, v.Descriptor)
+		}
+		if len(v.Seeded) != 1 || v.Seeded[0].Type != "subagent/descriptor" {
+			t.Fatalf("%s: seedDescriptorTurn wrote %+v", r.Rel, v.Seeded)
+		}
+		var seeded map[string]any
+		if err := json.Unmarshal(v.Seeded[0].Data, &seeded); err != nil || !reflect.DeepEqual(seeded, want) {
+			t.Fatalf("%s: seedDescriptorTurn stores %s for the descriptor %s", r.Rel, v.Seeded[0].Data, v.Descriptor)
+		}
+	}
+	if withDescriptor < 15 {
+		t.Fatalf("%d children carry a descriptor, want the one-shot snapshots' (at least 15)", withDescriptor)
+	}
+}
