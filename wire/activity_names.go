@@ -39,9 +39,11 @@ const (
 	RepairName       = "Repair"
 	AppendBatchName  = "AppendBatch"
 	StoreSeedName    = "StoreSeed"
-	FlushName        = "Flush"
-	CloseHandleName  = "CloseHandle"
-	StatName         = "Stat"
+	// ResolveForkName resolves a fork's turn to the parent's prefix length.
+	ResolveForkName = "ResolveFork"
+	FlushName       = "Flush"
+	CloseHandleName = "CloseHandle"
+	StatName        = "Stat"
 )
 
 // Earlier activity names, still registered by RegisterLegacyNames so that

@@ -121,8 +121,25 @@ type SessionMeta struct {
 type ForkSeed struct {
 	// ParentSessionID is the session whose prefix is copied.
 	ParentSessionID string `json:"parentSessionId"`
-	// Count is the number of leading events copied.
+	// Count is the number of leading events copied. With AtTurn or
+	// AtLastTurn it must be 0: the workflow resolves it.
 	Count int64 `json:"count"`
+	// AtTurn, when positive, forks the parent at the end of its turn
+	// AtTurn: the prefix is the parent's events through that turn's
+	// turn/end, which must be stored (docs/API.md: Fork). The workflow
+	// resolves the count (the ResolveFork activity) and takes, where the
+	// request leaves them empty, the parent's cwd and the route and
+	// permission facts its prefix records.
+	AtTurn int64 `json:"atTurn,omitempty"`
+	// AtLastTurn forks the parent at the end of its last completed turn,
+	// as AtTurn does for a given turn.
+	AtLastTurn bool `json:"atLastTurn,omitempty"`
+}
+
+// Resolved reports whether the fork point is a turn the workflow resolves
+// (AtTurn or AtLastTurn) rather than a given Count.
+func (f *ForkSeed) Resolved() bool {
+	return f != nil && (f.AtTurn != 0 || f.AtLastTurn)
 }
 
 // AgentOptions are the agent options validated by the lifecycle.

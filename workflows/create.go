@@ -150,6 +150,10 @@ func CreateSession(ctx workflow.Context, req CreateSessionRequest) (wire.Dispose
 // steps 1-5); start rolls back every failure it returns.
 func (l *lifecycle) prepareCreate(ctx workflow.Context, req CreateSessionRequest, set settings) error {
 	now := workflow.Now(ctx).UnixMilli()
+	req, point, err := l.resolveFork(ctx, req)
+	if err != nil {
+		return err
+	}
 	plan, err := planCreate(req, set, now)
 	if err != nil {
 		return err
@@ -186,7 +190,8 @@ func (l *lifecycle) prepareCreate(ctx workflow.Context, req CreateSessionRequest
 	if err := validateAgentOptions(req.AgentOptions); err != nil {
 		return err
 	}
-	if err := l.agent.setOptions(req.AgentOptions, nil, hi.PermissionDefaults); err != nil {
+	opts, logged := forkOptions(req.AgentOptions, point)
+	if err := l.agent.setOptions(opts, logged, hi.PermissionDefaults); err != nil {
 		return err
 	}
 	if err := l.aborts.check(); err != nil {

@@ -215,3 +215,10 @@ const workerDefaultsChange = "worker-permission-defaults"
 // Recorded in: turn-approval.json; before:
 // legacy/turn-approval.before-policy-notice.json.
 const policyNoticeChange = "approval-policy-notice"
+
+// forkAtTurnChange resolves a fork named by a turn (wire.ForkSeed AtTurn,
+// AtLastTurn) with the ResolveFork activity before the handle is created.
+// Only such a request reaches it; its marker is recorded by that request's
+// run, first in it.
+// Recorded in: fork-at-turn.json.
+const forkAtTurnChange = "fork-at-turn"

@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/wire"
@@ -65,6 +66,10 @@ func TestLifecycleInputErrorsWithoutServer(t *testing.T) {
 		{[]string{"create", "--id", "a", "--seed", zeroTurnSeed}, `turn/start event (seq 0): data.turn must be a safe integer >= 1, got 0`},
 		{[]string{"create", "--id", "a", "--parent", "p", "--seed", noIDSeed}, `invalid session event at index 0 (seq 0, type "assistant/message"): crash repair could not read it: assistant/message event (seq 0): tool-call block 0 lacks "id"`},
 		{[]string{"resume"}, "--id is required"},
+		{[]string{"fork", "--new-id", "b"}, "--id is required"},
+		{[]string{"fork", "--id", "a"}, "--new-id is required: it names the new session"},
+		{[]string{"fork", "--id", "a", "--new-id", "a"}, "--new-id must name another session than --id"},
+		{[]string{"fork", "--id", "a", "--new-id", "b", "--at-turn", "-2"}, "--at-turn must be a turn (1 or more), got -2"},
 		{[]string{"append"}, "--id is required"},
 		{[]string{"append", "--id", "a", "--max-batch-bytes", "0"}, "--max-batch-bytes must be between 1 and 1048576, got 0"},
 		{[]string{"append", "--id", "a", "--max-batch-bytes", "1048577"}, "--max-batch-bytes must be between 1 and 1048576"},
@@ -359,4 +364,26 @@ func TestUnlockCommandWithoutTemporal(t *testing.T) {
 	// A never-written session is erased by the forfeit.
 	r = mustOK(t, runCLI(t, "", "unlock", "--id", "wf", "--root", root, "--compression", "none", "--force"))
 	require.Contains(t, r.stdout, `session "wf" was never written; it was erased`)
+}
+
+func TestForkRequest(t *testing.T) {
+	build := func(args ...string) client.ForkRequest {
+		t.Helper()
+		var in forkInput
+		cmd := newForkCmd(&app{})
+		require.NoError(t, cmd.Flags().Parse(args))
+		in.parent, _ = cmd.Flags().GetString("id")
+		in.newID, _ = cmd.Flags().GetString("new-id")
+		in.cwd, _ = cmd.Flags().GetString("cwd")
+		in.atTurn, _ = cmd.Flags().GetInt64("at-turn")
+		in.route.provider, _ = cmd.Flags().GetString("provider")
+		require.NoError(t, in.validate())
+		return in.request()
+	}
+	require.Equal(t, client.ForkRequest{ParentID: "s", NewID: "t", AtTurn: 3}, build("--id", "s", "--new-id", "t", "--at-turn", "3"))
+	require.Equal(t, client.ForkRequest{ParentID: "s", NewID: "t", AgentOptions: &wire.AgentOptions{Provider: "scripted"}},
+		build("--id", "s", "--new-id", "t", "--provider", "scripted"), "no --at-turn: the last completed turn")
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(wd, "x"), build("--id", "s", "--new-id", "t", "--cwd", "x").Cwd)
 }

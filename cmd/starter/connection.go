@@ -171,6 +171,7 @@ func newLifecycleCmds(a *app) []*cobra.Command {
 	return []*cobra.Command{
 		newCreateCmd(a),
 		newResumeCmd(a),
+		newForkCmd(a),
 		newAppendCmd(a),
 		newDisposeCmd(a),
 		newCancelCmd(a),

@@ -82,10 +82,10 @@ func TestLogCommandsConfineDamageToItsSession(t *testing.T) {
 					r := mustOK(t, logCmd(t, root, comp, "", "list"))
 					lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
 					require.Len(t, lines, 4)
-					require.Regexp(t, `^ID +CWD +CREATED +SIZE +PENDING +REVISION +ERROR$`, lines[0])
-					require.Regexp(t, `^bad +- +- +- +- +- +`+regexp.QuoteMeta(want)+`$`, lines[1])
-					require.Regexp(t, `^keep +- +\S+ +\d+ +false +\S+ +-$`, lines[2])
-					require.Regexp(t, `^new +- +\S+ +\d+ +false +\S+ +-$`, lines[3])
+					require.Regexp(t, `^ID +CWD +CREATED +SIZE +PENDING +REVISION +PARENT +ERROR$`, lines[0])
+					require.Regexp(t, `^bad +- +- +- +- +- +- +`+regexp.QuoteMeta(want)+`$`, lines[1])
+					require.Regexp(t, `^keep +- +\S+ +\d+ +false +\S+ +- +-$`, lines[2])
+					require.Regexp(t, `^new +- +\S+ +\d+ +false +\S+ +- +-$`, lines[3])
 				}()
 				select {
 				case <-done:

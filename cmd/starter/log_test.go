@@ -71,8 +71,8 @@ func TestCreateListCat(t *testing.T) {
 			r = mustOK(t, logCmd(t, root, comp, "", "list"))
 			lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
 			require.Len(t, lines, 3)
-			require.Regexp(t, `^ID +CWD +CREATED +SIZE +PENDING +REVISION$`, lines[0])
-			require.Regexp(t, `^s1 +`+regexp.QuoteMeta(cwd)+` +\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z +`+fmt.Sprint(fi.Size())+` +false +\S+$`, lines[1])
+			require.Regexp(t, `^ID +CWD +CREATED +SIZE +PENDING +REVISION +PARENT$`, lines[0])
+			require.Regexp(t, `^s1 +`+regexp.QuoteMeta(cwd)+` +\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z +`+fmt.Sprint(fi.Size())+` +false +\S+ +p0$`, lines[1])
 			require.Regexp(t, `^s2 +- +`, lines[2])
 			require.Equal(t, strings.Index(lines[0], "CWD"), strings.Index(lines[1], cwd), "columns are aligned")
 
@@ -302,4 +302,43 @@ func TestUnlockForceWrittenCreatedSessionKeepsIt(t *testing.T) {
 			require.Len(t, catLines(t, root, comp, "w"), 2)
 		})
 	}
+}
+
+// `log list --tree` prints each session under its parent; an orphan (its
+// parent not in the root) is at the top level, a parent cycle after the
+// others, each session once.
+func TestLogListTree(t *testing.T) {
+	root := t.TempDir()
+	for _, c := range [][]string{{"p", ""}, {"q", "gone"}, {"f", "p"}, {"g", "f"}, {"h", "p"}, {"x", "y"}, {"y", "x"}} {
+		args := []string{"create", "--id", c[0]}
+		if c[1] != "" {
+			args = append(args, "--parent", c[1])
+		}
+		mustOK(t, logCmd(t, root, "none", "", args[0], args[1:]...))
+	}
+	r := mustOK(t, logCmd(t, root, "none", "", "list", "--tree"))
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	require.Regexp(t, `^ID +CWD +CREATED +SIZE +PENDING +REVISION +PARENT$`, lines[0])
+	var got []string
+	for _, l := range lines[1:] {
+		id, rest, _ := strings.Cut(strings.TrimLeft(l, " "), " ")
+		fields := strings.Fields(rest)
+		got = append(got, strings.Repeat(".", len(l)-len(strings.TrimLeft(l, " ")))+id+"<"+fields[len(fields)-1])
+	}
+	require.Len(t, got, 7)
+	at := map[string]int{}
+	for i, g := range got {
+		at[strings.TrimLeft(strings.Split(g, "<")[0], ".")] = i
+	}
+	require.Equal(t, "p<-", got[at["p"]])
+	require.Equal(t, "..f<p", got[at["p"]+1], "f follows its parent, indented")
+	require.Equal(t, "....g<f", got[at["p"]+2])
+	require.Equal(t, "..h<p", got[at["p"]+3])
+	require.Equal(t, "q<gone", got[at["q"]], "an orphan is at the top level")
+	first, second := min(at["x"], at["y"]), max(at["x"], at["y"])
+	require.Equal(t, first+1, second, "a cycle is listed once, after the others: its first member, the other under it")
+	require.Equal(t, 5, first)
+	require.NotContains(t, got[first], ".")
+	require.True(t, strings.HasPrefix(got[second], ".."), got[second])
+	mustFail(t, logCmd(t, root, "none", "", "list", "--tree", "--json"), 1, "--tree takes no --json, --limit or --cursor")
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -31,6 +32,8 @@ type listEntry struct {
 	Error *jsonl.Problem `json:"error,omitempty"`
 	// Cursor resumes the listing after this entry (--cursor).
 	Cursor string `json:"cursor"`
+	// depth indents the id in the table of --tree.
+	depth int
 }
 
 // listBlock is the number of rows of `log list` aligned together: the
@@ -39,12 +42,18 @@ const listBlock = 64
 
 const logListLong = `List the sessions of the root as they are read, in the order of their
 directories (project directory, then session directory): id, cwd, creation
-time, log size in bytes, whether it is pending (created but never written)
-and its revision. A missing root lists nothing. The first rows come at once
-on a root of any size; columns are aligned in blocks of 64 rows.
+time, log size in bytes, whether it is pending (created but never written),
+its revision and its parent (the session it was forked from, the header's
+parentSession; "-" for none). A missing root lists nothing. The first rows
+come at once on a root of any size; columns are aligned in blocks of 64 rows.
 
 --json prints one JSON object per line, which also carries "formatVersion"
 (3, or 0 for a log of the published DeepSeek Harness) and "cursor".
+
+--tree reads the whole root first and prints each session under the session
+it was forked from, its id indented two spaces a generation (a session whose
+parent is not in the root is listed at the top level); it takes no --limit,
+--cursor or --json.
 
 Paging: --limit N stops after N rows; when more rows follow, the line
 "next page: --cursor <CURSOR>" goes to standard error. --cursor CURSOR lists
@@ -62,6 +71,7 @@ listed with its error, in an ERROR column (in --json, an "error" object with
 func newLogListCmd(a *app, sf *storeFlags) *cobra.Command {
 	var (
 		asJSON bool
+		tree   bool
 		limit  int
 		after  string
 	)
@@ -77,6 +87,25 @@ func newLogListCmd(a *app, sf *storeFlags) *cobra.Command {
 			st, err := a.openStore(sf)
 			if err != nil {
 				return err
+			}
+			if tree {
+				if asJSON || limit > 0 || after != "" {
+					return usageErrorf("--tree takes no --json, --limit or --cursor")
+				}
+				var all []listEntry
+				for row, err := range st.Rows(cmd.Context(), "") {
+					if err != nil {
+						return err
+					}
+					all = append(all, entryOf(row))
+				}
+				out := &tableWriter{w: a.stdout}
+				for _, e := range treeOrder(all) {
+					if err := out.row(e); err != nil {
+						return err
+					}
+				}
+				return out.finish(len(all), st.Root())
 			}
 			var out rowWriter = &tableWriter{w: a.stdout}
 			if asJSON {
@@ -105,6 +134,7 @@ func newLogListCmd(a *app, sf *storeFlags) *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per line")
 	cmd.Flags().IntVar(&limit, "limit", 0, "stop after N rows (0: no limit)")
 	cmd.Flags().StringVar(&after, "cursor", "", "list the rows after the row that carried this cursor")
+	cmd.Flags().BoolVar(&tree, "tree", false, "print each session under its parent, indented")
 	return cmd
 }
 
@@ -139,7 +169,7 @@ func (j *jsonLinesWriter) finish(int, string) error { return nil }
 
 // tableWriter prints the table block by block. The first block decides
 // whether the table has an ERROR column; a damaged row of a later block
-// carries its error in a seventh column all the same.
+// carries its error in an eighth column all the same.
 type tableWriter struct {
 	w       io.Writer
 	tw      *tabwriter.Writer
@@ -174,7 +204,7 @@ func (t *tableWriter) flush() error {
 		for _, e := range t.pending {
 			t.damaged = t.damaged || e.Error != nil
 		}
-		header := "ID\tCWD\tCREATED\tSIZE\tPENDING\tREVISION"
+		header := "ID\tCWD\tCREATED\tSIZE\tPENDING\tREVISION\tPARENT"
 		if t.damaged {
 			header += "\tERROR"
 		}
@@ -187,14 +217,14 @@ func (t *tableWriter) flush() error {
 			if id == "" {
 				id = "-"
 			}
-			fmt.Fprintf(t.tw, "%s\t-\t-\t-\t-\t-\t%s\n", displayText(id), displayText(e.Error.Reason))
+			fmt.Fprintf(t.tw, "%s\t-\t-\t-\t-\t-\t-\t%s\n", displayText(id), displayText(e.Error.Reason))
 			continue
 		}
 		cwd := e.Cwd
 		if cwd == "" {
 			cwd = "-"
 		}
-		fmt.Fprintf(t.tw, "%s\t%s\t%s\t%d\t%t\t%s", displayText(e.ID), displayText(cwd), formatMillis(e.CreatedAt), e.Size, e.Pending, e.Revision)
+		fmt.Fprintf(t.tw, "%s%s\t%s\t%s\t%d\t%t\t%s\t%s", strings.Repeat("  ", e.depth), displayText(e.ID), displayText(cwd), formatMillis(e.CreatedAt), e.Size, e.Pending, e.Revision, displayText(orDash(e.ParentSession)))
 		if t.damaged {
 			fmt.Fprint(t.tw, "\t-")
 		}
@@ -202,4 +232,50 @@ func (t *tableWriter) flush() error {
 	}
 	t.pending = t.pending[:0]
 	return t.tw.Flush()
+}
+
+// treeOrder returns entries in tree order: each session, then the sessions
+// whose parent it is (depth one more), depth first, in listing order. A
+// session whose parent is not listed (or a damaged entry) is at the top
+// level; a parent cycle, which no top-level session reaches, comes after
+// the others, from its first member in listing order. Each entry is
+// listed once.
+func treeOrder(entries []listEntry) []listEntry {
+	listed := map[string]bool{}
+	for _, e := range entries {
+		if e.Error == nil && e.ID != "" {
+			listed[e.ID] = true
+		}
+	}
+	children := map[string][]int{}
+	var roots []int
+	for i, e := range entries {
+		if e.Error == nil && e.ParentSession != "" && e.ParentSession != e.ID && listed[e.ParentSession] {
+			children[e.ParentSession] = append(children[e.ParentSession], i)
+			continue
+		}
+		roots = append(roots, i)
+	}
+	out := make([]listEntry, 0, len(entries))
+	seen := make([]bool, len(entries))
+	var walk func(i, depth int)
+	walk = func(i, depth int) {
+		if seen[i] {
+			return
+		}
+		seen[i] = true
+		e := entries[i]
+		e.depth = depth
+		out = append(out, e)
+		for _, c := range children[e.ID] {
+			walk(c, depth+1)
+		}
+	}
+	for _, r := range roots {
+		walk(r, 0)
+	}
+	for i := range entries {
+		walk(i, 0)
+	}
+	return out
 }

@@ -103,7 +103,7 @@ func TestLogListTableLimitAndBadCursor(t *testing.T) {
 	require.NoError(t, err, errOut)
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	require.Len(t, lines, 3)
-	require.Regexp(t, `^ID +CWD +CREATED +SIZE +PENDING +REVISION$`, lines[0])
+	require.Regexp(t, `^ID +CWD +CREATED +SIZE +PENDING +REVISION +PARENT$`, lines[0])
 	require.Regexp(t, `^a +- `, lines[1])
 	require.Regexp(t, `^b +- `, lines[2])
 	require.Equal(t, "next page: --cursor _no-cwd/b\n", errOut)
