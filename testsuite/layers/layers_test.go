@@ -25,6 +25,9 @@ var house = []rule{
 	{name: "lib", pkgs: ps("internal/lib/..."),
 		mayImport: nil,
 		why:       "helpers the lower layers use (randhex, wftrace)"},
+	{name: "web page", pkgs: ps("webui"),
+		mayImport: nil,
+		why:       "the web view's embedded page, which speaks only the HTTP API"},
 	// 2.
 	{name: "session", pkgs: ps("session"),
 		mayImport: ps("wire", "internal/lib/..."),
