@@ -95,6 +95,9 @@ type Client struct {
 	saRegistered bool
 }
 
+// Namespace returns the Temporal namespace the client was given (Options.Namespace).
+func (c *Client) Namespace() string { return c.opts.Namespace }
+
 // New returns a Client over c, which stays the caller's to close. Zero
 // options take their defaults.
 func New(c temporalclient.Client, opts Options) *Client {

@@ -2,7 +2,8 @@
 // API"; the route contract is httpapi/openapi.yaml, embedded and served at
 // GET /v1/openapi.yaml): the sessions of a store root with their state, a
 // session's stored events as JSON lines or as Server-Sent Events that keep
-// following the log, and the control calls (followup, steer, inject,
+// following the log, the live text of the running model call (package
+// livetext, read from the store's session directory), and the control calls (followup, steer, inject,
 // cancel, approvals, permissions, compact, dispose) passed to the session
 // workflows' Temporal updates through package client.
 //
@@ -20,6 +21,6 @@
 //
 // Layering (README.md, Architecture; testsuite/layers checks it): row 8,
 // beside the program wiring. Its production code may import wire,
-// internal/lib/..., session, jsonl/... and client; only programs (the
+// internal/lib/..., session, jsonl/..., livetext and client; only programs (the
 // worker, cmd/starter, internal/app/...) and tests import it.
 package httpapi

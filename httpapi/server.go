@@ -19,6 +19,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/livetext"
 	"github.com/sessionflow/sessionflow/wire"
 )
 
@@ -60,6 +61,14 @@ type Options struct {
 	Store *jsonl.Store
 	// Control passes the control calls to Temporal; nil answers them 503.
 	Control Control
+	// Live follows the live text of the sessions' running model calls;
+	// nil follows the store's live files (livetext.Source).
+	Live LiveSource
+	// Page, when set, serves every path outside /v1/: the web view
+	// (package webui). Its files hold no session data, so they are served
+	// without the token; the page asks for it and sends it with each API
+	// request.
+	Page http.Handler
 	// Token, when set, is the bearer token every request must carry.
 	Token string
 	// MaxStreams bounds the event streams open at once; a stream past it
@@ -123,6 +132,9 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.Live == nil {
+		opts.Live = livetext.Source{Store: opts.Store}
+	}
 	s := &Server{opts: opts, mux: http.NewServeMux(), streams: make(chan struct{}, opts.MaxStreams),
 		stop: make(chan struct{}), sums: newSummaryCache(summaryCacheSize)}
 	s.tokenH = sha256.Sum256([]byte(opts.Token))
@@ -144,6 +156,7 @@ func (s *Server) register() {
 		{"GET", "/v1/sessions", s.listSessions},
 		{"GET", "/v1/sessions/{id}", s.getSession},
 		{"GET", "/v1/sessions/{id}/events", s.events},
+		{"GET", "/v1/sessions/{id}/live", s.live},
 		{"POST", "/v1/sessions/{id}/messages", s.messages},
 		{"POST", "/v1/sessions/{id}/cancel", s.cancel},
 		{"GET", "/v1/sessions/{id}/approvals", s.approvals},
@@ -187,6 +200,14 @@ func (s *Server) Close() { s.once.Do(func() { close(s.stop) }) }
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if s.opts.Page != nil && r.URL.Path != "/v1" && !strings.HasPrefix(r.URL.Path, "/v1/") {
+		if s.opts.Token == "" && !loopbackHost(r.Host) {
+			writeError(w, http.StatusForbidden, TypeForbidden, fmt.Sprintf("host %q is not a loopback name; this server has no token and answers loopback requests only", r.Host), nil)
+			return
+		}
+		s.opts.Page.ServeHTTP(w, r)
+		return
+	}
 	if s.opts.Token != "" {
 		if !s.authorized(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="sessionflow"`)

@@ -188,6 +188,9 @@ func runDev(ctx context.Context, cfg workerapp.Config, o options, env map[string
 	// The dev server's state and its binary are the worker's own: no tool
 	// reaches them (D69).
 	cfg.Agent.DenyPaths = append(cfg.Agent.DenyPaths, devDir, srv.CLIPath())
+	if cfg.TemporalUI == "" {
+		cfg.TemporalUI = srv.UIURL()
+	}
 	cfg.Connection.Address = srv.Address()
 	cfg.Connection.APIKey = ""
 	cfg.Connection.TLS = nil

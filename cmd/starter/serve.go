@@ -8,6 +8,7 @@ import (
 
 	"github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/httpapi"
+	"github.com/sessionflow/sessionflow/webui"
 )
 
 const serveLong = `Serve the session API over HTTP (docs/API.md, "HTTP API"; the OpenAPI
@@ -28,7 +29,7 @@ The store is only read. It is opened in the encoding its marker records
 until interrupted (Ctrl-C, SIGTERM); open streams end then.`
 
 func newServeCmd(a *app) *cobra.Command {
-	var addr, token string
+	var addr, token, temporalUI string
 	sf := &storeFlags{}
 	var cf *connFlags
 	cmd := &cobra.Command{
@@ -60,7 +61,11 @@ func newServeCmd(a *app) *cobra.Command {
 			}
 			defer ln.Close()
 			return a.withClient(cmd, cf, func(ctx context.Context, c *client.Client) error {
-				api, err := httpapi.New(httpapi.Options{Store: st, Control: c, Token: token})
+				page, err := webui.Handler(webui.Options{TemporalUI: temporalUI, Namespace: c.Namespace()})
+				if err != nil {
+					return usageErrorf("--temporal-ui: %w", err)
+				}
+				api, err := httpapi.New(httpapi.Options{Store: st, Control: c, Token: token, Page: page})
 				if err != nil {
 					return err
 				}
@@ -70,6 +75,7 @@ func newServeCmd(a *app) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&addr, "http", "", "listen address: a bare port is 127.0.0.1:PORT; a non-loopback address needs --http-token")
+	cmd.Flags().StringVar(&temporalUI, "temporal-ui", "", "address of the Temporal Web UI the web view links each session's workflow to, e.g. http://localhost:8233")
 	cmd.Flags().StringVar(&token, "http-token", "", "bearer token every request must send (default $"+httpapi.EnvToken+")")
 	sf.addRoot(cmd.Flags(), "store root directory (default $"+envRoot+")")
 	cf = addConnFlags(cmd)

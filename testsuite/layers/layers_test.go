@@ -68,14 +68,14 @@ var house = []rule{
 		why:       "the session API over HTTP: the store read only, the control calls through the client"},
 	{name: "program", pkgs: ps("internal/app/...", "worker", "cmd/...", "bench/...", "deploy"),
 		mayImport: ps("wire", "internal/lib/...", "session", "jsonl/...", "livetext", "provider/...", "tool/...",
-			"activities", "agent", "workflows", "client", "httpapi"),
+			"activities", "agent", "workflows", "client", "httpapi", "webui"),
 		exceptions: []exception{{from: "cmd/soak", to: "testsuite/soak",
 			why: "cmd/soak is the command line of the soak, which lives in testsuite/soak"}},
 		why: "program wiring: worker assembly, servers, commands, benchmarks, deployment"},
 	// 9.
 	{name: "tests", pkgs: ps("testsuite/..."),
 		mayImport: ps("wire", "internal/lib/...", "session", "jsonl/...", "livetext", "provider/...", "tool/...",
-			"activities", "agent", "workflows", "client", "httpapi", "internal/app/...", "worker", "bench/...", "deploy"),
+			"activities", "agent", "workflows", "client", "httpapi", "webui", "internal/app/...", "worker", "bench/...", "deploy"),
 		why: "the suites, the recorded histories, the test harness"},
 }
 

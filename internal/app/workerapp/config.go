@@ -61,6 +61,7 @@ const (
 	EnvRuntimeContext             = "SESSIONFLOW_RUNTIME_CONTEXT"
 	EnvHTTP                       = "SESSIONFLOW_HTTP"
 	EnvHTTPToken                  = httpapi.EnvToken
+	EnvTemporalUI                 = "SESSIONFLOW_TEMPORAL_UI"
 )
 
 // Config configures Run.
@@ -106,6 +107,9 @@ type Config struct {
 	// HTTPToken is the bearer token of the HTTP API; required when
 	// HTTPAddress is not loopback.
 	HTTPToken string
+	// TemporalUI is the address of the Temporal Web UI the web view links
+	// sessions to (--temporal-ui; `worker --dev` sets its dev server's).
+	TemporalUI string
 	// StopTimeout is how long a graceful shutdown waits for running
 	// activities.
 	StopTimeout time.Duration
@@ -241,7 +245,7 @@ type Flags struct {
 	conn *temporalconn.Flags
 
 	taskQueue, storeRoot, compression, metricsAddress  string
-	httpAddress, httpToken                             string
+	httpAddress, httpToken, temporalUI                 string
 	format                                             string
 	appendWindow, stopTimeout, identity, stickyTimeout string
 	maxConcurrentActivities, maxConcurrentWorkflowTask int
@@ -269,6 +273,7 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 	fs.IntVar(&f.maxConcurrentWorkflowTask, "max-concurrent-workflow-tasks", 0, "maximum concurrent workflow task executions, 0 = SDK default (env "+EnvMaxConcurrentWorkflowTasks+")")
 	fs.StringVar(&f.metricsAddress, "metrics-address", DefaultMetricsAddress, "Prometheus /metrics listen address, empty = off (env "+EnvMetricsAddress+")")
 	fs.StringVar(&f.httpAddress, "http", "", "serve the session API over HTTP on this address, e.g. 8080 (127.0.0.1:8080) or 0.0.0.0:8080 (needs --http-token); empty = off (env "+EnvHTTP+")")
+	fs.StringVar(&f.temporalUI, "temporal-ui", "", "address of the Temporal Web UI the web view links each session's workflow to, e.g. http://localhost:8233; worker --dev sets its dev server's (env "+EnvTemporalUI+")")
 	fs.StringVar(&f.httpToken, "http-token", "", "bearer token of the HTTP API, required on a non-loopback address (env "+EnvHTTPToken+")")
 	fs.StringVar(&f.stopTimeout, "stop-timeout", DefaultStopTimeout.String(), "how long shutdown waits for running activities (env "+EnvStopTimeout+")")
 	fs.StringVar(&f.stickyTimeout, "sticky-timeout", DefaultStickyTimeout.String(), "how long a workflow task waits on this worker's sticky queue before any worker may take it, 0 = "+DefaultStickyTimeout.String()+" (env "+EnvStickyTimeout+")")
@@ -339,6 +344,7 @@ func (f *Flags) Config(environ []string) (Config, error) {
 	cfg.Identity, _ = pick("identity", EnvIdentity, f.identity)
 	cfg.HTTPAddress, _ = pick("http", EnvHTTP, f.httpAddress)
 	cfg.HTTPToken, _ = pick("http-token", EnvHTTPToken, f.httpToken)
+	cfg.TemporalUI, _ = pick("temporal-ui", EnvTemporalUI, f.temporalUI)
 	compression, src := pick("compression", EnvCompression, f.compression)
 	if cfg.Compression, err = jsonl.ParseCompression(compression); err != nil {
 		return Config{}, fmt.Errorf("%s: %w", src, err)

@@ -35,6 +35,7 @@ import (
 	"github.com/sessionflow/sessionflow/internal/app/telemetry"
 	"github.com/sessionflow/sessionflow/internal/app/temporalconn"
 	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/webui"
 	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
 )
@@ -292,7 +293,12 @@ func serveMetrics(addr string, reg *prometheus.Registry, logger *slog.Logger) (f
 // client (docs/API.md, "HTTP API"). It returns the function that stops it:
 // its streams end and requests in flight get a few seconds.
 func serveHTTP(ctx context.Context, ln net.Listener, store *jsonl.Store, c client.Client, cfg Config, namespace string, logger *slog.Logger) (func(), error) {
+	page, err := webui.Handler(webui.Options{TemporalUI: cfg.TemporalUI, Namespace: namespace})
+	if err != nil {
+		return nil, fmt.Errorf("--temporal-ui: %w", err)
+	}
 	api, err := httpapi.New(httpapi.Options{
+		Page:    page,
 		Store:   store,
 		Control: sfclient.New(c, sfclient.Options{TaskQueue: cfg.TaskQueue, Namespace: namespace}),
 		Token:   cfg.HTTPToken,
