@@ -56,7 +56,7 @@ func browser(t *testing.T, parent context.Context) context.Context {
 // artifacts directory.
 func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	require.NoError(t, err)
 	path := filepath.Join(artifactsDir(t), name+".png")
 	require.NoError(t, os.WriteFile(path, png, 0o644))

@@ -182,8 +182,9 @@ function sessionList(main) {
 // with op "=", "-" or "+", by the longest common subsequence (bounded:
 // files too large for it are shown as all removed then all added).
 function lineDiff(oldText, newText) {
-  const a = oldText === null ? [] : oldText.split("\n");
-  const b = newText.split("\n");
+  const lines = (t) => { const l = t.split("\n"); if (l.length > 1 && l[l.length - 1] === "") l.pop(); return l; };
+  const a = oldText === null ? [] : lines(oldText);
+  const b = lines(newText);
   if (a.length * b.length > 4e6) {
     return a.map((t) => ({ op: "-", text: t })).concat(b.map((t) => ({ op: "+", text: t })));
   }
@@ -300,11 +301,42 @@ function sessionView(main, id) {
     meta.replaceChildren(...kids);
   };
 
+  // alwaysRule is the allow rule "Always allow" asks for, as `starter
+  // approve --always` derives it: a command's first word (and its second
+  // when that is a plain word, not a flag), a written path's directory, or
+  // every call of another tool. null when the call gives none.
+  const SHELL = /[;&|<>()$`\\"'*?[\]#~=%{}\n\r\t!]/;
+  const alwaysRule = (a) => {
+    let args = null;
+    try { args = JSON.parse(a.arguments); } catch (_) { args = null; }
+    if (a.tool === "run_command") {
+      const words = (args && typeof args.command === "string" ? args.command : "").trim().split(/\s+/).filter(Boolean);
+      if (!words.length || SHELL.test(words[0])) return null;
+      const two = words.length > 1 && !words[1].startsWith("-") && !SHELL.test(words[1]);
+      return { tool: a.tool, commandPrefix: two ? `${words[0]} ${words[1]}` : words[0] };
+    }
+    if (a.tool === "write_file") {
+      const p = args && typeof args.path === "string" ? args.path : "";
+      if (!p || p.startsWith("/")) return null;
+      const parts = [];
+      for (const seg of p.split("/")) {
+        if (seg === "" || seg === ".") continue;
+        if (seg === "..") { if (!parts.length) return null; parts.pop(); } else parts.push(seg);
+      }
+      parts.pop();
+      return { tool: a.tool, pathPrefix: parts.length ? parts.join("/") : "." };
+    }
+    return a.tool ? { tool: a.tool } : null;
+  };
+
   const renderApprovals = (list) => {
     approvals.replaceChildren(...(list || []).map((a) => {
+      const rule = alwaysRule(a);
       const decide = async (outcome, remember) => {
+        const body = { outcome };
+        if (remember) body.remember = remember;
         try {
-          await api(`/sessions/${encodeURIComponent(id)}/approvals/${encodeURIComponent(a.id)}`, { method: "POST", body: { outcome, remember } });
+          await api(`/sessions/${encodeURIComponent(id)}/approvals/${encodeURIComponent(a.id)}`, { method: "POST", body });
           setStatus(`${a.tool}: ${outcome}`);
         } catch (err) { setStatus(`decide: ${err.message}`, true); }
         refresh();
@@ -315,9 +347,10 @@ function sessionView(main, id) {
         a.escalation ? el("div", { class: "why", text: `asks for ${a.escalation}` }) : null,
         a.deadlineMs ? el("div", { class: "why", text: `rejected automatically at ${new Date(a.deadlineMs).toLocaleString()}` }) : null,
         el("div", {},
-          el("button", { class: "primary", "data-testid": "approve", onclick: () => decide("allowed-once", false), text: "Approve" }),
-          el("button", { "data-testid": "approve-always", onclick: () => decide("allowed-once", true), text: "Always allow" }),
-          el("button", { class: "danger", "data-testid": "reject", onclick: () => decide("rejected", false), text: "Reject" })));
+          el("button", { class: "primary", "data-testid": "approve", onclick: () => decide("allowed-once", null), text: "Approve" }),
+          rule ? el("button", { "data-testid": "approve-always", title: `from now on allow ${rule.commandPrefix ? `commands starting "${rule.commandPrefix}"` : rule.pathPrefix ? `writes under ${rule.pathPrefix}` : `every ${rule.tool} call`}`,
+            onclick: () => decide("allowed-once", rule), text: "Always allow" }) : null,
+          el("button", { class: "danger", "data-testid": "reject", onclick: () => decide("rejected", null), text: "Reject" })));
     }));
   };
 
