@@ -143,8 +143,8 @@ func TestWebViewRunsATurnInARealBrowser(t *testing.T) {
 	waitJS(t, ctx, "the approval", `document.querySelector('[data-testid=approval][data-call="w1"]')?.innerText`, 60*time.Second)
 	got := waitJS(t, ctx, "the pending call", `document.querySelector('[data-testid=tool][data-call="w1"] [data-testid=tool-result]')?.innerText`, 10*time.Second)
 	require.Equal(t, "running…", got)
-	require.Contains(t, waitJS(t, ctx, "the diff", `document.querySelector('[data-testid=tool][data-call="w1"] [data-testid=diff]')?.innerText`, 10*time.Second),
-		"new file notes.txt\n+ alpha\n+ beta\n")
+	require.Equal(t, "new file notes.txt\n+ alpha\n+ beta",
+		waitJS(t, ctx, "the diff", `document.querySelector('[data-testid=tool][data-call="w1"] [data-testid=diff]')?.innerText`, 10*time.Second))
 	_, err = os.Stat(filepath.Join(project, "notes.txt"))
 	require.True(t, os.IsNotExist(err), "the file was written before it was approved")
 	screenshot(t, ctx, "2-approval")
