@@ -139,6 +139,16 @@ func (c *toolCall) run(ctx context.Context) (ToolOutcome, error) {
 	)
 	if p.result != nil {
 		res = stagedResult{Result: p.result}
+	} else if in.Subagent != nil {
+		var start *SubagentStart
+		if res, staged, start, err = c.subagentStep(ctx, block, key, callSeq, p.created); err != nil {
+			return ToolOutcome{}, err
+		}
+		if start != nil {
+			// Accepted: the workflow starts the child; the result comes
+			// with the Finish step.
+			return ToolOutcome{CallSeq: callSeq, NextSeq: next, Subagent: start}, nil
+		}
 	} else if res, staged, err = c.stagedOrRun(ctx, block, key, p.created, p.mode); err != nil {
 		return ToolOutcome{}, err
 	}
@@ -404,6 +414,12 @@ func (c *toolCall) commitLast(ctx context.Context, res stagedResult) (done bool,
 
 // execute runs the tool, heartbeating while it runs.
 func (c *toolCall) execute(ctx context.Context, block wire.ContentBlock, mode string) tool.Result {
+	return c.run1(ctx, block, mode, nil)
+}
+
+// run1 runs the tool with the delegation d (nil for a caller that starts
+// no children), heartbeating while it runs.
+func (c *toolCall) run1(ctx context.Context, block wire.ContentBlock, mode string, d *tool.Delegation) tool.Result {
 	a := c.a
 	args, err := argumentsText(block.Arguments)
 	if err != nil {
@@ -415,7 +431,7 @@ func (c *toolCall) execute(ctx context.Context, block wire.ContentBlock, mode st
 	defer a.Runtime.Heartbeat(ctx, nil).Stop()
 	res := a.Tools.Execute(ctx, block.Name, tool.Call{
 		SessionID: c.in.Ref.SessionID, CallID: block.ID, Cwd: c.h.Header().Cwd, Arguments: json.RawMessage(args),
-		SandboxMode: mode, NetworkAccess: c.in.NetworkAccess,
+		SandboxMode: mode, NetworkAccess: c.in.NetworkAccess, Delegation: d,
 	})
 	a.traceToolRun(ctx, args, res)
 	return res

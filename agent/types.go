@@ -109,6 +109,43 @@ type ToolInput struct {
 	// Approval gates the call (nil: it runs without asking, as before
 	// approvals existed).
 	Approval *ToolApproval `json:"approval,omitempty"`
+	// Subagent makes the activity a step of a delegation the workflow
+	// runs as a child session (tool.SubagentName; nil: the tool runs in
+	// the activity).
+	Subagent *SubagentStep `json:"subagent,omitempty"`
+}
+
+// SubagentStep is a step of a subagent call (docs/API.md "Subagents").
+// Without Finish, RunTool records the call and plans the child: an
+// accepted call returns ToolOutcome.Subagent and stores no result, a
+// refused one (bad arguments, the depth limit) stores its IsError result.
+// With Finish, RunTool stores the child's answer as the call's result.
+type SubagentStep struct {
+	Finish *SubagentFinish `json:"finish,omitempty"`
+}
+
+// SubagentFinish is how the child of a subagent call ended.
+type SubagentFinish struct {
+	// ChildSessionID is the child session, whose log holds its answer.
+	ChildSessionID string `json:"childSessionId"`
+	// Reason is how the child's turn ended; nil when the child ended
+	// without one (Failure says why).
+	Reason *wire.TurnEndReason `json:"reason,omitempty"`
+	// Failure is the child run's failure when it did not end its turn.
+	Failure string `json:"failure,omitempty"`
+}
+
+// SubagentStart is an accepted subagent call: the child session to start.
+type SubagentStart struct {
+	// ChildSessionID is the child's session id, derived from the parent's
+	// id and the call's tool/call seq: a retried step plans the same child.
+	ChildSessionID string `json:"childSessionId"`
+	// Prompt is the child's task, its first user message.
+	Prompt string `json:"prompt"`
+	// Label is the call's short description (the child's descriptor label).
+	Label string `json:"label"`
+	// Depth is the child's delegation depth.
+	Depth int64 `json:"depth"`
 }
 
 // ToolOutcome is what RunTool returns: seqs and the result's class.
@@ -127,6 +164,9 @@ type ToolOutcome struct {
 	// Asked is set when the call waits for the user's approval: its
 	// tool/call and approval/asked are stored, nothing else.
 	Asked *AskedApproval `json:"asked,omitempty"`
+	// Subagent is set when a subagent call was accepted: its tool/call is
+	// stored, and the child it names is the workflow's to start.
+	Subagent *SubagentStart `json:"subagent,omitempty"`
 }
 
 // EndTurnInput is the input of EndTurn: close the turn, its open step and

@@ -73,6 +73,10 @@ type Call struct {
 	// NetworkAccess lets run_command's commands open TCP connections and
 	// listen in the confined modes.
 	NetworkAccess bool
+	// Delegation is set when the caller can start child sessions: the
+	// subagent tool reads the caller's depth from it and plans the child
+	// there (Subagent).
+	Delegation *Delegation
 }
 
 // Result is what a call produced.

@@ -65,4 +65,18 @@ const (
 	// TypeApprovalRules holds a session's allow rules (the last one is in
 	// effect); sessionflow's own, stored ignorable.
 	TypeApprovalRules = "approval/rules"
+	// TypeSubagentDescriptor describes a child session's delegation,
+	// stored in its first turn before its first step.
+	TypeSubagentDescriptor = "subagent/descriptor"
 )
+
+// SubagentToolName is the model-facing name of the delegation tool
+// (docs/API.md "Subagents").
+const SubagentToolName = "subagent"
+
+// SubagentProviderSpawn is the descriptor provider of a fresh child.
+const SubagentProviderSpawn = "spawn"
+
+// SourceDelegation is the source of the permission facts a parent pins
+// in its child's log.
+const SourceDelegation = "delegation"

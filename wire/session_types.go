@@ -306,6 +306,37 @@ type CreateSessionRequestOf[E any] struct {
 	Hooks
 	// Options tunes the workflow.
 	Options *Options `json:"options,omitempty"`
+	// Subagent makes the session a one-shot child of a subagent call
+	// (docs/API.md "Subagents"): it runs one turn on the task's prompt,
+	// then disposes itself, and its result says how the turn ended.
+	Subagent *SubagentTask `json:"subagent,omitempty"`
+}
+
+// SubagentTask is the task of a one-shot child session, started by its
+// parent's subagent call.
+type SubagentTask struct {
+	// Prompt is the child's first and only user message.
+	Prompt string `json:"prompt"`
+	// Label is the call's short description: the subagent/descriptor's
+	// label (omitted when empty).
+	Label string `json:"label,omitempty"`
+	// Provider is the descriptor's provider: "spawn" (a fresh child).
+	Provider string `json:"provider"`
+	// SandboxMode, when set, is the parent's explicit sandbox mode,
+	// stored as the child's sandbox/mode with source "delegation".
+	SandboxMode string `json:"sandboxMode,omitempty"`
+	// ApprovalPolicy is the child's approval policy, stored with source
+	// "delegation": "never" under the harness's delegation rule.
+	ApprovalPolicy string `json:"approvalPolicy"`
+}
+
+// SubagentEnd is how a one-shot child's turn ended: the parent stores the
+// child's answer (or its failure) as the call's result.
+type SubagentEnd struct {
+	// Turn is the child's turn.
+	Turn int64 `json:"turn"`
+	// Reason is the turn's end reason.
+	Reason TurnEndReason `json:"reason"`
 }
 
 // ResumeSessionRequest is the input of ResumeSession (LIFECYCLE.md §5).
@@ -432,6 +463,9 @@ type AppendResult struct {
 type DisposeResult struct {
 	// NextSeq is the stored cursor at disposal.
 	NextSeq int64 `json:"nextSeq"`
+	// Subagent is how a one-shot child's turn ended (nil for any other
+	// session, or a child disposed before its turn ended).
+	Subagent *SubagentEnd `json:"subagent,omitempty"`
 }
 
 // SetupInput is the input of the setup and commit hooks.

@@ -189,6 +189,9 @@ type CallState struct {
 	// IsError and Code classify a done call's result.
 	IsError bool   `json:"isError,omitempty"`
 	Code    string `json:"code,omitempty"`
+	// ChildSessionID is the child session a subagent call runs, once
+	// started (docs/API.md "Subagents").
+	ChildSessionID string `json:"childSessionId,omitempty"`
 }
 
 // UpdateWaitTurn waits for a turn to end (a WaitTurnRequest); it returns

@@ -194,6 +194,11 @@ func (l *lifecycle) prepareCreate(ctx workflow.Context, req CreateSessionRequest
 	if err := l.agent.setOptions(opts, logged, hi.PermissionDefaults); err != nil {
 		return err
 	}
+	if req.Subagent != nil {
+		if err := l.agent.delegation(req.Subagent); err != nil {
+			return err
+		}
+	}
 	if err := l.aborts.check(); err != nil {
 		return err
 	}

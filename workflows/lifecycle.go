@@ -183,7 +183,7 @@ func (l *lifecycle) goLive() (wire.DisposeResult, error) {
 	l.saga.clear()
 	l.phase.goLive(l.sessionInfo())
 	info := workflow.GetInfo(l.ctx)
-	if p := info.ParentWorkflowExecution; p != nil {
+	if p := info.ParentWorkflowExecution; p != nil && l.agent.delegated == nil {
 		notice := wire.ReadyNotice{SessionID: l.id, RunID: info.WorkflowExecution.RunID}
 		workflow.Go(l.dctx, func(gctx workflow.Context) {
 			name := sentName(gctx, wire.SignalSessionReady, wire.LegacySignalSessionReady)
@@ -246,9 +246,14 @@ func (l *lifecycle) chooseHandle() wire.HandleRef {
 }
 
 // requestDispose asks a live session to dispose: a running turn ends
-// first, aborted with cause "disposed".
+// first, aborted with cause "disposed" (a one-shot child cancelled by its
+// parent: "parent").
 func (l *lifecycle) requestDispose() {
 	if l.phase.requestDispose() {
-		l.agent.cancelTurn(wire.CauseDisposed)
+		cause := wire.CauseDisposed
+		if l.agent.delegated != nil && l.ctx.Err() != nil {
+			cause = wire.CauseParent
+		}
+		l.agent.cancelTurn(cause)
 	}
 }

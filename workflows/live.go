@@ -160,6 +160,10 @@ func (l *lifecycle) runLive() (wire.DisposeResult, error) {
 			l.agent.runCompaction()
 		case l.agent.turnDue():
 			l.agent.runTurn()
+			if l.agent.oneShotDone() {
+				// A one-shot child's turn has ended: it disposes itself.
+				l.requestDispose()
+			}
 		case l.canDue() && l.agent.releaseDue():
 			// Waits for a turn still to come are answered before the run
 			// continues as new; their clients send them again.
@@ -204,6 +208,7 @@ func (l *lifecycle) liveState() LiveState {
 		Permissions:         &perm,
 		Settled:             slices.Clone(l.agent.settled),
 		Parked:              l.agent.parked,
+		Delegated:           l.agent.delegated,
 	}
 }
 
@@ -231,7 +236,7 @@ func (l *lifecycle) dispose() (wire.DisposeResult, error) {
 	l.phase.enter(wire.PhaseClosed)
 	l.phase.disposed(aggregate(l.id, errs))
 	awaitHandlers(l.dctx)
-	return wire.DisposeResult{NextSeq: l.log.nextSeq}, l.phase.disposeErr
+	return wire.DisposeResult{NextSeq: l.log.nextSeq, Subagent: l.agent.delegatedEnd}, l.phase.disposeErr
 }
 
 // LiveSession continues a live session after continue-as-new: it owns the

@@ -59,6 +59,14 @@ func (l *lifecycle) initialize(eventCount int64, storeSuffix func(extra []sessio
 		}
 		extra = append(slices.Clone(extra), pins...)
 	}
+	if l.agent.delegated != nil {
+		// A one-shot child's prompt, as the harness stores it.
+		in, err := l.agent.delegatedInput(eventCount+int64(len(extra)), workflow.Now(l.dctx).UnixMilli())
+		if err != nil {
+			return err
+		}
+		extra = append(slices.Clone(extra), in...)
+	}
 	if err := storeSuffix(extra); err != nil {
 		return err
 	}

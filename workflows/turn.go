@@ -87,6 +87,11 @@ type agentLoop struct {
 	settled      []SettledApproval
 	decideReqs   decodedRequests[wire.DecideRequest]
 	permReqs     decodedRequests[wire.SetPermissionsRequest]
+
+	// delegated is the task of a one-shot child (subagent.go);
+	// delegatedEnd how its turn ended, once it has.
+	delegated    *wire.SubagentTask
+	delegatedEnd *wire.SubagentEnd
 }
 
 // turnRun is the running turn: its steps, the calls of the running step,
@@ -189,6 +194,7 @@ func (a *agentLoop) restore(state LiveState) {
 	}
 	a.inbox.restore(state.Inbox)
 	a.recent = slices.Clone(state.RecentTurns)
+	a.delegated = state.Delegated
 }
 
 // seedRecent starts a resumed session's recent turns with the log's latest
@@ -304,6 +310,9 @@ func (a *agentLoop) runTurn() {
 	}
 	t.end(reason)
 	a.turn = nil
+	if a.delegated != nil && a.delegatedEnd == nil {
+		a.delegatedEnd = &wire.SubagentEnd{Turn: t.summary.Turn, Reason: reason}
+	}
 	a.recent = append(a.recent, t.summary)
 	if n := len(a.recent); n > recentTurns {
 		a.recent = slices.Clone(a.recent[n-recentTurns:])

@@ -116,9 +116,14 @@ func (t *turnRun) runTools(step int64, res agent.ModelResult) toolsOutcome {
 			g.Decision = d
 			in.Approval = g
 		}
+		base := in
+		if a.isSubagentCall(c) {
+			in.Subagent = &agent.SubagentStep{}
+		}
 		f := workflow.ExecuteActivity(a.act(ctx, turnLabel(t.summary.Turn)+" · "+toolLabel(c.Name, c.Hint)), wire.RunToolActivity, in)
 		parallel := c.Parallel
 		t.calls[idx].State = wire.CallRunning
+		var finish func(o agent.ToolOutcome, err error)
 		sel.AddFuture(f, func(f workflow.Future) {
 			var o agent.ToolOutcome
 			err := f.Get(a.dctx, &o)
@@ -129,6 +134,19 @@ func (t *turnRun) runTools(step int64, res agent.ModelResult) toolsOutcome {
 				t.await(callsCtx, sel, idx, step, t.calls[idx], o.Asked)
 				return
 			}
+			if err == nil && o.Subagent != nil {
+				// An accepted subagent call: its child runs, holding the
+				// call's place; a cancel before it started leaves the
+				// call to the turn's end.
+				a.log.follow(o.NextSeq)
+				if !aborted {
+					t.delegate(callsCtx, sel, idx, base, *o.Subagent, finish)
+					return
+				}
+			}
+			finish(o, err)
+		})
+		finish = func(o agent.ToolOutcome, err error) {
 			inFlight--
 			if !parallel {
 				exclusive = false
@@ -146,16 +164,17 @@ func (t *turnRun) runTools(step int64, res agent.ModelResult) toolsOutcome {
 				}
 				return
 			}
-			if o.Asked != nil {
-				// Asked while the turn was being cancelled: the turn's end
-				// settles the question.
+			if o.Asked != nil || o.Subagent != nil {
+				// Asked, or a child planned, while the turn was being
+				// cancelled: the turn's end settles the question and
+				// closes the call.
 				t.calls[idx].State = wire.CallSkipped
 				a.log.follow(o.NextSeq)
 				return
 			}
 			t.calls[idx].State, t.calls[idx].IsError, t.calls[idx].Code = wire.CallDone, o.IsError, o.Code
 			a.log.follow(o.NextSeq)
-		})
+		}
 	}
 	// Parking: once every call in the pool waits for its approval and the
 	// run is due to continue as new, the turn parks (ParkedTurn).

@@ -114,6 +114,13 @@ steps:
 						return end, err
 					}
 				}
+				if a.delegated != nil && turn == 1 && step == 1 {
+					// A one-shot child's descriptor, in its first turn
+					// before its first step (the harness's order).
+					if err := add(wire.TypeSubagentDescriptor, a.descriptor(), false); err != nil {
+						return end, err
+					}
+				}
 				if err := add(wire.TypeStepStart, wire.StepStart{Turn: turn, Step: step}, false); err != nil {
 					return end, err
 				}

@@ -45,6 +45,9 @@ type LiveState struct {
 	// Parked is the turn the run continued as new in, its calls waiting
 	// for approvals; the next run goes on with it.
 	Parked *ParkedTurn `json:"parked,omitempty"`
+	// Delegated is the task of a one-shot child session (a subagent call's
+	// child), carried until its turn ends and it disposes itself.
+	Delegated *wire.SubagentTask `json:"delegated,omitempty"`
 }
 
 // ParkedTurn is a turn carried across continue-as-new while its step's

@@ -222,3 +222,12 @@ const policyNoticeChange = "approval-policy-notice"
 // run, first in it.
 // Recorded in: fork-at-turn.json.
 const forkAtTurnChange = "fork-at-turn"
+
+// subagentToolChange runs a call of the subagent tool
+// (wire.SubagentToolName) as a one-shot child session (D119): a RunTool
+// records and plans the call, a child CreateSession runs the task, and a
+// second RunTool stores the child's answer as the call's result. Earlier
+// runs ran the call as any tool's. Asked by the first subagent call of a
+// run.
+// Recorded in: turn-subagent.json.
+const subagentToolChange = "subagent-tool"

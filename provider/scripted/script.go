@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/sessionflow/sessionflow/provider"
@@ -37,6 +38,28 @@ type Script struct {
 	// Responses are the model's responses; response i answers a request
 	// whose conversation holds i assistant messages.
 	Responses []Response `json:"responses"`
+	// Branches answer the conversations they match in place of
+	// Responses: the first branch whose When the text of the
+	// conversation's first user message contains (a child session's task,
+	// say) answers with its own responses, indexed the same way.
+	Branches []Branch `json:"branches,omitempty"`
+}
+
+// Branch is the script of the conversations whose first user message
+// contains When.
+type Branch struct {
+	// When is the text the first user message must contain (non-empty).
+	When string `json:"when"`
+	// Loop and Responses are as Script's.
+	Loop      bool       `json:"loop,omitempty"`
+	Responses []Response `json:"responses"`
+}
+
+// WithBranch returns s with a branch answering the conversations whose
+// first user message contains when.
+func (s Script) WithBranch(when string, responses ...Response) Script {
+	s.Branches = append(slices.Clone(s.Branches), Branch{When: when, Responses: responses})
+	return s
 }
 
 // Response is one scripted model response. It streams, in order: the
@@ -256,6 +279,19 @@ func validate(s Script) error {
 	for i, r := range s.Responses {
 		if err := validateResponse(r); err != nil {
 			return fmt.Errorf("%w: response %d: %w", ErrInvalidScript, i, err)
+		}
+	}
+	for i, b := range s.Branches {
+		if b.When == "" {
+			return fmt.Errorf("%w: branch %d: when must not be empty", ErrInvalidScript, i)
+		}
+		if b.Loop && len(b.Responses) == 0 {
+			return fmt.Errorf("%w: branch %d: a looping branch needs at least one response", ErrInvalidScript, i)
+		}
+		for j, r := range b.Responses {
+			if err := validateResponse(r); err != nil {
+				return fmt.Errorf("%w: branch %d: response %d: %w", ErrInvalidScript, i, j, err)
+			}
 		}
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -137,15 +138,16 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request) iter.Seq2[p
 			}
 		} else {
 			index = ResponseIndex(req)
-			n := len(p.script.Responses)
-			if index >= n && !p.script.Loop {
+			responses, loop := p.script.responsesFor(req)
+			n := len(responses)
+			if index >= n && !loop {
 				yield(provider.Chunk{}, &provider.Error{
 					Code:    "SCRIPT_EXHAUSTED",
 					Message: fmt.Sprintf("script exhausted: response %d requested, the script has %d", index, n),
 				})
 				return
 			}
-			r = &p.script.Responses[index%n]
+			r = &responses[index%n]
 		}
 		attempt := p.countAttempt(req.SessionID, index)
 		s := streamer{ctx: ctx, done: ctx.Done(), yield: yield, failAt: -1, stallAt: -1}
@@ -327,4 +329,30 @@ func split(s string, size int, fn func(string) bool) bool {
 		s = s[end:]
 	}
 	return true
+}
+
+// responsesFor returns the responses answering req: those of the first
+// branch its first user message matches, else the script's.
+func (s Script) responsesFor(req provider.Request) ([]Response, bool) {
+	if len(s.Branches) == 0 {
+		return s.Responses, s.Loop
+	}
+	var first string
+	for _, m := range req.Messages {
+		if m.Role != provider.RoleUser {
+			continue
+		}
+		for _, b := range m.Content {
+			if b.Type == provider.BlockText {
+				first += b.Text
+			}
+		}
+		break
+	}
+	for _, b := range s.Branches {
+		if strings.Contains(first, b.When) {
+			return b.Responses, b.Loop
+		}
+	}
+	return s.Responses, s.Loop
 }

@@ -25,6 +25,11 @@ type AgentConfig struct {
 	SystemPrompt string
 	// EnableRunCommand offers the run_command tool.
 	EnableRunCommand bool
+	// SubagentMaxDepth configures the subagent tool (--subagent-max-depth;
+	// docs/API.md "Subagents"): nil offers it with
+	// tool.DefaultSubagentMaxDepth, a negative value does not offer it, 0
+	// offers it refusing every delegation.
+	SubagentMaxDepth *int
 	// RuntimeContext stores the harness's runtime-context snapshot before
 	// model requests (agent.Activities.RuntimeContext; --runtime-context).
 	RuntimeContext bool
@@ -86,6 +91,13 @@ func AgentActivities(rt *activities.Runtime, cfg AgentConfig) (*agent.Activities
 	}
 	deny := append([]string{cfg.ProviderScript, cfg.MCPConfig}, cfg.DenyPaths...)
 	tools := append(tool.Builtins(tool.BuiltinOptions{RunCommand: cfg.EnableRunCommand, Deny: deny}), cfg.Tools...)
+	depth := tool.DefaultSubagentMaxDepth
+	if cfg.SubagentMaxDepth != nil {
+		depth = *cfg.SubagentMaxDepth
+	}
+	if depth >= 0 {
+		tools = append(tools, tool.Subagent(tool.SubagentOptions{MaxDepth: depth}))
+	}
 	reg, err := tool.NewRegistry(tools...)
 	if err != nil {
 		return nil, fmt.Errorf("the agent's tools: %w", err)

@@ -20,6 +20,7 @@ import (
 	"github.com/sessionflow/sessionflow/internal/app/telemetry"
 	"github.com/sessionflow/sessionflow/internal/app/temporalconn"
 	"github.com/sessionflow/sessionflow/jsonl"
+	"github.com/sessionflow/sessionflow/tool"
 )
 
 // Defaults of Config.
@@ -59,6 +60,7 @@ const (
 	EnvTraceContent               = "SESSIONFLOW_TRACE_CONTENT"
 	EnvToolDeny                   = "SESSIONFLOW_TOOL_DENY"
 	EnvRuntimeContext             = "SESSIONFLOW_RUNTIME_CONTEXT"
+	EnvSubagentMaxDepth           = "SESSIONFLOW_SUBAGENT_MAX_DEPTH"
 	EnvHTTP                       = "SESSIONFLOW_HTTP"
 	EnvHTTPToken                  = httpapi.EnvToken
 	EnvTemporalUI                 = "SESSIONFLOW_TEMPORAL_UI"
@@ -251,6 +253,7 @@ type Flags struct {
 	maxConcurrentActivities, maxConcurrentWorkflowTask int
 	providerScript, systemPrompt, toolDeny             string
 	enableRunCommand, traceContent, runtimeContext     bool
+	subagentMaxDepth                                   int
 	anthropic                                          *anthropicFlags
 	openai                                             *openAIFlags
 	mcp                                                *mcpFlags
@@ -281,6 +284,7 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.providerScript, "provider-script", "", "JSON script of the scripted model provider, offered as provider \"scripted\" (env "+EnvProviderScript+")")
 	fs.StringVar(&f.systemPrompt, "system-prompt", "", "system prompt of every model call (env "+EnvSystemPrompt+")")
 	fs.BoolVar(&f.enableRunCommand, "enable-run-command", false, "offer the run_command tool (runs sh -c in the session's cwd, confined by the session's sandbox mode) (env "+EnvEnableRunCommand+")")
+	fs.IntVar(&f.subagentMaxDepth, "subagent-max-depth", tool.DefaultSubagentMaxDepth, "deepest child session the subagent tool starts (a child at that depth may not delegate again); 0 = the tool refuses every delegation, -1 = no subagent tool (env "+EnvSubagentMaxDepth+")")
 	fs.BoolVar(&f.runtimeContext, "runtime-context", false, "store the harness's runtime context (the session's file policy and approval policy) as a user/message before a model request when the log does not hold it, as the harness does (env "+EnvRuntimeContext+")")
 	fs.StringVar(&f.toolDeny, "tool-deny", "", "comma-separated paths the file tools never reach and run_command never runs in, beside the store root, the dev server's state and the worker's own files (env "+EnvToolDeny+")")
 	f.anthropic = addAnthropicFlags(fs)
@@ -372,6 +376,13 @@ func (f *Flags) Config(environ []string) (Config, error) {
 	cfg.Agent.SystemPrompt, _ = pick("system-prompt", EnvSystemPrompt, f.systemPrompt)
 	if cfg.Agent.EnableRunCommand, err = pickBool(pick("enable-run-command", EnvEnableRunCommand, strconv.FormatBool(f.enableRunCommand))); err != nil {
 		return Config{}, err
+	}
+	if v, src := pick("subagent-max-depth", EnvSubagentMaxDepth, strconv.Itoa(f.subagentMaxDepth)); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return Config{}, fmt.Errorf("%s: %q is not an integer", src, v)
+		}
+		cfg.Agent.SubagentMaxDepth = &n
 	}
 	if cfg.Agent.RuntimeContext, err = pickBool(pick("runtime-context", EnvRuntimeContext, strconv.FormatBool(f.runtimeContext))); err != nil {
 		return Config{}, err
