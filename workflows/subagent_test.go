@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -130,4 +131,89 @@ func TestSubagentThreeChildrenInParallel(t *testing.T) {
 		require.Equal(t, c.answer, assistantOf(t, cevs[7]).Message.Content[0].Text)
 		require.JSONEq(t, `{"turn":1,"reason":{"kind":"completed"}}`, string(cevs[9].Data))
 	}
+}
+
+// The depth limit: with maxDepth 1, a child (depth 1) that delegates again
+// gets the harness's refusal as its call's result and goes on; the parent
+// gets the child's answer.
+func TestSubagentDepthLimit(t *testing.T) {
+	h := sessiontest.NewHarness(t).WithID("sd")
+	s := scripted.Script{Responses: []scripted.Response{
+		scripted.ToolCalls(subagentCall("p1", "Go deeper", "TASK-D1: delegate once more")),
+		scripted.Text("PARENT_DONE"),
+	}}.WithBranch("TASK-D1",
+		scripted.ToolCalls(subagentCall("k1", "Too deep", "TASK-D2: never runs")),
+		scripted.Text("CHILD_DONE"),
+	).WithBranch("TASK-D2", scripted.Text("GRANDCHILD"))
+	useSubagentScript(t, h, s, 1)
+	evs := h.RunTurns(workflows.CreateSessionRequest{SessionID: "sd", AgentOptions: sessiontest.Route()}, sessiontest.Prompt("delegate"))
+	_, texts, errs := toolResultTexts(t, evs)
+	require.Equal(t, []string{"CHILD_DONE"}, texts)
+	require.Equal(t, []bool{false}, errs)
+
+	var callSeq int64
+	for _, e := range evs {
+		if e.Type == wire.TypeToolCall {
+			callSeq = e.Seq
+		}
+	}
+	child := agent.ChildSessionID("sd", callSeq)
+	cevs := sessiontest.Stored(t, h.Store, child)
+	ids, ctexts, cerrs := toolResultTexts(t, cevs)
+	require.Equal(t, []string{"k1"}, ids)
+	require.Equal(t, []string{"Error: subagent depth 2 exceeds maxDepth 1"}, ctexts)
+	require.Equal(t, []bool{true}, cerrs)
+	for _, e := range cevs {
+		if e.Type == wire.TypeToolCall {
+			_, _, err := h.Store.ReadSummary(context.Background(), agent.ChildSessionID(child, e.Seq))
+			require.ErrorContains(t, err, "not found", "no grandchild was created")
+		}
+	}
+}
+
+// A cancelled parent turn cancels its child's turn with cause parent: the
+// child's turn ends aborted {kind: parent} and the child disposes itself;
+// the parent's turn ends aborted {kind: user}.
+func TestSubagentCancelReachesChild(t *testing.T) {
+	h := sessiontest.NewHarness(t).WithID("sc")
+	s := scripted.Script{Responses: []scripted.Response{
+		scripted.ToolCalls(subagentCall("p1", "Stall", "TASK-S: think forever")),
+		scripted.Text("never"),
+	}}.WithBranch("TASK-S", scripted.Text("thinking hard").WithChunkSize(3).WithStall(2))
+	useSubagentScript(t, h, s, 3)
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	fu := h.UpdateAt(2*time.Second, "", wire.UpdateFollowup, sessiontest.Prompt("delegate"))
+	var child string
+	h.WaitFor(2*time.Second, "the child runs", func() bool {
+		st := h.LoopState()
+		if len(st.Calls) == 0 || st.Calls[0].ChildSessionID == "" {
+			return false
+		}
+		child = st.Calls[0].ChildSessionID
+		return true
+	})
+	cancel := h.UpdateAt(3*time.Second, "", wire.UpdateCancel, wire.CancelRequest{Cause: "user"})
+	disp := h.UpdateAt(4*time.Second, "", wire.UpdateDispose)
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "sc", AgentOptions: sessiontest.Route()})
+	require.NoError(t, h.Env.GetWorkflowError())
+	ready.OK(t)
+	fu.OK(t)
+	disp.OK(t)
+	var cr wire.CancelResult
+	cancel.Decode(t, &cr)
+	require.True(t, cr.Cancelled)
+	require.JSONEq(t, `{"kind":"user"}`, string(cr.Reason.Reason))
+
+	require.NotEmpty(t, child)
+	cevs := sessiontest.Stored(t, h.Store, child)
+	sessiontest.RequireBalanced(t, cevs)
+	ends := sessiontest.TurnEnds(t, cevs)
+	require.Len(t, ends, 1)
+	require.Equal(t, "aborted", ends[0].Kind)
+	require.JSONEq(t, `{"kind":"parent"}`, string(ends[0].Reason))
+	evs := sessiontest.Stored(t, h.Store, "sc")
+	sessiontest.RequireBalanced(t, evs)
+	pends := sessiontest.TurnEnds(t, evs)
+	require.Len(t, pends, 1)
+	require.JSONEq(t, `{"kind":"user"}`, string(pends[0].Reason))
 }
