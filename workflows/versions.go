@@ -229,5 +229,5 @@ const forkAtTurnChange = "fork-at-turn"
 // second RunTool stores the child's answer as the call's result. Earlier
 // runs ran the call as any tool's. Asked by the first subagent call of a
 // run.
-// Recorded in: turn-subagent.json.
+// Recorded in: turn-subagent.json (its child: turn-subagent-child.json).
 const subagentToolChange = "subagent-tool"

@@ -26,7 +26,10 @@ func init() {
 		s.Loop = true
 		p, err := scripted.New(s)
 		require.NoError(t, err)
-		return workerapp.AgentConfig{Providers: provider.Set{"scripted": p}}
+		// The tools are part of each request's size: the path keeps the
+		// tool set it was recorded with (no subagent tool).
+		noSubagents := -1
+		return workerapp.AgentConfig{Providers: provider.Set{"scripted": p}, SubagentMaxDepth: &noSubagents}
 	}, run: recordTurnCompaction})
 }
 
