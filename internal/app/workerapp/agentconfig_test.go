@@ -35,6 +35,15 @@ func TestParseArgsAgentFlags(t *testing.T) {
 
 	_, err = ParseArgs(nil, []string{EnvEnableRunCommand + "=maybe"})
 	require.EqualError(t, err, `SESSIONFLOW_ENABLE_RUN_COMMAND: "maybe" is not a boolean`)
+
+	cfg, err = ParseArgs([]string{"--subagent-max-depth", "-1"}, []string{EnvSubagentMaxDepth + "=5"})
+	require.NoError(t, err)
+	require.Equal(t, -1, *cfg.Agent.SubagentMaxDepth, "the flag beats the environment")
+	cfg, err = ParseArgs(nil, []string{EnvSubagentMaxDepth + "=0"})
+	require.NoError(t, err)
+	require.Equal(t, 0, *cfg.Agent.SubagentMaxDepth)
+	_, err = ParseArgs(nil, []string{EnvSubagentMaxDepth + "=deep"})
+	require.EqualError(t, err, `SESSIONFLOW_SUBAGENT_MAX_DEPTH: "deep" is not an integer`)
 }
 
 func TestAgentActivities(t *testing.T) {
@@ -58,11 +67,12 @@ func TestAgentActivities(t *testing.T) {
 		}
 		return out
 	}
-	require.Equal(t, []string{"list_dir", "read_file", "write_file"}, names(acts))
+	require.Equal(t, []string{"list_dir", "read_file", "subagent", "write_file"}, names(acts), "the subagent tool by default")
 
-	acts, err = AgentActivities(rt, AgentConfig{EnableRunCommand: true})
+	off := -1
+	acts, err = AgentActivities(rt, AgentConfig{EnableRunCommand: true, SubagentMaxDepth: &off})
 	require.NoError(t, err)
-	require.Equal(t, []string{"list_dir", "read_file", "run_command", "write_file"}, names(acts))
+	require.Equal(t, []string{"list_dir", "read_file", "run_command", "write_file"}, names(acts), "no subagent tool at -1")
 	_, err = acts.Providers.Get("scripted")
 	require.ErrorIs(t, err, provider.ErrUnknownProvider, "no script, no scripted provider")
 

@@ -377,7 +377,7 @@ func (f *Flags) Config(environ []string) (Config, error) {
 	if cfg.Agent.EnableRunCommand, err = pickBool(pick("enable-run-command", EnvEnableRunCommand, strconv.FormatBool(f.enableRunCommand))); err != nil {
 		return Config{}, err
 	}
-	if v, src := pick("subagent-max-depth", EnvSubagentMaxDepth, strconv.Itoa(f.subagentMaxDepth)); v != "" {
+	if v, src := pick("subagent-max-depth", EnvSubagentMaxDepth, strconv.Itoa(f.subagentMaxDepth)); v != "" && v != strconv.Itoa(tool.DefaultSubagentMaxDepth) {
 		n, err := strconv.Atoi(v)
 		if err != nil {
 			return Config{}, fmt.Errorf("%s: %q is not an integer", src, v)
