@@ -222,3 +222,13 @@ const policyNoticeChange = "approval-policy-notice"
 // run, first in it.
 // Recorded in: fork-at-turn.json.
 const forkAtTurnChange = "fork-at-turn"
+
+// appendApartChange stores a group-committed batch of several Appends one
+// Append at a time when the store refuses the group: the refused Append
+// fails with its own refusal and the Appends before it are stored (earlier
+// runs failed every pending Append with the group's refusal). Asked only
+// when the store refuses a group of more than one Append.
+// Recorded in: none (the validator refuses before the store what the
+// store would refuse); workflows/live_append_test.go
+// (TestAppendRefusedInAGroupFailsAlone) runs its path.
+const appendApartChange = "append-apart-on-refusal"
