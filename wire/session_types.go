@@ -455,7 +455,9 @@ type AppendRequestOf[E any] struct {
 // AppendResult is the result of the Append update, returned once the batch
 // is durably stored.
 type AppendResult struct {
-	// NextSeq is the stored cursor after the batch.
+	// NextSeq is the seq after the batch's last event: the stored cursor
+	// right after the batch, not counting batches of other callers stored
+	// with it or after it.
 	NextSeq int64 `json:"nextSeq"`
 }
 

@@ -32,13 +32,20 @@ type appendQueue struct {
 	decoded decodedRequests[AppendRequest]
 }
 
-// appendItem is one accepted Append waiting to be stored.
+// appendItem is one accepted Append waiting to be stored. next is its
+// own outcome: the seq after its last event once stored, the cursor when
+// it failed.
 type appendItem struct {
 	events []session.Event
 	bytes  int
 	done   bool
 	err    error
 	next   int64
+}
+
+// end is the seq after the item's last event.
+func (it *appendItem) end() int64 {
+	return it.events[len(it.events)-1].Seq + 1
 }
 
 // accepted is the seq after the accepted events, stored or not: where the
@@ -152,6 +159,11 @@ func (q *appendQueue) flushOnce() error {
 		take++
 	}
 	res, err := q.store(q.dctx, events, size)
+	if err != nil && take > 1 && refused(err) && q.gates.taken(q.dctx, appendApartChange) {
+		// The store refused the group: each batch is stored on its own, so
+		// that a refused batch fails with its own refusal.
+		return q.storeApart(take)
+	}
 	if err != nil {
 		for _, it := range q.pending {
 			it.done, it.err, it.next = true, err, q.log.nextSeq
@@ -162,13 +174,41 @@ func (q *appendQueue) flushOnce() error {
 	q.log.stored(res.NextSeq, events)
 	q.pendingEvents -= int64(len(events))
 	for _, it := range q.pending[:take] {
-		it.done, it.next = true, q.log.nextSeq
+		it.done, it.next = true, it.end()
 	}
 	q.pending = q.pending[take:]
 	if len(q.pending) > 0 {
 		q.flushDue = true
 	}
 	return nil
+}
+
+// storeApart stores the first take pending batches one by one, in order,
+// after the store refused them together: a batch the store refuses fails
+// with its own refusal, the batches before it are stored, and a batch
+// after it is stored if it still continues the log (its caller chose its
+// seqs, so one that continued the refused batch fails its seq check).
+// The accepted cursor counts only what may still be stored.
+func (q *appendQueue) storeApart(take int) error {
+	var first error
+	for _, it := range q.pending[:take] {
+		q.pendingEvents -= int64(len(it.events))
+		res, err := q.store(q.dctx, it.events, it.bytes)
+		if err != nil {
+			it.done, it.err, it.next = true, err, q.log.nextSeq
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		q.log.stored(res.NextSeq, it.events)
+		it.done, it.next = true, it.end()
+	}
+	q.pending = q.pending[take:]
+	if len(q.pending) > 0 {
+		q.flushDue = true
+	}
+	return first
 }
 
 // An Append whose outcome the client did not learn (its call timed out

@@ -231,3 +231,13 @@ const forkAtTurnChange = "fork-at-turn"
 // run.
 // Recorded in: turn-subagent.json (its child: turn-subagent-child.json).
 const subagentToolChange = "subagent-tool"
+
+// appendApartChange stores a group-committed batch of several Appends one
+// Append at a time when the store refuses the group: the refused Append
+// fails with its own refusal and the Appends before it are stored (earlier
+// runs failed every pending Append with the group's refusal). Asked only
+// when the store refuses a group of more than one Append.
+// Recorded in: none (the validator refuses before the store what the
+// store would refuse); workflows/live_append_test.go
+// (TestAppendRefusedInAGroupFailsAlone) runs its path.
+const appendApartChange = "append-apart-on-refusal"
