@@ -161,6 +161,9 @@ type PendingApproval struct {
 	// DeadlineMs when it is rejected for want of a decision (0: never).
 	AskedAtMs  int64 `json:"askedAtMs"`
 	DeadlineMs int64 `json:"deadlineMs,omitempty"`
+	// SessionID is set on an approval a child session asks, as its
+	// parent's LoopState lists it: the session to send the Decide to.
+	SessionID string `json:"sessionId,omitempty"`
 }
 
 // MaxApprovalArguments bounds PendingApproval.Arguments.

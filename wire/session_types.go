@@ -30,6 +30,11 @@ const (
 	// SignalSessionReady is sent by a session to its parent SessionLoop when
 	// it becomes live; it carries a ReadyNotice.
 	SignalSessionReady = "SessionReady"
+	// SignalSubagentApprovals is sent by a child session whose approval
+	// policy is ask to the session whose subagent call started it,
+	// whenever its pending approvals change; it carries a
+	// SubagentApprovals.
+	SignalSubagentApprovals = "SubagentApprovals"
 	// UpdateStart starts a session as a child of a SessionLoop.
 	UpdateStart = "Start"
 )
@@ -188,6 +193,12 @@ type AgentOptions struct {
 	// ApprovalTimeoutMs, when present, must be a positive safe integer:
 	// an approval not decided within it is rejected.
 	ApprovalTimeoutMs *float64 `json:"approvalTimeoutMs,omitempty"`
+	// SubagentApprovalPolicy is the approval policy of the child sessions
+	// the session's subagent calls start: "never" (the default, the
+	// harness's delegation rule) or "ask", whose children ask, and whose
+	// questions the session's LoopState lists with their sessionId
+	// (docs/API.md "Subagents").
+	SubagentApprovalPolicy string `json:"subagentApprovalPolicy,omitempty"`
 }
 
 // GetSandboxMode returns o.SandboxMode; "" for nil options.
@@ -543,4 +554,13 @@ type LiveStateHeader struct {
 	SessionID string `json:"sessionId"`
 	// Header is the session header.
 	Header Header `json:"header"`
+}
+
+// SubagentApprovals is a child session's pending approvals, as its parent
+// lists them.
+type SubagentApprovals struct {
+	// ChildSessionID is the child session.
+	ChildSessionID string `json:"childSessionId"`
+	// Approvals are its pending approvals (empty once none waits).
+	Approvals []PendingApproval `json:"approvals"`
 }

@@ -172,6 +172,9 @@ func validatePermissionOptions(o *wire.AgentOptions) error {
 			return temporal.NewNonRetryableApplicationError(PresetConflictText, wire.ErrTypeTypeError, nil)
 		}
 	}
+	if o.SubagentApprovalPolicy != "" && !slices.Contains(wire.ApprovalPolicies, o.SubagentApprovalPolicy) {
+		return temporal.NewNonRetryableApplicationError(SubagentApprovalPolicyText, wire.ErrTypeTypeError, nil)
+	}
 	if v := o.ApprovalTimeoutMs; v != nil && (*v < 1 || *v > wire.MaxSafeInteger || *v != float64(int64(*v))) {
 		return temporal.NewNonRetryableApplicationError(ApprovalTimeoutText, wire.ErrTypeTypeError, nil)
 	}
@@ -185,6 +188,10 @@ func validatePermissionOptions(o *wire.AgentOptions) error {
 	}
 	return nil
 }
+
+// SubagentApprovalPolicyText is the refusal of an unknown
+// agentOptions.subagentApprovalPolicy.
+const SubagentApprovalPolicyText = `agentOptions.subagentApprovalPolicy must be "ask" or "never"`
 
 // Texts of the permission options' refusals.
 const (

@@ -142,6 +142,7 @@ func (l *lifecycle) canDue() bool {
 // (the server's suggestion or the history length), once every handler has
 // finished.
 func (l *lifecycle) runLive() (wire.DisposeResult, error) {
+	l.agent.reportApprovals()
 	for {
 		l.aborts.syncCancel()
 		_ = workflow.Await(l.dctx, func() bool {

@@ -8,6 +8,8 @@ package workflows
 import (
 	"encoding/json"
 	"errors"
+	"slices"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -51,6 +53,10 @@ func (a *agentLoop) childRequest(s agent.SubagentStart) CreateSessionRequest {
 		Provider:       wire.SubagentProviderSpawn,
 		ApprovalPolicy: wire.ApprovalNever,
 	}
+	if a.agentOptions != nil && a.agentOptions.SubagentApprovalPolicy != "" {
+		// The user's policy for children overrides the harness's rule.
+		task.ApprovalPolicy = a.agentOptions.SubagentApprovalPolicy
+	}
 	if a.perm.SandboxMode != wire.DefaultSandboxMode {
 		task.SandboxMode = a.perm.SandboxMode
 	}
@@ -92,6 +98,7 @@ func (t *turnRun) delegate(callsCtx workflow.Context, sel workflow.Selector, idx
 	sel.AddFuture(f, func(f workflow.Future) {
 		var r wire.DisposeResult
 		err := f.Get(a.dctx, &r)
+		delete(a.childApprovals, s.ChildSessionID)
 		fin := agent.SubagentFinish{ChildSessionID: s.ChildSessionID}
 		switch {
 		case err != nil && temporal.IsCanceledError(err):
@@ -201,4 +208,82 @@ func (a *agentLoop) oneShotDone() bool {
 func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// reportApprovals makes a one-shot child whose approval policy is ask tell
+// its parent its pending approvals whenever they change
+// (SignalSubagentApprovals), so the parent's LoopState lists them.
+func (a *agentLoop) reportApprovals() {
+	p := workflow.GetInfo(a.ctx).ParentWorkflowExecution
+	if p == nil || a.delegated == nil || a.delegated.ApprovalPolicy != wire.ApprovalAsk {
+		return
+	}
+	workflow.Go(a.dctx, func(ctx workflow.Context) {
+		last := ""
+		for {
+			var cur []wire.PendingApproval
+			var key string
+			if err := workflow.Await(ctx, func() bool {
+				cur = a.pendingApprovals()
+				key = approvalsKey(cur)
+				return key != last
+			}); err != nil {
+				return
+			}
+			last = key
+			if cur == nil {
+				cur = []wire.PendingApproval{}
+			}
+			// A parent that is gone has no one to tell.
+			_ = workflow.SignalExternalWorkflow(ctx, p.ID, "", wire.SignalSubagentApprovals,
+				wire.SubagentApprovals{ChildSessionID: a.id, Approvals: cur}).Get(ctx, nil)
+		}
+	})
+}
+
+// approvalsKey identifies a set of pending approvals.
+func approvalsKey(ps []wire.PendingApproval) string {
+	var b strings.Builder
+	for _, p := range ps {
+		b.WriteString(p.ID)
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+// watchChildApprovals receives the pending approvals the running turn's
+// children report (reportApprovals); a report from a child the turn does
+// not run is dropped.
+func (a *agentLoop) watchChildApprovals() {
+	ch := workflow.GetSignalChannel(a.ctx, wire.SignalSubagentApprovals)
+	workflow.Go(a.dctx, func(ctx workflow.Context) {
+		for {
+			var s wire.SubagentApprovals
+			ch.Receive(ctx, &s)
+			if t := a.turn; t != nil && slices.ContainsFunc(t.calls, func(c wire.CallState) bool { return c.ChildSessionID == s.ChildSessionID && s.ChildSessionID != "" }) {
+				if a.childApprovals == nil {
+					a.childApprovals = map[string][]wire.PendingApproval{}
+				}
+				a.childApprovals[s.ChildSessionID] = s.Approvals
+			}
+		}
+	})
+}
+
+// childPending lists the running children's pending approvals, by child
+// session id, each naming its session.
+func (a *agentLoop) childPending() []wire.PendingApproval {
+	ids := make([]string, 0, len(a.childApprovals))
+	for id := range a.childApprovals {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	var out []wire.PendingApproval
+	for _, id := range ids {
+		for _, p := range a.childApprovals[id] {
+			p.SessionID = id
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -217,3 +217,4 @@ func TestSubagentCancelReachesChild(t *testing.T) {
 	require.Len(t, pends, 1)
 	require.JSONEq(t, `{"kind":"user"}`, string(pends[0].Reason))
 }
+

@@ -92,6 +92,9 @@ type agentLoop struct {
 	// delegatedEnd how its turn ended, once it has.
 	delegated    *wire.SubagentTask
 	delegatedEnd *wire.SubagentEnd
+	// childApprovals are the pending approvals the running turn's
+	// children reported, by child session id.
+	childApprovals map[string][]wire.PendingApproval
 }
 
 // turnRun is the running turn: its steps, the calls of the running step,
@@ -310,6 +313,7 @@ func (a *agentLoop) runTurn() {
 	}
 	t.end(reason)
 	a.turn = nil
+	a.childApprovals = nil
 	if a.delegated != nil && a.delegatedEnd == nil {
 		a.delegatedEnd = &wire.SubagentEnd{Turn: t.summary.Turn, Reason: reason}
 	}

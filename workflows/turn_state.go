@@ -53,6 +53,7 @@ func (a *agentLoop) register() error {
 		}}); err != nil {
 		return err
 	}
+	a.watchChildApprovals()
 	return workflow.SetQueryHandler(a.ctx, wire.QueryLoopState, a.loopState)
 }
 
@@ -128,7 +129,7 @@ func (a *agentLoop) loopState() (wire.LoopState, error) {
 		cur.Steps = t.step
 		s.Recent = append(s.Recent, cur)
 		s.Calls = slices.Clone(t.calls)
-		s.Approvals = a.pendingApprovals()
+		s.Approvals = append(a.pendingApprovals(), a.childPending()...)
 	}
 	perm := a.permissions()
 	s.Permissions = &perm
