@@ -229,7 +229,11 @@ func TestSubagentChildrenSurviveAWorkerKill(t *testing.T) {
 	e.startWorker(false)
 
 	c = e.dialClient(ctx)
-	info, err := c.WaitTurn(ctx, "kp", wire.WaitTurnRequest{MessageID: "kill-msg"})
+	// A parent stuck after the restart (a replay that diverges, say) fails
+	// here, by name, long before the test's deadline.
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	info, err := c.WaitTurn(wctx, "kp", wire.WaitTurnRequest{MessageID: "kill-msg"})
 	require.NoError(t, err, "%s", e.logs())
 	require.Equal(t, "completed", info.Reason.Kind)
 
