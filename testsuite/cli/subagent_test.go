@@ -291,7 +291,7 @@ func TestSubagentChildrenEndWithTheirParent(t *testing.T) {
 	tc := c.Temporal()
 	cli, err := devserver.Locate(context.Background(), devserver.LocateOptions{})
 	require.NoError(t, err)
-	start := func(id string) map[string]string {
+	start := func(t *testing.T, id string) map[string]string {
 		e.mustStarter("", "create", "--id", id, "--cwd", t.TempDir(), "--provider", "scripted", "--model", "m1")
 		_, err := c.Followup(ctx, id, wire.InputRequest{Content: json.RawMessage(`"delegate two tasks"`), MessageID: id + "-msg"})
 		require.NoError(t, err)
@@ -299,7 +299,7 @@ func TestSubagentChildrenEndWithTheirParent(t *testing.T) {
 	}
 	// requireChildrenEnded: each child's one turn ended aborted with cause
 	// parent, and its workflow closed.
-	requireChildrenEnded := func(children map[string]string) {
+	requireChildrenEnded := func(t *testing.T, children map[string]string) {
 		t.Helper()
 		for call, id := range children {
 			requireClosedOnce(t, ctx, tc, id, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED)
@@ -309,33 +309,54 @@ func TestSubagentChildrenEndWithTheirParent(t *testing.T) {
 		}
 	}
 
+	// requireCancelledResults: each call's result says its child was
+	// cancelled, with what the child streamed before it stopped (its two
+	// chunks before the stall, or fewer if the cancel came first).
+	requireCancelledResults := func(t *testing.T, parent []session.Event) {
+		t.Helper()
+		results := toolResults(t, parent)
+		require.Len(t, results, 2, "%v", results)
+		require.Equal(t, 2, countType(parent, wire.TypeToolResult))
+		for _, call := range []string{"s1", "s2"} {
+			rest, ok := strings.CutPrefix(results[call], "SUBAGENT_CANCELLED Error: subagent run was cancelled")
+			require.True(t, ok, "call %s: %q", call, results[call])
+			if rest != "" {
+				soFar, ok := strings.CutPrefix(rest, "\nPartial output before the run ended:\n")
+				require.True(t, ok && soFar != "" && strings.HasPrefix("Workin", soFar), "call %s: %q", call, results[call])
+			}
+		}
+	}
+
 	t.Run("terminate", func(t *testing.T) {
-		children := start("tp")
+		children := start(t, "tp")
 		out, err := runTemporal(cli, e, "workflow", "terminate", "--workflow-id", wire.WorkflowID("tp"), "--reason", "operator stop")
 		require.NoError(t, err, "%s", out)
-		requireChildrenEnded(children)
+		requireChildrenEnded(t, children)
 		requireClosedOnce(t, ctx, tc, "tp", enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED)
 	})
 
 	t.Run("dispose", func(t *testing.T) {
-		children := start("dp")
+		children := start(t, "dp")
 		e.mustStarter("", "dispose", "--id", "dp")
-		requireChildrenEnded(children)
+		requireChildrenEnded(t, children)
 		requireClosedOnce(t, ctx, tc, "dp", enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED)
-		require.Equal(t, []string{"aborted/disposed"}, turnEnds(t, e.stored("dp")))
+		parent := e.stored("dp")
+		require.Equal(t, []string{"aborted/disposed"}, turnEnds(t, parent))
+		requireCancelledResults(t, parent)
 	})
 
 	t.Run("cancel", func(t *testing.T) {
-		children := start("cp")
+		children := start(t, "cp")
 		res, err := c.CancelTurn(ctx, "cp", wire.CauseUser, false)
 		require.NoError(t, err)
 		require.True(t, res.Cancelled)
-		requireChildrenEnded(children)
+		requireChildrenEnded(t, children)
 		parent := e.stored("cp")
 		require.Equal(t, []string{"aborted/user"}, turnEnds(t, parent))
 		// The parent stays live, and its calls are closed.
 		require.Contains(t, e.mustStarter("", "describe", "--id", "cp", "--json"), `"phase": "live"`)
-		require.Equal(t, 2, countType(parent, wire.TypeToolResult), "%v", toolResults(t, parent))
+		// Each call's result is what its child said before it stopped.
+		requireCancelledResults(t, parent)
 		e.mustStarter("", "dispose", "--id", "cp")
 	})
 }
