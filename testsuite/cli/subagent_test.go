@@ -196,7 +196,7 @@ func waitChildrenRunning(t *testing.T, ctx context.Context, e *env, c *client.Cl
 func TestSubagentChildrenSurviveAWorkerKill(t *testing.T) {
 	e := newEnv(t)
 	slow := func(text string) map[string]any {
-		return map[string]any{"text": text, "chunkSize": 1, "delayMs": 250}
+		return map[string]any{"text": text, "chunkSize": 1, "delayMs": 400}
 	}
 	subagentWorker(t, e, map[string]any{
 		"responses": []any{
