@@ -205,6 +205,7 @@ func Parse(data []byte) (*Provider, error) {
 		ContextWindow json.RawMessage   `json:"contextWindow"`
 		Compaction    json.RawMessage   `json:"compaction"`
 		Responses     []json.RawMessage `json:"responses"`
+		Branches      []json.RawMessage `json:"branches"`
 	}
 	if err := decodeStrict(data, &top); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidScript, err)
@@ -233,7 +234,37 @@ func Parse(data []byte) (*Provider, error) {
 			return nil, fmt.Errorf("%w: response %d: %w", ErrInvalidScript, i, err)
 		}
 	}
+	for i, raw := range top.Branches {
+		b, err := parseBranch(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%w: branch %d: %w", ErrInvalidScript, i, err)
+		}
+		s.Branches = append(s.Branches, b)
+	}
 	return New(s)
+}
+
+// parseBranch reads one branch of a script strictly: its when, loop and
+// responses, each response as strictly as the script's own.
+func parseBranch(raw json.RawMessage) (Branch, error) {
+	var top struct {
+		When      string            `json:"when"`
+		Loop      bool              `json:"loop"`
+		Responses []json.RawMessage `json:"responses"`
+	}
+	if err := decodeStrict(raw, &top); err != nil {
+		return Branch{}, err
+	}
+	if top.Responses == nil {
+		return Branch{}, errors.New("no \"responses\" array")
+	}
+	b := Branch{When: top.When, Loop: top.Loop, Responses: make([]Response, len(top.Responses))}
+	for j, r := range top.Responses {
+		if err := decodeStrict(r, &b.Responses[j]); err != nil {
+			return Branch{}, fmt.Errorf("response %d: %w", j, err)
+		}
+	}
+	return b, nil
 }
 
 // Load reads and parses the script file at path.

@@ -327,7 +327,8 @@ func TestScriptedHelpersRoundTripThroughJSON(t *testing.T) {
 		scripted.ToolCall("c1", "read_file", `{"path":"a.txt"}`).WithChunkSize(3).WithUsage(5, 6),
 		scripted.ToolCalls(scripted.Call{ID: "c2", Name: "list_dir"}, scripted.Call{ID: "c3", Name: "write_file", Arguments: "{}"}),
 		scripted.Text("done").WithFail(scripted.Fail{Retryable: true, Attempts: 1}).WithStall(1),
-	}}
+	}}.WithBranch("TASK-A", scripted.Text("alpha").WithChunkSize(2), scripted.ToolCall("c4", "read_file", `{"path":"b.txt"}`))
+	s.Branches = append(s.Branches, scripted.Branch{When: "TASK-B", Loop: true, Responses: []scripted.Response{scripted.Text("bravo")}})
 	data, err := s.Marshal()
 	if err != nil {
 		t.Fatal(err)
@@ -374,6 +375,11 @@ func TestScriptedRefusesInvalidScripts(t *testing.T) {
 			"invalid provider script: response 0: stall.afterChunks 1 is outside 0..0 (the response streams 1 chunks and the stall comes before its finish chunk)"},
 		{"negative usage", `{"responses":[{"usage":{"inputTokens":-1,"outputTokens":0}}]}`, "invalid provider script: response 0: usage token count -1 is outside 0..9007199254740991"},
 		{"looping without responses", `{"loop":true,"responses":[]}`, "invalid provider script: a looping script needs at least one response"},
+		{"unknown branch field", `{"responses":[],"branches":[{"when":"a","responses":[],"whence":"b"}]}`, `invalid provider script: branch 0: json: unknown field "whence"`},
+		{"branch without responses", `{"responses":[],"branches":[{"when":"a","responses":[]},{"when":"b"}]}`, `invalid provider script: branch 1: no "responses" array`},
+		{"unknown branch response field", `{"responses":[],"branches":[{"when":"a","responses":[{"txt":"b"}]}]}`, `invalid provider script: branch 0: response 0: json: unknown field "txt"`},
+		{"branch without when", `{"responses":[],"branches":[{"responses":[{"text":"b"}]}]}`, "invalid provider script: branch 0: when must not be empty"},
+		{"invalid branch response", `{"responses":[],"branches":[{"when":"a","responses":[{"chunkSize":-2}]}]}`, "invalid provider script: branch 0: response 0: chunkSize -2 is negative"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
