@@ -217,4 +217,3 @@ func TestSubagentCancelReachesChild(t *testing.T) {
 	require.Len(t, pends, 1)
 	require.JSONEq(t, `{"kind":"user"}`, string(pends[0].Reason))
 }
-
