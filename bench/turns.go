@@ -91,6 +91,8 @@ type TurnPoint struct {
 	// its scheduling to its completion, or the workflow tasks from their
 	// scheduling to their completion), in order of first occurrence.
 	Parts []TurnPart
+	// Load is the 1-minute load average when the point started.
+	Load float64
 	// Measured is the number of measured turns.
 	Measured int
 	// Ended is why the turns stopped before Turns were measured; Err is

@@ -3,9 +3,16 @@
 //
 //	go run ./bench/cmd/perf -out docs/PERFORMANCE.md
 //
-// The turn measurements alone, their section of the report and their charts:
+// The turn measurements alone (the tool rounds included), their section of
+// the report and their charts:
 //
 //	go run ./bench/cmd/perf -turns-only -svg docs -out docs/PERFORMANCE.md
+//
+// The tool rounds alone, replacing only their part of the turn section
+// (-round-patterns sessionflow with -cpuprofile profiles sessionflow's
+// rounds alone):
+//
+//	go run ./bench/cmd/perf -rounds-only -out docs/PERFORMANCE.md
 //
 // The many-sessions measurement alone (10,000 live sessions on one worker),
 // replacing only its section of the report:
@@ -240,6 +247,12 @@ func run() error {
 	}
 	if cfg.AppendPathOnly || cfg.LongAppends > 0 {
 		return writeReport(*out, func(string) string { return bench.AppendPathReport(res) })
+	}
+	if cfg.Turns.Rounds.Only {
+		if *svgDir != "" {
+			fmt.Fprintln(os.Stderr, "perf: -svg ignored: the charts draw the turns too, which -rounds-only does not measure")
+		}
+		return writeReport(*out, func(old string) string { return bench.SpliceRounds(old, bench.RoundsReport(res.Turns.Rounds)) })
 	}
 	return output(res, cfg.TurnsOnly, *svgDir, *out)
 }
