@@ -240,7 +240,9 @@ func start(ctx context.Context, cfg Config, logf func(string, ...any)) (*env, er
 	for name, p := range cfg.extraProviders {
 		providers[name] = p
 	}
-	clock := newRoundClock()
+	syncs := &syncCounter{}
+	wcfg.StoreFS = timedFS{FS: jsonl.OSFS{}, c: syncs}
+	clock := newRoundClock(syncs)
 	for name, p := range roundProviders(cfg.Turns.Rounds, cfg.Turns.ResponseChunks, cfg.Turns.ChunkBytes, clock) {
 		providers[name] = p
 	}

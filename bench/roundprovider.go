@@ -112,17 +112,33 @@ type roundClock struct {
 	ended map[string]*roundEnd
 	// gaps are the rounds timed since the last take; unmatched counts the
 	// second calls whose first call the clock did not see.
-	gaps      []time.Duration
+	gaps      []roundTiming
 	unmatched int
+	// syncs, when set, counts the store's fsyncs, read at both ends of a
+	// round.
+	syncs *syncCounter
 }
 
-// roundEnd is the end of a first call and the ids of its tool calls.
+// roundEnd is the end of a first call, the ids of its tool calls and the
+// store's fsyncs then.
 type roundEnd struct {
-	at  time.Time
-	ids []string
+	at       time.Time
+	ids      []string
+	syncs    int
+	syncTime time.Duration
 }
 
-func newRoundClock() *roundClock { return &roundClock{ended: map[string]*roundEnd{}} }
+// roundTiming is one round timed by the clock: its time, and the store's
+// fsyncs during it and their time.
+type roundTiming struct {
+	gap      time.Duration
+	syncs    int
+	syncTime time.Duration
+}
+
+func newRoundClock(syncs *syncCounter) *roundClock {
+	return &roundClock{ended: map[string]*roundEnd{}, syncs: syncs}
+}
 
 // newRound numbers a first call.
 func (c *roundClock) newRound() int64 {
@@ -137,6 +153,7 @@ func (c *roundClock) first(ids []string, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := &roundEnd{at: at, ids: ids}
+	e.syncs, e.syncTime = c.syncs.read()
 	for _, id := range ids {
 		c.ended[id] = e
 	}
@@ -152,7 +169,8 @@ func (c *roundClock) second(ids []string, at time.Time) {
 			for _, id := range e.ids {
 				delete(c.ended, id)
 			}
-			c.gaps = append(c.gaps, at.Sub(e.at))
+			n, d := c.syncs.read()
+			c.gaps = append(c.gaps, roundTiming{gap: at.Sub(e.at), syncs: n - e.syncs, syncTime: d - e.syncTime})
 			return
 		}
 	}
@@ -161,7 +179,7 @@ func (c *roundClock) second(ids []string, at time.Time) {
 
 // take returns the rounds timed since the last take and the number of
 // unmatched second calls, and forgets them.
-func (c *roundClock) take() ([]time.Duration, int) {
+func (c *roundClock) take() ([]roundTiming, int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	gaps, unmatched := c.gaps, c.unmatched

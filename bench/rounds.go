@@ -99,6 +99,10 @@ type RoundPoint struct {
 	// Parts are where a round's time went on the server's clock, by part
 	// (as TurnPoint.Parts), within the round's events.
 	Parts []TurnPart
+	// Syncs and SyncTime are the medians of the worker's store's fsyncs
+	// during a round (on the provider's clock) and of their time.
+	Syncs    int
+	SyncTime time.Duration
 	// Load is the 1-minute load average when the point started.
 	Load float64
 	// Measured is the number of measured rounds; Ended and Err as in
@@ -208,9 +212,9 @@ func (e *env) roundPoint(ctx context.Context, pattern string, n, calls int) Roun
 	}
 	defer func() { _ = d.close(ctx) }()
 	var (
-		times, turns                    []time.Duration
-		events, bytess, tevents, tbytes []int
-		parts                           [][]TurnPart
+		times, turns, syncTimes                []time.Duration
+		events, bytess, tevents, tbytes, syncs []int
+		parts                                  [][]TurnPart
 	)
 	for i := 0; i < cfg.Warmup+cfg.Rounds; i++ {
 		r, err := e.measuredRound(ctx, d, model, messageText(n+4*i, e.cfg.Turns.MessageBytes))
@@ -228,6 +232,8 @@ func (e *env) roundPoint(ctx context.Context, pattern string, n, calls int) Roun
 		}
 		if i >= cfg.Warmup {
 			times = append(times, r.gap)
+			syncs = append(syncs, r.syncs)
+			syncTimes = append(syncTimes, r.syncTime)
 			turns = append(turns, r.turn)
 			events = append(events, r.events)
 			bytess = append(bytess, r.bytes)
@@ -242,12 +248,15 @@ func (e *env) roundPoint(ctx context.Context, pattern string, n, calls int) Roun
 	p.HistoryEvents, p.HistoryBytes = medianInt(events), medianInt(bytess)
 	p.TurnEvents, p.TurnBytes = medianInt(tevents), medianInt(tbytes)
 	p.Parts = medianParts(parts)
+	p.Syncs, p.SyncTime = medianInt(syncs), summarize(syncTimes).Median
 	return p
 }
 
 // round is one measured tool round.
 type round struct {
 	gap, turn             time.Duration
+	syncs                 int
+	syncTime              time.Duration
 	events, bytes         int
 	turnEvents, turnBytes int
 	parts                 []TurnPart
@@ -279,7 +288,7 @@ func (e *env) measuredRound(ctx context.Context, d turnDriver, model, prompt str
 		return round{}, err
 	}
 	turn := after[min(from, len(after)):]
-	r := round{gap: gaps[0], turn: el}
+	r := round{gap: gaps[0].gap, syncs: gaps[0].syncs, syncTime: gaps[0].syncTime, turn: el}
 	r.turnEvents, r.turnBytes = turnCost(after, from)
 	lo, hi, ok := roundSpan(turn, model)
 	if !ok {

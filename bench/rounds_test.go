@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 
+	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider"
 )
 
@@ -27,7 +30,9 @@ func drain(t *testing.T, p provider.Provider, msgs []provider.Message) []provide
 }
 
 func TestRoundProviderAsksForToolsThenAnswersAndTimesTheRound(t *testing.T) {
-	clock := newRoundClock()
+	syncs := &syncCounter{}
+	syncs.add(time.Second) // before the round: not counted
+	clock := newRoundClock(syncs)
 	p := &roundProvider{calls: 3, chunks: 2, chunkBytes: 4, clock: clock}
 	prompt := []provider.Message{{Role: provider.RoleUser, Content: []provider.Block{{Type: provider.BlockText, Text: "go"}}}}
 
@@ -44,6 +49,8 @@ func TestRoundProviderAsksForToolsThenAnswersAndTimesTheRound(t *testing.T) {
 	require.Equal(t, provider.FinishToolCalls, first[4].Finish)
 
 	time.Sleep(20 * time.Millisecond)
+	syncs.add(3 * time.Millisecond)
+	syncs.add(4 * time.Millisecond)
 	// The results come back one message per call, in model order: the
 	// last message holds the last call's.
 	conv := append(append([]provider.Message{}, prompt...), provider.Message{Role: provider.RoleAssistant})
@@ -60,8 +67,11 @@ func TestRoundProviderAsksForToolsThenAnswersAndTimesTheRound(t *testing.T) {
 	gaps, unmatched := clock.take()
 	require.Len(t, gaps, 1)
 	require.Zero(t, unmatched)
-	require.GreaterOrEqual(t, gaps[0], 20*time.Millisecond)
-	require.Less(t, gaps[0], 2*time.Second)
+	require.GreaterOrEqual(t, gaps[0].gap, 20*time.Millisecond)
+	require.Less(t, gaps[0].gap, 2*time.Second)
+	require.Equal(t, 2, gaps[0].syncs, "the store's fsyncs during the round")
+	require.Equal(t, 7*time.Millisecond, gaps[0].syncTime)
+	syncs.add(time.Second) // after the round: not counted
 
 	// A second call for results the clock already matched, or never saw,
 	// is not a round.
@@ -155,7 +165,11 @@ func madeUpTurns(slowFlow bool) *TurnResults {
 		if pattern == PatternSessionflow {
 			name = "RunTool"
 		}
-		return RoundPoint{Pattern: pattern, Messages: n, Calls: calls, Time: stats(med, p90), TurnTime: stats(2*med, 2*p90),
+		syncs, syncTime := 0, 0.0
+		if pattern == PatternSessionflow {
+			syncs, syncTime = 3*calls, 1.5*float64(calls)
+		}
+		return RoundPoint{Pattern: pattern, Messages: n, Calls: calls, Time: stats(med, p90), TurnTime: stats(2*med, 2*p90), Syncs: syncs, SyncTime: at(syncTime),
 			HistoryBytes: bytes, HistoryEvents: events, TurnBytes: 2 * bytes, TurnEvents: 2 * events, Measured: 40, Load: 1.5,
 			Parts: []TurnPart{{Name: workflowTasks, Count: 2, Median: at(wt)}, {Name: name, Count: calls, Median: at(tool)}}}
 	}
@@ -207,6 +221,9 @@ func TestTurnsReportSentencesFollowTheData(t *testing.T) {
 	require.Contains(t, slow, "| history per round at 10 messages <= 1.0x the sample's | 2291 vs 5503 bytes (0.42x) | met |\n")
 	require.Contains(t, slow, "| 10 | 4 | 1.50 | 57.9 ms, 143.6 ms, 144.6 ms | 34.4 ms, 36.8 ms, 37.8 ms | 1.68x, 3.90x, 3.83x | 115.8 ms | 68.8 ms | 1.68x |\n")
 	require.Contains(t, slow, "| 10 | 3.25, 3.25 | 2.4 KiB | 5.0 KiB | 0.48x |", "the turn table gives the load average of both points")
+	require.Contains(t, slow, "- At 10 messages, sessionflow's round held 2 workflow task(s) taking 22.3 ms in all, against the sample's 2 taking 17.8 ms; "+
+		"the local stores run inside sessionflow's workflow tasks, and the worker's store made 3 fsyncs taking 1.5 ms during the round.\n")
+	require.Contains(t, slow, "| the worker store's fsyncs (inside the parts above) | 12 x, 6.0 ms | 0 x, 0.0 ms |\n")
 	require.Contains(t, slow, "- Parallel calls at 10 messages: a round took 43.7 ms against 33.1 ms (1.32x) for 1, 57.9 ms against 34.4 ms (1.68x) for 4 tool call(s).\n")
 
 	fast := TurnsReport(madeUpTurns(false))
@@ -283,4 +300,23 @@ func TestChartsDrawTheToolRounds(t *testing.T) {
 	xys := roundSeries(tr, PatternSample, func(p RoundPoint) float64 { return float64(p.HistoryBytes) })
 	require.Len(t, xys, 2, "the rounds of one call, not the parallel ones")
 	require.Equal(t, 1580000.0, xys[1].Y)
+}
+
+func TestTimedFSCountsTheStoreFsyncs(t *testing.T) {
+	c := &syncCounter{}
+	fs := timedFS{FS: jsonl.OSFS{}, c: c}
+	f, err := fs.OpenFile(filepath.Join(t.TempDir(), "log"), os.O_CREATE|os.O_WRONLY, 0o644)
+	require.NoError(t, err)
+	_, err = f.Write([]byte("line\n"))
+	require.NoError(t, err)
+	require.NoError(t, f.Sync())
+	require.NoError(t, f.Sync())
+	require.NoError(t, f.Close())
+	n, d := c.read()
+	require.Equal(t, 2, n)
+	require.Positive(t, d)
+	var none *syncCounter
+	n, d = none.read()
+	require.Zero(t, n)
+	require.Zero(t, d)
 }

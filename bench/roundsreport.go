@@ -196,6 +196,13 @@ func writeRoundParts(b *strings.Builder, rr *RoundResults, k roundKey) {
 	if k.calls == 1 {
 		p("| rest | %s | %s |\n", rest(a, ok1), rest(z, ok2))
 	}
+	syncs := func(pt RoundPoint, ok bool) string {
+		if !ok {
+			return "-"
+		}
+		return fmt.Sprintf("%d x, %s", pt.Syncs, ms(pt.SyncTime))
+	}
+	p("| the worker store's fsyncs (inside the parts above) | %s | %s |\n", syncs(a, ok1), syncs(z, ok2))
 	p("| the round | %s | %s |\n\n", cell(ok1, ms(a.Time.Median)), cell(ok2, ms(z.Time.Median)))
 }
 
@@ -261,7 +268,7 @@ func roundFindings(rr *RoundResults) []string {
 						s += fmt.Sprintf(", against the sample's %d taking %s", zt.Count, ms(zt.Median))
 					}
 				}
-				out = append(out, s+"; the local stores run inside sessionflow's workflow tasks.")
+				out = append(out, s+fmt.Sprintf("; the local stores run inside sessionflow's workflow tasks, and the worker's store made %d fsyncs taking %s during the round.", a.Syncs, ms(a.SyncTime)))
 			}
 		}
 	}
