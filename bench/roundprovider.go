@@ -131,9 +131,12 @@ type roundEnd struct {
 // roundTiming is one round timed by the clock: its time, and the store's
 // fsyncs during it and their time.
 type roundTiming struct {
-	gap      time.Duration
-	syncs    int
-	syncTime time.Duration
+	// end and start are the end of the first call and the start of the
+	// second; gap is the time between them.
+	end, start time.Time
+	gap        time.Duration
+	syncs      int
+	syncTime   time.Duration
 }
 
 func newRoundClock(syncs *syncCounter) *roundClock {
@@ -170,7 +173,7 @@ func (c *roundClock) second(ids []string, at time.Time) {
 				delete(c.ended, id)
 			}
 			n, d := c.syncs.read()
-			c.gaps = append(c.gaps, roundTiming{gap: at.Sub(e.at), syncs: n - e.syncs, syncTime: d - e.syncTime})
+			c.gaps = append(c.gaps, roundTiming{end: e.at, start: at, gap: at.Sub(e.at), syncs: n - e.syncs, syncTime: d - e.syncTime})
 			return
 		}
 	}

@@ -27,9 +27,15 @@ type RoundsConfig struct {
 	// Parallel are the numbers of parallel tool calls of the rounds
 	// measured at the conversation length Sizes[0].
 	Parallel []int
-	// Rounds is the number of measured rounds per point, after Warmup.
-	Rounds int
-	Warmup int
+	// Rounds is the number of measured rounds per point. They run on
+	// conversations of the point's length, each taking Warmup rounds, then
+	// PerConversation measured ones (0: all of them), so that a round sees
+	// at most 4 x (Warmup + PerConversation - 1) more messages than the
+	// point's length (a round adds the prompt, the tool calls, their
+	// results and the answer).
+	Rounds          int
+	Warmup          int
+	PerConversation int
 	// Patterns restricts the patterns measured (PatternSessionflow,
 	// PatternSample); empty measures both. A profile of one pattern's
 	// round leaves the other out.
@@ -39,11 +45,12 @@ type RoundsConfig struct {
 // DefaultRoundsConfig returns the sizes of the documented run.
 func DefaultRoundsConfig() RoundsConfig {
 	return RoundsConfig{
-		Enabled:  true,
-		Sizes:    []int{10, 1_000, 10_000},
-		Parallel: []int{1, 4, 16},
-		Rounds:   40,
-		Warmup:   3,
+		Enabled:         true,
+		Sizes:           []int{10, 1_000, 10_000},
+		Parallel:        []int{1, 4, 16},
+		Rounds:          40,
+		Warmup:          1,
+		PerConversation: 5,
 	}
 }
 
@@ -99,6 +106,10 @@ type RoundPoint struct {
 	// Parts are where a round's time went on the server's clock, by part
 	// (as TurnPoint.Parts), within the round's events.
 	Parts []TurnPart
+	// Segments split the round's time between the two model calls, on
+	// the clock of the machine the worker and the server share (medians,
+	// in order): see roundSegments.
+	Segments []TurnPart
 	// Syncs and SyncTime are the medians of the worker's store's fsyncs
 	// during a round (on the provider's clock) and of their time.
 	Syncs    int
@@ -200,46 +211,64 @@ func (e *env) roundDriver(pattern string, calls int) (turnDriver, string) {
 	return &flowDriver{e: e, route: route, parallel: calls}, wire.CallModelActivity
 }
 
-// roundPoint opens a conversation of n messages for pattern and measures
-// its tool rounds of calls parallel calls.
+// roundPoint measures pattern's tool rounds of calls parallel calls on
+// conversations of n messages: it opens one, runs Warmup rounds then
+// PerConversation measured ones, and opens the next, until Rounds are
+// measured, so that the conversation stays near n messages.
 func (e *env) roundPoint(ctx context.Context, pattern string, n, calls int) RoundPoint {
 	p := RoundPoint{Pattern: pattern, Messages: n, Calls: calls, Load: LoadAverage()}
 	cfg := e.cfg.Turns.Rounds
-	d, model := e.roundDriver(pattern, calls)
-	if err := d.open(ctx, fmt.Sprintf("round-%d-%d", n, calls), n, e.cfg.Turns.ResponseChunks); err != nil {
-		p.Err = err.Error()
-		return p
+	per := cfg.PerConversation
+	if per <= 0 {
+		per = cfg.Rounds
 	}
-	defer func() { _ = d.close(ctx) }()
 	var (
 		times, turns, syncTimes                []time.Duration
 		events, bytess, tevents, tbytes, syncs []int
-		parts                                  [][]TurnPart
+		parts, segments                        [][]TurnPart
 	)
-	for i := 0; i < cfg.Warmup+cfg.Rounds; i++ {
-		r, err := e.measuredRound(ctx, d, model, messageText(n+4*i, e.cfg.Turns.MessageBytes))
-		if err != nil {
-			msg := fmt.Sprintf("round %d (messages before it: %d) failed: %v", i+1, n+4*i, err)
-			if evs, _, herr := e.history(ctx, d.workflowID(), ""); herr == nil {
-				msg += "; the run: " + describeEnd(evs)
-			}
-			if len(times) == 0 {
-				p.Err = msg
-				return p
-			}
+	// fail ends the point with msg: an error when nothing was measured.
+	fail := func(msg string) {
+		if len(times) == 0 {
+			p.Err = msg
+		} else {
 			p.Ended = msg
+		}
+	}
+measure:
+	for conv := 0; len(times) < cfg.Rounds; conv++ {
+		d, model := e.roundDriver(pattern, calls)
+		if err := d.open(ctx, fmt.Sprintf("round-%d-%d-%d", n, calls, conv), n, e.cfg.Turns.ResponseChunks); err != nil {
+			fail(err.Error())
 			break
 		}
-		if i >= cfg.Warmup {
-			times = append(times, r.gap)
-			syncs = append(syncs, r.syncs)
-			syncTimes = append(syncTimes, r.syncTime)
-			turns = append(turns, r.turn)
-			events = append(events, r.events)
-			bytess = append(bytess, r.bytes)
-			tevents = append(tevents, r.turnEvents)
-			tbytes = append(tbytes, r.turnBytes)
-			parts = append(parts, r.parts)
+		for i := 0; i < cfg.Warmup+per && len(times) < cfg.Rounds; i++ {
+			r, err := e.measuredRound(ctx, d, model, messageText(n+4*i, e.cfg.Turns.MessageBytes))
+			if err != nil {
+				msg := fmt.Sprintf("conversation %d, round %d (messages before it: %d) failed: %v", conv+1, i+1, n+4*i, err)
+				if evs, _, herr := e.history(ctx, d.workflowID(), ""); herr == nil {
+					msg += "; the run: " + describeEnd(evs)
+				}
+				fail(msg)
+				_ = d.close(ctx)
+				break measure
+			}
+			if i >= cfg.Warmup {
+				times = append(times, r.gap)
+				syncs = append(syncs, r.syncs)
+				syncTimes = append(syncTimes, r.syncTime)
+				turns = append(turns, r.turn)
+				events = append(events, r.events)
+				bytess = append(bytess, r.bytes)
+				tevents = append(tevents, r.turnEvents)
+				tbytes = append(tbytes, r.turnBytes)
+				parts = append(parts, r.parts)
+				segments = append(segments, r.segments)
+			}
+		}
+		if err := d.close(ctx); err != nil {
+			fail(fmt.Sprintf("closing conversation %d: %v", conv+1, err))
+			break
 		}
 	}
 	p.Measured = len(times)
@@ -248,6 +277,7 @@ func (e *env) roundPoint(ctx context.Context, pattern string, n, calls int) Roun
 	p.HistoryEvents, p.HistoryBytes = medianInt(events), medianInt(bytess)
 	p.TurnEvents, p.TurnBytes = medianInt(tevents), medianInt(tbytes)
 	p.Parts = medianParts(parts)
+	p.Segments = medianParts(segments)
 	p.Syncs, p.SyncTime = medianInt(syncs), summarize(syncTimes).Median
 	return p
 }
@@ -259,7 +289,7 @@ type round struct {
 	syncTime              time.Duration
 	events, bytes         int
 	turnEvents, turnBytes int
-	parts                 []TurnPart
+	parts, segments       []TurnPart
 }
 
 // measuredRound runs one turn of d holding one tool round and returns the
@@ -299,7 +329,41 @@ func (e *env) measuredRound(ctx context.Context, d turnDriver, model, prompt str
 		r.bytes += proto.Size(ev)
 	}
 	r.parts = turnParts(turn[lo : hi+1])
+	r.segments = roundSegments(turn, lo, hi, gaps[0].end, gaps[0].start)
 	return r, nil
+}
+
+// Names of a round's segments.
+const (
+	segmentFirstEnd  = "model call 1: from its last chunk until the server records its completion"
+	segmentBetween   = "from that completion to the next model activity's scheduling (the parts above)"
+	segmentDispatch  = "model call 2: from its scheduling until a worker starts it (dispatch)"
+	segmentSecondRun = "model call 2: from its start until it calls the model"
+)
+
+// roundSegments splits the round of evs from lo to hi (as roundSpan finds
+// them), whose first model call ended at end and whose second started at
+// start (the provider's clock): the first call's end, the events between
+// the two model activities, the second call's dispatch (its scheduling to
+// its start event) and its work before the model call. A segment whose
+// events are missing is left out.
+func roundSegments(evs []*historypb.HistoryEvent, lo, hi int, end, start time.Time) []TurnPart {
+	completed := evs[lo].GetEventTime().AsTime()
+	scheduled := evs[hi].GetEventTime().AsTime()
+	out := []TurnPart{
+		{Name: segmentFirstEnd, Count: 1, Median: completed.Sub(end)},
+		{Name: segmentBetween, Count: 1, Median: scheduled.Sub(completed)},
+	}
+	id := evs[hi].GetEventId()
+	for _, ev := range evs[hi:] {
+		if ev.GetEventType() == enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED && ev.GetActivityTaskStartedEventAttributes().GetScheduledEventId() == id {
+			started := ev.GetEventTime().AsTime()
+			out = append(out, TurnPart{Name: segmentDispatch, Count: 1, Median: started.Sub(scheduled)},
+				TurnPart{Name: segmentSecondRun, Count: 1, Median: start.Sub(started)})
+			break
+		}
+	}
+	return out
 }
 
 // roundSpan returns the indexes in evs of a tool round's first and last

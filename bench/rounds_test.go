@@ -13,6 +13,7 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider"
@@ -123,6 +124,30 @@ func TestRoundSpanRunsFromTheFirstModelResultToTheNextModelCall(t *testing.T) {
 	require.False(t, ok, "no second model call: no round")
 	_, _, ok = roundSpan(evs, "Tool")
 	require.False(t, ok)
+}
+
+func TestRoundSegmentsSplitTheRoundBetweenTheModelCalls(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(ms int) *timestamppb.Timestamp {
+		return timestamppb.New(t0.Add(time.Duration(ms) * time.Millisecond))
+	}
+	evs := []*historypb.HistoryEvent{
+		{EventId: 5, EventType: enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, EventTime: at(4)},
+		{EventId: 6, EventType: enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, EventTime: at(4)},
+		{EventId: 12, EventType: enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, EventTime: at(30)},
+		{EventId: 13, EventType: enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED, EventTime: at(99),
+			Attributes: &historypb.HistoryEvent_ActivityTaskStartedEventAttributes{ActivityTaskStartedEventAttributes: &historypb.ActivityTaskStartedEventAttributes{ScheduledEventId: 7}}},
+		{EventId: 14, EventType: enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED, EventTime: at(33),
+			Attributes: &historypb.HistoryEvent_ActivityTaskStartedEventAttributes{ActivityTaskStartedEventAttributes: &historypb.ActivityTaskStartedEventAttributes{ScheduledEventId: 12}}},
+	}
+	got := roundSegments(evs, 0, 2, t0.Add(time.Millisecond), t0.Add(38*time.Millisecond))
+	require.Equal(t, []TurnPart{
+		{Name: segmentFirstEnd, Count: 1, Median: 3 * time.Millisecond},
+		{Name: segmentBetween, Count: 1, Median: 26 * time.Millisecond},
+		{Name: segmentDispatch, Count: 1, Median: 3 * time.Millisecond},
+		{Name: segmentSecondRun, Count: 1, Median: 5 * time.Millisecond},
+	}, got, "the start event of the second model activity, not another's")
+	require.Len(t, roundSegments(evs[:3], 0, 2, t0, t0), 2, "without its start event the second call is not split")
 }
 
 func TestSpliceRoundsReplacesOnlyTheRoundPart(t *testing.T) {

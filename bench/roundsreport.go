@@ -40,10 +40,13 @@ func RoundsReport(rr *RoundResults) string {
 	p("for the tools (its finish chunk taken) to the start of the call that gets their results, so both\n")
 	p("patterns are timed by the same clock. History per round is the events from the first model\n")
 	p("activity's completion to the second one's scheduling, both included; the turn's history and\n")
-	p("time (request until the client sees the end) are given beside it. Per point: %d warm-up rounds,\n", cfg.Warmup)
-	p("then %d measured, sessionflow's and the sample's back to back; with fewer than 100 rounds the\n", cfg.Rounds)
-	p("p99 is the slowest. Ratios are sessionflow over the sample, measured in the same run; the load\n")
-	p("average is the machine's 1-minute load average when the point started.\n\n")
+	p("time (request until the client sees the end) are given beside it. Per point: %d measured rounds,\n", cfg.Rounds)
+	p("sessionflow's and the sample's points back to back; they run on conversations of the point's\n")
+	p("length (built as for the turns), each taking %d warm-up round(s) and then %d measured ones before\n", cfg.Warmup, cfg.PerConversation)
+	p("the next is opened, since every round adds four messages (the prompt, the calls, their results,\n")
+	p("the answer). With fewer than 100 rounds the p99 is the slowest. Ratios are sessionflow over the\n")
+	p("sample, measured in the same run; the load average is the machine's 1-minute load average when\n")
+	p("the point started.\n\n")
 	p("```sh\n%s\n```\n\n", RoundsCommand)
 	p("This part of the run: %s; 1-minute load average %.2f before and %.2f after; %s in all.\n\n",
 		rr.Started.UTC().Format("2006-01-02 15:04 MST"), rr.LoadBefore, rr.LoadAfter, rr.Elapsed.Round(time.Second))
@@ -204,6 +207,25 @@ func writeRoundParts(b *strings.Builder, rr *RoundResults, k roundKey) {
 	}
 	p("| the worker store's fsyncs (inside the parts above) | %s | %s |\n", syncs(a, ok1), syncs(z, ok2))
 	p("| the round | %s | %s |\n\n", cell(ok1, ms(a.Time.Median)), cell(ok2, ms(z.Time.Median)))
+	if len(a.Segments) == 0 && len(z.Segments) == 0 {
+		return
+	}
+	p("The same round from the first model call's last chunk to the second's start (medians; the\n")
+	p("provider's clock and the history's event times, on the machine the worker and the server share):\n\n")
+	p("| segment | sessionflow | agent sample |\n|---|---|---|\n")
+	seg := func(pt RoundPoint, ok bool, name string) string {
+		if !ok {
+			return "-"
+		}
+		if q, ok := part(pt.Segments, name); ok {
+			return ms(q.Median)
+		}
+		return "-"
+	}
+	for _, name := range []string{segmentFirstEnd, segmentBetween, segmentDispatch, segmentSecondRun} {
+		p("| %s | %s | %s |\n", name, seg(a, ok1, name), seg(z, ok2, name))
+	}
+	p("\n")
 }
 
 // roundFindings are the sentences the tool rounds of rr support, every

@@ -34,6 +34,7 @@ func smokeTurns() TurnsConfig {
 	cfg.Rounds.Parallel = []int{4}
 	cfg.Rounds.Rounds = 2
 	cfg.Rounds.Warmup = 0
+	cfg.Rounds.PerConversation = 1
 	return cfg
 }
 
@@ -106,6 +107,7 @@ func checkSmokeRounds(t *testing.T, rr *RoundResults) {
 			}
 			require.Equal(t, []string{workflowTasks, tool}, partNames(p.Parts), "%s at %v", pattern, k)
 			require.Equal(t, k.calls, p.Parts[1].Count, "one tool activity per call")
+			require.Equal(t, []string{segmentFirstEnd, segmentBetween, segmentDispatch, segmentSecondRun}, partNames(p.Segments), "%s at %v", pattern, k)
 		}
 	}
 	fs, _ := rr.Point(PatternSessionflow, 10, 1)
