@@ -240,6 +240,7 @@ func TestTurnsReportSentencesFollowTheData(t *testing.T) {
 	require.Contains(t, slow, "- sessionflow's long run did 500 turns in one session in 2 runs, none larger than 761.2 KiB.\n")
 	require.Contains(t, slow, "- A round of one tool call took 43.7 ms against 33.1 ms (1.32x) at 10 messages, 44.0 ms against 160.2 ms (0.27x) at 10000 messages: "+
 		"sessionflow's round was shorter at 10000 messages and longer at 10.\n")
+	require.Contains(t, slow, "| time per turn at 10 messages <= 1.0x the sample's | 29.1 ms vs 21.9 ms (1.33x) | **missed** |\n", "the target of issue 30")
 	require.Contains(t, slow, "| time per round at 10 messages <= 1.0x the sample's | 43.7 ms vs 33.1 ms (1.32x) | **missed** |\n")
 	require.Contains(t, slow, "| time per round at 10000 messages below the sample's | 44.0 ms vs 160.2 ms (0.27x) | met |\n")
 	require.Contains(t, slow, "| sessionflow: history per round flat (within 5%) from 10 to 10000 messages | 2291 vs 2330 bytes (1.017x) | met |\n")
