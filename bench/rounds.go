@@ -36,6 +36,10 @@ type RoundsConfig struct {
 	Rounds          int
 	Warmup          int
 	PerConversation int
+	// TimeOnly times the rounds without reading the history (no history,
+	// parts or segments are measured): a profile of the rounds then holds
+	// no history read of the harness, on either side of the server.
+	TimeOnly bool
 	// Patterns restricts the patterns measured (PatternSessionflow,
 	// PatternSample); empty measures both. A profile of one pattern's
 	// round leaves the other out.
@@ -295,6 +299,9 @@ type round struct {
 // measuredRound runs one turn of d holding one tool round and returns the
 // round's time as the provider saw it, its history and the turn's.
 func (e *env) measuredRound(ctx context.Context, d turnDriver, model, prompt string) (round, error) {
+	if e.cfg.Turns.Rounds.TimeOnly {
+		return e.timedRound(ctx, d, prompt)
+	}
 	runID, evs, err := e.quiet(ctx, d.workflowID())
 	if err != nil {
 		return round{}, err
@@ -364,6 +371,22 @@ func roundSegments(evs []*historypb.HistoryEvent, lo, hi int, end, start time.Ti
 		}
 	}
 	return out
+}
+
+// timedRound runs one turn of d holding one tool round and returns the
+// round's time as the provider saw it and the turn's, reading no history.
+func (e *env) timedRound(ctx context.Context, d turnDriver, prompt string) (round, error) {
+	e.clock.take()
+	t0 := time.Now()
+	if err := d.turn(ctx, prompt); err != nil {
+		return round{}, err
+	}
+	el := time.Since(t0)
+	gaps, unmatched := e.clock.take()
+	if len(gaps) != 1 || unmatched != 0 {
+		return round{}, fmt.Errorf("the provider timed %d rounds (and %d calls after tools it did not ask for) in one turn, want 1", len(gaps), unmatched)
+	}
+	return round{gap: gaps[0].gap, syncs: gaps[0].syncs, syncTime: gaps[0].syncTime, turn: el}, nil
 }
 
 // roundSpan returns the indexes in evs of a tool round's first and last
