@@ -51,6 +51,10 @@ func RoundsReport(rr *RoundResults) string {
 	p("This part of the run: %s; 1-minute load average %.2f before and %.2f after; %s in all.\n\n",
 		rr.Started.UTC().Format("2006-01-02 15:04 MST"), rr.LoadBefore, rr.LoadAfter, rr.Elapsed.Round(time.Second))
 
+	if cfg.TimeOnly {
+		p("The rounds were timed alone (`-rounds-time-only`): no history was read, so the history figures,\n")
+		p("the parts and the segments below are zero or missing.\n\n")
+	}
 	sf, sa := PatternSessionflow, PatternSample
 	sizes := cfg.Sizes
 	if len(sizes) > 0 {

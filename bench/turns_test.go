@@ -112,6 +112,13 @@ func checkSmokeRounds(t *testing.T, rr *RoundResults) {
 	}
 	fs, _ := rr.Point(PatternSessionflow, 10, 1)
 	fl, _ := rr.Point(PatternSessionflow, 400, 1)
+	// The assistant/message, the tool/call, the tool/result: at least
+	// three fsyncs of the worker's store in a round; the sample stores
+	// nothing.
+	require.GreaterOrEqual(t, fs.Syncs, 3, "sessionflow's round stores through the timed filesystem")
+	require.Positive(t, fs.SyncTime)
+	ss0, _ := rr.Point(PatternSample, 10, 1)
+	require.Zero(t, ss0.Syncs)
 	require.InEpsilon(t, fs.HistoryBytes, fl.HistoryBytes, 0.05, "sessionflow's history per round does not grow with the conversation")
 	ss, _ := rr.Point(PatternSample, 10, 1)
 	sl, _ := rr.Point(PatternSample, 400, 1)
