@@ -90,6 +90,9 @@ type Config struct {
 	// comparison when AppendPathOnly is set, alone otherwise).
 	AppendPathOnly bool
 	LongAppends    int
+	// ServerArgs are more arguments of the dev server (`temporal server
+	// start-dev`), e.g. --metrics-port to read its request counts.
+	ServerArgs []string
 	// Progress receives progress lines; nil discards them.
 	Progress io.Writer
 	// extraProviders are offered by the worker beside the turn
@@ -213,6 +216,7 @@ func start(ctx context.Context, cfg Config, logf func(string, ...any)) (*env, er
 	ds, err := devserver.Start(ctx, devserver.Options{
 		Ephemeral: true,
 		Locate:    devserver.LocateOptions{Progress: cfg.Progress, WorkDir: cfg.ModuleDir},
+		ExtraArgs: cfg.ServerArgs,
 	})
 	if err != nil {
 		_ = os.RemoveAll(root)

@@ -91,6 +91,7 @@ func run() error {
 	roundParallel := flag.String("round-parallel", "1,4,16", "parallel tool calls of the tool rounds measured at the first -round-sizes")
 	roundPatterns := flag.String("round-patterns", "", "measure the tool rounds of these patterns only (sessionflow, sample); empty: both")
 	flag.IntVar(&cfg.Turns.Rounds.Rounds, "rounds-measured", cfg.Turns.Rounds.Rounds, "measured tool rounds per point")
+	serverMetrics := flag.Int("server-metrics-port", 0, "serve the dev server's Prometheus metrics (request counts by operation) on this port of 127.0.0.1; 0: none")
 	flag.BoolVar(&cfg.Turns.Rounds.TimeOnly, "rounds-time-only", false, "time the tool rounds without reading their history (for a profile of the rounds alone)")
 	flag.IntVar(&cfg.Turns.Rounds.PerConversation, "rounds-per-conversation", cfg.Turns.Rounds.PerConversation, "measured tool rounds per conversation before a new one of the point's length is opened (0: one conversation per point)")
 	turnsSave := flag.String("turns-save", "", "with -turns-only: also save the turn measurements as JSON in this file")
@@ -137,6 +138,9 @@ func run() error {
 	}
 	if cfg.Turns.Rounds.Patterns, err = patternList(*roundPatterns); err != nil {
 		return err
+	}
+	if *serverMetrics > 0 {
+		cfg.ServerArgs = append(cfg.ServerArgs, "--metrics-port", strconv.Itoa(*serverMetrics))
 	}
 	if cfg.Turns.Rounds.Only {
 		cfg.TurnsOnly = true
