@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sessionflow/sessionflow/provider"
+	"github.com/sessionflow/sessionflow/tool"
 )
 
 // Names of the agent-sample baseline: the pattern of Temporal's agent
@@ -22,6 +24,8 @@ const (
 	SampleWorkflowName = "bench.AgentSample"
 	// SampleModelActivityName is its model activity.
 	SampleModelActivityName = "bench.sampleModel"
+	// SampleToolActivityName is its tool activity: one tool call.
+	SampleToolActivityName = "bench.sampleTool"
 	// SampleUpdateTurn runs one turn: the prompt is added to the
 	// conversation, the model is called with the whole conversation, and the
 	// response is added to it.
@@ -36,6 +40,8 @@ type SampleState struct {
 	// Provider and Model are the route of every model call.
 	Provider string `json:"provider"`
 	Model    string `json:"model"`
+	// Tools are the tools offered to the model, in every call's input.
+	Tools []provider.Tool `json:"tools,omitempty"`
 	// Messages is the conversation, oldest first.
 	Messages []provider.Message `json:"messages"`
 	// Runs counts the continue-as-new generations before this run.
@@ -68,6 +74,15 @@ type SampleModelInput struct {
 	Provider string             `json:"provider"`
 	Model    string             `json:"model"`
 	Messages []provider.Message `json:"messages"`
+	Tools    []provider.Tool    `json:"tools,omitempty"`
+}
+
+// SampleToolInput is the input of the sample's tool activity: one tool
+// call of the model's response.
+type SampleToolInput struct {
+	CallID    string `json:"callId"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments,omitempty"`
 }
 
 // SampleModelResult is the result of the sample's model activity: the whole
@@ -81,9 +96,11 @@ type SampleModelResult struct {
 	Usage *provider.Usage `json:"usage,omitempty"`
 }
 
-// SampleActivities holds the providers the sample's model activity calls.
+// SampleActivities holds the providers the sample's model activity calls
+// and the tools its tool activity runs.
 type SampleActivities struct {
 	Providers provider.Set
+	Tools     *tool.Registry
 }
 
 // Model calls the provider with the conversation of its input and returns
@@ -94,7 +111,7 @@ func (a *SampleActivities) Model(ctx context.Context, in SampleModelInput) (Samp
 		return SampleModelResult{}, temporal.NewNonRetryableApplicationError(err.Error(), "ProviderRefused", err)
 	}
 	asm := provider.NewAssembler()
-	for ch, err := range p.Stream(ctx, provider.Request{Provider: in.Provider, Model: in.Model, Messages: in.Messages}) {
+	for ch, err := range p.Stream(ctx, provider.Request{Provider: in.Provider, Model: in.Model, Messages: in.Messages, Tools: in.Tools}) {
 		if err != nil {
 			return SampleModelResult{}, fmt.Errorf("model call: %w", err)
 		}
@@ -105,20 +122,39 @@ func (a *SampleActivities) Model(ctx context.Context, in SampleModelInput) (Samp
 	return SampleModelResult{Message: provider.Message{Role: provider.RoleAssistant, Content: asm.Content()}, Finish: asm.Finish(), Usage: asm.Usage()}, nil
 }
 
-// RegisterSample registers the agent-sample workflow and its model activity
-// calling providers.
-func RegisterSample(r worker.Registry, providers provider.Set) {
-	r.RegisterWorkflowWithOptions(SampleWorkflow, workflow.RegisterOptions{Name: SampleWorkflowName})
-	a := &SampleActivities{Providers: providers}
-	r.RegisterActivityWithOptions(a.Model, activity.RegisterOptions{Name: SampleModelActivityName})
+// Tool runs one tool call with the registry's tool and returns its
+// tool-result block (a missing tool or bad arguments are an error result,
+// as Registry.Execute makes them).
+func (a *SampleActivities) Tool(ctx context.Context, in SampleToolInput) (provider.Block, error) {
+	args := json.RawMessage(in.Arguments)
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	res := a.Tools.Execute(ctx, in.Name, tool.Call{CallID: in.CallID, Cwd: "/bench", Arguments: args})
+	return provider.Block{Type: provider.BlockToolResult, ToolCallID: in.CallID, IsError: res.IsError, Content: res.Content}, nil
 }
+
+// RegisterSample registers the agent-sample workflow, its model activity
+// calling providers and its tool activity running tools.
+func RegisterSample(r worker.Registry, providers provider.Set, tools *tool.Registry) {
+	r.RegisterWorkflowWithOptions(SampleWorkflow, workflow.RegisterOptions{Name: SampleWorkflowName})
+	a := &SampleActivities{Providers: providers, Tools: tools}
+	r.RegisterActivityWithOptions(a.Model, activity.RegisterOptions{Name: SampleModelActivityName})
+	r.RegisterActivityWithOptions(a.Tool, activity.RegisterOptions{Name: SampleToolActivityName})
+}
+
+// sampleMaxSteps bounds the model calls of one turn of the sample.
+const sampleMaxSteps = 16
 
 // SampleWorkflow is the agent-sample pattern: the turn update adds the
 // prompt to the conversation held in workflow state, runs the model
 // activity with the whole conversation as its input, and adds the response
-// (the activity's result) to the conversation. The workflow continues as
-// new, carrying the conversation, at the end of a turn during which the
-// server suggested it, and ends on the done signal.
+// (the activity's result) to the conversation. While the response calls
+// tools (at most sampleMaxSteps model calls), it runs one tool activity
+// per call, all at once, adds their results as one user message and calls
+// the model again. The workflow continues as new, carrying the
+// conversation, at the end of a turn during which the server suggested it,
+// and ends on the done signal.
 func SampleWorkflow(ctx workflow.Context, st SampleState) (int, error) {
 	ao := workflow.ActivityOptions{
 		StartToCloseTimeout: workflowTimeout,
@@ -133,11 +169,37 @@ func SampleWorkflow(ctx workflow.Context, st SampleState) (int, error) {
 		defer func() { busy = false }()
 		st.Messages = append(st.Messages, req.Messages...)
 		st.Messages = append(st.Messages, provider.Message{Role: provider.RoleUser, Content: []provider.Block{{Type: provider.BlockText, Text: req.Prompt}}})
+		actx := workflow.WithActivityOptions(ctx, ao)
 		var out SampleModelResult
-		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ao), SampleModelActivityName, SampleModelInput{Provider: st.Provider, Model: st.Model, Messages: st.Messages}).Get(ctx, &out); err != nil {
-			return SampleTurnResult{}, err
+		for step := 1; ; step++ {
+			out = SampleModelResult{}
+			if err := workflow.ExecuteActivity(actx, SampleModelActivityName, SampleModelInput{Provider: st.Provider, Model: st.Model, Messages: st.Messages, Tools: st.Tools}).Get(ctx, &out); err != nil {
+				return SampleTurnResult{}, err
+			}
+			st.Messages = append(st.Messages, out.Message)
+			var calls []provider.Block
+			for _, b := range out.Message.Content {
+				if b.Type == provider.BlockToolCall {
+					calls = append(calls, b)
+				}
+			}
+			if len(calls) == 0 || step >= sampleMaxSteps {
+				break
+			}
+			fs := make([]workflow.Future, len(calls))
+			for i, c := range calls {
+				fs[i] = workflow.ExecuteActivity(actx, SampleToolActivityName, SampleToolInput{CallID: c.ID, Name: c.Name, Arguments: c.Arguments})
+			}
+			results := provider.Message{Role: provider.RoleUser}
+			for _, f := range fs {
+				var r provider.Block
+				if err := f.Get(ctx, &r); err != nil {
+					return SampleTurnResult{}, err
+				}
+				results.Content = append(results.Content, r)
+			}
+			st.Messages = append(st.Messages, results)
 		}
-		st.Messages = append(st.Messages, out.Message)
 		// Decided as the turn ends, so that the continue-as-new goes with
 		// the update's completion and no next turn is accepted by this run.
 		continueAsNew = workflow.GetInfo(ctx).GetContinueAsNewSuggested()

@@ -35,6 +35,7 @@ import (
 	"github.com/sessionflow/sessionflow/internal/app/workerapp"
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider"
+	"github.com/sessionflow/sessionflow/tool"
 )
 
 // taskQueue is the task queue of the harness's worker.
@@ -89,6 +90,9 @@ type Config struct {
 	// comparison when AppendPathOnly is set, alone otherwise).
 	AppendPathOnly bool
 	LongAppends    int
+	// ServerArgs are more arguments of the dev server (`temporal server
+	// start-dev`), e.g. --metrics-port to read its request counts.
+	ServerArgs []string
 	// Progress receives progress lines; nil discards them.
 	Progress io.Writer
 	// extraProviders are offered by the worker beside the turn
@@ -128,6 +132,8 @@ type env struct {
 	root   string
 	stop   func() error
 	log    func(format string, args ...any)
+	// clock times the tool rounds of the round providers.
+	clock *roundClock
 }
 
 // Run starts a dev server and a worker, runs every measurement of cfg and
@@ -210,6 +216,7 @@ func start(ctx context.Context, cfg Config, logf func(string, ...any)) (*env, er
 	ds, err := devserver.Start(ctx, devserver.Options{
 		Ephemeral: true,
 		Locate:    devserver.LocateOptions{Progress: cfg.Progress, WorkDir: cfg.ModuleDir},
+		ExtraArgs: cfg.ServerArgs,
 	})
 	if err != nil {
 		_ = os.RemoveAll(root)
@@ -237,10 +244,23 @@ func start(ctx context.Context, cfg Config, logf func(string, ...any)) (*env, er
 	for name, p := range cfg.extraProviders {
 		providers[name] = p
 	}
+	syncs := &syncCounter{}
+	wcfg.StoreFS = timedFS{FS: jsonl.OSFS{}, c: syncs}
+	clock := newRoundClock(syncs)
+	for name, p := range roundProviders(cfg.Turns.Rounds, cfg.Turns.ResponseChunks, cfg.Turns.ChunkBytes, clock) {
+		providers[name] = p
+	}
+	tools, err := tool.NewRegistry(NoopTool())
+	if err != nil {
+		_ = ds.Stop()
+		_ = os.RemoveAll(root)
+		return nil, fmt.Errorf("the sample's tools: %w", err)
+	}
 	wcfg.Agent.Providers = providers
+	wcfg.Agent.Tools = append(wcfg.Agent.Tools, NoopTool())
 	wcfg.Register = func(r worker.Registry) {
 		Register(r)
-		RegisterSample(r, providers)
+		RegisterSample(r, providers, tools)
 	}
 	started := make(chan struct{})
 	wcfg.OnStarted = func(workerapp.Started) { close(started) }
@@ -265,6 +285,7 @@ func start(ctx context.Context, cfg Config, logf func(string, ...any)) (*env, er
 		store:  st,
 		root:   root,
 		log:    logf,
+		clock:  clock,
 	}
 	e.stop = func() error {
 		if stopped {

@@ -35,6 +35,28 @@ var patternStyle = map[string]struct {
 	PatternSample:      {color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, draw.TriangleGlyph{}},
 }
 
+// Names of the tool-round series of the charts.
+const (
+	roundSeriesSessionflow = "sessionflow tool round"
+	roundSeriesSample      = "agent sample tool round"
+)
+
+// roundSeries returns a pattern's tool rounds of one call: the
+// conversation length and value(p), for the points that ran.
+func roundSeries(tr *TurnResults, pattern string, value func(RoundPoint) float64) plotter.XYs {
+	var xys plotter.XYs
+	if tr.Rounds == nil {
+		return nil
+	}
+	for _, p := range tr.Rounds.Points[pattern] {
+		if p.Err != "" || p.Measured == 0 || p.Calls != 1 || p.Messages <= 0 {
+			continue
+		}
+		xys = append(xys, plotter.XY{X: float64(p.Messages), Y: value(p)})
+	}
+	return xys
+}
+
 // chartSeries returns a pattern's points of the size measurements: the
 // conversation length and value(p), for the points that ran.
 func chartSeries(tr *TurnResults, pattern string, value func(TurnPoint) float64) plotter.XYs {
@@ -80,11 +102,14 @@ func Charts(tr *TurnResults) (map[string][]byte, error) {
 		file, title, y string
 		logY           bool
 		value          func(TurnPoint) float64
+		round          func(RoundPoint) float64
 	}{
-		{HistoryChart, "Workflow history added by one turn", "history bytes per turn (log scale)", true,
-			func(p TurnPoint) float64 { return float64(p.HistoryBytes) }},
-		{TimeChart, "Time of one turn (zero-latency scripted model)", "median time per turn (ms)", false,
-			func(p TurnPoint) float64 { return float64(p.Time.Median.Microseconds()) / 1000 }},
+		{HistoryChart, "Workflow history added by one turn and one tool round", "history bytes per turn or round (log scale)", true,
+			func(p TurnPoint) float64 { return float64(p.HistoryBytes) },
+			func(p RoundPoint) float64 { return float64(p.HistoryBytes) }},
+		{TimeChart, "Time of one turn and one tool round (zero-latency model)", "median time per turn or round (ms)", false,
+			func(p TurnPoint) float64 { return float64(p.Time.Median.Microseconds()) / 1000 },
+			func(p RoundPoint) float64 { return float64(p.Time.Median.Microseconds()) / 1000 }},
 	}
 	for _, s := range specs {
 		p := plot.New()
@@ -109,8 +134,18 @@ func Charts(tr *TurnResults) (map[string][]byte, error) {
 		drawn := 0
 		xmin, xmax, ymax := math.Inf(1), 0.0, 0.0
 		ymin := math.Inf(1)
-		for _, pattern := range []string{PatternSessionflow, PatternSample} {
-			xys := chartSeries(tr, pattern, s.value)
+		series := []struct {
+			name, pattern string
+			xys           plotter.XYs
+			dashed        bool
+		}{
+			{PatternSessionflow, PatternSessionflow, chartSeries(tr, PatternSessionflow, s.value), false},
+			{PatternSample, PatternSample, chartSeries(tr, PatternSample, s.value), false},
+			{roundSeriesSessionflow, PatternSessionflow, roundSeries(tr, PatternSessionflow, s.round), true},
+			{roundSeriesSample, PatternSample, roundSeries(tr, PatternSample, s.round), true},
+		}
+		for _, se := range series {
+			xys, pattern := se.xys, se.pattern
 			if len(xys) == 0 {
 				continue
 			}
@@ -128,8 +163,12 @@ func Charts(tr *TurnResults) (map[string][]byte, error) {
 			points.Color = st.color
 			points.Shape = st.shape
 			points.Radius = vg.Points(3)
+			if se.dashed {
+				line.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+				points.Shape = draw.BoxGlyph{}
+			}
 			p.Add(line, points)
-			p.Legend.Add(pattern, line, points)
+			p.Legend.Add(se.name, line, points)
 			drawn++
 		}
 		if drawn == 0 {

@@ -22,7 +22,10 @@ type Stats struct {
 	N      int
 	Median time.Duration
 	P90    time.Duration
-	Mean   time.Duration
+	// P99 is the value below which 99% of the others lie: the largest of
+	// fewer than 100.
+	P99  time.Duration
+	Mean time.Duration
 }
 
 func summarize(ds []time.Duration) Stats {
@@ -35,7 +38,7 @@ func summarize(ds []time.Duration) Stats {
 	for _, d := range s {
 		sum += d
 	}
-	return Stats{N: len(s), Median: s[len(s)/2], P90: s[(len(s)*9)/10], Mean: sum / time.Duration(len(s))}
+	return Stats{N: len(s), Median: s[len(s)/2], P90: s[(len(s)*9)/10], P99: s[(len(s)*99)/100], Mean: sum / time.Duration(len(s))}
 }
 
 // Results are the measurements of one run.

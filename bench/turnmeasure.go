@@ -91,7 +91,7 @@ func (e *env) measuredTurn(ctx context.Context, d turnDriver, prompt string) (ti
 
 // point opens a conversation of n messages for d and measures its turns.
 func (e *env) point(ctx context.Context, d turnDriver, pattern, name string, n, chunks int) TurnPoint {
-	p := TurnPoint{Pattern: pattern, Messages: n, Chunks: chunks}
+	p := TurnPoint{Pattern: pattern, Messages: n, Chunks: chunks, Load: LoadAverage()}
 	cfg := e.cfg.Turns
 	if err := d.open(ctx, name, n, chunks); err != nil {
 		p.Err = err.Error()

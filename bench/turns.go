@@ -44,6 +44,8 @@ type TurnsConfig struct {
 	// run if no limit did.
 	GrowBatch       int
 	GrowMaxMessages int
+	// Rounds sizes the tool-round measurements, run with the turns.
+	Rounds RoundsConfig
 }
 
 // DefaultTurnsConfig returns the sizes of the documented run.
@@ -60,6 +62,7 @@ func DefaultTurnsConfig() TurnsConfig {
 		SessionTurns:    500,
 		GrowBatch:       500,
 		GrowMaxMessages: 1_000_000,
+		Rounds:          DefaultRoundsConfig(),
 	}
 }
 
@@ -88,6 +91,8 @@ type TurnPoint struct {
 	// its scheduling to its completion, or the workflow tasks from their
 	// scheduling to their completion), in order of first occurrence.
 	Parts []TurnPart
+	// Load is the 1-minute load average when the point started.
+	Load float64
 	// Measured is the number of measured turns.
 	Measured int
 	// Ended is why the turns stopped before Turns were measured; Err is
@@ -162,6 +167,8 @@ type TurnResults struct {
 	// Long is sessionflow's long run; Grow the sample's growth run.
 	Long LongRun
 	Grow GrowRun
+	// Rounds holds the tool-round measurements, nil when not run.
+	Rounds *RoundResults
 	// Started, Elapsed and the 1-minute load averages before and after
 	// the turn measurements.
 	Started    time.Time
@@ -204,6 +211,9 @@ func (e *env) turns(ctx context.Context, res *Results) error {
 		tr.Elapsed = time.Since(tr.Started)
 		tr.LoadAfter = LoadAverage()
 	}()
+	if cfg.Rounds.Only {
+		return e.rounds(ctx, tr)
+	}
 	drivers := []struct {
 		pattern string
 		d       turnDriver
@@ -220,6 +230,11 @@ func (e *env) turns(ctx context.Context, res *Results) error {
 			p := e.point(ctx, d, pattern, fmt.Sprintf("chunks-%d", c), n, c)
 			e.log("  %s, %d-chunk responses: %d history bytes (%d events) per turn, %s per turn%s", pattern, c, p.HistoryBytes, p.HistoryEvents, ms(p.Time.Median), errSuffix(p))
 			tr.ByChunks[pattern] = append(tr.ByChunks[pattern], p)
+		}
+	}
+	if cfg.Rounds.Enabled {
+		if err := e.rounds(ctx, tr); err != nil {
+			return fmt.Errorf("the tool rounds: %w", err)
 		}
 	}
 	if err := e.growSample(ctx, tr); err != nil {

@@ -30,6 +30,11 @@ func smokeTurns() TurnsConfig {
 	cfg.SessionTurns = 3
 	cfg.GrowBatch = 5000
 	cfg.GrowMaxMessages = 100_000
+	cfg.Rounds.Sizes = []int{10, 400}
+	cfg.Rounds.Parallel = []int{4}
+	cfg.Rounds.Rounds = 2
+	cfg.Rounds.Warmup = 0
+	cfg.Rounds.PerConversation = 1
 	return cfg
 }
 
@@ -70,6 +75,8 @@ func checkSmokeTurns(t *testing.T, tr *TurnResults) {
 	require.Greater(t, g.FailedAt, g.Messages)
 	require.Contains(t, g.Outcome, "exceeds size limit")
 
+	checkSmokeRounds(t, tr.Rounds)
+
 	charts, err := Charts(tr)
 	require.NoError(t, err)
 	for _, name := range []string{HistoryChart, TimeChart} {
@@ -80,6 +87,47 @@ func checkSmokeTurns(t *testing.T, tr *TurnResults) {
 	require.True(t, strings.HasPrefix(report, TurnsBegin))
 	require.True(t, strings.HasSuffix(report, TurnsEnd+"\n"))
 	require.Contains(t, report, "| agent sample: its run ends at the history or payload limit | turn ")
+}
+
+// checkSmokeRounds checks the tool rounds of the smoke test.
+func checkSmokeRounds(t *testing.T, rr *RoundResults) {
+	t.Helper()
+	require.NotNil(t, rr)
+	for _, pattern := range []string{PatternSessionflow, PatternSample} {
+		for _, k := range []roundKey{{10, 1}, {400, 1}, {10, 4}} {
+			p, ok := rr.Point(pattern, k.messages, k.calls)
+			require.True(t, ok, "%s ran its rounds at %v: %+v", pattern, k, rr.Points[pattern])
+			require.Equal(t, 2, p.Measured)
+			require.Positive(t, p.Time.Median)
+			require.Greater(t, p.TurnTime.Median, p.Time.Median, "the turn holds the round")
+			require.Greater(t, p.TurnBytes, p.HistoryBytes, "the turn holds the round")
+			tool := wire.RunToolActivity
+			if pattern == PatternSample {
+				tool = SampleToolActivityName
+			}
+			require.Equal(t, []string{workflowTasks, tool}, partNames(p.Parts), "%s at %v", pattern, k)
+			require.Equal(t, k.calls, p.Parts[1].Count, "one tool activity per call")
+			require.Equal(t, []string{segmentFirstEnd, segmentBetween, segmentDispatch, segmentSecondRun}, partNames(p.Segments), "%s at %v", pattern, k)
+		}
+	}
+	fs, _ := rr.Point(PatternSessionflow, 10, 1)
+	fl, _ := rr.Point(PatternSessionflow, 400, 1)
+	// The assistant/message, the tool/call, the tool/result: at least
+	// three fsyncs of the worker's store in a round; the sample stores
+	// nothing.
+	require.GreaterOrEqual(t, fs.Syncs, 3, "sessionflow's round stores through the timed filesystem")
+	require.Positive(t, fs.SyncTime)
+	ss0, _ := rr.Point(PatternSample, 10, 1)
+	require.Zero(t, ss0.Syncs)
+	require.InEpsilon(t, fs.HistoryBytes, fl.HistoryBytes, 0.05, "sessionflow's history per round does not grow with the conversation")
+	ss, _ := rr.Point(PatternSample, 10, 1)
+	sl, _ := rr.Point(PatternSample, 400, 1)
+	// 390 more messages of 100 bytes of text travel in the second model
+	// activity's input.
+	require.Greater(t, sl.HistoryBytes, ss.HistoryBytes+39_000, "the sample's history per round grows with the conversation")
+	report := RoundsReport(rr)
+	require.True(t, strings.HasPrefix(report, RoundsBegin))
+	require.Contains(t, report, "| time per round at 10 messages <= 1.0x the sample's | ")
 }
 
 func partNames(parts []TurnPart) []string {

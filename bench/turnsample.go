@@ -18,6 +18,13 @@ type sampleDriver struct {
 	messages int
 	// extra are messages the next turn adds before its prompt.
 	extra []provider.Message
+	// route, when set, is the provider of the turns instead of the one
+	// answering with responses of the opened length; tools are the tools
+	// offered to the model; perTurn is the number of messages a turn adds
+	// (2 when zero: the prompt and the answer).
+	route   string
+	tools   []provider.Tool
+	perTurn int
 }
 
 func (s *sampleDriver) workflowID() string { return s.wid }
@@ -25,8 +32,12 @@ func (s *sampleDriver) workflowID() string { return s.wid }
 func (s *sampleDriver) open(ctx context.Context, name string, n, chunks int) error {
 	s.wid = "sample-" + name
 	s.messages = n
+	route := providerName(chunks)
+	if s.route != "" {
+		route = s.route
+	}
 	run, err := s.e.tc.ExecuteWorkflow(ctx, temporalclient.StartWorkflowOptions{ID: s.wid, TaskQueue: taskQueue}, SampleWorkflowName,
-		SampleState{Provider: providerName(chunks), Model: "bench", Messages: Conversation(n, s.e.cfg.Turns.MessageBytes)})
+		SampleState{Provider: route, Model: "bench", Tools: s.tools, Messages: Conversation(n, s.e.cfg.Turns.MessageBytes)})
 	if err != nil {
 		return fmt.Errorf("starting %s: %w", s.wid, err)
 	}
@@ -50,7 +61,11 @@ func (s *sampleDriver) turn(ctx context.Context, prompt string) error {
 	if err != nil {
 		return err
 	}
-	if want := s.messages + len(s.extra) + 2; out.Messages != want {
+	perTurn := s.perTurn
+	if perTurn == 0 {
+		perTurn = 2
+	}
+	if want := s.messages + len(s.extra) + perTurn; out.Messages != want {
 		return fmt.Errorf("the conversation holds %d messages after the turn, want %d", out.Messages, want)
 	}
 	s.messages = out.Messages

@@ -15,6 +15,11 @@ type flowDriver struct {
 	e   *env
 	id  string
 	wid string
+	// route, when set, is the provider of the turns instead of the one
+	// answering with responses of the opened length; parallel, when
+	// positive, is the session's maxParallelToolCalls.
+	route    string
+	parallel int
 }
 
 func (f *flowDriver) workflowID() string { return f.wid }
@@ -22,6 +27,13 @@ func (f *flowDriver) workflowID() string { return f.wid }
 func (f *flowDriver) open(ctx context.Context, name string, n, chunks int) error {
 	f.id = "turns-" + name
 	opts := &wire.AgentOptions{Provider: providerName(chunks), Model: "bench"}
+	if f.route != "" {
+		opts.Provider = f.route
+	}
+	if f.parallel > 0 {
+		p := float64(f.parallel)
+		opts.MaxParallelToolCalls = &p
+	}
 	if n > 0 {
 		if _, _, err := WriteConversationLog(ctx, f.e.store, f.id, n, f.e.cfg.Turns.MessageBytes, "bench"); err != nil {
 			return err

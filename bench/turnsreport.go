@@ -101,7 +101,7 @@ func TurnsReport(tr *TurnResults) string {
 	if a, ok := tr.Point(sf, lo); ok {
 		if z, ok := tr.Point(PatternSample, lo); ok {
 			r := float64(a.Time.Median) / float64(z.Time.Median)
-			p("| time per turn at %d messages <= 1.5x the sample's | %s vs %s (%.2fx) | %s |\n", lo, ms(a.Time.Median), ms(z.Time.Median), r, met(r <= 1.5))
+			p("| time per turn at %d messages <= 1.0x the sample's | %s vs %s (%.2fx) | %s |\n", lo, ms(a.Time.Median), ms(z.Time.Median), r, met(r <= 1))
 		}
 	}
 	for _, n := range cfg.Sizes {
@@ -121,9 +121,14 @@ func TurnsReport(tr *TurnResults) string {
 	p("\n")
 
 	p("### History and time per turn against the conversation's length\n\n")
-	p("![History bytes per turn against the conversation's length](%s)\n\n", HistoryChart)
-	p("![Time per turn against the conversation's length](%s)\n\n", TimeChart)
-	p("Responses of %d chunks. Ratios are sessionflow over the sample.\n\n", cfg.ResponseChunks)
+	p("![History bytes per turn and per tool round against the conversation's length](%s)\n\n", HistoryChart)
+	p("![Time per turn and per tool round against the conversation's length](%s)\n\n", TimeChart)
+	if tr.Rounds != nil {
+		p("The charts also draw the tool rounds of one call (below): a round's history and its time on the\n")
+		p("provider's clock.\n\n")
+	}
+	p("Responses of %d chunks. Ratios are sessionflow over the sample, measured in the same run; the load\n", cfg.ResponseChunks)
+	p("averages are the machine's 1-minute load average when sessionflow's and the sample's point started.\n\n")
 	writeComparison(&b, "messages", cfg.Sizes, tr.Point)
 	writeParts(&b, tr, lo)
 	if hi != lo {
@@ -147,6 +152,10 @@ func TurnsReport(tr *TurnResults) string {
 		}
 	}
 
+	if tr.Rounds != nil {
+		p("\n%s", RoundsReport(tr.Rounds))
+	}
+
 	g := tr.Grow
 	p("\n### The sample's run until a limit\n\n")
 	p("One `bench.AgentSample` workflow, each turn adding %d messages (of %d bytes of text) before its\n", cfg.GrowBatch, cfg.MessageBytes)
@@ -168,6 +177,13 @@ func TurnsReport(tr *TurnResults) string {
 		p("| %d | %d | %d | %s (%d events) | %d B | %d B | %s, %s | %s | %s | %s |\n\n", l.Turns, l.Messages, l.Runs, kib(float64(l.MaxRunBytes)), l.MaxRunEvents,
 			l.FirstTurnBytes, l.LastTurnBytes, ms(l.Time.Median), ms(l.Time.P90), ms(l.FirstTime), ms(l.LastTime), l.Elapsed.Round(time.Second))
 		p("How it ended: %s\n\n", mdEscape(l.Outcome))
+	}
+	if fs := turnFindings(tr); len(fs) > 0 {
+		p("### What this run's turns showed\n\n")
+		for _, f := range fs {
+			p("- %s\n", f)
+		}
+		p("\n")
 	}
 	if notes := strings.TrimSpace(turnNotes); notes != "" {
 		p("%s\n\n", notes)
@@ -233,12 +249,21 @@ func writeParts(b *strings.Builder, tr *TurnResults, n int) {
 // conversation or the response lengths), point finding a pattern's point at
 // a key.
 func writeComparison(b *strings.Builder, key string, keys []int, point func(pattern string, k int) (TurnPoint, bool)) {
-	fmt.Fprintf(b, "| %s | sessionflow history/turn | sample history/turn | ratio | sessionflow events/turn | sample events/turn | sessionflow time/turn (median, p90) | sample time/turn (median, p90) | time ratio |\n", key)
-	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(b, "| %s | load average | sessionflow history/turn | sample history/turn | ratio | sessionflow events/turn | sample events/turn | sessionflow time/turn (median, p90) | sample time/turn (median, p90) | time ratio |\n", key)
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, k := range keys {
 		a, ok1 := point(PatternSessionflow, k)
 		z, ok2 := point(PatternSample, k)
-		fmt.Fprintf(b, "| %d | %s |\n", k, turnRow(a, ok1, z, ok2))
+		load := "-"
+		switch {
+		case ok1 && ok2:
+			load = fmt.Sprintf("%.2f, %.2f", a.Load, z.Load)
+		case ok1:
+			load = fmt.Sprintf("%.2f", a.Load)
+		case ok2:
+			load = fmt.Sprintf("%.2f", z.Load)
+		}
+		fmt.Fprintf(b, "| %d | %s | %s |\n", k, load, turnRow(a, ok1, z, ok2))
 	}
 	b.WriteString("\n")
 }

@@ -3,9 +3,16 @@
 //
 //	go run ./bench/cmd/perf -out docs/PERFORMANCE.md
 //
-// The turn measurements alone, their section of the report and their charts:
+// The turn measurements alone (the tool rounds included), their section of
+// the report and their charts:
 //
 //	go run ./bench/cmd/perf -turns-only -svg docs -out docs/PERFORMANCE.md
+//
+// The tool rounds alone, replacing only their part of the turn section
+// (-round-patterns sessionflow with -cpuprofile profiles sessionflow's
+// rounds alone):
+//
+//	go run ./bench/cmd/perf -rounds-only -out docs/PERFORMANCE.md
 //
 // The many-sessions measurement alone (10,000 live sessions on one worker),
 // replacing only its section of the report:
@@ -78,6 +85,15 @@ func run() error {
 	flag.IntVar(&cfg.Turns.Turns, "turns-measured", cfg.Turns.Turns, "measured turns per point")
 	flag.IntVar(&cfg.Turns.MessageBytes, "turn-message-bytes", cfg.Turns.MessageBytes, "text bytes per message of a built conversation")
 	flag.IntVar(&cfg.Turns.GrowBatch, "grow-batch", cfg.Turns.GrowBatch, "messages each turn of the sample's growth run adds")
+	flag.BoolVar(&cfg.Turns.Rounds.Enabled, "rounds", cfg.Turns.Rounds.Enabled, "run the tool-round measurements with the turn measurements")
+	flag.BoolVar(&cfg.Turns.Rounds.Only, "rounds-only", false, "run only the tool-round measurements; with -out, replace the tool-round part of the turn section and keep the rest")
+	roundSizes := flag.String("round-sizes", "10,1000,10000", "conversation lengths (messages) of the tool rounds of one call")
+	roundParallel := flag.String("round-parallel", "1,4,16", "parallel tool calls of the tool rounds measured at the first -round-sizes")
+	roundPatterns := flag.String("round-patterns", "", "measure the tool rounds of these patterns only (sessionflow, sample); empty: both")
+	flag.IntVar(&cfg.Turns.Rounds.Rounds, "rounds-measured", cfg.Turns.Rounds.Rounds, "measured tool rounds per point")
+	serverMetrics := flag.Int("server-metrics-port", 0, "serve the dev server's Prometheus metrics (request counts by operation) on this port of 127.0.0.1; 0: none")
+	flag.BoolVar(&cfg.Turns.Rounds.TimeOnly, "rounds-time-only", false, "time the tool rounds without reading their history (for a profile of the rounds alone)")
+	flag.IntVar(&cfg.Turns.Rounds.PerConversation, "rounds-per-conversation", cfg.Turns.Rounds.PerConversation, "measured tool rounds per conversation before a new one of the point's length is opened (0: one conversation per point)")
 	turnsSave := flag.String("turns-save", "", "with -turns-only: also save the turn measurements as JSON in this file")
 	turnsFrom := flag.String("turns-from", "", "with -turns-only: measure nothing, render the turn section and charts from measurements saved by -turns-save")
 	fleetCfg := bench.DefaultFleetConfig()
@@ -113,6 +129,22 @@ func run() error {
 	}
 	if cfg.Turns.Chunks, err = intList("-turn-chunks", *turnChunks, 1); err != nil {
 		return err
+	}
+	if cfg.Turns.Rounds.Sizes, err = intList("-round-sizes", *roundSizes, 0); err != nil {
+		return err
+	}
+	if cfg.Turns.Rounds.Parallel, err = intList("-round-parallel", *roundParallel, 1); err != nil {
+		return err
+	}
+	if cfg.Turns.Rounds.Patterns, err = patternList(*roundPatterns); err != nil {
+		return err
+	}
+	if *serverMetrics > 0 {
+		cfg.ServerArgs = append(cfg.ServerArgs, "--metrics-port", strconv.Itoa(*serverMetrics))
+	}
+	if cfg.Turns.Rounds.Only {
+		cfg.TurnsOnly = true
+		cfg.Turns.Rounds.Enabled = true
 	}
 	cfg.HistorySizes = nil
 	for _, s := range strings.Split(*sizes, ",") {
@@ -222,6 +254,12 @@ func run() error {
 	if cfg.AppendPathOnly || cfg.LongAppends > 0 {
 		return writeReport(*out, func(string) string { return bench.AppendPathReport(res) })
 	}
+	if cfg.Turns.Rounds.Only {
+		if *svgDir != "" {
+			fmt.Fprintln(os.Stderr, "perf: -svg ignored: the charts draw the turns too, which -rounds-only does not measure")
+		}
+		return writeReport(*out, func(old string) string { return bench.SpliceRounds(old, bench.RoundsReport(res.Turns.Rounds)) })
+	}
 	return output(res, cfg.TurnsOnly, *svgDir, *out)
 }
 
@@ -292,6 +330,24 @@ func intList(name, s string, least int) ([]int, error) {
 			return nil, fmt.Errorf("%s: bad value %q", name, f)
 		}
 		out = append(out, n)
+	}
+	return out, nil
+}
+
+// patternList parses -round-patterns: a comma-separated list of
+// "sessionflow" and "sample".
+func patternList(s string) ([]string, error) {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		switch strings.TrimSpace(f) {
+		case "":
+		case "sessionflow":
+			out = append(out, bench.PatternSessionflow)
+		case "sample":
+			out = append(out, bench.PatternSample)
+		default:
+			return nil, fmt.Errorf("-round-patterns: unknown pattern %q (want sessionflow or sample)", f)
+		}
 	}
 	return out, nil
 }
