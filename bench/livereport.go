@@ -44,8 +44,8 @@ func LiveReport(r *LiveResults) string {
 	row("live through WatchTurn, after each watch's first text", r.WatchAfterFirst)
 	row("heartbeat (WatchTurn, polls and the stored answer)", r.Heartbeat)
 	row("heartbeat, before the answer was stored", r.HeartbeatLive)
-	p("\nAgainst the baselines of the same run: the HTTP API's p50 is %.3gx the heartbeat path's (p99: %.3gx), and %.3gx the follower's (p99: %.3gx): the HTTP hop adds %s at the median and %s at p99.\n",
-		durRatio(r.HTTP.P50, r.Heartbeat.P50), durRatio(r.HTTP.P99, r.Heartbeat.P99), durRatio(r.HTTP.P50, r.Live.P50), durRatio(r.HTTP.P99, r.Live.P99),
+	p("\nAgainst the baselines of the same run: the heartbeat path's p50 is %.0fx the HTTP API's (p99: %.0fx); the HTTP API's p50 is %.2fx the follower's (p99: %.2fx): the HTTP hop adds %s at the median and %s at p99.\n",
+		durRatio(r.Heartbeat.P50, r.HTTP.P50), durRatio(r.Heartbeat.P99, r.HTTP.P99), durRatio(r.HTTP.P50, r.Live.P50), durRatio(r.HTTP.P99, r.Live.P99),
 		ms(r.HTTP.P50-r.Live.P50), ms(r.HTTP.P99-r.Live.P99))
 	p("\nThe model activity's own cost: a streamed chunk takes %.0f ns of its work with the live file (the assembler's push and the hand-over to the writer, whose flusher goroutine makes the unsynced write(2)) against %.0f ns for the push alone (`testing.Benchmark` in the same run; `go test ./livetext -run '^$' -bench ModelChunk` measures the same), against the %s between this run's chunks.\n", r.PushLiveNs, r.PushNs, c.ChunkEvery)
 	all := r.HTTP.N == r.Sent && r.HTTPOrderErrors == 0
