@@ -5,9 +5,11 @@
 // workflow that keeps its events in workflow state), the history a resume
 // records for logs of growing size, and, through `go test ./jsonl -bench`,
 // the store. Report renders the results as docs/PERFORMANCE.md. Beside
-// them, RunFleet measures many live sessions on one worker, and
-// RunCompaction one long session compacting its conversation against the
-// scripted model; each renders its own section of the report.
+// them, RunFleet measures many live sessions on one worker, RunCompaction
+// one long session compacting its conversation against the scripted model,
+// and RunLive the latency of the live text from the provider's chunk to a
+// client of the worker's HTTP API, beside the heartbeat path; each renders
+// its own section of the report.
 //
 // The measurements run from the perf command (bench/cmd/perf), never from
 // `go test ./...`, which only runs smoke tests with tiny sizes.

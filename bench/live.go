@@ -3,13 +3,16 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
 	"log/slog"
+	"net/http"
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -72,11 +75,15 @@ type LiveResults struct {
 	// first text progress (which waits for the LoopState answer that names
 	// the turn).
 	WatchAfterFirst Latencies
-	// SSE is the live text through an HTTP Server-Sent Events hop: a
-	// stand-in handler in this package with the HTTP API's event shapes
-	// (package httpapi's route was not there to measure), read by an HTTP
-	// client in the same process.
-	SSE Latencies
+	// HTTP is the live text through the worker's HTTP API (`worker
+	// --http`, package httpapi): GET /v1/sessions/{id}/live, the route the
+	// web view reads, one Server-Sent Events stream per session, read by an
+	// HTTP client over loopback.
+	HTTP Latencies
+	// HTTPStreams is how many live streams the HTTP API held open at once
+	// (one per session); HTTPOrderErrors counts chunks an HTTP stream
+	// delivered out of offset order or twice (0 when sound).
+	HTTPStreams, HTTPOrderErrors int
 	// HeartbeatLive is the part of Heartbeat yielded before the answer was
 	// stored (from the heartbeat details, not from the stored answer).
 	HeartbeatLive Latencies
@@ -203,10 +210,12 @@ type seenText struct {
 	text string
 }
 
-// RunLive starts a dev server and a worker whose model provider stamps its
-// chunks, runs one turn on each of Sessions sessions at once, and measures
-// how long each chunk takes to reach a livetext follower and
-// client.WatchTurn's heartbeat path.
+// RunLive starts a dev server and a worker (with its HTTP API on loopback)
+// whose model provider stamps its chunks, runs one turn on each of Sessions
+// sessions at once, and measures how long each chunk takes to reach a
+// client of the HTTP API's live route, a livetext follower,
+// client.WatchTurn with the live source and client.WatchTurn's heartbeat
+// path.
 func RunLive(ctx context.Context, cfg LiveConfig) (*LiveResults, error) {
 	logf := func(format string, args ...any) {
 		if cfg.Progress != nil {
@@ -242,14 +251,19 @@ func RunLive(ctx context.Context, cfg LiveConfig) (*LiveResults, error) {
 	wcfg.MetricsAddress = ""
 	wcfg.StopTimeout = 10 * time.Second
 	wcfg.Agent.Providers = provider.Set{liveProvider: stampProvider{chunks: cfg.Chunks, every: cfg.ChunkEvery}}
-	started := make(chan struct{}, 1)
-	wcfg.OnStarted = func(workerapp.Started) { started <- struct{}{} }
+	// The worker serves the HTTP API as `worker --http` does, with its
+	// default options: its live route is the one measured.
+	wcfg.HTTPAddress = "127.0.0.1:0"
+	started := make(chan workerapp.Started, 1)
+	wcfg.OnStarted = func(s workerapp.Started) { started <- s }
 	wctx, cancelWorker := context.WithCancel(context.Background())
 	workerDone := make(chan error, 1)
 	go func() { workerDone <- workerapp.Run(wctx, wcfg, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
 	defer func() { cancelWorker(); <-workerDone }()
+	var httpBase string
 	select {
-	case <-started:
+	case s := <-started:
+		httpBase = "http://" + s.HTTPAddr
 	case err := <-workerDone:
 		return nil, fmt.Errorf("starting the worker: %w", err)
 	}
@@ -260,11 +274,9 @@ func RunLive(ctx context.Context, cfg LiveConfig) (*LiveResults, error) {
 		return nil, err
 	}
 	sf := client.New(ds.Client(), client.Options{TaskQueue: liveTaskQueue})
-	sse, err := startSSEStandIn(livetext.Source{Store: st})
-	if err != nil {
-		return nil, fmt.Errorf("starting the SSE stand-in: %w", err)
-	}
-	defer sse.close()
+	// One HTTP connection per stream, as separate clients would hold.
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Sessions, DisableCompression: true}}
+	defer hc.CloseIdleConnections()
 
 	n := cfg.Sessions
 	ids := make([]string, n)
@@ -281,7 +293,8 @@ func RunLive(ctx context.Context, cfg LiveConfig) (*LiveResults, error) {
 		return nil, err
 	}
 
-	live, hb, hbLive, viaSSE, viaWatch, watchLater := newSeen(), newSeen(), newSeen(), newSeen(), newSeen(), newSeen()
+	live, hb, hbLive, viaHTTP, viaWatch, watchLater := newSeen(), newSeen(), newSeen(), newSeen(), newSeen(), newSeen()
+	var openStreams, maxStreams, orderErrors atomic.Int64
 	logf("%d sessions stream a turn of %d chunks, one every %s", n, cfg.Chunks, cfg.ChunkEvery)
 	t0 := time.Now()
 	var (
@@ -304,14 +317,44 @@ func RunLive(ctx context.Context, cfg LiveConfig) (*LiveResults, error) {
 			}
 			followed <- ferr
 		}()
+		// The HTTP stream is open (its first comment read) before the
+		// turn starts, as a viewer's page is.
 		sseDone := make(chan error, 1)
+		opened := make(chan struct{})
 		go func() {
-			sseDone <- followSSE(fctx, sse.url, ids[i], func(e wire.LiveEvent) {
-				if e.Event == wire.LiveChunk {
-					viaSSE.add(time.Now(), e.Text)
+			next := map[string]int64{} // kind -> the next offset expected
+			isOpen := false
+			defer func() {
+				if isOpen {
+					openStreams.Add(-1)
+				}
+			}()
+			sseDone <- followSSE(fctx, hc, httpBase, ids[i], func() {
+				isOpen = true
+				maxInt(&maxStreams, openStreams.Add(1))
+				close(opened)
+			}, func(e wire.LiveEvent) {
+				switch e.Event {
+				case wire.LiveChunk:
+					viaHTTP.add(time.Now(), e.Text)
+					if e.Offset != next[e.Kind] {
+						orderErrors.Add(1)
+					}
+					next[e.Kind] = e.Offset + int64(len(e.Text))
+				case wire.LiveReset:
+					clear(next)
 				}
 			})
 		}()
+		select {
+		case <-opened:
+		case err := <-sseDone:
+			stopFollow()
+			if err == nil {
+				err = errors.New("the stream ended before it opened")
+			}
+			return fmt.Errorf("follow %s over HTTP: %w", ids[i], err)
+		}
 		content, _ := json.Marshal("stream")
 		in, err := sf.Followup(ctx, ids[i], wire.InputRequest{Content: content})
 		if err != nil {
@@ -380,7 +423,7 @@ func RunLive(ctx context.Context, cfg LiveConfig) (*LiveResults, error) {
 			return err
 		}
 		if err := <-sseDone; err != nil {
-			return fmt.Errorf("follow %s over SSE: %w", ids[i], err)
+			return fmt.Errorf("follow %s over HTTP: %w", ids[i], err)
 		}
 		if ended == nil || ended.Reason == nil || ended.Reason.Kind != wire.TurnEndCompleted {
 			return fmt.Errorf("the turn of %s did not complete: %+v", ids[i], ended)
@@ -397,8 +440,19 @@ func RunLive(ctx context.Context, cfg LiveConfig) (*LiveResults, error) {
 	res.Turns = turns
 	res.Sent = n * cfg.Chunks
 	res.Live, res.Heartbeat, res.HeartbeatLive = latencies(live.ds), latencies(hb.ds), latencies(hbLive.ds)
-	res.SSE, res.Watch, res.WatchAfterFirst = latencies(viaSSE.ds), latencies(viaWatch.ds), latencies(watchLater.ds)
+	res.HTTP, res.Watch, res.WatchAfterFirst = latencies(viaHTTP.ds), latencies(viaWatch.ds), latencies(watchLater.ds)
+	res.HTTPStreams, res.HTTPOrderErrors = int(maxStreams.Load()), int(orderErrors.Load())
 	res.Elapsed = time.Since(res.Started)
 	res.LoadAfter = LoadAverage()
 	return res, nil
+}
+
+// maxInt raises m to v if v is larger.
+func maxInt(m *atomic.Int64, v int64) {
+	for {
+		old := m.Load()
+		if v <= old || m.CompareAndSwap(old, v) {
+			return
+		}
+	}
 }

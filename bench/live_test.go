@@ -25,7 +25,9 @@ func TestLiveSmoke(t *testing.T) {
 	require.Equal(t, 3, res.Turns)
 	require.Equal(t, 15, res.Sent)
 	require.Equal(t, 15, res.Live.N, "the follower saw every chunk")
-	require.Equal(t, 15, res.SSE.N, "the SSE reader saw every chunk")
+	require.Equal(t, 15, res.HTTP.N, "the HTTP API's live streams delivered every chunk")
+	require.Equal(t, 3, res.HTTPStreams, "one live stream per session was open at once")
+	require.Zero(t, res.HTTPOrderErrors, "no chunk came out of order or twice")
 	require.Equal(t, 15, res.Watch.N, "the watch with the live source saw every chunk")
 	require.Equal(t, 15, res.Heartbeat.N, "the watch saw every chunk, at the latest in the stored answer")
 	require.LessOrEqual(t, res.HeartbeatLive.N, res.Heartbeat.N)
@@ -36,6 +38,7 @@ func TestLiveSmoke(t *testing.T) {
 	require.True(t, strings.HasPrefix(section, LiveBegin+"\n## Live text: from the provider's chunk to a reader\n"))
 	require.True(t, strings.HasSuffix(section, LiveEnd+"\n"))
 	require.Contains(t, section, "| live (livetext follower) | 15 |")
+	require.Contains(t, section, "| HTTP API (`/v1/sessions/{id}/live`, loopback) | 15 |")
 }
 
 func TestStamps(t *testing.T) {

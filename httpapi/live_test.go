@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -68,4 +69,81 @@ func TestLiveTextStreams(t *testing.T) {
 	code, body := a.do("GET", "/v1/sessions/nope/live", nil)
 	require.Equal(t, http.StatusNotFound, code)
 	require.Equal(t, "NoSuchSession", errorOf(t, body).Type)
+}
+
+// With the default options the server holds 1024 streams at once (100
+// sessions streaming with a web view each take 200): the 1025th is refused
+// with 503 TooManyStreams and a Retry-After, and a stream that ends frees
+// its place.
+func TestDefaultStreamLimit(t *testing.T) {
+	st := newStore(t, jsonl.CompressionNone, nil)
+	writeSession(t, st, "s1", "/p", turns(t, 1), 5)
+	a := newAPI(t, httpapi.Options{Store: st})
+	tr := &http.Transport{DisableCompression: true}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr}
+	open := func() (*http.Response, error) {
+		req, err := http.NewRequest("GET", a.http.URL+"/v1/sessions/s1/live", nil)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Accept", "text/event-stream")
+		return hc.Do(req)
+	}
+	var held []*http.Response
+	defer func() {
+		for _, r := range held {
+			r.Body.Close()
+		}
+	}()
+	for i := range 1024 {
+		resp, err := open()
+		require.NoError(t, err)
+		if resp.StatusCode != http.StatusOK {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			t.Fatalf("stream %d of 1024 refused: %d %s", i+1, resp.StatusCode, b)
+		}
+		held = append(held, resp)
+	}
+
+	// A refused stream's answer is short; an admitted one would not end.
+	refused := func(path string) (*http.Response, []byte) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, "GET", a.http.URL+path, nil)
+		require.NoError(t, err)
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := hc.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err, "the stream past the limit was not refused")
+		require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s", b)
+		a.doc.check(t, "GET", path, resp, b)
+		return resp, b
+	}
+	resp, body := refused("/v1/sessions/s1/live")
+	require.Equal(t, httpapi.ErrorInfo{Type: "TooManyStreams", Message: "the server follows 1024 streams already, its limit; try again later"}, errorOf(t, body))
+	require.Equal(t, "5", resp.Header.Get("Retry-After"))
+	// The events stream shares the limit.
+	_, body = refused("/v1/sessions/s1/events")
+	require.Equal(t, "TooManyStreams", errorOf(t, body).Type)
+
+	// A client goes: its place is free again.
+	held[0].Body.Close()
+	held = held[1:]
+	require.Eventually(t, func() bool {
+		r, err := open()
+		if err != nil {
+			return false
+		}
+		if r.StatusCode != http.StatusOK {
+			r.Body.Close()
+			return false
+		}
+		held = append(held, r)
+		return true
+	}, 10*time.Second, 20*time.Millisecond, "the stream's place was not freed when its client went")
 }

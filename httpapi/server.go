@@ -42,9 +42,22 @@ type Control interface {
 
 var _ Control = (*client.Client)(nil)
 
+// DefaultMaxStreams is the default bound of the streams a Server holds
+// open at once (Options.MaxStreams). A web view holds two per open
+// session page (its events and its live text) and a streaming client one
+// or two, so 1024 admits 100 sessions streaming at once with several
+// viewers each (the live text benchmark holds 100 live streams on a
+// worker's server with the defaults). What it bounds is what clients can
+// hold of the server: each stream takes a connection (a descriptor and
+// its buffers) and a goroutine or two, a live stream also the followed
+// live file's descriptor, an events stream one batch of events while it
+// reads, so 1024 streams keep about 2,000 descriptors, within the
+// descriptor limit of a Go process (which raises its soft limit to the
+// hard one).
+const DefaultMaxStreams = 1024
+
 // Defaults of Options.
 const (
-	DefaultMaxStreams   = 64
 	DefaultKeepAlive    = 15 * time.Second
 	DefaultPollInterval = 100 * time.Millisecond
 	DefaultCallTimeout  = 60 * time.Second

@@ -93,7 +93,8 @@ func waitJS(t *testing.T, ctx context.Context, what, expr string, within time.Du
 // prompt, see the model's call wait for their approval and approve it with
 // the button (the file is written only then, shown as a diff), see the
 // answer's tokens arrive while the model streams them, before the message
-// is stored, and the turn end with its token usage.
+// is stored, and the turn end with its token usage. A second turn edits
+// the file: its call shows the old content against the new.
 func TestWebViewRunsATurnInARealBrowser(t *testing.T) {
 	e := newEnv(t)
 	dir := t.TempDir()
@@ -106,6 +107,10 @@ func TestWebViewRunsATurnInARealBrowser(t *testing.T) {
 			"usage":     map[string]int{"inputTokens": 120, "outputTokens": 30}},
 		map[string]any{"text": answerText, "chunkSize": 3, "delayMs": 120,
 			"usage": map[string]int{"inputTokens": 207, "outputTokens": 25}},
+		// The second turn edits the file the first wrote.
+		map[string]any{"text": "I will edit notes.txt.",
+			"toolCalls": []any{map[string]any{"id": "w2", "name": "write_file", "arguments": map[string]string{"path": "notes.txt", "content": "zero\nalpha\ngamma\n"}}}},
+		map[string]any{"text": "Edited notes.txt."},
 	}})
 	require.NoError(t, err)
 	scriptPath := filepath.Join(dir, "script.json")
@@ -186,5 +191,32 @@ func TestWebViewRunsATurnInARealBrowser(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(project, "notes.txt"))
 	require.NoError(t, err)
 	require.Equal(t, "alpha\nbeta\n", string(b))
+
+	// A second turn edits the file: its call shows the old content against
+	// the new, line for line, each line marked removed, added or kept.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.CSS(`[data-testid=prompt]`), "Please edit notes.txt"),
+		chromedp.Click(chromedp.CSS(`[data-testid=send]`)),
+	))
+	waitJS(t, ctx, "the edit's approval", `document.querySelector('[data-testid=approval][data-call="w2"]')?.innerText`, 60*time.Second)
+	const editDiff = `[...document.querySelectorAll('[data-testid=tool][data-call="w2"] [data-testid=diff] .line')].map(n => n.className + ' | ' + n.textContent).join('\n')`
+	require.Equal(t, strings.Join([]string{
+		"line ctx | notes.txt",
+		"line add | + zero",
+		"line ctx |   alpha",
+		"line del | - beta",
+		"line add | + gamma",
+	}, "\n"), waitJS(t, ctx, "the edit's diff", editDiff, 10*time.Second))
+	require.Equal(t, "notes.txt\n+ zero\n  alpha\n- beta\n+ gamma",
+		waitJS(t, ctx, "the edit's diff as shown", `document.querySelector('[data-testid=tool][data-call="w2"] [data-testid=diff]')?.innerText`, time.Second))
+	b, err = os.ReadFile(filepath.Join(project, "notes.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "alpha\nbeta\n", string(b), "the file was edited before the edit was approved")
+	screenshot(t, ctx, "5-edit-diff")
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`[data-testid=approval][data-call="w2"] [data-testid=approve]`))))
+	waitJS(t, ctx, "the second turn's end", `[...document.querySelectorAll('[data-testid=turn-end]')].map(n => n.innerText).find(s => s === 'turn 2 ended: completed')`, 60*time.Second)
+	b, err = os.ReadFile(filepath.Join(project, "notes.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "zero\nalpha\ngamma\n", string(b))
 	e.mustStarter("", "dispose", "--id", "web1")
 }

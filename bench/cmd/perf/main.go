@@ -25,6 +25,12 @@
 //
 //	go run ./bench/cmd/perf -compaction -png docs -out docs/PERFORMANCE.md
 //
+// The live text measurement alone (100 sessions streaming at once, each
+// chunk timed from the provider to a client of the worker's HTTP API and
+// to the heartbeat path), replacing only its section of the report:
+//
+//	go run ./bench/cmd/perf -live -out docs/PERFORMANCE.md
+//
 // Run it from the module root. It waits for the machine's 1-minute load
 // average to drop below -max-load (up to -load-wait) before measuring.
 //
