@@ -70,10 +70,10 @@ func recordTurnSubagent(t *testing.T, w *world) []fixture {
 	require.Len(t, children, 2)
 	child := withoutRecords(t, readAll(t, w, children[0]))
 	require.Equal(t, "subagent/descriptor", child[4].Type)
-	desc, err := w.c.DescribeWorkflowExecution(w.ctx(), wire.WorkflowID(children[0]), "")
+	desc, err := w.c.DescribeWorkflow(w.ctx(), wire.WorkflowID(children[0]), "")
 	require.NoError(t, err)
 	return []fixture{
 		{name: "turn-subagent", workflowID: wid, runID: run.GetRunID()},
-		{name: "turn-subagent-child", workflowID: wire.WorkflowID(children[0]), runID: desc.WorkflowExecutionInfo.Execution.RunId},
+		{name: "turn-subagent-child", workflowID: wire.WorkflowID(children[0]), runID: desc.RawResponse.GetWorkflowExecutionInfo().GetExecution().GetRunId()},
 	}
 }
