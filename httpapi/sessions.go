@@ -42,8 +42,13 @@ type Session struct {
 	// request/context event), absent before the first.
 	Provider string `json:"provider,omitempty"`
 	Model    string `json:"model,omitempty"`
-	// ParentSession is the fork parent, if any.
+	// ParentSession is the parent, if any: the session forked, or the one
+	// whose subagent call started this one (Origin "subagent").
 	ParentSession string `json:"parentSession,omitempty"`
+	// Origin is "subagent" for a subagent call's child session.
+	Origin string `json:"origin,omitempty"`
+	// DelegationDepth is a child's depth of delegation (0 for a root).
+	DelegationDepth int64 `json:"delegationDepth,omitempty"`
 	// CreatedAt is the header's creation time (Unix ms).
 	CreatedAt int64 `json:"createdAt"`
 	// Turns counts the turns started in the log.
@@ -85,6 +90,8 @@ type logSummary struct {
 	updatedAt       int64
 	createdAt       int64
 	cwd, parent     string
+	origin          string
+	depth           int64
 	provider, model string
 	pending         bool
 }
@@ -128,7 +135,7 @@ func (s *Server) summarize(ctx context.Context, snap *jsonl.Snapshot) (logSummar
 		return sum, nil
 	}
 	sum := logSummary{revision: snap.Revision, lastSeq: -1, createdAt: snap.Header.CreatedAt, updatedAt: snap.Header.CreatedAt,
-		cwd: snap.Header.Cwd, parent: snap.Header.ParentSession, pending: snap.Pending}
+		cwd: snap.Header.Cwd, parent: snap.Header.ParentSession, origin: snap.Header.Origin, depth: snap.Header.DelegationDepth, pending: snap.Pending}
 	if !snap.Pending {
 		h, err := s.opts.Store.Open(ctx, id, jsonl.AccessRead, jsonl.OpenOptions{})
 		if err != nil {
@@ -166,7 +173,7 @@ func (sum *logSummary) tally(evs []session.Event) {
 
 // sessionOf builds the stored view of a session.
 func sessionOf(id string, sum logSummary) Session {
-	return Session{ID: id, State: StateStored, Cwd: sum.cwd, Provider: sum.provider, Model: sum.model, ParentSession: sum.parent, CreatedAt: sum.createdAt,
+	return Session{ID: id, State: StateStored, Cwd: sum.cwd, Provider: sum.provider, Model: sum.model, ParentSession: sum.parent, Origin: sum.origin, DelegationDepth: sum.depth, CreatedAt: sum.createdAt,
 		Turns: sum.turns, LastSeq: sum.lastSeq, UpdatedAt: sum.updatedAt, Pending: sum.pending, WorkflowID: wire.WorkflowID(id)}
 }
 

@@ -220,3 +220,65 @@ func TestWebViewRunsATurnInARealBrowser(t *testing.T) {
 	require.Equal(t, "zero\nalpha\ngamma\n", string(b))
 	e.mustStarter("", "dispose", "--id", "web1")
 }
+
+// The web view shows the lineage: a subagent call's child and a fork sit
+// below their parent in the list, marked as such; a child's page links
+// its parent.
+func TestWebViewShowsTheLineage(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	script, err := json.Marshal(map[string]any{
+		"responses": []any{
+			map[string]any{"toolCalls": []any{map[string]any{"id": "d1", "name": "subagent", "arguments": `{"description":"Count files","prompt":"TASK-L: count the files"}`}}},
+			map[string]any{"text": "The child counted."},
+		},
+		"branches": []any{map[string]any{"when": "TASK-L", "responses": []any{map[string]any{"text": "Three files."}}}},
+	})
+	require.NoError(t, err)
+	scriptPath := filepath.Join(dir, "script.json")
+	require.NoError(t, os.WriteFile(scriptPath, script, 0o644))
+	httpPort := freePort(t)
+	base := fmt.Sprintf("http://127.0.0.1:%d", httpPort)
+	e.workerArgs = []string{"--provider-script", scriptPath, "--http", fmt.Sprintf("127.0.0.1:%d", httpPort)}
+	e.startWorker(true)
+	e.mustStarter("", "create", "--id", "tree-root", "--cwd", dir, "--provider", "scripted", "--model", "m1")
+	require.Contains(t, e.mustStarter("", "turn", "--id", "tree-root", "--prompt", "delegate the count", "--root", e.root), "The child counted.")
+	e.mustStarter("", "fork", "--id", "tree-root", "--at-turn", "1", "--new-id", "tree-fork")
+
+	ctx := browser(t, e.ctx)
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"/")))
+	rows := `[...document.querySelectorAll('[data-testid=session-row]')].map(r => r.dataset.depth + ' ' + r.querySelector('td').innerText.trim()).join('\n')`
+	got := waitJS(t, ctx, "three sessions in the list", `(() => { const s = `+rows+`; return s.split('\n').length === 3 ? s : ''; })()`, 30*time.Second)
+	lines := strings.Split(got, "\n")
+	require.Equal(t, "0 tree-root", lines[0])
+	require.ElementsMatch(t, []string{"1 ↳ fork tree-fork", "1 ↳ subagent " + childOf(t, base, "tree-root")}, lines[1:])
+	screenshot(t, ctx, "6-lineage")
+
+	child := childOf(t, base, "tree-root")
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"/#/s/"+child)))
+	require.Equal(t, "tree-root", waitJS(t, ctx, "the parent link", `document.querySelector('[data-testid=parent-link]')?.textContent`, 30*time.Second))
+}
+
+// childOf returns the child session that parent's subagent call started,
+// as the HTTP API at base lists it.
+func childOf(t *testing.T, base, parent string) string {
+	t.Helper()
+	r, err := http.Get(base + "/v1/sessions")
+	require.NoError(t, err)
+	defer r.Body.Close()
+	var list struct {
+		Sessions []struct {
+			ID, ParentSession, Origin string
+			DelegationDepth           int64
+		} `json:"sessions"`
+	}
+	require.NoError(t, json.NewDecoder(r.Body).Decode(&list))
+	for _, s := range list.Sessions {
+		if s.ParentSession == parent && s.Origin == "subagent" {
+			require.Equal(t, int64(1), s.DelegationDepth)
+			return s.ID
+		}
+	}
+	t.Fatalf("no subagent child of %s in the list", parent)
+	return ""
+}

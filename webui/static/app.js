@@ -156,8 +156,10 @@ function sessionList(main) {
   const load = async () => {
     try {
       const r = await api("/sessions");
-      const rows = (r.sessions || []).map((s) => el("tr", { "data-testid": "session-row", "data-id": s.id },
-        el("td", {}, el("a", { href: `#/s/${encodeURIComponent(s.id)}`, class: "mono", text: s.id })),
+      const rows = lineage(r.sessions || []).map(({ s, depth }) => el("tr", { "data-testid": "session-row", "data-id": s.id, "data-depth": String(depth), "data-parent": s.parentSession || "" },
+        el("td", { style: `padding-left: ${0.5 + depth * 1.25}em` },
+          depth ? el("span", { class: "lineage", text: s.origin === "subagent" ? "↳ subagent " : "↳ fork " }) : null,
+          el("a", { href: `#/s/${encodeURIComponent(s.id)}`, class: "mono", text: s.id })),
         el("td", {}, el("span", { class: `state ${s.state}`, text: s.state })),
         el("td", { text: [s.provider, s.model].filter(Boolean).join(" · ") }),
         el("td", { text: s.turns ?? "" }),
@@ -174,6 +176,30 @@ function sessionList(main) {
   load();
   const timer = setInterval(load, 3000);
   return () => { ctl.abort(); clearInterval(timer); };
+}
+
+// lineage orders sessions as a tree: each root (no parent, or a parent
+// not listed) by the list's order, then its children (forks and subagent
+// children) below it, depth first; a cycle is cut where it closes.
+function lineage(sessions) {
+  const byId = new Map(sessions.map((s) => [s.id, s]));
+  const kids = new Map();
+  for (const s of sessions) {
+    if (s.parentSession && byId.has(s.parentSession) && s.parentSession !== s.id) {
+      if (!kids.has(s.parentSession)) kids.set(s.parentSession, []);
+      kids.get(s.parentSession).push(s);
+    }
+  }
+  const out = [], seen = new Set();
+  const walk = (s, depth) => {
+    if (seen.has(s.id)) return;
+    seen.add(s.id);
+    out.push({ s, depth });
+    for (const k of kids.get(s.id) || []) walk(k, depth + 1);
+  };
+  for (const s of sessions) if (!s.parentSession || !byId.has(s.parentSession)) walk(s, 0);
+  for (const s of sessions) walk(s, 0);
+  return out;
 }
 
 // ---- one session -------------------------------------------------------------
@@ -287,11 +313,20 @@ function sessionView(main, id) {
       ["turns", s.turns],
       ["cwd", s.cwd],
     ];
+    if (s.origin === "subagent") items.push(["subagent at depth", s.delegationDepth]);
     if (loop && loop.permissions) {
       const p = loop.permissions;
       items.push(["permissions", [p.sandboxMode, p.approvalPolicy].filter(Boolean).join(" · ")]);
     }
     const kids = items.filter(([, v]) => v !== undefined && v !== "").map(([k, v]) => el("span", {}, `${k} `, el("b", { text: String(v) })));
+    if (s.parentSession) {
+      kids.push(el("span", {}, "parent ", el("a", { href: `#/s/${encodeURIComponent(s.parentSession)}`, class: "mono", "data-testid": "parent-link", text: s.parentSession })));
+    }
+    for (const c of (loop && loop.calls) || []) {
+      if (c.childSessionId) {
+        kids.push(el("span", {}, `${c.name} ${c.state} `, el("a", { href: `#/s/${encodeURIComponent(c.childSessionId)}`, class: "mono", "data-testid": "child-link", text: c.childSessionId })));
+      }
+    }
     if (config.temporalUI && s.workflowId) {
       const base = config.temporalUI.replace(/\/$/, "");
       const href = `${base}/namespaces/${encodeURIComponent(config.namespace)}/workflows/${encodeURIComponent(s.workflowId)}` +
@@ -336,13 +371,15 @@ function sessionView(main, id) {
         const body = { outcome };
         if (remember) body.remember = remember;
         try {
-          await api(`/sessions/${encodeURIComponent(id)}/approvals/${encodeURIComponent(a.id)}`, { method: "POST", body });
+          // A child session's question, listed by its parent, is decided
+          // in the child.
+          await api(`/sessions/${encodeURIComponent(a.sessionId || id)}/approvals/${encodeURIComponent(a.id)}`, { method: "POST", body });
           setStatus(`${a.tool}: ${outcome}`);
         } catch (err) { setStatus(`decide: ${err.message}`, true); }
         refresh();
       };
       return el("div", { class: "approval-card", "data-testid": "approval", "data-id": a.id, "data-call": a.callId },
-        el("div", {}, el("b", { text: a.tool }), " wants to run ", el("code", { text: a.arguments })),
+        el("div", {}, el("b", { text: a.tool }), a.sessionId ? ` (subagent ${a.sessionId})` : "", " wants to run ", el("code", { text: a.arguments })),
         a.reason ? el("div", { class: "why", text: a.reason }) : null,
         a.escalation ? el("div", { class: "why", text: `asks for ${a.escalation}` }) : null,
         a.deadlineMs ? el("div", { class: "why", text: `rejected automatically at ${new Date(a.deadlineMs).toLocaleString()}` }) : null,
