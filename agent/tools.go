@@ -166,7 +166,9 @@ func (c *toolCall) run(ctx context.Context) (ToolOutcome, error) {
 	}
 	if ctx.Err() != nil {
 		// Cancelled while the tool ran: its result is still stored, past
-		// the cancellation, within a bound of its own.
+		// the cancellation, within a bound of its own, and opens no step
+		// (the turn is ending).
+		c.in.OpenNext = false
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), storeAfterCancel)
 		defer cancel()

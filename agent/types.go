@@ -116,7 +116,8 @@ type ToolInput struct {
 	// OpenNext asks the activity that stores the last result the
 	// message's calls lack to end the step and open the next one in the
 	// same batch (step/end of the step, step/start of the next), the
-	// workflow's next step then opened without a store of its own.
+	// workflow's next step then opened without a store of its own. A call
+	// cancelled while its tool ran opens nothing: the turn is ending.
 	OpenNext bool `json:"openNext,omitempty"`
 }
 

@@ -251,6 +251,6 @@ const appendApartChange = "append-apart-on-refusal"
 // opening in a batch of their own. Asked by the first tool step of a run
 // that would go on after its calls (no end reason, no cancel, under the
 // step limit) and runs no subagent call.
-// Recorded in: turn-tools.json and the other turn paths with tool calls;
-// before: legacy/*.before-tool-opens-step.json.
+// Recorded in: turn-tools.json, turn-approval.json, turn-crash.json,
+// turn-cancel-tool.json; before: legacy/*.before-tool-opens-step.json.
 const toolOpensStepChange = "tool-opens-step"
