@@ -117,9 +117,9 @@ type Options struct {
 // workflow task schedules straight back to the worker that completed the
 // task, in its answer, when that worker polls the activity's task queue
 // and has a free slot (the SDK asks for it by default): the activity skips
-// the matching service's dispatch. The server's default is off. A tool
-// round (the tool's activity, then the next model call's) took about 8 ms
-// less of about 30 ms (docs/PERFORMANCE.md).
+// the matching service's dispatch (in a tool round, the tool's activity and
+// the next model call's: about 2 ms each on the benchmark's machine,
+// docs/PERFORMANCE.md). The server's default is off.
 //
 // One more value is not about speed: history.maxInFlightUpdatePayloads
 // (wire.InFlightUpdateBytes) keeps an update whose input is too large from
