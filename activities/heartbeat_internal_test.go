@@ -33,6 +33,8 @@ func TestHeartbeatComputesDetailsOnlyToSend(t *testing.T) {
 	env.RegisterActivityWithOptions(func(ctx context.Context) (int, error) {
 		steps := 0
 		hb := rt.Heartbeat(ctx, func() any { calls++; return steps })
+		// A heartbeat is due (an interval has passed since the start).
+		hb.last = time.Time{}
 		for range 200 {
 			require.NoError(t, hb.Step(func() error { steps++; return nil }))
 		}
@@ -47,4 +49,37 @@ func TestHeartbeatComputesDetailsOnlyToSend(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, []int{1}, beats)
+}
+
+// TestHeartbeatNotBeforeAnInterval: an activity that ends within an interval
+// of its start sends no heartbeat, however many steps it takes, and computes
+// no details.
+func TestHeartbeatNotBeforeAnInterval(t *testing.T) {
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	var mu sync.Mutex
+	beats := 0
+	env.SetOnActivityHeartbeatListener(func(*activity.Info, converter.EncodedValues) {
+		mu.Lock()
+		beats++
+		mu.Unlock()
+	})
+	rt := &Runtime{HeartbeatInterval: time.Hour}
+	env.RegisterActivityWithOptions(func(ctx context.Context) (int, error) {
+		calls := 0
+		hb := rt.Heartbeat(ctx, func() any { calls++; return calls })
+		for range 200 {
+			require.NoError(t, hb.Step(func() error { return nil }))
+		}
+		hb.Stop()
+		return calls, nil
+	}, activity.RegisterOptions{Name: "quick"})
+	v, err := env.ExecuteActivity("quick")
+	require.NoError(t, err)
+	var got int
+	require.NoError(t, v.Get(&got))
+	require.Equal(t, 0, got, "details computed within the first interval")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, 0, beats, "heartbeats sent within the first interval")
 }

@@ -108,6 +108,12 @@ func HeartbeatEvery(ctx context.Context, every time.Duration) time.Duration {
 
 // Heartbeat records the heartbeats of one running activity: a goroutine
 // records one every interval until Stop, and Step records one when it is due.
+// The first is due an interval after the start, so an activity that ends
+// sooner (a zero-latency model call, a quick tool) sends none: a heartbeat
+// is a request to the server and a write of the activity's state there,
+// which such an activity would pay on its own path. A cancellation still
+// reaches the activity with its first heartbeat's answer, an interval after
+// its start at the latest, and with the later ones as before.
 // Each carries the details its details function returns then (none when it
 // is nil). Heartbeats are recorded under its mutex, and the state that
 // function reads changes only inside Step, under the same mutex, so details
@@ -129,10 +135,10 @@ type Heartbeat struct {
 // returned by details (nil for none). The caller must call Stop.
 func (r *Runtime) Heartbeat(ctx context.Context, details func() any) *Heartbeat {
 	active := activity.IsActivity(ctx) && !activity.GetInfo(ctx).IsLocalActivity
-	// last starts at the zero time: the first step is recorded at once, so
-	// a watcher sees a stream's first chunk without waiting.
+	// last starts now: the first heartbeat, of a step or of the ticker, is
+	// due an interval after the start.
 	hb := &Heartbeat{ctx: ctx, interval: r.HeartbeatEvery(ctx), active: active, details: details,
-		stop: make(chan struct{}), done: make(chan struct{})}
+		last: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
 	if !active {
 		close(hb.done)
 		return hb
@@ -156,6 +162,7 @@ func (hb *Heartbeat) run() {
 			return
 		case <-t.C:
 			hb.mu.Lock()
+
 			if time.Since(hb.last) >= hb.interval/2 {
 				hb.record()
 			}

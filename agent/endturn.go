@@ -71,8 +71,11 @@ func (a *Activities) EndTurn(ctx context.Context, in EndTurnInput) (EndTurnResul
 			batch, commitKeys = append(batch, closing...), keys
 		}
 		seq := func() int64 { return next + int64(len(batch)) }
-		if in.Step > 0 && stepOpen(tail[start:], in.Turn, in.Step) {
-			e, err := session.NewEvent(wire.TypeStepEnd, seq(), now, wire.StepEnd{Turn: in.Turn, Step: in.Step})
+		// The open step is in.Step, or a later one a tool activity opened
+		// with the step's last result (ToolInput.OpenNext) when the
+		// workflow did not learn it (the activity failed after its store).
+		if open := openStep(tail[start:], in.Turn); in.Step > 0 && open >= in.Step {
+			e, err := session.NewEvent(wire.TypeStepEnd, seq(), now, wire.StepEnd{Turn: in.Turn, Step: open})
 			if err != nil {
 				return nil, err
 			}
@@ -169,19 +172,19 @@ func turnBounds(tail []session.Event, turn int64) (start int, ended bool, err er
 	return -1, ended, nil
 }
 
-// stepOpen reports whether step of turn has a step/start and no step/end
-// after it in events.
-func stepOpen(events []session.Event, turn, step int64) bool {
-	open := false
+// openStep returns the step of turn that events leave open (its
+// step/start without its step/end after it), 0 when none is.
+func openStep(events []session.Event, turn int64) int64 {
+	open := int64(0)
 	for _, e := range events {
 		switch e.Type {
 		case wire.TypeStepStart:
-			if ss, err := e.StepStart(); err == nil && ss.Turn == turn && ss.Step == step {
-				open = true
+			if ss, err := e.StepStart(); err == nil && ss.Turn == turn {
+				open = ss.Step
 			}
 		case wire.TypeStepEnd:
-			if se, err := e.StepEnd(); err == nil && se.Turn == turn && se.Step == step {
-				open = false
+			if se, err := e.StepEnd(); err == nil && se.Turn == turn && se.Step == open {
+				open = 0
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
 
 	"github.com/sessionflow/sessionflow/agent"
 	"github.com/sessionflow/sessionflow/provider"
@@ -366,30 +368,58 @@ func TestCallModelProviderErrors(t *testing.T) {
 }
 
 // TestCallModelHeartbeatsProgress: heartbeats carry ModelProgress, the
-// first chunk's at once (the SDK throttles what reaches the server; the test
-// environment passes the first heartbeat of each throttling window to the
-// listener, and the window is 30 s here).
+// first one due an interval after the stream started: a call that ends
+// sooner sends none, and a stream that lasts longer shows its progress (the
+// SDK throttles what reaches the server; the test environment passes the
+// first heartbeat of each throttling window to the listener, and the window
+// is 30 s here).
 func TestCallModelHeartbeatsProgress(t *testing.T) {
-	f := newFixture(t, nil, response{chunks: []provider.Chunk{reasoning("plan"), text("Hi"), finish(provider.FinishStop)}})
-	var mu sync.Mutex
-	var beats []wire.ModelProgress
-	env := f.env(f.acts)
-	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, d converter.EncodedValues) {
-		var p wire.ModelProgress
-		if d.HasValues() && d.Get(&p) == nil {
+	listen := func(env *testsuite.TestActivityEnvironment) func() []wire.ModelProgress {
+		var mu sync.Mutex
+		var beats []wire.ModelProgress
+		env.SetOnActivityHeartbeatListener(func(_ *activity.Info, d converter.EncodedValues) {
+			var p wire.ModelProgress
+			if d.HasValues() && d.Get(&p) == nil {
+				mu.Lock()
+				beats = append(beats, p)
+				mu.Unlock()
+			}
+		})
+		return func() []wire.ModelProgress {
 			mu.Lock()
-			beats = append(beats, p)
-			mu.Unlock()
+			defer mu.Unlock()
+			return slices.Clone(beats)
 		}
+	}
+	t.Run("a call shorter than an interval sends none", func(t *testing.T) {
+		f := newFixture(t, nil, response{chunks: []provider.Chunk{reasoning("plan"), text("Hi"), finish(provider.FinishStop)}})
+		env := f.env(f.acts)
+		beats := listen(env)
+		f.acts.Runtime.HeartbeatInterval = time.Hour
+		_, err := env.ExecuteActivity(wire.CallModelActivity, f.modelInput(1, 1))
+		require.NoError(t, err)
+		require.Empty(t, beats())
 	})
-	// The first chunk is recorded at once; the next heartbeat would be due
-	// after an hour.
-	f.acts.Runtime.HeartbeatInterval = time.Hour
-	_, err := env.ExecuteActivity(wire.CallModelActivity, f.modelInput(1, 1))
-	require.NoError(t, err)
-	mu.Lock()
-	defer mu.Unlock()
-	require.Equal(t, []wire.ModelProgress{{Turn: 1, Step: 1, Chunks: 1, Reasoning: true, Attempt: 1}}, beats)
+	t.Run("a longer stream shows its progress", func(t *testing.T) {
+		f := newFixture(t, nil, response{chunks: []provider.Chunk{reasoning("plan"), text("Hi"), finish(provider.FinishStop)}})
+		env := f.env(f.acts)
+		beats := listen(env)
+		f.acts.Runtime.HeartbeatInterval = 100 * time.Millisecond
+		f.prov.streamed = make(chan provider.Chunk)
+		done := make(chan error, 1)
+		go func() {
+			_, err := env.ExecuteActivity(wire.CallModelActivity, f.modelInput(1, 1))
+			done <- err
+		}()
+		// The stream stops after its second chunk (the provider goes on to
+		// it once the first is taken) for several intervals.
+		<-f.prov.streamed
+		time.Sleep(600 * time.Millisecond)
+		<-f.prov.streamed
+		<-f.prov.streamed
+		require.NoError(t, <-done)
+		require.Equal(t, []wire.ModelProgress{{Turn: 1, Step: 1, Chunks: 2, Text: "Hi", Attempt: 1}}, beats())
+	})
 }
 
 // TestCallModelUnreadableConversation: a message event the conversation

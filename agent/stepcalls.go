@@ -33,6 +33,9 @@ type stepCalls struct {
 	// closed reports that the message's step has ended (or another step or
 	// turn began): nothing may be stored for its calls any more.
 	closed bool
+	// opened reports that the step ended with the next one opened at once
+	// (the step/end of step, then the step/start of step+1).
+	opened bool
 }
 
 // scanStep reads the calls of the assistant/message at tail[0] (seq
@@ -49,10 +52,11 @@ func scanStep(tail []session.Event, msgSeq, turn int64) (*stepCalls, error) {
 		return nil, invalidLog("the assistant/message at seq %d belongs to turn %d, not %d", msgSeq, m.Turn, turn)
 	}
 	sc := &stepCalls{turn: turn, step: m.Step, msgSeq: msgSeq, calls: m.ToolCalls(), callSeq: map[string]int64{}, result: map[string]session.Event{}, asked: map[string]askedEvent{}, decided: map[string]string{}}
-	for _, e := range tail[1:] {
+	for i, e := range tail[1:] {
 		switch e.Type {
 		case wire.TypeStepEnd, wire.TypeTurnEnd, wire.TypeAssistantMessage, wire.TypeStepStart, wire.TypeTurnStart:
 			sc.closed = true
+			sc.opened = opensNextStep(tail[1+i:], turn, m.Step)
 			return sc, nil
 		case wire.TypeToolCall:
 			c, err := e.ToolCall()
@@ -89,6 +93,34 @@ func scanStep(tail []session.Event, msgSeq, turn int64) (*stepCalls, error) {
 		}
 	}
 	return sc, nil
+}
+
+// opensNextStep reports whether events begin with the end of step of turn
+// and the start of step+1.
+func opensNextStep(events []session.Event, turn, step int64) bool {
+	if len(events) < 2 || events[0].Type != wire.TypeStepEnd || events[1].Type != wire.TypeStepStart {
+		return false
+	}
+	se, err := events[0].StepEnd()
+	if err != nil || se.Turn != turn || se.Step != step {
+		return false
+	}
+	ss, err := events[1].StepStart()
+	return err == nil && ss.Turn == turn && ss.Step == step+1
+}
+
+// nextStepEvents are the end of step of turn and the start of step+1, at
+// seq and seq+1.
+func nextStepEvents(turn, step, seq, t int64) ([]session.Event, error) {
+	end, err := session.NewEvent(wire.TypeStepEnd, seq, t, wire.StepEnd{Turn: turn, Step: step})
+	if err != nil {
+		return nil, err
+	}
+	start, err := session.NewEvent(wire.TypeStepStart, seq+1, t, wire.StepStart{Turn: turn, Step: step + 1})
+	if err != nil {
+		return nil, err
+	}
+	return []session.Event{end, start}, nil
 }
 
 // block returns the tool-call block of call id.

@@ -67,6 +67,17 @@ type toolCall struct {
 	callIDs []string
 	// cwd is the session's working directory.
 	cwd string
+	// opened reports that the log holds the step after the call's step
+	// opened right after it ended (ToolOutcome.Opened).
+	opened bool
+}
+
+// openedStep is ToolOutcome.Opened.
+func (c *toolCall) openedStep() int64 {
+	if c.opened {
+		return c.step + 1
+	}
+	return 0
 }
 
 // run is RunTool after its span: it records the call, gates it (its
@@ -103,6 +114,7 @@ func (c *toolCall) run(ctx context.Context) (ToolOutcome, error) {
 		}
 		if r, ok := sc.result[in.CallID]; ok {
 			stored = &r
+			c.opened = sc.opened
 			callSeq = -1
 			if s, ok := sc.callSeq[in.CallID]; ok {
 				callSeq = s
@@ -127,7 +139,7 @@ func (c *toolCall) run(ctx context.Context) (ToolOutcome, error) {
 	if stored != nil {
 		isErr, code := resultOutcome(*stored)
 		unstage(ctx, h, key)
-		return ToolOutcome{CallSeq: callSeq, NextSeq: next, IsError: isErr, Code: code, Unknown: code == session.ToolOutcomeUnknown}, nil
+		return ToolOutcome{CallSeq: callSeq, NextSeq: next, IsError: isErr, Code: code, Unknown: code == session.ToolOutcomeUnknown, Opened: c.openedStep()}, nil
 	}
 	if p.asked != nil {
 		return ToolOutcome{CallSeq: callSeq, NextSeq: next, Asked: p.asked}, nil
@@ -154,7 +166,9 @@ func (c *toolCall) run(ctx context.Context) (ToolOutcome, error) {
 	}
 	if ctx.Err() != nil {
 		// Cancelled while the tool ran: its result is still stored, past
-		// the cancellation, within a bound of its own.
+		// the cancellation, within a bound of its own, and opens no step
+		// (the turn is ending).
+		c.in.OpenNext = false
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), storeAfterCancel)
 		defer cancel()
@@ -168,11 +182,11 @@ func (c *toolCall) run(ctx context.Context) (ToolOutcome, error) {
 		}
 		if other != nil {
 			isErr, code := resultOutcome(*other)
-			return ToolOutcome{CallSeq: callSeq, NextSeq: n, IsError: isErr, Code: code, Unknown: code == session.ToolOutcomeUnknown}, nil
+			return ToolOutcome{CallSeq: callSeq, NextSeq: n, IsError: isErr, Code: code, Unknown: code == session.ToolOutcomeUnknown, Opened: c.openedStep()}, nil
 		}
 		if done {
 			isErr, code := res.outcome()
-			return ToolOutcome{CallSeq: callSeq, NextSeq: n, IsError: isErr, Code: code, Reran: res.Reran, Unknown: res.Unknown}, nil
+			return ToolOutcome{CallSeq: callSeq, NextSeq: n, IsError: isErr, Code: code, Reran: res.Reran, Unknown: res.Unknown, Opened: c.openedStep()}, nil
 		}
 		if res, err = stage(ctx, h, key, res); err != nil {
 			return ToolOutcome{}, err
@@ -187,7 +201,7 @@ func (c *toolCall) run(ctx context.Context) (ToolOutcome, error) {
 		// The log's result stands, whichever attempt stored it.
 		isErr, code = resultOutcome(*mine)
 	}
-	return ToolOutcome{CallSeq: callSeq, NextSeq: next, IsError: isErr, Code: code, Reran: res.Reran, Unknown: code == session.ToolOutcomeUnknown}, nil
+	return ToolOutcome{CallSeq: callSeq, NextSeq: next, IsError: isErr, Code: code, Reran: res.Reran, Unknown: code == session.ToolOutcomeUnknown, Opened: c.openedStep()}, nil
 }
 
 // toolPlan is what the attempt does after its first store: wait for the
@@ -377,14 +391,17 @@ func cancelRequested(ctx context.Context) bool {
 // every call before it has its result: no result can be waiting behind it,
 // so staging would only cost a durable write. done reports that it stored
 // res; other is the call's result when another attempt stored it first.
+// With OpenNext, the batch that stores res also ends the step and opens
+// the next (nextStepEvents).
 func (c *toolCall) commitLast(ctx context.Context, res stagedResult) (done bool, other *session.Event, next int64, err error) {
 	in := c.in
 	next, err = c.h.Update(ctx, in.MessageSeq, func(tail []session.Event, next int64) ([]session.Event, error) {
-		done, other = false, nil
+		done, other, c.opened = false, nil, false
 		sc, err := scanStep(tail, in.MessageSeq, in.Turn)
 		if err != nil {
 			return nil, err
 		}
+		c.opened = sc.opened
 		if r, ok := sc.result[in.CallID]; ok {
 			other = &r
 			return nil, nil
@@ -399,12 +416,21 @@ func (c *toolCall) commitLast(ctx context.Context, res stagedResult) (done bool,
 				return nil, nil
 			}
 		}
-		e, err := res.event(in.Turn, sc.step, in.CallID, callSeq, next, c.a.nowMs())
+		now := c.a.nowMs()
+		e, err := res.event(in.Turn, sc.step, in.CallID, callSeq, next, now)
 		if err != nil {
 			return nil, err
 		}
 		done = true
-		return []session.Event{e}, nil
+		if !in.OpenNext {
+			return []session.Event{e}, nil
+		}
+		step, err := nextStepEvents(in.Turn, sc.step, next+1, now)
+		if err != nil {
+			return nil, err
+		}
+		c.opened = true
+		return append([]session.Event{e}, step...), nil
 	})
 	if err != nil {
 		return false, nil, 0, activities.MapError(err)
@@ -454,7 +480,9 @@ func readStaged(ctx context.Context, h *jsonl.Handle, key string) (stagedResult,
 // that is next: from the first call without a tool/result, each call with a
 // tool/call and a staged result, up to the first call that has neither a
 // result nor a staged one. It then removes the staged results the log
-// holds. It returns the log's next seq and the call's own result.
+// holds. With OpenNext, a batch that stores the last result the message
+// lacks also ends the step and opens the next (nextStepEvents). It returns
+// the log's next seq and the call's own result.
 func (c *toolCall) commit(ctx context.Context) (int64, *session.Event, error) {
 	h, turn, step, msgSeq, mine := c.h, c.in.Turn, c.step, c.in.MessageSeq, c.in.CallID
 	// Staged results are read before the locked update (the update must
@@ -480,6 +508,7 @@ func (c *toolCall) commit(ctx context.Context) (int64, *session.Event, error) {
 		if err != nil {
 			return nil, err
 		}
+		c.opened = sc.opened
 		var batch []session.Event
 		now := c.a.nowMs()
 		for _, mc := range sc.calls {
@@ -512,6 +541,15 @@ func (c *toolCall) commit(ctx context.Context) (int64, *session.Event, error) {
 			if mc.ID == mine {
 				stored = &batch[len(batch)-1]
 			}
+		}
+		if c.in.OpenNext && len(batch) > 0 && !sc.closed && len(done) == len(sc.calls) {
+			// This batch stores the last result the message lacked.
+			step, err := nextStepEvents(turn, sc.step, next+int64(len(batch)), now)
+			if err != nil {
+				return nil, err
+			}
+			batch = append(batch, step...)
+			c.opened = true
 		}
 		return batch, nil
 	})

@@ -113,6 +113,12 @@ type ToolInput struct {
 	// runs as a child session (tool.SubagentName; nil: the tool runs in
 	// the activity).
 	Subagent *SubagentStep `json:"subagent,omitempty"`
+	// OpenNext asks the activity that stores the last result the
+	// message's calls lack to end the step and open the next one in the
+	// same batch (step/end of the step, step/start of the next), the
+	// workflow's next step then opened without a store of its own. A call
+	// cancelled while its tool ran opens nothing: the turn is ending.
+	OpenNext bool `json:"openNext,omitempty"`
 }
 
 // SubagentStep is a step of a subagent call (docs/API.md "Subagents").
@@ -167,6 +173,11 @@ type ToolOutcome struct {
 	// Subagent is set when a subagent call was accepted: its tool/call is
 	// stored, and the child it names is the workflow's to start.
 	Subagent *SubagentStart `json:"subagent,omitempty"`
+	// Opened is the step the log holds opened right after the message's
+	// step ended (its step/end, then this step's step/start: stored with
+	// the last result of an OpenNext call, or by the workflow), 0 when the
+	// step has not ended so.
+	Opened int64 `json:"opened,omitempty"`
 }
 
 // EndTurnInput is the input of EndTurn: close the turn, its open step and

@@ -34,6 +34,9 @@ type toolsOutcome struct {
 	aborted bool
 	skipped []string
 	err     error
+	// opened is the step a call's activity reported the log holds opened
+	// after the calls' step (agent.ToolOutcome.Opened), 0 for none.
+	opened int64
 }
 
 // runTools runs the step's tool calls in model order: an exclusive call
@@ -46,7 +49,10 @@ type toolsOutcome struct {
 // activity (its store failed) stops dispatching too; the started calls
 // drain, the undispatched ones are returned as skipped and the step fails
 // with that error.
-func (t *turnRun) runTools(step int64, res agent.ModelResult) toolsOutcome {
+//
+// With openNext, each RunTool is asked to open the next step with the
+// step's last result (agent.ToolInput.OpenNext).
+func (t *turnRun) runTools(step int64, res agent.ModelResult, openNext bool) toolsOutcome {
 	a := t.a
 	calls := res.ToolCalls
 	limit := maxParallelToolCalls(a.agentOptions)
@@ -109,6 +115,7 @@ func (t *turnRun) runTools(step int64, res agent.ModelResult) toolsOutcome {
 		in := agent.ToolInput{
 			Ref: *a.log.ref, Turn: t.summary.Turn, Step: step, MessageSeq: res.MessageSeq,
 			CallID: c.ID, Name: c.Name, Index: idx, SandboxMode: a.perm.SandboxMode, NetworkAccess: a.perm.NetworkAccess,
+			OpenNext: openNext,
 		}
 		// The policy and the rules as they are now: a rule an answer
 		// added applies to the step's later calls.
@@ -174,6 +181,7 @@ func (t *turnRun) runTools(step int64, res agent.ModelResult) toolsOutcome {
 			}
 			t.calls[idx].State, t.calls[idx].IsError, t.calls[idx].Code = wire.CallDone, o.IsError, o.Code
 			a.log.follow(o.NextSeq)
+			out.opened = max(out.opened, o.Opened)
 		}
 	}
 	// Parking: once every call in the pool waits for its approval and the

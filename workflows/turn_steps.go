@@ -60,7 +60,11 @@ func (t *turnRun) steps(tctx workflow.Context, resume *wire.TurnEndReason) (agen
 		return err
 	}
 	var reason *wire.TurnEndReason
-	openStep := int64(0)
+	// openStep is the step the log holds open; opened is a step a tool
+	// activity opened with the last result of the step before it
+	// (toolOpensStepChange), which the turn goes on with without storing
+	// its opening.
+	openStep, opened := int64(0), int64(0)
 	if resume != nil {
 		reason, openStep = resume, t.step
 	} else if t.parked != nil {
@@ -109,20 +113,22 @@ steps:
 				if reason != nil && len(claimed) == 0 {
 					break
 				}
-				if openStep > 0 {
-					if err := add(wire.TypeStepEnd, wire.StepEnd{Turn: turn, Step: openStep}, false); err != nil {
+				if opened != step {
+					if openStep > 0 {
+						if err := add(wire.TypeStepEnd, wire.StepEnd{Turn: turn, Step: openStep}, false); err != nil {
+							return end, err
+						}
+					}
+					if a.delegated != nil && turn == 1 && step == 1 {
+						// A one-shot child's descriptor, in its first turn
+						// before its first step (the harness's order).
+						if err := add(wire.TypeSubagentDescriptor, a.descriptor(), false); err != nil {
+							return end, err
+						}
+					}
+					if err := add(wire.TypeStepStart, wire.StepStart{Turn: turn, Step: step}, false); err != nil {
 						return end, err
 					}
-				}
-				if a.delegated != nil && turn == 1 && step == 1 {
-					// A one-shot child's descriptor, in its first turn
-					// before its first step (the harness's order).
-					if err := add(wire.TypeSubagentDescriptor, a.descriptor(), false); err != nil {
-						return end, err
-					}
-				}
-				if err := add(wire.TypeStepStart, wire.StepStart{Turn: turn, Step: step}, false); err != nil {
-					return end, err
 				}
 				for _, p := range claimed {
 					if err := add(wire.TypeUserMessage, p.Message, true); err != nil {
@@ -162,7 +168,8 @@ steps:
 		case len(res.ToolCalls) == 0:
 			stepEnd = &wire.TurnEndReason{Kind: wire.TurnEndCompleted}
 		default:
-			out := t.runTools(step, res)
+			openNext := t.opensNextStep(step, reason, res.ToolCalls)
+			out := t.runTools(step, res, openNext)
 			if out.parked {
 				t.reasonSoFar, t.parking = reason, true
 				a.park(t, step, res)
@@ -170,6 +177,11 @@ steps:
 			}
 			if out.aborted {
 				end.MessageSeq, end.Skipped = res.MessageSeq, out.skipped
+			}
+			if openNext && out.opened == step+1 {
+				// The log holds the next step opened: the turn ends it
+				// if it ends here.
+				opened, openStep = step+1, step+1
 			}
 			if out.err != nil && t.cause == "" {
 				reason = &wire.TurnEndReason{Kind: wire.TurnEndError, Error: failureJSON(activityFailure(out.err))}
@@ -207,6 +219,26 @@ steps:
 	end.Step = openStep
 	end.Reason = *reason
 	return end, nil
+}
+
+// opensNextStep reports whether the tool activities of step, whose model
+// asked for calls, open the next step with the step's last result
+// (agent.ToolInput.OpenNext), sparing the turn the store of that opening:
+// only when the turn goes on after them as far as the workflow knows now
+// (no end reason so far, no cancel, a step left under the limit) and no
+// call runs as a child session (its result is stored after the child's
+// run). It asks toolOpensStepChange then.
+func (t *turnRun) opensNextStep(step int64, reason *wire.TurnEndReason, calls []agent.CallRef) bool {
+	a := t.a
+	if reason != nil || t.cause != "" || step+1 > maxSteps(a.agentOptions) {
+		return false
+	}
+	for _, c := range calls {
+		if c.Name == wire.SubagentToolName {
+			return false
+		}
+	}
+	return a.gates.taken(a.dctx, toolOpensStepChange)
 }
 
 // storeBatch stores workflow-built events, in batches within the

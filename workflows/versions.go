@@ -241,3 +241,16 @@ const subagentToolChange = "subagent-tool"
 // store would refuse); workflows/live_append_test.go
 // (TestAppendRefusedInAGroupFailsAlone) runs its path.
 const appendApartChange = "append-apart-on-refusal"
+
+// toolOpensStepChange lets the tool activities of a step open the next
+// step: each RunTool is asked (agent.ToolInput.OpenNext) to store, in the
+// batch holding the last result the step's calls lack, the step/end of
+// the step and the step/start of the next, and the turn goes on with that
+// step without storing its opening itself (one store, its fsync and, with
+// local stores, its marker fewer per tool round). Earlier runs stored the
+// opening in a batch of their own. Asked by the first tool step of a run
+// that would go on after its calls (no end reason, no cancel, under the
+// step limit) and runs no subagent call.
+// Recorded in: turn-tools.json, turn-approval.json, turn-crash.json,
+// turn-cancel-tool.json; before: legacy/*.before-tool-opens-step.json.
+const toolOpensStepChange = "tool-opens-step"

@@ -98,6 +98,13 @@ func run() error {
 	roundPatterns := flag.String("round-patterns", "", "measure the tool rounds of these patterns only (sessionflow, sample); empty: both")
 	flag.IntVar(&cfg.Turns.Rounds.Rounds, "rounds-measured", cfg.Turns.Rounds.Rounds, "measured tool rounds per point")
 	serverMetrics := flag.Int("server-metrics-port", 0, "serve the dev server's Prometheus metrics (request counts by operation) on this port of 127.0.0.1; 0: none")
+	flag.Func("server-config", "a dynamic config value KEY=VALUE of the dev server (repeatable), e.g. system.enableActivityEagerExecution=true", func(kv string) error {
+		if !strings.Contains(kv, "=") {
+			return fmt.Errorf("%q is not KEY=VALUE", kv)
+		}
+		cfg.ServerArgs = append(cfg.ServerArgs, "--dynamic-config-value", kv)
+		return nil
+	})
 	flag.BoolVar(&cfg.Turns.Rounds.TimeOnly, "rounds-time-only", false, "time the tool rounds without reading their history (for a profile of the rounds alone)")
 	flag.IntVar(&cfg.Turns.Rounds.PerConversation, "rounds-per-conversation", cfg.Turns.Rounds.PerConversation, "measured tool rounds per conversation before a new one of the point's length is opened (0: one conversation per point)")
 	turnsSave := flag.String("turns-save", "", "with -turns-only: also save the turn measurements as JSON in this file")

@@ -113,6 +113,14 @@ type Options struct {
 //     the pollers wait on another one. One partition doubled the workflows a
 //     single worker completes per second (docs/DECISIONS.md D8).
 //
+// system.enableActivityEagerExecution lets the server hand an activity a
+// workflow task schedules straight back to the worker that completed the
+// task, in its answer, when that worker polls the activity's task queue
+// and has a free slot (the SDK asks for it by default): the activity skips
+// the matching service's dispatch (in a tool round, the tool's activity and
+// the next model call's: about 2 ms each on the benchmark's machine,
+// docs/PERFORMANCE.md). The server's default is off.
+//
 // One more value is not about speed: history.maxInFlightUpdatePayloads
 // (wire.InFlightUpdateBytes) keeps an update whose input is too large from
 // reaching a session at all. The SDK echoes an update's request into the
@@ -131,6 +139,7 @@ func DefaultDynamicConfig() []string {
 		"history.outboundProcessorMaxPollRPS=1000",
 		"matching.numTaskqueueReadPartitions=1",
 		"matching.numTaskqueueWritePartitions=1",
+		"system.enableActivityEagerExecution=true",
 	}
 }
 
