@@ -195,8 +195,22 @@ func TestCallModelAFailedAttemptResetsItsLiveText(t *testing.T) {
 // a cancelled call is stored: its live text ends, it is not reset.
 func TestCallModelACancelledCallEndsItsLiveTextWithTheAnchor(t *testing.T) {
 	f := newFixture(t, nil, response{chunks: []provider.Chunk{text("Hello "), text("wor")}, stall: true})
-	live := followLive(t, f)
-	require.Error(t, cancelAfter(t, f, 2, temporal.NewCanceledError()))
+	// The call is cancelled once a viewer has seen both chunks: a call
+	// that ends before the follower opens its file shows nothing live.
+	shown := make(chan struct{})
+	live := followLiveThen(t, f, func(e wire.LiveEvent) {
+		if e.Event == "chunk" && e.Offset == 6 {
+			close(shown)
+		}
+	})
+	ctx, cancel := context.WithCancelCause(bg)
+	defer cancel(nil)
+	go func() {
+		<-shown
+		cancel(temporal.NewCanceledError())
+	}()
+	_, err := f.env(f.acts, withContext(ctx)).ExecuteActivity(wire.CallModelActivity, f.modelInput(1, 1))
+	require.Error(t, err)
 	require.Equal(t, wire.LiveEvent{Event: "chunk", Turn: 1, Step: 1, Attempt: 1, Text: "Hello ", Kind: "text"}, nextLive(t, live))
 	require.Equal(t, wire.LiveEvent{Event: "chunk", Turn: 1, Step: 1, Attempt: 1, Offset: 6, Text: "wor", Kind: "text"}, nextLive(t, live))
 	require.Equal(t, wire.LiveEvent{Event: "end", Turn: 1, Step: 1, Attempt: 1}, nextLive(t, live))
