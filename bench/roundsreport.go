@@ -237,30 +237,18 @@ func writeRoundParts(b *strings.Builder, rr *RoundResults, k roundKey) {
 func roundFindings(rr *RoundResults) []string {
 	var out []string
 	sf, sa := PatternSessionflow, PatternSample
-	var times, faster, slower []string
+	var pairs []medianPair
 	for _, n := range rr.Config.Sizes {
 		a, ok1 := rr.Point(sf, n, 1)
 		z, ok2 := rr.Point(sa, n, 1)
-		if !ok1 || !ok2 {
-			continue
-		}
-		times = append(times, fmt.Sprintf("%s against %s (%s) at %d messages", ms(a.Time.Median), ms(z.Time.Median), ratio(float64(a.Time.Median), float64(z.Time.Median)), n))
-		if a.Time.Median < z.Time.Median {
-			faster = append(faster, fmt.Sprint(n))
-		} else {
-			slower = append(slower, fmt.Sprint(n))
+		if ok1 && ok2 {
+			pairs = append(pairs, medianPair{n: n, flow: a.Time.Median, sample: z.Time.Median})
 		}
 	}
-	if len(times) > 0 {
-		s := "A round of one tool call took " + strings.Join(times, ", ") + ": "
-		switch {
-		case len(slower) == 0:
-			s += "sessionflow's round was shorter than the sample's at every length."
-		case len(faster) == 0:
-			s += "sessionflow's round was longer than the sample's at every length."
-		default:
-			s += fmt.Sprintf("sessionflow's round was shorter at %s messages and longer at %s.", strings.Join(faster, ", "), strings.Join(slower, ", "))
-		}
+	if s := compareMedians(pairs, "A round of one tool call took ", ": ",
+		"sessionflow's round was shorter than the sample's at every length.",
+		"sessionflow's round was longer than the sample's at every length.",
+		"sessionflow's round was shorter at %s messages and longer at %s."); s != "" {
 		out = append(out, s)
 	}
 	if len(rr.Config.Sizes) > 0 {

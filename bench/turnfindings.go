@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // turnFindings are the sentences the turn measurements of tr support,
@@ -31,30 +32,18 @@ func turnFindings(tr *TurnResults) []string {
 		out = append(out, s+".")
 	}
 
-	var times, faster, slower []string
+	var pairs []medianPair
 	for _, n := range cfg.Sizes {
 		a, ok1 := tr.Point(sf, n)
 		z, ok2 := tr.Point(sa, n)
-		if !ok1 || !ok2 {
-			continue
-		}
-		times = append(times, fmt.Sprintf("%s against %s (%s) at %d messages", ms(a.Time.Median), ms(z.Time.Median), ratio(float64(a.Time.Median), float64(z.Time.Median)), n))
-		if a.Time.Median < z.Time.Median {
-			faster = append(faster, fmt.Sprint(n))
-		} else {
-			slower = append(slower, fmt.Sprint(n))
+		if ok1 && ok2 {
+			pairs = append(pairs, medianPair{n: n, flow: a.Time.Median, sample: z.Time.Median})
 		}
 	}
-	if len(times) > 0 {
-		s := "Time per turn, sessionflow against the sample: " + strings.Join(times, ", ") + "; "
-		switch {
-		case len(slower) == 0:
-			s += "sessionflow's turn was shorter at every length."
-		case len(faster) == 0:
-			s += "sessionflow's turn was longer at every length."
-		default:
-			s += fmt.Sprintf("sessionflow's turn was shorter at %s messages and longer at %s.", strings.Join(faster, ", "), strings.Join(slower, ", "))
-		}
+	if s := compareMedians(pairs, "Time per turn, sessionflow against the sample: ", "; ",
+		"sessionflow's turn was shorter at every length.",
+		"sessionflow's turn was longer at every length.",
+		"sessionflow's turn was shorter at %s messages and longer at %s."); s != "" {
 		out = append(out, s)
 	}
 
@@ -109,4 +98,39 @@ func modelPart(parts []TurnPart) TurnPart {
 		}
 	}
 	return TurnPart{}
+}
+
+// medianPair is the median time of both patterns at one conversation
+// length.
+type medianPair struct {
+	n            int
+	flow, sample time.Duration
+}
+
+// compareMedians is the sentence comparing the patterns' medians at each
+// length: lead, each pair ("X against Y (ratio) at N messages"), sep, then
+// allShorter, allLonger or mixed (with the lengths where sessionflow was
+// shorter and longer); "" without pairs.
+func compareMedians(pairs []medianPair, lead, sep, allShorter, allLonger, mixed string) string {
+	if len(pairs) == 0 {
+		return ""
+	}
+	var times, faster, slower []string
+	for _, p := range pairs {
+		times = append(times, fmt.Sprintf("%s against %s (%s) at %d messages", ms(p.flow), ms(p.sample), ratio(float64(p.flow), float64(p.sample)), p.n))
+		if p.flow < p.sample {
+			faster = append(faster, fmt.Sprint(p.n))
+		} else {
+			slower = append(slower, fmt.Sprint(p.n))
+		}
+	}
+	s := lead + strings.Join(times, ", ") + sep
+	switch {
+	case len(slower) == 0:
+		return s + allShorter
+	case len(faster) == 0:
+		return s + allLonger
+	default:
+		return s + fmt.Sprintf(mixed, strings.Join(faster, ", "), strings.Join(slower, ", "))
+	}
 }
