@@ -113,20 +113,7 @@ func TestWebViewRunsATurnInARealBrowser(t *testing.T) {
 		map[string]any{"text": "Edited notes.txt."},
 	}})
 	require.NoError(t, err)
-	scriptPath := filepath.Join(dir, "script.json")
-	require.NoError(t, os.WriteFile(scriptPath, script, 0o644))
-	httpPort := freePort(t)
-	base := fmt.Sprintf("http://127.0.0.1:%d", httpPort)
-	e.workerArgs = []string{"--provider-script", scriptPath, "--http", fmt.Sprintf("127.0.0.1:%d", httpPort)}
-	e.startWorker(true)
-	require.Eventually(t, func() bool {
-		r, err := http.Get(base + "/v1/sessions")
-		if err != nil {
-			return false
-		}
-		r.Body.Close()
-		return r.StatusCode == http.StatusOK
-	}, 30*time.Second, 50*time.Millisecond, "the worker's HTTP server never answered:\n%s", e.logs())
+	base := startWebWorker(t, e, dir, script)
 	e.mustStarter("", "create", "--id", "web1", "--cwd", project, "--provider", "scripted", "--model", "m1", "--approval-policy", "ask")
 
 	ctx := browser(t, e.ctx)
@@ -235,12 +222,7 @@ func TestWebViewShowsTheLineage(t *testing.T) {
 		"branches": []any{map[string]any{"when": "TASK-L", "responses": []any{map[string]any{"text": "Three files."}}}},
 	})
 	require.NoError(t, err)
-	scriptPath := filepath.Join(dir, "script.json")
-	require.NoError(t, os.WriteFile(scriptPath, script, 0o644))
-	httpPort := freePort(t)
-	base := fmt.Sprintf("http://127.0.0.1:%d", httpPort)
-	e.workerArgs = []string{"--provider-script", scriptPath, "--http", fmt.Sprintf("127.0.0.1:%d", httpPort)}
-	e.startWorker(true)
+	base := startWebWorker(t, e, dir, script)
 	e.mustStarter("", "create", "--id", "tree-root", "--cwd", dir, "--provider", "scripted", "--model", "m1")
 	require.Contains(t, e.mustStarter("", "turn", "--id", "tree-root", "--prompt", "delegate the count", "--root", e.root), "The child counted.")
 	e.mustStarter("", "fork", "--id", "tree-root", "--at-turn", "1", "--new-id", "tree-fork")
@@ -281,4 +263,26 @@ func childOf(t *testing.T, base, parent string) string {
 	}
 	t.Fatalf("no subagent child of %s in the list", parent)
 	return ""
+}
+
+// startWebWorker writes script into dir, starts `worker --dev` with it as
+// its provider script and the HTTP API on a free loopback port, waits for
+// the API to answer and returns its base URL.
+func startWebWorker(t *testing.T, e *env, dir string, script []byte) string {
+	t.Helper()
+	scriptPath := filepath.Join(dir, "script.json")
+	require.NoError(t, os.WriteFile(scriptPath, script, 0o644))
+	httpPort := freePort(t)
+	base := fmt.Sprintf("http://127.0.0.1:%d", httpPort)
+	e.workerArgs = []string{"--provider-script", scriptPath, "--http", fmt.Sprintf("127.0.0.1:%d", httpPort)}
+	e.startWorker(true)
+	require.Eventually(t, func() bool {
+		r, err := http.Get(base + "/v1/sessions")
+		if err != nil {
+			return false
+		}
+		r.Body.Close()
+		return r.StatusCode == http.StatusOK
+	}, 30*time.Second, 50*time.Millisecond, "the worker's HTTP server never answered:\n%s", e.logs())
+	return base
 }
