@@ -60,15 +60,11 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		s.lines(w, r, h, after+1)
 		return
 	}
-	select {
-	case s.streams <- struct{}{}:
-		defer func() { <-s.streams }()
-	default:
-		w.Header().Set("Retry-After", "5")
-		writeError(w, http.StatusServiceUnavailable, TypeTooManyStreams,
-			fmt.Sprintf("the server follows %d streams already, its limit; try again later", s.opts.MaxStreams), nil)
+	release, ok := s.takeStream(w)
+	if !ok {
 		return
 	}
+	defer release()
 	s.follow(w, r, id, after+1, snap.Revision)
 }
 

@@ -52,15 +52,11 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	select {
-	case s.streams <- struct{}{}:
-		defer func() { <-s.streams }()
-	default:
-		w.Header().Set("Retry-After", "5")
-		writeError(w, http.StatusServiceUnavailable, TypeTooManyStreams,
-			fmt.Sprintf("the server follows %d streams already, its limit; try again later", s.opts.MaxStreams), nil)
+	release, ok := s.takeStream(w)
+	if !ok {
 		return
 	}
+	defer release()
 	ctx, cancel := context.WithCancel(r.Context())
 	items := make(chan liveItem, 64)
 	go func() {
@@ -153,4 +149,19 @@ func writeLive(bw *bufio.Writer, e wire.LiveEvent) {
 	}
 	b, _ := marshal(data)
 	fmt.Fprintf(bw, "event: %s\ndata: %s\n", e.Event, b)
+}
+
+// takeStream takes one of the server's stream places (Options.MaxStreams)
+// and returns its release; when none is free it answers 503
+// TooManyStreams with Retry-After and returns false.
+func (s *Server) takeStream(w http.ResponseWriter) (release func(), ok bool) {
+	select {
+	case s.streams <- struct{}{}:
+		return func() { <-s.streams }, true
+	default:
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusServiceUnavailable, TypeTooManyStreams,
+			fmt.Sprintf("the server follows %d streams already, its limit; try again later", s.opts.MaxStreams), nil)
+		return nil, false
+	}
 }
