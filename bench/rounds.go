@@ -118,6 +118,11 @@ type RoundPoint struct {
 	// during a round (on the provider's clock) and of their time.
 	Syncs    int
 	SyncTime time.Duration
+	// CPU and ServerCPU are the mean CPU time (user and system) of a turn
+	// holding one round, from its request until the client sees its end:
+	// of the harness's process (the worker, the clients and the model
+	// provider) and of the dev server's. Zero when not read.
+	CPU, ServerCPU time.Duration
 	// Load is the 1-minute load average when the point started.
 	Load float64
 	// Measured is the number of measured rounds; Ended and Err as in
@@ -230,6 +235,8 @@ func (e *env) roundPoint(ctx context.Context, pattern string, n, calls int) Roun
 		times, turns, syncTimes                []time.Duration
 		events, bytess, tevents, tbytes, syncs []int
 		parts, segments                        [][]TurnPart
+		cpu                                    cpuTimes
+		cpuTurns                               int
 	)
 	// fail ends the point with msg: an error when nothing was measured.
 	fail := func(msg string) {
@@ -268,6 +275,11 @@ measure:
 				tbytes = append(tbytes, r.turnBytes)
 				parts = append(parts, r.parts)
 				segments = append(segments, r.segments)
+				if r.cpu.ok {
+					cpu.self += r.cpu.self
+					cpu.server += r.cpu.server
+					cpuTurns++
+				}
 			}
 		}
 		if err := d.close(ctx); err != nil {
@@ -283,6 +295,11 @@ measure:
 	p.Parts = medianParts(parts)
 	p.Segments = medianParts(segments)
 	p.Syncs, p.SyncTime = medianInt(syncs), summarize(syncTimes).Median
+	if cpuTurns > 0 {
+		// Means: the server's clock counts in 10 ms ticks, finer than a
+		// turn only in the sum.
+		p.CPU, p.ServerCPU = cpu.self/time.Duration(cpuTurns), cpu.server/time.Duration(cpuTurns)
+	}
 	return p
 }
 
@@ -294,6 +311,8 @@ type round struct {
 	events, bytes         int
 	turnEvents, turnBytes int
 	parts, segments       []TurnPart
+	// cpu is the CPU the turn used (see RoundPoint.CPU).
+	cpu cpuTimes
 }
 
 // measuredRound runs one turn of d holding one tool round and returns the
@@ -308,11 +327,13 @@ func (e *env) measuredRound(ctx context.Context, d turnDriver, model, prompt str
 	}
 	from := len(evs)
 	e.clock.take()
+	c0 := e.cpu()
 	t0 := time.Now()
 	if err := d.turn(ctx, prompt); err != nil {
 		return round{}, err
 	}
 	el := time.Since(t0)
+	cpu := e.cpu().since(c0)
 	if _, _, err := e.quiet(ctx, d.workflowID()); err != nil {
 		return round{}, err
 	}
@@ -325,7 +346,7 @@ func (e *env) measuredRound(ctx context.Context, d turnDriver, model, prompt str
 		return round{}, err
 	}
 	turn := after[min(from, len(after)):]
-	r := round{gap: gaps[0].gap, syncs: gaps[0].syncs, syncTime: gaps[0].syncTime, turn: el}
+	r := round{gap: gaps[0].gap, syncs: gaps[0].syncs, syncTime: gaps[0].syncTime, turn: el, cpu: cpu}
 	r.turnEvents, r.turnBytes = turnCost(after, from)
 	lo, hi, ok := roundSpan(turn, model)
 	if !ok {
@@ -377,16 +398,18 @@ func roundSegments(evs []*historypb.HistoryEvent, lo, hi int, end, start time.Ti
 // round's time as the provider saw it and the turn's, reading no history.
 func (e *env) timedRound(ctx context.Context, d turnDriver, prompt string) (round, error) {
 	e.clock.take()
+	c0 := e.cpu()
 	t0 := time.Now()
 	if err := d.turn(ctx, prompt); err != nil {
 		return round{}, err
 	}
 	el := time.Since(t0)
+	cpu := e.cpu().since(c0)
 	gaps, unmatched := e.clock.take()
 	if len(gaps) != 1 || unmatched != 0 {
 		return round{}, fmt.Errorf("the provider timed %d rounds (and %d calls after tools it did not ask for) in one turn, want 1", len(gaps), unmatched)
 	}
-	return round{gap: gaps[0].gap, syncs: gaps[0].syncs, syncTime: gaps[0].syncTime, turn: el}, nil
+	return round{gap: gaps[0].gap, syncs: gaps[0].syncs, syncTime: gaps[0].syncTime, turn: el, cpu: cpu}, nil
 }
 
 // roundSpan returns the indexes in evs of a tool round's first and last
@@ -410,4 +433,13 @@ func roundSpan(evs []*historypb.HistoryEvent, model string) (lo, hi int, ok bool
 		}
 	}
 	return 0, 0, false
+}
+
+// cpu reads the CPU used so far by the harness's process and the dev
+// server's.
+func (e *env) cpu() cpuTimes {
+	if e.server == nil {
+		return cpuTimes{}
+	}
+	return readCPU(e.server.PID())
 }

@@ -191,10 +191,13 @@ func madeUpTurns(slowFlow bool) *TurnResults {
 			name = "RunTool"
 		}
 		syncs, syncTime := 0, 0.0
+		cpu, serverCPU := 9.0*float64(calls), 6.0*float64(calls)
 		if pattern == PatternSessionflow {
 			syncs, syncTime = 3*calls, 1.5*float64(calls)
+			cpu, serverCPU = 12.4*float64(calls), 7.1*float64(calls)
 		}
 		return RoundPoint{Pattern: pattern, Messages: n, Calls: calls, Time: stats(med, p90), TurnTime: stats(2*med, 2*p90), Syncs: syncs, SyncTime: at(syncTime),
+			CPU: at(cpu), ServerCPU: at(serverCPU),
 			HistoryBytes: bytes, HistoryEvents: events, TurnBytes: 2 * bytes, TurnEvents: 2 * events, Measured: 40, Load: 1.5,
 			Parts: []TurnPart{{Name: workflowTasks, Count: 2, Median: at(wt)}, {Name: name, Count: calls, Median: at(tool)}}}
 	}
@@ -250,6 +253,10 @@ func TestTurnsReportSentencesFollowTheData(t *testing.T) {
 	require.Contains(t, slow, "- At 10 messages, sessionflow's round held 2 workflow task(s) taking 22.3 ms in all, against the sample's 2 taking 17.8 ms; "+
 		"the local stores run inside sessionflow's workflow tasks, and the worker's store made 3 fsyncs taking 1.5 ms during the round.\n")
 	require.Contains(t, slow, "| the worker store's fsyncs (inside the parts above) | 12 x, 6.0 ms | 0 x, 0.0 ms |\n")
+	require.Contains(t, slow, "| 10 | 1 | 12.4 ms | 9.0 ms | 1.38x | 7.1 ms | 6.0 ms | 1.18x | 19.5 ms | 15.0 ms | 1.30x |\n", "the CPU table")
+	require.Contains(t, slow, "| 10 | 4 | 49.6 ms | 36.0 ms | 1.38x | 28.4 ms | 24.0 ms | 1.18x | 78.0 ms | 60.0 ms | 1.30x |\n")
+	require.Contains(t, slow, "- At 10 messages a turn holding one round used 12.4 ms of CPU in the harness's process and 7.1 ms in the server's with sessionflow, "+
+		"against 9.0 ms and 6.0 ms with the sample (1.30x in all).\n")
 	require.Contains(t, slow, "- Parallel calls at 10 messages: a round took 43.7 ms against 33.1 ms (1.32x) for 1, 57.9 ms against 34.4 ms (1.68x) for 4 tool call(s).\n")
 
 	fast := TurnsReport(madeUpTurns(false))

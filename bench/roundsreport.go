@@ -130,6 +130,7 @@ func RoundsReport(rr *RoundResults) string {
 			cell(ok1, kib(float64(a.TurnBytes))), cell(ok2, kib(float64(z.TurnBytes))), cell(ok1 && ok2, ratio(float64(a.TurnBytes), float64(z.TurnBytes))))
 	}
 	p("\n")
+	writeRoundCPU(&b, rr, keys)
 	for _, k := range keys {
 		if k.messages == keys[0].messages || k.calls == 1 {
 			writeRoundParts(&b, rr, k)
@@ -153,6 +154,40 @@ func RoundsReport(rr *RoundResults) string {
 	}
 	p("\n%s\n", RoundsEnd)
 	return b.String()
+}
+
+// writeRoundCPU renders the CPU of a turn holding one round, per point,
+// when it was read.
+func writeRoundCPU(b *strings.Builder, rr *RoundResults, keys []roundKey) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	var rows []string
+	for _, k := range keys {
+		a, ok1 := rr.Point(PatternSessionflow, k.messages, k.calls)
+		z, ok2 := rr.Point(PatternSample, k.messages, k.calls)
+		ok1 = ok1 && a.CPU > 0
+		ok2 = ok2 && z.CPU > 0
+		if !ok1 && !ok2 {
+			continue
+		}
+		both := ok1 && ok2
+		rows = append(rows, fmt.Sprintf("| %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", k.messages, k.calls,
+			cell(ok1, ms(a.CPU)), cell(ok2, ms(z.CPU)), cell(both, ratio(float64(a.CPU), float64(z.CPU))),
+			cell(ok1, ms(a.ServerCPU)), cell(ok2, ms(z.ServerCPU)), cell(both, ratio(float64(a.ServerCPU), float64(z.ServerCPU))),
+			cell(ok1, ms(a.CPU+a.ServerCPU)), cell(ok2, ms(z.CPU+z.ServerCPU)), cell(both, ratio(float64(a.CPU+a.ServerCPU), float64(z.CPU+z.ServerCPU)))))
+	}
+	if len(rows) == 0 {
+		return
+	}
+	p("CPU of a turn holding one round (user and system time, the mean over the measured turns, from\n")
+	p("the request until the client sees the end): the harness's process holds the worker, the clients\n")
+	p("and the model provider; the dev server is the other process. Both share the machine's cores, so\n")
+	p("a turn's CPU is time its round cannot go below once the cores are busy:\n\n")
+	p("| messages | tool calls | sessionflow harness | sample harness | ratio | sessionflow server | sample server | ratio | sessionflow both | sample both | ratio |\n")
+	p("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		p("%s", r)
+	}
+	p("\n")
 }
 
 // writeRoundParts renders where a round's time goes at k, for both
@@ -283,6 +318,12 @@ func roundFindings(rr *RoundResults) []string {
 					}
 				}
 				out = append(out, s+fmt.Sprintf("; the local stores run inside sessionflow's workflow tasks, and the worker's store made %d fsyncs taking %s during the round.", a.Syncs, ms(a.SyncTime)))
+			}
+		}
+		if a, ok := rr.Point(sf, lo, 1); ok && a.CPU > 0 {
+			if z, ok := rr.Point(sa, lo, 1); ok && z.CPU > 0 {
+				out = append(out, fmt.Sprintf("At %d messages a turn holding one round used %s of CPU in the harness's process and %s in the server's with sessionflow, against %s and %s with the sample (%s in all).",
+					lo, ms(a.CPU), ms(a.ServerCPU), ms(z.CPU), ms(z.ServerCPU), ratio(float64(a.CPU+a.ServerCPU), float64(z.CPU+z.ServerCPU))))
 			}
 		}
 	}
