@@ -23,6 +23,10 @@ type AppendPathResult struct {
 	// one caller.
 	LocalRate, ActivityRate     AppendRate
 	LocalSingle, ActivitySingle AppendRate
+	// EntitySame and EntityLocalNoop are the entity workflow driven with
+	// as many appends as Local, without and with a no-op local activity in
+	// each: what an append costs before the store's work.
+	EntitySame, EntityLocalNoop EntityResult
 }
 
 // LongAppendResult is a session driven through many single-caller appends.
@@ -64,6 +68,14 @@ func (e *env) appendPath(ctx context.Context, res *Results) error {
 	}
 	e.log("  sessionflow (activity): %d appends, %.0f history B/event, %s per append",
 		out.Activity.Appends, out.Activity.BytesPerEvent(), out.Activity.PerAppend)
+	if out.EntitySame, err = e.entityDrive(ctx, "entity-same", EntityState{}, n); err != nil {
+		return fmt.Errorf("entity, %d appends: %w", n, err)
+	}
+	if out.EntityLocalNoop, err = e.entityDrive(ctx, "entity-local-noop", EntityState{LocalNoop: true}, n); err != nil {
+		return fmt.Errorf("entity with a local activity, %d appends: %w", n, err)
+	}
+	e.log("  %d appends: entity %s, entity with a no-op local activity %s, sessionflow %s (its fsyncs %s) per append",
+		n, out.EntitySame.PerAppend, out.EntityLocalNoop.PerAppend, out.Local.PerAppend, out.Local.SyncTime)
 	callers := e.cfg.AppendCallers
 	if out.LocalRate, err = e.appendRateReq(ctx, e.createReq("rate-local", 0), 0, callers); err != nil {
 		return fmt.Errorf("local path, %d callers: %w", callers, err)
@@ -166,7 +178,7 @@ func AppendPathReport(res *Results) string {
 		p("entity workflow, to a session storing with the local activity (the default) and to one storing\n")
 		p("with the `AppendBatch` activity (`Options.ActivityAppends`); then single-event appends for %s\n", cfg.AppendDuration)
 		p("each, by %d pipelined callers and by one, on a session of each path. Ratios are against the entity\n", cfg.AppendCallers)
-		p("workflow, and for the rates against the activity path.\n\n")
+		p("workflow, and for the rates against the activity path. The server: %s.\n\n", serverDescription(cfg))
 		p("| measure | entity workflow | local activity | activity | local / entity | local / activity |\n|---|---|---|---|---|---|\n")
 		p("| appends (events) | %d (%d) | %d (%d) | %d (%d) | - | - |\n", a.Entity.Appends, a.Entity.Events, a.Local.Appends, a.Local.Events, a.Activity.Appends, a.Activity.Events)
 		p("| history bytes per appended event | %.0f | %.0f | %.0f | %s | %s |\n",
@@ -181,7 +193,9 @@ func AppendPathReport(res *Results) string {
 			a.LocalSingle.PerSecond(), a.ActivitySingle.PerSecond(), ratio(a.LocalSingle.PerSecond(), a.ActivitySingle.PerSecond()))
 		p("| single-event appends/s, %d callers | - | %.1f | %.1f | - | %s |\n",
 			cfg.AppendCallers, a.LocalRate.PerSecond(), a.ActivityRate.PerSecond(), ratio(a.LocalRate.PerSecond(), a.ActivityRate.PerSecond()))
-		p("| median latency, %d callers | - | %s | %s | - | - |\n\n", cfg.AppendCallers, ms(a.LocalRate.Latency.Median), ms(a.ActivityRate.Latency.Median))
+		p("| median latency, %d callers | - | %s | %s | - | - |\n", cfg.AppendCallers, ms(a.LocalRate.Latency.Median), ms(a.ActivityRate.Latency.Median))
+		p("| the worker store's fsyncs per append (mean time, one caller) | - | %s | %s | - | - |\n\n", syncCell(a.Local), syncCell(a.Activity))
+		writeAppendFloor(p, a)
 		bytesR := a.Local.BytesPerEvent() / a.Entity.BytesPerEvent()
 		timeR := float64(a.Local.PerAppend) / float64(a.Entity.PerAppend)
 		rateR := a.LocalRate.PerSecond() / a.ActivityRate.PerSecond()
@@ -215,4 +229,49 @@ func perAppend(r EntityResult) float64 {
 		return 0
 	}
 	return float64(r.HistoryEvents) / float64(r.Appends)
+}
+
+// syncCell renders the store's fsyncs per append of r: their number and
+// mean time.
+func syncCell(r EntityResult) string {
+	if r.Appends == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f, %s", float64(r.Syncs)/float64(r.Appends), ms(r.SyncTime))
+}
+
+// serverDescription says which Temporal server a run measured, and whether
+// its writes reach a disk.
+func serverDescription(cfg Config) string {
+	if cfg.TemporalAddress != "" {
+		return fmt.Sprintf("the Temporal server at %s (`-temporal-address`), its history written by its own persistence", cfg.TemporalAddress)
+	}
+	return "the embedded dev server with its state in memory (`Ephemeral`), so the entity workflow's appends reach no disk, while sessionflow's are fsynced by the store"
+}
+
+// writeAppendFloor renders where a single-caller append's time goes: the
+// entity workflow with as many appends, the same with a no-op local
+// activity in each, and sessionflow's local path with its store's fsyncs.
+func writeAppendFloor(p func(string, ...any), a *AppendPathResult) {
+	ent, la, sf := a.EntitySame, a.EntityLocalNoop, a.Local
+	if ent.Appends == 0 || la.Appends == 0 || sf.Appends == 0 {
+		return
+	}
+	p("Where a single-caller append's time goes (%d appends each, means): the entity workflow again\n", sf.Appends)
+	p("with as many appends as sessionflow made, the same with a no-op local activity run in every\n")
+	p("append's workflow task before it is answered, and sessionflow's local path, whose local activity\n")
+	p("writes and fsyncs the batch:\n\n")
+	p("| | time per append | over the entity workflow |\n|---|---|---|\n")
+	p("| entity workflow | %s | - |\n", ms(ent.PerAppend))
+	p("| entity workflow + a no-op local activity | %s | %s |\n", ms(la.PerAppend), signedMs(la.PerAppend-ent.PerAppend))
+	p("| sessionflow, local activity storing the batch | %s | %s |\n", ms(sf.PerAppend), signedMs(sf.PerAppend-ent.PerAppend))
+	p("| of which the store's fsync | %s | - |\n\n", ms(sf.SyncTime))
+}
+
+// signedMs renders d in milliseconds with its sign.
+func signedMs(d time.Duration) string {
+	if d < 0 {
+		return "-" + ms(-d)
+	}
+	return "+" + ms(d)
 }

@@ -38,6 +38,7 @@ import (
 	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/provider"
 	"github.com/sessionflow/sessionflow/tool"
+	tlog "go.temporal.io/sdk/log"
 )
 
 // taskQueue is the task queue of the harness's worker.
@@ -95,6 +96,12 @@ type Config struct {
 	// ServerArgs are more arguments of the dev server (`temporal server
 	// start-dev`), e.g. --metrics-port to read its request counts.
 	ServerArgs []string
+	// TemporalAddress, when set, is the Temporal frontend (host:port) the
+	// measurements run against instead of the embedded dev server, in the
+	// namespace TemporalNamespace ("default" when empty): a server whose
+	// persistence makes its writes durable, as the local cluster's
+	// PostgreSQL does, where the dev server keeps its state in memory.
+	TemporalAddress, TemporalNamespace string
 	// Progress receives progress lines; nil discards them.
 	Progress io.Writer
 	// extraProviders are offered by the worker beside the turn
@@ -136,6 +143,8 @@ type env struct {
 	log    func(format string, args ...any)
 	// clock times the tool rounds of the round providers.
 	clock *roundClock
+	// syncs counts the worker store's fsyncs.
+	syncs *syncCounter
 }
 
 // Run starts a dev server and a worker, runs every measurement of cfg and
@@ -208,30 +217,55 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	return res, nil
 }
 
-// start starts the dev server and the worker.
-func start(ctx context.Context, cfg Config, logf func(string, ...any)) (*env, error) {
-	root, err := os.MkdirTemp("", "sessionflow-bench-")
-	if err != nil {
-		return nil, fmt.Errorf("creating the store root: %w", err)
+// startServer starts the embedded dev server, or connects to
+// cfg.TemporalAddress, and returns its client and how to stop it (ds is nil
+// for a server the harness did not start).
+func startServer(ctx context.Context, cfg Config, logf func(string, ...any)) (ds *devserver.Server, tc temporalclient.Client, stop func() error, err error) {
+	if cfg.TemporalAddress != "" {
+		ns := cfg.TemporalNamespace
+		if ns == "" {
+			ns = "default"
+		}
+		logf("connecting to the Temporal server at %s (namespace %s)", cfg.TemporalAddress, ns)
+		tc, err = temporalclient.DialContext(ctx, temporalclient.Options{HostPort: cfg.TemporalAddress, Namespace: ns,
+			Logger: tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))})
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("connecting to %s: %w", cfg.TemporalAddress, err)
+		}
+		return nil, tc, func() error { tc.Close(); return nil }, nil
 	}
 	logf("starting the dev server")
-	ds, err := devserver.Start(ctx, devserver.Options{
+	ds, err = devserver.Start(ctx, devserver.Options{
 		Ephemeral: true,
 		Locate:    devserver.LocateOptions{Progress: cfg.Progress, WorkDir: cfg.ModuleDir},
 		ExtraArgs: cfg.ServerArgs,
 	})
 	if err != nil {
+		return nil, nil, nil, fmt.Errorf("starting the dev server: %w", err)
+	}
+	return ds, ds.Client(), ds.Stop, nil
+}
+
+// start starts the dev server (or connects to cfg.TemporalAddress) and the
+// worker.
+func start(ctx context.Context, cfg Config, logf func(string, ...any)) (*env, error) {
+	root, err := os.MkdirTemp("", "sessionflow-bench-")
+	if err != nil {
+		return nil, fmt.Errorf("creating the store root: %w", err)
+	}
+	ds, tc, stopServer, err := startServer(ctx, cfg, logf)
+	if err != nil {
 		_ = os.RemoveAll(root)
-		return nil, fmt.Errorf("starting the dev server: %w", err)
+		return nil, err
 	}
 	st, err := jsonl.NewStore(jsonl.Options{Root: root, Compression: jsonl.CompressionNone})
 	if err != nil {
-		_ = ds.Stop()
+		_ = stopServer()
 		_ = os.RemoveAll(root)
 		return nil, fmt.Errorf("opening the store: %w", err)
 	}
 	wcfg := workerapp.DefaultConfig()
-	wcfg.Client = ds.Client()
+	wcfg.Client = tc
 	wcfg.TaskQueue = taskQueue
 	wcfg.StoreRoot = root
 	wcfg.Compression = jsonl.CompressionNone
@@ -239,7 +273,7 @@ func start(ctx context.Context, cfg Config, logf func(string, ...any)) (*env, er
 	wcfg.StopTimeout = 10 * time.Second
 	providers, err := turnProviders(cfg.Turns)
 	if err != nil {
-		_ = ds.Stop()
+		_ = stopServer()
 		_ = os.RemoveAll(root)
 		return nil, err
 	}
@@ -254,7 +288,7 @@ func start(ctx context.Context, cfg Config, logf func(string, ...any)) (*env, er
 	}
 	tools, err := tool.NewRegistry(NoopTool())
 	if err != nil {
-		_ = ds.Stop()
+		_ = stopServer()
 		_ = os.RemoveAll(root)
 		return nil, fmt.Errorf("the sample's tools: %w", err)
 	}
@@ -273,7 +307,7 @@ func start(ctx context.Context, cfg Config, logf func(string, ...any)) (*env, er
 	case <-started:
 	case err := <-done:
 		cancel()
-		_ = ds.Stop()
+		_ = stopServer()
 		_ = os.RemoveAll(root)
 		return nil, fmt.Errorf("starting the worker: %w", err)
 	}
@@ -282,12 +316,13 @@ func start(ctx context.Context, cfg Config, logf func(string, ...any)) (*env, er
 	e := &env{
 		cfg:    cfg,
 		server: ds,
-		tc:     ds.Client(),
-		sf:     client.New(ds.Client(), client.Options{TaskQueue: taskQueue}),
+		tc:     tc,
+		sf:     client.New(tc, client.Options{TaskQueue: taskQueue, Namespace: cfg.TemporalNamespace}),
 		store:  st,
 		root:   root,
 		log:    logf,
 		clock:  clock,
+		syncs:  syncs,
 	}
 	e.stop = func() error {
 		if stopped {
@@ -296,7 +331,7 @@ func start(ctx context.Context, cfg Config, logf func(string, ...any)) (*env, er
 		stopped = true
 		cancel()
 		werr := <-done
-		serr := ds.Stop()
+		serr := stopServer()
 		_ = os.RemoveAll(root)
 		if werr != nil {
 			stopErr = fmt.Errorf("worker: %w", werr)

@@ -28,6 +28,11 @@ type EntityResult struct {
 	HistoryBytes  int
 	// PerAppend is the mean latency of an append.
 	PerAppend time.Duration
+	// SyncTime is the mean time per append of the worker store's fsyncs
+	// (a sessionflow session's; zero for the entity workflow, which has no
+	// store), and Syncs their number in all.
+	SyncTime time.Duration
+	Syncs    int
 	// Outcome says how the drive ended: the failure, or the cap reached.
 	Outcome string
 }
@@ -56,71 +61,10 @@ func (e *env) batch(seq int64) ([]session.Event, error) {
 // entityComparison drives the entity workflow until it fails or reaches
 // the cap, then sessionflow with as many appends.
 func (e *env) entityComparison(ctx context.Context, res *Results) error {
-	const wid = "entity-1"
-	run, err := e.tc.ExecuteWorkflow(ctx, temporalclient.StartWorkflowOptions{ID: wid, TaskQueue: taskQueue}, EntityWorkflowName, EntityState{})
-	if err != nil {
-		return fmt.Errorf("starting the entity: %w", err)
-	}
-	firstRun := run.GetRunID()
-	var (
-		r     EntityResult
-		total time.Duration
-		seq   int64
-	)
-	r.Outcome = fmt.Sprintf("cap of %d appends reached", e.cfg.EntityMaxAppends)
-	for r.Appends < e.cfg.EntityMaxAppends {
-		evs, err := e.batch(seq)
-		if err != nil {
-			return err
-		}
-		uctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		t0 := time.Now()
-		h, err := e.tc.UpdateWorkflow(uctx, temporalclient.UpdateWorkflowOptions{
-			WorkflowID:   wid,
-			UpdateName:   wire.UpdateAppend,
-			Args:         []any{workflows.AppendRequest{Events: evs}},
-			WaitForStage: temporalclient.WorkflowUpdateStageCompleted,
-		})
-		var out wire.AppendResult
-		if err == nil {
-			err = h.Get(uctx, &out)
-		}
-		d := time.Since(t0)
-		cancel()
-		if err != nil {
-			r.Outcome = fmt.Sprintf("append %d failed: %v", r.Appends+1, err)
-			break
-		}
-		if h.RunID() != firstRun && r.CANAtAppend == 0 {
-			r.CANAtAppend = r.Appends
-		}
-		total += d
-		r.Appends++
-		seq += int64(len(evs))
-		if out.NextSeq != seq {
-			return fmt.Errorf("entity holds %d events, %d appended", out.NextSeq, seq)
-		}
-	}
-	r.Events = int(seq)
-	if r.Appends > 0 {
-		r.PerAppend = total / time.Duration(r.Appends)
-	}
-	// End it: done when it still answers, else terminate.
-	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	_ = e.tc.SignalWorkflow(sctx, wid, "", EntitySignalDone, nil)
-	cancel()
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	err = e.tc.GetWorkflow(wctx, wid, "").Get(wctx, nil)
-	cancel()
-	if err != nil {
-		_ = e.tc.TerminateWorkflow(ctx, wid, "", "bench: entity stuck")
-	}
-	runs, hev, hb, last, err := e.chain(ctx, wid, firstRun)
+	r, err := e.entityDrive(ctx, "entity-1", EntityState{}, e.cfg.EntityMaxAppends)
 	if err != nil {
 		return err
 	}
-	r.Runs, r.HistoryEvents, r.HistoryBytes = runs, hev, hb
-	r.Outcome += "; last run: " + describeEnd(last)
 	res.Entity = r
 	e.log("  entity: %d appends, %d events, %d runs, CAN at %d, %.0f history B/event, %s per append; %s",
 		r.Appends, r.Events, r.Runs, r.CANAtAppend, r.BytesPerEvent(), r.PerAppend, r.Outcome)
@@ -147,6 +91,7 @@ func (e *env) sessionflowSameLoad(ctx context.Context, req wire.CreateSessionReq
 		total time.Duration
 	)
 	seq := info.NextSeq
+	syncs0, syncTime0 := e.syncs.read()
 	for r.Appends < appends {
 		evs, err := e.batch(seq)
 		if err != nil {
@@ -162,6 +107,8 @@ func (e *env) sessionflowSameLoad(ctx context.Context, req wire.CreateSessionReq
 	}
 	r.Events = int(seq - info.NextSeq)
 	r.PerAppend = total / time.Duration(r.Appends)
+	syncs1, syncTime1 := e.syncs.read()
+	r.Syncs, r.SyncTime = syncs1-syncs0, (syncTime1-syncTime0)/time.Duration(r.Appends)
 	if _, err := e.sf.Dispose(ctx, id); err != nil {
 		return r, fmt.Errorf("dispose: %w", err)
 	}
@@ -174,5 +121,76 @@ func (e *env) sessionflowSameLoad(ctx context.Context, req wire.CreateSessionReq
 	if runs > 1 {
 		r.Outcome += fmt.Sprintf(" (continued as new %d times, carrying only the cursor)", runs-1)
 	}
+	return r, nil
+}
+
+// entityDrive starts an entity workflow wid from st and appends to it, one
+// caller, until an append fails or limit were acknowledged; then it ends the
+// workflow and reads its chain of runs.
+func (e *env) entityDrive(ctx context.Context, wid string, st EntityState, limit int) (EntityResult, error) {
+	run, err := e.tc.ExecuteWorkflow(ctx, temporalclient.StartWorkflowOptions{ID: wid, TaskQueue: taskQueue}, EntityWorkflowName, st)
+	if err != nil {
+		return EntityResult{}, fmt.Errorf("starting the entity: %w", err)
+	}
+	firstRun := run.GetRunID()
+	var (
+		r     EntityResult
+		total time.Duration
+		seq   int64
+	)
+	r.Outcome = fmt.Sprintf("cap of %d appends reached", limit)
+	for r.Appends < limit {
+		evs, err := e.batch(seq)
+		if err != nil {
+			return r, err
+		}
+		uctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		t0 := time.Now()
+		h, err := e.tc.UpdateWorkflow(uctx, temporalclient.UpdateWorkflowOptions{
+			WorkflowID:   wid,
+			UpdateName:   wire.UpdateAppend,
+			Args:         []any{workflows.AppendRequest{Events: evs}},
+			WaitForStage: temporalclient.WorkflowUpdateStageCompleted,
+		})
+		var out wire.AppendResult
+		if err == nil {
+			err = h.Get(uctx, &out)
+		}
+		d := time.Since(t0)
+		cancel()
+		if err != nil {
+			r.Outcome = fmt.Sprintf("append %d failed: %v", r.Appends+1, err)
+			break
+		}
+		if h.RunID() != firstRun && r.CANAtAppend == 0 {
+			r.CANAtAppend = r.Appends
+		}
+		total += d
+		r.Appends++
+		seq += int64(len(evs))
+		if out.NextSeq != seq {
+			return r, fmt.Errorf("entity holds %d events, %d appended", out.NextSeq, seq)
+		}
+	}
+	r.Events = int(seq)
+	if r.Appends > 0 {
+		r.PerAppend = total / time.Duration(r.Appends)
+	}
+	// End it: done when it still answers, else terminate.
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	_ = e.tc.SignalWorkflow(sctx, wid, "", EntitySignalDone, nil)
+	cancel()
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err = e.tc.GetWorkflow(wctx, wid, "").Get(wctx, nil)
+	cancel()
+	if err != nil {
+		_ = e.tc.TerminateWorkflow(ctx, wid, "", "bench: entity stuck")
+	}
+	runs, hev, hb, last, err := e.chain(ctx, wid, firstRun)
+	if err != nil {
+		return r, err
+	}
+	r.Runs, r.HistoryEvents, r.HistoryBytes = runs, hev, hb
+	r.Outcome += "; last run: " + describeEnd(last)
 	return r, nil
 }

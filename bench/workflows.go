@@ -54,6 +54,10 @@ type EntityState struct {
 	Events []session.Event `json:"events"`
 	// Runs counts the continue-as-new generations before this run.
 	Runs int `json:"runs"`
+	// LocalNoop runs NoopActivity as a local activity in every append
+	// before it is answered: the cost of a local activity in an update's
+	// workflow task, without a store.
+	LocalNoop bool `json:"localNoop,omitempty"`
 }
 
 // EntityWorkflow is the pattern of Temporal's agent samples: an Append
@@ -66,7 +70,13 @@ func EntityWorkflow(ctx workflow.Context, st EntityState) (int, error) {
 	}); err != nil {
 		return 0, err
 	}
-	if err := workflow.SetUpdateHandler(ctx, wire.UpdateAppend, func(_ workflow.Context, req workflows.AppendRequest) (wire.AppendResult, error) {
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: workflowTimeout})
+	if err := workflow.SetUpdateHandler(ctx, wire.UpdateAppend, func(ctx workflow.Context, req workflows.AppendRequest) (wire.AppendResult, error) {
+		if st.LocalNoop {
+			if err := workflow.ExecuteLocalActivity(lctx, NoopActivity).Get(ctx, nil); err != nil {
+				return wire.AppendResult{}, err
+			}
+		}
 		st.Events = append(st.Events, req.Events...)
 		return wire.AppendResult{NextSeq: int64(len(st.Events))}, nil
 	}); err != nil {

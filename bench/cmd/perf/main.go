@@ -130,6 +130,8 @@ func run() error {
 	flag.IntVar(&liveCfg.Sessions, "live-sessions", liveCfg.Sessions, "sessions streaming at once in the live text measurement")
 	flag.IntVar(&liveCfg.Chunks, "live-chunks", liveCfg.Chunks, "chunks per model call in the live text measurement")
 	flag.DurationVar(&liveCfg.ChunkEvery, "live-chunk-every", liveCfg.ChunkEvery, "time between two chunks of a model call in the live text measurement")
+	flag.StringVar(&cfg.TemporalAddress, "temporal-address", "", "measure against the Temporal server at this host:port (e.g. the local cluster's, go run ./cmd/cluster) instead of the embedded dev server")
+	flag.StringVar(&cfg.TemporalNamespace, "temporal-namespace", "default", "the namespace on -temporal-address")
 	flag.BoolVar(&cfg.AppendPathOnly, "append-path-only", false, "run only the append path comparison (entity workflow, local activity, activity); the report is that section alone")
 	flag.IntVar(&cfg.LongAppends, "long-appends", 0, "drive one session through this many single-caller appends (100000 for the long-session figures); alone, or beside -append-path-only; the report is that section alone")
 	flag.Parse()
