@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 
 	sfclient "github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/jsonl"
@@ -130,12 +131,41 @@ func TestAtEndConcurrentCallers(t *testing.T) {
 	require.Len(t, acks, callers*rounds-1-len(unknown))
 	t.Logf("%d batches acknowledged, %d with an unknown outcome (%d of them stored)", len(acks), len(unknown), lost)
 
-	markers := 0
+	markers, retried := 0, 0
 	for _, e := range w.history(wire.WorkflowID(id), run.GetRunID()).GetEvents() {
-		if e.GetEventType() == enumspb.EVENT_TYPE_MARKER_RECORDED {
+		switch e.GetEventType() {
+		case enumspb.EVENT_TYPE_MARKER_RECORDED:
 			markers++
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_FAILED, enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
+			retried++
 		}
 	}
+	t.Logf("%d workflow task attempts failed or timed out; %d group stores found batches stored in another order or held events no batch claimed (a re-run attempt's)",
+		retried, reorderedStores(t, w.history(wire.WorkflowID(id), run.GetRunID())))
 	t.Logf("%d batches stored by %d local stores (markers, version markers included)", len(acks), markers)
 	require.Less(t, markers, len(acks), "batches that reached the session together shared a store")
+}
+
+// reorderedStores counts the local group stores recorded in hist whose
+// result places the group's batches out of order or reports held events
+// no batch claimed: the store found what an earlier attempt of its
+// workflow task, which left no history, stored.
+func reorderedStores(t *testing.T, hist *historypb.History) int {
+	t.Helper()
+	n := 0
+	for _, e := range hist.Events {
+		m := e.GetMarkerRecordedEventAttributes()
+		if m == nil || m.GetMarkerName() != "LocalActivity" || len(m.GetDetails()["result"].GetPayloads()) == 0 {
+			continue
+		}
+		var res struct {
+			Placed    []int64           `json:"placed"`
+			Unclaimed []json.RawMessage `json:"unclaimed"`
+		}
+		require.NoError(t, json.Unmarshal(m.GetDetails()["result"].GetPayloads()[0].GetData(), &res))
+		if len(res.Unclaimed) > 0 || !sort.SliceIsSorted(res.Placed, func(i, j int) bool { return res.Placed[i] < res.Placed[j] }) {
+			n++
+		}
+	}
+	return n
 }
