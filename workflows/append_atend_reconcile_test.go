@@ -14,7 +14,10 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
+	sdktest "go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/session"
@@ -217,4 +220,69 @@ func TestAtEndRetryRefusedBatchFailsAlone(t *testing.T) {
 	}
 	require.Equal(t, map[int]wire.AppendResult{0: {NextSeq: 2}, 1: {NextSeq: 5}}, got)
 	requireOwnSeqs(t, sessiontest.Stored(t, h.Store, "retry-refused"), map[int]int{0: 2, 1: 3}, got)
+}
+
+// sendAs sends an AtEnd Append of batch under update id at d and returns
+// where its result goes.
+func sendAs(h *sessiontest.Harness, d time.Duration, id string, batch []session.Event) *updateOutcome {
+	out := &updateOutcome{}
+	h.At(d, func() {
+		h.Env.UpdateWorkflow(wire.UpdateAppend, id, &sdktest.TestUpdateCallback{
+			OnAccept: func() {},
+			OnReject: func(err error) { out.err, out.done = err, true },
+			OnComplete: func(res any, err error) {
+				out.done, out.err = true, err
+				if r, ok := res.(wire.AppendResult); ok {
+					out.res = r
+				}
+			},
+		}, workflows.AppendRequest{Events: batch, AtEnd: true})
+	})
+	return out
+}
+
+// updateOutcome is the outcome of an update sendAs sent.
+type updateOutcome struct {
+	done bool
+	res  wire.AppendResult
+	err  error
+}
+
+// A run that found A stored ahead (its update not admitted yet) and
+// answered B continues as new: the next run answers B's update, which the
+// server delivers again under the same id, without storing it again, and
+// A's update from what the first run kept ahead.
+func TestAtEndAnswersAndAheadCarriedAcrossContinueAsNew(t *testing.T) {
+	h := sessiontest.NewHarness(t).WithID("carry-atend")
+	a, b := callerBatch(t, 0, 2), callerBatch(t, 1, 3)
+	plantEarlierAttempt(t, h, a, b)
+	ready := h.UpdateAt(time.Second, "", wire.UpdateWaitReady)
+	first := sendAs(h, 2*time.Second, "update-b", b)
+	h.AtNoWait(3*time.Second, func() { h.Env.SetContinueAsNewSuggested(true) })
+	h.Env.ExecuteWorkflow(workflows.CreateSession, workflows.CreateSessionRequest{SessionID: "carry-atend"})
+	var can *workflow.ContinueAsNewError
+	require.ErrorAs(t, h.Env.GetWorkflowError(), &can)
+	ready.OK(t)
+	require.True(t, first.done)
+	require.NoError(t, first.err)
+	require.Equal(t, int64(5), first.res.NextSeq)
+	var state workflows.LiveState
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &state))
+	require.Len(t, state.AppendsAhead, 2, "A's events, kept ahead")
+	require.Equal(t, []workflows.AnsweredAppend{{ID: "update-b", NextSeq: 5}}, state.AnsweredAtEnd)
+
+	h2 := sessiontest.NewHarnessOn(t, h.Store).WithID("carry-atend")
+	again := sendAs(h2, 2*time.Second, "update-b", b)
+	late := sendAs(h2, 3*time.Second, "update-a", a)
+	disp := h2.UpdateAt(4*time.Second, "", wire.UpdateDispose)
+	h2.Env.ExecuteWorkflow(workflows.LiveSession, state)
+	require.NoError(t, h2.Env.GetWorkflowError())
+	disp.OK(t)
+	require.NoError(t, again.err)
+	require.NoError(t, late.err)
+	require.Equal(t, int64(5), again.res.NextSeq, "B's update delivered again: answered as before")
+	require.Equal(t, int64(2), late.res.NextSeq, "A's update: answered from what the first run kept ahead")
+	require.Zero(t, h2.Count(wire.AppendBatchName), "nothing stored by the second run")
+	requireOwnSeqs(t, sessiontest.Stored(t, h.Store, "carry-atend"), map[int]int{0: 2, 1: 3},
+		map[int]wire.AppendResult{0: late.res, 1: again.res})
 }

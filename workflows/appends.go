@@ -40,7 +40,25 @@ type appendQueue struct {
 	// answered with their seqs (claimAhead). At most maxAppendsAhead,
 	// carried across continue-as-new.
 	ahead []jsonl.HeldPrint
+	// answered are the latest AtEnd Appends answered, by update id, with
+	// the seq after their batch, oldest first: the server knows an update's
+	// id only within its run, and delivers one that a run accepted and
+	// completed again to the run it continued as (or a client sends it
+	// again under its id), which must not store it twice (rememberAtEnd).
+	// At most maxAnsweredAtEnd, carried across continue-as-new.
+	answered []AnsweredAppend
 }
+
+// AnsweredAppend is an Append at the end that a run answered: its update
+// id and the seq after its batch.
+type AnsweredAppend struct {
+	ID      string `json:"id"`
+	NextSeq int64  `json:"nextSeq"`
+}
+
+// maxAnsweredAtEnd bounds appendQueue.answered (the oldest go first), as
+// D77 bounds the inputs a loop remembers.
+const maxAnsweredAtEnd = 1024
 
 // maxAppendsAhead bounds appendQueue.ahead (the oldest go first): two
 // group stores' worth of unclaimed events (activities.MaxHeld each).
@@ -143,11 +161,29 @@ func (q *appendQueue) appendAtEnd(ctx workflow.Context, req AppendRequest) (wire
 	if !q.gates.taken(q.dctx, atEndAppendChange) {
 		return wire.AppendResult{NextSeq: q.log.nextSeq}, invalidArgument("this session's run does not append at the end")
 	}
+	id := workflow.GetCurrentUpdateInfo(ctx).ID
+	if i := slices.IndexFunc(q.answered, func(a AnsweredAppend) bool { return a.ID == id }); i >= 0 {
+		return wire.AppendResult{NextSeq: q.answered[i].NextSeq}, nil
+	}
 	if next, ok := q.claimAhead(req.Events); ok {
+		q.rememberAtEnd(id, next)
 		return wire.AppendResult{NextSeq: next}, nil
 	}
 	req.Events = q.atEnd(req.Events)
-	return q.append(ctx, req)
+	res, err := q.append(ctx, req)
+	if err == nil {
+		q.rememberAtEnd(id, res.NextSeq)
+	}
+	return res, err
+}
+
+// rememberAtEnd records that the AtEnd Append of update id was answered
+// with next, keeping the latest maxAnsweredAtEnd.
+func (q *appendQueue) rememberAtEnd(id string, next int64) {
+	q.answered = append(q.answered, AnsweredAppend{ID: id, NextSeq: next})
+	if n := len(q.answered); n > maxAnsweredAtEnd {
+		q.answered = slices.Clone(q.answered[n-maxAnsweredAtEnd:])
+	}
 }
 
 // groupCommit reports whether appends are group-committed: in runs that
@@ -383,6 +419,8 @@ func (q *appendQueue) keepAhead(held []jsonl.HeldPrint) {
 	if len(held) == 0 {
 		return
 	}
+	workflow.GetLogger(q.dctx).Info("the group store found stored events no Append has claimed yet: kept ahead for the Appends at the end that bring them",
+		"SessionID", q.id, "Events", len(held), "FirstSeq", held[0].Seq, "LastSeq", held[len(held)-1].Seq)
 	for _, h := range held {
 		if !slices.ContainsFunc(q.ahead, func(a jsonl.HeldPrint) bool { return a.Seq == h.Seq }) {
 			q.ahead = append(q.ahead, h)

@@ -236,6 +236,7 @@ func (l *lifecycle) liveState() LiveState {
 		Parked:              l.agent.parked,
 		Delegated:           l.agent.delegated,
 		AppendsAhead:        slices.Clone(l.appends.ahead),
+		AnsweredAtEnd:       slices.Clone(l.appends.answered),
 	}
 }
 
@@ -276,6 +277,7 @@ func LiveSession(ctx workflow.Context, state LiveState) (wire.DisposeResult, err
 	l := newLifecycle(ctx, state.SessionID, state.Source, wire.Hooks{DisposeActivity: state.DisposeActivity}, state.Options, set)
 	l.log.restore(state)
 	l.appends.ahead = slices.Clone(state.AppendsAhead)
+	l.appends.answered = slices.Clone(state.AnsweredAtEnd)
 	l.phase.restore(state.Lifecycle)
 	l.agent.restore(state)
 	l.phase.goLive(l.sessionInfo())

@@ -53,6 +53,10 @@ type LiveState struct {
 	// print: what a workflow task attempt that left no history stored for
 	// AtEnd Appends not yet admitted (appendQueue.ahead).
 	AppendsAhead []jsonl.HeldPrint `json:"appendsAhead,omitempty"`
+	// AnsweredAtEnd are the latest AtEnd Appends answered, by update id
+	// (appendQueue.answered): delivered again to this run, they are
+	// answered the same and not stored twice.
+	AnsweredAtEnd []AnsweredAppend `json:"answeredAtEnd,omitempty"`
 }
 
 // ParkedTurn is a turn carried across continue-as-new while its step's

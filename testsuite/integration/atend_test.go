@@ -30,12 +30,27 @@ import (
 // session), which is logged and must then be whole and stored once.
 // Batches that reached the session together shared a store.
 func TestAtEndConcurrentCallers(t *testing.T) {
-	const callers, rounds, bad = 16, 6, 7
+	atEndCallers(t, 6, nil)
+}
+
+// TestAtEndConcurrentCallersContinueAsNew is TestAtEndConcurrentCallers on
+// a session that continues as new every 100 history events: the server
+// delivers an update a run accepted and completed again to the run it
+// continued as, under the same id, which answers it without storing it
+// twice.
+func TestAtEndConcurrentCallersContinueAsNew(t *testing.T) {
+	atEndCallers(t, 20, &wire.Options{ContinueAsNewEvents: 100})
+}
+
+// atEndCallers is the test of 16 concurrent AtEnd callers, rounds batches
+// each, on a session created with opts.
+func atEndCallers(t *testing.T, rounds int, opts *wire.Options) {
+	const callers, bad = 16, 7
 	w := newWorld(t, shared, jsonl.CompressionNone)
 	w.startWorker()
 	c := w.client()
 	id := w.id("atend")
-	run := w.create(wire.CreateSessionRequest{SessionID: id})
+	run := w.create(wire.CreateSessionRequest{SessionID: id, Options: opts})
 	info, err := c.WaitReady(w.ctx(), id)
 	require.NoError(t, err)
 
@@ -130,6 +145,9 @@ func TestAtEndConcurrentCallers(t *testing.T) {
 	}
 	require.Len(t, acks, callers*rounds-1-len(unknown))
 	t.Logf("%d batches acknowledged, %d with an unknown outcome (%d of them stored)", len(acks), len(unknown), lost)
+	if opts != nil {
+		return // the history checks below read the first run
+	}
 
 	markers, retried := 0, 0
 	for _, e := range w.history(wire.WorkflowID(id), run.GetRunID()).GetEvents() {
