@@ -262,8 +262,9 @@ const toolOpensStepChange = "tool-opens-step"
 // adopts what a workflow task attempt that left no history stored past
 // the workflow's cursor and reports the held events no batch claimed,
 // which the run keeps ahead (LiveState.AppendsAhead) and answers a later
-// AtEnd Append with. Earlier builds refused an AtEnd request (an unknown
-// field), so no earlier history holds one. Asked by the first AtEnd
-// Append of a run.
+// AtEnd Append with; an AtEnd Append delivered again under the id of one a
+// run answered is answered the same (LiveState.AnsweredAtEnd). Earlier
+// builds refused an AtEnd request (an unknown field), so no earlier
+// history holds one. Asked by the first AtEnd Append of a run.
 // Recorded in: append-at-end.json.
 const atEndAppendChange = "append-at-end"
