@@ -27,7 +27,32 @@ type AppendBatchInput struct {
 	// (jsonl.Handle.AppendReconcile, FORMAT.md §4.6, docs/DECISIONS.md
 	// D77).
 	Reconcile bool `json:"reconcile,omitempty"`
+	// Group, when set, stores Events as a group of Appends, some of them at
+	// the end (wire.AppendRequest.AtEnd), after Cursor, the workflow's
+	// stored cursor: Events are the group's batches one after the other,
+	// Group their lengths and kinds in order. What an earlier, unrecorded
+	// attempt of the workflow task stored past Cursor is adopted, not
+	// written twice (jsonl.Handle.AppendGroup, FORMAT.md §4.6); the
+	// result's Placed and Unclaimed say where each batch is and which held
+	// events no batch claimed.
+	Group []GroupSpan `json:"group,omitempty"`
+	// Cursor is, with Group, the stored cursor the workflow knows.
+	Cursor int64 `json:"cursor,omitempty"`
 }
+
+// GroupSpan is one batch of a group store (AppendBatchInput.Group).
+type GroupSpan struct {
+	// Len is its number of events.
+	Len int `json:"len"`
+	// AtEnd marks a batch the store may place at any seq at or past the
+	// cursor; the others keep their seqs.
+	AtEnd bool `json:"atEnd,omitempty"`
+}
+
+// MaxGroupTail bounds the events past its cursor a group store matches
+// against its batches: what one or a few unrecorded attempts stored (a
+// local store holds at most 256 KiB of events).
+const MaxGroupTail = 8 * MaxHeld
 
 // MaxHeld bounds the events a reconciled append reports as held: a turn's
 // batch holds its own events and at most MaxPendingInputs claimed inputs
@@ -42,6 +67,13 @@ type AppendResult struct {
 	// Held, for a Reconcile batch not written, describes the events the
 	// log holds from the batch's first seq to NextSeq, in seq order.
 	Held []HeldEvent `json:"held,omitempty"`
+	// Placed is, for a Group store, the seq of each batch's first event,
+	// in the group's order.
+	Placed []int64 `json:"placed,omitempty"`
+	// Unclaimed are, for a Group store, the events held past the cursor
+	// that no batch of the group claimed, by seq and print (at most
+	// MaxHeld; the marker stays small).
+	Unclaimed []jsonl.HeldPrint `json:"unclaimed,omitempty"`
 }
 
 // HeldEvent is a stored event reported instead of a reconciled batch: its
@@ -108,6 +140,9 @@ func (a *Activities) AppendBatch(ctx context.Context, in AppendBatchInput) (Appe
 	}
 	defer a.runtime().Heartbeat(ctx, nil).Stop()
 	h := st.Attach(in.Ref)
+	if len(in.Group) > 0 {
+		return appendGroup(ctx, h, in)
+	}
 	if in.Rerun && in.Reconcile {
 		held, err := h.AppendReconcile(ctx, in.Events, MaxHeld)
 		if err != nil {
@@ -130,6 +165,27 @@ func (a *Activities) AppendBatch(ctx context.Context, in AppendBatchInput) (Appe
 		next = max(next, in.Events[n-1].Seq+1)
 	}
 	return AppendResult{NextSeq: next}, nil
+}
+
+// appendGroup is AppendBatch of a Group input.
+func appendGroup(ctx context.Context, h *jsonl.Handle, in AppendBatchInput) (AppendResult, error) {
+	batches := make([]jsonl.GroupBatch, len(in.Group))
+	k := 0
+	for i, g := range in.Group {
+		if g.Len <= 0 || k+g.Len > len(in.Events) {
+			return AppendResult{}, MapError(invalid("group store: batch %d holds %d events, %d are left", i, g.Len, len(in.Events)-k))
+		}
+		batches[i] = jsonl.GroupBatch{Events: in.Events[k : k+g.Len], AtEnd: g.AtEnd}
+		k += g.Len
+	}
+	if k != len(in.Events) {
+		return AppendResult{}, MapError(invalid("group store: its batches hold %d events, %d are given", k, len(in.Events)))
+	}
+	res, err := h.AppendGroup(ctx, in.Cursor, batches, MaxGroupTail, MaxHeld)
+	if err != nil {
+		return AppendResult{}, MapError(err)
+	}
+	return AppendResult{NextSeq: h.NextSeq(), Placed: res.First, Unclaimed: res.Unclaimed}, nil
 }
 
 // StoreSeed forks: it copies the first Count events of the parent session

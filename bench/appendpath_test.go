@@ -21,7 +21,7 @@ func TestAppendPathReportSplitsTheSingleCallerAppend(t *testing.T) {
 		},
 	}
 	got := AppendPathReport(res)
-	require.Contains(t, got, "The server: the embedded dev server with its state in memory")
+	require.Contains(t, got, "The server:\nthe embedded dev server with its state in memory")
 	require.Contains(t, got, "| the worker store's fsyncs per append (mean time, one caller) | - | 1.0, 0.4 ms | 1.0, 0.3 ms | - | - |\n")
 	require.Contains(t, got, "Where a single-caller append's time goes (100 appends each, means)")
 	require.Contains(t, got, "| entity workflow | 6.5 ms | - |\n"+
@@ -30,7 +30,7 @@ func TestAppendPathReportSplitsTheSingleCallerAppend(t *testing.T) {
 		"| of which the store's fsync | 0.4 ms | - |\n")
 
 	res.Config.TemporalAddress = "127.0.0.1:7233"
-	require.Contains(t, AppendPathReport(res), "The server: the Temporal server at 127.0.0.1:7233 (`-temporal-address`)")
+	require.Contains(t, AppendPathReport(res), "The server:\nthe Temporal server at 127.0.0.1:7233 (`-temporal-address`)")
 
 	res.AppendPath.EntityLocalNoop = EntityResult{}
 	require.NotContains(t, AppendPathReport(res), "Where a single-caller append's time goes", "no split without its baseline")

@@ -80,6 +80,9 @@ type Results struct {
 type AppendRate struct {
 	Window  time.Duration
 	Callers int
+	// AtEnd says the callers appended at the end (client.AppendAtEnd):
+	// each on its own, without agreeing on seqs.
+	AtEnd   bool
 	Appends int
 	Elapsed time.Duration
 	Latency Stats
@@ -229,6 +232,14 @@ func (e *env) appendRate(ctx context.Context, id string, window time.Duration, c
 
 // appendRateReq is appendRate on the session req creates.
 func (e *env) appendRateReq(ctx context.Context, req wire.CreateSessionRequest, window time.Duration, callers int) (AppendRate, error) {
+	return e.appendRateMode(ctx, req, window, callers, false)
+}
+
+// appendRateMode is appendRateReq; with atEnd, each caller appends at the
+// end (client.AppendAtEnd) on its own, its next append once the last is
+// stored, instead of taking the next seq under a lock held until its
+// append is accepted.
+func (e *env) appendRateMode(ctx context.Context, req wire.CreateSessionRequest, window time.Duration, callers int, atEnd bool) (AppendRate, error) {
 	id := req.SessionID
 	info, err := e.sf.Create(ctx, req)
 	if err != nil {
@@ -257,6 +268,20 @@ func (e *env) appendRateReq(ctx context.Context, req wire.CreateSessionRequest, 
 			defer wg.Done()
 			for time.Now().Before(deadline) {
 				s0 := time.Now()
+				if atEnd {
+					ev, err := event(0, 64)
+					if err == nil {
+						_, err = e.sf.AppendAtEnd(ctx, id, session.WireEvents([]session.Event{ev}))
+					}
+					if err != nil {
+						fail(err)
+						return
+					}
+					lmu.Lock()
+					lats = append(lats, time.Since(s0))
+					lmu.Unlock()
+					continue
+				}
 				mu.Lock()
 				ev, err := event(nextSeq, 64)
 				if err != nil {
@@ -306,5 +331,5 @@ func (e *env) appendRateReq(ctx context.Context, req wire.CreateSessionRequest, 
 	if got := dr.NextSeq - info.NextSeq; got != int64(len(lats)) {
 		return AppendRate{}, fmt.Errorf("stored %d events, acknowledged %d", got, len(lats))
 	}
-	return AppendRate{Window: window, Callers: callers, Appends: len(lats), Elapsed: el, Latency: summarize(lats)}, nil
+	return AppendRate{Window: window, Callers: callers, AtEnd: atEnd, Appends: len(lats), Elapsed: el, Latency: summarize(lats)}, nil
 }

@@ -345,6 +345,24 @@ func (c *Client) Append(ctx context.Context, id string, events []wire.Event) (Ap
 	return res, appendError(id, err)
 }
 
+// AppendAtEnd appends a bounded batch at the end of the live session id
+// (an Append update with AtEnd) and returns once it is durably stored. The
+// events' seqs are their indexes in the batch (0, 1, ...); the session
+// numbers them after every batch it accepted before, and the result's
+// NextSeq is the seq after the batch's last event: the batch holds the
+// seqs NextSeq-len(events) to NextSeq-1. Callers appending this way need
+// not agree on seqs, so they may call at once; the batches that reach the
+// session together are stored by one write, and one caller's refused
+// batch fails that caller alone. A call that ends before the session
+// answers is ErrOutcomeUnknown and, unlike Append, must not simply be
+// sent again: a batch at the end is identified by its update only, and a
+// new call stores it again (read the log to learn whether it landed).
+func (c *Client) AppendAtEnd(ctx context.Context, id string, events []wire.Event) (AppendResult, error) {
+	var res AppendResult
+	err := c.update(ctx, id, wire.UpdateAppend, &res, wire.AppendRequest{Events: events, AtEnd: true})
+	return res, appendError(id, err)
+}
+
 // Dispose disposes the live session id through the Dispose update: the
 // dispose hook runs, pending appends drain, the handle closes and the
 // workflow completes. One failure is returned as it is, several as

@@ -51,6 +51,19 @@ func (c *Client) AppendStream(ctx context.Context, id string, r io.Reader, progr
 	return appendStream(ctx, &updateAppender{c: c, id: id}, id, r, c.opts.ParseLine, c.opts.MaxBatchBytes, c.opts.MaxBatchEvents, progress)
 }
 
+// AppendStreamAtEnd is AppendStream with every batch appended at the end
+// (as AppendAtEnd): the events' own seqs are ignored, each batch is
+// numbered from 0 and the session stores it after every batch it accepted
+// before; the batches of one stream are stored in their order, and other
+// callers may append at the end meanwhile, their batches stored between
+// this stream's. The result's NextSeq is the seq after the last batch. A
+// failure whose outcome is unknown (ErrOutcomeUnknown) must not be
+// answered by sending the stream again: read the log to learn which
+// batches landed (docs/API.md, Appends at the end).
+func (c *Client) AppendStreamAtEnd(ctx context.Context, id string, r io.Reader, progress func(done int64)) (StreamResult, error) {
+	return appendStream(ctx, &updateAppender{c: c, id: id, atEnd: true}, id, r, c.opts.ParseLine, c.opts.MaxBatchBytes, c.opts.MaxBatchEvents, progress)
+}
+
 // batchAppender submits Append batches: submit returns once the session has
 // accepted the batch, and the returned wait once the batch is stored.
 type batchAppender interface {
@@ -64,13 +77,24 @@ type appendWait func(ctx context.Context) (AppendResult, error)
 type updateAppender struct {
 	c  *Client
 	id string
+	// atEnd appends each batch at the end, numbered from 0.
+	atEnd bool
 }
 
 func (u *updateAppender) submit(ctx context.Context, events []wire.Event) (appendWait, error) {
+	req := wire.AppendRequest{Events: events}
+	if u.atEnd {
+		req.Events = make([]wire.Event, len(events))
+		for i, e := range events {
+			e.Seq = int64(i)
+			req.Events[i] = e
+		}
+		req.AtEnd = true
+	}
 	h, err := u.c.updateWorkflow(ctx, temporalclient.UpdateWorkflowOptions{
 		WorkflowID:   wire.WorkflowID(u.id),
 		UpdateName:   wire.UpdateAppend,
-		Args:         []any{wire.AppendRequest{Events: events}},
+		Args:         []any{req},
 		WaitForStage: temporalclient.WorkflowUpdateStageAccepted,
 	})
 	if err != nil {

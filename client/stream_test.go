@@ -254,3 +254,35 @@ func TestAppendStreamSendsAcceptedUpdates(t *testing.T) {
 	require.ErrorIs(t, err, ErrLifecycleDisposed)
 	require.False(t, errors.Is(err, ErrNotLive))
 }
+
+// AppendStreamAtEnd sends each batch at the end, numbered from 0 whatever
+// seqs the input carries; AppendAtEnd sends its batch as given, with
+// AtEnd.
+func TestAppendStreamAtEndNumbersEachBatchFromZero(t *testing.T) {
+	events := testEvents(t, 40, 3, 10)
+	var reqs []wire.AppendRequest
+	f := &fakeTemporal{update: func(o temporalclient.UpdateWorkflowOptions) (temporalclient.WorkflowUpdateHandle, error) {
+		req := o.Args[0].(wire.AppendRequest)
+		reqs = append(reqs, req)
+		return &fakeUpdate{result: AppendResult{NextSeq: int64(7 * len(reqs))}}, nil
+	}}
+	c := New(f, Options{MaxBatchEvents: 2})
+	res, err := c.AppendStreamAtEnd(context.Background(), "s1", strings.NewReader(toJSONL(t, events)), nil)
+	require.NoError(t, err)
+	require.Equal(t, StreamResult{Events: 3, Batches: 2, Bytes: int64(len(toJSONL(t, events))), NextSeq: 14}, res)
+	require.Len(t, reqs, 2)
+	for i, req := range reqs {
+		require.True(t, req.AtEnd, "batch %d", i)
+		for k, e := range req.Events {
+			require.Equal(t, int64(k), e.Seq, "batch %d event %d", i, k)
+		}
+	}
+	require.JSONEq(t, string(events[2].Data), string(reqs[1].Events[0].Data))
+
+	reqs = nil
+	one, err := c.AppendAtEnd(context.Background(), "s1", session.WireEvents(testEvents(t, 0, 2, 10)))
+	require.NoError(t, err)
+	require.Equal(t, AppendResult{NextSeq: 7}, one)
+	require.Len(t, reqs, 1)
+	require.True(t, reqs[0].AtEnd)
+}

@@ -459,8 +459,18 @@ type AppendRequest = AppendRequestOf[Event]
 // AppendRequestOf is the input of the Append update with events of type E
 // (see CreateSessionRequestOf).
 type AppendRequestOf[E any] struct {
-	// Events is the batch, contiguous from the session's next seq.
+	// Events is the batch, contiguous from the session's next seq; with
+	// AtEnd, numbered from 0 (each event's seq is its index in the batch).
 	Events []E `json:"events"`
+	// AtEnd asks the session to store the batch at the end of its log: its
+	// events take the seqs after every batch stored or accepted before it,
+	// and the result's NextSeq says which (the batch holds the seqs
+	// NextSeq-len(Events) to NextSeq-1). Callers that append this way need
+	// not agree on seqs, so they may send at once; the batches that reach
+	// the session together are stored by one write (docs/API.md, Append).
+	// A batch at the end is identified by its update id alone: a call sent
+	// again with a new id may store it twice.
+	AtEnd bool `json:"atEnd,omitempty"`
 }
 
 // AppendResult is the result of the Append update, returned once the batch

@@ -3,12 +3,15 @@ package workflows
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sessionflow/sessionflow/activities"
+	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/wire"
 )
@@ -30,7 +33,36 @@ type appendQueue struct {
 	// decoded holds the Append requests the validator decoded, by update
 	// id, until their handler takes them.
 	decoded decodedRequests[AppendRequest]
+	// ahead are the stored events no Append has claimed yet, by seq and
+	// print, in seq order: what an unrecorded attempt of a workflow task
+	// stored for AtEnd Appends this run has not admitted yet (a group
+	// store reports them). An AtEnd Append whose batch they hold is
+	// answered with their seqs (claimAhead). At most maxAppendsAhead,
+	// carried across continue-as-new.
+	ahead []jsonl.HeldPrint
+	// answered are the latest AtEnd Appends answered, by update id, with
+	// the seq after their batch, oldest first: the server knows an update's
+	// id only within its run, and delivers one that a run accepted and
+	// completed again to the run it continued as (or a client sends it
+	// again under its id), which must not store it twice (rememberAtEnd).
+	// At most maxAnsweredAtEnd, carried across continue-as-new.
+	answered []AnsweredAppend
 }
+
+// AnsweredAppend is an Append at the end that a run answered: its update
+// id and the seq after its batch.
+type AnsweredAppend struct {
+	ID      string `json:"id"`
+	NextSeq int64  `json:"nextSeq"`
+}
+
+// maxAnsweredAtEnd bounds appendQueue.answered (the oldest go first), as
+// D77 bounds the inputs a loop remembers.
+const maxAnsweredAtEnd = 1024
+
+// maxAppendsAhead bounds appendQueue.ahead (the oldest go first): two
+// group stores' worth of unclaimed events (activities.MaxHeld each).
+const maxAppendsAhead = 2 * activities.MaxHeld
 
 // appendItem is one accepted Append waiting to be stored. next is its
 // own outcome: the seq after its last event once stored, the cursor when
@@ -38,9 +70,27 @@ type appendQueue struct {
 type appendItem struct {
 	events []session.Event
 	bytes  int
-	done   bool
-	err    error
-	next   int64
+	// atEnd marks a batch the session numbers (AppendRequest.AtEnd): its
+	// seqs are provisional until stored, where the group store places it.
+	atEnd bool
+	done  bool
+	err   error
+	next  int64
+}
+
+// atEnd returns a copy of events numbered from the accepted cursor: where
+// an AtEnd batch goes unless its store finds it elsewhere.
+func (q *appendQueue) atEnd(events []session.Event) []session.Event {
+	out := slices.Clone(events)
+	renumber(out, q.accepted())
+	return out
+}
+
+// renumber numbers events from first, in place.
+func renumber(events []session.Event, first int64) {
+	for i := range events {
+		events[i].Seq = first + int64(i)
+	}
 }
 
 // end is the seq after the item's last event.
@@ -80,10 +130,13 @@ func (q *appendQueue) append(ctx workflow.Context, req AppendRequest) (wire.Appe
 	if first < q.log.nextSeq {
 		n, _ := batchBytes(req.Events)
 		_, err := q.store(hctx, req.Events, n)
+		if err == nil {
+			q.dropAhead(first, first+int64(len(req.Events)))
+		}
 		return wire.AppendResult{NextSeq: q.log.nextSeq}, err
 	}
 	n, _ := batchBytes(req.Events)
-	item := &appendItem{events: req.Events, bytes: n}
+	item := &appendItem{events: req.Events, bytes: n, atEnd: req.AtEnd}
 	q.pending = append(q.pending, item)
 	q.pendingEvents += int64(len(req.Events))
 	if q.groupCommit() {
@@ -97,6 +150,40 @@ func (q *appendQueue) append(ctx workflow.Context, req AppendRequest) (wire.Appe
 		return wire.AppendResult{}, err
 	}
 	return wire.AppendResult{NextSeq: item.next}, item.err
+}
+
+// appendAtEnd is the Append handler of an AtEnd batch: answered with the
+// seqs of the stored events it is (claimAhead), or numbered from the
+// accepted cursor, queued and answered where its store placed it. Runs
+// that took atEndAppendChange only: earlier builds refused the request
+// (its atEnd field unknown) before accepting it.
+func (q *appendQueue) appendAtEnd(ctx workflow.Context, req AppendRequest) (wire.AppendResult, error) {
+	if !q.gates.taken(q.dctx, atEndAppendChange) {
+		return wire.AppendResult{NextSeq: q.log.nextSeq}, invalidArgument("this session's run does not append at the end")
+	}
+	id := workflow.GetCurrentUpdateInfo(ctx).ID
+	if i := slices.IndexFunc(q.answered, func(a AnsweredAppend) bool { return a.ID == id }); i >= 0 {
+		return wire.AppendResult{NextSeq: q.answered[i].NextSeq}, nil
+	}
+	if next, ok := q.claimAhead(req.Events); ok {
+		q.rememberAtEnd(id, next)
+		return wire.AppendResult{NextSeq: next}, nil
+	}
+	req.Events = q.atEnd(req.Events)
+	res, err := q.append(ctx, req)
+	if err == nil {
+		q.rememberAtEnd(id, res.NextSeq)
+	}
+	return res, err
+}
+
+// rememberAtEnd records that the AtEnd Append of update id was answered
+// with next, keeping the latest maxAnsweredAtEnd.
+func (q *appendQueue) rememberAtEnd(id string, next int64) {
+	q.answered = append(q.answered, AnsweredAppend{ID: id, NextSeq: next})
+	if n := len(q.answered); n > maxAnsweredAtEnd {
+		q.answered = slices.Clone(q.answered[n-maxAnsweredAtEnd:])
+	}
 }
 
 // groupCommit reports whether appends are group-committed: in runs that
@@ -158,6 +245,10 @@ func (q *appendQueue) flushOnce() error {
 		events = append(events, it.events...)
 		take++
 	}
+	group := q.pending[:take]
+	if slices.ContainsFunc(group, func(it *appendItem) bool { return it.atEnd }) {
+		return q.storeGroup(group, events, size)
+	}
 	res, err := q.store(q.dctx, events, size)
 	if err != nil && take > 1 && refused(err) && q.gates.taken(q.dctx, appendApartChange) {
 		// The store refused the group: each batch is stored on its own, so
@@ -172,6 +263,7 @@ func (q *appendQueue) flushOnce() error {
 		return err
 	}
 	q.log.stored(res.NextSeq, events)
+	q.dropAhead(events[0].Seq, res.NextSeq)
 	q.pendingEvents -= int64(len(events))
 	for _, it := range q.pending[:take] {
 		it.done, it.next = true, it.end()
@@ -192,6 +284,20 @@ func (q *appendQueue) flushOnce() error {
 func (q *appendQueue) storeApart(take int) error {
 	var first error
 	for _, it := range q.pending[:take] {
+		if it.done {
+			continue // claimed from ahead by a store before it
+		}
+		if it.atEnd {
+			renumber(it.events, q.log.nextSeq)
+			if err := q.placeGroup([]*appendItem{it}, it.events, it.bytes); err != nil {
+				it.done, it.err, it.next = true, err, q.log.nextSeq
+				q.pendingEvents -= int64(len(it.events))
+				if first == nil {
+					first = err
+				}
+			}
+			continue
+		}
 		q.pendingEvents -= int64(len(it.events))
 		res, err := q.store(q.dctx, it.events, it.bytes)
 		if err != nil {
@@ -204,11 +310,162 @@ func (q *appendQueue) storeApart(take int) error {
 		q.log.stored(res.NextSeq, it.events)
 		it.done, it.next = true, it.end()
 	}
-	q.pending = q.pending[take:]
+	q.pending = slices.DeleteFunc(q.pending[take:], func(it *appendItem) bool { return it.done })
+	q.renumberPending()
 	if len(q.pending) > 0 {
 		q.flushDue = true
 	}
 	return first
+}
+
+// storeGroup stores group, the oldest pending Appends, some of them AtEnd
+// (events are their batches one after the other), with a group store
+// (placeGroup). A group the store refuses is stored batch by batch
+// (storeApart) and a lone batch it refuses fails alone (the AtEnd batches
+// after it move down); any other failure fails every pending Append, as
+// flushOnce's.
+func (q *appendQueue) storeGroup(group []*appendItem, events []session.Event, size int) error {
+	err := q.placeGroup(group, events, size)
+	switch {
+	case err == nil:
+	case len(group) > 1 && refused(err) && q.gates.taken(q.dctx, appendApartChange):
+		return q.storeApart(len(group))
+	case len(group) == 1 && refused(err):
+		it := group[0]
+		it.done, it.err, it.next = true, err, q.log.nextSeq
+		q.pendingEvents -= int64(len(it.events))
+	default:
+		for _, it := range q.pending {
+			it.done, it.err, it.next = true, err, q.log.nextSeq
+		}
+		q.pending, q.pendingEvents = nil, 0
+		return err
+	}
+	q.pending = slices.DeleteFunc(q.pending[len(group):], func(it *appendItem) bool { return it.done })
+	q.renumberPending()
+	if len(q.pending) > 0 {
+		q.flushDue = true
+	}
+	return err
+}
+
+// placeGroup runs the group store of group (activities.AppendBatchInput
+// Group) and, when it succeeds, answers each batch with the seqs where the
+// store found or wrote it (the log is the truth), moves the stored cursor
+// to the log's end and keeps ahead the held events no batch claimed. It
+// leaves the pending list to its caller.
+func (q *appendQueue) placeGroup(group []*appendItem, events []session.Event, size int) error {
+	spans := make([]activities.GroupSpan, len(group))
+	for i, it := range group {
+		spans[i] = activities.GroupSpan{Len: len(it.events), AtEnd: it.atEnd}
+	}
+	in := activities.AppendBatchInput{Ref: *q.log.ref, Events: events, Group: spans, Cursor: q.log.nextSeq}
+	res, err := q.storeInput(q.dctx, in, size)
+	if err != nil {
+		return err
+	}
+	if len(res.Placed) != len(group) {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"the group store placed %d of its %d batches (a worker whose store does not know group stores?)", len(res.Placed), len(group)), wire.ErrTypeError, nil)
+	}
+	var stored []session.Event
+	for i, it := range group {
+		renumber(it.events, res.Placed[i])
+		stored = append(stored, it.events...)
+		q.pendingEvents -= int64(len(it.events))
+		it.done, it.next = true, it.end()
+	}
+	q.log.stored(max(res.NextSeq, q.log.nextSeq), stored)
+	q.keepAhead(res.Unclaimed)
+	// The AtEnd Appends accepted while the store ran may be among what it
+	// found unclaimed.
+	for _, it := range q.pending {
+		if it.atEnd && !it.done {
+			if next, ok := q.claimAhead(it.events); ok {
+				renumber(it.events, next-int64(len(it.events)))
+				q.pendingEvents -= int64(len(it.events))
+				it.done, it.next = true, next
+			}
+		}
+	}
+	return nil
+}
+
+// dropAhead forgets the held events in [first, next): a batch whose
+// caller chose those seqs was verified there.
+func (q *appendQueue) dropAhead(first, next int64) {
+	if len(q.ahead) > 0 {
+		q.ahead = slices.DeleteFunc(q.ahead, func(h jsonl.HeldPrint) bool { return h.Seq >= first && h.Seq < next })
+	}
+}
+
+// renumberPending numbers the pending AtEnd batches after the stored
+// cursor and the pending batches before them; the others keep the seqs
+// their callers chose.
+func (q *appendQueue) renumberPending() {
+	next := q.log.nextSeq
+	for _, it := range q.pending {
+		if it.atEnd {
+			renumber(it.events, next)
+		}
+		next += int64(len(it.events))
+	}
+}
+
+// keepAhead adds the held events a group store reported unclaimed to
+// ahead (in seq order, without duplicates), keeping the latest
+// maxAppendsAhead.
+func (q *appendQueue) keepAhead(held []jsonl.HeldPrint) {
+	if len(held) == 0 {
+		return
+	}
+	workflow.GetLogger(q.dctx).Info("the group store found stored events no Append has claimed yet: kept ahead for the Appends at the end that bring them",
+		"SessionID", q.id, "Events", len(held), "FirstSeq", held[0].Seq, "LastSeq", held[len(held)-1].Seq)
+	for _, h := range held {
+		if !slices.ContainsFunc(q.ahead, func(a jsonl.HeldPrint) bool { return a.Seq == h.Seq }) {
+			q.ahead = append(q.ahead, h)
+		}
+	}
+	slices.SortFunc(q.ahead, func(a, b jsonl.HeldPrint) int { return int(a.Seq - b.Seq) })
+	if n := len(q.ahead); n > maxAppendsAhead {
+		q.ahead = slices.Clone(q.ahead[n-maxAppendsAhead:])
+	}
+}
+
+// claimAhead answers an AtEnd batch that the log already holds: when
+// ahead holds a run of consecutive seqs whose prints are the batch's, in
+// order, that run is the batch (stored by a workflow task attempt that
+// left no history, before this run admitted its update); it is claimed
+// (removed from ahead) and its end returned.
+func (q *appendQueue) claimAhead(events []session.Event) (int64, bool) {
+	if len(q.ahead) < len(events) || len(events) == 0 {
+		return 0, false
+	}
+	prints := make([]string, len(events))
+	for i, e := range events {
+		p, err := session.Print(e)
+		if err != nil {
+			return 0, false
+		}
+		prints[i] = p
+	}
+	for s := 0; s+len(prints) <= len(q.ahead); s++ {
+		run := q.ahead[s : s+len(prints)]
+		ok := true
+		for k, p := range prints {
+			if run[k].Print != p || run[k].Seq != run[0].Seq+int64(k) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			next := run[0].Seq + int64(len(run))
+			q.ahead = slices.Delete(q.ahead, s, s+len(prints))
+			q.log.noteTurn(session.LastTurn(events))
+			return next, true
+		}
+	}
+	return 0, false
 }
 
 // An Append whose outcome the client did not learn (its call timed out
@@ -278,7 +535,12 @@ const (
 // activities). The store's idempotent re-append makes the second try safe
 // whether or not the first landed.
 func (q *appendQueue) store(ctx workflow.Context, events []session.Event, bytes int) (activities.AppendResult, error) {
-	in := activities.AppendBatchInput{Ref: *q.log.ref, Events: events}
+	return q.storeInput(ctx, activities.AppendBatchInput{Ref: *q.log.ref, Events: events}, bytes)
+}
+
+// storeInput is store of the AppendBatch input in (a batch or a group).
+func (q *appendQueue) storeInput(ctx workflow.Context, in activities.AppendBatchInput, bytes int) (activities.AppendResult, error) {
+	events := in.Events
 	var res activities.AppendResult
 	if q.storeLocally(bytes) {
 		// A local activity runs again when its workflow task is retried,

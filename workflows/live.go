@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"fmt"
+
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/workflow"
 	"slices"
@@ -18,7 +20,11 @@ func (l *lifecycle) validateAppendPayload(ctx workflow.Context, in converter.Raw
 	if err := decodeRequest(wire.UpdateAppend, in, &req); err != nil {
 		return err
 	}
-	if !l.phase.live() || l.appends.twin(req.Events) == nil {
+	if req.AtEnd {
+		if err := l.validateAtEnd(req); err != nil {
+			return err
+		}
+	} else if !l.phase.live() || l.appends.twin(req.Events) == nil {
 		if err := l.validateAppend(req); err != nil {
 			return err
 		}
@@ -27,11 +33,30 @@ func (l *lifecycle) validateAppendPayload(ctx workflow.Context, in converter.Raw
 	return nil
 }
 
+// validateAtEnd is the Append validator of an AtEnd batch: numbered from
+// 0, and valid once numbered from the accepted cursor, where the handler
+// puts it (the request is kept as sent; nothing runs in between). Its
+// store may place it further (placeGroup) or find it stored (claimAhead);
+// the rules it is checked by do not depend on where it lands past the
+// accepted events.
+func (l *lifecycle) validateAtEnd(req AppendRequest) error {
+	for i, e := range req.Events {
+		if e.Seq != int64(i) {
+			return invalidArgument(fmt.Sprintf("atEnd append batch: the seq of event %d must be %d (its index), got %d", i, i, e.Seq))
+		}
+	}
+	req.Events = l.appends.atEnd(req.Events)
+	return l.validateAppend(req)
+}
+
 // handleAppendPayload is the Append handler over the raw request.
 func (l *lifecycle) handleAppendPayload(ctx workflow.Context, in converter.RawValue) (wire.AppendResult, error) {
 	req, err := l.appends.decoded.take(ctx, wire.UpdateAppend, in)
 	if err != nil {
 		return wire.AppendResult{}, err
+	}
+	if req.AtEnd {
+		return l.appends.appendAtEnd(ctx, req)
 	}
 	if it := l.appends.twin(req.Events); it != nil {
 		return l.appends.awaitTwin(ctx, it)
@@ -210,6 +235,8 @@ func (l *lifecycle) liveState() LiveState {
 		Settled:             slices.Clone(l.agent.settled),
 		Parked:              l.agent.parked,
 		Delegated:           l.agent.delegated,
+		AppendsAhead:        slices.Clone(l.appends.ahead),
+		AnsweredAtEnd:       slices.Clone(l.appends.answered),
 	}
 }
 
@@ -249,6 +276,8 @@ func LiveSession(ctx workflow.Context, state LiveState) (wire.DisposeResult, err
 	}
 	l := newLifecycle(ctx, state.SessionID, state.Source, wire.Hooks{DisposeActivity: state.DisposeActivity}, state.Options, set)
 	l.log.restore(state)
+	l.appends.ahead = slices.Clone(state.AppendsAhead)
+	l.appends.answered = slices.Clone(state.AnsweredAtEnd)
 	l.phase.restore(state.Lifecycle)
 	l.agent.restore(state)
 	l.phase.goLive(l.sessionInfo())

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"github.com/sessionflow/sessionflow/agent"
+	"github.com/sessionflow/sessionflow/jsonl"
 	"github.com/sessionflow/sessionflow/wire"
 )
 
@@ -48,6 +49,14 @@ type LiveState struct {
 	// Delegated is the task of a one-shot child session (a subagent call's
 	// child), carried until its turn ends and it disposes itself.
 	Delegated *wire.SubagentTask `json:"delegated,omitempty"`
+	// AppendsAhead are stored events no Append claimed yet, by seq and
+	// print: what a workflow task attempt that left no history stored for
+	// AtEnd Appends not yet admitted (appendQueue.ahead).
+	AppendsAhead []jsonl.HeldPrint `json:"appendsAhead,omitempty"`
+	// AnsweredAtEnd are the latest AtEnd Appends answered, by update id
+	// (appendQueue.answered): delivered again to this run, they are
+	// answered the same and not stored twice.
+	AnsweredAtEnd []AnsweredAppend `json:"answeredAtEnd,omitempty"`
 }
 
 // ParkedTurn is a turn carried across continue-as-new while its step's

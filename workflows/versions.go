@@ -254,3 +254,17 @@ const appendApartChange = "append-apart-on-refusal"
 // Recorded in: turn-tools.json, turn-approval.json, turn-crash.json,
 // turn-cancel-tool.json; before: legacy/*.before-tool-opens-step.json.
 const toolOpensStepChange = "tool-opens-step"
+
+// atEndAppendChange stores Appends at the end (wire.AppendRequest.AtEnd):
+// the session numbers such a batch after the batches accepted before it,
+// and a store of a group holding one is a group store
+// (activities.AppendBatchInput.Group, jsonl.Handle.AppendGroup) that
+// adopts what a workflow task attempt that left no history stored past
+// the workflow's cursor and reports the held events no batch claimed,
+// which the run keeps ahead (LiveState.AppendsAhead) and answers a later
+// AtEnd Append with; an AtEnd Append delivered again under the id of one a
+// run answered is answered the same (LiveState.AnsweredAtEnd). Earlier
+// builds refused an AtEnd request (an unknown field), so no earlier
+// history holds one. Asked by the first AtEnd Append of a run.
+// Recorded in: append-at-end.json.
+const atEndAppendChange = "append-at-end"

@@ -16,9 +16,10 @@ import (
 func newAppendCmd(a *app) *cobra.Command {
 	var id string
 	var maxBytes, maxEvents int
+	var atEnd bool
 	var conn *connFlags
 	cmd := &cobra.Command{
-		Use:   "append --id ID",
+		Use:   "append --id ID [--at-end]",
 		Short: "Append JSONL events from stdin to a live session",
 		Long: `Append events read from stdin as JSONL, one event per line (blank lines are
 skipped), to a live session through its Append update. Events carry their own
@@ -29,7 +30,13 @@ terminal, a large input shows its progress on stderr.
 
 A line that is not a valid event stops the command before its batch is sent;
 the session refuses a batch whose seqs do not continue it with "append seq
-mismatch". Batches stored before a failure stay stored.` + lifecycleNote,
+mismatch". Batches stored before a failure stay stored.
+
+With --at-end the seqs of the input are ignored: each batch is appended at the
+end of the log, numbered by the session after every batch it accepted before,
+so that several writers may append at once without agreeing on seqs. Such a
+batch is identified by its update alone: after a failure whose outcome is
+unknown, read the log before sending the input again.` + lifecycleNote,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireID(id); err != nil {
@@ -51,7 +58,11 @@ mismatch". Batches stored before a failure stay stored.` + lifecycleNote,
 					bar = newProgress(a.stderr, fmt.Sprintf("appending to session %q", id), inputSize(a.stdin))
 					progress = bar.update
 				}
-				res, err := c.AppendStream(ctx, id, a.stdin, progress)
+				stream := c.AppendStream
+				if atEnd {
+					stream = c.AppendStreamAtEnd
+				}
+				res, err := stream(ctx, id, a.stdin, progress)
 				if bar != nil {
 					bar.finish()
 				}
@@ -74,6 +85,7 @@ mismatch". Batches stored before a failure stay stored.` + lifecycleNote,
 	cmd.Flags().StringVar(&id, "id", "", "session id (required)")
 	cmd.Flags().IntVar(&maxBytes, "max-batch-bytes", wire.DefaultMaxBatchBytes, "encoded bytes per Append batch, at most the session's limit")
 	cmd.Flags().IntVar(&maxEvents, "batch-events", client.DefaultMaxBatchEvents, "events per Append batch")
+	cmd.Flags().BoolVar(&atEnd, "at-end", false, "append each batch at the end of the log, ignoring the input's seqs (Append with atEnd)")
 	return cmd
 }
 

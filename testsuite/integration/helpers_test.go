@@ -367,6 +367,15 @@ func (w *world) appendEvents(id string, events []session.Event) wire.AppendResul
 	return res
 }
 
+// appendAtEnd appends events (numbered from 0) at the end of the session
+// through the Append update with AtEnd.
+func (w *world) appendAtEnd(id string, events []session.Event) wire.AppendResult {
+	w.t.Helper()
+	var res wire.AppendResult
+	require.NoError(w.t, w.update(wire.WorkflowID(id), wire.UpdateAppend, &res, workflows.AppendRequest{Events: events, AtEnd: true}))
+	return res
+}
+
 // dispose disposes the session through the Dispose update.
 func (w *world) dispose(id string) wire.DisposeResult {
 	w.t.Helper()

@@ -14,6 +14,7 @@ func init() {
 	recordPaths = append(recordPaths,
 		recordPath{name: "append-local", run: recordAppendLocal},
 		recordPath{name: "append-activity-option", run: recordAppendActivityOption},
+		recordPath{name: "append-at-end", run: recordAppendAtEnd},
 	)
 }
 
@@ -51,4 +52,33 @@ func recordAppendActivityOption(t *testing.T, w *world) []fixture {
 	w.dispose(id)
 	require.NoError(t, run.Get(w.ctx(), nil))
 	return only("append-activity-option", wid, run)
+}
+
+// recordAppendAtEnd: the append-at-end version: two Appends at the end
+// (AtEnd), one at a time, each stored by a group store of the local
+// activity, then an Append whose caller chose its seqs after them (the
+// seqs the second AtEnd's result names), Dispose.
+func recordAppendAtEnd(t *testing.T, w *world) []fixture {
+	id := w.id("rec-atend")
+	wid := wire.WorkflowID(id)
+	run := w.create(wire.CreateSessionRequest{SessionID: id})
+	w.awaitLive(id)
+	turn := liveTurn(t, 0, 1, "hello")
+	first := w.appendAtEnd(id, turn[:2])
+	require.Equal(t, int64(2), first.NextSeq)
+	second := w.appendAtEnd(id, renumbered(turn[2:], 0))
+	require.Equal(t, int64(5), second.NextSeq)
+	w.appendEvents(id, liveTurn(t, second.NextSeq, 2, "after the end"))
+	w.dispose(id)
+	require.NoError(t, run.Get(w.ctx(), nil))
+	return only("append-at-end", wid, run)
+}
+
+// renumbered returns a copy of events numbered from first.
+func renumbered(events []session.Event, first int64) []session.Event {
+	out := session.CloneEvents(events)
+	for i := range out {
+		out[i].Seq = first + int64(i)
+	}
+	return out
 }
