@@ -121,6 +121,14 @@ type Options struct {
 // the next model call's: about 2 ms each on the benchmark's machine,
 // docs/PERFORMANCE.md). The server's default is off.
 //
+// history.maxInFlightUpdates is 64 (the server's default is 10): callers
+// appending at the end of a session (client.AppendAtEnd) send without
+// waiting for one another, so more than ten are in flight on one session
+// at once, and the server refuses each one beyond the limit with
+// ResourceExhausted, which the SDK retries after a second or more; their
+// total size stays bounded by history.maxInFlightUpdatePayloads below
+// (docs/API.md, Appends at the end; docs/DECISIONS.md D126).
+//
 // One more value is not about speed: history.maxInFlightUpdatePayloads
 // (wire.InFlightUpdateBytes) keeps an update whose input is too large from
 // reaching a session at all. The SDK echoes an update's request into the
@@ -140,6 +148,7 @@ func DefaultDynamicConfig() []string {
 		"matching.numTaskqueueReadPartitions=1",
 		"matching.numTaskqueueWritePartitions=1",
 		"system.enableActivityEagerExecution=true",
+		"history.maxInFlightUpdates=64",
 	}
 }
 
