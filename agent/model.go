@@ -318,6 +318,14 @@ func (c *modelCall) store(ctx context.Context, f fold, interrupted bool) (ModelR
 			return nil, err
 		}
 		stored = &storedModelCall{seq: batch[len(batch)-1].Seq, usage: f.Usage(), interrupted: interrupted, finish: f.Finish()}
+		if recordsCalls(in, interrupted, f.Finish()) {
+			calls, err := recordedCalls(in.Turn, in.Step, content, next+int64(len(batch)), c.a.nowMs())
+			if err != nil {
+				return nil, err
+			}
+			batch = append(batch, calls...)
+			stored.recorded = len(calls) > 0
+		}
 		if !interrupted {
 			for _, b := range content {
 				if b.Type == provider.BlockToolCall {
@@ -334,6 +342,33 @@ func (c *modelCall) store(ctx context.Context, f fold, interrupted bool) (ModelR
 		return ModelResult{}, activities.MapError(err)
 	}
 	return stored.result(next, reused), nil
+}
+
+// recordsCalls reports whether a message stored by the call of in
+// (interrupted, or finished with finish) gets its calls' tool/call events
+// in its batch: with in.RecordCalls, unless it is an interrupted anchor or
+// finished at the max-tokens limit (its calls are closed, not run: they
+// keep the tool/call and result pair notRunPair builds).
+func recordsCalls(in ModelInput, interrupted bool, finish provider.FinishReason) bool {
+	return in.RecordCalls && !interrupted && finish != provider.FinishMaxTokens
+}
+
+// recordedCalls builds, from seq, the tool/call of each tool-call block of
+// content in model order: the events RunTool would store for them
+// (toolCallEvent), with the same data.
+func recordedCalls(turn, step int64, content []provider.Block, seq, t int64) ([]session.Event, error) {
+	var out []session.Event
+	for _, b := range content {
+		if b.Type != provider.BlockToolCall {
+			continue
+		}
+		e, err := session.NewEvent(wire.TypeToolCall, seq+int64(len(out)), t, wire.ToolCall{Turn: turn, Step: step, CallID: b.ID, Name: b.Name, Arguments: b.Arguments})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
 }
 
 // events builds the batch of store from seq next: the request/context if

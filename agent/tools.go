@@ -51,7 +51,11 @@ func (a *Activities) RunTool(ctx context.Context, in ToolInput) (out ToolOutcome
 	if err != nil {
 		return ToolOutcome{}, err
 	}
-	c := &toolCall{a: a, h: h, in: in, cwd: h.Header().Cwd}
+	// The workflow schedules one activity with Recorded per call, so its
+	// attempt 1 is the call's first execution: the server starts attempt 2
+	// only after attempt 1 failed or timed out, and nothing else starts a
+	// RunTool with Recorded.
+	c := &toolCall{a: a, h: h, in: in, cwd: h.Header().Cwd, first: in.Recorded && a.attempt(ctx) == 1}
 	return c.run(ctx)
 }
 
@@ -70,6 +74,10 @@ type toolCall struct {
 	// opened reports that the log holds the step after the call's step
 	// opened right after it ended (ToolOutcome.Opened).
 	opened bool
+	// first reports that this attempt is the activity's first execution
+	// of a call the model call recorded (ToolInput.Recorded): no attempt
+	// ran the tool before it.
+	first bool
 }
 
 // openedStep is ToolOutcome.Opened.
@@ -241,14 +249,28 @@ func (c *toolCall) gate(sc *stepCalls, block wire.ContentBlock, next int64, p *t
 	args, _ := argumentsText(block.Arguments)
 	g := c.gateOf(block, args, in.Approval)
 	p.mode = in.SandboxMode
-	if _, recorded := sc.callSeq[in.CallID]; !recorded {
-		e, err := toolCallEvent(in.Turn, sc.step, block, seq(), now)
-		if err := add(e, err); err != nil {
-			return nil, err
+	_, recorded := sc.callSeq[in.CallID]
+	_, asked := sc.asked[in.CallID]
+	if !recorded || (in.Recorded && !asked) {
+		// A call this attempt records, or one the model call recorded
+		// that no RunTool has asked about yet (ToolInput.Recorded): the
+		// tool has not run when this attempt stores the tool/call, or is
+		// the call's first (c.first, see run); a later attempt of a call
+		// the model call recorded may follow a run of the tool, and runs
+		// it only as a retry after a crash does. The gate decides alike on
+		// every attempt (the call, the input's policy and rules, the
+		// session's cwd), so a call that must be asked was never run by
+		// an attempt before.
+		if !recorded {
+			e, err := toolCallEvent(in.Turn, sc.step, block, seq(), now)
+			if err := add(e, err); err != nil {
+				return nil, err
+			}
 		}
+		first := !recorded || c.first
 		switch {
 		case in.Approval == nil:
-			p.created = true
+			p.created = first
 		case g.Refusal != nil:
 			p.result = g.Refusal
 		case g.Ask:
@@ -268,7 +290,7 @@ func (c *toolCall) gate(sc *stepCalls, block wire.ContentBlock, next int64, p *t
 			text, cut := cutArguments(args)
 			p.asked = &AskedApproval{ID: id, Reason: g.Reason, Escalation: g.Escalation, Arguments: text, Truncated: cut}
 		default:
-			p.created = true
+			p.created = first
 		}
 		return batch, nil
 	}

@@ -137,18 +137,19 @@ func TestApprovalAllowAndReject(t *testing.T) {
 	require.Equal(t, []string{
 		"permission/preset", "sandbox/mode", "approval/policy",
 		"turn/start", "step/start", "user/message", "assistant/message",
-		"tool/call", "approval/asked", "approval/decided", "tool/result",
-		"tool/call", "approval/asked", "approval/decided", "tool/result",
-		"tool/call", "tool/result",
+		"tool/call", "tool/call", "tool/call",
+		"approval/asked", "approval/decided", "tool/result",
+		"approval/asked", "approval/decided", "tool/result",
+		"tool/result",
 		"step/end", "step/start", "assistant/message", "step/end", "turn/end",
-	}, sessiontest.Types(evs))
+	}, sessiontest.Types(evs), "the model call records every call; each question follows them (the harness's order)")
 	require.Equal(t, map[string]any{"preset": "workspace-write"}, dataOf(t, evs[0]))
 	require.Equal(t, map[string]any{"mode": "workspace-write"}, dataOf(t, evs[1]))
 	require.Equal(t, map[string]any{"policy": "ask"}, dataOf(t, evs[2]))
-	require.Equal(t, map[string]any{"id": p.ID, "toolName": "run_command", "callId": "c1", "reason": "run_command requires approval in this session"}, dataOf(t, evs[8]))
-	require.Equal(t, map[string]any{"id": p.ID, "outcome": "allowed-once"}, dataOf(t, evs[9]))
-	require.Equal(t, "rejected", dataOf(t, evs[13])["outcome"])
-	text, isErr := resultText(t, evs[14])
+	require.Equal(t, map[string]any{"id": p.ID, "toolName": "run_command", "callId": "c1", "reason": "run_command requires approval in this session"}, dataOf(t, evs[10]))
+	require.Equal(t, map[string]any{"id": p.ID, "outcome": "allowed-once"}, dataOf(t, evs[11]))
+	require.Equal(t, "rejected", dataOf(t, evs[14])["outcome"])
+	text, isErr := resultText(t, evs[15])
 	require.True(t, isErr)
 	require.Equal(t, `Error: the user rejected tool "write_file"`, text)
 	text, isErr = resultText(t, evs[16])
@@ -250,14 +251,15 @@ func TestApprovalNeverRejectsEscalation(t *testing.T) {
 	evs = sessiontest.WithoutRecords(t, evs)
 	require.Equal(t, []string{
 		"turn/start", "step/start", "user/message", "assistant/message",
-		"tool/call", "tool/result",
-		"tool/call", "approval/asked", "approval/decided", "tool/result",
-		"tool/call", "tool/result",
+		"tool/call", "tool/call", "tool/call",
+		"tool/result",
+		"approval/asked", "approval/decided", "tool/result",
+		"tool/result",
 		"step/end", "step/start", "assistant/message", "step/end", "turn/end",
 	}, sessiontest.Types(evs), "no permission facts pinned for a session that sets none")
-	require.Equal(t, "escalate sandbox to danger-full-access: the user asked", dataOf(t, evs[7])["reason"])
-	require.Equal(t, "rejected", dataOf(t, evs[8])["outcome"])
-	text, _ := resultText(t, evs[9])
+	require.Equal(t, "escalate sandbox to danger-full-access: the user asked", dataOf(t, evs[8])["reason"])
+	require.Equal(t, "rejected", dataOf(t, evs[9])["outcome"])
+	text, _ := resultText(t, evs[10])
 	require.Equal(t, `Error: the user rejected escalating this command to "danger-full-access"`, text)
 	text, _ = resultText(t, evs[11])
 	require.Equal(t, `Error: sandbox escalation to "read-only" is not strictly wider than this call's current "workspace-write" mode`, text)

@@ -254,3 +254,18 @@ const appendApartChange = "append-apart-on-refusal"
 // Recorded in: turn-tools.json, turn-approval.json, turn-crash.json,
 // turn-cancel-tool.json; before: legacy/*.before-tool-opens-step.json.
 const toolOpensStepChange = "tool-opens-step"
+
+// modelRecordsCallsChange has the model call store the tool/call of each
+// of its message's calls, in model order, in the batch and the fsync of
+// the assistant/message (agent.ModelInput.RecordCalls; the harness's
+// checkpoint before dispatch), unless the message finished at its
+// max-tokens limit; each call's first RunTool is told so
+// (agent.ToolInput.Recorded) and its first attempt runs the tool without
+// storing the tool/call (one store, its write lock and its fsync fewer per
+// tool round). A call the turn never dispatched is closed with the
+// ABORTED_BEFORE_DISPATCH result after its recorded tool/call. Earlier
+// runs had each RunTool store its call's tool/call. Asked by the first
+// model call of a run.
+// Recorded in: every history with a model call; before:
+// legacy/*.before-model-records-calls.json.
+const modelRecordsCallsChange = "model-records-calls"
