@@ -29,6 +29,10 @@ const storeAfterCancel = 30 * time.Second
 //     is returned.
 //   - A call without a tool/call gets one, stored immediately before the
 //     tool runs.
+//   - A call whose tool/call the model call stored (in.Recorded) runs in
+//     the activity's first attempt as if this attempt had stored it: the
+//     workflow starts one such activity per call, so its attempt 1 is the
+//     call's first execution.
 //   - A call with a tool/call but no result is a retry after a crash: a
 //     result the earlier attempt staged is committed; otherwise an
 //     idempotent tool runs again (Reran) and any other gets the
@@ -215,8 +219,9 @@ func (c *toolCall) run(ctx context.Context) (ToolOutcome, error) {
 // toolPlan is what the attempt does after its first store: wait for the
 // user (asked), store a result without running the tool (result), or run
 // it in mode; created reports that this attempt stored the event the run
-// follows (its tool/call, or the approval/decided that allowed it), so the
-// tool has not run yet.
+// follows (its tool/call, or the approval/decided that allowed it), or is
+// the first attempt of the first RunTool of a call the model call
+// recorded, so the tool has not run yet.
 type toolPlan struct {
 	asked   *AskedApproval
 	result  *tool.Result
@@ -230,6 +235,10 @@ type toolPlan struct {
 //   - a call not recorded gets its tool/call; when it must be approved,
 //     its approval/asked in the same batch (and, under the never policy,
 //     approval/decided rejected and no run);
+//   - a call the model call recorded (in.Recorded) and not asked about is
+//     gated the same way without a tool/call of its own: it runs as a
+//     call this attempt recorded on the first attempt (c.first), as a
+//     retry after a crash on a later one;
 //   - a call waiting for its approval stays so without a decision, and
 //     with one gets its approval/decided (and the allow rules the decision
 //     added) and runs if allowed;
