@@ -155,6 +155,16 @@ func TestApprovalAllowAndReject(t *testing.T) {
 	text, isErr = resultText(t, evs[16])
 	require.False(t, isErr, "read_file does not ask")
 	require.Contains(t, text, "hi")
+
+	// Each call's first RunTool is told its call was recorded by the
+	// model call; the runs with a decision are not.
+	recorded := map[string][]bool{}
+	for i := range h.Count(wire.RunToolActivity) {
+		var in agent.ToolInput
+		h.StartedArg(wire.RunToolActivity, i, &in)
+		recorded[in.CallID] = append(recorded[in.CallID], in.Recorded)
+	}
+	require.Equal(t, map[string][]bool{"c1": {true, false}, "c2": {true, false}, "c3": {true}}, recorded)
 }
 
 // An approval nobody decides is rejected when the session's timeout runs
@@ -437,6 +447,7 @@ func TestApprovalsWaitAcrossContinueAsNew(t *testing.T) {
 	require.NotNil(t, state.Parked)
 	require.Len(t, before.Approvals, 1)
 	require.Equal(t, before.Approvals, state.Parked.Waiting)
+	require.Equal(t, []string{"c2"}, state.Parked.Fresh, "c2, recorded by the model call, waits behind c1 undispatched")
 	require.Equal(t, int64(1), state.Parked.Summary.Turn)
 
 	h2 := sessiontest.NewHarnessOn(t, h.Store).WithID("aw")
