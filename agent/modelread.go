@@ -19,9 +19,9 @@ type storedModelCall struct {
 	finish      provider.FinishReason
 	usage       *provider.Usage
 	interrupted bool
-	// recorded reports that the tool/call of each call follows the
-	// message, in model order (ModelResult.CallsRecorded).
-	recorded bool
+	// recorded is the number of the first calls whose tool/call follows
+	// the message, in model order (ModelResult.RecordedCalls).
+	recorded int
 }
 
 // modelCall is one attempt of CallModel: its activities, the session's
@@ -94,7 +94,9 @@ func (c *modelCall) find(tail []session.Event) (*storedModelCall, error) {
 			}
 		}
 		if recordsCalls(c.in, m.Interrupted, out.finish) {
-			out.recorded = callsFollow(tail, e.Seq, out.calls)
+			if n := firstGroup(out.calls, c.in.ParallelLimit); callsFollow(tail, e.Seq, out.calls[:n]) {
+				out.recorded = n
+			}
 		}
 		return out, nil
 	}
@@ -156,7 +158,7 @@ func streamFinish(stream json.RawMessage) provider.FinishReason {
 }
 
 func (c *storedModelCall) result(next int64, reused bool) ModelResult {
-	return ModelResult{MessageSeq: c.seq, NextSeq: next, ToolCalls: c.calls, Finish: c.finish, Usage: c.usage, Interrupted: c.interrupted, Reused: reused, CallsRecorded: c.recorded}
+	return ModelResult{MessageSeq: c.seq, NextSeq: next, ToolCalls: c.calls, Finish: c.finish, Usage: c.usage, Interrupted: c.interrupted, Reused: reused, RecordedCalls: c.recorded}
 }
 
 // callsFollow reports whether the events of tail right after the message

@@ -89,7 +89,11 @@ func toolRound(t *testing.T, record bool) (model, run int64, log []session.Event
 	in.RecordCalls = record
 	res, err := f.callModel(acts, in)
 	require.NoError(t, err)
-	require.Equal(t, record, res.CallsRecorded)
+	if record {
+		require.Equal(t, 1, res.RecordedCalls)
+	} else {
+		require.Zero(t, res.RecordedCalls)
+	}
 	model = n.Swap(0)
 	ti := f.toolInput(res.MessageSeq, 0, "c1", "read")
 	ti.Recorded = record
@@ -126,7 +130,7 @@ func TestRecordedParallelCallsPrecedeResults(t *testing.T) {
 	acts := attempt(f.acts, 1)
 	res, err := f.callModel(acts, f.recordingInput())
 	require.NoError(t, err)
-	require.True(t, res.CallsRecorded)
+	require.Equal(t, 3, res.RecordedCalls)
 	m := res.MessageSeq
 	require.Equal(t, []string{"assistant/message", "tool/call", "tool/call", "tool/call"}, types(f.log()[m:]), "stored by the model call, before any tool runs")
 	var wg sync.WaitGroup
@@ -292,13 +296,13 @@ func TestRecordedCallApprovals(t *testing.T) {
 	}
 }
 
-// A turn cancelled after its model call recorded the calls: the call
-// never dispatched gets the ABORTED_BEFORE_DISPATCH result citing its
+// A turn cancelled after its model call recorded the calls (a parallel
+// pool): the call never dispatched gets the ABORTED_BEFORE_DISPATCH result citing its
 // recorded tool/call, the one dispatched without a result the
 // TOOL_OUTCOME_UNKNOWN one, and neither a second tool/call.
 func TestRecordedCallsClosedOnCancel(t *testing.T) {
 	var runs atomic.Int64
-	f := newFixture(t, newTools(t, echoTool("shell", false, false, &runs)),
+	f := newFixture(t, newTools(t, echoTool("shell", true, false, &runs)),
 		toolCalls([3]string{"c1", "shell", `{"text":"a"}`}, [3]string{"c2", "shell", `{"text":"b"}`}, [3]string{"c3", "shell", `{"text":"c"}`}))
 	res, err := f.callModel(f.acts, f.recordingInput())
 	require.NoError(t, err)
@@ -331,7 +335,7 @@ func TestRecordedCallsClosedOnCancel(t *testing.T) {
 // ABORTED_BEFORE_DISPATCH, in model order.
 func TestRecordedCallsCancelledBeforeDispatch(t *testing.T) {
 	var runs atomic.Int64
-	f := newFixture(t, newTools(t, echoTool("shell", false, false, &runs)),
+	f := newFixture(t, newTools(t, echoTool("shell", true, false, &runs)),
 		toolCalls([3]string{"c1", "shell", `{"text":"a"}`}, [3]string{"c2", "shell", `{"text":"b"}`}))
 	res, err := f.callModel(f.acts, f.recordingInput())
 	require.NoError(t, err)
@@ -360,7 +364,7 @@ func TestModelCallRecordsWhatIsRun(t *testing.T) {
 		f := newFixture(t, newTools(t, echoTool("shell", false, false, &runs)), cut)
 		res, err := f.callModel(f.acts, f.recordingInput())
 		require.NoError(t, err)
-		require.False(t, res.CallsRecorded)
+		require.Zero(t, res.RecordedCalls)
 		require.Equal(t, []string{"assistant/message"}, types(f.log()[res.MessageSeq:]))
 	})
 	t.Run("retried", func(t *testing.T) {
@@ -371,9 +375,49 @@ func TestModelCallRecordsWhatIsRun(t *testing.T) {
 		again, err := f.callModel(f.actsOn(f.newStore()), f.recordingInput())
 		require.NoError(t, err)
 		require.True(t, again.Reused)
-		require.True(t, again.CallsRecorded)
+		require.Equal(t, 1, again.RecordedCalls)
 		require.Equal(t, res.MessageSeq, again.MessageSeq)
 		require.Equal(t, []string{"assistant/message", "tool/call"}, types(f.log()[res.MessageSeq:]))
 		require.Equal(t, 1, f.prov.calls())
+	})
+}
+
+// The model call records the calls the workflow starts at once, as the
+// harness appends a call's tool/call when it starts it: an exclusive first
+// call alone; the leading parallel-safe calls up to the pool's size. A
+// later call's RunTool stores its own tool/call before it runs, after the
+// results of the calls before it.
+func TestModelCallRecordsTheFirstGroup(t *testing.T) {
+	t.Run("exclusive first", func(t *testing.T) {
+		var shell, read atomic.Int64
+		f := newFixture(t, newTools(t, echoTool("shell", false, false, &shell), echoTool("read", true, true, &read)),
+			toolCalls([3]string{"c1", "shell", `{"text":"a"}`}, [3]string{"c2", "read", `{"text":"b"}`}))
+		res, err := f.callModel(f.acts, f.recordingInput())
+		require.NoError(t, err)
+		require.Equal(t, 1, res.RecordedCalls)
+		m := res.MessageSeq
+		require.Equal(t, []string{"assistant/message", "tool/call"}, types(f.log()[m:]))
+		_, err = f.runTool(attempt(f.acts, 1), f.recordedInput(m, 0, "c1", "shell"))
+		require.NoError(t, err)
+		out, err := f.runTool(attempt(f.acts, 1), f.toolInput(m, 1, "c2", "read"))
+		require.NoError(t, err)
+		require.Equal(t, m+3, out.CallSeq)
+		require.Equal(t, []string{"assistant/message", "tool/call", "tool/result", "tool/call", "tool/result"}, types(f.log()[m:]))
+		require.Equal(t, int64(1), shell.Load())
+		require.Equal(t, int64(1), read.Load())
+	})
+	t.Run("a pool of two", func(t *testing.T) {
+		var read atomic.Int64
+		f := newFixture(t, newTools(t, echoTool("read", true, true, &read)),
+			toolCalls([3]string{"c1", "read", `{"text":"a"}`}, [3]string{"c2", "read", `{"text":"b"}`}, [3]string{"c3", "read", `{"text":"c"}`}))
+		in := f.recordingInput()
+		in.ParallelLimit = 2
+		res, err := f.callModel(f.acts, in)
+		require.NoError(t, err)
+		require.Equal(t, 2, res.RecordedCalls)
+		require.Equal(t, []string{"assistant/message", "tool/call", "tool/call"}, types(f.log()[res.MessageSeq:]))
+		again, err := f.callModel(f.actsOn(f.newStore()), in)
+		require.NoError(t, err)
+		require.Equal(t, 2, again.RecordedCalls, "a retry reports the calls recorded")
 	})
 }

@@ -231,11 +231,6 @@ func (a *agentLoop) park(t *turnRun, step int64, res agent.ModelResult) {
 			p.Waiting = append(p.Waiting, w.pending)
 		}
 	}
-	for _, c := range res.ToolCalls {
-		if t.fresh[c.ID] {
-			p.Fresh = append(p.Fresh, c.ID)
-		}
-	}
 	a.parked = p
 }
 

@@ -128,8 +128,11 @@ type turnRun struct {
 	asked       map[string]wire.PendingApproval
 	// fresh are the running step's calls whose tool/call the model call
 	// stored (modelRecordsCallsChange) and that no RunTool was started
-	// for yet, in this run or, for a parked turn, the run before: each
-	// one's first dispatch tells its RunTool (agent.ToolInput.Recorded).
+	// for yet: each one's first dispatch tells its RunTool
+	// (agent.ToolInput.Recorded). They are the calls the step starts at
+	// once, all dispatched before the step can park; a parked turn's
+	// next run has none, so its RunTools take every recorded call as
+	// maybe run.
 	fresh map[string]bool
 	// noPressure is set once a compaction under pressure failed: the
 	// turn's later steps are not measured again.
@@ -302,12 +305,6 @@ func (a *agentLoop) runTurn() {
 		res := p.Result
 		t.summary, t.step, t.parked, t.reasonSoFar, t.noPressure = p.Summary, p.Step, &res, p.Reason, p.NoPressure
 		t.predecided = p.Decided
-		if len(p.Fresh) > 0 {
-			t.fresh = map[string]bool{}
-			for _, id := range p.Fresh {
-				t.fresh[id] = true
-			}
-		}
 		t.asked = map[string]wire.PendingApproval{}
 		for _, w := range p.Waiting {
 			t.asked[w.CallID] = w

@@ -152,9 +152,9 @@ steps:
 			}
 			a.log.follow(res.NextSeq)
 			t.fresh = nil
-			if res.CallsRecorded {
-				t.fresh = make(map[string]bool, len(res.ToolCalls))
-				for _, c := range res.ToolCalls {
+			if n := min(res.RecordedCalls, len(res.ToolCalls)); n > 0 {
+				t.fresh = make(map[string]bool, n)
+				for _, c := range res.ToolCalls[:n] {
 					t.fresh[c.ID] = true
 				}
 			}
@@ -378,7 +378,7 @@ func (t *turnRun) callModel(tctx workflow.Context, step int64, st modelState) (a
 		Compacts: true, PressureChecked: st.checked || t.noPressure, Overflows: st.overflows,
 		Policy: &agent.ContextPolicy{SandboxMode: a.perm.SandboxMode, ApprovalPolicy: a.perm.ApprovalPolicy}}
 	if a.gates.taken(a.dctx, modelRecordsCallsChange) {
-		in.RecordCalls = true
+		in.RecordCalls, in.ParallelLimit = true, maxParallelToolCalls(a.agentOptions)
 	}
 	if o := a.agentOptions; o != nil {
 		in.Provider, in.Model, in.ReasoningEffort = o.Provider, o.Model, o.ReasoningEffort

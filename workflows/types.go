@@ -67,11 +67,6 @@ type ParkedTurn struct {
 	// that came after the turn was parked, by call id.
 	Waiting []wire.PendingApproval         `json:"waiting,omitempty"`
 	Decided map[string]*agent.ToolDecision `json:"decided,omitempty"`
-	// Fresh are the step's calls, in model order, whose tool/call the
-	// model call stored and for which no RunTool was started
-	// (agent.ToolInput.Recorded): the next run's first dispatch of each
-	// tells its RunTool so.
-	Fresh []string `json:"fresh,omitempty"`
 }
 
 // SettledApproval is an approval decided lately.
