@@ -30,7 +30,7 @@ func RoundsReport(rr *RoundResults) string {
 	p("%s\n### Tool rounds: sessionflow and the agent-sample pattern\n\n", RoundsBegin)
 	p("A turn whose model asks for tool calls of a no-op tool (`%s`: parallel-safe, idempotent,\n", NoopToolName)
 	p("no approval; it answers `ok` at once), then answers: in sessionflow `CallModel` stores the\n")
-	p("`assistant/message` with the `tool/call` of each of its calls (one store), one `RunTool`\n")
+	p("`assistant/message` with the `tool/call` of the calls it starts at once (one store), one `RunTool`\n")
 	p("activity per call runs the tool and stores its `tool/result`, and the next `CallModel` reads\n")
 	p("them from the log; in the sample\n")
 	p("(`bench.AgentSample`) the model activity returns the tool calls, the workflow runs one\n")
