@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sessionflow/sessionflow/activities"
@@ -74,6 +75,20 @@ type Activities struct {
 	// conversations are the messages CallModel decoded, per session: these
 	// activities' own, never another worker's (docs/DECISIONS.md D44, D84).
 	conversations convCache
+	// attemptOf, when set, replaces the activity's attempt number (tests).
+	attemptOf func(context.Context) int32
+}
+
+// attempt is the attempt number of the running activity: 1 for its first
+// execution, 0 outside an activity (a direct call, which proves nothing).
+func (a *Activities) attempt(ctx context.Context) int32 {
+	if a.attemptOf != nil {
+		return a.attemptOf(ctx)
+	}
+	if !activity.IsActivity(ctx) {
+		return 0
+	}
+	return activity.GetInfo(ctx).Attempt
 }
 
 // nowMs is the time of a stored event, in Unix milliseconds.

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"slices"
 
 	"github.com/sessionflow/sessionflow/activities"
 	"github.com/sessionflow/sessionflow/jsonl"
@@ -109,8 +110,11 @@ func stagedOf(ctx context.Context, h *jsonl.Handle, turn, msgSeq int64) (map[str
 // closingEvents builds, at seq next, the closing of every call of the
 // assistant/message at tail[0] (seq msgSeq) of turn without a tool/result,
 // in model order: an unrecorded call gets its tool/call and an
-// ABORTED_BEFORE_DISPATCH result (the max-tokens result when maxTokens), a
-// recorded one its staged result or the TOOL_OUTCOME_UNKNOWN one. Nothing is
+// ABORTED_BEFORE_DISPATCH result (the max-tokens result when maxTokens); a
+// recorded one the workflow never dispatched (in skipped, recorded by the
+// model call, not asked about, nothing staged) the ABORTED_BEFORE_DISPATCH
+// result alone; any other recorded one its staged result or the
+// TOOL_OUTCOME_UNKNOWN one. Nothing is
 // built once the message's step has ended. skipped are call ids the message
 // must hold. It returns the staging keys of the staged results it commits.
 func closingEvents(tail []session.Event, turn, msgSeq int64, skipped []string, maxTokens bool, staged map[string]stagedResult, next, now int64) ([]session.Event, []string, error) {
@@ -149,7 +153,19 @@ func closingEvents(tail []session.Event, turn, msgSeq int64, skipped []string, m
 			batch = append(batch, pair...)
 			continue
 		}
-		if ask, asked := sc.asked[c.ID]; asked {
+		ask, asked := sc.asked[c.ID]
+		if _, ok := staged[c.ID]; !ok && !asked && slices.Contains(skipped, c.ID) {
+			// Recorded by the model call and never dispatched (the
+			// workflow skipped it): the harness's result of a call its
+			// cancellation kept from dispatch, after its tool/call.
+			e, err := toolResultEvent(turn, sc.step, c.ID, callSeq, seq(), now, tool.ErrorResult(tool.NameAborted, wire.CodeAbortedBeforeDispatch, abortedBeforeDispatchText))
+			if err != nil {
+				return nil, nil, err
+			}
+			batch = append(batch, e)
+			continue
+		}
+		if asked {
 			// A call stopped while it waited for its approval, or decided
 			// and not allowed: the question is settled, then the call.
 			outcome, decided := sc.decided[ask.ID]

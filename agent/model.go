@@ -328,12 +328,65 @@ func (c *modelCall) store(ctx context.Context, f fold, interrupted bool) (ModelR
 		} else {
 			stored.finish = ""
 		}
+		if recordsCalls(in, interrupted, f.Finish()) {
+			calls, err := recordedCalls(in.Turn, in.Step, content, firstGroup(stored.calls, in.ParallelLimit), next+int64(len(batch)), c.a.nowMs())
+			if err != nil {
+				return nil, err
+			}
+			batch = append(batch, calls...)
+			stored.recorded = len(calls)
+		}
 		return batch, nil
 	})
 	if err != nil {
 		return ModelResult{}, activities.MapError(err)
 	}
 	return stored.result(next, reused), nil
+}
+
+// recordsCalls reports whether a message stored by the call of in
+// (interrupted, or finished with finish) gets its calls' tool/call events
+// in its batch: with in.RecordCalls, unless it is an interrupted anchor or
+// finished at the max-tokens limit (its calls are closed, not run: they
+// keep the tool/call and result pair notRunPair builds).
+func recordsCalls(in ModelInput, interrupted bool, finish provider.FinishReason) bool {
+	return in.RecordCalls && !interrupted && finish != provider.FinishMaxTokens
+}
+
+// firstGroup is the number of calls the workflow starts at once, before
+// any finishes: the first call when it is not parallel-safe, else the
+// leading parallel-safe calls, at most limit (0: no limit). The harness
+// appends a call's tool/call as it starts it.
+func firstGroup(calls []CallRef, limit int) int {
+	if len(calls) == 0 {
+		return 0
+	}
+	if !calls[0].Parallel {
+		return 1
+	}
+	n := 0
+	for n < len(calls) && calls[n].Parallel && (limit <= 0 || n < limit) {
+		n++
+	}
+	return n
+}
+
+// recordedCalls builds, from seq, the tool/call of each of the first n
+// tool-call blocks of content in model order: the events RunTool would
+// store for them (toolCallEvent), with the same data.
+func recordedCalls(turn, step int64, content []provider.Block, n int, seq, t int64) ([]session.Event, error) {
+	var out []session.Event
+	for _, b := range content {
+		if b.Type != provider.BlockToolCall || len(out) == n {
+			continue
+		}
+		e, err := session.NewEvent(wire.TypeToolCall, seq+int64(len(out)), t, wire.ToolCall{Turn: turn, Step: step, CallID: b.ID, Name: b.Name, Arguments: b.Arguments})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
 }
 
 // events builds the batch of store from seq next: the request/context if

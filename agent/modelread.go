@@ -19,6 +19,9 @@ type storedModelCall struct {
 	finish      provider.FinishReason
 	usage       *provider.Usage
 	interrupted bool
+	// recorded is the number of the first calls whose tool/call follows
+	// the message, in model order (ModelResult.RecordedCalls).
+	recorded int
 }
 
 // modelCall is one attempt of CallModel: its activities, the session's
@@ -90,6 +93,11 @@ func (c *modelCall) find(tail []session.Event) (*storedModelCall, error) {
 				out.finish = provider.FinishToolCalls
 			}
 		}
+		if recordsCalls(c.in, m.Interrupted, out.finish) {
+			if n := firstGroup(out.calls, c.in.ParallelLimit); callsFollow(tail, e.Seq, out.calls[:n]) {
+				out.recorded = n
+			}
+		}
 		return out, nil
 	}
 	return nil, nil
@@ -150,7 +158,30 @@ func streamFinish(stream json.RawMessage) provider.FinishReason {
 }
 
 func (c *storedModelCall) result(next int64, reused bool) ModelResult {
-	return ModelResult{MessageSeq: c.seq, NextSeq: next, ToolCalls: c.calls, Finish: c.finish, Usage: c.usage, Interrupted: c.interrupted, Reused: reused}
+	return ModelResult{MessageSeq: c.seq, NextSeq: next, ToolCalls: c.calls, Finish: c.finish, Usage: c.usage, Interrupted: c.interrupted, Reused: reused, RecordedCalls: c.recorded}
+}
+
+// callsFollow reports whether the events of tail right after the message
+// at seq msgSeq are the tool/call events of calls, in their order.
+func callsFollow(tail []session.Event, msgSeq int64, calls []CallRef) bool {
+	if len(calls) == 0 || len(tail) == 0 {
+		return false
+	}
+	at := msgSeq - tail[0].Seq + 1
+	if at < 1 || at+int64(len(calls)) > int64(len(tail)) {
+		return false
+	}
+	for i, c := range calls {
+		e := tail[at+int64(i)]
+		if e.Type != wire.TypeToolCall {
+			return false
+		}
+		tc, err := e.ToolCall()
+		if err != nil || tc.CallID != c.ID {
+			return false
+		}
+	}
+	return true
 }
 
 // conversation reads the log from in.From (jsonl.Handle.Tail: under the

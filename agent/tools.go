@@ -29,6 +29,10 @@ const storeAfterCancel = 30 * time.Second
 //     is returned.
 //   - A call without a tool/call gets one, stored immediately before the
 //     tool runs.
+//   - A call whose tool/call the model call stored (in.Recorded) runs in
+//     the activity's first attempt as if this attempt had stored it: the
+//     workflow starts one such activity per call, so its attempt 1 is the
+//     call's first execution.
 //   - A call with a tool/call but no result is a retry after a crash: a
 //     result the earlier attempt staged is committed; otherwise an
 //     idempotent tool runs again (Reran) and any other gets the
@@ -51,7 +55,11 @@ func (a *Activities) RunTool(ctx context.Context, in ToolInput) (out ToolOutcome
 	if err != nil {
 		return ToolOutcome{}, err
 	}
-	c := &toolCall{a: a, h: h, in: in, cwd: h.Header().Cwd}
+	// The workflow schedules one activity with Recorded per call, so its
+	// attempt 1 is the call's first execution: the server starts attempt 2
+	// only after attempt 1 failed or timed out, and nothing else starts a
+	// RunTool with Recorded.
+	c := &toolCall{a: a, h: h, in: in, cwd: h.Header().Cwd, first: in.Recorded && a.attempt(ctx) == 1}
 	return c.run(ctx)
 }
 
@@ -70,6 +78,10 @@ type toolCall struct {
 	// opened reports that the log holds the step after the call's step
 	// opened right after it ended (ToolOutcome.Opened).
 	opened bool
+	// first reports that this attempt is the activity's first execution
+	// of a call the model call recorded (ToolInput.Recorded): no attempt
+	// ran the tool before it.
+	first bool
 }
 
 // openedStep is ToolOutcome.Opened.
@@ -207,8 +219,9 @@ func (c *toolCall) run(ctx context.Context) (ToolOutcome, error) {
 // toolPlan is what the attempt does after its first store: wait for the
 // user (asked), store a result without running the tool (result), or run
 // it in mode; created reports that this attempt stored the event the run
-// follows (its tool/call, or the approval/decided that allowed it), so the
-// tool has not run yet.
+// follows (its tool/call, or the approval/decided that allowed it), or is
+// the first attempt of the first RunTool of a call the model call
+// recorded, so the tool has not run yet.
 type toolPlan struct {
 	asked   *AskedApproval
 	result  *tool.Result
@@ -222,6 +235,10 @@ type toolPlan struct {
 //   - a call not recorded gets its tool/call; when it must be approved,
 //     its approval/asked in the same batch (and, under the never policy,
 //     approval/decided rejected and no run);
+//   - a call the model call recorded (in.Recorded) and not asked about is
+//     gated the same way without a tool/call of its own: it runs as a
+//     call this attempt recorded on the first attempt (c.first), as a
+//     retry after a crash on a later one;
 //   - a call waiting for its approval stays so without a decision, and
 //     with one gets its approval/decided (and the allow rules the decision
 //     added) and runs if allowed;
@@ -241,14 +258,28 @@ func (c *toolCall) gate(sc *stepCalls, block wire.ContentBlock, next int64, p *t
 	args, _ := argumentsText(block.Arguments)
 	g := c.gateOf(block, args, in.Approval)
 	p.mode = in.SandboxMode
-	if _, recorded := sc.callSeq[in.CallID]; !recorded {
-		e, err := toolCallEvent(in.Turn, sc.step, block, seq(), now)
-		if err := add(e, err); err != nil {
-			return nil, err
+	_, recorded := sc.callSeq[in.CallID]
+	_, asked := sc.asked[in.CallID]
+	if !recorded || (in.Recorded && !asked) {
+		// A call this attempt records, or one the model call recorded
+		// that no RunTool has asked about yet (ToolInput.Recorded): the
+		// tool has not run when this attempt stores the tool/call, or is
+		// the call's first (c.first, see run); a later attempt of a call
+		// the model call recorded may follow a run of the tool, and runs
+		// it only as a retry after a crash does. The gate decides alike on
+		// every attempt (the call, the input's policy and rules, the
+		// session's cwd), so a call that must be asked was never run by
+		// an attempt before.
+		if !recorded {
+			e, err := toolCallEvent(in.Turn, sc.step, block, seq(), now)
+			if err := add(e, err); err != nil {
+				return nil, err
+			}
 		}
+		first := !recorded || c.first
 		switch {
 		case in.Approval == nil:
-			p.created = true
+			p.created = first
 		case g.Refusal != nil:
 			p.result = g.Refusal
 		case g.Ask:
@@ -268,7 +299,7 @@ func (c *toolCall) gate(sc *stepCalls, block wire.ContentBlock, next int64, p *t
 			text, cut := cutArguments(args)
 			p.asked = &AskedApproval{ID: id, Reason: g.Reason, Escalation: g.Escalation, Arguments: text, Truncated: cut}
 		default:
-			p.created = true
+			p.created = first
 		}
 		return batch, nil
 	}

@@ -57,6 +57,19 @@ type ModelInput struct {
 	// the log's surface does not hold it (FORMAT.md §10.4). nil stores
 	// none.
 	Policy *ContextPolicy `json:"policy,omitempty"`
+	// RecordCalls asks the call to store, in the batch and the fsync of
+	// its assistant/message, the tool/call of each call of the message's
+	// first group in model order: the calls the workflow starts at once
+	// (the first call when it is not parallel-safe, else the leading
+	// parallel-safe calls, at most ParallelLimit), whose tool/call the
+	// harness appends and flushes before it dispatches them. Not for an
+	// interrupted anchor nor a message finished at its max-tokens limit
+	// (its calls are not run but closed). The result reports how many
+	// (RecordedCalls).
+	RecordCalls bool `json:"recordCalls,omitempty"`
+	// ParallelLimit is the number of parallel-safe calls the workflow
+	// starts at once (maxParallelToolCalls); 0 for no limit.
+	ParallelLimit int `json:"parallelLimit,omitempty"`
 }
 
 // ModelResult is what CallModel returns to the workflow: seqs, ids and the
@@ -77,6 +90,11 @@ type ModelResult struct {
 	Interrupted bool `json:"interrupted,omitempty"`
 	// Reused reports that an earlier attempt had stored the message.
 	Reused bool `json:"reused,omitempty"`
+	// RecordedCalls is the number of the message's first calls whose
+	// tool/call the log holds, in model order, right after the message:
+	// the batch ModelInput.RecordCalls asked for, stored by this attempt or
+	// an earlier one.
+	RecordedCalls int `json:"recordedCalls,omitempty"`
 	// Compact, when set, asks the workflow to compact before the step's
 	// call is made (again): TriggerPressure when the request was at or
 	// above the threshold of the context window (no call was made),
@@ -119,6 +137,14 @@ type ToolInput struct {
 	// workflow's next step then opened without a store of its own. A call
 	// cancelled while its tool ran opens nothing: the turn is ending.
 	OpenNext bool `json:"openNext,omitempty"`
+	// Recorded reports that the call's tool/call was stored by the model
+	// call (ModelResult.RecordedCalls) and that this is the call's first
+	// RunTool: the workflow sets it on one activity per call, never on
+	// the run with a decision, a subagent's Finish or a parked turn's
+	// calls dispatched before. Its first attempt (the activity's attempt
+	// number 1) then knows the tool has not run; a later attempt takes the
+	// call as recorded and maybe run, as a retry after a crash does.
+	Recorded bool `json:"recorded,omitempty"`
 }
 
 // SubagentStep is a step of a subagent call (docs/API.md "Subagents").

@@ -126,6 +126,14 @@ type turnRun struct {
 	reasonSoFar *wire.TurnEndReason
 	predecided  map[string]*agent.ToolDecision
 	asked       map[string]wire.PendingApproval
+	// fresh are the running step's calls whose tool/call the model call
+	// stored (modelRecordsCallsChange) and that no RunTool was started
+	// for yet: each one's first dispatch tells its RunTool
+	// (agent.ToolInput.Recorded). They are the calls the step starts at
+	// once, all dispatched before the step can park; a parked turn's
+	// next run has none, so its RunTools take every recorded call as
+	// maybe run.
+	fresh map[string]bool
 	// noPressure is set once a compaction under pressure failed: the
 	// turn's later steps are not measured again.
 	noPressure bool

@@ -154,6 +154,17 @@ func TestApprovalAllowAndReject(t *testing.T) {
 	text, isErr = resultText(t, evs[16])
 	require.False(t, isErr, "read_file does not ask")
 	require.Contains(t, text, "hi")
+
+	// The model call recorded c1, the call started alone (not
+	// parallel-safe); its first RunTool is told so, the run with its
+	// decision is not, and the later calls store their own tool/call.
+	recorded := map[string][]bool{}
+	for i := range h.Count(wire.RunToolActivity) {
+		var in agent.ToolInput
+		h.StartedArg(wire.RunToolActivity, i, &in)
+		recorded[in.CallID] = append(recorded[in.CallID], in.Recorded)
+	}
+	require.Equal(t, map[string][]bool{"c1": {true, false}, "c2": {false, false}, "c3": {false}}, recorded)
 }
 
 // An approval nobody decides is rejected when the session's timeout runs

@@ -124,6 +124,14 @@ func (t *turnRun) runTools(step int64, res agent.ModelResult, openNext bool) too
 			in.Approval = g
 		}
 		base := in
+		if d == nil && t.fresh[c.ID] {
+			// The call's first RunTool, of a call the model call
+			// recorded: its first attempt knows the tool has not run.
+			// Never the run with the decision, nor the subagent's
+			// Finish (base).
+			in.Recorded = true
+			delete(t.fresh, c.ID)
+		}
 		if a.isSubagentCall(c) {
 			in.Subagent = &agent.SubagentStep{}
 		}

@@ -151,6 +151,13 @@ steps:
 				break
 			}
 			a.log.follow(res.NextSeq)
+			t.fresh = nil
+			if n := min(res.RecordedCalls, len(res.ToolCalls)); n > 0 {
+				t.fresh = make(map[string]bool, n)
+				for _, c := range res.ToolCalls[:n] {
+					t.fresh[c.ID] = true
+				}
+			}
 		}
 		var stepEnd *wire.TurnEndReason
 		// cut is the max-tokens message whose calls were not run and are
@@ -370,6 +377,9 @@ func (t *turnRun) callModel(tctx workflow.Context, step int64, st modelState) (a
 	in := agent.ModelInput{Ref: *a.log.ref, Turn: t.summary.Turn, Step: step,
 		Compacts: true, PressureChecked: st.checked || t.noPressure, Overflows: st.overflows,
 		Policy: &agent.ContextPolicy{SandboxMode: a.perm.SandboxMode, ApprovalPolicy: a.perm.ApprovalPolicy}}
+	if a.gates.taken(a.dctx, modelRecordsCallsChange) {
+		in.RecordCalls, in.ParallelLimit = true, maxParallelToolCalls(a.agentOptions)
+	}
 	if o := a.agentOptions; o != nil {
 		in.Provider, in.Model, in.ReasoningEffort = o.Provider, o.Model, o.ReasoningEffort
 		if o.MaxTokens != nil {

@@ -46,7 +46,7 @@ func TestTurnPlain(t *testing.T) {
 	require.Equal(t, `{"id":"m-1","role":"user","content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}}`, string(evs[2].Data))
 	require.Equal(t, "append", evs[2].SurfaceOp.Op)
 	require.Equal(t, []agent.ModelInput{{Ref: fa.Models[0].Ref, Turn: 1, Step: 1, Provider: "scripted", Model: "m1", Compacts: true,
-		Policy: &agent.ContextPolicy{SandboxMode: "workspace-write", ApprovalPolicy: "never"}}}, fa.Models)
+		Policy: &agent.ContextPolicy{SandboxMode: "workspace-write", ApprovalPolicy: "never"}, RecordCalls: true, ParallelLimit: 10}}, fa.Models)
 
 	require.Equal(t, wire.LoopIdle, st.State)
 	require.Equal(t, int64(1), st.LastTurn)

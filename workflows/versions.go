@@ -268,3 +268,20 @@ const toolOpensStepChange = "tool-opens-step"
 // history holds one. Asked by the first AtEnd Append of a run.
 // Recorded in: append-at-end.json.
 const atEndAppendChange = "append-at-end"
+
+// modelRecordsCallsChange has the model call store the tool/call of each
+// call the step starts at once (the first call when it is not
+// parallel-safe, else the leading parallel-safe calls up to
+// maxParallelToolCalls), in model order, in the batch and the fsync of the
+// assistant/message (agent.ModelInput.RecordCalls; the harness appends and
+// flushes a call's tool/call as it starts it), unless the message finished
+// at its max-tokens limit; each such call's first RunTool is told so
+// (agent.ToolInput.Recorded) and its first attempt runs the tool without
+// storing the tool/call (one store, its write lock and its fsync fewer per
+// recorded call). A recorded call the turn never dispatched is closed with
+// the ABORTED_BEFORE_DISPATCH result after its tool/call. Earlier runs had
+// each RunTool store its call's tool/call. Asked by the first model call
+// of a run.
+// Recorded in: every history with a model call; before:
+// legacy/*.before-model-records-calls.json.
+const modelRecordsCallsChange = "model-records-calls"

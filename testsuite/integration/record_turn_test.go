@@ -87,6 +87,8 @@ func recordTurnTools(t *testing.T, w *world) []fixture {
 	types := eventTypes(evs)
 	require.Len(t, types, 15)
 	require.Equal(t, []string{"turn/start", "step/start", "user/message", "assistant/message"}, types[:4])
+	require.Equal(t, []string{"tool/call", "tool/call", "tool/result", "tool/result"}, types[4:8],
+		"the model call recorded the two parallel-safe calls it started at once")
 	require.Equal(t, []string{"tool/call", "tool/result"}, types[8:10], "the exclusive call runs alone, last")
 	require.Equal(t, []string{"step/end", "step/start", "assistant/message", "step/end", "turn/end"}, types[10:])
 	var results []string
