@@ -112,10 +112,10 @@ func checkSmokeRounds(t *testing.T, rr *RoundResults) {
 	}
 	fs, _ := rr.Point(PatternSessionflow, 10, 1)
 	fl, _ := rr.Point(PatternSessionflow, 400, 1)
-	// The assistant/message, the tool/call, the tool/result: at least
-	// three fsyncs of the worker's store in a round; the sample stores
-	// nothing.
-	require.GreaterOrEqual(t, fs.Syncs, 3, "sessionflow's round stores through the timed filesystem")
+	// The assistant/message with the tool/call it records, then the
+	// tool/result with the step's end and the next step's start: two
+	// fsyncs of the worker's store in a round; the sample stores nothing.
+	require.Equal(t, 2, fs.Syncs, "sessionflow's round stores through the timed filesystem")
 	require.Positive(t, fs.SyncTime)
 	ss0, _ := rr.Point(PatternSample, 10, 1)
 	require.Zero(t, ss0.Syncs)
