@@ -95,7 +95,11 @@ func resumeShape(t *testing.T, st *jsonl.Store, id string) historyShape {
 	rc := &recordingConverter{DataConverter: converter.GetDefaultDataConverter()}
 	h.Env.SetDataConverter(rc)
 	ready, disposed := h.ReadyThenDispose(time.Second, "")
-	h.Env.ExecuteWorkflow(workflows.ResumeSession, wire.ResumeSessionRequest{ResumeSessionID: id})
+	// The history's shape is under test, not the store's speed: reading a
+	// million events on a loaded machine may take longer than the store
+	// activities' default heartbeat timeout (5 s) allows between beats.
+	h.Env.ExecuteWorkflow(workflows.ResumeSession, wire.ResumeSessionRequest{ResumeSessionID: id,
+		Options: &wire.Options{HeartbeatTimeoutMs: 60_000}})
 	require.NoError(t, h.Env.GetWorkflowError())
 	var info wire.SessionInfo
 	ready.Decode(t, &info)
