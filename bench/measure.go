@@ -262,54 +262,50 @@ func (e *env) appendRateMode(ctx context.Context, req wire.CreateSessionRequest,
 		}
 		lmu.Unlock()
 	}
+	// appendOne appends one event: at the end, or at the next seq taken
+	// under mu, held until the append is accepted.
+	appendOne := func() error {
+		if atEnd {
+			ev, err := event(0, 64)
+			if err == nil {
+				_, err = e.sf.AppendAtEnd(ctx, id, session.WireEvents([]session.Event{ev}))
+			}
+			return err
+		}
+		mu.Lock()
+		ev, err := event(nextSeq, 64)
+		if err != nil {
+			mu.Unlock()
+			return err
+		}
+		if callers == 1 {
+			_, err = e.sf.Append(ctx, id, session.WireEvents([]session.Event{ev}))
+			nextSeq++
+			mu.Unlock()
+			return err
+		}
+		h, err := e.tc.UpdateWorkflow(ctx, temporalclient.UpdateWorkflowOptions{
+			WorkflowID:   wire.WorkflowID(id),
+			UpdateName:   wire.UpdateAppend,
+			Args:         []any{workflows.AppendRequest{Events: []session.Event{ev}}},
+			WaitForStage: temporalclient.WorkflowUpdateStageAccepted,
+		})
+		if err == nil {
+			nextSeq++
+		}
+		mu.Unlock()
+		if err != nil {
+			return err
+		}
+		return h.Get(ctx, nil)
+	}
 	for c := 0; c < callers; c++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for time.Now().Before(deadline) {
 				s0 := time.Now()
-				if atEnd {
-					ev, err := event(0, 64)
-					if err == nil {
-						_, err = e.sf.AppendAtEnd(ctx, id, session.WireEvents([]session.Event{ev}))
-					}
-					if err != nil {
-						fail(err)
-						return
-					}
-					lmu.Lock()
-					lats = append(lats, time.Since(s0))
-					lmu.Unlock()
-					continue
-				}
-				mu.Lock()
-				ev, err := event(nextSeq, 64)
-				if err != nil {
-					mu.Unlock()
-					fail(err)
-					return
-				}
-				if callers == 1 {
-					_, err = e.sf.Append(ctx, id, session.WireEvents([]session.Event{ev}))
-					nextSeq++
-					mu.Unlock()
-				} else {
-					var h temporalclient.WorkflowUpdateHandle
-					h, err = e.tc.UpdateWorkflow(ctx, temporalclient.UpdateWorkflowOptions{
-						WorkflowID:   wire.WorkflowID(id),
-						UpdateName:   wire.UpdateAppend,
-						Args:         []any{workflows.AppendRequest{Events: []session.Event{ev}}},
-						WaitForStage: temporalclient.WorkflowUpdateStageAccepted,
-					})
-					if err == nil {
-						nextSeq++
-					}
-					mu.Unlock()
-					if err == nil {
-						err = h.Get(ctx, nil)
-					}
-				}
-				if err != nil {
+				if err := appendOne(); err != nil {
 					fail(err)
 					return
 				}
