@@ -14,7 +14,11 @@ import (
 // writes beside the log: its chunks make the answer, and the end event
 // comes once the message is stored, which /events then serves.
 func TestLiveTextOverHTTP(t *testing.T) {
-	h := startHTTPWorker(t, answer("Streamed over HTTP."))
+	// Four chunks, 100 ms apart: the live file lives long enough for the
+	// follower to open it however loaded the machine; a call that streams
+	// all at once may come and go between two reads of the directory, and
+	// its message is then only on /events.
+	h := startHTTPWorker(t, map[string]any{"text": "Streamed over HTTP.", "chunkSize": 5, "delayMs": 100})
 	h.mustStarter("", "create", "--id", "live1", "--cwd", h.project, "--provider", "scripted", "--model", "m1")
 	live, stop := h.streamPath("/v1/sessions/live1/live")
 	defer stop()
