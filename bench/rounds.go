@@ -41,9 +41,14 @@ type RoundsConfig struct {
 	// no history read of the harness, on either side of the server.
 	TimeOnly bool
 	// Patterns restricts the patterns measured (PatternSessionflow,
-	// PatternSample); empty measures both. A profile of one pattern's
-	// round leaves the other out.
+	// PatternSample, PatternSessionflowNoSync); empty measures all. A
+	// profile of one pattern's round leaves the others out.
 	Patterns []string
+	// NoSyncFloor also measures, at the first size with one call,
+	// sessionflow's rounds with its store's fsyncs counted but not made
+	// (PatternSessionflowNoSync): how far the round is from the sample's
+	// once the fsyncs the crash rules require are taken out.
+	NoSyncFloor bool
 }
 
 // DefaultRoundsConfig returns the sizes of the documented run.
@@ -55,6 +60,7 @@ func DefaultRoundsConfig() RoundsConfig {
 		Rounds:          40,
 		Warmup:          1,
 		PerConversation: 5,
+		NoSyncFloor:     true,
 	}
 }
 
@@ -70,10 +76,16 @@ func (c RoundsConfig) callCounts() []int {
 	return out
 }
 
-// patterns are the measured patterns, in order.
-func (c RoundsConfig) patterns() []string {
+// patterns are the patterns measured at k, in order: sessionflow's and the
+// sample's, and at the first size with one call the floor
+// (NoSyncFloor).
+func (c RoundsConfig) patterns(k roundKey) []string {
+	all := []string{PatternSessionflow, PatternSample}
+	if c.NoSyncFloor && len(c.Sizes) > 0 && k == (roundKey{c.Sizes[0], 1}) {
+		all = append(all, PatternSessionflowNoSync)
+	}
 	var out []string
-	for _, p := range []string{PatternSessionflow, PatternSample} {
+	for _, p := range all {
 		if len(c.Patterns) == 0 || slices.Contains(c.Patterns, p) {
 			out = append(out, p)
 		}
@@ -189,7 +201,7 @@ func (e *env) rounds(ctx context.Context, tr *TurnResults) error {
 		rr.LoadAfter = LoadAverage()
 	}()
 	for _, k := range cfg.keys() {
-		for _, pattern := range cfg.patterns() {
+		for _, pattern := range cfg.patterns(k) {
 			p := e.roundPoint(ctx, pattern, k.messages, k.calls)
 			e.log("  %s tool round, %d messages, %d call(s): %s per round (p90 %s), %d history bytes (%d events) per round%s",
 				pattern, k.messages, k.calls, ms(p.Time.Median), ms(p.Time.P90), p.HistoryBytes, p.HistoryEvents, roundErrSuffix(p))
@@ -227,6 +239,10 @@ func (e *env) roundDriver(pattern string, calls int) (turnDriver, string) {
 func (e *env) roundPoint(ctx context.Context, pattern string, n, calls int) RoundPoint {
 	p := RoundPoint{Pattern: pattern, Messages: n, Calls: calls, Load: LoadAverage()}
 	cfg := e.cfg.Turns.Rounds
+	if pattern == PatternSessionflowNoSync && e.syncs != nil {
+		e.syncs.skip.Store(true)
+		defer e.syncs.skip.Store(false)
+	}
 	per := cfg.PerConversation
 	if per <= 0 {
 		per = cfg.Rounds

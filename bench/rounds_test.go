@@ -92,9 +92,13 @@ func TestRoundsConfigKeys(t *testing.T) {
 	c := RoundsConfig{Sizes: []int{10, 1000}, Parallel: []int{1, 4, 16, 4}}
 	require.Equal(t, []int{1, 4, 16}, c.callCounts())
 	require.Equal(t, []roundKey{{10, 1}, {1000, 1}, {10, 4}, {10, 16}}, c.keys())
-	require.Equal(t, []string{PatternSessionflow, PatternSample}, c.patterns())
+	require.Equal(t, []string{PatternSessionflow, PatternSample}, c.patterns(roundKey{10, 1}))
+	c.NoSyncFloor = true
+	require.Equal(t, []string{PatternSessionflow, PatternSample, PatternSessionflowNoSync}, c.patterns(roundKey{10, 1}))
+	require.Equal(t, []string{PatternSessionflow, PatternSample}, c.patterns(roundKey{1000, 1}), "the floor at the first size only")
+	require.Equal(t, []string{PatternSessionflow, PatternSample}, c.patterns(roundKey{10, 4}), "the floor with one call only")
 	c.Patterns = []string{PatternSessionflow}
-	require.Equal(t, []string{PatternSessionflow}, c.patterns())
+	require.Equal(t, []string{PatternSessionflow}, c.patterns(roundKey{10, 1}))
 }
 
 func TestRoundSpanRunsFromTheFirstModelResultToTheNextModelCall(t *testing.T) {
@@ -226,6 +230,11 @@ func madeUpTurns(slowFlow bool) *TurnResults {
 			Points: map[string][]RoundPoint{
 				PatternSessionflow: {rp(PatternSessionflow, 10, 1, 2291, 12, round10, 45.7, 22.3, 10.9), rp(PatternSessionflow, 10_000, 1, 2330, 12, 44.0, 50.2, 21.0, 10.5), rp(PatternSessionflow, 10, 4, 4795, 24, 57.9, 143.6, 25.0, 30.0)},
 				PatternSample:      {rp(PatternSample, 10, 1, 5503, 11, 33.1, 42.3, 17.8, 8.4), rp(PatternSample, 10_000, 1, 1580000, 11, 160.2, 190.0, 80.0, 8.0), rp(PatternSample, 10, 4, 10561, 23, 34.4, 36.8, 18.6, 40.0)},
+				PatternSessionflowNoSync: {func() RoundPoint {
+					p := rp(PatternSessionflowNoSync, 10, 1, 2291, 12, 34.8, 40.1, 20.0, 9.0)
+					p.Syncs, p.SyncTime = 2, 0
+					return p
+				}()},
 			},
 			Started: time.Date(2026, 12, 1, 21, 6, 0, 0, time.UTC), Elapsed: 90 * time.Second, LoadBefore: 1.4, LoadAfter: 1.6,
 		},
@@ -257,6 +266,10 @@ func TestTurnsReportSentencesFollowTheData(t *testing.T) {
 	require.Contains(t, slow, "| 10 | 4 | 49.6 ms | 36.0 ms | 1.38x | 28.4 ms | 24.0 ms | 1.18x | 78.0 ms | 60.0 ms | 1.30x |\n")
 	require.Contains(t, slow, "- At 10 messages a turn holding one round used 12.4 ms of CPU in the harness's process and 7.1 ms in the server's with sessionflow, "+
 		"against 9.0 ms and 6.0 ms with the sample (1.30x in all).\n")
+	require.Contains(t, slow, "| sessionflow | 43.7 ms, 45.7 ms | 1.32x | 87.4 ms | 1.32x | 3, 1.5 ms | 12.4 ms |\n", "the floor table")
+	require.Contains(t, slow, "| sessionflow without fsync | 34.8 ms, 40.1 ms | 1.05x | 69.6 ms | 1.05x | 2 skipped | 9.0 ms |\n")
+	require.Contains(t, slow, "| agent sample | 33.1 ms, 42.3 ms | 1.00x | 66.2 ms | 1.00x | 0 | 9.0 ms |\n")
+	require.Contains(t, slow, "- Without its store's fsyncs (not durable) sessionflow's round at 10 messages took 34.8 ms against the sample's 33.1 ms (1.05x); with them 43.7 ms (1.32x).\n")
 	require.Contains(t, slow, "- Parallel calls at 10 messages: a round took 43.7 ms against 33.1 ms (1.32x) for 1, 57.9 ms against 34.4 ms (1.68x) for 4 tool call(s).\n")
 
 	fast := TurnsReport(madeUpTurns(false))
@@ -352,4 +365,44 @@ func TestTimedFSCountsTheStoreFsyncs(t *testing.T) {
 	n, d = none.read()
 	require.Zero(t, n)
 	require.Zero(t, d)
+}
+
+// syncSpyFS counts the fsyncs that reach the files it opens.
+type syncSpyFS struct {
+	jsonl.FS
+	made *int
+}
+
+func (f syncSpyFS) OpenFile(name string, flag int, perm os.FileMode) (jsonl.File, error) {
+	file, err := f.FS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return syncSpyFile{File: file, made: f.made}, nil
+}
+
+type syncSpyFile struct {
+	jsonl.File
+	made *int
+}
+
+func (f syncSpyFile) Sync() error { *f.made++; return f.File.Sync() }
+
+func TestTimedFSSkipsFsyncsOnlyWhileTheFloorIsMeasured(t *testing.T) {
+	c := &syncCounter{}
+	made := 0
+	fs := timedFS{FS: syncSpyFS{FS: jsonl.OSFS{}, made: &made}, c: c}
+	f, err := fs.OpenFile(filepath.Join(t.TempDir(), "log"), os.O_CREATE|os.O_WRONLY, 0o644)
+	require.NoError(t, err)
+	defer f.Close()
+	c.skip.Store(true)
+	require.NoError(t, f.Sync())
+	require.Equal(t, 0, made, "skipped: counted, not made")
+	n, _ := c.read()
+	require.Equal(t, 1, n)
+	c.skip.Store(false)
+	require.NoError(t, f.Sync())
+	require.Equal(t, 1, made)
+	n, _ = c.read()
+	require.Equal(t, 2, n)
 }

@@ -131,13 +131,14 @@ func RoundsReport(rr *RoundResults) string {
 			cell(ok1, kib(float64(a.TurnBytes))), cell(ok2, kib(float64(z.TurnBytes))), cell(ok1 && ok2, ratio(float64(a.TurnBytes), float64(z.TurnBytes))))
 	}
 	p("\n")
+	writeRoundFloor(&b, rr)
 	writeRoundCPU(&b, rr, keys)
 	for _, k := range keys {
 		if k.messages == keys[0].messages || k.calls == 1 {
 			writeRoundParts(&b, rr, k)
 		}
 	}
-	for _, pattern := range []string{sf, sa} {
+	for _, pattern := range []string{sf, sa, PatternSessionflowNoSync} {
 		for _, pt := range rr.Points[pattern] {
 			switch {
 			case pt.Err != "":
@@ -155,6 +156,47 @@ func RoundsReport(rr *RoundResults) string {
 	}
 	p("\n%s\n", RoundsEnd)
 	return b.String()
+}
+
+// writeRoundFloor renders the floor measurement (PatternSessionflowNoSync)
+// beside sessionflow's and the sample's rounds at the first size with one
+// call, when it ran.
+func writeRoundFloor(b *strings.Builder, rr *RoundResults) {
+	if len(rr.Config.Sizes) == 0 {
+		return
+	}
+	n := rr.Config.Sizes[0]
+	f, ok := rr.Point(PatternSessionflowNoSync, n, 1)
+	if !ok {
+		return
+	}
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	a, ok1 := rr.Point(PatternSessionflow, n, 1)
+	z, ok2 := rr.Point(PatternSample, n, 1)
+	p("The floor: the same rounds of sessionflow with its store's fsyncs counted but not made (`%s`,\n", PatternSessionflowNoSync)
+	p("measured after the other two at this point; not durable, so only for the floor). What is left\n")
+	p("between it and the sample is the rest of sessionflow's work; what it gains over sessionflow is\n")
+	p("the fsyncs the crash rules require:\n\n")
+	p("| at %d messages, 1 tool call | round (median, p90) | over the sample | turn (median) | over the sample | fsyncs per round | harness CPU per turn |\n", n)
+	p("|---|---|---|---|---|---|---|\n")
+	row := func(name string, x RoundPoint, ok bool, syncs string) {
+		if !ok {
+			return
+		}
+		over, tover := "-", "-"
+		if ok2 {
+			over, tover = ratio(float64(x.Time.Median), float64(z.Time.Median)), ratio(float64(x.TurnTime.Median), float64(z.TurnTime.Median))
+		}
+		cpu := "-"
+		if x.CPU > 0 {
+			cpu = ms(x.CPU)
+		}
+		p("| %s | %s, %s | %s | %s | %s | %s | %s |\n", name, ms(x.Time.Median), ms(x.Time.P90), over, ms(x.TurnTime.Median), tover, syncs, cpu)
+	}
+	row(PatternSessionflow, a, ok1, fmt.Sprintf("%d, %s", a.Syncs, ms(a.SyncTime)))
+	row(PatternSessionflowNoSync, f, true, fmt.Sprintf("%d skipped", f.Syncs))
+	row(PatternSample, z, ok2, "0")
+	p("\n")
 }
 
 // writeRoundCPU renders the CPU of a turn holding one round, per point,
@@ -319,6 +361,16 @@ func roundFindings(rr *RoundResults) []string {
 					}
 				}
 				out = append(out, s+fmt.Sprintf("; the local stores run inside sessionflow's workflow tasks, and the worker's store made %d fsyncs taking %s during the round.", a.Syncs, ms(a.SyncTime)))
+			}
+		}
+		if f, ok := rr.Point(PatternSessionflowNoSync, lo, 1); ok {
+			if z, ok := rr.Point(sa, lo, 1); ok {
+				s := fmt.Sprintf("Without its store's fsyncs (not durable) sessionflow's round at %d messages took %s against the sample's %s (%s)",
+					lo, ms(f.Time.Median), ms(z.Time.Median), ratio(float64(f.Time.Median), float64(z.Time.Median)))
+				if a, ok := rr.Point(sf, lo, 1); ok {
+					s += fmt.Sprintf("; with them %s (%s)", ms(a.Time.Median), ratio(float64(a.Time.Median), float64(z.Time.Median)))
+				}
+				out = append(out, s+".")
 			}
 		}
 		if a, ok := rr.Point(sf, lo, 1); ok && a.CPU > 0 {

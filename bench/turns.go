@@ -14,6 +14,10 @@ const (
 	// PatternSample is a turn of the agent-sample workflow
 	// (SampleWorkflow): the conversation travels through history.
 	PatternSample = "agent sample"
+	// PatternSessionflowNoSync is sessionflow with its store's fsyncs
+	// counted but not made (not durable): the tool rounds' floor
+	// measurement, at the first size with one call only.
+	PatternSessionflowNoSync = "sessionflow without fsync"
 )
 
 // TurnsConfig sizes the turn measurements.

@@ -95,7 +95,7 @@ func run() error {
 	flag.BoolVar(&cfg.Turns.Rounds.Only, "rounds-only", false, "run only the tool-round measurements; with -out, replace the tool-round part of the turn section and keep the rest")
 	roundSizes := flag.String("round-sizes", "10,1000,10000", "conversation lengths (messages) of the tool rounds of one call")
 	roundParallel := flag.String("round-parallel", "1,4,16", "parallel tool calls of the tool rounds measured at the first -round-sizes")
-	roundPatterns := flag.String("round-patterns", "", "measure the tool rounds of these patterns only (sessionflow, sample); empty: both")
+	roundPatterns := flag.String("round-patterns", "", "measure the tool rounds of these patterns only (sessionflow, sample, nosync: sessionflow without its store's fsyncs); empty: all")
 	flag.IntVar(&cfg.Turns.Rounds.Rounds, "rounds-measured", cfg.Turns.Rounds.Rounds, "measured tool rounds per point")
 	serverMetrics := flag.Int("server-metrics-port", 0, "serve the dev server's Prometheus metrics (request counts by operation) on this port of 127.0.0.1; 0: none")
 	flag.Func("server-config", "a dynamic config value KEY=VALUE of the dev server (repeatable), e.g. system.enableActivityEagerExecution=true", func(kv string) error {
@@ -105,6 +105,7 @@ func run() error {
 		cfg.ServerArgs = append(cfg.ServerArgs, "--dynamic-config-value", kv)
 		return nil
 	})
+	flag.BoolVar(&cfg.Turns.Rounds.NoSyncFloor, "rounds-nosync-floor", cfg.Turns.Rounds.NoSyncFloor, "also measure, at the first round size with one call, sessionflow's rounds with its store's fsyncs counted but not made (not durable: the floor)")
 	flag.BoolVar(&cfg.Turns.Rounds.TimeOnly, "rounds-time-only", false, "time the tool rounds without reading their history (for a profile of the rounds alone)")
 	flag.IntVar(&cfg.Turns.Rounds.PerConversation, "rounds-per-conversation", cfg.Turns.Rounds.PerConversation, "measured tool rounds per conversation before a new one of the point's length is opened (0: one conversation per point)")
 	turnsSave := flag.String("turns-save", "", "with -turns-only: also save the turn measurements as JSON in this file")
@@ -350,7 +351,8 @@ func intList(name, s string, least int) ([]int, error) {
 }
 
 // patternList parses -round-patterns: a comma-separated list of
-// "sessionflow" and "sample".
+// "sessionflow", "sample" and "nosync" (sessionflow without its store's
+// fsyncs, measured at the first size with one call).
 func patternList(s string) ([]string, error) {
 	var out []string
 	for _, f := range strings.Split(s, ",") {
@@ -360,8 +362,10 @@ func patternList(s string) ([]string, error) {
 			out = append(out, bench.PatternSessionflow)
 		case "sample":
 			out = append(out, bench.PatternSample)
+		case "nosync":
+			out = append(out, bench.PatternSessionflowNoSync)
 		default:
-			return nil, fmt.Errorf("-round-patterns: unknown pattern %q (want sessionflow or sample)", f)
+			return nil, fmt.Errorf("-round-patterns: unknown pattern %q (want sessionflow, sample or nosync)", f)
 		}
 	}
 	return out, nil
