@@ -265,7 +265,12 @@ func (e *env) roundPoint(ctx context.Context, pattern string, n, calls int) Roun
 measure:
 	for conv := 0; len(times) < cfg.Rounds; conv++ {
 		d, model := e.roundDriver(pattern, calls)
-		if err := d.open(ctx, fmt.Sprintf("round-%d-%d-%d", n, calls, conv), n, e.cfg.Turns.ResponseChunks); err != nil {
+		name := fmt.Sprintf("round-%d-%d-%d", n, calls, conv)
+		if pattern == PatternSessionflowNoSync {
+			// Its own sessions: sessionflow's of this point are closed.
+			name = "nosync-" + name
+		}
+		if err := d.open(ctx, name, n, e.cfg.Turns.ResponseChunks); err != nil {
 			fail(err.Error())
 			break
 		}

@@ -54,6 +54,25 @@ type timedFile struct {
 	c *syncCounter
 }
 
+// SyncData flushes the file's data and size (the store's appends:
+// jsonl.DataSyncer) and counts it as an fsync; it only counts it while the
+// counter skips fsyncs. A file that cannot is synced with Sync.
+func (f timedFile) SyncData() error {
+	if f.c.skip.Load() {
+		f.c.add(0)
+		return nil
+	}
+	t0 := time.Now()
+	var err error
+	if d, ok := f.File.(jsonl.DataSyncer); ok {
+		err = d.SyncData()
+	} else {
+		err = f.File.Sync()
+	}
+	f.c.add(time.Since(t0))
+	return err
+}
+
 // Sync flushes the file and counts the fsync; it only counts it while the
 // counter skips fsyncs.
 func (f timedFile) Sync() error {
