@@ -27,6 +27,16 @@ type AppendBatchInput struct {
 	// (jsonl.Handle.AppendReconcile, FORMAT.md §4.6, docs/DECISIONS.md
 	// D77).
 	Reconcile bool `json:"reconcile,omitempty"`
+	// Ahead marks, with Rerun and Reconcile, the store of a batch that
+	// opens a turn (its first event a turn/start): when the log holds,
+	// where the batch starts, a run of events that an append stored (an
+	// unrecorded attempt of the workflow task, or its local store writing
+	// late) before the batch's own turn/start or the log's end, nothing is
+	// written and the result's Ahead reports that run by seq and print, for
+	// the workflow to keep ahead and store its batch after (AppendedRun,
+	// docs/DECISIONS.md D126). A run holding an event the workflow's own
+	// stores write is not such a run: it is reported as Held.
+	Ahead bool `json:"ahead,omitempty"`
 	// Group, when set, stores Events as a group of Appends, some of them at
 	// the end (wire.AppendRequest.AtEnd), after Cursor, the workflow's
 	// stored cursor: Events are the group's batches one after the other,
@@ -74,6 +84,10 @@ type AppendResult struct {
 	// that no batch of the group claimed, by seq and print (at most
 	// MaxHeld; the marker stays small).
 	Unclaimed []jsonl.HeldPrint `json:"unclaimed,omitempty"`
+	// Ahead are, for an Ahead store not written, the events an append
+	// stored where the batch starts, by seq and print, in seq order (at
+	// most MaxHeld; the marker stays small).
+	Ahead []jsonl.HeldPrint `json:"ahead,omitempty"`
 }
 
 // HeldEvent is a stored event reported instead of a reconciled batch: its
@@ -149,7 +163,17 @@ func (a *Activities) AppendBatch(ctx context.Context, in AppendBatchInput) (Appe
 			return AppendResult{}, MapError(err)
 		}
 		if held != nil {
-			return AppendResult{NextSeq: held[len(held)-1].Seq + 1, Held: HeldEvents(held)}, nil
+			next := held[len(held)-1].Seq + 1
+			if in.Ahead {
+				run, err := AppendedRun(in.Events[0], held)
+				if err != nil {
+					return AppendResult{}, MapError(err)
+				}
+				if run != nil {
+					return AppendResult{NextSeq: next, Ahead: run}, nil
+				}
+			}
+			return AppendResult{NextSeq: next, Held: HeldEvents(held)}, nil
 		}
 	} else {
 		store := h.Append

@@ -36,7 +36,8 @@ type appendQueue struct {
 	// ahead are the stored events no Append has claimed yet, by seq and
 	// print, in seq order: what an unrecorded attempt of a workflow task
 	// stored for AtEnd Appends this run has not admitted yet (a group
-	// store reports them). An AtEnd Append whose batch they hold is
+	// store reports them, and a turn's opening store those where its
+	// turn/start goes). An AtEnd Append whose batch they hold is
 	// answered with their seqs (claimAhead). At most maxAppendsAhead,
 	// carried across continue-as-new.
 	ahead []jsonl.HeldPrint

@@ -9,8 +9,9 @@ import (
 )
 
 // The events a group store found stored ahead of the workflow's cursor
-// that no batch of its group claimed, kept for the Appends at the end that
-// they are (docs/DECISIONS.md D126).
+// that no batch of its group claimed, or a turn's opening store found
+// where its turn/start goes, kept for the Appends at the end that they are
+// (docs/DECISIONS.md D126).
 
 // dropAhead forgets the held events in [first, next): a batch whose
 // caller chose those seqs was verified there.
@@ -33,14 +34,14 @@ func (q *appendQueue) renumberPending() {
 	}
 }
 
-// keepAhead adds the held events a group store reported unclaimed to
-// ahead (in seq order, without duplicates), keeping the latest
+// keepAhead adds the held events a group store reported unclaimed, or a
+// turn's opening store reported appended (turnRun.keepAhead), to ahead (in seq order, without duplicates), keeping the latest
 // maxAppendsAhead.
 func (q *appendQueue) keepAhead(held []jsonl.HeldPrint) {
 	if len(held) == 0 {
 		return
 	}
-	workflow.GetLogger(q.dctx).Info("the group store found stored events no Append has claimed yet: kept ahead for the Appends at the end that bring them",
+	workflow.GetLogger(q.dctx).Info("a store found stored events no Append has claimed yet: kept ahead for the Appends at the end that bring them",
 		"SessionID", q.id, "Events", len(held), "FirstSeq", held[0].Seq, "LastSeq", held[len(held)-1].Seq)
 	for _, h := range held {
 		if !slices.ContainsFunc(q.ahead, func(a jsonl.HeldPrint) bool { return a.Seq == h.Seq }) {

@@ -146,6 +146,51 @@ func (t *turnRun) adoptHeld(events []session.Event, claimed []PendingInput, res 
 	return heldIDs, nil
 }
 
+// maxKeepAhead bounds how many times one store of a turn's batch keeps
+// appended events ahead and tries again (a late write of another
+// unrecorded attempt may land between two tries).
+const maxKeepAhead = 4
+
+// keepAhead makes the turn's batch (events, the first of them the turn's
+// turn/start, not written) go after the events an append stored where it
+// was to start (res.Ahead, by seq and print): they are kept ahead for the
+// Appends that bring them (appendQueue.keepAhead), the cursor moves past
+// them and the batch, and the turn's start, are numbered from there
+// (docs/DECISIONS.md D126). tries counts the calls for this store: more
+// than maxKeepAhead, or a run that does not start at the batch's first seq
+// and follow on, is refused as the store refused it before. A run that
+// predates the change refuses it too.
+func (t *turnRun) keepAhead(events []session.Event, res activities.AppendResult, tries int) error {
+	a := t.a
+	first := events[0].Seq
+	refuse := func(why string) error {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"the log of %s holds other events at seqs %d..%d than the turn's batch: %s",
+			quoteID(a.id), first, res.NextSeq-1, why), "SeqMismatch", nil)
+	}
+	for i, h := range res.Ahead {
+		if h.Seq != first+int64(i) {
+			return refuse(fmt.Sprintf("the appended events reported are not seqs %d on", first))
+		}
+	}
+	if tries > maxKeepAhead {
+		return refuse(fmt.Sprintf("appended events found %d times", tries))
+	}
+	if !a.gates.taken(a.dctx, turnAheadChange) {
+		return refuse("this run predates keeping appended events ahead")
+	}
+	next := first + int64(len(res.Ahead))
+	a.appends.keepAhead(res.Ahead)
+	a.log.moveTo(next)
+	if t.summary.StartSeq == first {
+		t.summary.StartSeq = next
+	}
+	renumber(events, next)
+	workflow.GetLogger(a.dctx).Warn("the log holds appended events where the turn starts; kept ahead, the turn goes after them",
+		"SessionID", a.id, "Turn", t.summary.Turn, "Seq", first, "Events", len(res.Ahead))
+	return nil
+}
+
 // turnEndedHeld is adoptHeld's report that the earlier attempt ended the
 // turn where this one stores its next step: the turn ends as stored.
 type turnEndedHeld struct {

@@ -259,6 +259,7 @@ func (t *turnRun) storeBatch(events []session.Event, claimed []PendingInput) ([]
 	for _, p := range claimed {
 		ids = append(ids, p.ID)
 	}
+	kept := 0
 	for len(events) > 0 {
 		take, size := 0, 0
 		for take < len(events) {
@@ -273,10 +274,23 @@ func (t *turnRun) storeBatch(events []session.Event, claimed []PendingInput) ([]
 			take++
 		}
 		var res activities.AppendResult
-		err := t.store(t.span.Context(a.dctx), wire.AppendBatchName, turnLabel(t.summary.Turn)+" · "+eventsLabel(take),
-			activities.AppendBatchInput{Ref: *a.log.ref, Events: events[:take], Rerun: local, Reconcile: local}).Get(a.dctx, &res)
+		in := activities.AppendBatchInput{Ref: *a.log.ref, Events: events[:take], Rerun: local, Reconcile: local}
+		// The store of a turn's opening may find, where its turn/start
+		// goes, what an append stored (an unrecorded attempt's): it
+		// reports that by print, to keep ahead (keepAhead).
+		in.Ahead = local && events[0].Type == wire.TypeTurnStart
+		err := t.store(t.span.Context(a.dctx), wire.AppendBatchName, turnLabel(t.summary.Turn)+" · "+eventsLabel(take), in).Get(a.dctx, &res)
 		if err != nil {
 			return ids, unwrapActivity(err)
+		}
+		if len(res.Ahead) > 0 {
+			// Nothing was written: the batch goes after the appended
+			// events, numbered anew.
+			kept++
+			if err := t.keepAhead(events, res, kept); err != nil {
+				return ids, err
+			}
+			continue
 		}
 		if len(res.Held) > 0 {
 			// An earlier attempt of this workflow task stored this batch

@@ -285,3 +285,17 @@ const atEndAppendChange = "append-at-end"
 // Recorded in: every history with a model call; before:
 // legacy/*.before-model-records-calls.json.
 const modelRecordsCallsChange = "model-records-calls"
+
+// turnAheadChange lets a turn whose opening store finds, where its
+// turn/start goes, events an append stored (a workflow task attempt that
+// left no history stored a group of Appends there, or its local store
+// wrote them late, after the retried attempt went on without them) keep
+// them ahead, by seq and print, for the Appends that bring them, and store
+// its own events after them (activities.AppendBatchInput.Ahead,
+// turnRun.keepAhead). Earlier runs refused them: the turn ended
+// store-failed and the session was disposed. Asked only when the opening
+// store reports such events, so runs that never meet them record nothing.
+// Recorded in: none (provoking it on the dev server needs a workflow task
+// attempt that leaves no history after its local store);
+// workflows/turn_appends_ahead_test.go runs its path.
+const turnAheadChange = "turn-keeps-appends-ahead"
