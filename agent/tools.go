@@ -38,11 +38,13 @@ const storeAfterCancel = 30 * time.Second
 //     idempotent tool runs again (Reran) and any other gets the
 //     TOOL_OUTCOME_UNKNOWN result resume's closers would write (Unknown).
 //
-// A finished call stages its result durably in the store, then commits,
-// under the handle's write lock, every staged result of the message that is
-// next in model order; a result whose predecessors are still running stays
-// staged and is committed by the last of them to finish. The message's last
-// call, finishing after all the others, is committed without staging.
+// A finished call whose predecessors in model order all have their results
+// is committed without staging, and then commits the staged results of
+// later calls that are next. Any other finished call stages its result
+// durably in the store, then commits, under the handle's write lock, every
+// staged result of the message that is next in model order; a result whose
+// predecessors are still running stays staged and is committed by the last
+// of them to finish.
 // NextSeq is the log's next seq after this activity's commit: the step's
 // next seq is the largest NextSeq of its tool activities. A missing tool or
 // bad arguments are an IsError result, not an activity failure. A call whose
@@ -151,7 +153,14 @@ func (c *toolCall) run(ctx context.Context) (ToolOutcome, error) {
 	if stored != nil {
 		isErr, code := resultOutcome(*stored)
 		unstage(ctx, h, key)
-		return ToolOutcome{CallSeq: callSeq, NextSeq: next, IsError: isErr, Code: code, Unknown: code == session.ToolOutcomeUnknown, Opened: c.openedStep()}, nil
+		// An earlier attempt committed this result without staging and
+		// failed before it committed the staged results of later calls
+		// that waited for it: commit them.
+		n, _, err := c.commit(ctx)
+		if err != nil {
+			return ToolOutcome{}, err
+		}
+		return ToolOutcome{CallSeq: callSeq, NextSeq: max(next, n), IsError: isErr, Code: code, Unknown: code == session.ToolOutcomeUnknown, Opened: c.openedStep()}, nil
 	}
 	if p.asked != nil {
 		return ToolOutcome{CallSeq: callSeq, NextSeq: next, Asked: p.asked}, nil
@@ -186,9 +195,9 @@ func (c *toolCall) run(ctx context.Context) (ToolOutcome, error) {
 		defer cancel()
 	}
 	if !staged {
-		// The last call of the message, after all the others: nothing can
-		// wait behind it, so it is committed without staging.
-		done, other, n, err := c.commitLast(ctx, res)
+		// A call whose predecessors all have their results is next in
+		// model order: it is committed without staging.
+		done, last, other, n, err := c.commitNext(ctx, res)
 		if err != nil {
 			return ToolOutcome{}, err
 		}
@@ -197,6 +206,14 @@ func (c *toolCall) run(ctx context.Context) (ToolOutcome, error) {
 			return ToolOutcome{CallSeq: callSeq, NextSeq: n, IsError: isErr, Code: code, Unknown: code == session.ToolOutcomeUnknown, Opened: c.openedStep()}, nil
 		}
 		if done {
+			if !last {
+				// Results of later calls staged while this one ran wait
+				// for it: commit them now. One staged after this read
+				// finds this result in the log and commits itself.
+				if n, _, err = c.commit(ctx); err != nil {
+					return ToolOutcome{}, err
+				}
+			}
 			isErr, code := res.outcome()
 			return ToolOutcome{CallSeq: callSeq, NextSeq: n, IsError: isErr, Code: code, Reran: res.Reran, Unknown: res.Unknown, Opened: c.openedStep()}, nil
 		}
@@ -276,16 +293,17 @@ func cancelRequested(ctx context.Context) bool {
 	return errors.Is(ctx.Err(), context.Canceled) && temporal.IsCanceledError(context.Cause(ctx))
 }
 
-// commitLast stores res directly when the call is the message's last and
-// every call before it has its result: no result can be waiting behind it,
-// so staging would only cost a durable write. done reports that it stored
-// res; other is the call's result when another attempt stored it first.
-// With OpenNext, the batch that stores res also ends the step and opens
-// the next (nextStepEvents).
-func (c *toolCall) commitLast(ctx context.Context, res stagedResult) (done bool, other *session.Event, next int64, err error) {
+// commitNext stores res directly when every call of the message before
+// this one has its result: nothing before it is missing, so staging would
+// only cost a durable write. done reports that it stored res, last that
+// every later call had its result too (res was the last the message
+// lacked); other is the call's result when another attempt stored it
+// first. With OpenNext, the batch that stores the last result the message
+// lacked also ends the step and opens the next (nextStepEvents).
+func (c *toolCall) commitNext(ctx context.Context, res stagedResult) (done, last bool, other *session.Event, next int64, err error) {
 	in := c.in
 	next, err = c.h.Update(ctx, in.MessageSeq, func(tail []session.Event, next int64) ([]session.Event, error) {
-		done, other, c.opened = false, nil, false
+		done, last, other, c.opened = false, false, nil, false
 		sc, err := scanStep(tail, in.MessageSeq, in.Turn)
 		if err != nil {
 			return nil, err
@@ -297,13 +315,18 @@ func (c *toolCall) commitLast(ctx context.Context, res stagedResult) (done bool,
 		}
 		_, idx, _ := sc.block(in.CallID)
 		callSeq, recorded := sc.callSeq[in.CallID]
-		if idx != len(sc.calls)-1 || !recorded || sc.closed {
+		if idx < 0 || !recorded || sc.closed {
 			return nil, nil
 		}
-		for _, c := range sc.calls[:idx] {
-			if _, ok := sc.result[c.ID]; !ok {
+		last = true
+		for i, mc := range sc.calls {
+			if _, ok := sc.result[mc.ID]; ok || i == idx {
+				continue
+			}
+			if i < idx {
 				return nil, nil
 			}
+			last = false
 		}
 		now := c.a.nowMs()
 		e, err := res.event(in.Turn, sc.step, in.CallID, callSeq, next, now)
@@ -311,7 +334,7 @@ func (c *toolCall) commitLast(ctx context.Context, res stagedResult) (done bool,
 			return nil, err
 		}
 		done = true
-		if !in.OpenNext {
+		if !in.OpenNext || !last {
 			return []session.Event{e}, nil
 		}
 		step, err := nextStepEvents(in.Turn, sc.step, next+1, now)
@@ -322,9 +345,9 @@ func (c *toolCall) commitLast(ctx context.Context, res stagedResult) (done bool,
 		return append([]session.Event{e}, step...), nil
 	})
 	if err != nil {
-		return false, nil, 0, activities.MapError(err)
+		return false, false, nil, 0, activities.MapError(err)
 	}
-	return done, other, next, nil
+	return done, last, other, next, nil
 }
 
 // execute runs the tool, heartbeating while it runs.

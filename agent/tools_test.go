@@ -122,9 +122,10 @@ func TestRunToolRetryAfterCallStored(t *testing.T) {
 	require.Equal(t, "The tool call was interrupted after it was recorded, but no result was durably recorded. Its outcome is unknown. Decide whether to retry from the tool semantics: retry only if the operation is read-only or idempotent; if it may have side effects, first verify external state or ask the user. Do not retry blindly.", r.Message.Content[0].Content[0].Text)
 }
 
-// TestRunToolStagedResultCommittedByRetry: an attempt that staged its
-// result and failed to commit it leaves the result to its retry, which
-// commits it without running the tool again.
+// TestRunToolStagedResultCommittedByRetry: a later call's result, staged
+// while the call before it ran, waits for that call; when its commit fails,
+// the retry of that call commits both, in model order, and never runs the
+// later call's tool again.
 func TestRunToolStagedResultCommittedByRetry(t *testing.T) {
 	for _, idempotent := range []bool{false, true} {
 		t.Run(fmt.Sprintf("idempotent=%v", idempotent), func(t *testing.T) {
@@ -133,37 +134,98 @@ func TestRunToolStagedResultCommittedByRetry(t *testing.T) {
 			shell := echoTool("shell", false, idempotent, &runs)
 			run := shell.Run
 			shell.Run = func(ctx context.Context, call tool.Call) (tool.Result, error) {
-				// The next write of the log (the commit) fails.
-				ffs.Add(faultfs.Rule{Index: -1, Op: faultfs.OpWrite, PathContains: "session.v3.jsonl", Err: syscall.EIO, Times: 1})
+				if call.CallID == "c1" {
+					// The next write of the log (c1's commit) fails.
+					ffs.Add(faultfs.Rule{Index: -1, Op: faultfs.OpWrite, PathContains: "session.v3.jsonl", Err: syscall.EIO, Times: 1})
+				}
 				return run(ctx, call)
 			}
-			// c1 is not the message's last call, so its result is staged
-			// before the commit.
-			f := newFixture(t, newTools(t, shell), toolCalls([3]string{"c1", "shell", `{"text":"once"}`}, [3]string{"c2", "shell", `{}`}))
+			f := newFixture(t, newTools(t, shell), toolCalls([3]string{"c1", "shell", `{"text":"first"}`}, [3]string{"c2", "shell", `{"text":"once"}`}))
 			res, err := f.callModel(f.acts, f.modelInput(1, 1))
 			require.NoError(t, err)
 			m := res.MessageSeq // the step's assistant/message, after its chunks
 			faulty, err := jsonl.NewStore(jsonl.Options{Root: f.root, Compression: jsonl.CompressionNone, FS: ffs})
 			require.NoError(t, err)
 
+			// c2 finishes first: c1 has no result, so c2's is staged.
+			out2, err := f.runTool(f.acts, f.toolInput(res.MessageSeq, 1, "c2", "shell"))
+			require.NoError(t, err)
+			require.Equal(t, []string{"tool/call"}, types(f.log()[m+1:]))
+			require.Len(t, f.stagedFiles(), 1)
+
 			_, err = f.runTool(f.actsOn(faulty), f.toolInput(res.MessageSeq, 0, "c1", "shell"))
 			var app *temporal.ApplicationError
 			require.ErrorAs(t, err, &app)
 			require.False(t, app.NonRetryable(), "a failed commit is retried")
-			require.Equal(t, []string{"tool/call"}, types(f.log()[m+1:]))
-			require.Len(t, f.stagedFiles(), 1)
+			require.Equal(t, []string{"tool/call", "tool/call"}, types(f.log()[m+1:]))
+			require.Len(t, f.stagedFiles(), 1, "c2's staged result is still there")
 
-			out, err := f.runTool(f.actsOn(f.newStore()), f.toolInput(res.MessageSeq, 0, "c1", "shell"))
+			out1, err := f.runTool(f.actsOn(f.newStore()), f.toolInput(res.MessageSeq, 0, "c1", "shell"))
 			require.NoError(t, err)
-			require.Equal(t, agent.ToolOutcome{CallSeq: m + 1, NextSeq: m + 3}, out, "the staged result is committed, not a re-run's")
-			require.Equal(t, []string{"tool/call", "tool/result"}, types(f.log()[m+1:]))
-			require.Equal(t, int64(1), runs.Load())
-			r, err := f.log()[m+2].ToolResult()
+			require.Equal(t, m+5, out1.NextSeq, "the retry committed c2's staged result after c1's")
+			log := f.log()
+			require.Equal(t, []string{"tool/call", "tool/call", "tool/result", "tool/result"}, types(log[m+1:]))
+			r1, err := log[m+3].ToolResult()
 			require.NoError(t, err)
-			require.Equal(t, "shell:once@"+filepath.Base(f.cwd), r.Message.Content[0].Content[0].Text)
+			r2, err := log[m+4].ToolResult()
+			require.NoError(t, err)
+			require.Equal(t, []string{"c1", "c2"}, []string{r1.Message.Source.CallID, r2.Message.Source.CallID})
+			require.Equal(t, "shell:once@"+filepath.Base(f.cwd), r2.Message.Content[0].Content[0].Text, "c2's staged result, not a re-run's")
+			if idempotent {
+				require.Equal(t, int64(3), runs.Load(), "c1 ran again, c2 once")
+				require.False(t, out1.Unknown)
+			} else {
+				require.Equal(t, int64(2), runs.Load(), "neither ran twice")
+				require.True(t, out1.Unknown)
+			}
+			require.Less(t, out2.NextSeq, out1.NextSeq)
 			require.Empty(t, f.stagedFiles())
 		})
 	}
+}
+
+// TestRunToolCommitsWaitingResultsAfterItsOwn: a call committed without
+// staging whose commit of the later calls' staged results fails leaves
+// them to its retry, which finds its own result in the log and commits
+// them.
+func TestRunToolCommitsWaitingResultsAfterItsOwn(t *testing.T) {
+	var runs atomic.Int64
+	ffs := faultfs.New(nil)
+	shell := echoTool("shell", false, false, &runs)
+	run := shell.Run
+	shell.Run = func(ctx context.Context, call tool.Call) (tool.Result, error) {
+		if call.CallID == "c1" {
+			// c1's own result is committed; reading the staged results
+			// of the later calls then fails once.
+			ffs.Add(faultfs.Rule{Index: -1, Op: faultfs.OpOpen, PathContains: string(filepath.Separator) + "staged" + string(filepath.Separator), Err: syscall.EIO, Times: 1})
+		}
+		return run(ctx, call)
+	}
+	f := newFixture(t, newTools(t, shell), toolCalls([3]string{"c1", "shell", `{}`}, [3]string{"c2", "shell", `{}`}, [3]string{"c3", "shell", `{}`}))
+	res, err := f.callModel(f.acts, f.modelInput(1, 1))
+	require.NoError(t, err)
+	m := res.MessageSeq // the step's assistant/message, after its chunks
+	faulty, err := jsonl.NewStore(jsonl.Options{Root: f.root, Compression: jsonl.CompressionNone, FS: ffs})
+	require.NoError(t, err)
+	for i, id := range []string{"c2", "c3"} {
+		_, err := f.runTool(f.acts, f.toolInput(res.MessageSeq, i+1, id, "shell"))
+		require.NoError(t, err)
+	}
+	require.Len(t, f.stagedFiles(), 2)
+
+	_, err = f.runTool(f.actsOn(faulty), f.toolInput(res.MessageSeq, 0, "c1", "shell"))
+	require.Error(t, err)
+	require.Equal(t, []string{"tool/call", "tool/call", "tool/call", "tool/result"}, types(f.log()[m+1:]), "c1's result alone")
+	require.Len(t, f.stagedFiles(), 2)
+
+	out, err := f.runTool(f.acts, f.toolInput(res.MessageSeq, 0, "c1", "shell"))
+	require.NoError(t, err)
+	require.Equal(t, m+7, out.NextSeq)
+	log := f.log()
+	require.Len(t, log, int(m)+7)
+	requireResultsInModelOrder(t, log, []string{"c1", "c2", "c3"})
+	require.Equal(t, int64(3), runs.Load(), "no tool ran twice")
+	require.Empty(t, f.stagedFiles())
 }
 
 // TestRunToolLastCallCommitsWithoutStaging: the last call of a message,
