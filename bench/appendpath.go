@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sessionflow/sessionflow/internal/app/cluster"
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/wire"
 	"github.com/sessionflow/sessionflow/workflows"
@@ -63,6 +64,9 @@ func (e *env) activityReq(id string) wire.CreateSessionRequest {
 // activity store on the same appends, then both under one and many
 // callers.
 func (e *env) appendPath(ctx context.Context, res *Results) error {
+	if err := e.checkAdmitsCallers(ctx); err != nil {
+		return err
+	}
 	if err := e.entityComparison(ctx, res); err != nil {
 		return err
 	}
@@ -319,4 +323,24 @@ func signedMs(d time.Duration) string {
 		return "-" + ms(-d)
 	}
 	return "+" + ms(d)
+}
+
+// checkAdmitsCallers fails unless the server admits the AppendCallers
+// callers' updates in flight on one workflow at once. Beyond its limit
+// (history.maxInFlightUpdates, 10 unless its dynamic config raises it, as
+// deploy/dynamicconfig/sessionflow.yaml and the dev server do) it refuses
+// the others' updates, the SDK sends them again after 400 ms or more, and
+// the rates measure that backoff: a cluster launched with a stale build
+// ran with 10.
+func (e *env) checkAdmitsCallers(ctx context.Context) error {
+	n := e.cfg.AppendCallers
+	got, err := cluster.AdmittedUpdates(ctx, e.tc, e.sf.Namespace(), n)
+	if err != nil {
+		return fmt.Errorf("asking the server for its limit of updates in flight: %w", err)
+	}
+	if got < n {
+		return fmt.Errorf("the server admits %d updates in flight on one workflow (history.maxInFlightUpdates), fewer than the %d callers: run it with deploy/dynamicconfig/sessionflow.yaml (a local cluster from a current build of ./cmd/cluster)", got, n)
+	}
+	e.log("  the server admits the %d callers' updates in flight on one workflow", n)
+	return nil
 }

@@ -23,6 +23,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -31,6 +32,7 @@ import (
 
 	temporalclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
+	"google.golang.org/grpc"
 
 	"github.com/sessionflow/sessionflow/client"
 	"github.com/sessionflow/sessionflow/internal/app/devserver"
@@ -145,6 +147,8 @@ type env struct {
 	clock *roundClock
 	// syncs counts the worker store's fsyncs.
 	syncs *syncCounter
+	// rpcs counts the attempts of tc's calls.
+	rpcs *rpcCounter
 }
 
 // Run starts a dev server and a worker, runs every measurement of cfg and
@@ -220,15 +224,27 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 // startServer starts the embedded dev server, or connects to
 // cfg.TemporalAddress, and returns its client and how to stop it (ds is nil
 // for a server the harness did not start).
-func startServer(ctx context.Context, cfg Config, logf func(string, ...any)) (ds *devserver.Server, tc temporalclient.Client, stop func() error, err error) {
+//
+// The client it returns counts its calls' attempts in rpcs (the worker's
+// and the bench's alike), so that a run can report the updates the server
+// refused and the SDK sent again.
+func startServer(ctx context.Context, cfg Config, rpcs *rpcCounter, logf func(string, ...any)) (ds *devserver.Server, tc temporalclient.Client, stop func() error, err error) {
+	dial := func(address, ns string) (temporalclient.Client, error) {
+		return temporalclient.DialContext(ctx, temporalclient.Options{HostPort: address, Namespace: ns,
+			Logger: tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
+			// As sessionflow's programs dial (temporalconn): an update refused
+			// while a session continues as new is sent again at once.
+			ConnectionOptions: temporalclient.ConnectionOptions{DialOptions: []grpc.DialOption{
+				client.DialOption(), grpc.WithChainUnaryInterceptor(rpcs.interceptor)}},
+		})
+	}
 	if cfg.TemporalAddress != "" {
 		ns := cfg.TemporalNamespace
 		if ns == "" {
 			ns = "default"
 		}
 		logf("connecting to the Temporal server at %s (namespace %s)", cfg.TemporalAddress, ns)
-		tc, err = temporalclient.DialContext(ctx, temporalclient.Options{HostPort: cfg.TemporalAddress, Namespace: ns,
-			Logger: tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))})
+		tc, err = dial(cfg.TemporalAddress, ns)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("connecting to %s: %w", cfg.TemporalAddress, err)
 		}
@@ -243,7 +259,10 @@ func startServer(ctx context.Context, cfg Config, logf func(string, ...any)) (ds
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("starting the dev server: %w", err)
 	}
-	return ds, ds.Client(), ds.Stop, nil
+	if tc, err = dial(ds.Address(), ds.Namespace()); err != nil {
+		return nil, nil, nil, errors.Join(fmt.Errorf("connecting to the dev server: %w", err), ds.Stop())
+	}
+	return ds, tc, func() error { tc.Close(); return ds.Stop() }, nil
 }
 
 // start starts the dev server (or connects to cfg.TemporalAddress) and the
@@ -253,7 +272,8 @@ func start(ctx context.Context, cfg Config, logf func(string, ...any)) (*env, er
 	if err != nil {
 		return nil, fmt.Errorf("creating the store root: %w", err)
 	}
-	ds, tc, stopServer, err := startServer(ctx, cfg, logf)
+	rpcs := newRPCCounter()
+	ds, tc, stopServer, err := startServer(ctx, cfg, rpcs, logf)
 	if err != nil {
 		_ = os.RemoveAll(root)
 		return nil, err
@@ -317,6 +337,7 @@ func start(ctx context.Context, cfg Config, logf func(string, ...any)) (*env, er
 		cfg:    cfg,
 		server: ds,
 		tc:     tc,
+		rpcs:   rpcs,
 		sf:     client.New(tc, client.Options{TaskQueue: taskQueue, Namespace: cfg.TemporalNamespace}),
 		store:  st,
 		root:   root,

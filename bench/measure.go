@@ -11,6 +11,8 @@ import (
 
 	"github.com/sessionflow/sessionflow/workflows"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	temporalclient "go.temporal.io/sdk/client"
 
 	"github.com/sessionflow/sessionflow/session"
@@ -26,6 +28,8 @@ type Stats struct {
 	// fewer than 100.
 	P99  time.Duration
 	Mean time.Duration
+	// Max is the largest.
+	Max time.Duration
 }
 
 func summarize(ds []time.Duration) Stats {
@@ -38,7 +42,7 @@ func summarize(ds []time.Duration) Stats {
 	for _, d := range s {
 		sum += d
 	}
-	return Stats{N: len(s), Median: s[len(s)/2], P90: s[(len(s)*9)/10], P99: s[(len(s)*99)/100], Mean: sum / time.Duration(len(s))}
+	return Stats{N: len(s), Median: s[len(s)/2], P90: s[(len(s)*9)/10], P99: s[(len(s)*99)/100], Mean: sum / time.Duration(len(s)), Max: s[len(s)-1]}
 }
 
 // Results are the measurements of one run.
@@ -210,6 +214,9 @@ func event(seq int64, pad int) (session.Event, error) {
 // appendRates measures single-event appends on one session for every
 // combination of window and callers.
 func (e *env) appendRates(ctx context.Context, res *Results) error {
+	if err := e.checkAdmitsCallers(ctx); err != nil {
+		return err
+	}
 	n := 0
 	for _, w := range []time.Duration{0, e.cfg.CoalesceWindow, e.cfg.TinyWindow} {
 		for _, callers := range []int{1, e.cfg.AppendCallers} {
@@ -250,10 +257,12 @@ func (e *env) appendRateMode(ctx context.Context, req wire.CreateSessionRequest,
 		nextSeq = info.NextSeq
 		lmu     sync.Mutex
 		lats    []time.Duration
+		starts  []time.Time
 		wg      sync.WaitGroup
 		first   error
 	)
 	deadline := time.Now().Add(e.cfg.AppendDuration)
+	rpcsBefore := e.rpcs.snapshot()
 	t0 := time.Now()
 	fail := func(err error) {
 		lmu.Lock()
@@ -311,6 +320,7 @@ func (e *env) appendRateMode(ctx context.Context, req wire.CreateSessionRequest,
 				}
 				lmu.Lock()
 				lats = append(lats, time.Since(s0))
+				starts = append(starts, s0)
 				lmu.Unlock()
 			}
 		}()
@@ -327,5 +337,70 @@ func (e *env) appendRateMode(ctx context.Context, req wire.CreateSessionRequest,
 	if got := dr.NextSeq - info.NextSeq; got != int64(len(lats)) {
 		return AppendRate{}, fmt.Errorf("stored %d events, acknowledged %d", got, len(lats))
 	}
-	return AppendRate{Window: window, Callers: callers, AtEnd: atEnd, Appends: len(lats), Elapsed: el, Latency: summarize(lats)}, nil
+	r := AppendRate{Window: window, Callers: callers, AtEnd: atEnd, Appends: len(lats), Elapsed: el, Latency: summarize(lats)}
+	tasks, cans, err := e.sessionTasks(ctx, info.WorkflowID, info.RunID)
+	if err != nil {
+		return AppendRate{}, err
+	}
+	e.log("  %s: %d callers%s, %.1f appends/s, latency median %s p90 %s p99 %s max %s; %s; refused update attempts: %s; %s",
+		id, callers, map[bool]string{true: " at the end"}[atEnd], r.PerSecond(),
+		ms(r.Latency.Median), ms(r.Latency.P90), ms(r.Latency.P99), ms(r.Latency.Max), tasks,
+		formatFailures(e.rpcs.failuresSince(rpcsBefore, "UpdateWorkflowExecution")),
+		slowAcrossCAN(starts, lats, cans, 250*time.Millisecond))
+	return r, nil
+}
+
+// slowAcrossCAN says how many appends took longer than slow, how much of
+// the callers' time they took, and how many of them were in flight when a
+// run continued as new (at one of cans).
+func slowAcrossCAN(starts []time.Time, lats []time.Duration, cans []time.Time, slow time.Duration) string {
+	var n, across int
+	var sum, total time.Duration
+	for i, l := range lats {
+		total += l
+		if l <= slow {
+			continue
+		}
+		n++
+		sum += l
+		for _, c := range cans {
+			if !c.Before(starts[i]) && !c.After(starts[i].Add(l)) {
+				across++
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%d appends over %s (%.0f%% of the callers' time), %d of them in flight at one of %d continue-as-new",
+		n, ms(slow), 100*sum.Seconds()/max(total.Seconds(), 1e-9), across, len(cans))
+}
+
+// sessionTasks summarizes the workflow tasks of a session's runs, from
+// runID along its continue-as-new links: the runs, the tasks completed,
+// failed (by cause) and timed out, and the updates accepted.
+func (e *env) sessionTasks(ctx context.Context, workflowID, runID string) (string, []time.Time, error) {
+	var runs, completed, timedOut, accepted int
+	var cans []time.Time
+	failed := map[string]int{}
+	err := e.eachRun(ctx, workflowID, runID, func(evs []*historypb.HistoryEvent, _ int) {
+		runs++
+		for _, ev := range evs {
+			switch ev.GetEventType() {
+			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
+				cans = append(cans, ev.GetEventTime().AsTime())
+			case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+				completed++
+			case enumspb.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+				failed[ev.GetWorkflowTaskFailedEventAttributes().GetCause().String()]++
+			case enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
+				timedOut++
+			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
+				accepted++
+			}
+		}
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	return fmt.Sprintf("%d runs, %d workflow tasks completed, failed %s, %d timed out, %d updates accepted",
+		runs, completed, formatFailures(failed), timedOut, accepted), cans, nil
 }

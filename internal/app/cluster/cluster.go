@@ -222,6 +222,9 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	}); err != nil {
 		return c, fmt.Errorf("connecting to %s: %w", c.srv.address, err)
 	}
+	if err := c.checkInFlightUpdates(ctx); err != nil {
+		return c, err
+	}
 
 	if err := <-workerDone; err != nil {
 		return c, err

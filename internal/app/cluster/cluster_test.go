@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sessionflow/sessionflow/deploy"
 )
 
 // TestServerVersionIsTheToolsPin: the launcher builds the server release
@@ -84,4 +86,21 @@ func TestIsUnder(t *testing.T) {
 	require.True(t, isUnder("/a/b", "/a/b"))
 	require.False(t, isUnder("/a/bc", "/a/b"))
 	require.False(t, isUnder("/tmp/x", "/a/b"))
+}
+
+// TestConfiguredInFlightUpdates: the launcher's check at start reads the
+// limit deploy's dynamic config sets (the server's default is 10).
+func TestConfiguredInFlightUpdates(t *testing.T) {
+	src, err := deploy.Files.ReadFile(deploy.DynamicConfigFile)
+	require.NoError(t, err)
+	got, err := configuredInFlightUpdates(src)
+	require.NoError(t, err)
+	require.Equal(t, 64, got)
+
+	_, err = configuredInFlightUpdates([]byte("history.maxInFlightUpdatePayloads:\n  - value: 1572864\n"))
+	require.ErrorContains(t, err, "sets history.maxInFlightUpdates 0 times")
+	_, err = configuredInFlightUpdates([]byte("history.maxInFlightUpdates:\n  - value: many\n"))
+	require.ErrorContains(t, err, "history.maxInFlightUpdates is many, not a number")
+	_, err = configuredInFlightUpdates([]byte("\t- : ["))
+	require.ErrorContains(t, err, "parsing dynamicconfig/sessionflow.yaml")
 }

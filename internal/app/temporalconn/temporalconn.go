@@ -25,6 +25,8 @@ import (
 	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/contrib/envconfig"
+
+	sfclient "github.com/sessionflow/sessionflow/client"
 )
 
 // Defaults of the connection.
@@ -222,13 +224,16 @@ func FromEnv(env envconfig.EnvLookup) (client.Options, error) {
 }
 
 // ClientOptions returns the client options of a resolved profile: host,
-// namespace, credentials, TLS and gRPC metadata. Callers add their logger,
-// identity and metrics.
+// namespace, credentials, TLS and gRPC metadata, and sessionflow's dial
+// option (an update refused while a session continues as new is sent again
+// at once: sessionflow's client.RetryClosingInterceptor). Callers add their
+// logger, identity and metrics.
 func ClientOptions(p envconfig.ClientConfigProfile) (client.Options, error) {
 	opts, err := p.ToClientOptions(envconfig.ToClientOptionsRequest{})
 	if err != nil {
 		return client.Options{}, fmt.Errorf("the Temporal client options: %w", err)
 	}
+	opts.ConnectionOptions.DialOptions = append(opts.ConnectionOptions.DialOptions, sfclient.DialOption())
 	return opts, nil
 }
 
