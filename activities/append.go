@@ -44,7 +44,10 @@ type AppendBatchInput struct {
 	// attempt of the workflow task stored past Cursor is adopted, not
 	// written twice (jsonl.Handle.AppendGroup, FORMAT.md §4.6); the
 	// result's Placed and Unclaimed say where each batch is and which held
-	// events no batch claimed.
+	// events no batch claimed. An event held past Cursor of a type the
+	// workflow's own stores write (ownTypes) that no batch is stops the
+	// store: nothing is written after it (a group that would write is
+	// refused as SeqMismatch), and the result's NextSeq is its seq.
 	Group []GroupSpan `json:"group,omitempty"`
 	// Cursor is, with Group, the stored cursor the workflow knows.
 	Cursor int64 `json:"cursor,omitempty"`
@@ -72,7 +75,9 @@ const MaxHeld = 512
 
 // AppendResult reports the log's next seq after an append.
 type AppendResult struct {
-	// NextSeq is the seq the next append must carry.
+	// NextSeq is the seq the next append must carry: for a Group store,
+	// the seq where the workflow's view of the log ends (the log's end, or
+	// the workflow's own event another attempt stored that stopped it).
 	NextSeq int64 `json:"nextSeq"`
 	// Held, for a Reconcile batch not written, describes the events the
 	// log holds from the batch's first seq to NextSeq, in seq order.
@@ -205,11 +210,11 @@ func appendGroup(ctx context.Context, h *jsonl.Handle, in AppendBatchInput) (App
 	if k != len(in.Events) {
 		return AppendResult{}, MapError(invalid("group store: its batches hold %d events, %d are given", k, len(in.Events)))
 	}
-	res, err := h.AppendGroup(ctx, in.Cursor, batches, MaxGroupTail, MaxHeld)
+	res, err := h.AppendGroup(ctx, in.Cursor, batches, MaxGroupTail, MaxHeld, ownTypes)
 	if err != nil {
 		return AppendResult{}, MapError(err)
 	}
-	return AppendResult{NextSeq: h.NextSeq(), Placed: res.First, Unclaimed: res.Unclaimed}, nil
+	return AppendResult{NextSeq: res.Next, Placed: res.First, Unclaimed: res.Unclaimed}, nil
 }
 
 // StoreSeed forks: it copies the first Count events of the parent session

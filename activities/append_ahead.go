@@ -12,7 +12,9 @@ import (
 // ownTypes are the event types the session workflow's own stores write
 // (a turn's batches, EndTurn, an idle Inject's splice, the permission
 // facts of SetPermissions): stored events of these types are never taken
-// for another caller's append (AppendedRun).
+// for another caller's append (AppendedRun), and a group store writes
+// nothing after one that no batch of its group is (appendGroup: the
+// barrier types of jsonl.Handle.AppendGroup).
 var ownTypes = []string{
 	wire.TypeTurnStart, wire.TypeTurnEnd, wire.TypeStepStart, wire.TypeStepEnd,
 	wire.TypeInboxSpliced, wire.TypeSubagentDescriptor,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/sessionflow/sessionflow/session"
 	"github.com/sessionflow/sessionflow/wire"
@@ -39,6 +40,10 @@ type GroupStored struct {
 	Adopted int
 	// Written counts the events written; 0 when the log held the group.
 	Written int
+	// Next is the seq the caller's view of the log continues at: the
+	// log's end or, when a held event of a barrier type no batch claimed
+	// stopped the store, that event's seq (AppendGroup).
+	Next int64
 }
 
 // AppendGroup durably stores a group of batches at the end of the log,
@@ -63,7 +68,17 @@ type GroupStored struct {
 // maxUnclaimed). A seq-chosen batch that neither is held nor continues
 // what is written, more than maxTail held events or more than
 // maxUnclaimed unclaimed are SeqMismatch, and nothing is written.
-func (h *Handle) AppendGroup(ctx context.Context, cursor int64, batches []GroupBatch, maxTail, maxUnclaimed int) (GroupStored, error) {
+//
+// barrier names the types of events that the caller's own stores write
+// and that an earlier or concurrent run of the caller may have stored past
+// its cursor (a session workflow's turn/start, say): such an event held
+// and claimed by no batch is another run's, and nothing may be written
+// after it. A group that would write is then SeqMismatch, and nothing is
+// written (the late store of an abandoned run lands there); a group the
+// log holds whole is reported found, its view of the log ending at the
+// first such event (GroupStored.Next) and its unclaimed events only those
+// before it.
+func (h *Handle) AppendGroup(ctx context.Context, cursor int64, batches []GroupBatch, maxTail, maxUnclaimed int, barrier []string) (GroupStored, error) {
 	id := h.ref.SessionID
 	if h.state().closed.Load() {
 		return GroupStored{}, handleClosed(id, "append")
@@ -103,7 +118,7 @@ func (h *Handle) AppendGroup(ctx context.Context, cursor int64, batches []GroupB
 		for _, b := range snaps {
 			spellFor(st.header, b)
 		}
-		plan, err := s.planGroup(st, cursor, snaps, batches, maxTail, maxUnclaimed)
+		plan, err := s.planGroup(st, cursor, snaps, batches, maxTail, maxUnclaimed, barrier)
 		if err != nil {
 			return err
 		}
@@ -134,8 +149,9 @@ type groupPlan struct {
 
 // planGroup matches the group against the events held past cursor and
 // returns what to write (AppendGroup). batches gives each snapshot's
-// AtEnd.
-func (s *Store) planGroup(st *handleState, cursor int64, snaps [][]session.Event, batches []GroupBatch, maxTail, maxUnclaimed int) (groupPlan, error) {
+// AtEnd, barrier the types after whose unclaimed events nothing is
+// written.
+func (s *Store) planGroup(st *handleState, cursor int64, snaps [][]session.Event, batches []GroupBatch, maxTail, maxUnclaimed int, barrier []string) (groupPlan, error) {
 	id := st.ref.SessionID
 	end := st.cursor
 	mismatch := func(format string, args ...any) error {
@@ -158,7 +174,7 @@ func (s *Store) planGroup(st *handleState, cursor int64, snaps [][]session.Event
 		}
 		tail = stored[cursor:end]
 	}
-	plan := groupPlan{stored: GroupStored{First: make([]int64, len(snaps))}}
+	plan := groupPlan{stored: GroupStored{First: make([]int64, len(snaps)), Next: end}}
 	claimed := make([]bool, len(tail))
 	placed := make([]bool, len(snaps))
 	// held is, per batch, how many of its leading events the log holds
@@ -263,7 +279,24 @@ func (s *Store) planGroup(st *handleState, cursor int64, snaps [][]session.Event
 		plan.write = append(plan.write, rest...)
 		w += int64(len(rest))
 	}
+	plan.stored.Next = w
+	// The first held event of a barrier type that no batch claimed:
+	// another run's own; nothing is written after it, and the caller's view
+	// of the log ends there.
+	stop := len(tail)
 	for k, c := range claimed {
+		if !c && slices.Contains(barrier, tail[k].Type) {
+			stop = k
+			break
+		}
+	}
+	if stop < len(tail) {
+		if len(plan.write) > 0 {
+			return groupPlan{}, mismatch("the %s stored at seq %d past the group's cursor is no batch's: nothing is written after it", tail[stop].Type, tail[stop].Seq)
+		}
+		plan.stored.Next = tail[stop].Seq
+	}
+	for k, c := range claimed[:stop] {
 		if c {
 			continue
 		}

@@ -1,6 +1,7 @@
 package jsonl_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -104,9 +105,9 @@ func prints(t *testing.T, first int64, events []session.Event) []jsonl.HeldPrint
 func TestAppendGroupWritesInOrder(t *testing.T) {
 	eachCompression(t, func(t *testing.T, comp jsonl.Compression) {
 		g := newGroupEnv(t, comp, "group-fresh")
-		res, err := g.hd.AppendGroup(bg, 2, atEnd(2, g.a, g.b), 64, 64)
+		res, err := g.hd.AppendGroup(bg, 2, atEnd(2, g.a, g.b), 64, 64, nil)
 		require.NoError(t, err)
-		require.Equal(t, jsonl.GroupStored{First: []int64{2, 4}, Written: 5}, res)
+		require.Equal(t, jsonl.GroupStored{First: []int64{2, 4}, Written: 5, Next: 7}, res)
 		require.Equal(t, want(g.a, g.b), g.texts(t))
 		require.Equal(t, int64(7), g.hd.NextSeq())
 	})
@@ -121,9 +122,9 @@ func TestAppendGroupOtherOrderAdopts(t *testing.T) {
 		path := g.e.logPath(g.h.Cwd, g.h.ID)
 		before := readFile(t, path)
 
-		res, err := g.hd.AppendGroup(bg, 2, atEnd(2, g.b, g.a), 64, 64)
+		res, err := g.hd.AppendGroup(bg, 2, atEnd(2, g.b, g.a), 64, 64, nil)
 		require.NoError(t, err)
-		require.Equal(t, jsonl.GroupStored{First: []int64{4, 2}, Adopted: 2}, res)
+		require.Equal(t, jsonl.GroupStored{First: []int64{4, 2}, Adopted: 2, Next: 7}, res)
 		require.Equal(t, before, readFile(t, path), "nothing written")
 		require.Equal(t, int64(7), g.hd.NextSeq())
 	})
@@ -137,9 +138,9 @@ func TestAppendGroupSubsetReportsUnclaimed(t *testing.T) {
 		g := newGroupEnv(t, comp, "group-subset")
 		require.NoError(t, g.hd.Append(bg, append(at(g.a, 2), at(g.b, 4)...)))
 
-		res, err := g.hd.AppendGroup(bg, 2, atEnd(2, g.b), 64, 64)
+		res, err := g.hd.AppendGroup(bg, 2, atEnd(2, g.b), 64, 64, nil)
 		require.NoError(t, err)
-		require.Equal(t, jsonl.GroupStored{First: []int64{4}, Adopted: 1, Unclaimed: prints(t, 2, g.a)}, res)
+		require.Equal(t, jsonl.GroupStored{First: []int64{4}, Adopted: 1, Unclaimed: prints(t, 2, g.a), Next: 7}, res)
 		require.Equal(t, want(g.a, g.b), g.texts(t))
 	})
 }
@@ -150,9 +151,9 @@ func TestAppendGroupNewBatchWrittenAfterTheHeld(t *testing.T) {
 		g := newGroupEnv(t, comp, "group-more")
 		require.NoError(t, g.hd.Append(bg, append(at(g.a, 2), at(g.b, 4)...)))
 
-		res, err := g.hd.AppendGroup(bg, 2, atEnd(2, g.c, g.b, g.a), 64, 64)
+		res, err := g.hd.AppendGroup(bg, 2, atEnd(2, g.c, g.b, g.a), 64, 64, nil)
 		require.NoError(t, err)
-		require.Equal(t, jsonl.GroupStored{First: []int64{7, 4, 2}, Adopted: 2, Written: 1}, res)
+		require.Equal(t, jsonl.GroupStored{First: []int64{7, 4, 2}, Adopted: 2, Written: 1, Next: 8}, res)
 		require.Equal(t, want(g.a, g.b, g.c), g.texts(t))
 	})
 }
@@ -164,9 +165,9 @@ func TestAppendGroupCompletesAHeldHead(t *testing.T) {
 		g := newGroupEnv(t, comp, "group-head")
 		require.NoError(t, g.hd.Append(bg, append(at(g.a, 2), at(g.b[:1], 4)...)))
 
-		res, err := g.hd.AppendGroup(bg, 2, atEnd(2, g.b, g.c, g.a), 64, 64)
+		res, err := g.hd.AppendGroup(bg, 2, atEnd(2, g.b, g.c, g.a), 64, 64, nil)
 		require.NoError(t, err)
-		require.Equal(t, jsonl.GroupStored{First: []int64{4, 7, 2}, Adopted: 2, Written: 3}, res)
+		require.Equal(t, jsonl.GroupStored{First: []int64{4, 7, 2}, Adopted: 2, Written: 3, Next: 8}, res)
 		require.Equal(t, want(g.a, g.b, g.c), g.texts(t))
 	})
 }
@@ -180,9 +181,9 @@ func TestAppendGroupMatchesTime(t *testing.T) {
 		require.NoError(t, g.hd.Append(bg, at(g.a, 2)))
 		a2 := later(g.a)
 
-		res, err := g.hd.AppendGroup(bg, 2, atEnd(2, a2), 64, 64)
+		res, err := g.hd.AppendGroup(bg, 2, atEnd(2, a2), 64, 64, nil)
 		require.NoError(t, err)
-		require.Equal(t, jsonl.GroupStored{First: []int64{4}, Written: 2, Unclaimed: prints(t, 2, g.a)}, res)
+		require.Equal(t, jsonl.GroupStored{First: []int64{4}, Written: 2, Unclaimed: prints(t, 2, g.a), Next: 6}, res)
 		require.Equal(t, want(g.a, a2), g.texts(t))
 	})
 }
@@ -196,20 +197,20 @@ func TestAppendGroupSeqChosenBatch(t *testing.T) {
 		require.NoError(t, g.hd.Append(bg, append(at(g.a, 2), at(g.b, 4)...)))
 
 		// Held: B at its seqs 4-6 (a later time is a rerun's), A by content.
-		res, err := g.hd.AppendGroup(bg, 2, []jsonl.GroupBatch{{Events: later(at(g.b, 4))}, {Events: at(g.a, 5), AtEnd: true}}, 64, 64)
+		res, err := g.hd.AppendGroup(bg, 2, []jsonl.GroupBatch{{Events: later(at(g.b, 4))}, {Events: at(g.a, 5), AtEnd: true}}, 64, 64, nil)
 		require.NoError(t, err)
-		require.Equal(t, jsonl.GroupStored{First: []int64{4, 2}, Adopted: 2}, res)
+		require.Equal(t, jsonl.GroupStored{First: []int64{4, 2}, Adopted: 2, Next: 7}, res)
 
 		// Written: C at the end, then a batch continuing it at 8.
-		res, err = g.hd.AppendGroup(bg, 7, []jsonl.GroupBatch{{Events: at(g.c, 7), AtEnd: true}, {Events: at(g.a, 8)}}, 64, 64)
+		res, err = g.hd.AppendGroup(bg, 7, []jsonl.GroupBatch{{Events: at(g.c, 7), AtEnd: true}, {Events: at(g.a, 8)}}, 64, 64, nil)
 		require.NoError(t, err)
-		require.Equal(t, jsonl.GroupStored{First: []int64{7, 8}, Written: 3}, res)
+		require.Equal(t, jsonl.GroupStored{First: []int64{7, 8}, Written: 3, Next: 10}, res)
 		require.Equal(t, want(g.a, g.b, g.c, g.a), g.texts(t))
 
 		// Refused: a batch at seqs the log holds other events at.
 		path := g.e.logPath(g.h.Cwd, g.h.ID)
 		before := readFile(t, path)
-		_, err = g.hd.AppendGroup(bg, 10, []jsonl.GroupBatch{{Events: at(g.c, 10), AtEnd: true}, {Events: at(g.b, 8)}}, 64, 64)
+		_, err = g.hd.AppendGroup(bg, 10, []jsonl.GroupBatch{{Events: at(g.c, 10), AtEnd: true}, {Events: at(g.b, 8)}}, 64, 64, nil)
 		requireCode(t, err, wire.ErrSeqMismatch)
 		require.Equal(t, before, readFile(t, path))
 	})
@@ -224,15 +225,95 @@ func TestAppendGroupRefusals(t *testing.T) {
 		path := g.e.logPath(g.h.Cwd, g.h.ID)
 		before := readFile(t, path)
 
-		_, err := g.hd.AppendGroup(bg, 8, atEnd(8, g.c), 64, 64)
+		_, err := g.hd.AppendGroup(bg, 8, atEnd(8, g.c), 64, 64, nil)
 		requireCode(t, err, wire.ErrSeqMismatch)
 		require.EqualError(t, err, `append seq mismatch for "group-bounds": the group follows seq 8, the log ends at 7`)
-		_, err = g.hd.AppendGroup(bg, 2, atEnd(2, g.a, g.b), 4, 64)
+		_, err = g.hd.AppendGroup(bg, 2, atEnd(2, g.a, g.b), 4, 64, nil)
 		requireCode(t, err, wire.ErrSeqMismatch)
 		require.EqualError(t, err, `append seq mismatch for "group-bounds": 5 events are stored past seq 2, more than the 4 a group store matches`)
-		_, err = g.hd.AppendGroup(bg, 2, atEnd(2, g.a), 64, 2)
+		_, err = g.hd.AppendGroup(bg, 2, atEnd(2, g.a), 64, 2, nil)
 		requireCode(t, err, wire.ErrSeqMismatch)
 		require.EqualError(t, err, `append seq mismatch for "group-bounds": 3 events stored past seq 2 are no batch's, more than 2`)
 		require.Equal(t, before, readFile(t, path))
+	})
+}
+
+// ownTypes are the barrier types the activity passes: the types the
+// session workflow's own stores write.
+var ownTypes = []string{"turn/start", "turn/end", "step/start", "step/end", "agent/inbox/spliced"}
+
+// turnOpening is a turn's opening batch numbered from first, as the
+// workflow stores it: turn/start, step/start, the claimed user/message.
+func turnOpening(t *testing.T, first int64) []session.Event {
+	t.Helper()
+	var out []session.Event
+	for i, e := range []struct{ typ, data string }{
+		{"turn/start", `{"turn":1}`},
+		{"step/start", `{"turn":1,"step":1}`},
+		{"user/message", `{"id":"m-1","role":"user","content":[{"type":"text","text":"hi"}]}`},
+	} {
+		ev, err := session.NewEvent(e.typ, first+int64(i), 6000, json.RawMessage(e.data))
+		require.NoError(t, err)
+		out = append(out, ev)
+	}
+	return out
+}
+
+// A late store of an abandoned run (its cursor 2) lands after another run
+// opened a turn at 2: its batch, not held, would be written inside the
+// running turn. The turn's opening is no batch's and of a barrier type:
+// the store is refused and writes nothing, for an AtEnd batch and for one
+// whose caller chose the seqs after the turn's opening.
+func TestAppendGroupRefusesToWriteAfterABarrier(t *testing.T) {
+	eachCompression(t, func(t *testing.T, comp jsonl.Compression) {
+		g := newGroupEnv(t, comp, "group-barrier")
+		require.NoError(t, g.hd.Append(bg, turnOpening(t, 2)))
+		path := g.e.logPath(g.h.Cwd, g.h.ID)
+		before := readFile(t, path)
+
+		_, err := g.hd.AppendGroup(bg, 2, atEnd(2, g.a), 64, 64, ownTypes)
+		requireCode(t, err, wire.ErrSeqMismatch)
+		require.EqualError(t, err, `append seq mismatch for "group-barrier": the turn/start stored at seq 2 past the group's cursor is no batch's: nothing is written after it`)
+		_, err = g.hd.AppendGroup(bg, 2, []jsonl.GroupBatch{{Events: at(g.a, 5)}}, 64, 64, ownTypes)
+		requireCode(t, err, wire.ErrSeqMismatch)
+		require.Equal(t, before, readFile(t, path), "nothing written")
+
+		// An append held before the turn, the group's other batch not held:
+		// refused too.
+		g2 := newGroupEnv(t, comp, "group-barrier-2")
+		require.NoError(t, g2.hd.Append(bg, append(at(g2.a, 2), turnOpening(t, 4)...)))
+		_, err = g2.hd.AppendGroup(bg, 2, atEnd(2, g2.a, g2.b), 64, 64, ownTypes)
+		require.EqualError(t, err, `append seq mismatch for "group-barrier-2": the turn/start stored at seq 4 past the group's cursor is no batch's: nothing is written after it`)
+		require.Equal(t, int64(7), g2.hd.NextSeq())
+
+		// Without barrier types, today's store: written after the turn.
+		res, err := g.hd.AppendGroup(bg, 2, atEnd(2, g.a), 64, 64, nil)
+		require.NoError(t, err)
+		require.Equal(t, []int64{5}, res.First)
+	})
+}
+
+// A run whose earlier, unrecorded attempt stored [A, a turn's opening]
+// brings A again: A is found, nothing is written, and the group's view of
+// the log ends at the turn's opening (Next), which is not reported
+// unclaimed: the run's own turn reconciles it. Unclaimed events before the
+// barrier are reported as before.
+func TestAppendGroupHeldBeforeABarrierEndsThere(t *testing.T) {
+	eachCompression(t, func(t *testing.T, comp jsonl.Compression) {
+		g := newGroupEnv(t, comp, "group-before-barrier")
+		require.NoError(t, g.hd.Append(bg, append(append(at(g.a, 2), at(g.b, 4)...), turnOpening(t, 7)...)))
+		path := g.e.logPath(g.h.Cwd, g.h.ID)
+		before := readFile(t, path)
+
+		res, err := g.hd.AppendGroup(bg, 2, atEnd(2, g.b), 64, 64, ownTypes)
+		require.NoError(t, err)
+		require.Equal(t, jsonl.GroupStored{First: []int64{4}, Adopted: 1, Unclaimed: prints(t, 2, g.a), Next: 7}, res)
+		require.Equal(t, before, readFile(t, path), "nothing written")
+
+		// Without barrier types, today's report: the opening unclaimed too.
+		res, err = g.hd.AppendGroup(bg, 2, atEnd(2, g.b), 64, 64, nil)
+		require.NoError(t, err)
+		require.Equal(t, 10, int(res.Next))
+		require.Len(t, res.Unclaimed, 5)
 	})
 }
