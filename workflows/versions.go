@@ -295,7 +295,7 @@ const modelRecordsCallsChange = "model-records-calls"
 // turnRun.keepAhead). Earlier runs refused them: the turn ended
 // store-failed and the session was disposed. Asked only when the opening
 // store reports such events, so runs that never meet them record nothing.
-// Recorded in: none (provoking it on the dev server needs a workflow task
-// attempt that leaves no history after its local store);
-// workflows/turn_appends_ahead_test.go runs its path.
+// Recorded in: turn-keeps-appends-ahead.json (the events written at the
+// cursor through the session's write handle, as such an attempt leaves
+// them); workflows/turn_appends_ahead_test.go runs its other paths.
 const turnAheadChange = "turn-keeps-appends-ahead"
