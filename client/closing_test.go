@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"path"
 	"sync"
 	"testing"
 	"time"
@@ -87,32 +88,50 @@ func serveFrontend(t *testing.T, f *closingFrontend, dialOpts ...grpc.DialOption
 	return tc
 }
 
+// attemptCounter counts the UpdateWorkflowExecution calls the SDK makes:
+// dialed before DialOption, it sits between the SDK's own retries and
+// RetryClosingInterceptor, so a resend of the interceptor is not counted.
+type attemptCounter struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (a *attemptCounter) option() grpc.DialOption {
+	return grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if path.Base(method) == updateMethod {
+			a.mu.Lock()
+			a.n++
+			a.mu.Unlock()
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	})
+}
+
 // An append refused twice because its session's run is continuing as new
-// is sent again within milliseconds with DialOption, and lands.
+// is sent again by the interceptor within one attempt of the SDK (whose
+// own next attempt waits 320-480 ms), and lands.
 func TestAppendAtEndRefusedWhileClosingIsSentAgainAtOnce(t *testing.T) {
 	f := &closingFrontend{refusals: 2, result: wire.AppendResult{NextSeq: 7}}
-	c := New(serveFrontend(t, f, DialOption()), Options{})
-	t0 := time.Now()
+	var sdk attemptCounter
+	c := New(serveFrontend(t, f, sdk.option(), DialOption()), Options{})
 	res, err := c.AppendAtEnd(context.Background(), "s1", []wire.Event{{Type: wire.TypeTodoWrite}})
-	el := time.Since(t0)
 	require.NoError(t, err)
 	assert.Equal(t, int64(7), res.NextSeq)
 	require.Len(t, f.calls, 3)
-	// The SDK alone waits 320-480 ms after the first refusal and 640-960
-	// ms after the second.
-	assert.Less(t, el, 500*time.Millisecond)
-	assert.Less(t, f.calls[2].Sub(f.calls[0]), 200*time.Millisecond)
+	assert.Equal(t, 1, sdk.n, "the SDK made one attempt; the interceptor sent it again")
 }
 
 // Without the interceptor the SDK sends the refused update again by itself,
 // after its service backoff: the loss RetryClosingInterceptor removes.
 func TestSDKAloneWaitsAfterAClosingRefusal(t *testing.T) {
 	f := &closingFrontend{refusals: 2, result: wire.AppendResult{NextSeq: 7}}
-	c := New(serveFrontend(t, f), Options{})
+	var sdk attemptCounter
+	c := New(serveFrontend(t, f, sdk.option()), Options{})
 	res, err := c.AppendAtEnd(context.Background(), "s1", []wire.Event{{Type: wire.TypeTodoWrite}})
 	require.NoError(t, err)
 	assert.Equal(t, int64(7), res.NextSeq)
 	require.Len(t, f.calls, 3)
+	assert.Equal(t, 3, sdk.n, "each send is an attempt of the SDK's")
 	assert.GreaterOrEqual(t, f.calls[1].Sub(f.calls[0]), 300*time.Millisecond)
 	assert.GreaterOrEqual(t, f.calls[2].Sub(f.calls[1]), 600*time.Millisecond)
 }
