@@ -58,30 +58,25 @@ type timedFile struct {
 // jsonl.DataSyncer) and counts it as an fsync; it only counts it while the
 // counter skips fsyncs. A file that cannot is synced with Sync.
 func (f timedFile) SyncData() error {
-	if f.c.skip.Load() {
-		f.c.add(0)
-		return nil
-	}
-	t0 := time.Now()
-	var err error
 	if d, ok := f.File.(jsonl.DataSyncer); ok {
-		err = d.SyncData()
-	} else {
-		err = f.File.Sync()
+		return f.timed(d.SyncData)
 	}
-	f.c.add(time.Since(t0))
-	return err
+	return f.timed(f.File.Sync)
 }
 
 // Sync flushes the file and counts the fsync; it only counts it while the
 // counter skips fsyncs.
-func (f timedFile) Sync() error {
+func (f timedFile) Sync() error { return f.timed(f.File.Sync) }
+
+// timed runs sync and counts it with its time, or only counts it while the
+// counter skips fsyncs.
+func (f timedFile) timed(sync func() error) error {
 	if f.c.skip.Load() {
 		f.c.add(0)
 		return nil
 	}
 	t0 := time.Now()
-	err := f.File.Sync()
+	err := sync()
 	f.c.add(time.Since(t0))
 	return err
 }
